@@ -1,0 +1,268 @@
+"""``LossLaw``: a sympy expression over law variables and named fitted parameters."""
+
+from __future__ import annotations
+
+import io
+import math
+import tokenize
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+import sympy
+from sympy.parsing.sympy_parser import convert_xor, parse_expr, standard_transformations
+
+from ..errors import RooflawError
+from .variables import VARIABLES, law_inputs, symbol
+
+#: Functions a user expression may call.
+FUNCTIONS: dict[str, Any] = {
+    "exp": sympy.exp,
+    "log": sympy.log,
+    "ln": sympy.log,
+    "sqrt": sympy.sqrt,
+    "tanh": sympy.tanh,
+    "Min": sympy.Min,
+    "Max": sympy.Max,
+    "min": sympy.Min,
+    "max": sympy.Max,
+}
+
+
+def param_symbol(name: str) -> sympy.Symbol:
+    """The sympy symbol of a fitted parameter (real, sign free)."""
+    return sympy.Symbol(name, real=True)
+
+
+@dataclass(frozen=True, eq=False)
+class LossLaw:
+    """A loss law: ``expr`` over ``variables`` with fitted ``params`` (symbolic in ``expr``).
+
+    ``evaluate`` is vectorised (a cached ``sympy.lambdify`` to numpy); ``bound_expr`` substitutes
+    the parameter values for the symbolic solvers.
+    """
+
+    name: str
+    expr: sympy.Expr
+    params: dict[str, float]
+    variables: tuple[str, ...]
+    stderr: dict[str, float] | None = None
+    source: str = ""
+    validity: str = ""
+
+    def __post_init__(self) -> None:
+        free = {s.name for s in self.expr.free_symbols}
+        unknown = free - set(self.params) - set(self.variables)
+        if unknown:
+            raise RooflawError(
+                f"law {self.name}: symbols without a value or variable: {', '.join(sorted(unknown))}"
+            )
+        bad_vars = [v for v in self.variables if v not in VARIABLES]
+        if bad_vars:
+            raise RooflawError(
+                f"law {self.name}: unknown variables {bad_vars}; known: {', '.join(VARIABLES)}"
+            )
+
+    # ---- symbolic ----------------------------------------------------------------------------
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        return tuple(self.params)
+
+    def symbols(self) -> dict[str, sympy.Symbol]:
+        """Variable symbols used by the law, by name."""
+        return {v: symbol(v) for v in self.variables}
+
+    def bound_expr(self) -> sympy.Expr:
+        """The expression with the parameter values substituted (variables stay symbolic)."""
+        return self._bound
+
+    @cached_property
+    def _bound(self) -> sympy.Expr:
+        subs = {param_symbol(k): sympy.Float(v) for k, v in self.params.items()}
+        return self.expr.xreplace(subs)
+
+    def latex(self, bound: bool = False) -> str:
+        return sympy.latex(self.bound_expr() if bound else self.expr)
+
+    def text(self, bound: bool = False) -> str:
+        return sympy.sstr(self.bound_expr() if bound else self.expr)
+
+    def is_posynomial(self) -> bool:
+        """True when the bound expression minus any constant is a posynomial in the variables."""
+        e = sympy.expand(self.bound_expr())
+        vs = {symbol(v) for v in self.variables}
+        terms = e.args if isinstance(e, sympy.Add) else (e,)
+        n_var_terms = 0
+        for t in terms:
+            if not (t.free_symbols & vs):
+                if t.free_symbols:
+                    return False
+                continue
+            coeff, rest = t.as_coeff_Mul()
+            if not (coeff.is_number and coeff > 0):
+                return False
+            for base, ex in rest.as_powers_dict().items():
+                if base not in vs or not ex.is_number or not ex.is_real:
+                    return False
+            n_var_terms += 1
+        return n_var_terms > 0
+
+    # ---- numeric -----------------------------------------------------------------------------
+    @cached_property
+    def _fn(self):
+        args = [symbol(v) for v in self.variables]
+        return sympy.lambdify(args, self.bound_expr(), modules="numpy", cse=True)
+
+    def evaluate(self, inputs: Mapping[str, Any]) -> np.ndarray:
+        """Loss for arrays of variables (``inputs``: name -> array, broadcast together)."""
+        missing = [v for v in self.variables if v not in inputs]
+        if missing:
+            have = ", ".join(sorted(inputs)) or "none"
+            raise RooflawError(f"law {self.name} needs {', '.join(missing)}; available: {have}")
+        arrays = [np.asarray(inputs[v], dtype=float) for v in self.variables]
+        shape = np.broadcast_shapes(*(a.shape for a in arrays)) if arrays else ()
+        with np.errstate(all="ignore"):
+            out = self._fn(*arrays)
+        return np.broadcast_to(np.asarray(out, dtype=float), shape).copy()
+
+    def perplexity(self, inputs: Mapping[str, Any]) -> np.ndarray:
+        """``exp(loss)``."""
+        return np.exp(self.evaluate(inputs))
+
+    def loss(self, arch: Any, tokens: float | None = None) -> float:
+        """Loss of one ``Architecture`` (``tokens`` feeds ``D`` when the law uses it)."""
+        if "D" in self.variables and tokens is None:
+            raise RooflawError(f"law {self.name} uses D (training tokens): give tokens")
+        return float(self.evaluate(law_inputs(arch.columns(), tokens)))
+
+    # ---- derived laws --------------------------------------------------------------------------
+    def with_params(
+        self,
+        params: Mapping[str, float],
+        stderr: Mapping[str, float] | None = None,
+        name: str | None = None,
+        source: str | None = None,
+    ) -> LossLaw:
+        missing = set(self.params) - set(params)
+        if missing:
+            raise RooflawError(f"law {self.name}: no value for {', '.join(sorted(missing))}")
+        return LossLaw(
+            name=self.name if name is None else name,
+            expr=self.expr,
+            params={k: float(params[k]) for k in self.params},
+            variables=self.variables,
+            stderr=None if stderr is None else {k: float(stderr[k]) for k in self.params},
+            source=self.source if source is None else source,
+            validity=self.validity,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "expression": self.text(),
+            "latex": self.latex(),
+            "bound_expression": self.text(bound=True),
+            "variables": {v: VARIABLES[v] for v in self.variables},
+            "params": dict(self.params),
+            "stderr": None if self.stderr is None else dict(self.stderr),
+            "source": self.source,
+            "validity": self.validity,
+            "posynomial": self.is_posynomial(),
+        }
+
+
+# ---- user expressions ----------------------------------------------------------------------------
+def _names(text: str) -> list[tuple[str, bool]]:
+    """NAME tokens of ``text`` and whether each is called (followed by ``(``)."""
+    try:
+        toks = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, IndentationError, SyntaxError) as e:
+        raise RooflawError(f"law expression {text!r} does not parse: {e}") from None
+    allowed_ops = set("+-*/^(),") | {"**"}
+    out = []
+    for i, tok in enumerate(toks):
+        if tok.type == tokenize.NAME:
+            nxt = toks[i + 1] if i + 1 < len(toks) else None
+            out.append((tok.string, bool(nxt and nxt.type == tokenize.OP and nxt.string == "(")))
+        elif tok.type == tokenize.OP and tok.string not in allowed_ops:
+            raise RooflawError(f"law expression {text!r}: operator {tok.string!r} is not allowed")
+        elif tok.type == tokenize.ERRORTOKEN and tok.string.strip():
+            raise RooflawError(f"law expression {text!r} does not parse at {tok.string!r}")
+    return out
+
+
+def parse_law(
+    text: str,
+    name: str | None = None,
+    params: Iterable[str] | None = None,
+    variables: Iterable[str] | None = None,
+    values: Mapping[str, float] | None = None,
+) -> LossLaw:
+    """A law from a user expression such as ``"E + A/N**alpha + B/D**beta"``.
+
+    Symbols named like a law variable (:data:`VARIABLES`) are variables, all others are fitted
+    parameters -- except a symbol that is a bare additive term (``E`` above): a loss linear in a
+    count with unit slope makes no sense, so it is read as the irreducible-loss parameter.
+    ``params`` / ``variables`` force the reading of given symbols. Parameter values default to NaN
+    (unfitted) unless given in ``values``.
+    """
+    text = text.strip()
+    if not text:
+        raise RooflawError("law expression is empty")
+    found = _names(text)
+    local: dict[str, Any] = {}
+    for nm, called in found:
+        if called:
+            if nm not in FUNCTIONS:
+                allowed = ", ".join(sorted(FUNCTIONS))
+                raise RooflawError(f"law expression {text!r}: unknown function {nm!r}; allowed: {allowed}")
+            local[nm] = FUNCTIONS[nm]
+        elif nm in FUNCTIONS:
+            raise RooflawError(f"law expression {text!r}: {nm!r} is a function, not a symbol")
+        elif nm.startswith("_") or nm in ("lambda", "import", "and", "or", "not", "if", "else", "for", "in"):
+            raise RooflawError(f"law expression {text!r}: name {nm!r} is not allowed")
+        else:
+            local[nm] = sympy.Symbol(nm, real=True)
+    try:
+        expr = parse_expr(
+            text,
+            local_dict=local,
+            transformations=standard_transformations + (convert_xor,),
+            evaluate=True,
+        )
+    except Exception as e:  # noqa: BLE001 - sympy raises many types on bad input
+        raise RooflawError(f"law expression {text!r} does not parse: {type(e).__name__}: {e}") from None
+    if not isinstance(expr, sympy.Expr):
+        raise RooflawError(f"law expression {text!r} is not an expression")
+    syms = {s.name: s for s in expr.free_symbols}
+    if not syms:
+        raise RooflawError(f"law expression {text!r} has no variables or parameters")
+    forced_p = set(params or ())
+    forced_v = set(variables or ())
+    unknown_v = forced_v - set(VARIABLES)
+    if unknown_v:
+        raise RooflawError(
+            f"variables {sorted(unknown_v)} are not law variables; known: {', '.join(VARIABLES)}"
+        )
+    bare = {
+        a.name for a in (expr.args if isinstance(expr, sympy.Add) else (expr,)) if isinstance(a, sympy.Symbol)
+    }
+    var_names, par_names = [], []
+    order = list(dict.fromkeys(nm for nm, _ in found if nm in syms))
+    for nm in order:
+        is_var = nm in forced_v or (nm in VARIABLES and nm not in forced_p and nm not in bare)
+        (var_names if is_var else par_names).append(nm)
+    if not var_names:
+        raise RooflawError(f"law expression {text!r} uses no law variable; known: {', '.join(VARIABLES)}")
+    expr = expr.xreplace({syms[v]: symbol(v) for v in var_names})
+    vals = dict(values or {})
+    return LossLaw(
+        name=name or text,
+        expr=expr,
+        params={p: float(vals.get(p, math.nan)) for p in par_names},
+        variables=tuple(var_names),
+        source="user expression",
+        validity="as fitted",
+    )
