@@ -66,7 +66,10 @@ class LogHuberObjective:
         self.log_params = tuple(p for p in self.names if self.kinds[p] in ("coef", "const"))
         th = [sympy.Symbol(f"_th{k}", real=True) for k in range(len(self.names))]
         lx = {v: sympy.Symbol(f"_lx_{v}", real=True) for v in law.variables}
-        sub = {psyms[p]: (sympy.exp(t) if p in self.log_params else t) for p, t in zip(self.names, th)}
+        sub = {
+            psyms[p]: (sympy.exp(t) if p in self.log_params else t)
+            for p, t in zip(self.names, th, strict=False)
+        }
         sub.update({symbol(v): sympy.exp(lx[v]) for v in law.variables})
         us = []
         for t in terms:
@@ -108,16 +111,19 @@ class LogHuberObjective:
 
     def from_fit(self, theta: np.ndarray) -> dict[str, float]:
         theta = np.asarray(theta, float)
-        return {p: float(np.exp(t) if p in self.log_params else t) for p, t in zip(self.names, theta)}
+        return {
+            p: float(np.exp(t) if p in self.log_params else t)
+            for p, t in zip(self.names, theta, strict=False)
+        }
 
     def _terms(self, theta: np.ndarray) -> tuple[list[np.ndarray], Callable[[list[np.ndarray]], np.ndarray]]:
         """Per-term log values ``U_i`` (S, n), and a function contracting ``dF/dU_i`` to ``dF/dtheta``."""
         S = theta.shape[0]
         if self.linear:
-            us = [theta @ ph + c for ph, c in zip(self.phi, self.c0)]
+            us = [theta @ ph + c for ph, c in zip(self.phi, self.c0, strict=False)]
 
             def back(ws: list[np.ndarray]) -> np.ndarray:
-                return sum(w @ ph.T for w, ph in zip(ws, self.phi))
+                return sum(w @ ph.T for w, ph in zip(ws, self.phi, strict=False))
 
             return us, back
         cols = [theta[:, k : k + 1] for k in range(theta.shape[1])]
@@ -126,7 +132,7 @@ class LogHuberObjective:
 
         def back(ws: list[np.ndarray]) -> np.ndarray:
             g = np.zeros(theta.shape)
-            for w, fds in zip(ws, self.fdu):
+            for w, fds in zip(ws, self.fdu, strict=False):
                 for k, fd in enumerate(fds):
                     dk = np.asarray(fd(*cols, *lx), float)
                     g[:, k] += (w * np.broadcast_to(dk, (S, self.n))).sum(axis=1)
@@ -246,7 +252,7 @@ def batched_lbfgs(
             q -= a[:, None] * Y_
             alph.append(a)
         z = gamma[idx, None] * q
-        for sl, a in zip(reversed(order), reversed(alph)):
+        for sl, a in zip(reversed(order), reversed(alph), strict=False):
             S_ = sh[sl, idx]
             Y_ = yh[sl, idx]
             b = rh[sl, idx] * np.einsum("ij,ij->i", Y_, z)
@@ -343,7 +349,9 @@ def load_table(path: str | Path) -> pd.DataFrame:
 
 
 def gemstones(which: str = "cool_end") -> pd.DataFrame:
-    """The Gemstones runs shipped with rooflaw (McLeish et al. 2025, MIT): ``cool_end``, ``hot``, ``hot_100b+``."""
+    """The Gemstones runs shipped with rooflaw (McLeish et al. 2025, MIT).
+
+    ``which``: ``cool_end`` (after LR cool-down), ``hot`` or ``hot_100b+`` (constant LR)."""
     names = {"cool_end", "hot", "hot_100b+"}
     if which not in names:
         raise RooflawError(f"gemstones={which!r}: choose one of {', '.join(sorted(names))}")
@@ -407,7 +415,7 @@ def law_data(
         else:
             avail = ", ".join(map(str, df.columns))
             raise RooflawError(
-                f"variable {v} ({VARIABLES[v]}) has no column; map one with --map {v}=COLUMN; available: {avail}"
+                f"variable {v} ({VARIABLES[v]}) has no column; use --map {v}=COLUMN; available: {avail}"
             )
     return x, _column(df, loss_column, "loss")
 
@@ -471,7 +479,7 @@ def start_grid(obj: LogHuberObjective, starts: Any = "grid", seed: int = 0) -> n
     grids = {"coef": GRID_COEF, "const": GRID_CONST, "exp": GRID_EXP, "other": GRID_OTHER}
     axes = [np.array(grids[obj.kinds[p]]) for p in obj.names]
     if isinstance(starts, Mapping):
-        axes = [np.asarray(starts.get(p, ax), float) for p, ax in zip(obj.names, axes)]
+        axes = [np.asarray(starts.get(p, ax), float) for p, ax in zip(obj.names, axes, strict=False)]
         for p in obj.names:
             if p in starts and p in obj.log_params:
                 axes[obj.names.index(p)] = np.log(np.asarray(starts[p], float))
