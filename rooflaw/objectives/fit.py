@@ -685,7 +685,9 @@ def _bootstrap(obj: LogHuberObjective, basins: np.ndarray, B: int, seed: int, me
     if method == "huber":
         w = np.repeat(counts, k, axis=0)
         x0 = np.tile(basins, (B, 1))
-        batch = batched_lbfgs(_chunked(obj, w), x0)
+        # tight tolerances: the summed Huber objective is ~1e-3, so scipy's default ftol (relative to
+        # max(|f|, 1)) would stop at the full-data optimum and understate the spread
+        batch = batched_lbfgs(_chunked(obj, w), x0, ftol=1e-13, gtol=1e-9)
         f = np.where(np.isin(batch.status, (1, 2)), batch.f, np.inf).reshape(B, k)
         pick = np.argmin(f, axis=1)
         thetas = batch.x.reshape(B, k, -1)[np.arange(B), pick]
