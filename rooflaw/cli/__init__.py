@@ -1,0 +1,56 @@
+"""The ``rooflaw`` command. Thin: parses arguments, calls the public API, prints tables or JSON.
+
+Each sub-module registers its commands on :data:`app`. Errors: bad input exits 2 with a one-line
+message, an infeasible budget exits 3; no tracebacks.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+import typer
+
+from ..errors import Infeasible, RooflawError
+
+app = typer.Typer(
+    name="rooflaw",
+    help="Hardware/model co-design of language models: loss laws, roofline cost models, solvers.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+# Sub-commands register themselves on `app` when imported.
+from . import devices as _devices  # noqa: E402,F401
+from . import evaluate as _evaluate  # noqa: E402,F401
+from . import fit as _fit  # noqa: E402,F401
+from . import laws as _laws  # noqa: E402,F401
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the console script; returns the exit code."""
+    try:
+        app(args=argv, prog_name="rooflaw", standalone_mode=False)
+    except Infeasible as e:
+        print(f"rooflaw: infeasible: {e}", file=sys.stderr)
+        return 3
+    except RooflawError as e:
+        print(f"rooflaw: error: {e}", file=sys.stderr)
+        return 2
+    except click.exceptions.Abort:
+        print("rooflaw: aborted", file=sys.stderr)
+        return 130
+    except click.ClickException as e:
+        e.show()
+        return e.exit_code if e.exit_code else 2
+    except click.exceptions.Exit as e:
+        return e.exit_code
+    except (FileNotFoundError, IsADirectoryError, PermissionError) as e:
+        print(f"rooflaw: error: {e.filename}: {e.strerror}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _console_main() -> None:  # pragma: no cover - thin wrapper
+    sys.exit(main())

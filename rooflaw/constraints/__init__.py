@@ -1,0 +1,22 @@
+"""Constraints: the roofline cost model (latency per phase, memory, energy) and precision formats."""
+
+from .gemm import GemmCost, gemm
+from .precision import FORMATS, Format, Precision
+from .roofline import PRESETS, CostReport, OpCost, complete_columns, decode_steps, evaluate, evaluate_columns
+from .workload import Workload
+
+__all__ = [
+    "FORMATS",
+    "PRESETS",
+    "CostReport",
+    "Format",
+    "GemmCost",
+    "OpCost",
+    "Precision",
+    "Workload",
+    "complete_columns",
+    "decode_steps",
+    "evaluate",
+    "evaluate_columns",
+    "gemm",
+]

@@ -1,0 +1,118 @@
+"""Precision formats: bytes per element including scale overhead, and the compute roof they run on.
+
+A :class:`Precision` gives weights, activations and KV cache each a format. Linear layers run on
+the roof of the (activation, weight) pair -- the wider of the two compute dtypes, so a W4A16
+GEMM dequantises to the FP16 roof -- attention matmuls on the (activation, KV) pair, and
+softmax/norms/activations always on the FP32 vector roof.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..devices.device import DTYPES
+from ..errors import bad
+
+
+@dataclass(frozen=True)
+class Format:
+    """A number format: ``bytes`` per element (scales included) and the compute ``dtype`` it uses."""
+
+    name: str
+    bytes: float
+    dtype: str
+    note: str = ""
+
+
+FORMATS: dict[str, Format] = {
+    "fp32": Format("fp32", 4.0, "fp32"),
+    "tf32": Format("tf32", 4.0, "tf32", "stored as fp32, multiplied on the TF32 roof"),
+    "bf16": Format("bf16", 2.0, "fp16"),
+    "fp16": Format("fp16", 2.0, "fp16"),
+    "fp8": Format("fp8", 1.0, "fp8"),
+    "int8": Format("int8", 1.0, "int8"),
+    "int4": Format("int4", 0.5 + 2 / 128, "int4", "group size 128 with an fp16 scale per group"),
+    "nvfp4": Format("nvfp4", 0.5 + 1 / 16, "fp4", "fp8 (E4M3) scale per 16 elements"),
+    "mxfp4": Format("mxfp4", 0.5 + 1 / 32, "fp4", "E8M0 scale per 32 elements"),
+}
+_BITS = {"32": "fp32", "16": "fp16", "8": "int8", "4": "int4"}
+
+
+def wider(a: str, b: str) -> str:
+    """The wider (higher-precision) of two compute dtypes, in :data:`DTYPES` order."""
+    return a if DTYPES.index(a) <= DTYPES.index(b) else b
+
+
+@dataclass(frozen=True)
+class Precision:
+    """Formats of weights, activations and KV cache, e.g. ``Precision.parse("w4a16kv8")``."""
+
+    weights: Format
+    activations: Format
+    kv: Format
+
+    @property
+    def name(self) -> str:
+        w, a, k = self.weights.name, self.activations.name, self.kv.name
+        return w if w == a == k else f"w={w},a={a},kv={k}"
+
+    @property
+    def linear_dtype(self) -> str:
+        """Compute dtype of the linear layers (wider of weights and activations)."""
+        return wider(self.weights.dtype, self.activations.dtype)
+
+    @property
+    def attention_dtype(self) -> str:
+        """Compute dtype of QKᵀ and scores·V (wider of activations and KV cache)."""
+        return wider(self.activations.dtype, self.kv.dtype)
+
+    @classmethod
+    def parse(cls, text: str | Precision) -> Precision:
+        """Parse ``fp16``, ``int8``, ``w4a16``, ``w4a16kv8``, ``wnvfp4afp8kvfp8`` or ``w=int4,a=bf16,kv=fp8``.
+
+        A single format name applies to weights, activations and KV cache alike. In the compact
+        ``wXaY[kvZ]`` form X/Y/Z are bit widths (32, 16, 8, 4 -> fp32, fp16, int8, int4) or format
+        names; KV defaults to the activation format.
+        """
+        if isinstance(text, Precision):
+            return text
+        s = str(text).strip().lower()
+        if s in FORMATS:
+            f = FORMATS[s]
+            return cls(f, f, f)
+        names = "|".join(sorted(FORMATS, key=len, reverse=True))
+        if "=" in s:
+            parts = dict(p.split("=", 1) for p in s.split(",") if "=" in p)
+            unknown = set(parts) - {"w", "a", "kv"}
+            if unknown:
+                raise bad("precision", text, f"unknown part {sorted(unknown)[0]!r}; use w=, a=, kv=")
+            w, a = parts.get("w", "fp16"), parts.get("a", "fp16")
+            k = parts.get("kv", a)
+        else:
+            tok = rf"(\d+|{names})"
+            m = re.fullmatch(rf"w{tok}a{tok}(?:kv{tok})?", s)
+            if not m:
+                raise bad("precision", text, f"unknown precision; use one of {', '.join(FORMATS)} or e.g. w4a16kv8")
+            w, a, k = m.group(1), m.group(2), m.group(3) or m.group(2)
+        return cls(_fmt(w, text), _fmt(a, text), _fmt(k, text))
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "weights": self.weights.name,
+            "activations": self.activations.name,
+            "kv": self.kv.name,
+            "b_w": self.weights.bytes,
+            "b_a": self.activations.bytes,
+            "b_kv": self.kv.bytes,
+            "linear_dtype": self.linear_dtype,
+            "attention_dtype": self.attention_dtype,
+        }
+
+
+def _fmt(token: str, text: str) -> Format:
+    token = _BITS.get(token, token)
+    if token not in FORMATS:
+        raise bad("precision", text, f"unknown format {token!r}; use one of {', '.join(FORMATS)}")
+    return FORMATS[token]

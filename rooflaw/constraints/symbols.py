@@ -1,0 +1,36 @@
+"""The shared sympy symbols every cost expression is written over.
+
+Architecture symbols carry the names of :data:`rooflaw.arch.COLUMNS`; the paper's variables
+(l, d, r, rho, gqa, d_m) and the workload/precision/device constants have their own. Other
+modules build the same symbols by name with ``sympy.Symbol(name, positive=True)`` (sympy symbols
+are equal when name and assumptions are).
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from ..arch.architecture import COLUMNS
+
+
+def sym(name: str) -> sp.Symbol:
+    """The shared positive symbol called ``name``."""
+    return sp.Symbol(name, positive=True)
+
+
+#: Architecture columns (booleans as 0/1 numbers).
+ARCH = {name: sym(name) for name in COLUMNS}
+
+# Workload: batch, prompt tokens, generated tokens; decode step index t (1..S_out).
+B, S_in, S_out, t = sym("B"), sym("S_in"), sym("S_out"), sym("t")
+# Tokens processed in one pass, query length per sequence, attended context length.
+T, Sq, C = sym("T"), sym("Sq"), sym("C")
+# Bytes per element of weights, activations and KV cache (scales included).
+b_w, b_a, b_kv = sym("b_w"), sym("b_a"), sym("b_kv")
+# Device: compute roof (FLOP/s) and memory bandwidth (bytes/s) used by the theory-mode formulas.
+pi, beta = sym("pi"), sym("beta")
+# The paper's variables (§2.1, §5).
+l, d, r, rho, gqa, d_m = (sym(n) for n in ("l", "d", "r", "rho", "gqa", "d_m"))
+
+WORKLOAD = (B, S_in, S_out)
+PRECISION = (b_w, b_a, b_kv)

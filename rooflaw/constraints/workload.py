@@ -1,0 +1,34 @@
+"""``Workload``: batch size and token counts of one inference request."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import bad
+
+
+@dataclass(frozen=True)
+class Workload:
+    """``batch`` sequences, each with ``input_tokens`` of prompt and ``output_tokens`` generated.
+
+    Decode runs ``output_tokens`` steps with contexts ``input_tokens + t`` for t = 1..output_tokens
+    (the paper's Eq. 4), so the mean context is S̄ = S_in + (S_out + 1)/2.
+    """
+
+    batch: int = 1
+    input_tokens: int = 1024
+    output_tokens: int = 16
+
+    def __post_init__(self) -> None:
+        for key in ("batch", "input_tokens", "output_tokens"):
+            v = getattr(self, key)
+            if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+                raise bad(key, v, "must be a positive integer")
+
+    @property
+    def mean_context(self) -> float:
+        """S̄ = S_in + (S_out + 1)/2."""
+        return self.input_tokens + (self.output_tokens + 1) / 2
+
+    def to_dict(self) -> dict[str, int]:
+        return {"batch": self.batch, "input_tokens": self.input_tokens, "output_tokens": self.output_tokens}

@@ -1,0 +1,111 @@
+"""``Device``: what the roofline needs to know about one accelerator. SI units throughout."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import bad
+
+#: Compute roofs a device may carry, from widest to narrowest. ``fp32`` is the non-tensor
+#: vector rate (softmax, norms, activations run there); the others are dense tensor-core peaks.
+DTYPES = ("fp32", "tf32", "fp16", "fp8", "int8", "int4", "fp4")
+PROVENANCE = ("datasheet", "derived", "secondary", "measured", "assumed")
+
+
+@dataclass(frozen=True)
+class Device:
+    """One accelerator.
+
+    ``peak_flops`` maps a compute dtype of :data:`DTYPES` to its **dense** peak in FLOP/s (OP/s
+    for integers); a missing dtype means the device has no such roof. ``memory_bandwidth`` is in
+    bytes/s, ``memory_capacity`` in bytes, powers in watts, ``energy_per_flop`` in J/FLOP and
+    ``energy_per_byte`` in J/byte. ``tile`` is the GEMM output tile (rows, cols) of the tile/wave
+    quantisation model and ``sm_count`` the number of SMs/CUs that run tiles in waves.
+    ``provenance`` maps a field name (or ``peak_flops.fp16``) to one of :data:`PROVENANCE`;
+    ``sources`` maps field names to URLs; ``uncertain`` lists fields flagged as doubtful.
+    """
+
+    id: str
+    name: str
+    peak_flops: dict[str, float]
+    memory_bandwidth: float
+    memory_capacity: float
+    sm_count: int | None = None
+    tile: tuple[int, int] = (128, 128)
+    power_idle: float | None = None
+    power_peak: float | None = None
+    energy_per_flop: float | None = None
+    energy_per_byte: float | None = None
+    compute_efficiency: float = 1.0
+    memory_efficiency: float = 1.0
+    l2_bytes: float | None = None
+    kind: str = "gpu"
+    vendor: str = ""
+    provenance: dict[str, str] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)
+    uncertain: tuple[str, ...] = ()
+    notes: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.peak_flops:
+            raise bad(f"{self.id}.peak_flops", self.peak_flops, "needs at least one compute roof")
+        for k, v in self.peak_flops.items():
+            if k not in DTYPES:
+                raise bad(f"{self.id}.peak_flops", k, f"unknown dtype; use one of {', '.join(DTYPES)}")
+            if not (isinstance(v, (int, float)) and v > 0):
+                raise bad(f"{self.id}.peak_flops.{k}", v, "must be a positive number (FLOP/s)")
+        for k in ("memory_bandwidth", "memory_capacity"):
+            v = getattr(self, k)
+            if not (isinstance(v, (int, float)) and v > 0):
+                raise bad(f"{self.id}.{k}", v, "must be a positive number")
+        for k in ("compute_efficiency", "memory_efficiency"):
+            v = getattr(self, k)
+            if not (0 < v <= 1):
+                raise bad(f"{self.id}.{k}", v, "must be in (0, 1]")
+        for k, v in self.provenance.items():
+            if v not in PROVENANCE:
+                raise bad(f"{self.id}.provenance.{k}", v, f"must be one of {', '.join(PROVENANCE)}")
+
+    def peak(self, dtype: str) -> float:
+        """Dense peak of ``dtype`` in FLOP/s; raises if the device has no such roof."""
+        if dtype not in self.peak_flops:
+            raise bad("precision", dtype, f"device {self.id} has no {dtype} compute roof")
+        return float(self.peak_flops[dtype])
+
+    def roof(self, dtype: str) -> tuple[str, float]:
+        """The roof a ``dtype`` GEMM runs on: its own, else the next wider one the device has.
+
+        Returns ``(dtype_used, FLOP/s)``. An INT8 GEMM on a device without INT8 tensor cores runs
+        at the FP16 rate, and so on up to the FP32 vector rate.
+        """
+        order = list(DTYPES)
+        i = order.index(dtype)
+        for cand in reversed(order[: i + 1]):
+            if cand in self.peak_flops:
+                return cand, float(self.peak_flops[cand])
+        raise bad("precision", dtype, f"device {self.id} has no compute roof at or above {dtype}")
+
+    @property
+    def vector_flops(self) -> float:
+        """Non-tensor rate for softmax/norms/activations (fp32 vector, else the widest roof)."""
+        return self.roof("fp32")[1] if "fp32" in self.peak_flops else float(self.peak_flops[next(iter(self.peak_flops))])
+
+    def ridge(self, dtype: str = "fp16") -> float:
+        """Ridge point (FLOP/byte) of ``dtype``: peak / bandwidth."""
+        return self.roof(dtype)[1] / self.memory_bandwidth
+
+    def with_efficiency(self, compute: float | None = None, memory: float | None = None) -> Device:
+        return dataclasses.replace(
+            self,
+            compute_efficiency=self.compute_efficiency if compute is None else compute,
+            memory_efficiency=self.memory_efficiency if memory is None else memory,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict in SI units."""
+        d = dataclasses.asdict(self)
+        d["tile"] = list(self.tile)
+        d["uncertain"] = list(self.uncertain)
+        return d

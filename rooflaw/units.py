@@ -1,0 +1,77 @@
+"""Human units <-> SI. The CLI accepts ``20ms``, ``8GB``, ``204.8GB/s``, ``2J``; everything inside is SI."""
+
+from __future__ import annotations
+
+import re
+
+from .errors import bad
+
+_TIME = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9, "min": 60.0}
+_BYTES = {
+    "b": 1.0,
+    "kb": 1e3,
+    "mb": 1e6,
+    "gb": 1e9,
+    "tb": 1e12,
+    "kib": 2.0**10,
+    "mib": 2.0**20,
+    "gib": 2.0**30,
+    "tib": 2.0**40,
+}
+_ENERGY = {"j": 1.0, "mj": 1e-3, "kj": 1e3, "uj": 1e-6, "wh": 3600.0}
+_NUM = r"([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
+
+
+def _parse(text: str | float, table: dict[str, float], field: str, default_unit: str) -> float:
+    if isinstance(text, (int, float)):
+        value = float(text)
+    else:
+        m = re.fullmatch(_NUM + r"\s*([A-Za-zµ/]*)", str(text).strip())
+        if not m:
+            raise bad(field, text, f"not a number with a unit (e.g. 20{default_unit})")
+        unit = m.group(2).lower() or default_unit
+        if unit == "mj" and table is _ENERGY and m.group(2) == "MJ":
+            unit = "MJ"
+        if unit not in table:
+            raise bad(field, text, f"unknown unit {m.group(2)!r}; use one of {', '.join(table)}")
+        value = float(m.group(1)) * table[unit]
+    if not value > 0 or value == float("inf"):
+        raise bad(field, text, "must be a positive, finite number")
+    return value
+
+
+def parse_time(text: str | float, field: str = "time") -> float:
+    """``"20ms"`` -> 0.02 (seconds). A bare number is seconds."""
+    return _parse(text, _TIME, field, "s")
+
+
+def parse_bytes(text: str | float, field: str = "memory") -> float:
+    """``"8GB"`` -> 8e9, ``"8GiB"`` -> 8·2³⁰ (bytes). A bare number is bytes."""
+    return _parse(text, _BYTES, field, "b")
+
+
+def parse_energy(text: str | float, field: str = "energy") -> float:
+    """``"2J"`` -> 2.0 (joules). A bare number is joules."""
+    return _parse(text, _ENERGY, field, "j")
+
+
+def fmt_time(seconds: float) -> str:
+    if seconds >= 1:
+        return f"{seconds:.3g} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.3g} ms"
+    return f"{seconds * 1e6:.3g} µs"
+
+
+def fmt_bytes(n: float) -> str:
+    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if abs(n) >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n:.0f} B"
+
+
+def fmt_count(n: float) -> str:
+    for unit, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(n) >= scale:
+            return f"{n / scale:.4g}{unit}"
+    return f"{n:.0f}"
