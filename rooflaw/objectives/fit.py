@@ -66,10 +66,7 @@ class LogHuberObjective:
         self.log_params = tuple(p for p in self.names if self.kinds[p] in ("coef", "const"))
         th = [sympy.Symbol(f"_th{k}", real=True) for k in range(len(self.names))]
         lx = {v: sympy.Symbol(f"_lx_{v}", real=True) for v in law.variables}
-        sub = {
-            psyms[p]: (sympy.exp(t) if p in self.log_params else t)
-            for p, t in zip(self.names, th, strict=False)
-        }
+        sub = {psyms[p]: (sympy.exp(t) if p in self.log_params else t) for p, t in zip(self.names, th, strict=False)}
         sub.update({symbol(v): sympy.exp(lx[v]) for v in law.variables})
         us = []
         for t in terms:
@@ -99,22 +96,15 @@ class LogHuberObjective:
                 self.phi.append(np.vstack(rows) if rows else np.zeros((0, self.n)))
         else:
             self.fu = [sympy.lambdify(args, u, modules="numpy", cse=True) for u in us]
-            self.fdu = [
-                [sympy.lambdify(args, sympy.diff(u, a), modules="numpy", cse=True) for a in th] for u in us
-            ]
+            self.fdu = [[sympy.lambdify(args, sympy.diff(u, a), modules="numpy", cse=True) for a in th] for u in us]
 
     # fit space <-> parameters
     def to_fit(self, params: Mapping[str, float]) -> np.ndarray:
-        return np.array(
-            [math.log(params[p]) if p in self.log_params else params[p] for p in self.names], float
-        )
+        return np.array([math.log(params[p]) if p in self.log_params else params[p] for p in self.names], float)
 
     def from_fit(self, theta: np.ndarray) -> dict[str, float]:
         theta = np.asarray(theta, float)
-        return {
-            p: float(np.exp(t) if p in self.log_params else t)
-            for p, t in zip(self.names, theta, strict=False)
-        }
+        return {p: float(np.exp(t) if p in self.log_params else t) for p, t in zip(self.names, theta, strict=False)}
 
     def _terms(self, theta: np.ndarray) -> tuple[list[np.ndarray], Callable[[list[np.ndarray]], np.ndarray]]:
         """Per-term log values ``U_i`` (S, n), and a function contracting ``dF/dU_i`` to ``dF/dtheta``."""
@@ -372,9 +362,7 @@ def _column(df: pd.DataFrame, spec: str, what: str) -> np.ndarray:
     if bad_rows.size:
         i = bad_rows[0]
         raw = pd.Series(s).iloc[i]
-        raise RooflawError(
-            f"column {spec!r} row {i}: {raw!r} is not a finite number ({bad_rows.size} such rows)"
-        )
+        raise RooflawError(f"column {spec!r} row {i}: {raw!r} is not a finite number ({bad_rows.size} such rows)")
     bad_rows = np.flatnonzero(v <= 0)
     if bad_rows.size:
         i = bad_rows[0]
@@ -392,13 +380,10 @@ def law_data(
     extra = set(mapping) - set(law.variables)
     if extra:
         raise RooflawError(
-            f"--map {sorted(extra)[0]}: not a variable of law {law.name}; its variables: "
-            f"{', '.join(law.variables)}"
+            f"--map {sorted(extra)[0]}: not a variable of law {law.name}; its variables: {', '.join(law.variables)}"
         )
     if loss_column not in df.columns:
-        raise RooflawError(
-            f"loss column {loss_column!r} not in data; available: {', '.join(map(str, df.columns))}"
-        )
+        raise RooflawError(f"loss column {loss_column!r} not in data; available: {', '.join(map(str, df.columns))}")
     derived: dict[str, np.ndarray] = {}
     arch_cols = {c: df[c].to_numpy() for c in COLUMNS if c in df.columns}
     if arch_cols:
@@ -414,9 +399,7 @@ def law_data(
             x[v] = np.broadcast_to(derived[v], (len(df),)).astype(float)
         else:
             avail = ", ".join(map(str, df.columns))
-            raise RooflawError(
-                f"variable {v} ({VARIABLES[v]}) has no column; use --map {v}=COLUMN; available: {avail}"
-            )
+            raise RooflawError(f"variable {v} ({VARIABLES[v]}) has no column; use --map {v}=COLUMN; available: {avail}")
     return x, _column(df, loss_column, "loss")
 
 
@@ -459,9 +442,7 @@ class FitResult:
         if self.n_holdout:
             out.update(r2_holdout=self.r2_holdout, rmse_holdout=self.rmse_holdout, n_holdout=self.n_holdout)
         if self.bootstrap:
-            out.update(
-                bootstrap=self.bootstrap, stderr=self.stderr, ci95={k: list(v) for k, v in self.ci95.items()}
-            )
+            out.update(bootstrap=self.bootstrap, stderr=self.stderr, ci95={k: list(v) for k, v in self.ci95.items()})
         out.update(n_starts=self.n_starts, n_converged=self.n_converged, seconds=self.seconds)
         return out
 
@@ -504,9 +485,7 @@ def start_grid(obj: LogHuberObjective, starts: Any = "grid", seed: int = 0) -> n
         return lo + u * (hi - lo)
     arr = np.atleast_2d(np.asarray(starts, float))
     if arr.shape[1] != len(obj.names):
-        raise RooflawError(
-            f"starts: expected {len(obj.names)} columns ({', '.join(obj.names)}), got {arr.shape[1]}"
-        )
+        raise RooflawError(f"starts: expected {len(obj.names)} columns ({', '.join(obj.names)}), got {arr.shape[1]}")
     return arr
 
 
@@ -582,9 +561,7 @@ def fit_law(
     train = ~mask
     n = int(train.sum())
     if n < p:
-        raise RooflawError(
-            f"{n} training points for {p} parameters ({', '.join(law.params)}): need at least {p}"
-        )
+        raise RooflawError(f"{n} training points for {p} parameters ({', '.join(law.params)}): need at least {p}")
     xt = {v: a[train] for v, a in x_all.items()}
     obj = LogHuberObjective(law, xt, y_all[train], huber_delta)
     x0 = start_grid(obj, starts, seed)
@@ -715,9 +692,7 @@ def plot_fit(result: FitResult, path: str | Path) -> Path:
     ax.scatter(result.y[tr], result.y_pred[tr], s=14, label=f"train (R²={result.r2:.3f})")
     if result.holdout_mask.any():
         ho = result.holdout_mask
-        ax.scatter(
-            result.y[ho], result.y_pred[ho], s=22, marker="^", label=f"held out (R²={result.r2_holdout:.3f})"
-        )
+        ax.scatter(result.y[ho], result.y_pred[ho], s=22, marker="^", label=f"held out (R²={result.r2_holdout:.3f})")
     lo = float(min(result.y.min(), result.y_pred.min()))
     hi = float(max(result.y.max(), result.y_pred.max()))
     ax.plot([lo, hi], [lo, hi], "k--", lw=1)

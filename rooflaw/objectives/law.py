@@ -56,14 +56,10 @@ class LossLaw:
         free = {s.name for s in self.expr.free_symbols}
         unknown = free - set(self.params) - set(self.variables)
         if unknown:
-            raise RooflawError(
-                f"law {self.name}: symbols without a value or variable: {', '.join(sorted(unknown))}"
-            )
+            raise RooflawError(f"law {self.name}: symbols without a value or variable: {', '.join(sorted(unknown))}")
         bad_vars = [v for v in self.variables if v not in VARIABLES]
         if bad_vars:
-            raise RooflawError(
-                f"law {self.name}: unknown variables {bad_vars}; known: {', '.join(VARIABLES)}"
-            )
+            raise RooflawError(f"law {self.name}: unknown variables {bad_vars}; known: {', '.join(VARIABLES)}")
 
     # ---- symbolic ----------------------------------------------------------------------------
     @property
@@ -188,6 +184,8 @@ def _names(text: str) -> list[tuple[str, bool]]:
             out.append((tok.string, bool(nxt and nxt.type == tokenize.OP and nxt.string == "(")))
         elif tok.type == tokenize.OP and tok.string not in allowed_ops:
             raise RooflawError(f"law expression {text!r}: operator {tok.string!r} is not allowed")
+        elif tok.type == tokenize.STRING:
+            raise RooflawError(f"law expression {text!r}: string literals are not allowed")
         elif tok.type == tokenize.ERRORTOKEN and tok.string.strip():
             raise RooflawError(f"law expression {text!r} does not parse at {tok.string!r}")
     return out
@@ -243,12 +241,8 @@ def parse_law(
     forced_v = set(variables or ())
     unknown_v = forced_v - set(VARIABLES)
     if unknown_v:
-        raise RooflawError(
-            f"variables {sorted(unknown_v)} are not law variables; known: {', '.join(VARIABLES)}"
-        )
-    bare = {
-        a.name for a in (expr.args if isinstance(expr, sympy.Add) else (expr,)) if isinstance(a, sympy.Symbol)
-    }
+        raise RooflawError(f"variables {sorted(unknown_v)} are not law variables; known: {', '.join(VARIABLES)}")
+    bare = {a.name for a in (expr.args if isinstance(expr, sympy.Add) else (expr,)) if isinstance(a, sympy.Symbol)}
     var_names, par_names = [], []
     order = list(dict.fromkeys(nm for nm, _ in found if nm in syms))
     for nm in order:
