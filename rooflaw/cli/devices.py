@@ -1,0 +1,191 @@
+"""``rooflaw devices list|show|calibrate``."""
+
+from __future__ import annotations
+
+import collections
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ..devices import Device, calibrate, get_device, list_devices, save_device_toml
+from . import app
+from .common import console, err_console, print_json, table
+
+devices_app = typer.Typer(
+    name="devices",
+    help="The device catalog: list, show, and calibrate this machine.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(devices_app, name="devices")
+
+
+def _t(dev: Device, dtype: str) -> str:
+    v = dev.peak_flops.get(dtype)
+    if v is None:
+        return "—"
+    return f"{v / 1e12:.5g}" + ("?" if f"peak_flops.{dtype}" in dev.uncertain else "")
+
+
+def _prov_summary(dev: Device) -> str:
+    counts = collections.Counter(dev.provenance.values())
+    return ", ".join(k for k, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+@devices_app.command("list")
+def list_cmd(
+    as_json: bool = typer.Option(False, "--json", help="A JSON list of devices, SI units."),
+) -> None:
+    """Every catalog device and power mode (and plug-in devices). Dense peaks; '?' = uncertain."""
+    devs = list_devices()
+    if as_json:
+        print_json([d.to_dict() for d in devs])
+        return
+    rows = []
+    for d in devs:
+        power = f"{d.power_peak:.4g}" if d.power_peak is not None else "—"
+        rows.append(
+            [
+                d.id,
+                d.name,
+                _t(d, "fp16"),
+                _t(d, "int8"),
+                _t(d, "fp8"),
+                _t(d, "fp4"),
+                f"{d.memory_bandwidth / 1e9:.4g}",
+                f"{d.memory_capacity / 1e9:.4g}",
+                power,
+                _prov_summary(d),
+            ]
+        )
+    cols = [
+        "id",
+        "name",
+        "fp16 TFLOP/s",
+        "int8 TOP/s",
+        "fp8",
+        "fp4",
+        "BW GB/s",
+        "memory GB",
+        "power W",
+        "provenance",
+    ]
+    t = table(f"{len(devs)} devices (dense peaks; '?' = uncertain)", cols, rows)
+    t.columns[0].no_wrap = True
+    console.print(t)
+
+
+def _fmt_field(field: str, value: object) -> str:
+    if value is None:
+        return "—"
+    if field.startswith("peak_flops."):
+        unit = "OP/s" if field.startswith("peak_flops.int") else "FLOP/s"
+        return f"{float(value) / 1e12:.6g} T{unit} ({float(value):.6g} {unit})"  # type: ignore[arg-type]
+    units = {
+        "memory_bandwidth": (1e9, "GB/s", "B/s"),
+        "memory_capacity": (1e9, "GB", "B"),
+        "l2_bytes": (1e6, "MB", "B"),
+        "energy_per_flop": (1e-12, "pJ/FLOP", "J/FLOP"),
+        "energy_per_byte": (1e-12, "pJ/B", "J/B"),
+    }
+    if field in units:
+        scale, human, si = units[field]
+        return f"{float(value) / scale:.6g} {human} ({float(value):.6g} {si})"  # type: ignore[arg-type]
+    if field in ("power_idle", "power_peak"):
+        return f"{float(value):.4g} W"  # type: ignore[arg-type]
+    if field == "tile":
+        return "x".join(str(x) for x in value)  # type: ignore[attr-defined]
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def _show_rows(dev: Device) -> list[list[str]]:
+    rows: list[list[str]] = []
+    fields = [f"peak_flops.{k}" for k in dev.peak_flops] + [
+        "memory_bandwidth",
+        "memory_capacity",
+        "l2_bytes",
+        "sm_count",
+        "tile",
+        "power_idle",
+        "power_peak",
+        "energy_per_flop",
+        "energy_per_byte",
+        "compute_efficiency",
+        "memory_efficiency",
+    ]
+    for f in fields:
+        v = dev.peak_flops[f.split(".", 1)[1]] if f.startswith("peak_flops.") else getattr(dev, f)
+        if v is None:
+            continue
+        prov = dev.provenance.get(f, "—")
+        if f in dev.uncertain:
+            prov += " (uncertain)"
+        rows.append([f, _fmt_field(f, v), prov, dev.sources.get(f, "—")])
+    return rows
+
+
+@devices_app.command("show")
+def show_cmd(
+    device: str = typer.Argument(..., help="Catalog id, id@mode, a device TOML file, or a plug-in id."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object, SI units."),
+) -> None:
+    """Every field of one device with its provenance and source."""
+    dev = get_device(device)
+    if as_json:
+        d = dev.to_dict()
+        d["ridge_fp16"] = dev.ridge("fp16") if _has_roof(dev, "fp16") else None
+        print_json(d)
+        return
+    console.print(f"[bold]{dev.name}[/bold] ({dev.id}) — {dev.vendor or 'unknown vendor'}, {dev.kind}")
+    console.print(
+        table(
+            "fields (dense peaks, SI in brackets)",
+            ["field", "value", "provenance", "source"],
+            _show_rows(dev),
+        )
+    )
+    if _has_roof(dev, "fp16"):
+        console.print(f"ridge point (fp16): {dev.ridge('fp16'):.4g} FLOP/byte")
+    if dev.uncertain:
+        console.print(f"uncertain: {', '.join(dev.uncertain)}")
+    if dev.notes:
+        console.print(f"notes: {dev.notes}", markup=False)
+
+
+def _has_roof(dev: Device, dtype: str) -> bool:
+    try:
+        dev.roof(dtype)
+    except ValueError:
+        return False
+    return True
+
+
+@devices_app.command("calibrate")
+def calibrate_cmd(
+    out: Optional[Path] = typer.Option(None, "--out", help="Write the measured device to this TOML file."),
+    base: Optional[str] = typer.Option(
+        None, "--base", help="Catalog device this machine is: store efficiency factors (measured / peak)."
+    ),
+    seconds: float = typer.Option(2.0, "--seconds", help="Time budget of the measurements."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object, SI units; no progress output."),
+) -> None:
+    """Measure this machine with numpy: fp32 GEMM FLOP/s, memory bandwidth, vector rate, capacity."""
+    base_dev = get_device(base) if base is not None else None
+    if not as_json and console.is_terminal:
+        with console.status(f"measuring for ~{seconds:g} s ..."):
+            dev = calibrate(base_dev, seconds=seconds)
+    else:
+        dev = calibrate(base_dev, seconds=seconds)
+    if out is not None:
+        save_device_toml(dev, out)
+    if as_json:
+        print_json(dev.to_dict())
+        return
+    console.print(table(f"{dev.name} ({dev.id})", ["field", "value", "provenance", "source"], _show_rows(dev)))
+    console.print(f"notes: {dev.notes}", markup=False)
+    if out is not None:
+        err_console.print(f"wrote {out}")

@@ -1,0 +1,293 @@
+"""Measure this machine with numpy and write device files.
+
+:func:`calibrate` times three kernels within a small budget (a few seconds):
+
+* **GEMM**: an ``n×n @ n×n`` float32 matmul (BLAS), ``2n³`` FLOPs per call;
+* **memory bandwidth**: ``np.copyto`` of an array much larger than the caches (read + write =
+  ``2 × nbytes`` counted; write-allocate traffic is *not* counted, so this is what a kernel sees)
+  and ``ndarray.sum`` (``nbytes`` read); the better of the two;
+* **vector rate**: an elementwise float32 multiply on cache-resident arrays (1 FLOP/element).
+
+The best (fastest) repetition of each is kept. Capacity comes from ``/proc/meminfo`` (else
+``os.sysconf``). :func:`save_device_toml` writes the schema :func:`load_device_file` reads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import platform
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import RooflawError, bad
+from .catalog import _FIELD_TO_KEY, _SCALAR_KEYS, SCHEMA_VERSION
+from .device import DTYPES, Device
+
+__all__ = ["Measurements", "calibrate", "measure", "save_device_toml", "device_toml"]
+
+
+@dataclass(frozen=True)
+class Measurements:
+    """Raw results of :func:`measure` (SI units)."""
+
+    gemm_flops: float  #: float32 GEMM FLOP/s
+    gemm_n: int  #: matrix size used
+    memory_bandwidth: float  #: bytes/s
+    copy_bandwidth: float  #: bytes/s of the copy kernel (2 x nbytes per call)
+    read_bandwidth: float  #: bytes/s of the sum kernel (nbytes per call)
+    array_bytes: int  #: size of the bandwidth array
+    vector_flops: float  #: float32 elementwise FLOP/s
+    memory_capacity: float  #: bytes
+    threads: int  #: logical CPUs
+
+
+def _time_best(fn: Callable[[], object], budget: float, min_reps: int = 3, max_reps: int = 1000) -> float:
+    """Best wall time of ``fn`` over repetitions until ``budget`` seconds are spent (after a warm-up)."""
+    fn()
+    best = math.inf
+    start = time.perf_counter()
+    reps = 0
+    while reps < max_reps and (reps < min_reps or time.perf_counter() - start < budget):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+        reps += 1
+    return max(best, 1e-9)
+
+
+def _memory_capacity() -> float:
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return float(line.split()[1]) * 1024.0
+    except OSError:
+        pass
+    try:
+        return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        raise RooflawError("calibrate: cannot read the memory capacity of this machine") from None
+
+
+def _gemm(budget: float) -> tuple[float, int]:
+    rng = np.random.default_rng(0)
+    n = 256
+    while True:
+        a = rng.standard_normal((n, n), dtype=np.float32)
+        b = rng.standard_normal((n, n), dtype=np.float32)
+        c = np.empty((n, n), dtype=np.float32)
+        t = _time_best(lambda a=a, b=b, c=c: np.matmul(a, b, out=c), budget / 8, min_reps=2)
+        if t > budget / 40 or n >= 4096:
+            break
+        n *= 2
+    t = _time_best(lambda: np.matmul(a, b, out=c), budget / 2)
+    return 2.0 * n**3 / t, n
+
+
+def _bandwidth(budget: float, capacity: float) -> tuple[float, float, int]:
+    nbytes = int(min(256e6, capacity / 16))
+    n = max(nbytes // 4, 1 << 20)
+    src = np.ones(n, dtype=np.float32)
+    dst = np.empty_like(src)
+    t_copy = _time_best(lambda: np.copyto(dst, src), budget / 2)
+    t_sum = _time_best(lambda: src.sum(), budget / 2)
+    return 2.0 * src.nbytes / t_copy, src.nbytes / t_sum, int(src.nbytes)
+
+
+def _vector(budget: float) -> float:
+    n = 1 << 17  # 512 KB per array: cache resident
+    a = np.full(n, 1.0001, dtype=np.float32)
+    b = np.full(n, 0.9999, dtype=np.float32)
+    c = np.empty_like(a)
+
+    def kernel() -> None:
+        for _ in range(8):
+            np.multiply(a, b, out=c)
+
+    return 8.0 * n / _time_best(kernel, budget)
+
+
+def measure(seconds: float = 2.0) -> Measurements:
+    """Time GEMM, memory bandwidth and the vector rate of this machine within about ``seconds``."""
+    if not (isinstance(seconds, (int, float)) and math.isfinite(seconds) and seconds > 0):
+        raise bad("seconds", seconds, "must be a positive number")
+    capacity = _memory_capacity()
+    gemm, n = _gemm(0.45 * seconds)
+    copy_bw, read_bw, nbytes = _bandwidth(0.35 * seconds, capacity)
+    vec = _vector(0.2 * seconds)
+    return Measurements(
+        gemm_flops=gemm,
+        gemm_n=n,
+        memory_bandwidth=max(copy_bw, read_bw),
+        copy_bandwidth=copy_bw,
+        read_bandwidth=read_bw,
+        array_bytes=nbytes,
+        vector_flops=vec,
+        memory_capacity=capacity,
+        threads=os.cpu_count() or 1,
+    )
+
+
+def _summary(m: Measurements) -> str:
+    return (
+        f"measured with numpy {np.__version__}: fp32 GEMM {m.gemm_flops / 1e9:.1f} GFLOP/s (n={m.gemm_n}), "
+        f"bandwidth {m.memory_bandwidth / 1e9:.1f} GB/s (copy {m.copy_bandwidth / 1e9:.1f}, "
+        f"read {m.read_bandwidth / 1e9:.1f}; {m.array_bytes / 1e6:.0f} MB array), "
+        f"vector fp32 {m.vector_flops / 1e9:.2f} GFLOP/s"
+    )
+
+
+def calibrate(base: Device | None = None, seconds: float = 2.0) -> Device:
+    """Measure this machine (see module docstring).
+
+    Without ``base``: a ``local-cpu`` device whose roofs are the measured rates (``fp32`` = vector
+    rate; ``tf32``/``fp16`` = the float32 GEMM rate, since numpy has no fast 16-bit GEMM),
+    bandwidth and capacity, all with provenance ``measured``.
+
+    With ``base`` (the catalog device this machine is): ``<base.id>-calibrated``, the base's peaks
+    kept, with ``compute_efficiency`` = measured GEMM / base fp32-GEMM roof (tf32 else fp32) and
+    ``memory_efficiency`` = measured / peak bandwidth, tagged ``measured``. A ratio above 1 (the
+    base does not describe this machine) is capped at 1.0 and said so in ``notes``.
+    """
+    m = measure(seconds)
+    summary = _summary(m)
+    if base is None:
+        fields = (
+            "peak_flops.fp32",
+            "peak_flops.tf32",
+            "peak_flops.fp16",
+            "memory_bandwidth",
+            "memory_capacity",
+        )
+        prov = dict.fromkeys(fields, "measured")
+        prov["sm_count"] = "measured"
+        prov["tile"] = "assumed"
+        src = "rooflaw.devices.calibrate (numpy)"
+        return Device(
+            id="local-cpu",
+            name=f"This machine ({platform.machine() or 'cpu'}, {m.threads} threads)",
+            peak_flops={"fp32": m.vector_flops, "tf32": m.gemm_flops, "fp16": m.gemm_flops},
+            memory_bandwidth=m.memory_bandwidth,
+            memory_capacity=m.memory_capacity,
+            sm_count=m.threads,
+            tile=(128, 128),
+            kind="cpu",
+            vendor="",
+            provenance=prov,
+            sources=dict.fromkeys(fields, src) | {"sm_count": "os.cpu_count()"},
+            notes=summary + "; fp16/tf32 roofs = the fp32 GEMM rate (16-bit GEMMs assumed no faster on a CPU)",
+        )
+    roof_dtype, roof = base.roof("tf32")
+    notes = [base.notes] if base.notes else []
+    notes.append(summary)
+
+    def ratio(measured: float, peak: float, what: str) -> float:
+        r = measured / peak
+        if r > 1.0:
+            notes.append(f"{what}: measured/peak = {r:.3g} > 1 (the base device is not this machine); capped at 1.0")
+            return 1.0
+        return r
+
+    ce = ratio(m.gemm_flops, roof, f"compute_efficiency vs {roof_dtype}")
+    me = ratio(m.memory_bandwidth, base.memory_bandwidth, "memory_efficiency")
+    return dataclasses.replace(
+        base,
+        id=f"{base.id.replace('@', '-')}-calibrated",
+        name=f"{base.name} (calibrated)",
+        compute_efficiency=ce,
+        memory_efficiency=me,
+        provenance={**base.provenance, "compute_efficiency": "measured", "memory_efficiency": "measured"},
+        sources={
+            **base.sources,
+            "compute_efficiency": "rooflaw.devices.calibrate (numpy)",
+            "memory_efficiency": "rooflaw.devices.calibrate (numpy)",
+        },
+        notes="; ".join(notes),
+    )
+
+
+# ----------------------------------------------------------------------------- writing
+
+
+def _toml_str(s: str) -> str:
+    return json.dumps(s, ensure_ascii=False)
+
+
+def _toml_num(v: float) -> str:
+    r = repr(float(v))
+    return r
+
+
+def _figure(device: Device, field: str, value_text: str) -> str:
+    parts = [f"value = {value_text}"]
+    if field in device.provenance:
+        parts.append(f"provenance = {_toml_str(device.provenance[field])}")
+    if field in device.sources:
+        parts.append(f"source = {_toml_str(device.sources[field])}")
+    return "{ " + ", ".join(parts) + " }"
+
+
+def device_toml(device: Device) -> str:
+    """The device as text in the catalog's TOML schema (every figure with its provenance/source)."""
+    if "@" in device.id:
+        device = dataclasses.replace(device, id=device.id.replace("@", "-"))
+    lines = [
+        "# rooflaw device file (schema: docs/devices.md). Units: TFLOP/s, GB/s, GB, MB, W, pJ.",
+        f"schema = {SCHEMA_VERSION}",
+        f"id = {_toml_str(device.id)}",
+        f"name = {_toml_str(device.name)}",
+        f"vendor = {_toml_str(device.vendor)}",
+        f"kind = {_toml_str(device.kind)}",
+        'provenance = "assumed"  # for any figure below without its own tag',
+    ]
+    if device.uncertain:
+        lines.append("uncertain = [" + ", ".join(_toml_str(u) for u in device.uncertain) + "]")
+    if device.notes:
+        lines.append(f"notes = {_toml_str(device.notes)}")
+    lines.append("")
+    for dt in DTYPES:
+        if dt in device.peak_flops:
+            field = f"peak_flops.{dt}"
+            key = _FIELD_TO_KEY[field]
+            lines.append(f"{key} = {_figure(device, field, _toml_num(device.peak_flops[dt] / 1e12))}")
+    for field in (
+        "memory_bandwidth",
+        "memory_capacity",
+        "l2_bytes",
+        "power_idle",
+        "power_peak",
+        "energy_per_flop",
+        "energy_per_byte",
+        "compute_efficiency",
+        "memory_efficiency",
+    ):
+        v = getattr(device, field)
+        if v is None:
+            continue
+        if field.endswith("_efficiency") and v == 1.0 and field not in device.provenance:
+            continue
+        key = _FIELD_TO_KEY[field]
+        lines.append(f"{key} = {_figure(device, field, _toml_num(v / _SCALAR_KEYS[key][1]))}")
+    if device.sm_count is not None:
+        lines.append(f"sm_count = {_figure(device, 'sm_count', str(int(device.sm_count)))}")
+    if device.tile != (128, 128) or "tile" in device.provenance:
+        lines.append(f"tile = {_figure(device, 'tile', f'[{int(device.tile[0])}, {int(device.tile[1])}]')}")
+    return "\n".join(lines) + "\n"
+
+
+def save_device_toml(device: Device, path: str | os.PathLike[str]) -> Path:
+    """Write ``device`` to ``path`` in the schema :func:`~rooflaw.devices.load_device_file` reads."""
+    p = Path(path)
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(device_toml(device), encoding="utf-8")
+    except OSError as e:
+        raise RooflawError(f"cannot write device file {str(p)!r}: {e.strerror}") from None
+    return p
