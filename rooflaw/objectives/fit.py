@@ -191,7 +191,15 @@ class _Batch:
     iterations: int
 
 
-def batched_lbfgs(
+def batched_lbfgs(*args: Any, **kwargs: Any) -> _Batch:
+    """Minimise many independent problems at once. ``fg(x, rows)`` gives objective and gradient of the
+    problems ``rows`` at ``x`` (len(rows), p). Stopping rules follow scipy's L-BFGS-B defaults
+    (``ftol`` relative to ``max(|f|, 1)``, ``gtol`` on the largest gradient component)."""
+    with np.errstate(all="ignore"):
+        return _batched_lbfgs(*args, **kwargs)
+
+
+def _batched_lbfgs(
     fg: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]],
     x0: np.ndarray,
     m: int = 10,
@@ -249,7 +257,7 @@ def batched_lbfgs(
             z += S_ * (a - b)[:, None]
         d = -z
         gd = np.einsum("ij,ij->i", gi, d)
-        reset = ~(gd < 0) | ~np.isfinite(gd)
+        reset = ~(gd < 0) | ~np.isfinite(gd) | ~np.isfinite(d).all(axis=1)
         if reset.any():
             d[reset] = -gi[reset]
             gd[reset] = -np.einsum("ij,ij->i", gi[reset], gi[reset])
@@ -293,7 +301,7 @@ def batched_lbfgs(
         yv = gnew[acc_i] - g[ia]
         sy = np.einsum("ij,ij->i", s, yv)
         yy = np.einsum("ij,ij->i", yv, yv)
-        good = sy > 1e-10 * np.maximum(yy, 1e-300)
+        good = np.isfinite(sy) & np.isfinite(yy) & (yy > 1e-300) & (sy > 1e-10 * yy)
         sl = slot[ia]
         sh[sl, ia] = s
         yh[sl, ia] = yv
