@@ -1,6 +1,15 @@
 """Architectures: shapes, exact parameter counts and importers."""
 
 from .architecture import COLUMNS, Architecture, param_counts
-from .load import from_file, from_hf_config, from_mapping, from_spec
+from .load import bundled_models, from_file, from_hf_config, from_mapping, from_spec
 
-__all__ = ["COLUMNS", "Architecture", "from_file", "from_hf_config", "from_mapping", "from_spec", "param_counts"]
+__all__ = [
+    "bundled_models",
+    "COLUMNS",
+    "Architecture",
+    "from_file",
+    "from_hf_config",
+    "from_mapping",
+    "from_spec",
+    "param_counts",
+]

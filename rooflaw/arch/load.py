@@ -74,7 +74,8 @@ def from_spec(spec: str) -> Architecture:
 def _read(path: str | Path) -> tuple[dict[str, Any], Path]:
     p = Path(path)
     if not p.is_file():
-        raise bad("file", str(path), "no such file")
+        hint = f"; bundled models: {', '.join(bundled_models())}" if p.suffix in ("", ".json") else ""
+        raise bad("file", str(path), "no such file" + hint)
     text = p.read_text()
     try:
         data = tomllib.loads(text) if p.suffix.lower() == ".toml" else json.loads(text)
@@ -125,6 +126,14 @@ def _need(cfg: Mapping[str, Any], key: str, model_type: str) -> Any:
     return cfg[key]
 
 
+MODELS_DIR = Path(__file__).with_name("models")
+
+
+def bundled_models() -> list[str]:
+    """Names of the Hugging Face configs shipped with rooflaw (written from the published config.json files)."""
+    return sorted(p.stem for p in MODELS_DIR.glob("*.json"))
+
+
 def from_hf_config(config: Mapping[str, Any] | str | Path, name: str = "") -> Architecture:
     """Import a Hugging Face ``config.json`` (dict or path).
 
@@ -134,6 +143,9 @@ def from_hf_config(config: Mapping[str, Any] | str | Path, name: str = "") -> Ar
     norms per layer, Qwen-MoE a shared expert with a sigmoid gate.
     """
     if not isinstance(config, Mapping):
+        if not Path(config).exists() and str(config) in bundled_models():
+            name = name or str(config)
+            config = MODELS_DIR / f"{config}.json"
         config, p = _read(config)
         name = name or p.parent.name or p.stem
     cfg = dict(config)
