@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .arch import COLUMNS, Architecture, from_file, from_hf_config, from_mapping, from_spec, param_counts
+from .arch import Space, get_space, list_spaces
 from .constraints import (
     FORMATS,
     PRESETS,
@@ -35,6 +36,7 @@ __all__ = [
     "LossLaw",
     "Precision",
     "RooflawError",
+    "Space",
     "Workload",
     "complete_columns",
     "decode_steps",
@@ -48,9 +50,11 @@ __all__ = [
     "gemm",
     "get_device",
     "get_law",
+    "get_space",
     "law_inputs",
     "list_devices",
     "list_laws",
+    "list_spaces",
     "param_counts",
     "parse_bytes",
     "parse_energy",

@@ -2,6 +2,7 @@
 
 from .architecture import COLUMNS, Architecture, param_counts
 from .load import bundled_models, from_file, from_hf_config, from_mapping, from_spec
+from .space import Space, get_space, list_spaces
 
 __all__ = [
     "bundled_models",
@@ -12,4 +13,7 @@ __all__ = [
     "from_mapping",
     "from_spec",
     "param_counts",
+    "Space",
+    "get_space",
+    "list_spaces",
 ]

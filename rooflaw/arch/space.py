@@ -1,0 +1,448 @@
+"""``Space``: a discrete architecture search space -- fixed value lists per dimension plus validity rules.
+
+Dimensions (every one a fixed list; no range depends on another parameter):
+
+- ``layers``, ``d_model``, ``head_dim``: integers (``heads = d_model / head_dim``);
+- ``kv_heads``: integers and/or the token ``"heads"`` (= MHA, kv_heads = heads);
+- ``moe``: (experts, top_k) pairs;
+- ``r_single``: per-expert FFN ratio; ``ffn = max(ffn_align, round(r_single·d_model / ffn_align)·ffn_align)``
+  (``ffn_align`` defaults to 64; the paper space's values are exact multiples of 128, so nothing is rounded there);
+- ``vocab``, ``tied``: vocabulary size(s) and tied/untied embeddings;
+- ``fixed``: constant columns for every point (``gated``, ``qkv_bias``, ``norms_per_layer``).
+
+Rules (a point is valid iff): ``head_dim`` divides ``d_model``; ``kv_heads`` divides ``heads`` (so ≤ heads);
+``top_k ≤ experts``. Points that coincide after the rules (``kv_heads = 8`` and ``"heads"`` when heads = 8, two
+ratios rounding to the same ffn) are counted once. The valid points are the Cartesian product of four small tables
+-- valid widths (d_model, head_dim, heads, kv_heads, ffn), (experts, top_k), layers, (vocab, tied) -- so a point
+is a mixed-radix index and any index range is generated in O(chunk) memory.
+
+Built-ins (``rooflaw/arch/spaces/*.toml``): ``paper`` -- the paper's Table 5 with head_dim 128, r_single ∈ {0.5, 1, 2,
+3, 4} (the paper does not state its FFN ratios; these cover its reported r < 1 optima up to the usual 4), vocab
+32000, untied, gated (SwiGLU) FFN; ``wide`` -- finer widths, more depths/experts/ratios/head dims (> 10⁷ points).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import RooflawError, bad
+from .architecture import COLUMNS, Architecture
+
+try:  # Python >= 3.11
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover
+    import tomli as tomllib  # type: ignore[no-redef]
+
+#: Columns describing the width table, in order.
+WIDTH_COLUMNS = ("d_model", "head_dim", "heads", "kv_heads", "ffn")
+FIXED_KEYS = {"gated": 1, "qkv_bias": 0, "norms_per_layer": 2}
+_KEYS = {
+    "name",
+    "description",
+    "layers",
+    "d_model",
+    "head_dim",
+    "kv_heads",
+    "moe",
+    "r_single",
+    "ffn_align",
+    "vocab",
+    "tied",
+    "fixed",
+}
+
+
+def _int_list(key: str, value: Any) -> list[int]:
+    if isinstance(value, Mapping):  # {start, stop, step}, stop inclusive
+        try:
+            start, stop, step = int(value["start"]), int(value["stop"]), int(value.get("step", 1))
+        except (KeyError, TypeError, ValueError):
+            raise bad(key, dict(value), "a range needs integer start, stop (inclusive) and optional step") from None
+        if step <= 0:
+            raise bad(key, dict(value), "step must be positive")
+        value = list(range(start, stop + 1, step))
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = [value]
+    if not isinstance(value, (list, tuple)) or not value:
+        raise bad(key, value, "must be a non-empty list of positive integers")
+    out = []
+    for v in value:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0 or float(v) != int(v):
+            raise bad(key, v, "must be a positive integer")
+        out.append(int(v))
+    return sorted(set(out))
+
+
+def _float_list(key: str, value: Any) -> list[float]:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = [value]
+    if not isinstance(value, (list, tuple)) or not value:
+        raise bad(key, value, "must be a non-empty list of positive numbers")
+    out = []
+    for v in value:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not (v > 0 and math.isfinite(v)):
+            raise bad(key, v, "must be a positive number")
+        out.append(float(v))
+    return sorted(set(out))
+
+
+def _kv_list(value: Any) -> list[int | str]:
+    if isinstance(value, (int, str)) and not isinstance(value, bool):
+        value = [value]
+    if not isinstance(value, (list, tuple)) or not value:
+        raise bad("kv_heads", value, 'must be a non-empty list of positive integers and/or "heads"')
+    ints, mha = [], False
+    for v in value:
+        if v == "heads":
+            mha = True
+        elif isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+            raise bad("kv_heads", v, 'must be a positive integer or "heads"')
+        else:
+            ints.append(v)
+    return [*sorted(set(ints)), *(["heads"] if mha else [])]
+
+
+def _moe_list(value: Any) -> list[tuple[int, int]]:
+    if not isinstance(value, (list, tuple)) or not value:
+        raise bad("moe", value, "must be a non-empty list of [experts, top_k] pairs")
+    out = []
+    for p in value:
+        if (
+            not isinstance(p, (list, tuple))
+            or len(p) != 2
+            or any(isinstance(x, bool) or not isinstance(x, int) or x <= 0 for x in p)
+        ):
+            raise bad("moe", p, "each entry must be [experts, top_k] with positive integers")
+        out.append((int(p[0]), int(p[1])))
+    return sorted(set(out))
+
+
+def _bool_list(key: str, value: Any) -> list[bool]:
+    if isinstance(value, bool):
+        value = [value]
+    if not isinstance(value, (list, tuple)) or not value or any(not isinstance(v, bool) for v in value):
+        raise bad(key, value, "must be true/false or a list of them")
+    return sorted(set(value))
+
+
+@dataclass
+class Space:
+    """A discrete architecture space. See the module docstring for dimensions and rules."""
+
+    name: str
+    layers: list[int]
+    d_model: list[int]
+    head_dim: list[int]
+    kv_heads: list[int | str]
+    moe: list[tuple[int, int]]
+    r_single: list[float]
+    ffn_align: int = 64
+    vocab: list[int] = field(default_factory=lambda: [32000])
+    tied: list[bool] = field(default_factory=lambda: [False])
+    fixed: dict[str, int] = field(default_factory=dict)
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        self.layers = _int_list("layers", self.layers)
+        self.d_model = _int_list("d_model", self.d_model)
+        self.head_dim = _int_list("head_dim", self.head_dim)
+        self.kv_heads = _kv_list(self.kv_heads)
+        self.moe = _moe_list(self.moe)
+        self.r_single = _float_list("r_single", self.r_single)
+        self.vocab = _int_list("vocab", self.vocab)
+        self.tied = _bool_list("tied", self.tied)
+        if isinstance(self.ffn_align, bool) or not isinstance(self.ffn_align, int) or self.ffn_align <= 0:
+            raise bad("ffn_align", self.ffn_align, "must be a positive integer")
+        fixed = dict(FIXED_KEYS)
+        for k, v in (self.fixed or {}).items():
+            if k not in FIXED_KEYS:
+                raise bad("fixed", k, f"unknown fixed column; known: {', '.join(FIXED_KEYS)}")
+            if isinstance(v, bool):
+                v = int(v)
+            if not isinstance(v, int) or v < 0:
+                raise bad(f"fixed.{k}", v, "must be a non-negative integer or a boolean")
+            fixed[k] = v
+        self.fixed = fixed
+        self._build()
+
+    # ---- construction ----------------------------------------------------------------------
+    def ffn_for(self, d_model: Any, r_single: Any) -> Any:
+        """Per-expert FFN size for a width and ratio (rounded to ``ffn_align``, at least ``ffn_align``)."""
+        a = self.ffn_align
+        return np.maximum(a, np.rint(np.asarray(r_single, dtype=float) * np.asarray(d_model) / a).astype(np.int64) * a)
+
+    def kv_options(self, heads: int) -> list[int]:
+        """Valid kv_heads values (resolved) for a head count, ascending."""
+        vals = {heads if k == "heads" else k for k in self.kv_heads}
+        return sorted(v for v in vals if heads % v == 0)
+
+    def _build(self) -> None:
+        rows = set()
+        for d in self.d_model:
+            for hd in self.head_dim:
+                if d % hd:
+                    continue
+                h = d // hd
+                for kv in self.kv_options(h):
+                    for r in self.r_single:
+                        rows.add((d, hd, h, kv, int(self.ffn_for(d, r))))
+        width = np.array(sorted(rows), dtype=np.int64).reshape(-1, len(WIDTH_COLUMNS))
+        moe = np.array([p for p in self.moe if p[1] <= p[0]], dtype=np.int64).reshape(-1, 2)
+        vt = np.array([(v, int(t)) for v in self.vocab for t in self.tied], dtype=np.int64).reshape(-1, 2)
+        self._width, self._moe, self._layers, self._vt = width, moe, np.array(self.layers, dtype=np.int64), vt
+        self._radix = (len(width), len(moe), len(self._layers), len(vt))
+        self._width_index = {tuple(int(x) for x in row): i for i, row in enumerate(width)}
+        if self.size == 0:
+            why = []
+            if not len(width):
+                why.append(
+                    "no (d_model, head_dim, kv_heads) combination passes head_dim | d_model and kv_heads | heads"
+                )
+            if not len(moe):
+                why.append("no (experts, top_k) pair has top_k ≤ experts")
+            raise RooflawError(f"space {self.name!r} is empty after its rules: {'; '.join(why)}")
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any], name: str = "") -> Space:
+        unknown = set(data) - _KEYS
+        if unknown:
+            raise bad("space", sorted(unknown)[0], f"unknown key; known: {', '.join(sorted(_KEYS))}")
+        missing = [k for k in ("layers", "d_model", "head_dim", "kv_heads", "moe", "r_single") if k not in data]
+        if missing:
+            raise bad("space", missing[0], "missing required key")
+        kw = {k: data[k] for k in data if k not in ("name",)}
+        return cls(name=str(data.get("name", name) or name or "space"), **kw)
+
+    @classmethod
+    def from_toml(cls, path: str | Path) -> Space:
+        p = Path(path)
+        if not p.is_file():
+            raise bad("space", str(path), "no such built-in space or file; built-ins: " + ", ".join(list_spaces()))
+        try:
+            data = tomllib.loads(p.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+            raise bad("space", str(path), f"not valid TOML: {e}".replace("\n", " ")) from None
+        return cls.from_mapping(data, name=p.stem)
+
+    # ---- size and enumeration --------------------------------------------------------------
+    @property
+    def size(self) -> int:
+        """Number of valid points."""
+        return int(np.prod(self._radix, dtype=np.int64))
+
+    def __len__(self) -> int:
+        return self.size
+
+    def columns_at(self, index: Any) -> dict[str, np.ndarray]:
+        """Architecture columns (all of :data:`~rooflaw.arch.COLUMNS`, int64) of points by flat index."""
+        idx = np.asarray(index, dtype=np.int64)
+        nw, nm, nl, nv = self._radix
+        rest, iv = np.divmod(idx, nv)
+        rest, il = np.divmod(rest, nl)
+        iw, im = np.divmod(rest, nm)
+        w = self._width[iw]
+        n = idx.shape
+        cols: dict[str, np.ndarray] = {"layers": self._layers[il]}
+        for j, k in enumerate(WIDTH_COLUMNS):
+            cols[k] = w[:, j] if w.ndim == 2 else w[j]
+        cols["experts"] = self._moe[im, 0]
+        cols["top_k"] = self._moe[im, 1]
+        cols["vocab"] = self._vt[iv, 0]
+        cols["tied"] = self._vt[iv, 1]
+        cols["shared_experts"] = np.zeros(n, dtype=np.int64)
+        cols["shared_ffn"] = cols["ffn"]
+        for k, v in self.fixed.items():
+            cols[k] = np.full(n, v, dtype=np.int64)
+        for k in ("layernorm", "qk_norm_size", "shared_gate", "qk_norm_on"):
+            cols[k] = np.zeros(n, dtype=np.int64)
+        cols["moe"] = (cols["experts"] > 1).astype(np.int64)
+        return {k: cols[k] for k in COLUMNS}
+
+    def iter_chunks(
+        self, chunk: int = 1 << 18, start: int = 0, stop: int | None = None
+    ) -> Iterator[dict[str, np.ndarray]]:
+        """Columns of the points ``start … stop-1`` (default: all), ``chunk`` points at a time."""
+        stop = self.size if stop is None else min(stop, self.size)
+        if chunk <= 0:
+            raise bad("chunk", chunk, "must be positive")
+        for s in range(start, stop, chunk):
+            yield self.columns_at(np.arange(s, min(s + chunk, stop), dtype=np.int64))
+
+    def to_frame(self, max_size: int = 5_000_000) -> pd.DataFrame:
+        """Every point as a DataFrame (architecture columns + r, rho, gqa). For small spaces only."""
+        if self.size > max_size:
+            raise bad("space", self.name, f"has {self.size:,} points; to_frame is for ≤ {max_size:,} (use iter_chunks)")
+        df = pd.DataFrame(self.columns_at(np.arange(self.size)))
+        return add_paper_variables(df)
+
+    def values(self, dim: str) -> list[Any]:
+        """The declared values of a dimension (``moe`` gives (E, K) pairs; ``heads`` the valid head counts)."""
+        if dim in ("layers", "d_model", "head_dim", "kv_heads", "moe", "r_single", "vocab", "tied"):
+            return list(getattr(self, dim))
+        if dim in ("experts", "top_k"):
+            return sorted({int(x) for x in self._moe[:, 0 if dim == "experts" else 1]})
+        if dim in ("heads", "ffn"):
+            return sorted({int(x) for x in self._width[:, WIDTH_COLUMNS.index(dim)]})
+        raise bad(
+            "dim",
+            dim,
+            "unknown dimension; known: layers, d_model, head_dim, kv_heads, moe, experts, top_k, "
+            "r_single, ffn, heads, vocab, tied",
+        )
+
+    def bounds(self) -> dict[str, tuple[float, float]]:
+        """Continuous bounds of the paper's variables over the valid points: l, d, r, rho, gqa."""
+        w, m = self._width.astype(float), self._moe.astype(float)
+        ratio = w[:, 4] / w[:, 0]
+        gqa = w[:, 2] / w[:, 3]
+        k, rho = m[:, 1], m[:, 1] / m[:, 0]
+        return {
+            "l": (float(self._layers.min()), float(self._layers.max())),
+            "d": (float(w[:, 0].min()), float(w[:, 0].max())),
+            "r": (float(ratio.min() * k.min()), float(ratio.max() * k.max())),
+            "rho": (float(rho.min()), float(rho.max())),
+            "gqa": (float(gqa.min()), float(gqa.max())),
+        }
+
+    def contains(self, arch: Architecture) -> bool:
+        """Whether ``arch`` is one of the space's points."""
+        c = arch.columns()
+        if c["layers"] not in self.layers or (c["experts"], c["top_k"]) not in {tuple(p) for p in self._moe.tolist()}:
+            return False
+        if (c["vocab"], c["tied"]) not in {tuple(p) for p in self._vt.tolist()}:
+            return False
+        if tuple(c[k] for k in WIDTH_COLUMNS) not in self._width_index:
+            return False
+        if c["shared_experts"] or c["layernorm"] or c["qk_norm_size"] or c["shared_gate"]:
+            return False
+        return all(c[k] == v for k, v in self.fixed.items())
+
+    def architecture(self, row: Mapping[str, Any], name: str = "") -> Architecture:
+        """An ``Architecture`` from one row of columns (a dict, Series or DataFrame row)."""
+        g = lambda k: int(row[k])  # noqa: E731
+        return Architecture(
+            layers=g("layers"),
+            d_model=g("d_model"),
+            heads=g("heads"),
+            kv_heads=g("kv_heads"),
+            head_dim=g("head_dim"),
+            ffn=g("ffn"),
+            experts=g("experts"),
+            top_k=g("top_k"),
+            vocab=g("vocab") if "vocab" in row else self.vocab[0],
+            tied=bool(g("tied")) if "tied" in row else self.tied[0],
+            gated=bool(self.fixed["gated"]),
+            qkv_bias=bool(self.fixed["qkv_bias"]),
+            norms_per_layer=self.fixed["norms_per_layer"],
+            name=name,
+        )
+
+    # ---- search parametrisation -------------------------------------------------------------
+    def choices(self) -> dict[str, list[Any]]:
+        """Fixed per-dimension choices a sampler draws from (see :meth:`point`)."""
+        ds = sorted({int(x) for x in self._width[:, 0]})
+        return {
+            "layers": list(self.layers),
+            "d_model": ds,
+            "head_dim": sorted({int(x) for x in self._width[:, 1]}),
+            "kv_heads": list(self.kv_heads),
+            "moe": [tuple(int(x) for x in p) for p in self._moe.tolist()],
+            "r_single": list(self.r_single),
+            "vocab_tied": [tuple(int(x) for x in p) for p in self._vt.tolist()],
+        }
+
+    def point(self, choice: Mapping[str, Any]) -> dict[str, int]:
+        """The valid point nearest to a per-dimension choice (values from :meth:`choices`).
+
+        Repairs an invalid combination deterministically: a head_dim that does not divide d_model becomes the
+        nearest (in log scale) one that does; a kv_heads that does not divide heads becomes the nearest valid one
+        (ties: fewer kv heads). Returns the point's columns and its flat ``index``.
+        """
+        d, hd = int(choice["d_model"]), int(choice["head_dim"])
+        hds = [h for h in self.head_dim if d % h == 0 and self.kv_options(d // h)]
+        if not hds:
+            raise bad("d_model", d, f"no head_dim of {self.head_dim} gives a valid width")
+        if hd not in hds:
+            hd = min(hds, key=lambda h: (abs(math.log(h / hd)), h))
+        heads = d // hd
+        kv = choice["kv_heads"]
+        kv = heads if kv == "heads" else int(kv)
+        opts = self.kv_options(heads)
+        if kv not in opts:
+            kv = min(opts, key=lambda v: (abs(math.log(v / kv)), v))
+        ffn = int(self.ffn_for(d, float(choice["r_single"])))
+        e, k = (int(x) for x in choice["moe"])
+        v, t = (int(x) for x in choice.get("vocab_tied", tuple(self._vt[0])))
+        iw = self._width_index[(d, hd, heads, kv, ffn)]
+        im = int(np.flatnonzero((self._moe[:, 0] == e) & (self._moe[:, 1] == k))[0])
+        il = int(np.flatnonzero(self._layers == int(choice["layers"]))[0])
+        iv = int(np.flatnonzero((self._vt[:, 0] == v) & (self._vt[:, 1] == t))[0])
+        nw, nm, nl, nv = self._radix
+        index = ((iw * nm + im) * nl + il) * nv + iv
+        cols = {k2: int(v2[0]) for k2, v2 in self.columns_at(np.array([index])).items()}
+        cols["index"] = int(index)
+        return cols
+
+    def describe(self) -> str:
+        kv = ", ".join(str(k) for k in self.kv_heads)
+        return (
+            f"space {self.name!r}: {self.size:,} valid points; layers {self.layers[0]}…{self.layers[-1]} "
+            f"({len(self.layers)}), d_model {self.d_model[0]}…{self.d_model[-1]} ({len(self.d_model)}), head_dim "
+            f"{self.head_dim}, kv_heads {{{kv}}}, (E,K) {self.moe}, r_single {self.r_single}, ffn_align "
+            f"{self.ffn_align}, vocab {self.vocab}, tied {self.tied}"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "size": self.size,
+            "layers": self.layers,
+            "d_model": self.d_model,
+            "head_dim": self.head_dim,
+            "kv_heads": self.kv_heads,
+            "moe": [list(p) for p in self.moe],
+            "r_single": self.r_single,
+            "ffn_align": self.ffn_align,
+            "vocab": self.vocab,
+            "tied": self.tied,
+            "fixed": self.fixed,
+            "description": self.description,
+        }
+
+
+def add_paper_variables(df: pd.DataFrame) -> pd.DataFrame:
+    """Add the paper's r = top_k·ffn/d_model, rho = top_k/experts and gqa = heads/kv_heads to a table."""
+    df["r"] = df["top_k"] * df["ffn"] / df["d_model"]
+    df["rho"] = df["top_k"] / df["experts"]
+    df["gqa"] = df["heads"] / df["kv_heads"]
+    return df
+
+
+def list_spaces() -> list[str]:
+    """Names of the built-in spaces."""
+    base = resources.files("rooflaw.arch") / "spaces"
+    return sorted(p.name[:-5] for p in base.iterdir() if p.name.endswith(".toml"))
+
+
+_CACHE: dict[str, Space] = {}
+
+
+def get_space(name_or_path: str | Path | Space) -> Space:
+    """A built-in space by name (``paper``, ``wide``), or a space TOML file."""
+    if isinstance(name_or_path, Space):
+        return name_or_path
+    key = str(name_or_path)
+    if key in list_spaces():
+        if key not in _CACHE:
+            res = resources.files("rooflaw.arch") / "spaces" / f"{key}.toml"
+            _CACHE[key] = Space.from_mapping(tomllib.loads(res.read_text(encoding="utf-8")), name=key)
+        return _CACHE[key]
+    return Space.from_toml(key)
