@@ -30,13 +30,9 @@ def fit_cmd(
     ),
     map_: list[str] = typer.Option([], "--map", help="SYMBOL=COLUMN (or a pandas expression over columns)."),
     loss_column: str = typer.Option("loss", "--loss-column", help="Column with the measured loss."),
-    method: str = typer.Option(
-        "huber", "--method", help="huber (log-space Huber, L-BFGS, multi-start) or nls."
-    ),
+    method: str = typer.Option("huber", "--method", help="huber (log-space Huber, L-BFGS, multi-start) or nls."),
     huber_delta: float = typer.Option(1e-3, "--huber-delta", help="Huber delta (log space)."),
-    starts: str = typer.Option(
-        "grid", "--starts", help="'grid' (the recipe grid) or a number of LHS starts."
-    ),
+    starts: str = typer.Option("grid", "--starts", help="'grid' (the recipe grid) or a number of LHS starts."),
     bootstrap: int = typer.Option(0, "--bootstrap", help="Bootstrap resamples for stderr and 95% intervals."),
     holdout: float = typer.Option(0.0, "--holdout", help="Fraction of points held out (seeded)."),
     seed: int = typer.Option(0, "--seed", help="Random seed."),

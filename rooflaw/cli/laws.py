@@ -36,9 +36,7 @@ def show_cmd(
     console.print(f"[bold]{law.name}[/bold]")
     console.print(f"  loss = {law.text()}", highlight=False)
     console.print(f"  LaTeX: {law.latex()}", highlight=False)
-    rows = [
-        [k, f"{v:.6g}", "" if law.stderr is None else f"{law.stderr[k]:.3g}"] for k, v in law.params.items()
-    ]
+    rows = [[k, f"{v:.6g}", "" if law.stderr is None else f"{law.stderr[k]:.3g}"] for k, v in law.params.items()]
     console.print(table("parameters", ["name", "value", "stderr"], rows))
     console.print("  variables: " + ", ".join(law.variables), highlight=False)
     console.print(f"  source: {law.source}", highlight=False)
