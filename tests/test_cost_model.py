@@ -298,3 +298,15 @@ def test_bad_inputs():
     with pytest.raises(RooflawError, match="m=0"):
         gemm(0, 1, 1, H100)
     assert math.isfinite(evaluate(a, ORIN).total_s)
+
+
+def test_fused_attention_removes_exactly_the_score_matrix_traffic():
+    a = from_hf_config("qwen2.5-0.5b")
+    unf = evaluate(a, ORIN, Workload(2, 512, 4, "unfused"))
+    fus = evaluate(a, ORIN, Workload(2, 512, 4, "fused"))
+    # stored by QKᵀ, read+written by softmax, read by scores·V: 4 passes of B·heads·S_q·C·b_a per layer
+    pre = 4 * 2 * 14 * 512 * 512 * 2 * 24
+    dec = sum(4 * 2 * 14 * 1 * (512 + t) * 2 * 24 for t in range(1, 5))
+    assert unf.prefill_bytes - fus.prefill_bytes == pytest.approx(pre)
+    assert unf.decode_bytes - fus.decode_bytes == pytest.approx(dec)
+    assert unf.prefill_flops == fus.prefill_flops

@@ -35,6 +35,7 @@ def evaluate(
     batch: int = typer.Option(1, help="Sequences per batch."),
     input_tokens: int = typer.Option(1024, help="Prompt tokens per sequence (S_in)."),
     output_tokens: int = typer.Option(16, help="Generated tokens per sequence (S_out)."),
+    attention: str = typer.Option("unfused", help="Attention kernel: unfused (scores in memory) or fused."),
     preset: str = typer.Option("full", help="Cost model: full (per-operator roofline) or paper (App. E)."),
     tiles: bool = typer.Option(False, "--tiles/--no-tiles", help="Apply the GEMM tile/wave quantisation model."),
     law: Optional[str] = typer.Option(None, help="Add the predicted loss of this law (name or expression)."),
@@ -44,7 +45,7 @@ def evaluate(
     """Latency (prefill, every decode step, TTFT, TPOT), memory and energy of one architecture on one device."""
     a = load_arch(hf_config, arch, arch_file)
     dev = api.get_device(device)
-    wl = api.Workload(batch, input_tokens, output_tokens)
+    wl = api.Workload(batch, input_tokens, output_tokens, attention)
     rep = api.evaluate(a, dev, wl, precision, preset, tiles)
     out = rep.to_dict()
     if law is not None:

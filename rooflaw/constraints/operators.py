@@ -7,7 +7,9 @@ prefill ``T = B·S_in, Sq = C = S_in``; decode step t ``T = B, Sq = 1, C = S_in 
 
 Conventions (the ``full`` preset):
 - FLOPs count a multiply-add as 2; attention scores are computed for the full S_q × C block (no
-  causal halving, as the paper's Table 10 and an unfused implementation do).
+  causal halving, as the paper's Table 10 and an unfused implementation do). With unfused
+  attention (the default, as the paper's Tables 10-12) the score matrix is stored, re-read by
+  softmax and by scores·V; a fused kernel (``Workload(attention="fused")``) keeps it on chip.
 - Weight bytes are read once per pass; MoE reads the expected number of distinct experts touched
   by ``T`` tokens, E·(1 − (1 − K/E)^T), plus shared experts.
 - The KV cache is 2·kv_heads·head_dim·b_kv bytes per token per layer (K and V, KV heads).
@@ -21,7 +23,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from .symbols import ARCH, B, C, Sq, T, b_a, b_kv, b_w
+from .symbols import ARCH, B, C, Sq, T, b_a, b_kv, b_w, unfused
 
 a = ARCH
 d, nh, nkv, hd = a["d_model"], a["heads"], a["kv_heads"], a["head_dim"]
@@ -89,15 +91,15 @@ FULL_OPS: tuple[Op, ...] = (
         "attention",
         "layer",
         flops=2 * B * Sq * C * nh * hd,
-        bytes=T * q_out * b_a + B * C * kv_out * b_kv + B * nh * Sq * C * b_a,
+        bytes=T * q_out * b_a + B * C * kv_out * b_kv + unfused * B * nh * Sq * C * b_a,
     ),
-    Op("softmax", "vector", "layer", flops=5 * B * nh * Sq * C, bytes=2 * B * nh * Sq * C * b_a),
+    Op("softmax", "vector", "layer", flops=5 * B * nh * Sq * C, bytes=unfused * 2 * B * nh * Sq * C * b_a),
     Op(
         "attn_values",
         "attention",
         "layer",
         flops=2 * B * Sq * C * nh * hd,
-        bytes=B * nh * Sq * C * b_a + B * C * kv_out * b_kv + T * q_out * b_a,
+        bytes=unfused * B * nh * Sq * C * b_a + B * C * kv_out * b_kv + T * q_out * b_a,
     ),
     _proj("o_proj", d, q_out, b_a),
     _norm("ffn_norm", a["norms_per_layer"] / 2, d),
@@ -172,7 +174,7 @@ def activation_bytes_expr(S: sp.Expr) -> sp.Expr:
     active experts ((1+gated)·(K·ffn + shared)), one attention-score block (heads·S, unfused
     attention), plus fp32 logits for the last token (4·V per sequence).
     """
-    return B * S * (2 * d + n_up * ffn_tokens_width + nh * S) * b_a + 4 * B * V
+    return B * S * (2 * d + n_up * ffn_tokens_width + unfused * nh * S) * b_a + 4 * B * V
 
 
 # ---------------------------------------------------------------------------------------------

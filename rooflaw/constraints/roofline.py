@@ -141,6 +141,7 @@ def _args(cols: Mapping[str, np.ndarray], workload: Workload, precision: Precisi
         "B": workload.batch,
         "S_in": workload.input_tokens,
         "S_out": workload.output_tokens,
+        "unfused": 1.0 if workload.attention == "unfused" else 0.0,
         "b_w": precision.weights.bytes,
         "b_a": precision.activations.bytes,
         "b_kv": precision.kv.bytes,
@@ -445,7 +446,7 @@ def decode_steps(
     workload = workload or Workload()
     steps = []
     for step in range(1, workload.output_tokens + 1):
-        w = Workload(workload.batch, workload.input_tokens + step - 1, 1)
+        w = Workload(workload.batch, workload.input_tokens + step - 1, 1, workload.attention)
         rep = evaluate(arch, device, w, precision, preset, tiles)
         steps.append(
             {

@@ -32,5 +32,9 @@ pi, beta = sym("pi"), sym("beta")
 # The paper's variables (§2.1, §5).
 l, d, r, rho, gqa, d_m = (sym(n) for n in ("l", "d", "r", "rho", "gqa", "d_m"))
 
-WORKLOAD = (B, S_in, S_out)
+# 1 when attention scores are materialised in memory (unfused kernels, the paper's Tables 10-12),
+# 0 for a fused (FlashAttention-style) kernel that keeps them on chip.
+unfused = sym("unfused")
+
+WORKLOAD = (B, S_in, S_out, unfused)
 PRECISION = (b_w, b_a, b_kv)

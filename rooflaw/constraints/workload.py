@@ -12,18 +12,23 @@ class Workload:
     """``batch`` sequences, each with ``input_tokens`` of prompt and ``output_tokens`` generated.
 
     Decode runs ``output_tokens`` steps with contexts ``input_tokens + t`` for t = 1..output_tokens
-    (the paper's Eq. 4), so the mean context is S̄ = S_in + (S_out + 1)/2.
+    (the paper's Eq. 4), so the mean context is S̄ = S_in + (S_out + 1)/2. ``attention`` is the
+    serving stack's attention kernel: ``unfused`` (scores written to and read from memory, the
+    paper's Tables 10-12) or ``fused`` (FlashAttention-style, scores stay on chip).
     """
 
     batch: int = 1
     input_tokens: int = 1024
     output_tokens: int = 16
+    attention: str = "unfused"
 
     def __post_init__(self) -> None:
         for key in ("batch", "input_tokens", "output_tokens"):
             v = getattr(self, key)
             if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
                 raise bad(key, v, "must be a positive integer")
+        if self.attention not in ("unfused", "fused"):
+            raise bad("attention", self.attention, "must be unfused or fused")
 
     @property
     def mean_context(self) -> float:
@@ -31,4 +36,9 @@ class Workload:
         return self.input_tokens + (self.output_tokens + 1) / 2
 
     def to_dict(self) -> dict[str, int]:
-        return {"batch": self.batch, "input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+        return {
+            "batch": self.batch,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "attention": self.attention,
+        }
