@@ -1,0 +1,26 @@
+"""Reproduce arXiv:2602.10377's figures, theorems and claims with rooflaw — and say where they do not hold.
+
+    python -m paper_repro [all|fig4|fig5|fig7|table2|theorems|qwen|seed|beyond] --out DIR [--quick]
+
+Each section writes PNG figures into DIR, its part of ``DIR/REPORT.md`` and its numbers into
+``DIR/claims.json``. Only the public ``rooflaw`` API is used; nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+SECTIONS = ("fig5", "fig7", "table2", "fig4", "theorems", "qwen", "seed", "beyond")
+
+__all__ = ["SECTIONS", "main", "run"]
+
+
+def run(sections, out, quick: bool = False, log=print) -> dict:
+    """Run ``sections`` (names from :data:`SECTIONS`, or ``"all"``) into ``out``; returns the claims per section."""
+    from .__main__ import run_sections
+
+    return run_sections(sections, out, quick=quick, log=log)
+
+
+def main(argv=None) -> int:
+    from .__main__ import main as _main
+
+    return _main(argv)
