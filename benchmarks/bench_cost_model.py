@@ -37,9 +37,14 @@ def random_candidates(n: int, seed: int = 0) -> dict[str, np.ndarray]:
     heads = rng.integers(4, 33, n)
     experts = rng.choice([1, 8, 16], n)
     return {
-        "layers": rng.integers(4, 41, n), "d_model": heads * 128, "heads": heads,
-        "kv_heads": np.ones(n, dtype=int), "head_dim": np.full(n, 128),
-        "ffn": rng.integers(2, 48, n) * 128, "experts": experts, "top_k": np.where(experts > 1, 2, 1),
+        "layers": rng.integers(4, 41, n),
+        "d_model": heads * 128,
+        "heads": heads,
+        "kv_heads": np.ones(n, dtype=int),
+        "head_dim": np.full(n, 128),
+        "ffn": rng.integers(2, 48, n) * 128,
+        "experts": experts,
+        "top_k": np.where(experts > 1, 2, 1),
         "vocab": np.full(n, 32000),
     }
 
@@ -86,8 +91,10 @@ def main() -> None:
         res = rooflaw.evaluate_columns(cands, dev, WL, "bf16")
         best = min(best, time.perf_counter() - t0)
     rate = args.n / best
-    print(f"rooflaw full preset: {args.n:,} candidates in {best:.3f} s -> {rate:,.0f} candidates/s (one core); "
-          f"one-time compile {compile_s:.2f} s")
+    print(
+        f"rooflaw full preset: {args.n:,} candidates in {best:.3f} s -> {rate:,.0f} candidates/s (one core); "
+        f"one-time compile {compile_s:.2f} s"
+    )
     assert np.all(np.isfinite(res["total_s"]))
 
     genz_py = args.genz_python
@@ -109,12 +116,16 @@ def main() -> None:
     ours = rooflaw.evaluate_columns(sub, dev, rooflaw.Workload(1, 1024, 1), "bf16")
     pre_ratio = ours["prefill_s"] * 1e3 / np.array([r["prefill_ms"] for r in g["results"]])
     dec_ratio = ours["decode_s"] * 1e3 / np.array([r["decode_step_ms"] for r in g["results"]])
-    print(f"GenZ: {len(rows)} candidates in {g['seconds']:.2f} s -> {genz_rate:,.1f} candidates/s "
-          f"(prefill + one decode step each)")
+    print(
+        f"GenZ: {len(rows)} candidates in {g['seconds']:.2f} s -> {genz_rate:,.1f} candidates/s "
+        f"(prefill + one decode step each)"
+    )
     print(f"speed ratio rooflaw/GenZ: {rate / genz_rate:,.0f}x")
-    print(f"latency rooflaw/GenZ, prefill: median {np.median(pre_ratio):.3f} (range {pre_ratio.min():.3f}-"
-          f"{pre_ratio.max():.3f}); decode step: median {np.median(dec_ratio):.3f} "
-          f"(range {dec_ratio.min():.3f}-{dec_ratio.max():.3f})")
+    print(
+        f"latency rooflaw/GenZ, prefill: median {np.median(pre_ratio):.3f} (range {pre_ratio.min():.3f}-"
+        f"{pre_ratio.max():.3f}); decode step: median {np.median(dec_ratio):.3f} "
+        f"(range {dec_ratio.min():.3f}-{dec_ratio.max():.3f})"
+    )
 
 
 if __name__ == "__main__":
