@@ -90,7 +90,7 @@ def build(a: rooflaw.Architecture):
 
         def forward(self, ids, caches):
             x = self.emb(ids)
-            for layer, c in zip(self.layers, caches):
+            for layer, c in zip(self.layers, caches, strict=True):
                 x = layer(x, c)
             return self.head(self.norm(x[:, -1:]))
 

@@ -2,8 +2,19 @@
 
 from __future__ import annotations
 
-from .arch import COLUMNS, Architecture, from_file, from_hf_config, from_mapping, from_spec, param_counts
-from .arch import Space, get_space, list_spaces
+from .arch import (
+    COLUMNS,
+    Architecture,
+    Space,
+    bundled_models,
+    from_file,
+    from_hf_config,
+    from_mapping,
+    from_spec,
+    get_space,
+    list_spaces,
+    param_counts,
+)
 from .constraints import (
     FORMATS,
     PRESETS,
@@ -16,14 +27,10 @@ from .constraints import (
     evaluate_columns,
     gemm,
 )
-from .devices import Device, get_device, list_devices
+from .devices import Device, calibrate, device_ids, get_device, list_devices, load_device_file, save_device_toml
 from .errors import Infeasible, RooflawError
+from .objectives import LossLaw, fit_law, get_law, law_inputs, list_laws
 from .units import parse_bytes, parse_energy, parse_time
-
-try:  # filled in by the objectives package
-    from .objectives import LossLaw, fit_law, get_law, law_inputs, list_laws
-except ImportError:  # pragma: no cover - during bootstrap only
-    pass
 
 __all__ = [
     "COLUMNS",
@@ -38,8 +45,11 @@ __all__ = [
     "RooflawError",
     "Space",
     "Workload",
+    "bundled_models",
+    "calibrate",
     "complete_columns",
     "decode_steps",
+    "device_ids",
     "evaluate",
     "evaluate_columns",
     "fit_law",
@@ -55,8 +65,10 @@ __all__ = [
     "list_devices",
     "list_laws",
     "list_spaces",
+    "load_device_file",
     "param_counts",
     "parse_bytes",
     "parse_energy",
     "parse_time",
+    "save_device_toml",
 ]
