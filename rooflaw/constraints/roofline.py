@@ -86,6 +86,7 @@ def _tile_efficiency(M, N, groups, device: Device):
     """(tile efficiency, wave efficiency) of ``groups`` GEMMs with an M×N output each."""
     tm, tn = device.tile
     M = np.maximum(M, 1e-12)
+    N = np.maximum(N, 1e-12)  # a dense model's router has N = 0 (no GEMM): no NaN
     tiles_m, tiles_n = np.ceil(M / tm), np.ceil(N / tn)
     tile = (M * N) / (tiles_m * tm * tiles_n * tn)
     if not device.sm_count:
