@@ -29,7 +29,7 @@ from .constraints import (
 )
 from .devices import Device, calibrate, device_ids, get_device, list_devices, load_device_file, save_device_toml
 from .errors import Infeasible, RooflawError
-from .objectives import LossLaw, fit_law, get_law, law_inputs, list_laws
+from .objectives import LossLaw, fit_law, gemstones, get_law, law_inputs, list_laws
 from .units import parse_bytes, parse_energy, parse_time
 
 __all__ = [
@@ -57,6 +57,7 @@ __all__ = [
     "from_hf_config",
     "from_mapping",
     "from_spec",
+    "gemstones",
     "gemm",
     "get_device",
     "get_law",
