@@ -30,9 +30,13 @@ from .constraints import (
 from .devices import Device, calibrate, device_ids, get_device, list_devices, load_device_file, save_device_toml
 from .errors import Infeasible, RooflawError
 from .objectives import LossLaw, fit_law, gemstones, get_law, law_inputs, list_laws
+from .solver import Problem, Result, solve
 from .units import parse_bytes, parse_energy, parse_time
 
 __all__ = [
+    "Problem",
+    "Result",
+    "solve",
     "COLUMNS",
     "FORMATS",
     "PRESETS",

@@ -27,6 +27,7 @@ from . import evaluate as _evaluate  # noqa: E402,F401
 from . import fit as _fit  # noqa: E402,F401
 from . import laws as _laws  # noqa: E402,F401
 from . import repro as _repro  # noqa: E402,F401
+from . import solve as _solve  # noqa: E402,F401
 
 
 def main(argv: list[str] | None = None) -> int:

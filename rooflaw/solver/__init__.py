@@ -1,6 +1,42 @@
 """Solvers: closed form, geometric program, exhaustive enumeration, Optuna search."""
 
+from .closed_form import ClosedForm, budget_ratios, closed_form
+from .gp import solve_gp
+from .kkt_theorems import (
+    depth_width_exponent,
+    l_star,
+    regime,
+    rho_star_dual,
+    rho_star_memory,
+    rho_star_prefill_memory_eta,
+    rho_star_table,
+    width_sparsity_exponent,
+    worked_example,
+)
 from .problem import PHASES, Problem
 from .result import Result
+from .rounding import round_solution
+from .solve import METHODS, explain, solve
 
-__all__ = ["PHASES", "Problem", "Result"]
+__all__ = [
+    "PHASES",
+    "Problem",
+    "Result",
+    "ClosedForm",
+    "METHODS",
+    "budget_ratios",
+    "closed_form",
+    "depth_width_exponent",
+    "explain",
+    "l_star",
+    "regime",
+    "rho_star_dual",
+    "rho_star_memory",
+    "rho_star_prefill_memory_eta",
+    "rho_star_table",
+    "round_solution",
+    "solve",
+    "solve_gp",
+    "width_sparsity_exponent",
+    "worked_example",
+]

@@ -1,0 +1,102 @@
+"""``rooflaw solve``: the lowest-loss architecture that meets a latency / memory / energy budget on a device."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from .. import api
+from ..units import fmt_bytes, fmt_count, fmt_time
+from . import app
+from .common import console, print_json, table
+
+METHODS = ("closed-form", "gp", "exhaustive", "optuna")
+
+
+@app.command()
+def solve(
+    device: str = typer.Option(..., "--device", help="Catalog id (see `rooflaw devices list`) or a device TOML file."),
+    law: str = typer.Option("paper-2602.10377", help="Loss law: a built-in name or an expression."),
+    latency_budget: Optional[str] = typer.Option(None, "--latency-budget", help="e.g. 20ms."),
+    phase: str = typer.Option("decode", help="Latency of: prefill, decode (all output tokens) or total."),
+    memory_budget: Optional[str] = typer.Option(
+        None, "--memory-budget", help="e.g. 8GB (the device capacity always applies)."
+    ),
+    energy_budget: Optional[str] = typer.Option(None, "--energy-budget", help="e.g. 2J per request."),
+    space: str = typer.Option("paper", help="Search space: a built-in name (paper, wide) or a TOML file."),
+    precision: str = typer.Option("fp16", help="fp16, bf16, int8, fp8, w4a16, w4a16kv8, ..."),
+    batch: int = typer.Option(1, help="Sequences per batch."),
+    input_tokens: int = typer.Option(1024, help="Prompt tokens per sequence (S_in)."),
+    output_tokens: int = typer.Option(16, help="Generated tokens per sequence (S_out)."),
+    method: str = typer.Option("closed-form", help="closed-form, gp, exhaustive or optuna."),
+    align: int = typer.Option(128, help="d_model (and FFN) multiple: 128 default; 256/512 per NVIDIA's tile guidance."),
+    preset: str = typer.Option("full", help="Cost model that judges the architecture: full or paper."),
+    tokens: Optional[float] = typer.Option(None, help="Training tokens D, for laws that use D."),
+    trials: int = typer.Option(500, help="Trials for --method optuna."),
+    seed: int = typer.Option(0, help="Seed for --method optuna."),
+    explain: bool = typer.Option(False, "--explain", help="Print the derivation (text and LaTeX)."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object, SI units."),
+) -> None:
+    """Choose the architecture with the lowest loss that meets the budgets (closed form, GP, exhaustive, Optuna)."""
+    if method not in METHODS:
+        raise api.RooflawError(f"method={method!r}: must be one of {', '.join(METHODS)}")
+    from ..solver import Problem
+    from ..solver import solve as run
+
+    prob = Problem(
+        law=api.get_law(law),
+        device=api.get_device(device),
+        space=space,
+        workload=api.Workload(batch, input_tokens, output_tokens),
+        precision=precision,
+        latency_budget=None if latency_budget is None else api.parse_time(latency_budget, "latency-budget"),
+        phase=phase,
+        memory_budget=None if memory_budget is None else api.parse_bytes(memory_budget, "memory-budget"),
+        energy_budget=None if energy_budget is None else api.parse_energy(energy_budget, "energy-budget"),
+        preset=preset,
+        align=align,
+        tokens=tokens,
+    )
+    kw = {"n_trials": trials, "seed": seed} if method == "optuna" else {}
+    res = (
+        run(prob, method, explain_result=explain, **kw) if method in ("closed-form", "gp") else run(prob, method, **kw)
+    )
+    out = res.to_dict()
+    cont = out.get("continuous")
+    if as_json:
+        keys = ("method", "regime", "binding", "continuous", "continuous_loss", "architecture", "loss", "perplexity",
+                "latency_s", "memory_bytes", "energy_j", "slack", "seconds", "timings", "notes")  # fmt: skip
+        obj = {k: out.get(k) for k in keys}
+        if explain and res.explain:
+            obj["explain"] = res.explain
+        print_json(obj)
+        return
+    a = res.architecture
+    console.print(f"[bold]{prob.describe()}[/bold] — space {prob.space.name}, method {res.method}")
+    if res.regime:
+        console.print(f"regime: [bold]{res.regime}[/bold]; binding: {res.binding}")
+    if cont:
+        console.print(
+            "continuous optimum: " + ", ".join(f"{k} = {v:.4g}" for k, v in cont.items())
+            + (f" (loss {res.continuous_loss:.4f})" if res.continuous_loss is not None else "")
+        )  # fmt: skip
+    if a is not None:
+        rows = [
+            ["layers", a.layers], ["d_model", a.d_model], ["heads", a.heads], ["kv_heads", a.kv_heads],
+            ["head_dim", a.head_dim], ["ffn", a.ffn], ["experts", a.experts], ["top_k", a.top_k],
+            ["params (total / active)", f"{fmt_count(a.params_total)} / {fmt_count(a.params_active)}"],
+        ]  # fmt: skip
+        console.print(table("architecture", ["field", "value"], rows))
+    lat = res.latency_s
+    summary = [
+        ["loss", f"{res.loss:.4f}"], ["perplexity", f"{res.perplexity:.2f}"],
+        ["prefill", fmt_time(lat["prefill"])], ["decode", fmt_time(lat["decode"])], ["total", fmt_time(lat["total"])],
+        ["memory", fmt_bytes(res.memory_bytes)], ["energy", f"{res.energy_j:.3g} J"],
+        ["time", f"{res.seconds * 1e3:.1f} ms"],
+    ]  # fmt: skip
+    console.print(table(f"judged by the '{prob.preset}' cost model", ["quantity", "value"], summary))
+    for n in res.notes:
+        console.print(f"[dim]note: {n}[/dim]")
+    if explain and res.explain:
+        console.print(res.explain, markup=False, highlight=False)

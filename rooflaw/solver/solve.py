@@ -1,0 +1,163 @@
+"""``solve(problem, method)``: one entry point for every solver; all return a :class:`Result`.
+
+- ``closed-form``: the sympy-derived KKT optimum of the continuous relaxation (theory-mode constraints), then
+  rounding to an aligned architecture judged by the problem's cost model (``full`` by default);
+- ``gp``: the same relaxation as a geometric program (cvxpy), then the same rounding;
+- ``exhaustive`` / ``optuna``: the discrete searches of :mod:`rooflaw.solver.exhaustive` / ``search``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import sympy as sp
+
+from ..errors import bad
+from . import kkt as K
+from .closed_form import ClosedForm, closed_form, regime_name
+from .result import Result
+from .rounding import round_solution
+
+METHODS = ("closed-form", "gp", "exhaustive", "optuna")
+
+
+def _label(problem: Any, name: str) -> str:
+    if name == "memory":
+        cap = float(problem.device.memory_capacity)
+        return "memory" if problem.memory_budget is not None and problem.memory_budget < cap else "capacity"
+    return name
+
+
+def _round_to_result(problem: Any, method: str, x: dict[str, float], cont_loss: float, regime: str,
+                     active: tuple[str, ...], timings: dict[str, float], notes: list[str],
+                     extra: dict[str, Any]) -> Result:  # fmt: skip
+    t0 = time.perf_counter()
+    row, cands, stats = round_solution(problem, x)
+    timings["rounding"] = time.perf_counter() - t0
+    if row is None:
+        from .exhaustive import solve_exhaustive  # raises Infeasible with the smallest achievable value
+
+        res = solve_exhaustive(problem)
+        res.method = method
+        res.continuous, res.continuous_loss, res.regime = x, cont_loss, regime
+        res.notes = [*notes, "no feasible architecture near the relaxation; the space was enumerated", *res.notes]
+        res.timings = {**timings, **{f"exhaustive_{k}": v for k, v in res.timings.items()}}
+        return res
+    budgets = problem.budgets()
+    slack = {_label(problem, k): (b - float(row[c])) / b for k, (c, b) in budgets.items()}
+    binding = "+".join(_label(problem, k) for k in active) if active else "none"
+    extra = {**extra, "rounding": stats}
+    return Result(
+        method=method,
+        architecture=problem.space.architecture(row),
+        loss=float(row["loss"]),
+        latency_s={"prefill": float(row["prefill_s"]), "decode": float(row["decode_s"]),
+                   "total": float(row["total_s"]), "ttft": float(row["prefill_s"]), "tpot": float(row["tpot_s"])},
+        memory_bytes=float(row["memory_bytes"]),
+        energy_j=float(row["energy_j"]),
+        binding=binding,
+        slack=slack,
+        regime=regime,
+        continuous=dict(x),
+        continuous_loss=cont_loss,
+        timings=timings,
+        notes=notes,
+        extra=extra,
+    )  # fmt: skip
+
+
+def explain(cf: ClosedForm, problem: Any) -> str:
+    """The derivation behind a closed-form optimum, as text with LaTeX lines."""
+    th = K.theorems(problem.law) if {"rho", "r"} <= set(problem.law.variables) else None
+    lines = [f"regime: {cf.regime} (binding: {cf.binding}); method: {cf.method}"]
+    if cf.multipliers:
+        lines.append("KKT multipliers (per unit of relative budget): "
+                     + ", ".join(f"μ_{k} = {v:.4g}" for k, v in cf.multipliers.items())
+                     + f"; stationarity residual {cf.kkt_residual:.1e}")  # fmt: skip
+    if cf.eta:
+        e = cf.eta
+        lines.append(
+            f"F̄_p = {e['F_p_bar']:.4g} FLOP, M̄_d = {e['M_d_bar']:.4g} B, η = M̄_d/M = {e['eta']:.4g}, "
+            f"η_p = F̄_p/M = {e['eta_p']:.4g}; the paper's §5.5.2 rule would say '{cf.paper_regime}'"
+        )
+    lines.append("continuous optimum: " + ", ".join(f"{k} = {v:.6g}" for k, v in cf.x.items())
+                 + f"; loss {cf.loss:.6f}")  # fmt: skip
+    if cf.at_bound:
+        lines.append("at a bound of the space: " + ", ".join(f"{k} ({v})" for k, v in cf.at_bound.items()))
+    lines.append("derived (sympy, from rooflaw's own law and theory-mode cost expressions):")
+    for v, e in cf.eliminated.items():
+        lines.append(f"  {v}* = {sp.sstr(e)}")
+        lines.append(f"    LaTeX: {v}^* = {sp.latex(e)}")
+    if th is not None:
+        if "latency" in cf.active and "memory" not in cf.active and th.rho_latency_at_min:
+            lines.append("  ρ* = ρ_min (Theorem 5.1: ∂T/∂ρ = 0 for prefill and decode, ∂L/∂ρ > 0)")
+            lines.append(f"    ∂L/∂ρ = {sp.sstr(th.dL_drho)}")
+        if cf.active == ("memory",) and th.rho_memory is not None:
+            lines.append(f"  ρ*(d) = {sp.sstr(th.rho_memory)}  (Theorem 5.2; with the law's numbers "
+                         f"{sp.sstr(sp.N(th.rho_memory_bound, 6))})")  # fmt: skip
+            lines.append(f"    LaTeX: \\rho^* = {sp.latex(th.rho_memory)}")
+    free = [v for v in K.VARS if v not in cf.eliminated and v not in cf.at_bound]
+    if free:
+        lines.append(
+            "  implicit stationarity, solved by projected Newton in log variables: "
+            + ", ".join(f"∂L̃/∂{v} = 0" for v in free)
+            + " with L̃ = L after substituting the solved variables"
+        )
+    if cf.theorem_checks:
+        lines.append("checks against the derived closed forms (relative difference): "
+                     + ", ".join(f"{k} {v:.1e}" for k, v in cf.theorem_checks.items()))  # fmt: skip
+    lines.append(f"derivation {cf.derivation_seconds:.2f} s once (cached); this solve {cf.seconds * 1e3:.1f} ms")
+    for n in cf.notes:
+        lines.append(f"note: {n}")
+    return "\n".join(lines)
+
+
+def solve(problem: Any, method: str = "closed-form", explain_result: bool = False, **kw: Any) -> Result:
+    """Solve ``problem`` with ``method`` (closed-form | gp | exhaustive | optuna). Extra keywords go to the
+    method (optuna: n_trials, seed, sampler, ...; exhaustive: n_jobs)."""
+    if method not in METHODS:
+        raise bad("method", method, f"must be one of {', '.join(METHODS)}")
+    if method == "exhaustive":
+        from .exhaustive import solve_exhaustive
+
+        return solve_exhaustive(problem, **kw)
+    if method == "optuna":
+        from .search import solve_optuna
+
+        return solve_optuna(problem, **kw)
+    notes: list[str] = []
+    if problem.preset != "paper":
+        notes.append(
+            f"continuous optimum from the theory-mode model (compute-bound prefill, memory-bound decode, weight "
+            f"memory); the architecture is judged by the '{problem.preset}' cost model"
+        )
+    if method == "closed-form":
+        cf = closed_form(problem)
+        notes += cf.notes
+        timings = {"continuous": cf.seconds}
+        extra = {"kkt": cf.to_dict(), "law": problem.law.name, "device": problem.device.id,
+                 "derivation_seconds": cf.derivation_seconds}  # fmt: skip
+        res = _round_to_result(problem, cf.method, cf.x, cf.loss, cf.regime, cf.active, timings, notes, extra)
+        if explain_result:
+            res.explain = explain(cf, problem)
+        return res
+    from .gp import solve_gp
+
+    g = solve_gp(problem)
+    timings = {"continuous": g["seconds"]}
+    regime = regime_name(g["active"], problem.phase)
+    extra = {"gp": {k: g[k] for k in ("status", "solver", "values", "budgets", "duals", "constant")},
+             "law": problem.law.name, "device": problem.device.id}  # fmt: skip
+    res = _round_to_result(problem, "gp", g["x"], g["loss"], regime, g["active"], timings, notes, extra)
+    if explain_result:
+        res.explain = (
+            f"geometric program (cvxpy DGP, {g['solver']}): status {g['status']}, regime {regime}; "
+            + ", ".join(f"{k} = {v:.6g}" for k, v in g["x"].items())
+            + f"; loss {g['loss']:.6f}; built in {g['build_seconds'] * 1e3:.1f} ms, solved in "
+            f"{g['solve_seconds'] * 1e3:.1f} ms"
+        )
+    return res
+
+
+__all__ = ["METHODS", "explain", "solve"]
