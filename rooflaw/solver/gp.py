@@ -113,12 +113,22 @@ def solve_gp(problem: Any, fix: Mapping[str, float] | None = None, solver: str |
     t1 = time.perf_counter()
     solver = solver or ("CLARABEL" if "CLARABEL" in cp.installed_solvers() else None)
     kw: dict[str, Any] = {"solver": solver} if solver else {}
-    if solver == "CLARABEL":
-        kw.update(tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10, tol_ktratio=1e-8)
-    try:
-        prob.solve(gp=True, **kw)
-    except cp.error.SolverError as e:
-        raise RooflawError(f"GP solver failed: {e}") from None
+    import warnings
+
+    for tol in (1e-10, 1e-9, 1e-8, None):
+        if solver == "CLARABEL" and tol is not None:
+            kw.update(tol_gap_abs=tol, tol_gap_rel=tol, tol_feas=tol, tol_ktratio=max(tol, 1e-8))
+        elif solver == "CLARABEL":
+            for k in ("tol_gap_abs", "tol_gap_rel", "tol_feas", "tol_ktratio"):
+                kw.pop(k, None)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                prob.solve(gp=True, **kw)
+        except cp.error.SolverError as e:
+            raise RooflawError(f"GP solver failed: {e}") from None
+        if prob.status != "optimal_inaccurate" or solver != "CLARABEL":
+            break
     t2 = time.perf_counter()
     if prob.status in ("infeasible", "infeasible_inaccurate"):
         from .closed_form import _constraint_values, _infeasible, derive
