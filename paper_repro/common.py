@@ -102,14 +102,8 @@ def frontier(
     key = (preset, precision, phase, dev, workload)
     if key not in _FRONTIERS:
         prob = problem(preset, precision, phase, dev, workload)
-        if hasattr(solver, "frontier"):
-            res = solver.frontier(prob, objectives=("loss", "latency"))
-            df = res.frame if hasattr(res, "frame") else res.frontier
-        else:  # TEMPORARY until rooflaw.solver.frontier lands
-            ev = prob.evaluate(prob.space.to_frame())
-            ev = ev[ev["feasible"]].sort_values(["latency_s", "loss"])
-            keep = ev["loss"].to_numpy() < np.minimum.accumulate(np.r_[np.inf, ev["loss"].to_numpy()[:-1]])
-            df = ev[keep]
+        res = solver.frontier(prob, objectives=("loss", "latency"))
+        df = res.frontier
         df = df.sort_values(["latency_s", "loss"]).reset_index(drop=True)
         if "total_s" not in df:
             df["total_s"] = df["prefill_s"] + df["decode_s"]
