@@ -88,7 +88,7 @@ def explain(cf: ClosedForm, problem: Any) -> str:
     lines.append("derived (sympy, from rooflaw's own law and theory-mode cost expressions):")
     for v, e in cf.eliminated.items():
         lines.append(f"  {v}* = {sp.sstr(e)}")
-        lines.append(f"    LaTeX: {v}^* = {sp.latex(e)}")
+        lines.append(f"    LaTeX: {sp.latex(K.X[v])}^* = {sp.latex(e)}")
     if th is not None:
         if "latency" in cf.active and "memory" not in cf.active and th.rho_latency_at_min:
             lines.append("  ρ* = ρ_min (Theorem 5.1: ∂T/∂ρ = 0 for prefill and decode, ∂L/∂ρ > 0)")
