@@ -241,8 +241,8 @@ class Space:
     def __len__(self) -> int:
         return self.size
 
-    def columns_at(self, index: Any) -> dict[str, np.ndarray]:
-        """Architecture columns (all of :data:`~rooflaw.arch.COLUMNS`, int64) of points by flat index."""
+    def columns_at(self, index: Any, dtype: Any = np.int64) -> dict[str, np.ndarray]:
+        """Architecture columns (all of :data:`~rooflaw.arch.COLUMNS`, int64 by default) of points by flat index."""
         idx = np.asarray(index, dtype=np.int64)
         nw, nm, nl, nv = self._radix
         rest, iv = np.divmod(idx, nv)
@@ -264,17 +264,19 @@ class Space:
         for k in ("layernorm", "qk_norm_size", "shared_gate", "qk_norm_on"):
             cols[k] = np.zeros(n, dtype=np.int64)
         cols["moe"] = (cols["experts"] > 1).astype(np.int64)
+        if dtype is not np.int64:
+            return {k: cols[k].astype(dtype) for k in COLUMNS}
         return {k: cols[k] for k in COLUMNS}
 
     def iter_chunks(
-        self, chunk: int = 1 << 18, start: int = 0, stop: int | None = None
+        self, chunk: int = 1 << 18, start: int = 0, stop: int | None = None, dtype: Any = np.int64
     ) -> Iterator[dict[str, np.ndarray]]:
         """Columns of the points ``start … stop-1`` (default: all), ``chunk`` points at a time."""
         stop = self.size if stop is None else min(stop, self.size)
         if chunk <= 0:
             raise bad("chunk", chunk, "must be positive")
         for s in range(start, stop, chunk):
-            yield self.columns_at(np.arange(s, min(s + chunk, stop), dtype=np.int64))
+            yield self.columns_at(np.arange(s, min(s + chunk, stop), dtype=np.int64), dtype)
 
     def to_frame(self, max_size: int = 5_000_000) -> pd.DataFrame:
         """Every point as a DataFrame (architecture columns + r, rho, gqa). For small spaces only."""

@@ -1,6 +1,7 @@
 """Solvers: closed form, geometric program, exhaustive enumeration, Optuna search."""
 
 from .closed_form import ClosedForm, budget_ratios, closed_form
+from .exhaustive import FRONTIER_COLUMNS, FrontierResult, frontier, solve_exhaustive
 from .gp import solve_gp
 from .kkt_theorems import (
     depth_width_exponent,
@@ -13,12 +14,24 @@ from .kkt_theorems import (
     width_sparsity_exponent,
     worked_example,
 )
+from .pareto import hypervolume, pareto_mask
 from .problem import PHASES, Problem
 from .result import Result
 from .rounding import round_solution
+from .search import SAMPLERS, SearchResult, search, solve_optuna
 from .solve import METHODS, explain, solve
 
 __all__ = [
+    "FRONTIER_COLUMNS",
+    "FrontierResult",
+    "SAMPLERS",
+    "SearchResult",
+    "frontier",
+    "hypervolume",
+    "pareto_mask",
+    "search",
+    "solve_exhaustive",
+    "solve_optuna",
     "PHASES",
     "Problem",
     "Result",
