@@ -89,12 +89,33 @@ def open_storage(url: str | None) -> Any:
             if not os.path.isdir(parent):
                 raise OSError(f"directory {parent} does not exist")
             return JournalStorage(JournalFileBackend(path))
+        url = _driver_url(url)
         if "://" not in url:
             raise ValueError("not a storage URL (sqlite:///file.db, journal:///file.log, postgresql://…)")
-        return optuna.storages.RDBStorage(url, engine_kwargs={"pool_pre_ping": True})
+        for attempt in range(6):  # concurrent first starts race on creating the schema; creation is idempotent
+            try:
+                return optuna.storages.RDBStorage(url, engine_kwargs={"pool_pre_ping": True})
+            except Exception as e:
+                text = str(e).lower()
+                if attempt == 5 or not ("duplicate" in text or "already exists" in text or "unique" in text):
+                    raise
+                time.sleep(0.2 + 0.3 * attempt)
+        raise AssertionError("unreachable")
     except Exception as e:  # sqlalchemy, driver, OS errors: one line
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise RooflawError(f"storage={url!r}: cannot open: {msg[:300]}") from None
+
+
+def _driver_url(url: str) -> str:
+    """``postgresql://`` means psycopg 3 to SQLAlchemy 2.1; use psycopg2 when only it is installed."""
+    for prefix in ("postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            import importlib.util
+
+            if importlib.util.find_spec("psycopg") is None and importlib.util.find_spec("psycopg2") is not None:
+                return "postgresql+psycopg2://" + url[len(prefix) :]
+            return "postgresql://" + url[len(prefix) :]
+    return url
 
 
 def _sampler(name: str, seed: int | None) -> Any:
@@ -179,7 +200,7 @@ class _Objective:
         trial.set_user_attr("index", index)
         trial.set_user_attr("cached", cached)
         trial.set_user_attr("constraints", row["constraints"])
-        for name, c in zip(self.problem.budgets(), row["constraints"]):
+        for name, c in zip(self.problem.budgets(), row["constraints"], strict=True):
             trial.set_constraint(name, float(c))
         trial.set_user_attr(_ATTR, {k: row[k] for k in (*_KEEP, "feasible", "measured")})
         vals = [row[OBJECTIVES[o]] for o in self.objectives]

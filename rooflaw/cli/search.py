@@ -1,0 +1,90 @@
+"""``rooflaw search``: Optuna search of a space (multi-objective or constrained), on one machine or many."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ..errors import bad
+from ..units import fmt_bytes, fmt_time
+from . import app
+from .common import console, print_json, table
+from .frontier import build_problem
+
+
+@app.command()
+def search(
+    device: str = typer.Option(..., "--device", help="Catalog id (see `rooflaw devices list`) or a device TOML file."),
+    law: str = typer.Option("paper-2602.10377", help="Loss law: a built-in name or an expression."),
+    space: str = typer.Option("paper", help="Space: paper, wide or a space TOML file."),
+    phase: str = typer.Option("decode", help="Latency objective: prefill, decode (all output tokens) or total."),
+    precision: str = typer.Option("fp16", help="fp16, bf16, int8, fp8, w4a16, w4a16kv8, ..."),
+    objectives: str = typer.Option(
+        "loss,latency", help="loss,latency[,memory][,energy]; 'loss' alone = min loss s.t. the budgets."
+    ),
+    latency_budget: Optional[str] = typer.Option(None, "--latency-budget", help="e.g. 20ms."),
+    memory_budget: Optional[str] = typer.Option(None, "--memory-budget", help="e.g. 8GB (capacity always applies)."),
+    energy_budget: Optional[str] = typer.Option(None, "--energy-budget", help="e.g. 2J per request."),
+    batch: int = typer.Option(1, help="Sequences per batch."),
+    input_tokens: int = typer.Option(1024, help="Prompt tokens per sequence (S_in)."),
+    output_tokens: int = typer.Option(16, help="Generated tokens per sequence (S_out)."),
+    preset: str = typer.Option("full", help="Cost model: full or paper."),
+    tokens: Optional[float] = typer.Option(None, help="Training tokens D, for laws that use D."),
+    sampler: str = typer.Option("tpe", help="nsga2, tpe, gp or random."),
+    n_trials: int = typer.Option(200, "--n-trials", help="Completed trials the study should reach."),
+    seed: int = typer.Option(0, help="Sampler seed."),
+    storage: Optional[str] = typer.Option(
+        None, help="sqlite:///f.db, journal:///f.log (resumable) or postgresql://… (many machines)."
+    ),
+    study_name: Optional[str] = typer.Option(None, "--study-name", help="Study to create or resume."),
+    workers: int = typer.Option(1, help="Worker processes on this machine."),
+    measure: Optional[str] = typer.Option(
+        None, help="module:function (or rooflaw.measure entry point) measuring latency of a candidate."
+    ),
+    reference: Optional[str] = typer.Option(None, help="Hypervolume reference point, comma-separated (SI units)."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Write all completed trials as CSV."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object, SI units."),
+) -> None:
+    """Search a space with Optuna; report the feasible frontier of the trials and its hypervolume."""
+    from ..solver import search as run
+
+    prob = build_problem(device, law, space, phase, precision, batch, input_tokens, output_tokens, preset, tokens,
+                         latency_budget, memory_budget, energy_budget)  # fmt: skip
+    ref = None
+    if reference is not None:
+        try:
+            ref = [float(x) for x in reference.split(",")]
+        except ValueError:
+            raise bad("reference", reference, "must be comma-separated numbers") from None
+    res = run(
+        prob, sampler=sampler, n_trials=n_trials, seed=seed, storage=storage, study_name=study_name,
+        workers=workers, objectives=objectives, measure=measure, reference=ref, progress=not as_json,
+    )  # fmt: skip
+    if out is not None:
+        res.trials.to_csv(out, index=False)
+    if as_json:
+        print_json(res.to_dict())
+        return
+    d = res.to_dict()
+    console.print(
+        f"[bold]{prob.describe()}[/bold] — space {prob.space.name}, sampler {sampler}: {d['trials']} trials "
+        f"({d['unique']} distinct, {d['ran']} run now), frontier {d['frontier_size']}, hypervolume "
+        f"{d['hypervolume']:.4g} (reference {', '.join(f'{x:.4g}' for x in d['reference_point'])}), "
+        f"{d['seconds']:.1f} s"
+    )
+    rows = [
+        [int(r.trial), int(r.layers), int(r.d_model), int(r.kv_heads), int(r.ffn), f"{int(r.experts)}/{int(r.top_k)}",
+         f"{r.loss:.4f}", fmt_time(r.latency_s), fmt_bytes(r.memory_bytes)]
+        for r in res.frontier.head(30).itertuples()
+    ]  # fmt: skip
+    console.print(
+        table(
+            "feasible frontier of the trials",
+            ["trial", "layers", "d_model", "kv", "ffn", "E/K", "loss", "latency", "memory"],
+            rows,
+        )
+    )
+    if out is not None:
+        console.print(f"[dim]wrote {out}[/dim]")
