@@ -11,6 +11,32 @@ from ..errors import bad
 from .precision import Precision
 
 
+def tile_rows(M, tile_m: int):
+    """Tile height a GEMM kernel uses for M output rows: the smallest power of two ≥ M, at least 8
+    and at most the device tile. Decode GEMMs (M = batch) run GEMV-like narrow tiles, not 128 rows."""
+    M = np.maximum(np.asarray(M, dtype=np.float64), 1.0)
+    return np.minimum(float(tile_m), np.maximum(8.0, 2.0 ** np.ceil(np.log2(M))))
+
+
+def tile_efficiency(M, N, groups, device: Device):
+    """(tile efficiency, wave efficiency) of ``groups`` independent GEMMs with an M×N output each.
+
+    Output tiles are (tile rows, device.tile[1]); a partial tile does a full tile's work, and tiles
+    run in waves of ``device.sm_count``. Works on scalars and numpy arrays.
+    """
+    tm, tn = device.tile
+    M = np.maximum(np.asarray(M, dtype=np.float64), 1e-12)
+    N = np.maximum(np.asarray(N, dtype=np.float64), 1e-12)  # a dense model's router has N = 0 (no GEMM)
+    rows = tile_rows(M, tm)
+    tiles_m, tiles_n = np.ceil(M / rows), np.ceil(N / tn)
+    tile = (M * N) / (tiles_m * rows * tiles_n * tn)
+    if not device.sm_count:
+        return tile, np.ones_like(tile)
+    tiles = tiles_m * tiles_n * np.ceil(np.maximum(groups, 1))
+    waves = np.ceil(tiles / device.sm_count)
+    return tile, tiles / (waves * device.sm_count)
+
+
 @dataclass
 class GemmCost:
     """C[M×N] = A[M×K]·B[K×N]. SI units; efficiencies in (0, 1]."""
@@ -40,7 +66,7 @@ def gemm(m: int, n: int, k: int, device: Device, dtype: str = "fp32", tiles: boo
 
     bytes = (M·K + K·N + M·N)·b -- the output write counts (the seed documents' sample omits
     it, which is why it prints wrong intensities). Compute time is divided by the tile and wave
-    efficiency of the device's GEMM tile over its SMs when ``tiles`` is set.
+    efficiency of the device's GEMM tile over its SMs when ``tiles`` is set (see :func:`tile_efficiency`).
     """
     for key, v in (("m", m), ("n", n), ("k", k)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v <= 0:
@@ -49,15 +75,7 @@ def gemm(m: int, n: int, k: int, device: Device, dtype: str = "fp32", tiles: boo
     flops = 2.0 * m * n * k
     byts = (m * k + k * n + m * n) * fmt.bytes
     dt, peak = device.roof(fmt.dtype)
-    tm, tn = device.tile
-    tiles_m, tiles_n = -(-m // tm), -(-n // tn)
-    tile_eff = (m * n) / (tiles_m * tm * tiles_n * tn)
-    if device.sm_count:
-        total = tiles_m * tiles_n
-        waves = -(-total // device.sm_count)
-        wave_eff = total / (waves * device.sm_count)
-    else:
-        wave_eff = 1.0
+    tile_eff, wave_eff = (float(x) for x in tile_efficiency(m, n, 1, device))
     eff = tile_eff * wave_eff if tiles else 1.0
     tc = flops / (peak * device.compute_efficiency * eff)
     tmem = byts / (device.memory_bandwidth * device.memory_efficiency)

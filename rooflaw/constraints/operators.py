@@ -10,6 +10,10 @@ Conventions (the ``full`` preset):
   causal halving, as the paper's Table 10 and an unfused implementation do). With unfused
   attention (the default, as the paper's Tables 10-12) the score matrix is stored, re-read by
   softmax and by scores·V; a fused kernel (``Workload(attention="fused")``) keeps it on chip.
+- Vector ops (norms and residual adds, RoPE/q-k norms, softmax, the FFN activation) compute in
+  16 bits or more, so they read and write ``b_v`` = max(b_a, 2) bytes per element, and so does
+  the score matrix between QKᵀ, softmax and ·V: INT8 halves only the linear layers' traffic --
+  the paper's reason why INT8 helps sub-linearly.
 - Weight bytes are read once per pass; MoE reads the expected number of distinct experts touched
   by ``T`` tokens, E·(1 − (1 − K/E)^T), plus shared experts.
 - The KV cache is 2·kv_heads·head_dim·b_kv bytes per token per layer (K and V, KV heads).
@@ -23,7 +27,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from .symbols import ARCH, B, C, Sq, T, b_a, b_kv, b_w, unfused
+from .symbols import ARCH, B, C, Sq, T, b_a, b_kv, b_v, b_w, unfused
 
 a = ARCH
 d, nh, nkv, hd = a["d_model"], a["heads"], a["kv_heads"], a["head_dim"]
@@ -66,9 +70,9 @@ def _proj(name: str, n_out: sp.Expr, k_in: sp.Expr, out_bytes: sp.Expr, bias: sp
 
 def _norm(name: str, count: sp.Expr, width: sp.Expr, tokens: sp.Expr = T, residual: bool = True) -> Op:
     flops = count * norm_flops * tokens * width + (tokens * width if residual else 0)
-    byts = count * (2 * tokens * width * b_a + width * (1 + a["layernorm"]) * b_a)
+    byts = count * (2 * tokens * width * b_v + width * (1 + a["layernorm"]) * b_v)
     if residual:
-        byts += 3 * tokens * width * b_a
+        byts += 3 * tokens * width * b_v
     return Op(name, "vector", "layer", flops, byts)
 
 
@@ -84,22 +88,22 @@ FULL_OPS: tuple[Op, ...] = (
         "vector",
         "layer",
         flops=T * (nh + nkv) * hd * (6 + 4 * a["qk_norm_on"]),
-        bytes=2 * T * (q_out * b_a + kv_out * b_kv) + a["qk_norm_size"] * b_a,
+        bytes=2 * T * (q_out + kv_out) * b_v + a["qk_norm_size"] * b_v,
     ),
     Op(
         "attn_scores",
         "attention",
         "layer",
         flops=2 * B * Sq * C * nh * hd,
-        bytes=T * q_out * b_a + B * C * kv_out * b_kv + unfused * B * nh * Sq * C * b_a,
+        bytes=T * q_out * b_a + B * C * kv_out * b_kv + unfused * B * nh * Sq * C * b_v,
     ),
-    Op("softmax", "vector", "layer", flops=5 * B * nh * Sq * C, bytes=unfused * 2 * B * nh * Sq * C * b_a),
+    Op("softmax", "vector", "layer", flops=5 * B * nh * Sq * C, bytes=unfused * 2 * B * nh * Sq * C * b_v),
     Op(
         "attn_values",
         "attention",
         "layer",
         flops=2 * B * Sq * C * nh * hd,
-        bytes=unfused * B * nh * Sq * C * b_a + B * C * kv_out * b_kv + T * q_out * b_a,
+        bytes=unfused * B * nh * Sq * C * b_v + B * C * kv_out * b_kv + T * q_out * b_a,
     ),
     _proj("o_proj", d, q_out, b_a),
     _norm("ffn_norm", a["norms_per_layer"] / 2, d),
@@ -126,7 +130,7 @@ FULL_OPS: tuple[Op, ...] = (
         "vector",
         "layer",
         flops=T * ffn_tokens_width * (4 + gated),
-        bytes=T * ffn_tokens_width * (n_up + 1) * b_a,
+        bytes=T * ffn_tokens_width * (n_up + 1) * b_v,
     ),
     Op(
         "ffn_down",
@@ -142,7 +146,7 @@ FULL_OPS: tuple[Op, ...] = (
         "vector",
         "model",
         flops=norm_flops * T * d,
-        bytes=2 * T * d * b_a + d * (1 + a["layernorm"]) * b_a,
+        bytes=2 * T * d * b_v + d * (1 + a["layernorm"]) * b_v,
     ),
     Op(
         "lm_head",

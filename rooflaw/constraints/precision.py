@@ -58,6 +58,11 @@ class Precision:
         return w if w == a == k else f"w={w},a={a},kv={k}"
 
     @property
+    def vector_bytes(self) -> float:
+        """Bytes per element of the tensors vector ops read and write: max(activation bytes, 2)."""
+        return max(self.activations.bytes, 2.0)
+
+    @property
     def linear_dtype(self) -> str:
         """Compute dtype of the linear layers (wider of weights and activations)."""
         return wider(self.weights.dtype, self.activations.dtype)
@@ -106,6 +111,7 @@ class Precision:
             "b_w": self.weights.bytes,
             "b_a": self.activations.bytes,
             "b_kv": self.kv.bytes,
+            "b_v": self.vector_bytes,
             "linear_dtype": self.linear_dtype,
             "attention_dtype": self.attention_dtype,
         }

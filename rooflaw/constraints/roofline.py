@@ -20,6 +20,7 @@ from ..arch.architecture import COLUMNS, Architecture
 from ..devices.device import Device
 from ..errors import bad
 from .compile import ARG_NAMES, Compiled, compile_preset
+from .gemm import tile_efficiency
 from .precision import Precision
 from .workload import Workload
 
@@ -82,20 +83,6 @@ def _sum_max_affine(a0, a1, b0, b1, n: int):
     return base + np.maximum(pos, 0.0), cnt
 
 
-def _tile_efficiency(M, N, groups, device: Device):
-    """(tile efficiency, wave efficiency) of ``groups`` GEMMs with an M×N output each."""
-    tm, tn = device.tile
-    M = np.maximum(M, 1e-12)
-    N = np.maximum(N, 1e-12)  # a dense model's router has N = 0 (no GEMM): no NaN
-    tiles_m, tiles_n = np.ceil(M / tm), np.ceil(N / tn)
-    tile = (M * N) / (tiles_m * tm * tiles_n * tn)
-    if not device.sm_count:
-        return tile, np.ones_like(tile)
-    tiles = tiles_m * tiles_n * np.ceil(np.maximum(groups, 1))
-    waves = np.ceil(tiles / device.sm_count)
-    return tile, tiles / (waves * device.sm_count)
-
-
 @dataclass
 class _Roofs:
     pi: np.ndarray  # per op FLOP/s (after compute efficiency)
@@ -146,6 +133,7 @@ def _args(cols: Mapping[str, np.ndarray], workload: Workload, precision: Precisi
         "b_w": precision.weights.bytes,
         "b_a": precision.activations.bytes,
         "b_kv": precision.kv.bytes,
+        "b_v": precision.vector_bytes,
     }
     return [cols[n] if n in cols else scal[n] for n in ARG_NAMES]
 
@@ -192,10 +180,10 @@ def _evaluate_chunk(cols, device, workload, precision, preset, tiles, per_op):
         half = len(g) // 2
         for j, i in enumerate(comp.gemm_ops):
             M, N, _, grp = g[4 * j : 4 * j + 4]
-            te, we = _tile_efficiency(M, N, grp, device)
+            te, we = tile_efficiency(M, N, grp, device)
             eff_pre[i] = te * we
             M, N, _, grp = g[half + 4 * j : half + 4 * j + 4]
-            te, we = _tile_efficiency(M, N, grp, device)
+            te, we = tile_efficiency(M, N, grp, device)
             eff_dec[i] = te * we
     out: dict[str, Any] = {}
     pre = {"layer": np.zeros(n), "model": np.zeros(n)}

@@ -25,8 +25,9 @@ ARCH = {name: sym(name) for name in COLUMNS}
 B, S_in, S_out, t = sym("B"), sym("S_in"), sym("S_out"), sym("t")
 # Tokens processed in one pass, query length per sequence, attended context length.
 T, Sq, C = sym("T"), sym("Sq"), sym("C")
-# Bytes per element of weights, activations and KV cache (scales included).
-b_w, b_a, b_kv = sym("b_w"), sym("b_a"), sym("b_kv")
+# Bytes per element of weights, activations and KV cache (scales included), and of the tensors
+# the vector ops (norms, softmax, activations, RoPE) read and write: they compute in ≥ 16 bits.
+b_w, b_a, b_kv, b_v = sym("b_w"), sym("b_a"), sym("b_kv"), sym("b_v")
 # Device: compute roof (FLOP/s) and memory bandwidth (bytes/s) used by the theory-mode formulas.
 pi, beta = sym("pi"), sym("beta")
 # The paper's variables (§2.1, §5).
@@ -37,4 +38,4 @@ l, d, r, rho, gqa, d_m = (sym(n) for n in ("l", "d", "r", "rho", "gqa", "d_m"))
 unfused = sym("unfused")
 
 WORKLOAD = (B, S_in, S_out, unfused)
-PRECISION = (b_w, b_a, b_kv)
+PRECISION = (b_w, b_a, b_kv, b_v)
