@@ -37,6 +37,8 @@ _VALUES = ("loss", "latency_s", "prefill_s", "decode_s", "total_s", "tpot_s", "m
            "params_total", "params_active")  # fmt: skip
 _KEEP = _ARCH + _VALUES
 SUB_CHUNK = 1 << 16
+#: Spaces smaller than this are evaluated in-process (process start-up costs more than it saves).
+PARALLEL_MIN = 200_000
 
 
 def check_objectives(objectives: Any) -> tuple[str, ...]:
@@ -189,7 +191,7 @@ def _n_jobs(n_jobs: int | None, size: int) -> int:
         n_jobs = -1
     if n_jobs < 0:
         n_jobs = max(1, (os.cpu_count() or 1) + 1 + n_jobs)
-    return 1 if size < 200_000 else max(1, int(n_jobs))
+    return 1 if size < PARALLEL_MIN else max(1, int(n_jobs))
 
 
 def _run(problem: Problem, objectives: tuple[str, ...], n_jobs: int | None, cloud: int, sub_chunk: int):
