@@ -49,14 +49,15 @@ def check_search_objectives(objectives: Any) -> tuple[str, ...]:
 
 
 def load_measure(measure: Any) -> Callable[..., float] | None:
-    """A measuring callable from a callable, ``module:function`` or an entry point of group ``rooflaw.measure``."""
+    """A measuring callable from a callable, ``module:function`` (module importable or in the working directory),
+    ``path/to/file.py:function``, or the name of an entry point of group ``rooflaw.measure``."""
     if measure is None or callable(measure):
         return measure
     text = str(measure)
     if ":" in text:
-        mod, _, fn = text.partition(":")
+        mod, _, fn = text.rpartition(":")
         try:
-            obj: Any = importlib.import_module(mod)
+            obj: Any = _import(mod)
             for part in fn.split("."):
                 obj = getattr(obj, part)
         except (ImportError, AttributeError) as e:
@@ -70,6 +71,28 @@ def load_measure(measure: Any) -> Callable[..., float] | None:
         if ep.name == text:
             return ep.load()
     raise bad("measure", text, "give module:function or the name of a rooflaw.measure entry point")
+
+
+def _import(mod: str) -> Any:
+    """Import ``mod`` (a dotted name, resolved from the working directory too, or a ``.py`` file path)."""
+    import sys
+
+    if mod.endswith(".py"):
+        from importlib import util
+
+        spec = util.spec_from_file_location(os.path.splitext(os.path.basename(mod))[0], mod)
+        if spec is None or spec.loader is None or not os.path.isfile(mod):
+            raise ImportError(f"no such file {mod}")
+        module = util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    try:
+        return importlib.import_module(mod)
+    except ImportError:
+        if os.getcwd() in sys.path:
+            raise
+        sys.path.insert(0, os.getcwd())
+        return importlib.import_module(mod)
 
 
 # ---- storage --------------------------------------------------------------------------------
@@ -110,9 +133,9 @@ def _driver_url(url: str) -> str:
     """``postgresql://`` means psycopg 3 to SQLAlchemy 2.1; use psycopg2 when only it is installed."""
     for prefix in ("postgresql://", "postgres://"):
         if url.startswith(prefix):
-            import importlib.util
+            from importlib import util
 
-            if importlib.util.find_spec("psycopg") is None and importlib.util.find_spec("psycopg2") is not None:
+            if util.find_spec("psycopg") is None and util.find_spec("psycopg2") is not None:
                 return "postgresql+psycopg2://" + url[len(prefix) :]
             return "postgresql://" + url[len(prefix) :]
     return url
