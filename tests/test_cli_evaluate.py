@@ -127,3 +127,10 @@ def test_console_script_runs_without_traceback():
     )
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr and "nope" in proc.stderr
+
+
+@pytest.mark.parametrize("args", [["frontier", "--bogus"], ["evaluate", "--device", "h100-sxm", "--batch", "x"]])
+def test_usage_errors_exit_2_without_traceback(capsys, args):
+    code, _, err = _run(capsys, *args)
+    assert code == 2
+    assert "Traceback" not in err and "Error" in err

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import sys
 
-import click
 import typer
 
 from ..errors import Infeasible, RooflawError
@@ -42,17 +41,20 @@ def main(argv: list[str] | None = None) -> int:
     except RooflawError as e:
         print(f"rooflaw: error: {e}", file=sys.stderr)
         return 2
-    except click.exceptions.Abort:
+    except typer.Exit as e:
+        return int(getattr(e, "exit_code", 0) or 0)
+    except typer.Abort:
         print("rooflaw: aborted", file=sys.stderr)
         return 130
-    except click.ClickException as e:
-        e.show()
-        return e.exit_code if e.exit_code else 2
-    except click.exceptions.Exit as e:
-        return e.exit_code
     except (FileNotFoundError, IsADirectoryError, PermissionError) as e:
         print(f"rooflaw: error: {e.filename}: {e.strerror}", file=sys.stderr)
         return 2
+    except Exception as e:
+        # usage errors of typer's (vendored) click: unknown option, missing parameter, bad value
+        if hasattr(e, "show") and hasattr(e, "exit_code"):
+            e.show()
+            return int(e.exit_code) if e.exit_code else 2
+        raise
     return 0
 
 
