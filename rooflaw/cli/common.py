@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import sys
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 from rich.console import Console
@@ -52,3 +52,39 @@ def table(title: str, columns: list[str], rows: list[list[Any]]) -> Table:
     for r in rows:
         t.add_row(*[str(x) for x in r])
     return t
+
+
+def build_problem(
+    device: str,
+    law: str,
+    space: str,
+    phase: str,
+    precision: str,
+    batch: int,
+    input_tokens: int,
+    output_tokens: int,
+    preset: str,
+    tokens: Optional[float],
+    latency_budget: Optional[str],
+    memory_budget: Optional[str],
+    energy_budget: Optional[str],
+    align: int = 128,
+) -> Any:
+    """A :class:`~rooflaw.solver.Problem` from the options shared by ``solve``, ``frontier`` and ``search``."""
+    from .. import api
+    from ..solver import Problem
+
+    return Problem(
+        law=api.get_law(law),
+        device=api.get_device(device),
+        space=api.get_space(space),
+        workload=api.Workload(batch, input_tokens, output_tokens),
+        precision=precision,
+        latency_budget=None if latency_budget is None else api.parse_time(latency_budget, "latency-budget"),
+        phase=phase,
+        memory_budget=None if memory_budget is None else api.parse_bytes(memory_budget, "memory-budget"),
+        energy_budget=None if energy_budget is None else api.parse_energy(energy_budget, "energy-budget"),
+        preset=preset,
+        tokens=tokens,
+        align=align,
+    )

@@ -7,42 +7,9 @@ from typing import Any, Optional
 
 import typer
 
-from .. import api
 from ..units import fmt_bytes, fmt_time
 from . import app
-from .common import console, print_json, table
-
-
-def build_problem(
-    device: str,
-    law: str,
-    space: str,
-    phase: str,
-    precision: str,
-    batch: int,
-    input_tokens: int,
-    output_tokens: int,
-    preset: str,
-    tokens: Optional[float],
-    latency_budget: Optional[str],
-    memory_budget: Optional[str],
-    energy_budget: Optional[str],
-) -> Any:
-    from ..solver import Problem
-
-    return Problem(
-        law=api.get_law(law),
-        device=api.get_device(device),
-        space=api.get_space(space),
-        workload=api.Workload(batch, input_tokens, output_tokens),
-        precision=precision,
-        latency_budget=None if latency_budget is None else api.parse_time(latency_budget, "latency-budget"),
-        phase=phase,
-        memory_budget=None if memory_budget is None else api.parse_bytes(memory_budget, "memory-budget"),
-        energy_budget=None if energy_budget is None else api.parse_energy(energy_budget, "energy-budget"),
-        preset=preset,
-        tokens=tokens,
-    )
+from .common import build_problem, console, print_json, table
 
 
 def plot_frontier(front: Any, cloud: Any, path: Path, title: str, x: str = "latency_s") -> None:

@@ -10,8 +10,7 @@ import typer
 from ..errors import bad
 from ..units import fmt_bytes, fmt_time
 from . import app
-from .common import console, print_json, table
-from .frontier import build_problem
+from .common import build_problem, console, print_json, table
 
 
 @app.command()

@@ -9,7 +9,7 @@ import typer
 from .. import api
 from ..units import fmt_bytes, fmt_count, fmt_time
 from . import app
-from .common import console, print_json, table
+from .common import build_problem, console, print_json, table
 
 METHODS = ("closed-form", "gp", "exhaustive", "optuna")
 
@@ -41,23 +41,10 @@ def solve(
     """Choose the architecture with the lowest loss that meets the budgets (closed form, GP, exhaustive, Optuna)."""
     if method not in METHODS:
         raise api.RooflawError(f"method={method!r}: must be one of {', '.join(METHODS)}")
-    from ..solver import Problem
     from ..solver import solve as run
 
-    prob = Problem(
-        law=api.get_law(law),
-        device=api.get_device(device),
-        space=space,
-        workload=api.Workload(batch, input_tokens, output_tokens),
-        precision=precision,
-        latency_budget=None if latency_budget is None else api.parse_time(latency_budget, "latency-budget"),
-        phase=phase,
-        memory_budget=None if memory_budget is None else api.parse_bytes(memory_budget, "memory-budget"),
-        energy_budget=None if energy_budget is None else api.parse_energy(energy_budget, "energy-budget"),
-        preset=preset,
-        align=align,
-        tokens=tokens,
-    )
+    prob = build_problem(device, law, space, phase, precision, batch, input_tokens, output_tokens, preset, tokens,
+                         latency_budget, memory_budget, energy_budget, align)  # fmt: skip
     kw = {"n_trials": trials, "seed": seed} if method == "optuna" else {}
     res = (
         run(prob, method, explain_result=explain, **kw) if method in ("closed-form", "gp") else run(prob, method, **kw)
