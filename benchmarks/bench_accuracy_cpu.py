@@ -6,6 +6,8 @@
 2. Real torch decoder models (embedding, unfused attention with a KV cache, SwiGLU FFN or MoE,
    LM head) are built from ``Architecture`` objects and timed: prefill of S_in tokens, then S_out
    decode steps, best of several repeats.
+   The per-operator launch overhead is fitted on a separate tiny probe model (2 layers, d = 64),
+   whose roofline time is negligible.
 3. rooflaw predicts the same runs on the calibrated device (precision ``tf32`` = 4-byte elements on
    the measured GEMM roof) with the ``full`` preset; the table shows measured/predicted.
 
@@ -139,6 +141,20 @@ def torch_rates(seconds: float) -> dict[str, float]:
     return {"gemm": gemm, "bandwidth": bw, "vector": vec}
 
 
+#: A model too small for its roofline time to matter: its measured decode time is launch overhead.
+PROBE = rooflaw.Architecture(layers=2, d_model=64, heads=2, kv_heads=1, ffn=128, vocab=256)
+
+
+def launch_overhead(dev, args) -> float:
+    """Seconds per operator launch, from the measured decode of :data:`PROBE` (not one of the test models)."""
+    wl = rooflaw.Workload(1, args.input_tokens, args.output_tokens)
+    _, md = measure(PROBE, wl, repeats=5)
+    base = rooflaw.evaluate(PROBE, dev, wl, precision="tf32").decode_s
+    unit = dataclasses.replace(dev, kernel_overhead=1e-6)
+    launches = (rooflaw.evaluate(PROBE, unit, wl, precision="tf32").decode_s - base) / 1e-6
+    return max(md - base, 0.0) / launches
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, default=1)
@@ -172,31 +188,35 @@ def main() -> None:
             memory_bandwidth=r["bandwidth"],
             peak_flops={**dev.peak_flops, "tf32": r["gemm"], "fp16": r["gemm"], "fp32": r["vector"]},
         )
+        dev = dataclasses.replace(dev, kernel_overhead=launch_overhead(dev, args))
     print(
         f"calibrated {dev.id}: GEMM {dev.peak_flops['tf32'] / 1e9:.1f} GFLOP/s, vector "
-        f"{dev.peak_flops['fp32'] / 1e9:.1f} GFLOP/s, bandwidth {dev.memory_bandwidth / 1e9:.1f} GB/s "
-        f"({args.threads} thread(s))"
+        f"{dev.peak_flops['fp32'] / 1e9:.1f} GFLOP/s, bandwidth {dev.memory_bandwidth / 1e9:.1f} GB/s, "
+        f"per-kernel overhead {dev.kernel_overhead * 1e6:.1f} us ({args.threads} thread(s))"
     )
+    plain = dataclasses.replace(dev, kernel_overhead=0.0)
     wl = rooflaw.Workload(1, args.input_tokens, args.output_tokens)
     print(
         f"{'model':18s} {'prefill meas':>12s} {'pred':>9s} {'ratio':>6s} {'decode meas':>12s} {'pred':>9s} "
-        f"{'ratio':>6s}"
+        f"{'ratio':>6s}  ratio without overhead (prefill / decode)"
     )
     ratios = []
     for name, a in ARCHS.items():
         mp, md = measure(a, wl)
         rep = rooflaw.evaluate(a, dev, wl, precision="tf32")
-        rp, rd = mp / rep.prefill_s, md / rep.decode_s
-        ratios.append((rp, rd))
+        roof = rooflaw.evaluate(a, plain, wl, precision="tf32")
+        ratios.append((mp / rep.prefill_s, md / rep.decode_s, mp / roof.prefill_s, md / roof.decode_s))
+        rp, rd, rp0, rd0 = ratios[-1]
         print(
             f"{name:18s} {mp * 1e3:10.2f}ms {rep.prefill_s * 1e3:7.2f}ms {rp:6.2f} {md * 1e3:10.2f}ms "
-            f"{rep.decode_s * 1e3:7.2f}ms {rd:6.2f}"
+            f"{rep.decode_s * 1e3:7.2f}ms {rd:6.2f}  {rp0:.2f} / {rd0:.2f}"
         )
     r = np.array(ratios)
     print(
         f"measured/predicted: prefill median {np.median(r[:, 0]):.2f} (range {r[:, 0].min():.2f}-"
         f"{r[:, 0].max():.2f}); decode median {np.median(r[:, 1]):.2f} (range {r[:, 1].min():.2f}-"
-        f"{r[:, 1].max():.2f})"
+        f"{r[:, 1].max():.2f}); without the per-kernel overhead: prefill {np.median(r[:, 2]):.2f}, "
+        f"decode {np.median(r[:, 3]):.2f}"
     )
 
 

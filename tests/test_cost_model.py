@@ -331,3 +331,18 @@ def test_decode_gemms_use_narrow_tiles():
     plain, tiled = evaluate(a, H100), evaluate(a, H100, tiles=True)
     # batch-1 decode stays memory-bound with the tile model on an H100
     assert tiled.decode_s == pytest.approx(plain.decode_s, rel=0.05)
+
+
+def test_kernel_overhead_adds_one_launch_per_operator_and_pass():
+    a = from_hf_config("olmoe-1b-7b")
+    wl = Workload(1, 128, 8)
+    dev = dataclasses.replace(ORIN, kernel_overhead=10e-6)
+    base, slow = evaluate(a, ORIN, wl), evaluate(a, dev, wl)
+    kernels = 14 * 16 + 3  # 14 operators per layer (router included: MoE) + embed, final norm, LM head
+    assert slow.prefill_s - base.prefill_s == pytest.approx(10e-6 * kernels)
+    assert slow.decode_s - base.decode_s == pytest.approx(10e-6 * kernels * 8)
+    bulk = evaluate_columns({k: [v] for k, v in a.columns().items()}, dev, wl)
+    assert bulk["total_s"][0] == pytest.approx(slow.total_s)
+    dense = from_hf_config("qwen2.5-0.5b")  # no router kernel
+    d0, d1 = evaluate(dense, ORIN, wl), evaluate(dense, dev, wl)
+    assert d1.prefill_s - d0.prefill_s == pytest.approx(10e-6 * (13 * 24 + 3))

@@ -52,7 +52,8 @@ class Compiled:
     step_constant: tuple[bool, ...]
     #: ``phases`` returns n_phase_values per-op values, then [weight bytes, kv bytes, activation
     #: bytes, params total, params active, prefill FLOPs of linear/attention/vector ops, decode
-    #: FLOPs of the same three, prefill bytes, decode bytes] -- summed over layers and steps.
+    #: FLOPs of the same three, prefill bytes, decode bytes] -- summed over layers and steps --
+    #: and the number of kernels launched per pass, per layer and at model level.
     n_phase_values: int
     #: f(*ARGS, inv_linear, inv_attention, inv_vector, inv_beta) -> [prefill time per layer,
     #: prefill time of model-level ops, decode time per layer, decode time model-level (step-
@@ -116,6 +117,11 @@ def compile_preset(preset: str) -> Compiled:
     mem += [tot[("pre", c)] for c in ("linear", "attention", "vector")]
     mem += [tot[("dec", c)] for c in ("linear", "attention", "vector")]
     mem += [bpre, bdec]
+    # kernels launched per pass (operators with any work), for the device's per-launch overhead
+    kern = {"layer": sp.Integer(0), "model": sp.Integer(0)}
+    for i, op in enumerate(ops):
+        kern[op.scope] += sp.sign(exprs[2 * i] + exprs[2 * i + 1])
+    mem += [kern["layer"], kern["model"]]
     lam = lambda ex, extra=(): sp.lambdify(  # noqa: E731
         (*ARGS, *extra), ex, modules=[{"Max": np.maximum}, "numpy"], cse=True
     )

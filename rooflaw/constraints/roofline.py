@@ -158,7 +158,12 @@ def _evaluate_fast(cols, device, workload, precision, preset):
         else:
             dec_m = dec_m + td
     totals = vals[4 + 4 * len(comp.varying) :]
-    return _finish(cols, device, precision, preset, workload, layers * pre_l + pre_m, layers * dec_l + dec_m, totals)
+    pre_t, dec_t = layers * pre_l + pre_m, layers * dec_l + dec_m
+    if device.kernel_overhead and preset == "full":
+        launches = layers * totals[-2] + totals[-1]
+        pre_t = pre_t + device.kernel_overhead * launches
+        dec_t = dec_t + device.kernel_overhead * S_out * launches
+    return _finish(cols, device, precision, preset, workload, pre_t, dec_t, totals)
 
 
 def _evaluate_chunk(cols, device, workload, precision, preset, tiles, per_op):
@@ -197,22 +202,24 @@ def _evaluate_chunk(cols, device, workload, precision, preset, tiles, per_op):
         ipi = 0.0 if not np.isfinite(roofs.pi[i]) else 1.0 / roofs.pi[i]
         ipi_p, ipi_d = ipi / eff_pre[i], ipi / eff_dec[i]
         tc, tm = F * ipi_p, By * ibeta
+        launch = device.kernel_overhead * np.sign(F + By) if preset == "full" else 0.0
         if preset == "paper":  # theory mode: compute-bound prefill, memory-bound decode
             tp = tc
             td = (S_out * b0 + b1 * S_out * (S_out + 1) / 2) * ibeta
             ncomp = np.zeros(n)
             dec[op.scope] += td
         elif comp.step_constant[i]:
-            tp = np.maximum(tc, tm)
+            tp = np.maximum(tc, tm) + launch
             c0, m0 = f0 * ipi_d, b0 * ibeta
-            step = np.maximum(c0, m0)
+            step = np.maximum(c0, m0) + launch
             dec_const[op.scope] += step
             if per_op:
                 td = S_out * step
                 ncomp = np.where(c0 > m0, float(S_out), 0.0)
         else:
-            tp = np.maximum(tc, tm)
+            tp = np.maximum(tc, tm) + launch
             td, ncomp = _sum_max_affine(f0 * ipi_d, f1 * ipi_d, b0 * ibeta, b1 * ibeta, S_out)
+            td = td + S_out * launch
             dec[op.scope] += td
         pre[op.scope] += tp
         if per_op:
@@ -246,7 +253,7 @@ def _finish(cols, device, precision, preset, workload, pre_t, dec_t, totals):
     n = len(pre_t)
     S_out = workload.output_tokens
     out: dict[str, Any] = {}
-    (weights, kv, act, p_total, p_active, fpl, fpa, fpv, fdl, fda, fdv, bpre, bdec) = totals
+    (weights, kv, act, p_total, p_active, fpl, fpa, fpv, fdl, fda, fdv, bpre, bdec) = totals[:13]
     memory = weights + (kv + act if preset == "full" else 0.0)
     total = pre_t + dec_t
     flops_pre, flops_dec = fpl + fpa + fpv, fdl + fda + fdv

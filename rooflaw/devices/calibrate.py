@@ -267,9 +267,10 @@ def device_toml(device: Device) -> str:
         "energy_per_byte",
         "compute_efficiency",
         "memory_efficiency",
+        "kernel_overhead",
     ):
         v = getattr(device, field)
-        if v is None:
+        if v is None or (field == "kernel_overhead" and v == 0):
             continue
         if field.endswith("_efficiency") and v == 1.0 and field not in device.provenance:
             continue

@@ -86,6 +86,7 @@ _SCALAR_KEYS: dict[str, tuple[str, float]] = {
     "energy_per_byte_pj": ("energy_per_byte", 1e-12),
     "compute_efficiency": ("compute_efficiency", 1.0),
     "memory_efficiency": ("memory_efficiency", 1.0),
+    "kernel_overhead_us": ("kernel_overhead", 1e-6),
 }
 for _dt in DTYPES:
     _SCALAR_KEYS[f"{_dt}_tflops"] = (f"peak_flops.{_dt}", 1e12)
@@ -107,6 +108,7 @@ _FIELD_TO_KEY: dict[str, str] = {
     "energy_per_byte": "energy_per_byte_pj",
     "compute_efficiency": "compute_efficiency",
     "memory_efficiency": "memory_efficiency",
+    "kernel_overhead": "kernel_overhead_us",
     "sm_count": "sm_count",
     "tile": "tile",
 }

@@ -23,6 +23,8 @@ class Device:
     bytes/s, ``memory_capacity`` in bytes, powers in watts, ``energy_per_flop`` in J/FLOP and
     ``energy_per_byte`` in J/byte. ``tile`` is the GEMM output tile (rows, cols) of the tile/wave
     quantisation model and ``sm_count`` the number of SMs/CUs that run tiles in waves.
+    ``kernel_overhead`` (seconds) is added once per operator launch (per layer, per pass) -- the
+    fixed cost a pure roofline misses, which dominates small decode steps in eager frameworks.
     ``provenance`` maps a field name (or ``peak_flops.fp16``) to one of :data:`PROVENANCE`;
     ``sources`` maps field names to URLs; ``uncertain`` lists fields flagged as doubtful.
     """
@@ -40,6 +42,7 @@ class Device:
     energy_per_byte: float | None = None
     compute_efficiency: float = 1.0
     memory_efficiency: float = 1.0
+    kernel_overhead: float = 0.0
     l2_bytes: float | None = None
     kind: str = "gpu"
     vendor: str = ""
@@ -64,6 +67,8 @@ class Device:
             v = getattr(self, k)
             if not (0 < v <= 1):
                 raise bad(f"{self.id}.{k}", v, "must be in (0, 1]")
+        if not (isinstance(self.kernel_overhead, (int, float)) and 0 <= self.kernel_overhead < 1):
+            raise bad(f"{self.id}.kernel_overhead", self.kernel_overhead, "must be in [0, 1) seconds")
         for k, v in self.provenance.items():
             if v not in PROVENANCE:
                 raise bad(f"{self.id}.provenance.{k}", v, f"must be one of {', '.join(PROVENANCE)}")
@@ -90,7 +95,9 @@ class Device:
     @property
     def vector_flops(self) -> float:
         """Non-tensor rate for softmax/norms/activations (fp32 vector, else the widest roof)."""
-        return self.roof("fp32")[1] if "fp32" in self.peak_flops else float(self.peak_flops[next(iter(self.peak_flops))])
+        return (
+            self.roof("fp32")[1] if "fp32" in self.peak_flops else float(self.peak_flops[next(iter(self.peak_flops))])
+        )
 
     def ridge(self, dtype: str = "fp16") -> float:
         """Ridge point (FLOP/byte) of ``dtype``: peak / bandwidth."""
