@@ -107,7 +107,7 @@ def main() -> None:
             print("GenZ not available: pass --genz-python PATH (a python with `pip install genz-llm`)")
             return
     sub = {k: v[: args.genz_n].tolist() for k, v in random_candidates(args.genz_n, seed=1).items()}
-    rows = [dict(zip(sub, vals)) for vals in zip(*sub.values())]
+    rows = [dict(zip(sub, vals, strict=True)) for vals in zip(*sub.values(), strict=True)]
     proc = subprocess.run([genz_py, "-c", GENZ_SCRIPT], input=json.dumps(rows), capture_output=True, text=True)
     if proc.returncode:
         sys.exit(f"GenZ run failed: {proc.stderr.strip().splitlines()[-1]}")

@@ -51,15 +51,27 @@ class Result:
         a = self.architecture
         arch = None
         if a is not None:
-            arch = {k: getattr(a, k) for k in ("layers", "d_model", "heads", "kv_heads", "head_dim", "ffn",
-                                               "experts", "top_k")}
+            arch = {
+                k: getattr(a, k)
+                for k in ("layers", "d_model", "heads", "kv_heads", "head_dim", "ffn", "experts", "top_k")
+            }
             arch.update(r=a.r, rho=a.rho, gqa=a.gqa, params_total=a.params_total, params_active=a.params_active)
         out = {
-            "method": self.method, "regime": self.regime, "binding": self.binding,
-            "continuous": self.continuous, "continuous_loss": self.continuous_loss, "architecture": arch,
-            "loss": self.loss, "perplexity": self.perplexity, "latency_s": self.latency_s,
-            "memory_bytes": self.memory_bytes, "energy_j": self.energy_j, "slack": self.slack,
-            "seconds": self.seconds, "timings": self.timings, "notes": self.notes,
+            "method": self.method,
+            "regime": self.regime,
+            "binding": self.binding,
+            "continuous": self.continuous,
+            "continuous_loss": self.continuous_loss,
+            "architecture": arch,
+            "loss": self.loss,
+            "perplexity": self.perplexity,
+            "latency_s": self.latency_s,
+            "memory_bytes": self.memory_bytes,
+            "energy_j": self.energy_j,
+            "slack": self.slack,
+            "seconds": self.seconds,
+            "timings": self.timings,
+            "notes": self.notes,
         }
         out.update(self.extra)
         if self.explain is not None:
