@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from typing import Any, Optional
 
@@ -27,7 +28,7 @@ def plot_frontier(front: Any, cloud: Any, path: Path, title: str, x: str = "late
     ax.set_xscale("log")
     ax.set_xlabel(f"{x.replace('_s', '')} latency (ms)")
     ax.set_ylabel("loss")
-    ax.set_title(title, fontsize=9)
+    ax.set_title(textwrap.fill(title, 95), fontsize=9)
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)
     fig.tight_layout()
