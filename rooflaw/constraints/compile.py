@@ -21,12 +21,14 @@ ARG_NAMES = tuple(str(s) for s in ARGS)
 
 def prefill(expr: sp.Expr) -> sp.Expr:
     """Substitute the prefill phase: T = B·S_in tokens, query length and context S_in."""
-    return sp.sympify(expr).subs({T: B * S_in, Sq: S_in, C: S_in}, simultaneous=True)
+    expr = sp.sympify(expr).subs(O.experts_touched, O.EXPERTS_TOUCHED)
+    return expr.subs({T: B * S_in, Sq: S_in, C: S_in}, simultaneous=True)
 
 
 def decode_step(expr: sp.Expr) -> sp.Expr:
     """Substitute decode step t: T = B, query length 1, context S_in + t."""
-    return sp.sympify(expr).subs({T: B, Sq: 1, C: S_in + t}, simultaneous=True)
+    expr = sp.sympify(expr).subs(O.experts_touched, O.EXPERTS_TOUCHED)
+    return expr.subs({T: B, Sq: 1, C: S_in + t}, simultaneous=True)
 
 
 def affine_in_t(expr: sp.Expr) -> tuple[sp.Expr, sp.Expr]:

@@ -37,8 +37,11 @@ gated, V = a["gated"], a["vocab"]
 q_out, kv_out = nh * hd, nkv * hd
 n_up = 1 + gated  # gate and up projections (SwiGLU) or up only
 norm_flops = 4 + 3 * a["layernorm"]  # per element: RMSNorm ≈ 4, LayerNorm ≈ 7
-#: Expected distinct routed experts touched by T tokens (1 for a dense FFN).
-experts_touched = E * (1 - (1 - K / E) ** T)
+#: Expected distinct routed experts touched by T tokens (1 for a dense FFN). Operators use the
+#: symbol ``E_cov``; the phase substitution (compile.prefill/decode_step) replaces it by this
+#: expression, and the geometric program by a posynomial stand-in.
+EXPERTS_TOUCHED = E * (1 - (1 - K / E) ** T)
+experts_touched = sp.Symbol("E_cov", positive=True)
 ffn_tokens_width = K * ffn + nsh * ffn_sh  # active intermediate width per token
 
 
