@@ -194,6 +194,25 @@ def solve_for(expr: sp.Expr, var: sp.Symbol, probe: Mapping[sp.Symbol, float] | 
 
 @lru_cache(maxsize=16)
 def _theorems_cached(key: tuple, law: Any) -> Theorems:
+    """Per process (lru) and on disk (:mod:`rooflaw.cache`, keyed by the law and the deriving sources)."""
+    import hashlib
+    import sys
+
+    from .. import cache as disk
+    from ..constraints import operators
+    from ..constraints import theory as theory_mod
+
+    tag = "theorems-" + hashlib.sha256(repr(key).encode()).hexdigest()[:16]
+    dkey = disk.source_key(tag, sys.modules[__name__], theory_mod, operators)
+    hit = disk.load(dkey)
+    if isinstance(hit, Theorems):
+        return hit
+    out = _derive_theorems(law)
+    disk.store(dkey, out)
+    return out
+
+
+def _derive_theorems(law: Any) -> Theorems:
     e_sym = law_in_paper_variables(law, symbolic_params=True)
     e = law_in_paper_variables(law)
     th = theory_expressions()
