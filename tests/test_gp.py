@@ -25,7 +25,7 @@ CASES = [
 def test_gp_agrees_with_closed_form(kw):
     p = Problem(LAW, DEV, **kw)
     cf = closed_form(p)
-    g = solve_gp(p)
+    g = solve_gp(p, preset="paper")
     assert g["status"] == "optimal"
     assert g["loss"] == pytest.approx(cf.loss, rel=1e-6)
     for k, v in cf.x.items():
@@ -38,7 +38,7 @@ def test_gp_serves_a_user_posynomial_law():
         "L0 + a/l**0.5 + b/d**0.3 + c/r**0.2 + e*rho**0.5", values=dict(L0=2.0, a=3.0, b=20.0, c=0.1, e=0.05)
     )
     p = Problem(law, DEV, latency_budget=0.02, phase="decode", memory_budget=2e9)
-    g = solve_gp(p)
+    g = solve_gp(p, preset="paper")
     cf = closed_form(p)
     assert g["loss"] == pytest.approx(cf.loss, rel=1e-6)
 

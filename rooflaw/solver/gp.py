@@ -1,5 +1,8 @@
 """The continuous relaxation as a geometric program (cvxpy DGP): a certified global optimum.
 
+Two relaxations: ``preset="full"`` (the default for a problem judged by the full cost model) is built in
+:mod:`rooflaw.solver.gp_full`; ``preset="paper"`` is the theory-mode relaxation below.
+
 Variables l, d, r, ρ, gqa (positive, boxed by the space's bounds). The objective is the law in those variables
 minus its constant terms (a posynomial for the paper's law and any sum of power laws with positive
 coefficients); the constraints are the theory-mode latency of the problem's phase, the weight memory and the
@@ -67,10 +70,26 @@ def _cvx(mons, xs, scale: float = 1.0):
     return cp.sum(cp.hstack(out)) if len(out) > 1 else out[0]
 
 
-def solve_gp(problem: Any, fix: Mapping[str, float] | None = None, solver: str | None = None) -> dict[str, Any]:
+def solve_gp(
+    problem: Any, fix: Mapping[str, float] | None = None, solver: str | None = None, preset: str | None = None
+) -> dict[str, Any]:
     """Solve ``problem``'s relaxation as a GP. Returns ``x`` (l, d, r, rho, gqa), ``loss``, ``active`` constraints,
-    ``values``, ``budgets``, ``status``, ``solver`` and ``seconds``. Raises :class:`Infeasible` when the GP is."""
+    ``values``, ``budgets``, ``status``, ``solver``, ``seconds``, ``preset`` and ``notes``. Raises
+    :class:`Infeasible` when the GP is.
+
+    ``preset`` (default: ``problem.preset``): ``full`` builds the relaxation from the full cost model
+    (:mod:`rooflaw.solver.gp_full`); ``paper`` uses the theory-mode model (compute-bound prefill, memory-bound
+    decode, weight memory) -- the same relaxation the closed form solves.
+    """
     import cvxpy as cp
+
+    preset = preset or problem.preset
+    if preset not in ("full", "paper"):
+        raise RooflawError(f"preset={preset!r}: must be full or paper")
+    if preset == "full":
+        from .gp_full import solve_gp_full
+
+        return solve_gp_full(problem, fix=fix, solver=solver)
 
     from .closed_form import bounds_of, problem_budgets
 
@@ -154,6 +173,9 @@ def solve_gp(problem: Any, fix: Mapping[str, float] | None = None, solver: str |
         "x": x, "loss": loss, "constant": const, "active": active, "values": values, "budgets": budgets,
         "status": prob.status, "solver": prob.solver_stats.solver_name if prob.solver_stats else "",
         "duals": duals, "seconds": time.perf_counter() - t0, "build_seconds": t1 - t0, "solve_seconds": t2 - t1,
+        "preset": "paper", "notes": [
+            "continuous optimum from the theory-mode model (compute-bound prefill, memory-bound decode, weight memory)"
+        ],
     }  # fmt: skip
 
 

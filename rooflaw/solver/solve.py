@@ -2,7 +2,9 @@
 
 - ``closed-form``: the sympy-derived KKT optimum of the continuous relaxation (theory-mode constraints), then
   rounding to an aligned architecture judged by the problem's cost model (``full`` by default);
-- ``gp``: the same relaxation as a geometric program (cvxpy), then the same rounding;
+- ``gp``: the relaxation as a geometric program (cvxpy) over the problem's preset (``full`` by default: the full
+  cost model's roofline; ``paper``: the theory-mode model the closed form uses; ``solve(p, "gp", preset=...)``
+  overrides), then the same rounding;
 - ``exhaustive`` / ``optuna``: the discrete searches of :mod:`rooflaw.solver.exhaustive` / ``search``.
 """
 
@@ -127,7 +129,7 @@ def solve(problem: Any, method: str = "closed-form", explain_result: bool = Fals
 
         return solve_optuna(problem, **kw)
     notes: list[str] = []
-    if problem.preset != "paper":
+    if problem.preset != "paper" and method == "closed-form":
         notes.append(
             f"continuous optimum from the theory-mode model (compute-bound prefill, memory-bound decode, weight "
             f"memory); the architecture is judged by the '{problem.preset}' cost model"
@@ -144,15 +146,19 @@ def solve(problem: Any, method: str = "closed-form", explain_result: bool = Fals
         return res
     from .gp import solve_gp
 
-    g = solve_gp(problem)
+    g = solve_gp(problem, **kw)
+    notes += g.get("notes", [])
+    if problem.preset != "paper":
+        notes.append(f"the architecture is judged by the '{problem.preset}' cost model")
     timings = {"continuous": g["seconds"]}
     regime = regime_name(g["active"], problem.phase)
-    extra = {"gp": {k: g[k] for k in ("status", "solver", "values", "budgets", "duals", "constant")},
+    extra = {"gp": {k: g[k] for k in ("status", "solver", "values", "budgets", "duals", "constant", "preset")},
              "law": problem.law.name, "device": problem.device.id}  # fmt: skip
     res = _round_to_result(problem, "gp", g["x"], g["loss"], regime, g["active"], timings, notes, extra)
     if explain_result:
         res.explain = (
-            f"geometric program (cvxpy DGP, {g['solver']}): status {g['status']}, regime {regime}; "
+            f"geometric program over the '{g['preset']}' cost model (cvxpy DGP, {g['solver']}): status "
+            f"{g['status']}, regime {regime}; "
             + ", ".join(f"{k} = {v:.6g}" for k, v in g["x"].items())
             + f"; loss {g['loss']:.6f}; built in {g['build_seconds'] * 1e3:.1f} ms, solved in "
             f"{g['solve_seconds'] * 1e3:.1f} ms"
