@@ -16,7 +16,9 @@ replaced *before* the phase substitution by a posynomial stand-in in which K can
 
 - prefill (T = B·S_in tokens): E_cov → E = K/ρ (all experts; exact up to a relative (1 − ρ)^T, ~1e-29 at
   T = 1024, ρ = 1/16);
-- decode (T = B): E_cov → B·K (exact at batch 1; for B > 1 an upper bound of min(E, B·K) ≥ E_cov).
+- decode (T = B): E_cov → min(E, B·K), taken piecewise: B·K where ρ ≤ 1/B, E = K/ρ where ρ ≥ 1/B (the MoE branch is
+  split at ρ = 1/B when that lies inside its range; a dense model is E = 1, exact). Exact at batch 1; for B > 1 an
+  upper bound, at most 1/(1 − (1 − 1/B)^B) ≤ e/(e − 1) ≈ 1.58 times the expected coverage.
 
 K itself does not cancel everywhere: the router (2·T·d·E·moe FLOPs, d·E·moe weights = d·K/ρ) and the per-token
 activation reads of the routed experts (T·K·d·b_a in ffn_up/ffn_down) keep it; :func:`k_dependent_ops` reports
@@ -161,12 +163,13 @@ def _arch_subs(fixed: Mapping[str, float], moe: int) -> dict[sp.Symbol, sp.Expr]
     return subs
 
 
-@lru_cache(maxsize=16)
-def _templates(fixed_items: tuple[tuple[str, float], ...], moe: int) -> _Templates:
+@lru_cache(maxsize=32)
+def _templates(fixed_items: tuple[tuple[str, float], ...], moe: int, decode_cover: str = "BK") -> _Templates:
     fixed = dict(fixed_items)
     subs = _arch_subs(fixed, moe)
     Ecov_pre = ARCH["experts"]  # all experts (exact up to (1 − ρ)^T)
-    Ecov_dec = B * ARCH["top_k"]  # exact at B = 1, an upper bound for B > 1
+    # decode: min(E, B·K) piecewise -- B·K where B·ρ ≤ 1 (exact at B = 1), E where B·ρ ≥ 1 (exact for dense)
+    Ecov_dec = B * ARCH["top_k"] if decode_cover == "BK" else ARCH["experts"]
     exprs: dict[str, sp.Expr] = {}
     ops = []
     for op in O.FULL_OPS:
@@ -177,7 +180,12 @@ def _templates(fixed_items: tuple[tuple[str, float], ...], moe: int) -> _Templat
         parts = {"pF": pre(op.flops), "pB": pre(op.bytes), "dF0": f0, "dF1": f1, "dB0": b0, "dB1": b1}
         for k, e in parts.items():
             exprs[f"{op.name}.{k}"] = sp.sympify(e).xreplace(subs)
-        ops.append({"name": op.name, "roof": op.roof, "scope": op.scope})
+        # kernel launches, counted as compile_preset counts them: sign(prefill work) -- sympy evaluates it to 1
+        # for a sum of positive symbols (so the router of a dense model, moe = 0, counts too); otherwise the
+        # evaluator takes the numerical sign, i.e. 1 when the operator has work (None: decided per problem)
+        launch = sp.sign(prefill(op.flops) + prefill(op.bytes))
+        ops.append({"name": op.name, "roof": op.roof, "scope": op.scope,
+                    "launch": float(launch) if launch.is_number else None})  # fmt: skip
     exprs["weights"] = O.weight_bytes_expr().xreplace(subs)
     exprs["kv"] = O.kv_cache_bytes_expr(B * (S_in + S_out)).xreplace(subs)
     exprs["act"] = O.activation_bytes_expr(S_in).xreplace(subs)
@@ -277,11 +285,19 @@ def _posy(tm: _Templates, coef: np.ndarray, name: str, mult_l: bool = False) -> 
     return p.times_l() if mult_l else p
 
 
-def build_branch(problem: Any, name: str, K: float, moe: int, bounds: dict[str, tuple[float, float]]) -> Branch:
-    """The branch's posynomials with the problem's device, workload and precision substituted."""
+def build_branch(
+    problem: Any, name: str, K: float, moe: int, bounds: dict[str, tuple[float, float]], decode_cover: str = "auto"
+) -> Branch:
+    """The branch's posynomials with the problem's device, workload and precision substituted.
+
+    ``decode_cover``: the decode stand-in for the experts touched, ``BK`` (B·K) or ``E`` (all experts); ``auto``
+    takes E for a dense branch (moe = 0) and B·K otherwise.
+    """
     dev, wl, prec = problem.device, problem.workload, problem.precision
     fixed = space_fixed(problem.space)
-    tm = _templates(tuple(sorted(fixed.items())), moe)
+    if decode_cover == "auto":
+        decode_cover = "BK" if moe else "E"
+    tm = _templates(tuple(sorted(fixed.items())), moe, decode_cover)
     consts = {B: wl.batch, S_in: wl.input_tokens, S_out: wl.output_tokens, b_w: prec.weights.bytes,
               b_a: prec.activations.bytes, b_kv: prec.kv.bytes, b_v: prec.vector_bytes,
               unfused: 1.0 if wl.attention == "unfused" else 0.0}  # fmt: skip
@@ -307,8 +323,10 @@ def build_branch(problem: Any, name: str, K: float, moe: int, bounds: dict[str, 
                                 P["dB1"].scale(ibeta)))  # fmt: skip
         else:
             br.dec_const.append((P["dF0"].scale(ipi), P["dB0"].scale(ibeta)))
-        if P["pF"] or P["pB"]:  # an operator with work launches a kernel per layer and pass
-            launches = launches + (Posy.const(1.0).times_l() if lay else Posy.const(1.0))
+        n_launch = op["launch"] if op["launch"] is not None else float(bool(P["pF"] or P["pB"]))
+        if n_launch:  # per layer and pass, as the evaluator counts it
+            one = Posy.const(n_launch)
+            launches = launches + (one.times_l() if lay else one)
         tri = n * (n + 1) / 2
         if op["roof"] in raw:
             F_tot[op["roof"]] = F_tot[op["roof"]] + P["pF"] + P["dF0"].scale(n) + P["dF1"].scale(tri)
@@ -350,7 +368,14 @@ def branches(problem: Any) -> list[Branch]:
         ks = [k for _, k in moe]
         rhos = [k / e for e, k in moe]
         bb = dict(base, r=(ratio_lo * min(ks), ratio_hi * max(ks)), rho=(min(rhos), max(rhos)))
-        out.append(build_branch(problem, "moe", float(min(ks)), 1, bb))
+        knee = 1.0 / problem.workload.batch  # B·K ≤ E ⟺ ρ ≤ 1/B
+        if knee >= bb["rho"][1]:
+            out.append(build_branch(problem, "moe", float(min(ks)), 1, bb, "BK"))
+        elif knee <= bb["rho"][0]:
+            out.append(build_branch(problem, "moe", float(min(ks)), 1, bb, "E"))
+        else:  # min(E, B·K) exactly: one GP on each side of the knee
+            out.append(build_branch(problem, "moe", float(min(ks)), 1, dict(bb, rho=(bb["rho"][0], knee)), "BK"))
+            out.append(build_branch(problem, "moe-wide", float(min(ks)), 1, dict(bb, rho=(knee, bb["rho"][1])), "E"))
     return out
 
 
@@ -368,19 +393,23 @@ class _Basis:
             out.append(self.keys.setdefault(k, len(self.keys)))
         return out
 
-    def expr(self, x: Any, scale: float):
+    def expr(self, u: Any, log_ref: np.ndarray):
+        """Monomials of x = ref·u (u ~ 1 over the box: better conditioned exponential cones)."""
         import cvxpy as cp
 
         A = np.array(list(self.keys), dtype=float).reshape(-1, len(VARS))
-        self.M = cp.gmatmul(A, x)
-        self.scale = scale
+        self.log_ref = log_ref
+        self.M = cp.gmatmul(A, u)
         return self.M
+
+    def factor(self, A: np.ndarray) -> np.ndarray:
+        return np.exp(A @ self.log_ref)
 
 
 def _cvx_posy(basis: _Basis, p: Posy, idx: list[int], s: float):
     import cvxpy as cp
 
-    c = p.c / s
+    c = p.c * basis.factor(p.A) / s
     if len(c) == 1:
         return float(c[0]) * basis.M[idx[0]]
     return cp.sum(cp.multiply(c, basis.M[idx]))
@@ -411,7 +440,7 @@ def _latency_exprs(br: Branch, basis: _Basis, s: float) -> dict[str, Any]:
             idx = basis.idx(p)
             c0 = np.array([_coef_of(p0, row) for row in p.A])
             c1 = np.array([_coef_of(p1, row) for row in p.A])
-            C = (c0[None, :] + c1[None, :] * steps[:, None]) / s
+            C = (c0[None, :] + c1[None, :] * steps[:, None]) * basis.factor(p.A)[None, :] / s
             side.append(C @ basis.M[idx] if len(idx) > 1 else C[:, 0] * basis.M[idx[0]])
         if side[0] is not None and side[1] is not None:
             dec.append(cp.sum(cp.maximum(side[0], side[1])))
@@ -436,7 +465,7 @@ def _solve_branch(problem, br: Branch, lmons, budgets, fix, solver):
     bounds = dict(br.bounds)
     for k, v in (fix or {}).items():
         bounds[k] = (float(v), float(v))
-    x = cp.Variable(len(VARS), pos=True, name="x")
+    x = cp.Variable(len(VARS), pos=True, name="u")  # x / ref
     basis = _Basis()
 
     def build():
@@ -460,51 +489,69 @@ def _solve_branch(problem, br: Branch, lmons, budgets, fix, solver):
         return named, cons
 
     _register(br, basis)  # every monomial first, then one gmatmul for all of them
-    basis.expr(x, 1.0)
-    named, cons = build()
     lo = np.array([bounds[v][0] for v in VARS])
     hi = np.array([bounds[v][1] for v in VARS])
+    ref = np.sqrt(lo * hi)
+    basis.expr(x, np.log(ref))
+    named, cons = build()
     fixed_mask = lo == hi
     for i in range(len(VARS)):
         if fixed_mask[i]:
-            cons.append(x[i] == lo[i])
+            cons.append(x[i] == 1.0)
         else:
-            cons += [x[i] >= lo[i], x[i] <= hi[i]]
+            cons += [x[i] >= lo[i] / ref[i], x[i] <= hi[i] / ref[i]]
     x0 = {v: math.sqrt(bounds[v][0] * bounds[v][1]) for v in VARS}
     f0 = sum(cc * np.prod([x0[v] ** a for v, a in p.items()]) for cc, p in lmons)
     terms = []
     for cc, p in lmons:
         m = cc / f0
         for v, a in p.items():
-            m = m * (cp.power(x[VARS.index(v)], a) if a != 1 else x[VARS.index(v)])
+            i = VARS.index(v)
+            m = m * ref[i] ** a * (cp.power(x[i], a) if a != 1 else x[i])
         terms.append(m)
     obj = cp.sum(cp.hstack(terms)) if len(terms) > 1 else terms[0]
     prob = cp.Problem(cp.Minimize(obj), cons)
-    kw: dict[str, Any] = {"solver": solver} if solver else {}
-    for tol in (1e-10, 1e-9, 1e-8, None):
-        if solver == "CLARABEL" and tol is not None:
-            kw.update(tol_gap_abs=tol, tol_gap_rel=tol, tol_feas=tol, tol_ktratio=max(tol, 1e-8))
-        elif solver == "CLARABEL":
-            for k in ("tol_gap_abs", "tol_gap_rel", "tol_feas", "tol_ktratio"):
-                kw.pop(k, None)
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                prob.solve(gp=True, **kw)
-        except cp.error.SolverError as e:
-            raise RooflawError(f"GP solver failed: {e}") from None
-        if prob.status != "optimal_inaccurate" or solver != "CLARABEL":
-            break
+    status = _run(prob, solver)
     name = prob.solver_stats.solver_name if prob.solver_stats else ""
-    out: dict[str, Any] = {"status": prob.status, "bounds": bounds, "solver": name}
-    if prob.status in ("optimal", "optimal_inaccurate"):
-        xv = {v: min(max(float(x.value[i]), bounds[v][0]), bounds[v][1]) for i, v in enumerate(VARS)}
+    out: dict[str, Any] = {"status": status, "bounds": bounds, "solver": name}
+    if status in ("optimal", "optimal_inaccurate"):
+        xv = {v: min(max(float(x.value[i]) * ref[i], bounds[v][0]), bounds[v][1]) for i, v in enumerate(VARS)}
         out["x"] = xv
         out["duals"] = {
             k: float(np.atleast_1d(c.dual_value)[0]) if c.dual_value is not None else float("nan")
             for k, c in named.items()
         }
     return out
+
+
+#: Clarabel settings tried in turn (tight tolerances first; a shorter step or no equilibration when Clarabel stalls
+#: with "insufficient progress", which happens on some devices' exponential cones), then Clarabel's defaults.
+_TIGHT = {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10, "tol_ktratio": 1e-8}
+_LADDER = (_TIGHT, {**_TIGHT, "max_step_fraction": 0.9}, {**_TIGHT, "equilibrate_enable": False},
+           {"tol_gap_abs": 1e-8, "tol_gap_rel": 1e-8, "tol_feas": 1e-8}, {"max_step_fraction": 0.9}, {})  # fmt: skip
+
+
+def _run(prob: Any, solver: str | None) -> str:
+    """Solve ``prob`` (DGP); the status of the first accurate solve, else the last one's."""
+    import cvxpy as cp
+
+    ladder = _LADDER if solver == "CLARABEL" else ({},)
+    status, err = "solver_error", None
+    for opts in ladder:
+        kw = {"solver": solver, **opts} if solver else {}
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                prob.solve(gp=True, **kw)
+        except cp.error.SolverError as e:
+            err = e
+            continue
+        status = prob.status
+        if status in ("optimal", "infeasible"):
+            break
+    if status == "solver_error":
+        raise RooflawError(f"GP solver failed: {err}")
+    return status
 
 
 def _register(br: Branch, basis: _Basis) -> None:
@@ -572,8 +619,12 @@ def solve_gp_full(problem: Any, fix: Mapping[str, float] | None = None, solver: 
     notes = [
         "continuous optimum from the full-preset relaxation (roofline max(compute, memory) per operator, attention "
         "S² terms, embeddings and LM head, KV cache and activations in memory; per-step decode context)",
-        "expert coverage stand-in: all E experts in prefill (exact to (1-ρ)^T), B·K in decode"
-        + (" (an upper bound at batch > 1)" if problem.workload.batch > 1 else " (exact at batch 1)"),
+        "expert coverage stand-in: all E experts in prefill (exact to (1-ρ)^T), min(E, B·K) in decode"
+        + (
+            " (an upper bound at batch > 1, ≤ 1/(1-(1-1/B)^B) × the expected coverage)"
+            if problem.workload.batch > 1
+            else " (exact at batch 1)"
+        ),
         f"branches: {', '.join(f'{k} {v:.6g}' if isinstance(v, float) else f'{k} {v}' for k, v in summary.items())}"
         + (f"; MoE branch at K = {br.K:g} (top_k enters {', '.join(br.k_dependent)})" if br.moe else ""),
     ]
