@@ -346,3 +346,13 @@ def test_kernel_overhead_adds_one_launch_per_operator_and_pass():
     dense = from_hf_config("qwen2.5-0.5b")  # no router kernel
     d0, d1 = evaluate(dense, ORIN, wl), evaluate(dense, dev, wl)
     assert d1.prefill_s - d0.prefill_s == pytest.approx(10e-6 * (13 * 24 + 3))
+
+
+def test_bulk_path_counts_no_router_launch_for_dense_models():
+    dense = from_hf_config("qwen2.5-0.5b")
+    dev = dataclasses.replace(ORIN, kernel_overhead=10e-6)
+    wl = Workload(1, 128, 8)
+    bulk = evaluate_columns({k: [v] for k, v in dense.columns().items()}, dev, wl)
+    assert bulk["total_s"][0] == pytest.approx(evaluate(dense, dev, wl).total_s, rel=1e-12)
+    base = evaluate_columns({k: [v] for k, v in dense.columns().items()}, ORIN, wl)
+    assert bulk["prefill_s"][0] - base["prefill_s"][0] == pytest.approx(10e-6 * (13 * 24 + 3))

@@ -68,7 +68,10 @@ class Compiled:
     varying: tuple[int, ...]
 
 
-_MODULES = [{"Max": np.maximum}, "numpy"]
+#: ``nonzero(x)`` is 1 where x > 0 else 0 (x ≥ 0 here). An unevaluated function: sympy would fold
+#: sign() of a sum of positive symbols to 1, but a column like ``moe`` can be 0 in the data.
+_nonzero = sp.Function("nonzero")
+_MODULES = [{"Max": np.maximum, "nonzero": np.sign}, "numpy"]
 
 
 def _from_source(src: str):
@@ -170,7 +173,7 @@ def _compile_preset(preset: str) -> Compiled:
     # kernels launched per pass (operators with any work), for the device's per-launch overhead
     kern = {"layer": sp.Integer(0), "model": sp.Integer(0)}
     for i, op in enumerate(ops):
-        kern[op.scope] += sp.sign(exprs[2 * i] + exprs[2 * i + 1])
+        kern[op.scope] += _nonzero(exprs[2 * i] + exprs[2 * i + 1])
     mem += [kern["layer"], kern["model"]]
     lam = lambda ex, extra=(): sp.lambdify((*ARGS, *extra), ex, modules=_MODULES, cse=True)  # noqa: E731
     both = lam(exprs + mem)

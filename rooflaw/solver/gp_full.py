@@ -180,12 +180,9 @@ def _templates(fixed_items: tuple[tuple[str, float], ...], moe: int, decode_cove
         parts = {"pF": pre(op.flops), "pB": pre(op.bytes), "dF0": f0, "dF1": f1, "dB0": b0, "dB1": b1}
         for k, e in parts.items():
             exprs[f"{op.name}.{k}"] = sp.sympify(e).xreplace(subs)
-        # kernel launches, counted as compile_preset counts them: sign(prefill work) -- sympy evaluates it to 1
-        # for a sum of positive symbols (so the router of a dense model, moe = 0, counts too); otherwise the
-        # evaluator takes the numerical sign, i.e. 1 when the operator has work (None: decided per problem)
-        launch = sp.sign(prefill(op.flops) + prefill(op.bytes))
-        ops.append({"name": op.name, "roof": op.roof, "scope": op.scope,
-                    "launch": float(launch) if launch.is_number else None})  # fmt: skip
+        # kernel launches, counted as the evaluator counts them: one per operator with any prefill work
+        # (decided per branch below, so a dense model's router, moe = 0, launches nothing)
+        ops.append({"name": op.name, "roof": op.roof, "scope": op.scope, "launch": None})
     exprs["weights"] = O.weight_bytes_expr().xreplace(subs)
     exprs["kv"] = O.kv_cache_bytes_expr(B * (S_in + S_out)).xreplace(subs)
     exprs["act"] = O.activation_bytes_expr(S_in).xreplace(subs)
