@@ -40,6 +40,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -456,14 +457,57 @@ def _coef_of(p: Posy, row: np.ndarray) -> float:
     return float(p.c[hit].sum())
 
 
+#: Compiled cvxpy problems, reused when only the budgets change (they are cvxpy Parameters): a budget
+#: sweep on one device/workload/space pays cvxpy's DGP compilation once.
+_COMPILED: OrderedDict[str, tuple] = OrderedDict()
+_COMPILED_MAX = 32
+
+
+def _compiled_key(problem: Any, br: Branch, lmons: Any, budgets: Mapping[str, float], solver: str | None) -> str:
+    return repr((
+        problem.law.name, sorted(problem.law.params.items()), lmons, problem.device.to_dict(),
+        problem.workload.to_dict(), problem.precision.name, getattr(problem.space, "name", ""), problem.phase,
+        problem.preset, sorted(budgets), br.name, br.K, sorted(br.bounds.items()), solver,
+    ))  # fmt: skip
+
+
 def _solve_branch(problem, br: Branch, lmons, budgets, fix, solver):
-    import cvxpy as cp
 
     bounds = dict(br.bounds)
     for k, v in (fix or {}).items():
         bounds[k] = (float(v), float(v))
+    key = None if fix else _compiled_key(problem, br, lmons, budgets, solver)
+    if key is not None and key in _COMPILED:
+        _COMPILED.move_to_end(key)
+        prob, x, named, ref, params = _COMPILED[key]
+    else:
+        prob, x, named, ref, params = _build_branch_problem(problem, br, lmons, budgets, bounds)
+        if key is not None:
+            _COMPILED[key] = (prob, x, named, ref, params)
+            while len(_COMPILED) > _COMPILED_MAX:
+                _COMPILED.popitem(last=False)
+    for k, par in params.items():
+        par.value = float(budgets[k])
+    status = _run(prob, solver)
+    name = prob.solver_stats.solver_name if prob.solver_stats else ""
+    out: dict[str, Any] = {"status": status, "bounds": bounds, "solver": name}
+    if status in ("optimal", "optimal_inaccurate"):
+        xv = {v: min(max(float(x.value[i]) * ref[i], bounds[v][0]), bounds[v][1]) for i, v in enumerate(VARS)}
+        out["x"] = xv
+        out["duals"] = {
+            k: float(np.atleast_1d(c.dual_value)[0]) if c.dual_value is not None else float("nan")
+            for k, c in named.items()
+        }
+    return out
+
+
+def _build_branch_problem(problem, br: Branch, lmons, budgets, bounds):
+    """The cvxpy DGP of one branch, with the budgets as positive Parameters (set before each solve)."""
+    import cvxpy as cp
+
     x = cp.Variable(len(VARS), pos=True, name="u")  # x / ref
     basis = _Basis()
+    params = {k: cp.Parameter(pos=True, name=f"{k}_budget", value=float(budgets[k])) for k in budgets}
 
     def build():
         cons = []
@@ -472,16 +516,14 @@ def _solve_branch(problem, br: Branch, lmons, budgets, fix, solver):
         if "latency" in budgets or "energy" in budgets:
             lat = _latency_exprs(br, basis, 1.0)
         if "latency" in budgets:
-            s = budgets["latency"]
             e = {"prefill": lat["prefill"], "decode": lat["decode"], "total": lat["prefill"] + lat["decode"]}
-            named["latency"] = e[problem.phase] / s <= 1
-        named["memory"] = _cvx_posy(basis, br.memory, basis.idx(br.memory), budgets["memory"]) <= 1
+            named["latency"] = e[problem.phase] <= params["latency"]
+        named["memory"] = _cvx_posy(basis, br.memory, basis.idx(br.memory), 1.0) <= params["memory"]
         if "energy" in budgets:
-            s = budgets["energy"]
-            en = _cvx_posy(basis, br.energy_dyn, basis.idx(br.energy_dyn), s)
+            en = _cvx_posy(basis, br.energy_dyn, basis.idx(br.energy_dyn), 1.0)
             if br.p_idle:
-                en = en + (br.p_idle / s) * (lat["prefill"] + lat["decode"])
-            named["energy"] = en <= 1
+                en = en + br.p_idle * (lat["prefill"] + lat["decode"])
+            named["energy"] = en <= params["energy"]
         cons += list(named.values())
         return named, cons
 
@@ -507,18 +549,7 @@ def _solve_branch(problem, br: Branch, lmons, budgets, fix, solver):
             m = m * ref[i] ** a * (cp.power(x[i], a) if a != 1 else x[i])
         terms.append(m)
     obj = cp.sum(cp.hstack(terms)) if len(terms) > 1 else terms[0]
-    prob = cp.Problem(cp.Minimize(obj), cons)
-    status = _run(prob, solver)
-    name = prob.solver_stats.solver_name if prob.solver_stats else ""
-    out: dict[str, Any] = {"status": status, "bounds": bounds, "solver": name}
-    if status in ("optimal", "optimal_inaccurate"):
-        xv = {v: min(max(float(x.value[i]) * ref[i], bounds[v][0]), bounds[v][1]) for i, v in enumerate(VARS)}
-        out["x"] = xv
-        out["duals"] = {
-            k: float(np.atleast_1d(c.dual_value)[0]) if c.dual_value is not None else float("nan")
-            for k, c in named.items()
-        }
-    return out
+    return cp.Problem(cp.Minimize(obj), cons), x, named, ref, params
 
 
 #: Clarabel settings tried in turn (tight tolerances first; a shorter step or no equilibration when Clarabel stalls
