@@ -372,13 +372,7 @@ def closed_form(problem: Any, fix: Mapping[str, float] | None = None) -> ClosedF
     t0 = time.perf_counter()
     budgets = problem_budgets(problem)
     kinds = tuple(k for k in ("latency", "memory", "energy") if k in budgets)
-    law_kw: dict[str, Any] = {}
-    if problem.tokens is not None:
-        law_kw["tokens"] = float(problem.tokens)
-    space = problem.space
-    if any(v in problem.law.variables for v in ("N", "N_active")):
-        law_kw["vocab"] = int(space.vocab[0])
-        law_kw["tied"] = bool(space.tied[0])
+    law_kw = K.law_kwargs(problem)
     der = derive(problem.law, problem.phase, kinds, **law_kw)
     c = K.constants(problem)
     if "energy" in kinds and not math.isfinite(c[K.P_idle]):

@@ -70,6 +70,13 @@ def _cvx(mons, xs, scale: float = 1.0):
     return cp.sum(cp.hstack(out)) if len(out) > 1 else out[0]
 
 
+def law_posynomial(problem: Any) -> tuple[sp.Expr, float, list]:
+    """The problem's law in (l, d, r, ρ, gqa), its constant and its posynomial monomials (raises if not one)."""
+    L = K.law_in_paper_variables(problem.law, **K.law_kwargs(problem))
+    const, lmons = posynomial_terms(L, f"law {problem.law.name}")
+    return L, const, lmons
+
+
 def solve_gp(
     problem: Any, fix: Mapping[str, float] | None = None, solver: str | None = None, preset: str | None = None
 ) -> dict[str, Any]:
@@ -94,13 +101,7 @@ def solve_gp(
     from .closed_form import bounds_of, problem_budgets
 
     t0 = time.perf_counter()
-    law_kw: dict[str, Any] = {}
-    if problem.tokens is not None:
-        law_kw["tokens"] = float(problem.tokens)
-    if any(v in problem.law.variables for v in ("N", "N_active")):
-        law_kw["vocab"], law_kw["tied"] = int(problem.space.vocab[0]), bool(problem.space.tied[0])
-    L = K.law_in_paper_variables(problem.law, **law_kw)
-    const, lmons = posynomial_terms(L, f"law {problem.law.name}")
+    L, const, lmons = law_posynomial(problem)
     c = K.constants(problem)
     budgets = problem_budgets(problem)
     if "energy" in budgets and not math.isfinite(c[K.P_idle]):
@@ -153,7 +154,7 @@ def solve_gp(
         from .closed_form import _constraint_values, _infeasible, derive
 
         kinds = tuple(k for k in ("latency", "memory", "energy") if k in budgets)
-        der = derive(problem.law, problem.phase, kinds, **law_kw)
+        der = derive(problem.law, problem.phase, kinds, **K.law_kwargs(problem))
         raise _infeasible(problem, der, [c[s] for s in K.CONSTS], bounds, budgets) from None
         _ = _constraint_values  # pragma: no cover
     if prob.status not in ("optimal", "optimal_inaccurate"):

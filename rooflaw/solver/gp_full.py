@@ -605,18 +605,11 @@ def solve_gp_full(problem: Any, fix: Mapping[str, float] | None = None, solver: 
     """
     import cvxpy as cp
 
-    from . import kkt as Kk
     from .closed_form import problem_budgets
-    from .gp import posynomial_terms
+    from .gp import law_posynomial
 
     t0 = time.perf_counter()
-    law_kw: dict[str, Any] = {}
-    if problem.tokens is not None:
-        law_kw["tokens"] = float(problem.tokens)
-    if any(v in problem.law.variables for v in ("N", "N_active")):
-        law_kw["vocab"], law_kw["tied"] = int(problem.space.vocab[0]), bool(problem.space.tied[0])
-    L = Kk.law_in_paper_variables(problem.law, **law_kw)
-    const, lmons = posynomial_terms(L, f"law {problem.law.name}")
+    L, const, lmons = law_posynomial(problem)
     budgets = problem_budgets(problem)
     brs = branches(problem)
     if "energy" in budgets and not all(b.has_energy for b in brs):

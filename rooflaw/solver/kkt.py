@@ -251,6 +251,16 @@ def _derive_theorems(law: Any) -> Theorems:
     return Theorems(at_min, dL, rho_mem, rho_mem_b, rho_dual, l_star)
 
 
+def law_kwargs(problem: Any) -> dict[str, Any]:
+    """What rewriting a problem's law in paper variables needs: training tokens D, and vocab/tied for N."""
+    law_kw: dict[str, Any] = {}
+    if problem.tokens is not None:
+        law_kw["tokens"] = float(problem.tokens)
+    if any(v in problem.law.variables for v in ("N", "N_active")):
+        law_kw["vocab"], law_kw["tied"] = int(problem.space.vocab[0]), bool(problem.space.tied[0])
+    return law_kw
+
+
 def law_key(law: Any) -> tuple:
     return (law.name, sp.srepr(law.expr), tuple(sorted(law.params.items())), tuple(law.variables))
 

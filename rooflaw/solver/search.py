@@ -30,22 +30,13 @@ import pandas as pd
 
 from ..arch.space import add_paper_variables
 from ..errors import RooflawError, bad
-from .exhaustive import _KEEP, FRONTIER_COLUMNS, OBJECTIVES, evaluate_lean, result_from_row
+from .exhaustive import _KEEP, FRONTIER_COLUMNS, OBJECTIVES, check_objectives, evaluate_lean, result_from_row
 from .pareto import hypervolume, pareto_mask
 from .problem import Problem
 from .result import Result
 
 SAMPLERS = ("nsga2", "tpe", "gp", "random")
 _ATTR = "rooflaw"
-
-
-def check_search_objectives(objectives: Any) -> tuple[str, ...]:
-    if isinstance(objectives, str):
-        objectives = [o.strip() for o in objectives.split(",") if o.strip()]
-    objs = tuple(objectives)
-    if not objs or objs[0] != "loss" or len(set(objs)) != len(objs) or any(o not in OBJECTIVES for o in objs):
-        raise bad("objectives", ",".join(objs), "must start with loss, then distinct ones of latency, memory, energy")
-    return objs
 
 
 def load_measure(measure: Any) -> Callable[..., float] | None:
@@ -449,7 +440,7 @@ def search(
     analytic latency of candidates that fit in memory. ``workers`` processes share the study (with no storage,
     a temporary journal file). ``reference`` is the hypervolume reference point (default: the frontier's nadir
     + 10 % of its range)."""
-    objs = check_search_objectives(objectives)
+    objs = check_objectives(objectives)
     if sampler not in SAMPLERS:
         raise bad("sampler", sampler, f"unknown sampler; known: {', '.join(SAMPLERS)}")
     if isinstance(n_trials, bool) or not isinstance(n_trials, int) or n_trials <= 0:
