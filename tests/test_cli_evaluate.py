@@ -134,3 +134,13 @@ def test_usage_errors_exit_2_without_traceback(capsys, args):
     code, _, err = _run(capsys, *args)
     assert code == 2
     assert "Traceback" not in err and "Error" in err
+
+
+def test_evaluate_lists_every_decode_step(capsys):
+    code, out, _ = _run(capsys, "evaluate", "--hf-config", "qwen2.5-0.5b", "--device", "jetson-agx-orin-64gb",
+                        "--output-tokens", "5", "--steps", "--json")  # fmt: skip
+    assert code == 0
+    d = json.loads(out)
+    assert [s["context"] for s in d["steps"]] == [1025, 1026, 1027, 1028, 1029]
+    assert sum(s["seconds"] for s in d["steps"]) == pytest.approx(d["decode_s"])
+    assert d["steps"][-1]["seconds"] > d["steps"][0]["seconds"]  # the KV cache grows

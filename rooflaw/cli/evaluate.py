@@ -38,6 +38,7 @@ def evaluate(
     attention: str = typer.Option("unfused", help="Attention kernel: unfused (scores in memory) or fused."),
     preset: str = typer.Option("full", help="Cost model: full (per-operator roofline) or paper (App. E)."),
     tiles: bool = typer.Option(False, "--tiles/--no-tiles", help="Apply the GEMM tile/wave quantisation model."),
+    steps: bool = typer.Option(False, "--steps", help="Also list every decode step (context, time, FLOPs, bytes)."),
     law: Optional[str] = typer.Option(None, help="Add the predicted loss of this law (name or expression)."),
     tokens: Optional[float] = typer.Option(None, help="Training tokens D, for laws that use D."),
     as_json: bool = typer.Option(False, "--json", help="One JSON object, SI units."),
@@ -52,6 +53,8 @@ def evaluate(
         lw = api.get_law(law)
         loss = lw.loss(a, tokens=tokens)
         out.update(loss=loss, perplexity=float(__import__("math").exp(loss)), law=lw.name)
+    if steps:
+        out["steps"] = api.decode_steps(a, dev, wl, precision, preset, tiles)
     if as_json:
         print_json(out)
         return
@@ -85,6 +88,10 @@ def evaluate(
     ]
     if law is not None:
         summary += [["loss (" + out["law"] + ")", f"{out['loss']:.4f}"], ["perplexity", f"{out['perplexity']:.2f}"]]
+    if steps:
+        rows = [[st["step"], st["context"], fmt_time(st["seconds"]), fmt_count(st["flops"]), fmt_bytes(st["bytes"])]
+                for st in out["steps"]]  # fmt: skip
+        console.print(table("decode steps", ["step", "context", "time", "FLOPs", "bytes"], rows))
     console.print(table("summary", ["quantity", "value"], summary))
     console.print(f"[dim]{rep.provenance}[/dim]")
 
