@@ -68,3 +68,22 @@ def test_cli_exit_codes(capsys):
     assert _run(capsys, "--latency-budget", "-1ms")[0] == 2
     assert _run(capsys, "--latency-budget", "20ms", "--phase", "sideways")[0] == 2
     assert _run(capsys, "--latency-budget", "20ms", "--method", "magic")[0] == 2
+
+
+def test_infeasible_relaxation_reports_the_discrete_space_minimum_under_the_full_model():
+    import pytest as _pt
+
+    from rooflaw import get_device
+    from rooflaw.errors import Infeasible
+    from rooflaw.solver import Problem, solve
+
+    dev = get_device("jetson-agx-orin-64gb")
+    p = Problem("paper-2602.10377", dev, latency_budget=1e-3, phase="decode")
+    frame = p.space.to_frame()
+    smallest = float(p.evaluate(frame)["decode_s"][p.evaluate(frame)["memory_bytes"] <= dev.memory_capacity].min())
+    for method in ("closed-form", "gp"):
+        with _pt.raises(Infeasible) as e:
+            solve(p, method)
+        assert e.value.binding == "latency"
+        assert e.value.smallest == _pt.approx(smallest, rel=1e-9)
+        assert f"{smallest * 1e3:.4g} ms" in str(e.value)

@@ -15,7 +15,7 @@ from typing import Any
 
 import sympy as sp
 
-from ..errors import bad
+from ..errors import Infeasible, bad
 from . import kkt as K
 from .closed_form import ClosedForm, closed_form, regime_name
 from .result import Result
@@ -135,7 +135,10 @@ def solve(problem: Any, method: str = "closed-form", explain_result: bool = Fals
             f"memory); the architecture is judged by the '{problem.preset}' cost model"
         )
     if method == "closed-form":
-        cf = closed_form(problem)
+        try:
+            cf = closed_form(problem)
+        except Infeasible as e:
+            return _discrete_verdict(problem, e)
         notes += cf.notes
         timings = {"continuous": cf.seconds}
         extra = {"kkt": cf.to_dict(), "law": problem.law.name, "device": problem.device.id,
@@ -146,7 +149,10 @@ def solve(problem: Any, method: str = "closed-form", explain_result: bool = Fals
         return res
     from .gp import solve_gp
 
-    g = solve_gp(problem, **kw)
+    try:
+        g = solve_gp(problem, **kw)
+    except Infeasible as e:
+        return _discrete_verdict(problem, e)
     notes += g.get("notes", [])
     if problem.preset != "paper":
         notes.append(f"the architecture is judged by the '{problem.preset}' cost model")
@@ -163,6 +169,26 @@ def solve(problem: Any, method: str = "closed-form", explain_result: bool = Fals
             + f"; loss {g['loss']:.6f}; built in {g['build_seconds'] * 1e3:.1f} ms, solved in "
             f"{g['solve_seconds'] * 1e3:.1f} ms"
         )
+    return res
+
+
+#: Spaces up to this size are enumerated when a relaxation is infeasible, so the error names the smallest value
+#: the problem's own cost model can reach over the real discrete space (not the relaxation's).
+ENUMERATE_MAX = 2_000_000
+
+
+def _discrete_verdict(problem: Any, relaxed: Infeasible) -> Result:
+    """The relaxation is infeasible: judge the discrete space with the problem's cost model when it is small enough.
+
+    Raises :class:`Infeasible` naming the binding constraint and the smallest value any architecture of the space
+    reaches; returns the exhaustive optimum (with a note) in the rare case the relaxation was stricter.
+    """
+    if problem.space.size > ENUMERATE_MAX:
+        raise relaxed
+    from .exhaustive import solve_exhaustive
+
+    res = solve_exhaustive(problem)
+    res.notes.insert(0, f"the continuous relaxation was infeasible ({relaxed}); exhaustive enumeration found this")
     return res
 
 
