@@ -151,12 +151,11 @@ def solve_gp(
             break
     t2 = time.perf_counter()
     if prob.status in ("infeasible", "infeasible_inaccurate"):
-        from .closed_form import _constraint_values, _infeasible, derive
+        from .closed_form import _infeasible, derive
 
         kinds = tuple(k for k in ("latency", "memory", "energy") if k in budgets)
         der = derive(problem.law, problem.phase, kinds, **K.law_kwargs(problem))
         raise _infeasible(problem, der, [c[s] for s in K.CONSTS], bounds, budgets) from None
-        _ = _constraint_values  # pragma: no cover
     if prob.status not in ("optimal", "optimal_inaccurate"):
         raise RooflawError(f"GP solver returned status {prob.status}")
     x = {v: float(xs[v].value) for v in VARS}
