@@ -69,6 +69,7 @@ def build_problem(
     memory_budget: Optional[str],
     energy_budget: Optional[str],
     align: int = 128,
+    attention: str = "unfused",
 ) -> Any:
     """A :class:`~rooflaw.solver.Problem` from the options shared by ``solve``, ``frontier`` and ``search``."""
     from .. import api
@@ -78,7 +79,7 @@ def build_problem(
         law=api.get_law(law),
         device=api.get_device(device),
         space=api.get_space(space),
-        workload=api.Workload(batch, input_tokens, output_tokens),
+        workload=api.Workload(batch, input_tokens, output_tokens, attention),
         precision=precision,
         latency_budget=None if latency_budget is None else api.parse_time(latency_budget, "latency-budget"),
         phase=phase,

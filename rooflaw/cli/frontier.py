@@ -50,6 +50,7 @@ def frontier(
     batch: int = typer.Option(1, help="Sequences per batch."),
     input_tokens: int = typer.Option(1024, help="Prompt tokens per sequence (S_in)."),
     output_tokens: int = typer.Option(16, help="Generated tokens per sequence (S_out)."),
+    attention: str = typer.Option("unfused", help="Attention kernel: unfused (scores in memory) or fused."),
     preset: str = typer.Option("full", help="Cost model: full or paper."),
     tokens: Optional[float] = typer.Option(None, help="Training tokens D, for laws that use D."),
     n_jobs: int = typer.Option(-1, "--n-jobs", help="Processes (-1: all cores)."),
@@ -61,7 +62,7 @@ def frontier(
     from ..solver import frontier as run
 
     prob = build_problem(device, law, space, phase, precision, batch, input_tokens, output_tokens, preset, tokens,
-                         latency_budget, memory_budget, energy_budget)  # fmt: skip
+                         latency_budget, memory_budget, energy_budget, attention=attention)  # fmt: skip
     res = run(prob, objectives, n_jobs=n_jobs, cloud=20_000 if plot is not None else 0)
     tab = res.table()
     if out is not None:

@@ -29,6 +29,7 @@ def search(
     batch: int = typer.Option(1, help="Sequences per batch."),
     input_tokens: int = typer.Option(1024, help="Prompt tokens per sequence (S_in)."),
     output_tokens: int = typer.Option(16, help="Generated tokens per sequence (S_out)."),
+    attention: str = typer.Option("unfused", help="Attention kernel: unfused (scores in memory) or fused."),
     preset: str = typer.Option("full", help="Cost model: full or paper."),
     tokens: Optional[float] = typer.Option(None, help="Training tokens D, for laws that use D."),
     sampler: str = typer.Option("tpe", help="nsga2, tpe, gp or random."),
@@ -50,7 +51,7 @@ def search(
     from ..solver import search as run
 
     prob = build_problem(device, law, space, phase, precision, batch, input_tokens, output_tokens, preset, tokens,
-                         latency_budget, memory_budget, energy_budget)  # fmt: skip
+                         latency_budget, memory_budget, energy_budget, attention=attention)  # fmt: skip
     ref = None
     if reference is not None:
         try:

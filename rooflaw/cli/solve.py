@@ -29,6 +29,7 @@ def solve(
     batch: int = typer.Option(1, help="Sequences per batch."),
     input_tokens: int = typer.Option(1024, help="Prompt tokens per sequence (S_in)."),
     output_tokens: int = typer.Option(16, help="Generated tokens per sequence (S_out)."),
+    attention: str = typer.Option("unfused", help="Attention kernel: unfused (scores in memory) or fused."),
     method: str = typer.Option("closed-form", help="closed-form, gp, exhaustive or optuna."),
     align: int = typer.Option(128, help="d_model (and FFN) multiple: 128 default; 256/512 per NVIDIA's tile guidance."),
     preset: str = typer.Option("full", help="Cost model that judges the architecture: full or paper."),
@@ -44,7 +45,7 @@ def solve(
     from ..solver import solve as run
 
     prob = build_problem(device, law, space, phase, precision, batch, input_tokens, output_tokens, preset, tokens,
-                         latency_budget, memory_budget, energy_budget, align)  # fmt: skip
+                         latency_budget, memory_budget, energy_budget, align, attention=attention)  # fmt: skip
     kw = {"n_trials": trials, "seed": seed} if method == "optuna" else {}
     res = (
         run(prob, method, explain_result=explain, **kw) if method in ("closed-form", "gp") else run(prob, method, **kw)
