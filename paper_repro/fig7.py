@@ -73,55 +73,24 @@ def run(ctx: C.Context) -> dict:
                     ax.set_yticks(vals)
                     ax.set_yticklabels([str(int(v)) for v in vals], fontsize=7)
                     ax.minorticks_off()
-                if col == "layers":
-                    ax.axhline(20, color="k", ls=":", lw=0.8)
-                    ax.text(
-                        0.02,
-                        0.95,
-                        "paper: depth 'generally below 20'",
-                        transform=ax.transAxes,
-                        fontsize=7,
-                        va="top",
-                        bbox=BOX,
-                    )
-                if col == "d_model":
-                    ax.text(
-                        0.02,
-                        0.95,
-                        f"paper: width saturates at the bound ({d_max}) first",
-                        transform=ax.transAxes,
-                        fontsize=7,
-                        va="top",
-                        bbox=BOX,
-                    )
+                s = per[ps][ph]
+                claim = {
+                    "layers": "paper: depth 'generally below 20'",
+                    "d_model": f"paper: width saturates at the bound ({d_max}) first",
+                    "experts": "paper: 100% MoE; prefill few experts, decode max, total ≈ 8\n"
+                    f"here MoE share FP16 {s['fp16']['moe_share']:.0%}, INT8 {s['int8']['moe_share']:.0%}",
+                    "top_k": "paper: top-1 routing",
+                    "r": "paper: r 'substantially smaller than 4×', often < 1×",
+                }
+                if col in claim:
+                    ax.text(0.02, 0.95, claim[col], transform=ax.transAxes, fontsize=7, va="top", bbox=BOX)
+                if col in ("layers", "r"):
+                    ax.axhline(20 if col == "layers" else 1, color="k", ls=":", lw=0.8)
                 if col == "experts":
                     ax.set_ylim(0.7, 64)
-                    s = per[ps][ph]
-                    ax.text(
-                        0.02,
-                        0.95,
-                        "paper: 100% MoE; prefill few experts, decode max, total ≈ 8\n"
-                        f"here MoE share FP16 {s['fp16']['moe_share']:.0%}, INT8 {s['int8']['moe_share']:.0%}",
-                        transform=ax.transAxes,
-                        fontsize=7,
-                        va="top",
-                        bbox=BOX,
-                    )
                 if col == "top_k":
                     ax.set_yticks([1, 2])
                     ax.set_ylim(0.8, 2.2)
-                    ax.text(0.02, 0.95, "paper: top-1 routing", transform=ax.transAxes, fontsize=7, va="top", bbox=BOX)
-                if col == "r":
-                    ax.axhline(1, color="k", ls=":", lw=0.8)
-                    ax.text(
-                        0.02,
-                        0.95,
-                        "paper: r 'substantially smaller than 4×', often < 1×",
-                        transform=ax.transAxes,
-                        fontsize=7,
-                        va="top",
-                        bbox=BOX,
-                    )
                 ax.set_ylabel(label)
                 if i == 0:
                     ax.set_title(f"{ph} frontier")
