@@ -17,7 +17,7 @@ import numpy as np
 
 import rooflaw
 from rooflaw.solver import Problem, frontier, hypervolume, search
-from rooflaw.solver.search import search_frontier
+from rooflaw.solver.search.study import search_frontier
 
 
 def main() -> None:

@@ -18,7 +18,7 @@ import time
 
 from rooflaw import get_device
 from rooflaw.solver import Problem, closed_form, round_solution, solve_gp
-from rooflaw.solver.closed_form import _DERIVATIONS
+from rooflaw.solver.relaxation.closed_form import _DERIVATIONS
 
 LAW = "paper-2602.10377"
 BUDGETS = {"decode": (0.005, 0.01, 0.02, 0.05, 0.1, 0.2), "prefill": (0.01, 0.02, 0.05, 0.1, 0.3, 1.0),
@@ -62,7 +62,7 @@ def main() -> None:
         _median(lambda q=q: solve_gp(q, preset="paper"), max(5, a.repeat // 5)) for q in queries
     )
     out["gp_full_query_ms"] = 1e3 * statistics.median(_median(lambda q=q: solve_gp(q), 10) for q in queries)
-    from rooflaw.solver import gp_full
+    from rooflaw.solver.relaxation import gp_full
 
     firsts = []
     for q in queries:  # a device/workload/space not seen before: cvxpy compiles the branch GPs again

@@ -12,7 +12,7 @@ from rooflaw import Infeasible, get_device
 from rooflaw.arch import Space
 from rooflaw.cli import main
 from rooflaw.solver import FRONTIER_COLUMNS, Problem, frontier, solve_exhaustive
-from rooflaw.solver import exhaustive as ex
+from rooflaw.solver.discrete import exhaustive as ex
 
 OBJ = {"loss": "loss", "latency": "latency_s", "memory": "memory_bytes", "energy": "energy_j"}
 

@@ -12,8 +12,8 @@ from scipy.optimize import minimize
 from rooflaw import get_device
 from rooflaw.constraints import Workload, evaluate_columns
 from rooflaw.solver import Problem, solve, solve_gp
-from rooflaw.solver import kkt as K
-from rooflaw.solver.gp_full import build_branch, k_dependent_ops, solve_gp_full
+from rooflaw.solver.relaxation import kkt as K
+from rooflaw.solver.relaxation.gp_full import build_branch, k_dependent_ops, solve_gp_full
 
 LAW = "paper-2602.10377"
 DEV = get_device("jetson-agx-orin-64gb")
@@ -90,7 +90,7 @@ def _numerical_optimum(p, seed=0):
     g = solve_gp_full(p)
     col = {"latency": p.latency_column, "memory": "memory_bytes", "energy": "energy_j"}
     budgets = g["budgets"]
-    from rooflaw.solver.gp_full import branches
+    from rooflaw.solver.relaxation.gp_full import branches
 
     best = np.inf
     rng = np.random.default_rng(seed)

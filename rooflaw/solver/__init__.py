@@ -1,8 +1,8 @@
 """Solvers: closed form, geometric program, exhaustive enumeration, Optuna search."""
 
-from .closed_form import ClosedForm, budget_ratios, closed_form
-from .exhaustive import FRONTIER_COLUMNS, FrontierResult, frontier, solve_exhaustive
-from .gp import solve_gp
+from .discrete.exhaustive import FRONTIER_COLUMNS, FrontierResult, frontier, solve_exhaustive
+from .discrete.pareto import hypervolume, pareto_mask
+from .discrete.rounding import round_solution
 from .kkt_theorems import (
     depth_width_exponent,
     l_star,
@@ -14,11 +14,11 @@ from .kkt_theorems import (
     width_sparsity_exponent,
     worked_example,
 )
-from .pareto import hypervolume, pareto_mask
 from .problem import PHASES, Problem
+from .relaxation.closed_form import ClosedForm, budget_ratios, closed_form
+from .relaxation.gp import solve_gp
 from .result import Result
-from .rounding import round_solution
-from .search import SAMPLERS, SearchResult, search, solve_optuna
+from .search.study import SAMPLERS, SearchResult, search, solve_optuna
 from .solve import METHODS, explain, solve
 
 __all__ = [

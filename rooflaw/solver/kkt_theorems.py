@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from . import kkt as K
+from .relaxation import kkt as K
 
 PAPER_LAW = "paper-2602.10377"
 #: The widths of the paper's Theorem 5.2 discussion and of the [check] table in the reference digest.
@@ -98,7 +98,7 @@ def worked_example(tops: float = 10e12, bandwidth: float = 50e9, memory: float =
 def regime(problem: Any) -> dict[str, Any]:
     """Classify ``problem`` both ways: rooflaw's KKT regime (which multipliers are positive) and the paper's
     §5.5.2 rule from η, η_p; with the ratios."""
-    from .closed_form import closed_form
+    from .relaxation.closed_form import closed_form
 
     cf = closed_form(problem)
     return {"regime": cf.regime, "binding": cf.binding, "paper_regime": cf.paper_regime, **cf.eta,

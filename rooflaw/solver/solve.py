@@ -16,10 +16,10 @@ from typing import Any
 import sympy as sp
 
 from ..errors import Infeasible, bad
-from . import kkt as K
-from .closed_form import ClosedForm, closed_form, regime_name
+from .discrete.rounding import round_solution
+from .relaxation import kkt as K
+from .relaxation.closed_form import ClosedForm, closed_form, regime_name
 from .result import Result
-from .rounding import round_solution
 
 METHODS = ("closed-form", "gp", "exhaustive", "optuna")
 
@@ -38,7 +38,7 @@ def _round_to_result(problem: Any, method: str, x: dict[str, float], cont_loss: 
     row, cands, stats = round_solution(problem, x)
     timings["rounding"] = time.perf_counter() - t0
     if row is None:
-        from .exhaustive import solve_exhaustive  # raises Infeasible with the smallest achievable value
+        from .discrete.exhaustive import solve_exhaustive  # raises Infeasible with the smallest achievable value
 
         res = solve_exhaustive(problem)
         res.method = method
@@ -121,11 +121,11 @@ def solve(problem: Any, method: str = "closed-form", explain_result: bool = Fals
     if method not in METHODS:
         raise bad("method", method, f"must be one of {', '.join(METHODS)}")
     if method == "exhaustive":
-        from .exhaustive import solve_exhaustive
+        from .discrete.exhaustive import solve_exhaustive
 
         return solve_exhaustive(problem, **kw)
     if method == "optuna":
-        from .search import solve_optuna
+        from .search.study import solve_optuna
 
         return solve_optuna(problem, **kw)
     notes: list[str] = []
@@ -147,7 +147,7 @@ def solve(problem: Any, method: str = "closed-form", explain_result: bool = Fals
         if explain_result:
             res.explain = explain(cf, problem)
         return res
-    from .gp import solve_gp
+    from .relaxation.gp import solve_gp
 
     try:
         g = solve_gp(problem, **kw)
@@ -185,7 +185,7 @@ def _discrete_verdict(problem: Any, relaxed: Infeasible) -> Result:
     """
     if problem.space.size > ENUMERATE_MAX:
         raise relaxed
-    from .exhaustive import solve_exhaustive
+    from .discrete.exhaustive import solve_exhaustive
 
     res = solve_exhaustive(problem)
     res.notes.insert(0, f"the continuous relaxation was infeasible ({relaxed}); exhaustive enumeration found this")

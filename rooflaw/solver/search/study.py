@@ -28,12 +28,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..arch.space import add_paper_variables
-from ..errors import RooflawError, bad
-from .exhaustive import _KEEP, FRONTIER_COLUMNS, OBJECTIVES, check_objectives, evaluate_lean, result_from_row
-from .pareto import hypervolume, pareto_mask
-from .problem import Problem
-from .result import Result
+from ...arch.space import add_paper_variables
+from ...errors import RooflawError, bad
+from ..discrete.exhaustive import _KEEP, FRONTIER_COLUMNS, OBJECTIVES, check_objectives, evaluate_lean, result_from_row
+from ..discrete.pareto import hypervolume, pareto_mask
+from ..problem import Problem
+from ..result import Result
 
 SAMPLERS = ("nsga2", "tpe", "gp", "random")
 _ATTR = "rooflaw"
@@ -511,7 +511,7 @@ def solve_optuna(
 ) -> Result:
     """Constrained single-objective search: min loss s.t. the problem's budgets. The best feasible trial as a
     :class:`Result` (method ``optuna``); raises :class:`~rooflaw.errors.Infeasible` if no trial is feasible."""
-    from ..errors import Infeasible
+    from ...errors import Infeasible
 
     res = search(problem, sampler, n_trials, seed, storage, study_name, workers, ("loss",), measure)
     best = res.best()

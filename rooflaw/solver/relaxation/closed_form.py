@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from ..errors import Infeasible, RooflawError
+from ...errors import Infeasible, RooflawError
 from . import kkt as K
 from .kkt import BUDGET, CONSTS, VARS, X
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import bad
+from ...errors import bad
 
 _BLOCK = 2048
 

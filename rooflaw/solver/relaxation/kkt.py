@@ -18,11 +18,11 @@ from typing import Any
 
 import sympy as sp
 
-from ..constraints import operators as O
-from ..constraints.compile import affine_in_t, decode_step, prefill
-from ..constraints.symbols import B, S_in, S_out, b_kv, b_w, beta, pi, sym
-from ..constraints.theory import theory_expressions, to_paper_variables
-from ..errors import RooflawError
+from ...constraints import operators as O
+from ...constraints.compile import affine_in_t, decode_step, prefill
+from ...constraints.symbols import B, S_in, S_out, b_kv, b_w, beta, pi, sym
+from ...constraints.theory import theory_expressions, to_paper_variables
+from ...errors import RooflawError
 
 VARS = ("l", "d", "r", "rho", "gqa")
 X = {n: sym(n) for n in VARS}
@@ -80,7 +80,7 @@ def constants(problem: Any) -> dict[sp.Symbol, float]:
     if dev.energy_per_flop is not None and dev.energy_per_byte is not None:
         pidle, ef, eb = 0.0, float(dev.energy_per_flop), float(dev.energy_per_byte)
     elif dev.power_peak is not None:
-        from ..constraints.roofline import COMPUTE_POWER_SHARE
+        from ...constraints.roofline import COMPUTE_POWER_SHARE
 
         dyn = float(dev.power_peak) - float(dev.power_idle or 0.0)
         pidle = float(dev.power_idle or 0.0)
@@ -120,7 +120,7 @@ def law_in_paper_variables(
         raise RooflawError(f"law {law.name} uses D (training tokens): give tokens")
     th = theory_expressions()
     if symbolic_params:
-        from ..objectives.law import param_symbol
+        from ...objectives.law import param_symbol
 
         subs_p = {}
         for k in law.params:
@@ -198,9 +198,9 @@ def _theorems_cached(key: tuple, law: Any) -> Theorems:
     import hashlib
     import sys
 
-    from .. import cache as disk
-    from ..constraints import operators
-    from ..constraints import theory as theory_mod
+    from ... import cache as disk
+    from ...constraints import operators
+    from ...constraints import theory as theory_mod
 
     tag = "theorems-" + hashlib.sha256(repr(key).encode()).hexdigest()[:16]
     dkey = disk.source_key(tag, sys.modules[__name__], theory_mod, operators)

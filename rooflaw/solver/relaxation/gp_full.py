@@ -49,11 +49,11 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from ..constraints import operators as O
-from ..constraints.compile import affine_in_t, decode_step, prefill
-from ..constraints.roofline import COMPUTE_POWER_SHARE
-from ..constraints.symbols import ARCH, B, S_in, S_out, b_a, b_kv, b_v, b_w, unfused
-from ..errors import Infeasible, RooflawError
+from ...constraints import operators as O
+from ...constraints.compile import affine_in_t, decode_step, prefill
+from ...constraints.roofline import COMPUTE_POWER_SHARE
+from ...constraints.symbols import ARCH, B, S_in, S_out, b_a, b_kv, b_v, b_w, unfused
+from ...errors import Infeasible, RooflawError
 from .kkt import VARS, X
 
 #: Workload/precision symbols the templates keep symbolic; numbers per problem.
@@ -217,7 +217,7 @@ def space_fixed(space: Any) -> dict[str, float]:
 def k_dependent_ops(space: Any = "paper") -> tuple[str, ...]:
     """Cost expressions in which top_k does not cancel after the substitutions (MoE branch)."""
     if isinstance(space, str):
-        from ..arch.space import get_space
+        from ...arch.space import get_space
 
         space = get_space(space)
     return _templates(tuple(sorted(space_fixed(space).items())), 1).k_dependent

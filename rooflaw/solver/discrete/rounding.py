@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..errors import RooflawError
+from ...errors import RooflawError
 
 DIMS = ("layers", "d_model", "head_dim", "kv_ratio", "r_single", "moe")
 

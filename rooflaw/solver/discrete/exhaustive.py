@@ -18,12 +18,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..arch.space import add_paper_variables
-from ..constraints import evaluate_columns
-from ..errors import Infeasible, bad
+from ...arch.space import add_paper_variables
+from ...constraints import evaluate_columns
+from ...errors import Infeasible, bad
+from ..problem import Problem
+from ..result import Result
 from .pareto import pareto_mask
-from .problem import Problem
-from .result import Result
 
 #: Objective name -> column.
 OBJECTIVES = {"loss": "loss", "latency": "latency_s", "memory": "memory_bytes", "energy": "energy_j"}
@@ -55,7 +55,7 @@ def evaluate_lean(problem: Problem, cols: dict[str, np.ndarray]) -> dict[str, np
 
     Same semantics as :meth:`Problem.evaluate`: feasible = finite loss and every budget of ``problem.budgets()``.
     """
-    from ..objectives import law_inputs
+    from ...objectives import law_inputs
 
     res = evaluate_columns(cols, problem.device, problem.workload, problem.precision, problem.preset)
     out = {k: res[k] for k in _VALUES if k in res}

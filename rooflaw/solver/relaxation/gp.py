@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from ..errors import RooflawError
+from ...errors import RooflawError
 from . import kkt as K
 from .kkt import VARS, X
 

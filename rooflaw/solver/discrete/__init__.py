@@ -1,0 +1,1 @@
+"""Discrete answers: rounding a relaxed optimum, exhaustive enumeration, Pareto frontiers."""

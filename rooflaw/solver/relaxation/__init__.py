@@ -1,0 +1,1 @@
+"""Continuous relaxations: the closed-form KKT optimum and geometric programs."""

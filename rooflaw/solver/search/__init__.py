@@ -1,0 +1,1 @@
+"""Optuna search over a space: studies, storages, samplers, measured objectives."""
