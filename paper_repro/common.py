@@ -1,6 +1,6 @@
 """Shared settings, the evaluated search space and its Pareto frontiers, and figure helpers.
 
-Everything goes through the public ``rooflaw`` API. Frontiers come from ``rooflaw.solver.frontier``
+Everything goes through the public ``rooflaw`` API. Frontiers come from ``rooflaw.frontier``
 (the exhaustive solver); each (device, workload, precision, preset, phase) frontier is computed once per
 process and cached.
 """
@@ -16,7 +16,6 @@ import numpy as np
 import pandas as pd
 
 import rooflaw
-from rooflaw import solver
 
 DEVICE = "jetson-agx-orin-64gb"
 LAW = "paper-2602.10377"
@@ -75,8 +74,8 @@ def problem(
     dev: str = DEVICE,
     workload: rooflaw.Workload = WORKLOAD,
     latency_budget: float | None = None,
-) -> solver.Problem:
-    return solver.Problem(
+) -> rooflaw.Problem:
+    return rooflaw.Problem(
         law=LAW,
         device=device(dev),
         space=SPACE,
@@ -102,7 +101,7 @@ def frontier(
     key = (preset, precision, phase, dev, workload)
     if key not in _FRONTIERS:
         prob = problem(preset, precision, phase, dev, workload)
-        res = solver.frontier(prob, objectives=("loss", "latency"))
+        res = rooflaw.frontier(prob, objectives=("loss", "latency"))
         df = res.frontier
         df = df.sort_values(["latency_s", "loss"]).reset_index(drop=True)
         if "total_s" not in df:

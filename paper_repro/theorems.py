@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from . import common as C
+from . import kkt_theorems as S
 from .report import claims_table, figure, md_table, merge_claims, write_section
 
 TITLE = "Theorems 5.1–5.3, Corollary 1, l* ∝ d⁻², worked example"
@@ -35,7 +36,6 @@ def paper_5_3b(eta: float, r: float, gqa: float, delta: float) -> float:
 
 
 def run(ctx: C.Context) -> dict:
-    S = C.solver
     plt = C.plt()
     dev, wl = C.device(), C.WORKLOAD
     cst = _consts(dev, wl)
@@ -43,7 +43,7 @@ def run(ctx: C.Context) -> dict:
     # Theorem 5.1: latency-constrained -> rho* = rho_min (closed form) and on the empirical frontier
     t51 = {}
     for ph, T in LAT.items():
-        cf = S.closed_form(C.problem("paper", "fp16", ph, latency_budget=T))
+        cf = C.rooflaw.closed_form(C.problem("paper", "fp16", ph, latency_budget=T))
         fr = {ps: C.frontier(ps, "fp16", ph) for ps in C.PRESETS}
         t51[ph] = {
             "latency_budget_s": T,
@@ -100,7 +100,7 @@ def run(ctx: C.Context) -> dict:
         memory_bandwidth=50e9,
         memory_capacity=4e9,
     )
-    wprob = C.solver.Problem(
+    wprob = C.rooflaw.Problem(
         law=C.LAW,
         device=wdev,
         space=C.SPACE,
@@ -110,7 +110,7 @@ def run(ctx: C.Context) -> dict:
         preset="paper",
     )
     reg = S.regime(wprob)
-    cf1024 = S.closed_form(wprob, fix={"d": 1024})
+    cf1024 = C.rooflaw.closed_form(wprob, fix={"d": 1024})
     claims["worked_example"] = {
         **we,
         "rooflaw_regime": reg["regime"],
@@ -242,7 +242,7 @@ def run(ctx: C.Context) -> dict:
         ],
     ]
     body = (
-        "Computed with rooflaw's closed-form solver (`rooflaw.solver.closed_form`, `rho_star_table`, "
+        "Computed with rooflaw's closed-form solver (`rooflaw.closed_form`, `rho_star_table`, "
         "`width_sparsity_exponent`, `rho_star_dual`, `depth_width_exponent`, `worked_example`, `regime`), which "
         "derives the KKT conditions with sympy from the `paper` preset's expressions instead of typing the "
         "paper's results. The theory is the paper preset only (prefill compute-bound, decode memory-bound), so "

@@ -8,11 +8,7 @@ import numpy as np
 import pytest
 from scipy.optimize import brentq, minimize
 
-from rooflaw import Workload, evaluate_columns, get_device, get_law
-from rooflaw.objectives import parse_law
-from rooflaw.solver import (
-    Problem,
-    closed_form,
+from paper_repro.kkt_theorems import (
     depth_width_exponent,
     rho_star_dual,
     rho_star_memory,
@@ -21,6 +17,8 @@ from rooflaw.solver import (
     width_sparsity_exponent,
     worked_example,
 )
+from rooflaw import Problem, Workload, closed_form, evaluate_columns, get_device, get_law
+from rooflaw.objectives import parse_law
 
 LAW = "paper-2602.10377"
 DEV = get_device("jetson-agx-orin-64gb")

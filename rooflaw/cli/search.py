@@ -11,6 +11,7 @@ from ..errors import bad
 from ..units import fmt_bytes, fmt_time
 from . import app
 from .common import build_problem, console, print_json, table
+from .progress import ProgressBar
 
 
 @app.command()
@@ -58,10 +59,12 @@ def search(
             ref = [float(x) for x in reference.split(",")]
         except ValueError:
             raise bad("reference", reference, "must be comma-separated numbers") from None
-    res = run(
-        prob, sampler=sampler, n_trials=n_trials, seed=seed, storage=storage, study_name=study_name,
-        workers=workers, objectives=objectives, measure=measure, reference=ref, progress=not as_json,
-    )  # fmt: skip
+    with ProgressBar("search") as bar:
+        res = run(
+            prob, sampler=sampler, n_trials=n_trials, seed=seed, storage=storage, study_name=study_name,
+            workers=workers, objectives=objectives, measure=measure, reference=ref,
+            progress=None if as_json else bar,
+        )  # fmt: skip
     if out is not None:
         res.trials.to_csv(out, index=False)
     if as_json:

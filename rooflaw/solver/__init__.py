@@ -1,55 +1,49 @@
-"""Solvers: closed form, geometric program, exhaustive enumeration, Optuna search."""
+"""Solvers: a typed :class:`Problem`, one :class:`Result`, and the methods that produce it.
 
+``relaxation/`` (closed form, geometric programs), ``discrete/`` (rounding, exhaustive enumeration, Pareto),
+``search/`` (Optuna); :func:`solve` dispatches through the method registry (:data:`METHODS`).
+"""
+
+from .budgets import PHASES, Constraint, EnergyBudget, LatencyBudget, MemoryBudget
 from .discrete.exhaustive import FRONTIER_COLUMNS, FrontierResult, frontier, solve_exhaustive
 from .discrete.pareto import hypervolume, pareto_mask
 from .discrete.rounding import round_solution
-from .kkt_theorems import (
-    depth_width_exponent,
-    l_star,
-    regime,
-    rho_star_dual,
-    rho_star_memory,
-    rho_star_prefill_memory_eta,
-    rho_star_table,
-    width_sparsity_exponent,
-    worked_example,
-)
-from .problem import PHASES, Problem
+from .problem import Problem
 from .relaxation.closed_form import ClosedForm, budget_ratios, closed_form
-from .relaxation.gp import solve_gp
+from .relaxation.geometric import solve_gp
+from .relaxation.theorems import DerivedTheorems, derive_theorems
 from .result import Result
 from .search.study import SAMPLERS, SearchResult, search, solve_optuna
-from .solve import METHODS, explain, solve
+from .solve import METHODS, explain, explain_closed_form, register_method, solve
 
 __all__ = [
     "FRONTIER_COLUMNS",
-    "FrontierResult",
+    "METHODS",
+    "PHASES",
     "SAMPLERS",
+    "ClosedForm",
+    "Constraint",
+    "DerivedTheorems",
+    "EnergyBudget",
+    "FrontierResult",
+    "LatencyBudget",
+    "MemoryBudget",
+    "Problem",
+    "Result",
     "SearchResult",
+    "budget_ratios",
+    "closed_form",
+    "derive_theorems",
+    "explain",
+    "explain_closed_form",
     "frontier",
     "hypervolume",
     "pareto_mask",
-    "search",
-    "solve_exhaustive",
-    "solve_optuna",
-    "PHASES",
-    "Problem",
-    "Result",
-    "ClosedForm",
-    "METHODS",
-    "budget_ratios",
-    "closed_form",
-    "depth_width_exponent",
-    "explain",
-    "l_star",
-    "regime",
-    "rho_star_dual",
-    "rho_star_memory",
-    "rho_star_prefill_memory_eta",
-    "rho_star_table",
+    "register_method",
     "round_solution",
+    "search",
     "solve",
+    "solve_exhaustive",
     "solve_gp",
-    "width_sparsity_exponent",
-    "worked_example",
+    "solve_optuna",
 ]

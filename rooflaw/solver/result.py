@@ -1,18 +1,48 @@
-"""``Result``: what every solver method returns."""
+"""``Result``: what every solver method returns (attribute and mapping access, as scipy's ``OptimizeResult``)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from ..arch.architecture import Architecture
 
+if TYPE_CHECKING:
+    import pandas as pd
 
-@dataclass
-class Result:
+#: Architecture fields a result row carries.
+ARCH_FIELDS = ("layers", "d_model", "heads", "kv_heads", "head_dim", "ffn", "experts", "top_k")
+
+
+class MappingAccess(Mapping):
+    """``res["loss"]`` as well as ``res.loss``; ``keys()`` are the dataclass fields plus ``extra_keys``."""
+
+    extra_keys: tuple[str, ...] = ()
+
+    def keys(self):  # type: ignore[override]
+        return [f.name for f in dataclasses.fields(self)] + list(self.extra_keys)
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self.keys():
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.keys())
+
+    def __len__(self) -> int:
+        return len(self.keys())
+
+    # identity, not field-by-field (fields hold DataFrames)
+    __eq__ = object.__eq__
+    __hash__ = object.__hash__
+
+
+@dataclass(eq=False)
+class Result(MappingAccess):
     """The answer to a :class:`~rooflaw.solver.problem.Problem`. SI units.
 
     ``architecture`` is the discrete, hardware-aligned choice; ``continuous`` the relaxed optimum
@@ -33,11 +63,13 @@ class Result:
     regime: str | None = None
     continuous: dict[str, float] | None = None
     continuous_loss: float | None = None
-    frontier: pd.DataFrame | None = None
+    frontier: pd.DataFrame | None = None  # noqa: F821
     timings: dict[str, float] = field(default_factory=dict)
     explain: str | None = None
     notes: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+
+    extra_keys = ("perplexity", "seconds")
 
     @property
     def perplexity(self) -> float:
@@ -51,10 +83,7 @@ class Result:
         a = self.architecture
         arch = None
         if a is not None:
-            arch = {
-                k: getattr(a, k)
-                for k in ("layers", "d_model", "heads", "kv_heads", "head_dim", "ffn", "experts", "top_k")
-            }
+            arch = {k: getattr(a, k) for k in ARCH_FIELDS}
             arch.update(r=a.r, rho=a.rho, gqa=a.gqa, params_total=a.params_total, params_active=a.params_active)
         out = {
             "method": self.method,
@@ -77,3 +106,22 @@ class Result:
         if self.explain is not None:
             out["explain"] = self.explain
         return out
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row: method, the architecture (fields, r, rho, gqa, params), loss, latencies (s), memory (B), energy (J),
+        the binding constraint and each slack (``slack_<constraint>``)."""
+        import pandas as pd
+
+        row: dict[str, Any] = {"method": self.method}
+        a = self.architecture
+        if a is not None:
+            row.update({k: getattr(a, k) for k in ARCH_FIELDS})
+            row.update(r=a.r, rho=a.rho, gqa=a.gqa, params_total=a.params_total, params_active=a.params_active)
+        row.update(loss=self.loss, perplexity=self.perplexity)
+        row.update({f"{k}_s": v for k, v in self.latency_s.items()})
+        row.update(memory_bytes=self.memory_bytes, energy_j=self.energy_j, binding=self.binding, regime=self.regime)
+        row.update({f"slack_{k}": v for k, v in self.slack.items()})
+        return pd.DataFrame([row])
+
+
+__all__ = ["ARCH_FIELDS", "MappingAccess", "Result"]

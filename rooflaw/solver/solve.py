@@ -1,16 +1,21 @@
 """``solve(problem, method)``: one entry point for every solver; all return a :class:`Result`.
 
+Methods live in a registry (:data:`METHODS`, name -> callable ``f(problem, *, explain=False, **kw) -> Result``);
+:func:`register_method` adds one (``@register_method("my-method")``). Built in:
+
 - ``closed-form``: the sympy-derived KKT optimum of the continuous relaxation (theory-mode constraints), then
   rounding to an aligned architecture judged by the problem's cost model (``full`` by default);
 - ``gp``: the relaxation as a geometric program (cvxpy) over the problem's preset (``full`` by default: the full
   cost model's roofline; ``paper``: the theory-mode model the closed form uses; ``solve(p, "gp", preset=...)``
   overrides), then the same rounding;
-- ``exhaustive`` / ``optuna``: the discrete searches of :mod:`rooflaw.solver.exhaustive` / ``search``.
+- ``exhaustive`` / ``optuna``: the discrete searches of :mod:`rooflaw.solver.discrete.exhaustive` /
+  :mod:`rooflaw.solver.search`.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import sympy as sp
@@ -21,14 +26,23 @@ from .relaxation import kkt as K
 from .relaxation.closed_form import ClosedForm, closed_form, regime_name
 from .result import Result
 
-METHODS = ("closed-form", "gp", "exhaustive", "optuna")
+Method = Callable[..., Result]
+#: Solver methods by name (see :func:`register_method`).
+METHODS: dict[str, Method] = {}
 
 
-def _label(problem: Any, name: str) -> str:
-    if name == "memory":
-        cap = float(problem.device.memory_capacity)
-        return "memory" if problem.memory_budget is not None and problem.memory_budget < cap else "capacity"
-    return name
+def register_method(name: str) -> Callable[[Method], Method]:
+    """Decorator: register ``f(problem, *, explain=False, **kw) -> Result`` as solver method ``name``."""
+    if not isinstance(name, str) or not name:
+        raise bad("name", name, "a method name is a non-empty string")
+
+    def deco(fn: Method) -> Method:
+        if name in METHODS and METHODS[name] is not fn:
+            raise bad("name", name, f"method already registered by {METHODS[name].__module__}")
+        METHODS[name] = fn
+        return fn
+
+    return deco
 
 
 def _round_to_result(problem: Any, method: str, x: dict[str, float], cont_loss: float, regime: str,
@@ -47,8 +61,8 @@ def _round_to_result(problem: Any, method: str, x: dict[str, float], cont_loss: 
         res.timings = {**timings, **{f"exhaustive_{k}": v for k, v in res.timings.items()}}
         return res
     budgets = problem.budgets()
-    slack = {_label(problem, k): (b - float(row[c])) / b for k, (c, b) in budgets.items()}
-    binding = "+".join(_label(problem, k) for k in active) if active else "none"
+    slack = {problem.constraint_label(k): (b - float(row[c])) / b for k, (c, b) in budgets.items()}
+    binding = "+".join(problem.constraint_label(k) for k in active) if active else "none"
     extra = {**extra, "rounding": stats}
     return Result(
         method=method,
@@ -69,7 +83,7 @@ def _round_to_result(problem: Any, method: str, x: dict[str, float], cont_loss: 
     )  # fmt: skip
 
 
-def explain(cf: ClosedForm, problem: Any) -> str:
+def explain_closed_form(cf: ClosedForm, problem: Any) -> str:
     """The derivation behind a closed-form optimum, as text with LaTeX lines."""
     th = K.theorems(problem.law) if {"rho", "r"} <= set(problem.law.variables) else None
     lines = [f"regime: {cf.regime} (binding: {cf.binding}); method: {cf.method}"]
@@ -115,45 +129,52 @@ def explain(cf: ClosedForm, problem: Any) -> str:
     return "\n".join(lines)
 
 
-def solve(problem: Any, method: str = "closed-form", explain_result: bool = False, **kw: Any) -> Result:
-    """Solve ``problem`` with ``method`` (closed-form | gp | exhaustive | optuna). Extra keywords go to the
-    method (optuna: n_trials, seed, sampler, ...; exhaustive: n_jobs)."""
-    if method not in METHODS:
+def solve(
+    problem: Any, method: str = "closed-form", explain: bool = False, *, explain_result: bool | None = None, **kw: Any
+) -> Result:
+    """Solve ``problem`` with ``method`` (a name in :data:`METHODS`: closed-form | gp | exhaustive | optuna | any
+    registered one). ``explain`` adds the derivation behind the answer (``Result.explain``) where the method has
+    one. Extra keywords go to the method (optuna: n_trials, seed, sampler, ...; exhaustive: n_jobs; gp: solver,
+    preset, fix)."""
+    fn = METHODS.get(method) if isinstance(method, str) else None
+    if fn is None:
         raise bad("method", method, f"must be one of {', '.join(METHODS)}")
-    if method == "exhaustive":
-        from .discrete.exhaustive import solve_exhaustive
+    if explain_result is not None:  # the keyword's former name
+        explain = explain_result
+    return fn(problem, explain=bool(explain), **kw)
 
-        return solve_exhaustive(problem, **kw)
-    if method == "optuna":
-        from .search.study import solve_optuna
 
-        return solve_optuna(problem, **kw)
+@register_method("closed-form")
+def _closed_form_method(problem: Any, explain: bool = False) -> Result:
     notes: list[str] = []
-    if problem.preset != "paper" and method == "closed-form":
+    if problem.preset != "paper":
         notes.append(
             f"continuous optimum from the theory-mode model (compute-bound prefill, memory-bound decode, weight "
             f"memory); the architecture is judged by the '{problem.preset}' cost model"
         )
-    if method == "closed-form":
-        try:
-            cf = closed_form(problem)
-        except Infeasible as e:
-            return _discrete_verdict(problem, e)
-        notes += cf.notes
-        timings = {"continuous": cf.seconds}
-        extra = {"kkt": cf.to_dict(), "law": problem.law.name, "device": problem.device.id,
-                 "derivation_seconds": cf.derivation_seconds}  # fmt: skip
-        res = _round_to_result(problem, cf.method, cf.x, cf.loss, cf.regime, cf.active, timings, notes, extra)
-        if explain_result:
-            res.explain = explain(cf, problem)
-        return res
-    from .relaxation.gp import solve_gp
+    try:
+        cf = closed_form(problem)
+    except Infeasible as e:
+        return _discrete_verdict(problem, e)
+    notes += cf.notes
+    timings = {"continuous": cf.seconds}
+    extra = {"kkt": cf.to_dict(), "law": problem.law.name, "device": problem.device.id,
+             "derivation_seconds": cf.derivation_seconds}  # fmt: skip
+    res = _round_to_result(problem, cf.method, cf.x, cf.loss, cf.regime, cf.active, timings, notes, extra)
+    if explain:
+        res.explain = explain_closed_form(cf, problem)
+    return res
+
+
+@register_method("gp")
+def _gp_method(problem: Any, explain: bool = False, **kw: Any) -> Result:
+    from .relaxation.geometric import solve_gp
 
     try:
         g = solve_gp(problem, **kw)
     except Infeasible as e:
         return _discrete_verdict(problem, e)
-    notes += g.get("notes", [])
+    notes = list(g.get("notes", []))
     if problem.preset != "paper":
         notes.append(f"the architecture is judged by the '{problem.preset}' cost model")
     timings = {"continuous": g["seconds"]}
@@ -161,7 +182,7 @@ def solve(problem: Any, method: str = "closed-form", explain_result: bool = Fals
     extra = {"gp": {k: g[k] for k in ("status", "solver", "values", "budgets", "duals", "constant", "preset")},
              "law": problem.law.name, "device": problem.device.id}  # fmt: skip
     res = _round_to_result(problem, "gp", g["x"], g["loss"], regime, g["active"], timings, notes, extra)
-    if explain_result:
+    if explain:
         res.explain = (
             f"geometric program over the '{g['preset']}' cost model (cvxpy DGP, {g['solver']}): status "
             f"{g['status']}, regime {regime}; "
@@ -170,6 +191,20 @@ def solve(problem: Any, method: str = "closed-form", explain_result: bool = Fals
             f"{g['solve_seconds'] * 1e3:.1f} ms"
         )
     return res
+
+
+@register_method("exhaustive")
+def _exhaustive_method(problem: Any, explain: bool = False, **kw: Any) -> Result:
+    from .discrete.exhaustive import solve_exhaustive
+
+    return solve_exhaustive(problem, **kw)
+
+
+@register_method("optuna")
+def _optuna_method(problem: Any, explain: bool = False, **kw: Any) -> Result:
+    from .search.study import solve_optuna
+
+    return solve_optuna(problem, **kw)
 
 
 #: Spaces up to this size are enumerated when a relaxation is infeasible, so the error names the smallest value
@@ -192,4 +227,7 @@ def _discrete_verdict(problem: Any, relaxed: Infeasible) -> Result:
     return res
 
 
-__all__ = ["METHODS", "explain", "solve"]
+#: Former name of :func:`explain_closed_form`.
+explain = explain_closed_form
+
+__all__ = ["METHODS", "explain", "explain_closed_form", "register_method", "solve"]

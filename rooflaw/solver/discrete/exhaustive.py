@@ -20,9 +20,10 @@ import pandas as pd
 
 from ...arch.space import add_paper_variables
 from ...constraints import evaluate_columns
-from ...errors import Infeasible, bad
+from ...errors import bad
+from ..infeasible import no_finite_loss, report
 from ..problem import Problem
-from ..result import Result
+from ..result import MappingAccess, Result
 from .pareto import pareto_mask
 
 #: Objective name -> column.
@@ -234,59 +235,18 @@ def _run(problem: Problem, objectives: tuple[str, ...], n_jobs: int | None, clou
     return acc, timings
 
 
-def _constraint_label(problem: Problem, name: str) -> str:
-    if name == "memory":
-        cap = float(problem.device.memory_capacity)
-        return "memory" if problem.memory_budget is not None and problem.memory_budget < cap else "capacity"
-    return name
-
-
-def _fmt(name: str, value: float, problem: Problem) -> str:
-    if name == "latency":
-        return f"{problem.phase} latency {value * 1e3:.4g} ms"
-    if name == "memory":
-        return f"memory {value / 1e9:.4g} GB"
-    return f"energy {value:.4g} J"
-
-
 def _raise_infeasible(problem: Problem, acc: _Acc) -> None:
-    space = problem.space.name
-    budgets = problem.budgets()
+    where = f"in space {problem.space.name!r}"
     if not acc.minimum:
-        raise Infeasible(f"the loss law gives no finite loss for any architecture in space {space!r}", "loss")
-    worst = max(budgets, key=lambda k: acc.minimum[k] / budgets[k][1])
-    smallest, bound = acc.minimum[worst], budgets[worst][1]
-    label = _constraint_label(problem, worst)
-    what = "device capacity" if label == "capacity" else "budget"
-    if smallest > bound:
-        msg = _smallest_message(problem, worst, smallest, bound, space, what)
-        raise Infeasible(msg, binding=label, smallest=smallest, budget=bound)
+        raise no_finite_loss(problem, where)
+    budgets = {k: b for k, (_, b) in problem.budgets().items()}
     ratios = acc.closest[1] if acc.closest else {}
-    bind = max(budgets, key=lambda k: ratios.get(k, 0.0))
-    value = ratios.get(f"{bind}_value", math.nan)
-    names = " and ".join(_constraint_label(problem, k) for k in budgets)
-    raise Infeasible(
-        f"no architecture in space {space!r} meets {names} together; the closest needs "
-        f"{_fmt(bind, value, problem)} (budget {_unit(bind, budgets[bind][1])})",
-        binding=_constraint_label(problem, bind),
-        smallest=value,
-        budget=budgets[bind][1],
-    )
+    closest = {k: ratios[f"{k}_value"] for k in budgets if f"{k}_value" in ratios}
+    raise report(problem, acc.minimum, budgets, where, closest)
 
 
-def _unit(name: str, v: float) -> str:
-    return {"latency": f"{v * 1e3:.4g} ms", "memory": f"{v / 1e9:.4g} GB", "energy": f"{v:.4g} J"}[name]
-
-
-def _smallest_message(problem: Problem, name: str, smallest: float, bound: float, space: str, what: str) -> str:
-    quantity = {"latency": f"{problem.phase} latency", "memory": "memory", "energy": "energy"}[name]
-    return (
-        f"{quantity} ≥ {_unit(name, smallest)} for every architecture in space {space!r} ({what} {_unit(name, bound)})"
-    )
-
-
-@dataclass
-class FrontierResult:
+@dataclass(eq=False)
+class FrontierResult(MappingAccess):
     """An exact Pareto frontier over a space. ``frontier`` has :data:`FRONTIER_COLUMNS` (+ vocab, tied, total_s,
     params) sorted by latency (then loss); ``cloud`` a uniform sample of feasible points for plots."""
 
@@ -301,9 +261,15 @@ class FrontierResult:
     cloud: pd.DataFrame | None = None
     timings: dict[str, float] = field(default_factory=dict)
 
+    extra_keys = ("frontier_size",)
+
     @property
     def frontier_size(self) -> int:
         return len(self.frontier)
+
+    def to_frame(self) -> pd.DataFrame:
+        """The Pareto frontier (a copy), one row per architecture, SI units."""
+        return self.frontier.copy()
 
     def table(self) -> pd.DataFrame:
         """The frontier restricted to the CSV columns."""
@@ -361,13 +327,13 @@ def result_from_row(problem: Problem, row: dict[str, float], method: str, best_a
     """A :class:`Result` for one evaluated point (a dict with :data:`_KEEP` keys)."""
     arch = problem.space.architecture(row) if hasattr(problem.space, "architecture") else None
     budgets = problem.budgets()
-    slack = {_constraint_label(problem, k): (b - row[c]) / b for k, (c, b) in budgets.items()}
+    slack = {problem.constraint_label(k): (b - row[c]) / b for k, (c, b) in budgets.items()}
     binding = "none"
     if best_any is not None and best_any["loss"] < row["loss"]:
         # the unconstrained optimum is infeasible: the tightest constraint binds
         violated = [k for k, (c, b) in budgets.items() if best_any[c] > b]
         if violated:
-            binding = min((_constraint_label(problem, k) for k in violated), key=lambda k: slack[k])
+            binding = min((problem.constraint_label(k) for k in violated), key=lambda k: slack[k])
     return Result(
         method=method,
         architecture=arch,

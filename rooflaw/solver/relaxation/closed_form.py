@@ -32,6 +32,7 @@ import numpy as np
 import sympy as sp
 
 from ...errors import Infeasible, RooflawError
+from ..infeasible import report, space_name
 from . import kkt as K
 from .kkt import BUDGET, CONSTS, VARS, X
 
@@ -158,7 +159,7 @@ def derive(
         exprs += [cons[k], *[sp.diff(cons[k], x) for x in xs]]
     grads = sp.lambdify((*xs, *CONSTS), exprs, modules="math", cse=True)
     thm = None
-    if law.name == "paper-2602.10377" or {"rho", "r"} <= set(law.variables):
+    if {"rho", "r"} <= set(law.variables):
         thm = K.theorems(law)
     der = Derivation(L, phase, kinds, cons, _regimes(kinds), L, {}, grads, time.perf_counter() - t0, thm)
     _DERIVATIONS[key] = der
@@ -535,17 +536,8 @@ def _infeasible(problem, der, cvals, bounds, budgets) -> Infeasible:
     best_x["gqa"] = bounds["gqa"][1]
     best_x["rho"] = bounds["rho"][1]
     _, vals = _constraint_values(der, best_x, cvals)
-    for k in ("latency", "memory", "energy"):
-        if k in budgets and vals[k] > budgets[k]:
-            what = {"latency": f"{problem.phase} latency", "memory": "memory", "energy": "energy"}[k]
-            unit = {"latency": ("ms", 1e3), "memory": ("GB", 1e-9), "energy": ("J", 1.0)}[k]
-            sname = getattr(problem.space, "name", "space")
-            return Infeasible(
-                f"{what} ≥ {vals[k] * unit[1]:.4g} {unit[0]} for every architecture of the continuous relaxation of "
-                f"space '{sname}' (theory model); budget {budgets[k] * unit[1]:.4g} {unit[0]}",
-                binding=k, smallest=vals[k], budget=budgets[k],
-            )  # fmt: skip
-    return Infeasible("the budgets cannot be met together by the continuous relaxation", binding="+".join(budgets))
+    where = f"of the continuous relaxation of space {space_name(problem)!r} (theory model)"
+    return report(problem, vals, budgets, where)
 
 
 __all__ = ["ClosedForm", "Derivation", "Regime", "budget_ratios", "closed_form", "derive", "paper_regime",

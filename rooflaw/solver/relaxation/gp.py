@@ -1,7 +1,8 @@
 """The continuous relaxation as a geometric program (cvxpy DGP): a certified global optimum.
 
 Two relaxations: ``preset="full"`` (the default for a problem judged by the full cost model) is built in
-:mod:`rooflaw.solver.gp_full`; ``preset="paper"`` is the theory-mode relaxation below.
+:mod:`rooflaw.solver.relaxation.gp_full`; ``preset="paper"`` is the theory-mode relaxation below
+(:mod:`rooflaw.solver.relaxation.geometric` chooses).
 
 Variables l, d, r, ρ, gqa (positive, boxed by the space's bounds). The objective is the law in those variables
 minus its constant terms (a posynomial for the paper's law and any sum of power laws with positive
@@ -77,26 +78,11 @@ def law_posynomial(problem: Any) -> tuple[sp.Expr, float, list]:
     return L, const, lmons
 
 
-def solve_gp(
-    problem: Any, fix: Mapping[str, float] | None = None, solver: str | None = None, preset: str | None = None
-) -> dict[str, Any]:
-    """Solve ``problem``'s relaxation as a GP. Returns ``x`` (l, d, r, rho, gqa), ``loss``, ``active`` constraints,
-    ``values``, ``budgets``, ``status``, ``solver``, ``seconds``, ``preset`` and ``notes``. Raises
-    :class:`Infeasible` when the GP is.
-
-    ``preset`` (default: ``problem.preset``): ``full`` builds the relaxation from the full cost model
-    (:mod:`rooflaw.solver.gp_full`); ``paper`` uses the theory-mode model (compute-bound prefill, memory-bound
-    decode, weight memory) -- the same relaxation the closed form solves.
-    """
+def solve_gp_theory(problem: Any, fix: Mapping[str, float] | None = None, solver: str | None = None) -> dict[str, Any]:
+    """Solve ``problem``'s theory-mode relaxation (compute-bound prefill, memory-bound decode, weight memory -- the
+    relaxation the closed form solves) as a GP. Returns the keys documented in
+    :func:`rooflaw.solver.relaxation.geometric.solve_gp`; raises :class:`Infeasible` when the GP is."""
     import cvxpy as cp
-
-    preset = preset or problem.preset
-    if preset not in ("full", "paper"):
-        raise RooflawError(f"preset={preset!r}: must be full or paper")
-    if preset == "full":
-        from .gp_full import solve_gp_full
-
-        return solve_gp_full(problem, fix=fix, solver=solver)
 
     from .closed_form import bounds_of, problem_budgets
 
@@ -179,4 +165,4 @@ def solve_gp(
     }  # fmt: skip
 
 
-__all__ = ["posynomial_terms", "solve_gp"]
+__all__ = ["law_posynomial", "posynomial_terms", "solve_gp_theory"]

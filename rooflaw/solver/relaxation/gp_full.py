@@ -54,6 +54,7 @@ from ...constraints.compile import affine_in_t, decode_step, prefill
 from ...constraints.roofline import COMPUTE_POWER_SHARE
 from ...constraints.symbols import ARCH, B, S_in, S_out, b_a, b_kv, b_v, b_w, unfused
 from ...errors import Infeasible, RooflawError
+from ..infeasible import report, space_name
 from .kkt import VARS, X
 
 #: Workload/precision symbols the templates keep symbolic; numbers per problem.
@@ -600,7 +601,7 @@ def _corner(br: Branch) -> dict[str, float]:
 def solve_gp_full(problem: Any, fix: Mapping[str, float] | None = None, solver: str | None = None) -> dict[str, Any]:
     """The full-preset relaxation of ``problem`` as GPs (one per branch); the best branch's optimum.
 
-    Returns the keys of :func:`rooflaw.solver.gp.solve_gp` plus ``branch``, ``branches`` (loss or status per
+    Returns the keys of :func:`.geometric.solve_gp` plus ``branch``, ``branches`` (loss or status per
     branch) and ``notes``. Raises :class:`Infeasible` when no branch is feasible.
     """
     import cvxpy as cp
@@ -660,17 +661,8 @@ def solve_gp_full(problem: Any, fix: Mapping[str, float] | None = None, solver: 
 def _infeasible_full(problem: Any, brs: list[Branch], budgets: dict[str, float]) -> Infeasible:
     col = {"latency": PHASE_COLUMN[problem.phase], "memory": "memory_bytes", "energy": "energy_j"}
     smallest = {k: min(float(b.values(_corner(b))[col[k]]) for b in brs) for k in budgets}
-    sname = getattr(problem.space, "name", "space")
-    for k in ("latency", "memory", "energy"):
-        if k in budgets and smallest[k] > budgets[k]:
-            what = {"latency": f"{problem.phase} latency", "memory": "memory", "energy": "energy"}[k]
-            unit = {"latency": ("ms", 1e3), "memory": ("GB", 1e-9), "energy": ("J", 1.0)}[k]
-            return Infeasible(
-                f"{what} ≥ {smallest[k] * unit[1]:.4g} {unit[0]} for every architecture of the continuous relaxation "
-                f"of space '{sname}' (full model); budget {budgets[k] * unit[1]:.4g} {unit[0]}",
-                binding=k, smallest=smallest[k], budget=budgets[k],
-            )  # fmt: skip
-    return Infeasible("the budgets cannot be met together by the full-preset relaxation", binding="+".join(budgets))
+    where = f"of the continuous relaxation of space {space_name(problem)!r} (full model)"
+    return report(problem, smallest, budgets, where)
 
 
 __all__ = ["Branch", "Posy", "branches", "build_branch", "k_dependent_ops", "solve_gp_full", "space_fixed"]

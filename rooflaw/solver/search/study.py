@@ -32,8 +32,9 @@ from ...arch.space import add_paper_variables
 from ...errors import RooflawError, bad
 from ..discrete.exhaustive import _KEEP, FRONTIER_COLUMNS, OBJECTIVES, check_objectives, evaluate_lean, result_from_row
 from ..discrete.pareto import hypervolume, pareto_mask
+from ..infeasible import no_finite_loss, report
 from ..problem import Problem
-from ..result import Result
+from ..result import MappingAccess, Result
 
 SAMPLERS = ("nsga2", "tpe", "gp", "random")
 _ATTR = "rooflaw"
@@ -289,7 +290,7 @@ def _run_worker(
     study_name: str,
     n_trials: int,
     measure: Any,
-    progress: bool = False,
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, int]:
     """Run trials until the study has ``n_trials`` completed trials; returns how many this process ran."""
     from optuna.trial import TrialState
@@ -302,35 +303,26 @@ def _run_worker(
     shared = storage_url is not None
     done = _n_complete(study)
     ran = 0
-    bar = None
-    if progress:
-        from rich.progress import Progress
-
-        bar = Progress(transient=True)
-        bar.start()
-        task = bar.add_task("search", total=n_trials, completed=done)
-    try:
-        while done < n_trials:
-            trial = study.ask()
-            try:
-                values = obj(trial)
-            except BaseException:
-                study.tell(trial, state=TrialState.FAIL)
-                raise
-            study.tell(trial, values)
-            ran += 1
-            done = _n_complete(study) if shared else done + 1
-            if bar is not None:
-                bar.update(task, completed=done)
-    finally:
-        if bar is not None:
-            bar.stop()
+    if progress is not None:
+        progress(done, n_trials)
+    while done < n_trials:
+        trial = study.ask()
+        try:
+            values = obj(trial)
+        except BaseException:
+            study.tell(trial, state=TrialState.FAIL)
+            raise
+        study.tell(trial, values)
+        ran += 1
+        done = _n_complete(study) if shared else done + 1
+        if progress is not None:
+            progress(done, n_trials)
     return {"ran": ran, "evaluations": obj.evaluations, "measurements": obj.measurements}
 
 
 # ---- results ----------------------------------------------------------------------------------
-@dataclass
-class SearchResult:
+@dataclass(eq=False)
+class SearchResult(MappingAccess):
     """Completed trials, their feasible Pareto frontier, hypervolume and timings (SI units)."""
 
     trials: pd.DataFrame
@@ -347,9 +339,15 @@ class SearchResult:
     measurements: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
 
+    extra_keys = ("frontier_size",)
+
     @property
     def frontier_size(self) -> int:
         return len(self.frontier)
+
+    def to_frame(self) -> pd.DataFrame:
+        """The Pareto frontier (a copy), one row per architecture, SI units."""
+        return self.frontier.copy()
 
     def best(self) -> pd.Series | None:
         """The lowest-loss feasible trial (ties: lower latency)."""
@@ -432,15 +430,20 @@ def search(
     objectives: Any = ("loss", "latency"),
     measure: Any = None,
     reference: Sequence[float] | None = None,
-    progress: bool = False,
+    progress: Callable[[int, int], None] | None = None,
 ) -> SearchResult:
     """Optuna search of ``problem.space``. ``objectives`` (loss first) are minimised; ``("loss",)`` is the
     constrained single-objective problem (min loss s.t. the problem's budgets). ``measure`` (a callable
     ``f(arch, workload) -> seconds``, ``module:function`` or a ``rooflaw.measure`` entry point) replaces the
     analytic latency of candidates that fit in memory. ``workers`` processes share the study (with no storage,
     a temporary journal file). ``reference`` is the hypervolume reference point (default: the frontier's nadir
-    + 10 % of its range)."""
+    + 10 % of its range). ``progress(done, total)`` is called after each completed trial of this process (the
+    CLI draws a bar with it); the solver itself prints nothing."""
     objs = check_objectives(objectives)
+    if progress is False:
+        progress = None
+    if progress is not None and not callable(progress):
+        raise bad("progress", progress, "expected a callable progress(done, total) or None")
     if sampler not in SAMPLERS:
         raise bad("sampler", sampler, f"unknown sampler; known: {', '.join(SAMPLERS)}")
     if isinstance(n_trials, bool) or not isinstance(n_trials, int) or n_trials <= 0:
@@ -511,23 +514,20 @@ def solve_optuna(
 ) -> Result:
     """Constrained single-objective search: min loss s.t. the problem's budgets. The best feasible trial as a
     :class:`Result` (method ``optuna``); raises :class:`~rooflaw.errors.Infeasible` if no trial is feasible."""
-    from ...errors import Infeasible
-
     res = search(problem, sampler, n_trials, seed, storage, study_name, workers, ("loss",), measure)
     best = res.best()
     if best is None:
-        budgets = problem.budgets()
-        t = res.trials
-        worst = max(budgets, key=lambda k: float(t[budgets[k][0]].min()) / budgets[k][1]) if len(t) else "memory"
-        col, bound = budgets[worst]
-        smallest = float(t[col].min()) if len(t) else math.nan
-        raise Infeasible(
-            f"no feasible architecture among {len(t)} trials on space {problem.space.name!r}; smallest {worst} "
-            f"seen {smallest:.4g} vs bound {bound:.4g} (SI units; try solve_exhaustive for a certificate)",
-            binding=worst,
-            smallest=smallest,
-            budget=bound,
-        )
+        t = res.trials[np.isfinite(res.trials["loss"].to_numpy(dtype=float))] if len(res.trials) else res.trials
+        where = f"among the {len(res.trials)} trials of the search on space {problem.space.name!r}"
+        if not len(t):
+            raise no_finite_loss(problem, where)
+        budgets = {k: b for k, (_, b) in problem.budgets().items()}
+        cols = {k: c for k, (c, _) in problem.budgets().items()}
+        smallest = {k: float(t[cols[k]].min()) for k in budgets}
+        ratio = np.max([t[cols[k]].to_numpy(dtype=float) / budgets[k] for k in budgets], axis=0)
+        j = int(np.argmin(ratio))
+        closest = {k: float(t[cols[k]].iloc[j]) for k in budgets}
+        raise report(problem, smallest, budgets, where, closest)
     row: Mapping[str, Any] = best.to_dict()
     out = result_from_row(
         problem,

@@ -1,6 +1,6 @@
 """Numbers from the sympy-derived theorems of §5, for tables and checks (paper_repro calls these).
 
-Every function evaluates an expression that :func:`rooflaw.solver.kkt.theorems` derived from rooflaw's own law and
+Every function evaluates an expression that :func:`rooflaw.derive_theorems` derived from rooflaw's own law and
 theory-mode cost model; none types in the paper's formula.
 """
 
@@ -12,25 +12,24 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from .relaxation import kkt as K
+import rooflaw
 
 PAPER_LAW = "paper-2602.10377"
 #: The widths of the paper's Theorem 5.2 discussion and of the [check] table in the reference digest.
 THEOREM_5_2_WIDTHS = (768, 1024, 1536, 2048, 2560, 3072)
 
 
-def _law(law: Any) -> Any:
-    from ..objectives import get_law
-
-    return get_law(PAPER_LAW if law is None else law) if law is None or isinstance(law, str) else law
+def _derived(law: Any) -> rooflaw.DerivedTheorems:
+    return rooflaw.derive_theorems(PAPER_LAW if law is None else law)
 
 
 def rho_star_memory(d: float | Iterable[float], law: Any = None) -> float | np.ndarray:
     """Theorem 5.2: the memory-constrained activation rate ρ*(d) (independent of the budget and of the phase)."""
-    th = K.theorems(_law(law))
+    dt = _derived(law)
+    th = dt.theorems
     if th.rho_memory_bound is None:
         raise ValueError("sympy could not solve the memory stationarity condition for rho for this law")
-    f = sp.lambdify(K.X["d"], th.rho_memory_bound, "numpy")
+    f = sp.lambdify(dt.variables["d"], th.rho_memory_bound, "numpy")
     out = f(np.asarray(d, dtype=float))
     return float(out) if np.ndim(out) == 0 else np.asarray(out)
 
@@ -42,9 +41,9 @@ def rho_star_table(widths: Iterable[float] = THEOREM_5_2_WIDTHS, law: Any = None
 
 def width_sparsity_exponent(law: Any = None) -> float:
     """Corollary 1: the exponent of ρ* ∝ d^k, read off the derived expression (the paper: (β₁ − β₂)/α_ρ)."""
-    th = K.theorems(_law(law))
-    e = sp.expand_power_base(th.rho_memory_bound, force=True)
-    d = K.X["d"]
+    dt = _derived(law)
+    e = sp.expand_power_base(dt.theorems.rho_memory_bound, force=True)
+    d = dt.variables["d"]
     return float(sp.simplify(d * sp.diff(e, d) / e))
 
 
@@ -52,10 +51,11 @@ def rho_star_dual(phase: str, r: float, gqa: float, d: float, constants: Mapping
                   latency_budget: float, memory_budget: float, law: Any = None) -> float:  # fmt: skip
     """Theorem 5.3(a) (``phase='prefill'``) / (b) (``'decode'``): ρ* when latency and memory both bind, at
     (r, gqa, d). ``constants``: B, S_in, S_out, b_w, b_kv, pi, beta by name."""
-    th = K.theorems(_law(law))
-    subs = {K.X["r"]: r, K.X["gqa"]: gqa, K.X["d"]: d, K.T_lat: latency_budget, K.M_budget: memory_budget}
-    subs.update({s: float(constants[s.name]) for s in K.CONSTS if s.name in constants})
-    return float(th.rho_dual[phase].subs(subs))
+    dt = _derived(law)
+    x, bud = dt.variables, dt.budgets
+    subs = {x["r"]: r, x["gqa"]: gqa, x["d"]: d, bud["latency"]: latency_budget, bud["memory"]: memory_budget}
+    subs.update({s: float(constants[n]) for n, s in dt.constants.items() if n in constants})
+    return float(dt.theorems.rho_dual[phase].subs(subs))
 
 
 def rho_star_prefill_memory_eta(r: float, gqa: float, eta_p_bw: float) -> float:
@@ -69,11 +69,12 @@ def rho_star_prefill_memory_eta(r: float, gqa: float, eta_p_bw: float) -> float:
 def l_star(constraint: str, d: float, r: float, gqa: float, rho: float, constants: Mapping[str, float],
            budget: float) -> float:  # fmt: skip
     """Table 22: the depth that saturates ``constraint`` (prefill | decode | total | memory) at (d, r, gqa, ρ)."""
-    th = K.theorems(_law(None))
-    b = K.T_lat if constraint != "memory" else K.M_budget
-    subs = {K.X["d"]: d, K.X["r"]: r, K.X["gqa"]: gqa, K.X["rho"]: rho, b: budget}
-    subs.update({s: float(constants[s.name]) for s in K.CONSTS if s.name in constants})
-    return float(th.l_star[constraint].subs(subs))
+    dt = _derived(None)
+    x = dt.variables
+    b = dt.budgets["latency" if constraint != "memory" else "memory"]
+    subs = {x["d"]: d, x["r"]: r, x["gqa"]: gqa, x["rho"]: rho, b: budget}
+    subs.update({s: float(constants[n]) for n, s in dt.constants.items() if n in constants})
+    return float(dt.theorems.l_star[constraint].subs(subs))
 
 
 def depth_width_exponent(constraint: str, widths: Iterable[float], r: float, gqa: float, rho: float,
@@ -98,9 +99,7 @@ def worked_example(tops: float = 10e12, bandwidth: float = 50e9, memory: float =
 def regime(problem: Any) -> dict[str, Any]:
     """Classify ``problem`` both ways: rooflaw's KKT regime (which multipliers are positive) and the paper's
     §5.5.2 rule from η, η_p; with the ratios."""
-    from .relaxation.closed_form import closed_form
-
-    cf = closed_form(problem)
+    cf = rooflaw.closed_form(problem)
     return {"regime": cf.regime, "binding": cf.binding, "paper_regime": cf.paper_regime, **cf.eta,
             "multipliers": cf.multipliers, "at_bound": cf.at_bound}  # fmt: skip
 
