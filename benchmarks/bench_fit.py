@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import minimize
 
-from rooflaw.objectives import fit_law
+from rooflaw import fit_law
 
 CHIN = Path(__file__).resolve().parents[1].parent / "shared/data/chinchilla/svg_extracted_data.csv"
 

@@ -2,7 +2,7 @@
 
 Usage: python benchmarks/bench_frontier.py [--space wide] [--objectives loss,latency] [--n-jobs 2]
 
-Times ``rooflaw.solver.frontier`` end to end (worker start-up, cost model + loss law for every point, feasibility,
+Times ``rooflaw.frontier`` end to end (worker start-up, cost model + loss law for every point, feasibility,
 Pareto extraction) and reports peak memory as the sum of the peak RSS (VmHWM) of this process and of every worker
 process — an upper bound on the true combined peak.
 """
@@ -49,7 +49,7 @@ def main() -> None:
     a = ap.parse_args()
     t_start = time.perf_counter()
     import rooflaw
-    from rooflaw.solver import Problem, frontier
+    from rooflaw import Problem, frontier
 
     t_import = time.perf_counter() - t_start
     prob = Problem(law="paper-2602.10377", device=rooflaw.get_device(a.device), space=a.space)

@@ -16,8 +16,7 @@ import time
 import numpy as np
 
 import rooflaw
-from rooflaw.solver import Problem, frontier, hypervolume, search
-from rooflaw.solver.search.study import search_frontier
+from rooflaw import Problem, frontier, hypervolume, search, search_frontier
 
 
 def main() -> None:

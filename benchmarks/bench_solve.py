@@ -16,9 +16,7 @@ import platform
 import statistics
 import time
 
-from rooflaw import get_device
-from rooflaw.solver import Problem, closed_form, round_solution, solve_gp
-from rooflaw.solver.relaxation.closed_form import _DERIVATIONS
+from rooflaw import Problem, clear_cache, closed_form, get_device, round_solution, solve_gp
 
 LAW = "paper-2602.10377"
 BUDGETS = {"decode": (0.005, 0.01, 0.02, 0.05, 0.1, 0.2), "prefill": (0.01, 0.02, 0.05, 0.1, 0.3, 1.0),
@@ -45,7 +43,7 @@ def main() -> None:
     dev = get_device(DEVICES[0])
     out: dict = {"machine": platform.processor() or platform.machine(), "python": platform.python_version()}
     p = Problem(LAW, dev, latency_budget=0.02, phase="decode", memory_budget=4e9)
-    _DERIVATIONS.clear()
+    clear_cache("closed-form")
     t = time.perf_counter()
     closed_form(p)
     out["first_closed_form_s"] = time.perf_counter() - t
@@ -62,11 +60,9 @@ def main() -> None:
         _median(lambda q=q: solve_gp(q, preset="paper"), max(5, a.repeat // 5)) for q in queries
     )
     out["gp_full_query_ms"] = 1e3 * statistics.median(_median(lambda q=q: solve_gp(q), 10) for q in queries)
-    from rooflaw.solver.relaxation import gp_full
-
     firsts = []
     for q in queries:  # a device/workload/space not seen before: cvxpy compiles the branch GPs again
-        gp_full._COMPILED.clear()
+        clear_cache("gp")
         t = time.perf_counter()
         solve_gp(q)
         firsts.append(time.perf_counter() - t)

@@ -1,79 +1,188 @@
-"""The names the CLI, ``paper_repro`` and ``benchmarks`` use (re-exported by ``rooflaw``)."""
+"""The public API: everything the CLI, ``paper_repro`` and ``benchmarks`` use (re-exported by ``rooflaw``).
+
+Names load on first use (module ``__getattr__``), so ``import rooflaw`` costs no numpy, sympy, pandas, scipy,
+cvxpy, optuna, torch or matplotlib. The API takes what the CLI takes: device ids or files, unit strings
+(``"20ms"``, ``"8GB"``, ``"5J"``) or SI numbers, architectures as objects, ``--arch`` spec strings, Hugging Face
+``config.json`` files or model folders; and it has the CLI's defaults.
+"""
 
 from __future__ import annotations
 
-from .arch import (
-    COLUMNS,
-    Architecture,
-    Space,
-    bundled_models,
-    from_file,
-    from_hf_config,
-    from_mapping,
-    from_spec,
-    get_space,
-    list_spaces,
-    param_counts,
-)
-from .constraints import (
-    FORMATS,
-    PRESETS,
-    CostReport,
-    Precision,
-    Workload,
-    complete_columns,
-    decode_steps,
-    evaluate,
-    evaluate_columns,
-    gemm,
-)
-from .devices import Device, calibrate, device_ids, get_device, list_devices, load_device_file, save_device_toml
-from .errors import Infeasible, RooflawError
-from .objectives import LossLaw, fit_law, gemstones, get_law, law_inputs, list_laws
-from .solver import Problem, Result, solve
-from .units import parse_bytes, parse_energy, parse_time
+import importlib
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-__all__ = [
-    "Problem",
-    "Result",
-    "solve",
-    "COLUMNS",
-    "FORMATS",
-    "PRESETS",
-    "Architecture",
-    "CostReport",
-    "Device",
-    "Infeasible",
-    "LossLaw",
-    "Precision",
-    "RooflawError",
-    "Space",
-    "Workload",
-    "bundled_models",
-    "calibrate",
-    "complete_columns",
-    "decode_steps",
-    "device_ids",
-    "evaluate",
-    "evaluate_columns",
-    "fit_law",
-    "from_file",
-    "from_hf_config",
-    "from_mapping",
-    "from_spec",
-    "gemstones",
-    "gemm",
-    "get_device",
-    "get_law",
-    "get_space",
-    "law_inputs",
-    "list_devices",
-    "list_laws",
-    "list_spaces",
-    "load_device_file",
-    "param_counts",
-    "parse_bytes",
-    "parse_energy",
-    "parse_time",
-    "save_device_toml",
-]
+from .errors import Infeasible, RooflawError, bad  # noqa: F401  (public names)
+
+if TYPE_CHECKING:  # pragma: no cover - names for type checkers and IDEs
+    from .arch import Architecture
+    from .constraints import CostReport, Precision, Workload
+
+#: module -> the public names it defines (imported on first access).
+_MODULES: dict[str, str] = {
+    "rooflaw.arch": "COLUMNS Architecture Space bundled_models from_file from_hf_config from_mapping from_spec "
+    "get_space list_spaces param_counts",
+    "rooflaw.constraints": "FORMATS PRESETS CostReport Precision Workload complete_columns decode_steps "
+    "evaluate_columns gemm",
+    "rooflaw.devices": "Device calibrate device_ids get_device list_devices load_device_file save_device_toml",
+    "rooflaw.objectives": "LossLaw fit_law gemstones get_law law_inputs list_laws load_table parse_law plot_fit",
+    "rooflaw.solver": "FRONTIER_COLUMNS METHODS SAMPLERS ClosedForm Constraint DerivedTheorems EnergyBudget "
+    "FrontierResult LatencyBudget MemoryBudget Problem Result SearchResult closed_form derive_theorems frontier "
+    "hypervolume pareto_mask register_method round_solution search solve solve_exhaustive solve_gp solve_optuna",
+    "rooflaw.solver.search.study": "search_frontier",
+    "rooflaw.units": "parse_bytes parse_energy parse_time",
+}
+#: name -> module that defines it.
+_LAZY: dict[str, str] = {name: mod for mod, names in _MODULES.items() for name in names.split()}
+
+
+def __getattr__(name: str) -> Any:
+    mod = _LAZY.get(name)
+    if mod is None:
+        raise AttributeError(f"module 'rooflaw' has no attribute {name!r}")
+    value = getattr(importlib.import_module(mod), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
+# ---- what the CLI accepts, as Python --------------------------------------------------------------------------
+def load_architecture(arch: Any) -> Architecture:
+    """An :class:`Architecture` from what ``--arch``/``--arch-file``/``--hf-config`` take.
+
+    ``arch`` is an :class:`Architecture`; a spec string (``"layers=24,d_model=896,heads=14,kv_heads=2,ffn=4864"``);
+    a Hugging Face ``config.json`` path; a model folder holding ``config.json`` (e.g. a local Hugging Face cache
+    snapshot); an architecture TOML/JSON file; a mapping of architecture fields; or a bundled model name
+    (:func:`bundled_models`).
+    """
+    from .arch import Architecture, bundled_models, from_file, from_hf_config, from_mapping, from_spec
+
+    if isinstance(arch, Architecture):
+        return arch
+    if isinstance(arch, Mapping):
+        return from_mapping(arch)
+    if isinstance(arch, os.PathLike) or (isinstance(arch, str) and "=" not in arch):
+        text = os.fspath(arch).strip()
+        p = Path(text).expanduser()
+        if p.is_dir():
+            cfg = p / "config.json"
+            if not cfg.is_file():
+                raise bad("arch", text, "a folder without config.json (expected a Hugging Face model folder)")
+            return from_hf_config(cfg, name=p.name)
+        if p.is_file():
+            return from_file(p)
+        if text in bundled_models():
+            return from_hf_config(text)
+        raise bad("arch", text, "no such file or folder, and not a key=value spec or a bundled model name")
+    if isinstance(arch, str):
+        return from_spec(arch)
+    raise bad("arch", arch, "expected an Architecture, a spec string, a config.json path or a model folder")
+
+
+def _workload(workload: Any, overrides: Mapping[str, Any]) -> Workload:
+    from .constraints import Workload
+
+    if workload is None:
+        base: dict[str, Any] = {}
+    elif isinstance(workload, Workload):
+        base = workload.to_dict()
+    elif isinstance(workload, Mapping):
+        base = dict(workload)
+    else:
+        raise bad("workload", workload, "expected a Workload or a mapping of its fields")
+    base.update({k: v for k, v in overrides.items() if v is not None})
+    try:
+        return Workload(**base)
+    except TypeError as e:
+        raise bad("workload", base, str(e)) from None
+
+
+def evaluate(
+    arch: Any,
+    device: Any,
+    workload: Any = None,
+    precision: str | Precision | None = None,
+    preset: str = "full",
+    tiles: bool = False,
+    *,
+    batch: int | None = None,
+    input_tokens: int | None = None,
+    output_tokens: int | None = None,
+    attention: str | None = None,
+) -> CostReport:
+    """Latency per phase (s), memory (bytes), energy (J) and the per-operator breakdown of one architecture.
+
+    ``arch``: anything :func:`load_architecture` takes; ``device``: a :class:`Device`, a catalog id or a device
+    file; ``workload``: a :class:`Workload` or a mapping, with keyword overrides (``batch``, ``input_tokens``,
+    ``output_tokens``, ``attention``). Defaults are the CLI's (batch 1, 1024 in, 16 out, unfused attention, the
+    ``full`` preset, the default precision). ``.to_dict()`` gives the totals, ``.to_frame()`` the operators.
+    """
+    from .constraints import evaluate as _evaluate
+    from .devices import get_device
+    from .solver.problem import DEFAULT_PRECISION
+
+    wl = _workload(workload, {"batch": batch, "input_tokens": input_tokens, "output_tokens": output_tokens,
+                              "attention": attention})  # fmt: skip
+    return _evaluate(load_architecture(arch), get_device(device), wl, precision or DEFAULT_PRECISION, preset, tiles)
+
+
+#: Names for :func:`clear_cache`: what each clears in this process.
+_CACHES: dict[str, tuple[tuple[str, str], ...]] = {
+    "cost-model": (
+        ("rooflaw.constraints.compile", "compile_preset"),
+        ("rooflaw.constraints.theory", "theory_expressions"),
+    ),  # fmt: skip
+    "closed-form": (("rooflaw.solver.relaxation.closed_form", "_DERIVATIONS"),),
+    "theorems": (("rooflaw.solver.relaxation.kkt", "_theorems_cached"),),
+    "gp": (("rooflaw.solver.relaxation.gp_full", "_COMPILED"),),
+    "catalog": (("rooflaw.devices.catalog", "clear_cache"),),
+    "laws": (("rooflaw.objectives.builtins", "_CACHE"),),
+    "spaces": (("rooflaw.arch.space", "_CACHE"),),
+}
+
+
+def clear_cache(*what: str, disk: bool = False) -> list[str]:
+    """Forget derived artefacts so the next call recomputes them; returns what was cleared.
+
+    ``what``: any of ``cost-model`` (compiled evaluators), ``closed-form`` (compiled KKT regimes), ``theorems`` (the
+    sympy-derived theorems), ``gp`` (compiled GPs),
+    ``catalog`` (devices and plug-ins), ``laws``, ``spaces``; none means all. ``disk=True`` also deletes the
+    on-disk cache (``$ROOFLAW_CACHE_DIR`` or ``~/.cache/rooflaw``). Modules not imported yet hold nothing to clear.
+    """
+    import sys
+
+    names = what or tuple(_CACHES)
+    for n in names:
+        if n not in _CACHES:
+            raise bad("what", n, f"must be one of {', '.join(_CACHES)}")
+    done: list[str] = []
+    for n in names:
+        for mod, attr in _CACHES[n]:
+            m = sys.modules.get(mod)
+            obj = getattr(m, attr, None) if m is not None else None
+            if obj is None:
+                continue
+            if hasattr(obj, "cache_clear"):
+                obj.cache_clear()
+            elif hasattr(obj, "clear"):
+                obj.clear()
+            elif callable(obj):
+                obj()
+            done.append(f"{mod}.{attr}")
+    if disk:
+        from .cache import cache_dir
+
+        d = cache_dir()
+        if d is not None and d.is_dir():
+            for f in d.glob("*.pkl"):
+                f.unlink(missing_ok=True)
+            done.append(str(d))
+    return done
+
+
+__all__ = sorted([*_LAZY, "Infeasible", "RooflawError", "clear_cache", "evaluate", "load_architecture"], key=str.lower)

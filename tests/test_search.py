@@ -18,7 +18,7 @@ import pytest
 from rooflaw import RooflawError, get_device
 from rooflaw.cli import main
 from rooflaw.solver import FRONTIER_COLUMNS, Problem, frontier, search, solve_optuna
-from rooflaw.solver.search.study import open_storage
+from rooflaw.solver.search.storage import open_storage
 
 DEV = "jetson-orin-nano-8gb"
 ARCH = ["layers", "d_model", "kv_heads", "head_dim", "ffn", "experts", "top_k"]
@@ -185,7 +185,7 @@ def test_measured_objective_prunes_what_cannot_fit():
 
 
 def test_measure_spec_strings():
-    from rooflaw.solver.search.study import load_measure
+    from rooflaw.solver.search.measure import load_measure
 
     assert load_measure("math:sqrt")(4.0) == 2.0
     with pytest.raises(RooflawError):

@@ -1,8 +1,23 @@
-"""Architectures: shapes, exact parameter counts and importers."""
+"""Architectures: shapes, exact parameter counts and importers. Spaces (numpy, pandas) load on first use."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 from .architecture import COLUMNS, Architecture, param_counts
 from .load import bundled_models, from_file, from_hf_config, from_mapping, from_spec
-from .space import Space, get_space, list_spaces
+
+_LAZY = {"Space": ".space", "get_space": ".space", "list_spaces": ".space"}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "bundled_models",

@@ -7,7 +7,6 @@ import math
 import sys
 from typing import Any, Optional
 
-import numpy as np
 from rich.console import Console
 from rich.table import Table
 
@@ -16,6 +15,8 @@ err_console = Console(stderr=True)
 
 
 def _default(o: Any) -> Any:
+    import numpy as np  # only reached for objects json cannot write itself
+
     if isinstance(o, (np.integer,)):
         return int(o)
     if isinstance(o, (np.floating,)):

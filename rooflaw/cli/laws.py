@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import typer
 
-from ..objectives import get_law, list_laws
 from . import app
 from .common import console, print_json, table
 
@@ -15,6 +14,8 @@ app.add_typer(laws_app, name="laws")
 @laws_app.command("list")
 def list_cmd(json: bool = typer.Option(False, "--json", help="JSON output.")) -> None:
     """List the built-in laws with their variables and source."""
+    from ..objectives import get_law, list_laws
+
     laws = [get_law(n) for n in list_laws()]
     if json:
         print_json([{"name": x.name, "variables": list(x.variables), "source": x.source} for x in laws])
@@ -29,6 +30,8 @@ def show_cmd(
     json: bool = typer.Option(False, "--json", help="JSON output."),
 ) -> None:
     """Expression (text and LaTeX), parameters, variables, source and validity of a law."""
+    from ..objectives import get_law
+
     law = get_law(name)
     if json:
         print_json(law.to_dict())

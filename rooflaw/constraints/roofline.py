@@ -363,6 +363,12 @@ class CostReport:
         tags = sorted(set(self.device.provenance.values())) or ["unspecified"]
         return f"preset={self.preset}; device {self.device.id} figures: {', '.join(tags)}"
 
+    def to_frame(self) -> Any:
+        """The per-operator breakdown as a pandas DataFrame (phase, name, flops, bytes, seconds, bound, roof)."""
+        import pandas as pd
+
+        return pd.DataFrame([o.to_dict() for o in self.ops], columns=list(OpCost.__dataclass_fields__))
+
     def to_dict(self) -> dict[str, Any]:
         v = self.values
         return {

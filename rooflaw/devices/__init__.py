@@ -1,6 +1,13 @@
-"""Devices: the ``Device`` record, the TOML catalog (with power modes), user/plug-in devices, calibration."""
+"""Devices: the ``Device`` record, the TOML catalog (with power modes), user/plug-in devices, calibration.
 
-from .calibrate import calibrate, save_device_toml
+Calibration (numpy) loads on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
 from .catalog import (
     CATALOG_DIR,
     ENTRY_POINT_GROUP,
@@ -13,6 +20,17 @@ from .catalog import (
     plugin_devices,
 )
 from .device import DTYPES, PROVENANCE, Device
+
+_LAZY = {"calibrate": ".calibrate", "save_device_toml": ".calibrate"}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+    globals()[name] = value  # after the submodule import, which bound the package attribute to the module
+    return value
+
 
 __all__ = [
     "CATALOG_DIR",

@@ -18,7 +18,6 @@ DEFAULT_PRECISION = "fp16"
 DEFAULT_PRESET = "full"
 
 
-
 class _DefaultWorkload:
     """Marks the default workload, so that an explicit ``workload=None`` is refused rather than replaced."""
 

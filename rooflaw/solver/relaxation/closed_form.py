@@ -35,6 +35,7 @@ from ...errors import Infeasible, RooflawError
 from ..infeasible import report, space_name
 from . import kkt as K
 from .kkt import BUDGET, CONSTS, VARS, X
+from .newton import projected_newton
 
 _TOL_FEAS = 1e-9
 
@@ -166,69 +167,6 @@ def derive(
     return der
 
 
-# ---- projected Newton in log variables --------------------------------------------------------------
-def _eval(fgh, y, rest, n):
-    try:
-        out = fgh(*y, *rest)
-    except (ValueError, ZeroDivisionError, OverflowError):
-        return math.inf, None, None
-    f = out[0]
-    if isinstance(f, complex) or not math.isfinite(f):
-        return math.inf, None, None
-    y = np.asarray(y)
-    try:
-        g = np.array(out[1 : 1 + n], dtype=float)
-        H = np.array(out[1 + n :], dtype=float).reshape(n, n)
-    except TypeError:  # complex values: outside the regime's domain
-        return math.inf, None, None
-    # to log space: z = log y
-    gz = y * g
-    Hz = np.outer(y, y) * H + np.diag(gz)
-    return f, gz, Hz
-
-
-def _newton(fgh, z0, lo, hi, rest, max_iter=200):
-    n = len(z0)
-    z = np.clip(z0, lo, hi)
-    f, g, H = _eval(fgh, np.exp(z).tolist(), rest, n)
-    if not math.isfinite(f):
-        return None
-    it = 0
-    for it in range(max_iter):  # noqa: B007
-        at_lo = (z <= lo + 1e-12) & (g > 0)
-        at_hi = (z >= hi - 1e-12) & (g < 0)
-        free = ~(at_lo | at_hi)
-        pg = np.where(free, g, 0.0)
-        if np.max(np.abs(pg), initial=0.0) < 1e-13:
-            break
-        p = -pg
-        if free.any():
-            Hf = H[np.ix_(free, free)]
-            try:
-                np.linalg.cholesky(Hf)
-                p = np.zeros(n)
-                p[free] = np.linalg.solve(Hf, -g[free])
-            except np.linalg.LinAlgError:
-                w = np.abs(np.diag(Hf))
-                p = np.zeros(n)
-                p[free] = -g[free] / np.where(w > 1e-12, w, 1.0)
-        t, improved = 1.0, False
-        for _ in range(60):
-            zn = np.clip(z + t * p, lo, hi)
-            fn, gn, Hn = _eval(fgh, np.exp(zn).tolist(), rest, n)
-            if math.isfinite(fn) and fn <= f + 1e-4 * float(g @ (zn - z)) + 1e-15 * abs(f):
-                improved = True
-                break
-            t *= 0.5
-        if not improved:
-            break
-        step = np.max(np.abs(zn - z))
-        z, f, g, H = zn, fn, gn, Hn
-        if step < 1e-15:
-            break
-    return z, f, g, it
-
-
 # ---- the solver ---------------------------------------------------------------------------------------
 @dataclass
 class ClosedForm:
@@ -342,7 +280,7 @@ def _solve_regime(cr: CompiledRegime, bounds, rest) -> dict[str, float] | None:
     hi = np.log([bounds[v][1] for v in cr.free])
     sol = None
     for s in (0.5, 0.2, 0.8, 0.05, 0.95):
-        sol = _newton(cr.fgh, lo + (hi - lo) * s, lo, hi, rest)
+        sol = projected_newton(cr.fgh, lo + (hi - lo) * s, lo, hi, rest)
         if sol is not None:
             break
     if sol is None:
@@ -386,6 +324,9 @@ def closed_form(problem: Any, fix: Mapping[str, float] | None = None) -> ClosedF
         if k not in VARS:
             raise RooflawError(f"fix: unknown variable {k!r}; known: {', '.join(VARS)}")
         bounds[k] = (float(v), float(v))
+    _, low = _constraint_values(der, _cheapest(bounds), cvals)
+    if any(low[k] > budgets[k] for k in kinds):  # not even the cheapest corner of the box fits: skip the regimes
+        raise _infeasible(problem, der, cvals, bounds, budgets)
     best = None
     cands: list[dict[str, Any]] = []
     rest = [*cvals, *bvals]
@@ -529,12 +470,17 @@ def _numerical_kkt(der, cvals, bounds, budgets, kinds, x0=None, starts: int = 12
     return best
 
 
+def _cheapest(bounds) -> dict[str, float]:
+    """The box corner where every theory-mode constraint is smallest (each increases in l, d, r, gqa⁻¹, ρ⁻¹)."""
+    x = {v: bounds[v][0] for v in VARS}
+    x["gqa"] = bounds["gqa"][1]
+    x["rho"] = bounds["rho"][1]
+    return x
+
+
 def _infeasible(problem, der, cvals, bounds, budgets) -> Infeasible:
-    """The binding constraint and its smallest value over the box (each constraint is increasing in l, d, r, gqa⁻¹)."""
-    lo = {v: bounds[v][0] for v in VARS}
-    best_x = dict(lo)
-    best_x["gqa"] = bounds["gqa"][1]
-    best_x["rho"] = bounds["rho"][1]
+    """The binding constraint and its smallest value over the box."""
+    best_x = _cheapest(bounds)
     _, vals = _constraint_values(der, best_x, cvals)
     where = f"of the continuous relaxation of space {space_name(problem)!r} (theory model)"
     return report(problem, vals, budgets, where)

@@ -1,1 +1,1 @@
-"""Optuna search over a space: studies, storages, samplers, measured objectives."""
+"""Optuna search over a space: the study loop (:mod:`.study`), storages, samplers, measured objectives."""

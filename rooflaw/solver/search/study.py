@@ -16,7 +16,6 @@ only what is missing (shared studies may overshoot by at most workers − 1).
 
 from __future__ import annotations
 
-import importlib
 import math
 import os
 import tempfile
@@ -35,119 +34,11 @@ from ..discrete.pareto import hypervolume, pareto_mask
 from ..infeasible import no_finite_loss, report
 from ..problem import Problem
 from ..result import MappingAccess, Result
+from .measure import load_measure
+from .samplers import SAMPLERS, make_sampler
+from .storage import open_storage
 
-SAMPLERS = ("nsga2", "tpe", "gp", "random")
 _ATTR = "rooflaw"
-
-
-def load_measure(measure: Any) -> Callable[..., float] | None:
-    """A measuring callable from a callable, ``module:function`` (module importable or in the working directory),
-    ``path/to/file.py:function``, or the name of an entry point of group ``rooflaw.measure``."""
-    if measure is None or callable(measure):
-        return measure
-    text = str(measure)
-    if ":" in text:
-        mod, _, fn = text.rpartition(":")
-        try:
-            obj: Any = _import(mod)
-            for part in fn.split("."):
-                obj = getattr(obj, part)
-        except (ImportError, AttributeError) as e:
-            raise bad("measure", text, f"cannot import: {e}") from None
-        if not callable(obj):
-            raise bad("measure", text, "is not callable")
-        return obj
-    from importlib.metadata import entry_points
-
-    for ep in entry_points(group="rooflaw.measure"):
-        if ep.name == text:
-            return ep.load()
-    raise bad("measure", text, "give module:function or the name of a rooflaw.measure entry point")
-
-
-def _import(mod: str) -> Any:
-    """Import ``mod`` (a dotted name, resolved from the working directory too, or a ``.py`` file path)."""
-    import sys
-
-    if mod.endswith(".py"):
-        from importlib import util
-
-        spec = util.spec_from_file_location(os.path.splitext(os.path.basename(mod))[0], mod)
-        if spec is None or spec.loader is None or not os.path.isfile(mod):
-            raise ImportError(f"no such file {mod}")
-        module = util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-    try:
-        return importlib.import_module(mod)
-    except ImportError:
-        if os.getcwd() in sys.path:
-            raise
-        sys.path.insert(0, os.getcwd())
-        return importlib.import_module(mod)
-
-
-# ---- storage --------------------------------------------------------------------------------
-def open_storage(url: str | None) -> Any:
-    """An Optuna storage for a URL (None: in memory). Raises a one-line :class:`RooflawError` if it cannot open."""
-    import optuna
-
-    if url is None:
-        return optuna.storages.InMemoryStorage()
-    try:
-        if url.startswith("journal://") or url.endswith((".log", ".journal")):
-            from optuna.storages.journal import JournalFileBackend, JournalStorage
-
-            path = url[len("journal://") :] if url.startswith("journal://") else url
-            path = path[1:] if path.startswith("//") else path  # journal:///abs/path -> /abs/path
-            parent = os.path.dirname(os.path.abspath(path))
-            if not os.path.isdir(parent):
-                raise OSError(f"directory {parent} does not exist")
-            return JournalStorage(JournalFileBackend(path))
-        url = _driver_url(url)
-        if "://" not in url:
-            raise ValueError("not a storage URL (sqlite:///file.db, journal:///file.log, postgresql://…)")
-        for attempt in range(6):  # concurrent first starts race on creating the schema; creation is idempotent
-            try:
-                return optuna.storages.RDBStorage(url, engine_kwargs={"pool_pre_ping": True})
-            except Exception as e:
-                text = str(e).lower()
-                if attempt == 5 or not ("duplicate" in text or "already exists" in text or "unique" in text):
-                    raise
-                time.sleep(0.2 + 0.3 * attempt)
-        raise AssertionError("unreachable")
-    except Exception as e:  # sqlalchemy, driver, OS errors: one line
-        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise RooflawError(f"storage={url!r}: cannot open: {msg[:300]}") from None
-
-
-def _driver_url(url: str) -> str:
-    """``postgresql://`` means psycopg 3 to SQLAlchemy 2.1; use psycopg2 when only it is installed."""
-    for prefix in ("postgresql://", "postgres://"):
-        if url.startswith(prefix):
-            from importlib import util
-
-            if util.find_spec("psycopg") is None and util.find_spec("psycopg2") is not None:
-                return "postgresql+psycopg2://" + url[len(prefix) :]
-            return "postgresql://" + url[len(prefix) :]
-    return url
-
-
-def _sampler(name: str, seed: int | None) -> Any:
-    """Samplers see budgets through ``Trial.set_constraint`` (Optuna 5's replacement of ``constraints_func``)."""
-    import optuna
-
-    if name == "nsga2":
-        return optuna.samplers.NSGAIISampler(seed=seed, population_size=40)
-    if name == "tpe":
-        return optuna.samplers.TPESampler(seed=seed, multivariate=True, n_startup_trials=20)
-    if name == "gp":
-        return optuna.samplers.GPSampler(
-            seed=seed, deterministic_objective=True, n_startup_trials=20, warn_independent_sampling=False
-        )
-    if name == "random":
-        return optuna.samplers.RandomSampler(seed=seed)
-    raise bad("sampler", name, f"unknown sampler; known: {', '.join(SAMPLERS)}")
 
 
 # ---- the objective ----------------------------------------------------------------------------
@@ -296,7 +187,7 @@ def _run_worker(
     from optuna.trial import TrialState
 
     storage = storage_obj if storage_obj is not None else open_storage(storage_url)
-    sampler = _sampler(sampler_name, seed)
+    sampler = make_sampler(sampler_name, seed)
     study = _open_study(problem, objectives, storage, study_name, sampler)
     obj = _Objective(problem, objectives, load_measure(measure))
     _load_cache(study, obj)
