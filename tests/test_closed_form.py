@@ -201,13 +201,14 @@ def test_regime_classification_vs_paper_rule():
     assert cf.regime == "memory" and cf.multipliers["memory"] > 0
 
 
+# rel 1e-11: a freshly derived (uncached) expression lands 1.2e-12 away
 def test_fixed_width_and_bounds_reported():
     cf = closed_form(Problem(LAW, DEV, latency_budget=0.02, phase="decode"), fix={"d": 1024})
     assert cf.x["d"] == 1024
     assert cf.x["l"] == pytest.approx(
         0.02 * DEV.memory_bandwidth / 16
         / (cf.x["d"] ** 2 * 2 * (2 + 2 / cf.x["gqa"] + 3 * cf.x["r"])
-           + 2 * (1024 + 8.5) * cf.x["d"] * 2 / cf.x["gqa"]), rel=1e-12)  # fmt: skip
+           + 2 * (1024 + 8.5) * cf.x["d"] * 2 / cf.x["gqa"]), rel=1e-11)  # fmt: skip
 
 
 def test_depth_at_upper_bound_when_budget_is_generous():

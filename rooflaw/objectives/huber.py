@@ -8,7 +8,6 @@ expression (any expression works; sums of power laws take the fast linear path).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
@@ -51,7 +50,6 @@ class LogHuberObjective:
             us.append(u)
         if us is None or any(u.has(sympy.zoo, sympy.nan) for u in us):
             us = [sympy.log(expr.xreplace(sub))]  # not a sum of positive terms: log of the whole
-        self.lse = len(us) > 1
         self.logx = np.vstack([np.log(np.asarray(x[v], dtype=float)) for v in law.variables])
         args = th + [lx[v] for v in law.variables]
         self.linear = all(not sympy.diff(u, a).free_symbols & set(th) for u in us for a in th)
@@ -73,9 +71,6 @@ class LogHuberObjective:
             self.fdu = [[sympy.lambdify(args, sympy.diff(u, a), modules="numpy", cse=True) for a in th] for u in us]
 
     # fit space <-> parameters
-    def to_fit(self, params: Mapping[str, float]) -> np.ndarray:
-        return np.array([math.log(params[p]) if p in self.log_params else params[p] for p in self.names], float)
-
     def from_fit(self, theta: np.ndarray) -> dict[str, float]:
         theta = np.asarray(theta, float)
         return {p: float(np.exp(t) if p in self.log_params else t) for p, t in zip(self.names, theta, strict=False)}

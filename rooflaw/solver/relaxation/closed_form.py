@@ -97,7 +97,6 @@ class CompiledRegime:
 class Derivation:
     """All regimes of one law and one constraint set, derived once and cached."""
 
-    law_expr: sp.Expr
     phase: str
     kinds: tuple[str, ...]
     constraints: dict[str, sp.Expr]
@@ -162,7 +161,7 @@ def derive(
     thm = None
     if {"rho", "r"} <= set(law.variables):
         thm = K.theorems(law)
-    der = Derivation(L, phase, kinds, cons, _regimes(kinds), L, {}, grads, time.perf_counter() - t0, thm)
+    der = Derivation(phase, kinds, cons, _regimes(kinds), L, {}, grads, time.perf_counter() - t0, thm)
     _DERIVATIONS[key] = der
     return der
 
