@@ -14,9 +14,9 @@ app.add_typer(laws_app, name="laws")
 @laws_app.command("list")
 def list_cmd(json: bool = typer.Option(False, "--json", help="JSON output.")) -> None:
     """List the built-in laws with their variables and source."""
-    from ..objectives import get_law, list_laws
+    from ..objectives import builtin_laws
 
-    laws = [get_law(n) for n in list_laws()]
+    laws = builtin_laws()  # name, variables and source without building the sympy laws
     if json:
         print_json([{"name": x.name, "variables": list(x.variables), "source": x.source} for x in laws])
         return

@@ -1,6 +1,7 @@
 """Loss laws: sympy expressions over architecture/data variables with fitted parameters, and the fitter.
 
-The fitter (pandas, scipy) and its plots (matplotlib) load on first use.
+Names load on first use: listing the built-in laws needs no sympy, the fitter (pandas, scipy) and its plots
+(matplotlib) load only when called.
 """
 
 from __future__ import annotations
@@ -8,11 +9,16 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from .builtins import get_law, list_laws
-from .law import LossLaw, parse_law
-from .variables import SYMBOLS, VARIABLES, law_inputs, symbol
-
 _LAZY = {
+    "builtin_laws": ".builtins",
+    "get_law": ".builtins",
+    "list_laws": ".builtins",
+    "LossLaw": ".law",
+    "parse_law": ".law",
+    "SYMBOLS": ".variables",
+    "VARIABLES": ".variables",
+    "law_inputs": ".variables",
+    "symbol": ".variables",
     "FitResult": ".fit",
     "fit_law": ".fit",
     "gemstones": ".fit",
@@ -38,6 +44,7 @@ __all__ = [
     "LossLaw",
     "SYMBOLS",
     "VARIABLES",
+    "builtin_laws",
     "get_law",
     "law_inputs",
     "list_laws",

@@ -1,17 +1,42 @@
-"""Built-in loss laws with their published coefficients."""
+"""Built-in loss laws with their published coefficients.
+
+Each entry is a :class:`Builtin`: its name, variables, source and validity read without sympy (``rooflaw laws
+list`` stays light); :func:`get_law` builds the sympy law on first use.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-import sympy
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..errors import RooflawError
-from .law import LossLaw, param_symbol, parse_law
-from .variables import symbol
+
+if TYPE_CHECKING:
+    from .law import LossLaw
+
+
+@dataclass(frozen=True)
+class Builtin:
+    """A built-in law as data: ``text`` (or ``build``, for a law written as a sympy expression) and its numbers."""
+
+    name: str
+    text: str | None
+    values: Mapping[str, float]
+    variables: tuple[str, ...]
+    source: str
+    validity: str
+    build: Callable[[Builtin], LossLaw] | None = None
+
+    def __call__(self) -> LossLaw:
+        if self.build is not None:
+            return self.build(self)
+        return _law(self.name, self.text, self.values, self.variables, self.source, self.validity)
 
 
 def _law(name, text, values, variables, source, validity) -> LossLaw:
+    from .law import LossLaw, parse_law
+
     law = parse_law(text, name=name, variables=variables, params=[p for p in values if p not in variables])
     if set(law.params) != set(values):
         raise AssertionError(f"built-in {name}: params {sorted(law.params)} != {sorted(values)}")
@@ -25,24 +50,12 @@ def _law(name, text, values, variables, source, validity) -> LossLaw:
     )
 
 
-def _paper() -> LossLaw:
-    l, d, r, rho, d_m = (symbol(v) for v in ("l", "d", "r", "rho", "d_m"))
-    p = {
-        k: param_symbol(k)
-        for k in (
-            "kappa_l",
-            "alpha_l",
-            "kappa_rho",
-            "alpha_rho",
-            "alpha_r",
-            "beta_1",
-            "kappa_d",
-            "beta_2",
-            "kappa_m",
-            "alpha_m",
-            "L_inf",
-        )
-    }
+def _paper(spec: Builtin) -> LossLaw:
+    from .law import LossLaw, param_symbol
+    from .variables import symbol
+
+    l, d, r, rho, d_m = (symbol(v) for v in spec.variables)
+    p = {k: param_symbol(k) for k in spec.values}
     expr = (
         p["kappa_l"] / l ** p["alpha_l"]
         + p["kappa_rho"] * rho ** p["alpha_rho"] / (r ** p["alpha_r"] * d ** p["beta_1"])
@@ -50,37 +63,42 @@ def _paper() -> LossLaw:
         + p["kappa_m"] / d_m ** p["alpha_m"]
         + p["L_inf"]
     )
-    values = {
-        "kappa_l": 9.96,
-        "alpha_l": 1.63,
-        "kappa_rho": 0.031,
-        "alpha_rho": 1.09,
-        "alpha_r": 0.17,
-        "beta_1": -0.33,
-        "kappa_d": 500.0,
-        "beta_2": 0.97,
-        "kappa_m": 0.20,
-        "alpha_m": 0.05,
-        "L_inf": 2.53,
-    }
     return LossLaw(
-        name="paper-2602.10377",
+        name=spec.name,
         expr=expr,
-        params=values,
-        variables=("l", "d", "r", "rho", "d_m"),
-        source="Sun et al. 2026, arXiv:2602.10377, Eq. 15 / App. C Table 6 (nonlinear least squares)",
-        validity=(
-            "fixed 10B-token budget (no N or D term); fitted on 170 models with l 4-32, d 768-3072, "
-            "MoE E<=16, K<=2 (rho 1/16..1), GQA n_kv in {1,2,4,8,n_h}; d_m = d/gqa"
-        ),
+        params=dict(spec.values),
+        variables=spec.variables,
+        source=spec.source,
+        validity=spec.validity,
     )
 
 
 _CHIN = "E + A/N**alpha + B/D**beta"
 
-_BUILDERS: dict[str, Callable[[], LossLaw]] = {
-    "paper-2602.10377": _paper,
-    "chinchilla-hoffmann": lambda: _law(
+_BUILDERS: dict[str, Builtin] = {
+    "paper-2602.10377": Builtin(
+        "paper-2602.10377",
+        None,
+        {
+            "kappa_l": 9.96,
+            "alpha_l": 1.63,
+            "kappa_rho": 0.031,
+            "alpha_rho": 1.09,
+            "alpha_r": 0.17,
+            "beta_1": -0.33,
+            "kappa_d": 500.0,
+            "beta_2": 0.97,
+            "kappa_m": 0.20,
+            "alpha_m": 0.05,
+            "L_inf": 2.53,
+        },
+        ("l", "d", "r", "rho", "d_m"),
+        "Sun et al. 2026, arXiv:2602.10377, Eq. 15 / App. C Table 6 (nonlinear least squares)",
+        "fixed 10B-token budget (no N or D term); fitted on 170 models with l 4-32, d 768-3072, "
+        "MoE E<=16, K<=2 (rho 1/16..1), GQA n_kv in {1,2,4,8,n_h}; d_m = d/gqa",
+        build=_paper,
+    ),
+    "chinchilla-hoffmann": Builtin(
         "chinchilla-hoffmann",
         _CHIN,
         {"E": 1.6934, "A": 406.4, "B": 410.7, "alpha": 0.33917, "beta": 0.28491},
@@ -88,7 +106,7 @@ _BUILDERS: dict[str, Callable[[], LossLaw]] = {
         "Hoffmann et al. 2022 (Chinchilla), approach 3",
         "dense decoder LMs, N 70M-16B parameters (embeddings included), D 5B-500B tokens, MassiveText",
     ),
-    "chinchilla-epoch": lambda: _law(
+    "chinchilla-epoch": Builtin(
         "chinchilla-epoch",
         _CHIN,
         {"E": 1.81686, "A": 482.006, "B": 2085.434, "alpha": 0.34781, "beta": 0.36585},
@@ -96,7 +114,7 @@ _BUILDERS: dict[str, Callable[[], LossLaw]] = {
         "Besiroglu et al. 2024 (Epoch AI), arXiv:2404.10102, MLE refit of Hoffmann's approach 3",
         "same runs as Chinchilla: dense decoder LMs, N 70M-16B, D 5B-500B tokens",
     ),
-    "kaplan": lambda: _law(
+    "kaplan": Builtin(
         "kaplan",
         "((N_c/N_nonembed)**(alpha_N/alpha_D) + D_c/D)**alpha_D",
         {"N_c": 8.8e13, "alpha_N": 0.076, "D_c": 5.4e13, "alpha_D": 0.095},
@@ -104,7 +122,7 @@ _BUILDERS: dict[str, Callable[[], LossLaw]] = {
         "Kaplan et al. 2020, arXiv:2001.08361, Eq. 1.5 (non-embedding N)",
         "dense decoder LMs, N_nonembed 768-1.5B, D up to 23B tokens, WebText2 tokens; no irreducible term",
     ),
-    "krajewski-moe": lambda: _law(
+    "krajewski-moe": Builtin(
         "krajewski-moe",
         "c + (g/G**gamma + a)/N_active_nonembed**alpha + b/D**beta",
         {"a": 18.1, "alpha": 0.115, "b": 30.8, "beta": 0.147, "g": 2.1, "gamma": 0.58, "c": 0.47},
@@ -113,7 +131,7 @@ _BUILDERS: dict[str, Callable[[], LossLaw]] = {
         "fine-grained MoE at expansion rate 64, granularity G 1-16, N up to ~1B, C4; N read as "
         "active non-embedding parameters, G = 4*d_model/ffn",
     ),
-    "krajewski-dense": lambda: _law(
+    "krajewski-dense": Builtin(
         "krajewski-dense",
         "c + a/N_active_nonembed**alpha + b/D**beta",
         {"a": 16.3, "alpha": 0.126, "b": 26.7, "beta": 0.127, "c": 0.47},
@@ -131,6 +149,11 @@ def list_laws() -> list[str]:
     return list(_BUILDERS)
 
 
+def builtin_laws() -> list[Builtin]:
+    """The built-in laws as data (name, variables, source, validity, numbers), without building them."""
+    return list(_BUILDERS.values())
+
+
 def get_law(name_or_expr: str, **kwargs) -> LossLaw:
     """A built-in law by name, or a user law from an expression (see ``parse_law`` for kwargs)."""
     if not isinstance(name_or_expr, str):
@@ -143,7 +166,6 @@ def get_law(name_or_expr: str, **kwargs) -> LossLaw:
     looks_like_name = key.replace("-", "").replace(".", "").replace("_", "").isalnum() and "-" in key
     if looks_like_name:
         raise RooflawError(f"law={key!r}: no such built-in law; built-ins: {', '.join(_BUILDERS)}")
+    from .law import parse_law
+
     return parse_law(key, **kwargs)
-
-
-_ = sympy  # sympy symbols are built in helpers above
