@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import json
 
+import hf_configs as H
 import pytest
 
-import hf_configs as H
 from rooflaw.arch import bundled_models, from_hf_config
 
 CASES = {
