@@ -124,3 +124,34 @@ def test_bulk_table_of_stacks_equals_each_architecture():
             one = evaluate(a, ORIN, wl, "w4a16kv8")
             for k in ("prefill_s", "decode_s", "memory_bytes", "energy_j", "kv_cache_bytes", "params_total"):
                 assert bulk[k][i] == pytest.approx(getattr(one, k), rel=1e-12), (a.name, k)
+
+
+def test_space_searches_local_global_patterns():
+    from rooflaw.arch import get_space
+
+    sp = get_space("assistant-32k")
+    assert sp.has_patterns
+    # valid widths: d 1024 and 1536 x head_dim {128, 256} x kv {1, 2} x 2 ratios, d 1152 only at head_dim 128 with
+    # one kv head (9 heads); x 3 depths x (all-global + 8 periods x 3 windows)
+    assert sp.size == (8 + 8 + 2) * 3 * 25
+    cols = sp.columns_at(np.arange(sp.size))
+    for L, local in zip(cols["layers"], cols["local_layers"], strict=True):
+        assert local == 0 or any(local == L - L // p for p in sp.global_every if p > 1)
+    assert set(np.unique(cols["window"])) == {0, 512, 1024, 4096}
+    assert set(np.unique(cols["layers"] - cols["local_layers"])) == {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 13, 18, 22, 26}
+    wl = Workload(1, 32768, 64, "fused")
+    idx = np.array([0, 7, 40, sp.size - 1])
+    sub = sp.columns_at(idx)
+    bulk = evaluate_columns(sub, NANO, wl, "bf16")
+    for j, i in enumerate(idx):
+        row = {k: v[j] for k, v in sub.items()}
+        arch = sp.architecture(row)
+        assert sp.contains(arch)
+        assert arch.count("local") == row["local_layers"]
+        one = evaluate(arch, NANO, wl, "bf16")
+        assert bulk["kv_cache_bytes"][j] == one.kv_cache_bytes
+        assert bulk["decode_s"][j] == pytest.approx(one.decode_s, rel=1e-12)
+        choice = {"layers": row["layers"], "d_model": row["d_model"], "head_dim": row["head_dim"],
+                  "kv_heads": row["kv_heads"], "r_single": row["ffn"] / row["d_model"], "moe": (1, 1),
+                  "pattern": tuple(int(x) for x in sp._pat[int(i) % len(sp._pat)])}  # fmt: skip
+        assert sp.point(choice)["index"] == i

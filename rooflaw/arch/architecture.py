@@ -266,6 +266,18 @@ class Architecture:
         }
 
     @property
+    def pattern(self) -> str:
+        """The layer stack in words, e.g. ``22 local (window 512) + 4 global`` (``26 global`` if uniform)."""
+        parts = []
+        for kind in LAYER_KINDS:
+            n = self.count(kind)
+            if n:
+                parts.append(f"{n} {kind}" + (f" (window {self.window})" if kind == "local" else ""))
+        if self.first_dense:
+            parts.append(f"first {self.first_dense} dense FFN")
+        return " + ".join(parts)
+
+    @property
     def uniform(self) -> bool:
         """True for a one-block stack (every layer global attention + the main FFN)."""
         return not self.first_dense and all(k == "global" for k in self.layer_types)
