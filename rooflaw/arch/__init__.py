@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from .architecture import COLUMNS, Architecture, param_counts
+from .architecture import COLUMNS, STACK_COLUMNS, Architecture, param_counts
 from .load import bundled_models, from_file, from_hf_config, from_mapping, from_spec
 
 _LAZY = {"Space": ".space", "get_space": ".space", "list_spaces": ".space"}
@@ -22,6 +22,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "bundled_models",
     "COLUMNS",
+    "STACK_COLUMNS",
     "Architecture",
     "from_file",
     "from_hf_config",

@@ -85,6 +85,8 @@ class Result(MappingAccess):
         if a is not None:
             arch = {k: getattr(a, k) for k in ARCH_FIELDS}
             arch.update(r=a.r, rho=a.rho, gqa=a.gqa, params_total=a.params_total, params_active=a.params_active)
+            if not a.uniform:
+                arch.update(layer_pattern=a.pattern, layer_types=list(a.layer_types), window=a.window)
         out = {
             "method": self.method,
             "regime": self.regime,
