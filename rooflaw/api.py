@@ -27,7 +27,8 @@ _MODULES: dict[str, str] = {
     "rooflaw.constraints": "FORMATS PRESETS CostReport Precision Workload complete_columns decode_steps "
     "evaluate_columns gemm",
     "rooflaw.devices": "Device calibrate device_ids get_device list_devices load_device_file save_device_toml",
-    "rooflaw.objectives": "LossLaw fit_law gemstones get_law law_inputs list_laws load_table parse_law plot_fit",
+    "rooflaw.objectives": "LossLaw builtin_laws fit_law gemstones get_law law_inputs list_laws load_table parse_law "
+    "plot_fit",
     "rooflaw.solver": "FRONTIER_COLUMNS METHODS SAMPLERS ClosedForm Constraint DerivedTheorems EnergyBudget "
     "FrontierResult LatencyBudget MemoryBudget Problem Result SearchResult closed_form derive_theorems frontier "
     "hypervolume pareto_mask register_method round_solution search solve solve_exhaustive solve_gp solve_optuna",

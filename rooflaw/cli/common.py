@@ -74,7 +74,7 @@ def build_problem(
 ) -> Any:
     """A :class:`~rooflaw.solver.Problem` from the options shared by ``solve``, ``frontier`` and ``search``."""
     from .. import api
-    from ..solver import Problem
+    from ..api import Problem
 
     return Problem(
         law=api.get_law(law),

@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from ..devices import Device, get_device, list_devices
+from ..api import Device, get_device, list_devices
 from . import app
 from .common import console, err_console, print_json, table
 
@@ -174,7 +174,7 @@ def calibrate_cmd(
     as_json: bool = typer.Option(False, "--json", help="One JSON object, SI units; no progress output."),
 ) -> None:
     """Measure this machine with numpy: fp32 GEMM FLOP/s, memory bandwidth, vector rate, capacity."""
-    from ..devices import calibrate, save_device_toml
+    from ..api import calibrate, save_device_toml
 
     base_dev = get_device(base) if base is not None else None
     if not as_json and console.is_terminal:

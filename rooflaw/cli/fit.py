@@ -39,7 +39,7 @@ def fit_cmd(
     json: bool = typer.Option(False, "--json", help="JSON output (no progress bar)."),
 ) -> None:
     """Fit a law (Hoffmann/Epoch recipe generalised to any sum of power laws) and print the fit."""
-    from ..objectives import fit_law, get_law, load_table, plot_fit
+    from ..api import fit_law, get_law, load_table, plot_fit
 
     the_law = get_law(law)
     df = load_table(data)

@@ -59,7 +59,7 @@ def frontier(
     as_json: bool = typer.Option(False, "--json", help="One JSON object, SI units."),
 ) -> None:
     """Evaluate every point of a space and print its exact Pareto frontier (feasible points only)."""
-    from ..solver import frontier as run
+    from ..api import frontier as run
 
     prob = build_problem(device, law, space, phase, precision, batch, input_tokens, output_tokens, preset, tokens,
                          latency_budget, memory_budget, energy_budget, attention=attention)  # fmt: skip

@@ -14,7 +14,7 @@ app.add_typer(laws_app, name="laws")
 @laws_app.command("list")
 def list_cmd(json: bool = typer.Option(False, "--json", help="JSON output.")) -> None:
     """List the built-in laws with their variables and source."""
-    from ..objectives import builtin_laws
+    from ..api import builtin_laws
 
     laws = builtin_laws()  # name, variables and source without building the sympy laws
     if json:
@@ -30,7 +30,7 @@ def show_cmd(
     json: bool = typer.Option(False, "--json", help="JSON output."),
 ) -> None:
     """Expression (text and LaTeX), parameters, variables, source and validity of a law."""
-    from ..objectives import get_law
+    from ..api import get_law
 
     law = get_law(name)
     if json:

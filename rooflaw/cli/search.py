@@ -49,7 +49,7 @@ def search(
     as_json: bool = typer.Option(False, "--json", help="One JSON object, SI units."),
 ) -> None:
     """Search a space with Optuna; report the feasible frontier of the trials and its hypervolume."""
-    from ..solver import search as run
+    from ..api import search as run
 
     prob = build_problem(device, law, space, phase, precision, batch, input_tokens, output_tokens, preset, tokens,
                          latency_budget, memory_budget, energy_budget, attention=attention)  # fmt: skip

@@ -42,7 +42,7 @@ def solve(
     """Choose the architecture with the lowest loss that meets the budgets (closed form, GP, exhaustive, Optuna)."""
     if method not in METHODS:
         raise api.RooflawError(f"method={method!r}: must be one of {', '.join(METHODS)}")
-    from ..solver import solve as run
+    from ..api import solve as run
 
     prob = build_problem(device, law, space, phase, precision, batch, input_tokens, output_tokens, preset, tokens,
                          latency_budget, memory_budget, energy_budget, align, attention=attention)  # fmt: skip
