@@ -53,7 +53,8 @@ BUDGETS = (0.01, 0.02, 0.04, 0.05, 0.07, 0.15)
 
 @pytest.fixture(scope="module")
 def align_cases():
-    """(align, budget, problem, unfiltered best loss, aligned best loss) where an unaligned width wins."""
+    """(align, budget, problem, unfiltered best loss, aligned best loss, closed-form result) where an
+    unaligned width wins."""
     frame = ALIGN_SPACE.to_frame()
     out = []
     for T in BUDGETS:
@@ -67,7 +68,8 @@ def align_cases():
                 ok &= feas["ffn"] % align == 0
             if best_any["d_model"] % align:
                 p = Problem(LAW, DEV, space=ALIGN_SPACE, latency_budget=T, phase="decode", align=align)
-                out.append((align, T, p, float(best_any["loss"]), float(feas[ok]["loss"].min())))
+                best_aligned = float(feas[ok]["loss"].min())
+                out.append((align, T, p, float(best_any["loss"]), best_aligned, solve(p, "closed-form")))
     return out
 
 
@@ -75,9 +77,8 @@ def align_cases():
 def test_alignment_filters_where_an_unaligned_width_would_win(align, align_cases):
     cases = [c for c in align_cases if c[0] == align]
     assert len(cases) >= 2, f"align {align}: no budget where an unaligned width wins -- the test checks nothing"
-    for _, T, p, best_any, best_aligned in cases:
+    for _, T, _, best_any, best_aligned, res in cases:
         assert best_any < best_aligned
-        res = solve(p, "closed-form")
         a = res.architecture
         assert a.d_model % align == 0 and (align <= ALIGN_SPACE.ffn_align or a.ffn % align == 0), (align, T, a)
         assert res.loss >= best_aligned  # nothing aligned beats the aligned optimum
@@ -89,7 +90,7 @@ def test_alignment_filters_where_an_unaligned_width_would_win(align, align_cases
     "this space by up to 10 % (align 128 at 150 ms: 3.4019 vs 3.0895); on the paper space the gap is 0",
 )
 def test_rounding_reaches_the_aligned_discrete_optimum(align_cases):
-    gaps = [solve(p, "closed-form").loss / best_aligned - 1 for _, _, p, _, best_aligned in align_cases]
+    gaps = [res.loss / best_aligned - 1 for *_, best_aligned, res in align_cases]
     assert max(gaps) == 0.0, gaps
 
 
@@ -98,7 +99,7 @@ def test_rounding_reaches_the_aligned_discrete_optimum(align_cases):
     "align 512)",
 )  # fmt: skip
 def test_exhaustive_honours_the_alignment(align_cases):
-    for align, T, p, _, best_aligned in align_cases:
+    for align, T, p, _, best_aligned, _ in align_cases:
         res = solve(p, "exhaustive")
         assert res.architecture.d_model % align == 0 and res.loss == best_aligned, (align, T)
 
