@@ -116,6 +116,7 @@ def main() -> int:
     ap.add_argument("--only", nargs="*", help="mutation keys to run")
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--python", default=sys.executable)
+    ap.add_argument("-v", "--verbose", action="store_true", help="list every failing test, not the first three")
     args = ap.parse_args()
     chosen = [m for m in MUTATIONS if not args.only or m.key in args.only]
     if args.list:
@@ -126,8 +127,9 @@ def main() -> int:
     for m in chosen:
         verdict, tests = run(m, args.python)
         bad += verdict != "caught"
-        print(f"[{m.key}] {verdict:8s} {m.what}")
-        for t in tests:
+        n = f" by {len(tests)} test(s)" if verdict == "caught" else ""
+        print(f"[{m.key}] {verdict}{n}: {m.what}")
+        for t in tests if args.verbose else tests[:3]:
             print(f"      {t}")
         sys.stdout.flush()
     return 1 if bad else 0
