@@ -1,7 +1,8 @@
 """A small on-disk cache for derived artefacts (generated evaluator code, symbolic derivations).
 
-Keys hash the source of the modules that produce the artefact plus the library versions, so an
-edit to the cost model or an upgrade of sympy/numpy invalidates them. The directory is
+Keys hash every source file of the packages an artefact can derive from (:data:`DERIVING_PACKAGES`)
+plus the library versions, so an edit to the cost model -- operators, symbols, the compile step, a
+new module -- or an upgrade of sympy/numpy invalidates them. The directory is
 ``$ROOFLAW_CACHE_DIR`` or ``~/.cache/rooflaw``; ``ROOFLAW_NO_CACHE=1`` turns the cache off. Any
 failure to read or write falls back to recomputing -- the cache never changes a result.
 """
@@ -25,14 +26,32 @@ def cache_dir() -> Path | None:
     return Path(base)
 
 
+#: Packages whose Python sources any derived artefact may depend on (the cost model, its symbols and
+#: compile step, architectures, laws, solvers): every ``.py`` file under them keys every entry, so an
+#: edit anywhere there -- or a new file -- invalidates the cache without a hand-kept module list.
+DERIVING_PACKAGES = ("arch", "constraints", "objectives", "solver")
+_ROOT = Path(__file__).resolve().parent
+
+
+def source_files(root: Path | None = None) -> list[Path]:
+    """The ``.py`` files of :data:`DERIVING_PACKAGES` under ``root`` (the installed package), sorted."""
+    root = root or _ROOT
+    return sorted(p for pkg in DERIVING_PACKAGES for p in (root / pkg).rglob("*.py"))
+
+
 def source_key(tag: str, *modules: ModuleType) -> str:
-    """A hash of ``tag``, the source files of ``modules`` and the numpy/sympy versions."""
+    """A hash of ``tag``, the numpy/sympy versions, every source file of :data:`DERIVING_PACKAGES`
+    (path and content) and the source files of any extra ``modules`` outside them."""
     import numpy
     import sympy
 
     h = hashlib.sha256(f"{tag}|numpy {numpy.__version__}|sympy {sympy.__version__}".encode())
-    for m in modules:
-        h.update(Path(m.__file__ or "").read_bytes())
+    files = source_files()
+    extra = sorted({Path(m.__file__).resolve() for m in modules if m.__file__} - set(files))
+    for f in files + extra:
+        name = f.relative_to(_ROOT) if f.is_relative_to(_ROOT) else Path(f.name)
+        h.update(f"\0{name.as_posix()}\0".encode())
+        h.update(f.read_bytes())
     return f"{tag}-{h.hexdigest()[:20]}"
 
 

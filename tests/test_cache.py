@@ -46,3 +46,66 @@ def test_broken_cache_entry_is_recomputed(tmp_path, monkeypatch):
     comp.compile_preset.cache_clear()
     assert comp.compile_preset("paper").names == ("attn_proj", "ffn", "kv_cache")
     comp.compile_preset.cache_clear()
+
+
+def _copy_tree(tmp_path, monkeypatch):
+    import shutil
+    from pathlib import Path
+
+    from rooflaw import cache
+
+    src = Path(cache.__file__).resolve().parent
+    dst = tmp_path / "rooflaw"
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__", "*.jsonl", "*.json", "*.toml"))
+    monkeypatch.setattr(cache, "_ROOT", dst)
+    return dst
+
+
+@pytest.mark.parametrize(
+    "edit", ["constraints/compile.py", "constraints/symbols.py", "constraints/operators.py", "arch/architecture.py",
+             "solver/kkt.py", "objectives/law.py", "constraints/new_layer_kind.py"],
+)  # fmt: skip
+def test_an_edit_to_any_deriving_source_changes_every_key(tmp_path, monkeypatch, edit):
+    from rooflaw import cache
+
+    dst = _copy_tree(tmp_path, monkeypatch)
+    before = {t: cache.source_key(t) for t in ("compile-full", "compile-paper", "theorems-x")}
+    # the keys the real callers build (with their extra module arguments) move too
+    from rooflaw.constraints import operators
+
+    caller_before = cache.source_key("compile-full", operators)
+    f = dst / edit
+    f.write_text((f.read_text() if f.exists() else "") + "\n# an edit\n")
+    after = {t: cache.source_key(t) for t in before}
+    assert all(before[t] != after[t] for t in before), edit
+    assert cache.source_key("compile-full", operators) != caller_before
+
+
+def test_key_is_stable_and_ignores_files_outside_the_deriving_packages(tmp_path, monkeypatch):
+    from rooflaw import cache
+
+    dst = _copy_tree(tmp_path, monkeypatch)
+    k = cache.source_key("compile-full")
+    assert cache.source_key("compile-full") == k
+    (dst / "cli" / "evaluate.py").write_text("# the CLI does not feed derivations\n")
+    assert cache.source_key("compile-full") == k
+    assert {p.parent.name for p in cache.source_files()} >= {"constraints", "arch", "solver", "objectives"}
+
+
+def test_stale_entry_is_not_served_after_a_source_edit(tmp_path, monkeypatch):
+    # end to end: derive and store under the real tree's key, then edit symbols.py in a copy -> miss, re-derive
+
+    monkeypatch.setenv("ROOFLAW_CACHE_DIR", str(tmp_path / "cache"))
+    comp.compile_preset.cache_clear()
+    comp.compile_preset("paper")
+    assert len(list((tmp_path / "cache").glob("compile-paper-*.pkl"))) == 1
+    dst = _copy_tree(tmp_path, monkeypatch)
+    (dst / "constraints" / "symbols.py").write_text((dst / "constraints" / "symbols.py").read_text() + "\n#\n")
+    comp.compile_preset.cache_clear()
+    called = []
+    real = comp._compile_preset
+    monkeypatch.setattr(comp, "_compile_preset", lambda p: called.append(p) or real(p))
+    comp.compile_preset("paper")
+    assert called == ["paper"]
+    assert len(list((tmp_path / "cache").glob("compile-paper-*.pkl"))) == 2
+    comp.compile_preset.cache_clear()

@@ -142,53 +142,54 @@ def test_chunking_does_not_change_results():
 # ------------------------------------------------------------------------------------------
 # FLOPs of a real torch decoder layer, counted by torch.utils.flop_counter.FlopCounterMode
 # ------------------------------------------------------------------------------------------
-torch = pytest.importorskip("torch")
-
-
-class _Layer(torch.nn.Module):
+# (torch is imported inside the one test that needs it, so that only that test skips without it)
+def _torch_layer(torch, a: Architecture):
     """A Llama/Mixtral-style decoder layer built from an Architecture (unfused attention)."""
 
-    def __init__(self, a: Architecture):
-        super().__init__()
-        nn = torch.nn
-        self.a = a
-        q, kv = a.heads * a.head_dim, a.kv_heads * a.head_dim
-        self.q, self.k, self.v = (
-            nn.Linear(a.d_model, q, False),
-            nn.Linear(a.d_model, kv, False),
-            nn.Linear(a.d_model, kv, False),
-        )
-        self.o = nn.Linear(q, a.d_model, False)
-        self.router = nn.Linear(a.d_model, a.experts, False) if a.experts > 1 else None
-        self.gate = nn.ModuleList(nn.Linear(a.d_model, a.ffn, False) for _ in range(a.experts))
-        self.up = nn.ModuleList(nn.Linear(a.d_model, a.ffn, False) for _ in range(a.experts))
-        self.down = nn.ModuleList(nn.Linear(a.ffn, a.d_model, False) for _ in range(a.experts))
+    class _Layer(torch.nn.Module):
+        def __init__(self, a: Architecture):
+            super().__init__()
+            nn = torch.nn
+            self.a = a
+            q, kv = a.heads * a.head_dim, a.kv_heads * a.head_dim
+            self.q, self.k, self.v = (
+                nn.Linear(a.d_model, q, False),
+                nn.Linear(a.d_model, kv, False),
+                nn.Linear(a.d_model, kv, False),
+            )
+            self.o = nn.Linear(q, a.d_model, False)
+            self.router = nn.Linear(a.d_model, a.experts, False) if a.experts > 1 else None
+            self.gate = nn.ModuleList(nn.Linear(a.d_model, a.ffn, False) for _ in range(a.experts))
+            self.up = nn.ModuleList(nn.Linear(a.d_model, a.ffn, False) for _ in range(a.experts))
+            self.down = nn.ModuleList(nn.Linear(a.ffn, a.d_model, False) for _ in range(a.experts))
 
-    def forward(self, x, past: int = 0):
-        a = self.a
-        B, S, _ = x.shape
-        q = self.q(x).view(B, S, a.heads, a.head_dim).transpose(1, 2)
-        k = self.k(x).view(B, S, a.kv_heads, a.head_dim).transpose(1, 2)
-        v = self.v(x).view(B, S, a.kv_heads, a.head_dim).transpose(1, 2)
-        if past:
-            k = torch.cat([torch.randn(B, a.kv_heads, past, a.head_dim), k], 2)
-            v = torch.cat([torch.randn(B, a.kv_heads, past, a.head_dim), v], 2)
-        rep = a.heads // a.kv_heads
-        k, v = k.repeat_interleave(rep, 1), v.repeat_interleave(rep, 1)
-        att = torch.softmax(q @ k.transpose(-1, -2), -1) @ v
-        h = x + self.o(att.transpose(1, 2).reshape(B, S, -1))
-        t = h.reshape(B * S, -1)
-        out = torch.zeros_like(t)
-        if self.router is None:
-            idx = torch.zeros(B * S, 1, dtype=torch.long)
-        else:
-            idx = self.router(t).topk(a.top_k, -1).indices
-        for e in range(a.experts):
-            rows = (idx == e).any(-1).nonzero().flatten()
-            if len(rows):
-                z = t[rows]
-                out[rows] += self.down[e](torch.nn.functional.silu(self.gate[e](z)) * self.up[e](z))
-        return h + out.view(B, S, -1)
+        def forward(self, x, past: int = 0):
+            a = self.a
+            B, S, _ = x.shape
+            q = self.q(x).view(B, S, a.heads, a.head_dim).transpose(1, 2)
+            k = self.k(x).view(B, S, a.kv_heads, a.head_dim).transpose(1, 2)
+            v = self.v(x).view(B, S, a.kv_heads, a.head_dim).transpose(1, 2)
+            if past:
+                k = torch.cat([torch.randn(B, a.kv_heads, past, a.head_dim), k], 2)
+                v = torch.cat([torch.randn(B, a.kv_heads, past, a.head_dim), v], 2)
+            rep = a.heads // a.kv_heads
+            k, v = k.repeat_interleave(rep, 1), v.repeat_interleave(rep, 1)
+            att = torch.softmax(q @ k.transpose(-1, -2), -1) @ v
+            h = x + self.o(att.transpose(1, 2).reshape(B, S, -1))
+            t = h.reshape(B * S, -1)
+            out = torch.zeros_like(t)
+            if self.router is None:
+                idx = torch.zeros(B * S, 1, dtype=torch.long)
+            else:
+                idx = self.router(t).topk(a.top_k, -1).indices
+            for e in range(a.experts):
+                rows = (idx == e).any(-1).nonzero().flatten()
+                if len(rows):
+                    z = t[rows]
+                    out[rows] += self.down[e](torch.nn.functional.silu(self.gate[e](z)) * self.up[e](z))
+            return h + out.view(B, S, -1)
+
+    return _Layer(a)
 
 
 GEMM_OPS = ("q_proj", "k_proj", "v_proj", "o_proj", "attn_scores", "attn_values", "router", "ffn_up", "ffn_down")
@@ -203,10 +204,11 @@ GEMM_OPS = ("q_proj", "k_proj", "v_proj", "o_proj", "attn_scores", "attn_values"
     ids=["dense-gqa", "moe"],
 )
 def test_analytic_flops_match_torch_flop_counter(arch):
+    torch = pytest.importorskip("torch")
     from torch.utils.flop_counter import FlopCounterMode
 
     torch.manual_seed(0)
-    layer = _Layer(arch)
+    layer = _torch_layer(torch, arch)
     B, S, past = 2, 37, 50
     for phase, x, wl in (
         ("prefill", torch.randn(B, S, arch.d_model), Workload(B, S, 1)),

@@ -92,7 +92,6 @@ def test_table2(claims):
 
 def test_fig4_and_theorems(claims):
     f = claims["fig4"]
-    assert f["paper"]["train"] == 0.975
     assert 0.8 < f["paper_form_fixed_tokens"]["r2_train"] <= 1
     assert f["paper_form_fixed_tokens"]["r2_holdout"] is not None
     th = claims["theorems"]

@@ -8,7 +8,7 @@ import pytest
 
 from rooflaw import Infeasible, get_device, solve
 from rooflaw.cli import main
-from rooflaw.solver import Problem
+from rooflaw.solver import Problem, closed_form
 
 LAW = "paper-2602.10377"
 DEV = get_device("jetson-agx-orin-64gb")
@@ -21,7 +21,12 @@ def test_solve_returns_feasible_aligned_architecture(method):
     assert res.architecture is not None and p.space.contains(res.architecture)
     assert res.latency_s["decode"] <= 0.02
     assert res.regime == "decode-latency" and res.binding == "latency"
-    assert set(res.continuous) == {"l", "d", "r", "rho", "gqa"}
+    x, b = res.continuous, p.space.bounds()
+    assert sorted(x) == sorted(b) and all(b[k][0] * (1 - 1e-9) <= x[k] <= b[k][1] * (1 + 1e-9) for k in b), x
+    # the reported continuous loss is the law at the reported point
+    assert res.continuous_loss == pytest.approx(float(p.law.evaluate({**x, "d_m": x["d"] / x["gqa"]})), rel=1e-12)
+    if method == "closed-form":
+        assert x == closed_form(p).x
     assert res.explain
 
 

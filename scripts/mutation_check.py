@@ -1,0 +1,139 @@
+"""Plant known bugs one at a time in a scratch copy of the repository and show which tests catch each.
+
+    python scripts/mutation_check.py                 # every mutation
+    python scripts/mutation_check.py --only a b      # some of them
+    python scripts/mutation_check.py --list
+
+Each mutation is a literal text replacement in one source file (it must match exactly once, so a
+rewrite of that code makes the script say "stale" instead of silently testing nothing), followed by
+pytest on the test files that should catch it. A mutation counts as caught when at least one test
+fails. The scratch copy gets its own cache directory, so no derived artefact leaks between runs.
+Exit status 1 if any mutation survives or is stale.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Mutation:
+    key: str
+    what: str
+    path: str
+    old: str
+    new: str
+    tests: tuple[str, ...]
+
+
+REF = ("tests/test_ref_bytes_torch.py", "tests/test_ref_hand_table.py", "tests/test_ref_energy.py")
+MUTATIONS = (
+    Mutation("a", "decode QKᵀ reads the K cache once per query head, not per KV head",
+             "rooflaw/constraints/operators.py",
+             "bytes=T * q_out * b_a + B * C * kv_out * b_kv + unfused",
+             "bytes=T * q_out * b_a + B * C * (kv_out + (q_out - kv_out) / Sq) * b_kv + unfused", REF),
+    Mutation("b", "prefill computes LM-head logits for every prompt token",
+             "rooflaw/constraints/operators.py",
+             "flops=2 * B * d * V,\n        bytes=V * d * b_w + B * d * b_a + 4 * B * V,",
+             "flops=2 * T * d * V,\n        bytes=V * d * b_w + T * d * b_a + 4 * T * V,", REF),
+    Mutation("c", "energy: compute/memory power split 0.5 -> 0.3", "rooflaw/constraints/roofline.py",
+             "COMPUTE_POWER_SHARE = 0.5", "COMPUTE_POWER_SHARE = 0.3", ("tests/test_ref_energy.py",)),
+    Mutation("d", "rounding ignores the d_model alignment filter", "rooflaw/solver/rounding.py",
+             'ds = [d for d in ch["d_model"] if d % align == 0]', 'ds = list(ch["d_model"])',
+             ("tests/test_ref_solvers.py::test_alignment_filters_where_an_unaligned_width_would_win",)),
+    Mutation("e", "closed form skips its KKT sign check", "rooflaw/solver/closed_form.py",
+             "certified = (not mu or min(mu.values()) >= -1e-9) and resid < 1e-7 and sign_ok",
+             "certified = (not mu or min(mu.values()) >= -1e-9) and resid < 1e-7", ("tests/test_ref_kkt.py",)),
+    Mutation("f", "Optuna frontier not Pareto-filtered", "rooflaw/solver/search.py",
+             'return f[m].sort_values(["latency_s", "loss"])', 'return f.sort_values(["latency_s", "loss"])',
+             ("tests/test_ref_solvers.py::test_optuna_frontier_is_non_dominated_and_matches_brute_force_on_a_small_space",)),
+    Mutation("g", "KV cache read by QKᵀ in activation bytes (b_kv -> b_a)", "rooflaw/constraints/operators.py",
+             "bytes=T * q_out * b_a + B * C * kv_out * b_kv + unfused",
+             "bytes=T * q_out * b_a + B * C * kv_out * b_a + unfused", REF),
+    Mutation("h", "softmax moves the scores once instead of read + write", "rooflaw/constraints/operators.py",
+             "bytes=unfused * 2 * B * nh * Sq * C * b_v", "bytes=unfused * B * nh * Sq * C * b_v", REF),
+    Mutation("i", "kernel launch overhead counted twice in prefill (bulk path)", "rooflaw/constraints/roofline.py",
+             "pre_t = pre_t + device.kernel_overhead * launches",
+             "pre_t = pre_t + 2 * device.kernel_overhead * launches", ("tests/test_cost_model.py",)),
+    Mutation("j", "vector ops in activation bytes (b_v = b_a, INT8/FP8 halves softmax traffic)",
+             "rooflaw/constraints/precision.py", "return max(self.activations.bytes, 2.0)",
+             "return self.activations.bytes", REF),
+    Mutation("k", "cache key forgets the constraints package (compile.py, symbols.py edits served stale)",
+             "rooflaw/cache.py", 'DERIVING_PACKAGES = ("arch", "constraints", "objectives", "solver")',
+             'DERIVING_PACKAGES = ("arch", "objectives", "solver")', ("tests/test_cache.py",)),
+    Mutation("l", "MoE weights: top_k experts instead of the expected coverage", "rooflaw/constraints/operators.py",
+             "EXPERTS_TOUCHED = E * (1 - (1 - K / E) ** T)", "EXPERTS_TOUCHED = K + 0 * T",
+             ("tests/test_ref_bytes_torch.py",)),
+)  # fmt: skip
+
+
+def _copy(dst: Path) -> None:
+    files = subprocess.run(
+        ["git", "-C", str(ROOT), "ls-files", "-co", "--exclude-standard"], capture_output=True, text=True, check=True
+    ).stdout.split("\n")
+    for f in filter(None, files):
+        src = ROOT / f
+        if src.is_file():
+            (dst / f).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dst / f)
+
+
+def run(m: Mutation, python: str) -> tuple[str, list[str]]:
+    """('caught' | 'SURVIVED' | 'stale', failing test ids)."""
+    with tempfile.TemporaryDirectory(prefix=f"rooflaw-mut-{m.key}-") as tmp:
+        work = Path(tmp) / "repo"
+        _copy(work)
+        f = work / m.path
+        text = f.read_text()
+        if text.count(m.old) != 1:
+            return "stale", [f"{m.path}: the text to replace occurs {text.count(m.old)} times"]
+        f.write_text(text.replace(m.old, m.new))
+        env = dict(os.environ, PYTHONPATH=str(work), ROOFLAW_CACHE_DIR=str(Path(tmp) / "cache"))
+        env.pop("ROOFLAW_NO_CACHE", None)
+        proc = subprocess.run(
+            [python, "-m", "pytest", "-q", "-rf", "-p", "no:cacheprovider", *m.tests],
+            cwd=work, env=env, capture_output=True, text=True,
+        )  # fmt: skip
+        failed = re.findall(r"^FAILED (\S+)", proc.stdout, flags=re.M)
+        errors = re.findall(r"^ERROR (\S+)", proc.stdout, flags=re.M)
+        if proc.returncode == 0:
+            return "SURVIVED", []
+        return "caught", failed + errors or [proc.stdout.strip().splitlines()[-1]]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--only", nargs="*", help="mutation keys to run")
+    ap.add_argument("--list", action="store_true")
+    ap.add_argument("--python", default=sys.executable)
+    ap.add_argument("-v", "--verbose", action="store_true", help="list every failing test, not the first three")
+    args = ap.parse_args()
+    chosen = [m for m in MUTATIONS if not args.only or m.key in args.only]
+    if args.list:
+        for m in chosen:
+            print(f"{m.key}  {m.what}  ({m.path})")
+        return 0
+    bad = 0
+    for m in chosen:
+        verdict, tests = run(m, args.python)
+        bad += verdict != "caught"
+        n = f" by {len(tests)} test(s)" if verdict == "caught" else ""
+        print(f"[{m.key}] {verdict}{n}: {m.what}")
+        for t in tests if args.verbose else tests[:3]:
+            print(f"      {t}")
+        sys.stdout.flush()
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
