@@ -104,7 +104,7 @@ def test_stale_entry_is_not_served_after_a_source_edit(tmp_path, monkeypatch):
     comp.compile_preset.cache_clear()
     called = []
     real = comp._compile_preset
-    monkeypatch.setattr(comp, "_compile_preset", lambda p: called.append(p) or real(p))
+    monkeypatch.setattr(comp, "_compile_preset", lambda p, *rest: called.append(p) or real(p, *rest))
     comp.compile_preset("paper")
     assert called == ["paper"]
     assert len(list((tmp_path / "cache").glob("compile-paper-*.pkl"))) == 2
