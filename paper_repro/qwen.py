@@ -91,19 +91,17 @@ def run(ctx: C.Context) -> dict:
 
     gap_full = claims["full"].get("perplexity_gap")
     rows = [
-        ["Qwen2.5-0.5B latency on Orin (FP16)", "not given", cell("paper", "lat"), cell("full", "lat"),
+        ["Qwen2.5-0.5B latency on Orin (FP16)", "not given", *(cell(ps, "lat") for ps in C.PRESETS),
          "no paper number"],
         ["Qwen2.5-0.5B predicted loss (Eq. 15)", "not given (retrained, WikiText-2 ppl 63.14)",
          f"{q_loss:.3f} (ppl {math.exp(q_loss):.1f})", f"{q_loss:.3f} (ppl {math.exp(q_loss):.1f})",
          "the law has no vocabulary/embedding term: same under both presets"],
         ["best frontier architecture at Qwen's total latency", "co-designed model (config not given)",
-         cell("paper", "pick"), cell("full", "pick"), "config not comparable"],
-        ["perplexity gap vs Qwen2.5-0.5B", f"{PAPER_PPL['gap']:.2%} lower (50.88 vs 63.14)", cell("paper", "gap"),
-         cell("full", "gap"),
+         *(cell(ps, "pick") for ps in C.PRESETS), "config not comparable"],
+        ["perplexity gap vs Qwen2.5-0.5B", f"{PAPER_PPL['gap']:.2%} lower (50.88 vs 63.14)", *(cell(ps, "gap") for ps in C.PRESETS),
          "same direction" if gap_full is not None and gap_full > 0 else "does not match"],
-        ["same, space re-costed with Qwen's 151,936-token tied vocabulary", "—", cell("paper", "vocab"),
-         cell("full", "vocab"), "LM head/embedding cost only in `full`"],
-        ["Qwen2.5-0.5B with a 32,000-token untied vocabulary", "—", cell("paper", "v32"), cell("full", "v32"),
+        ["same, space re-costed with Qwen's 151,936-token tied vocabulary", "—", *(cell(ps, "vocab") for ps in C.PRESETS), "LM head/embedding cost only in `full`"],
+        ["Qwen2.5-0.5B with a 32,000-token untied vocabulary", "—", *(cell(ps, "v32") for ps in C.PRESETS),
          "what the embedding/LM head costs"],
     ]  # fmt: skip
     emb = claims["qwen"]["embedding_params"]
@@ -137,7 +135,7 @@ def run(ctx: C.Context) -> dict:
             ],
         )  # fmt: skip
     )
-    fig, axes = plt.subplots(1, 2, figsize=(14, 5.5))
+    fig, axes = plt.subplots(1, len(C.PRESETS), figsize=(7 * len(C.PRESETS), 5.5))
     for ax, ps in zip(axes, C.PRESETS, strict=True):
         fr = C.frontier(ps, "fp16", "total")
         ax.step(fr["latency_s"] * 1e3, fr["loss"], where="post", color="tab:blue", label="FP16 total-latency frontier")

@@ -86,6 +86,15 @@ def _from_source(src: str):
     return fn
 
 
+def preset_ops(preset: str) -> tuple[O.Op, ...]:
+    """The operator list of a preset (``paper-ops``: App. D, :mod:`.paper_ops`; memory model as ``paper``)."""
+    if preset == "paper-ops":
+        from .paper_ops import PAPER_OPS_APPD
+
+        return PAPER_OPS_APPD
+    return O.FULL_OPS if preset == "full" else O.PAPER_OPS
+
+
 @cache
 def compile_preset(preset: str) -> Compiled:
     """Lambdify the operator list of ``preset`` (``full`` or ``paper``).
@@ -97,8 +106,10 @@ def compile_preset(preset: str) -> Compiled:
     from ..arch import architecture
     from . import operators, symbols
 
-    ops = O.FULL_OPS if preset == "full" else O.PAPER_OPS
-    key = disk.source_key(f"compile-{preset}", operators, symbols, architecture, sys.modules[__name__])
+    from . import paper_ops
+
+    ops = preset_ops(preset)
+    key = disk.source_key(f"compile-{preset}", operators, paper_ops, symbols, architecture, sys.modules[__name__])
     hit = disk.load(key)
     if hit is not None:
         try:
@@ -120,7 +131,7 @@ def compile_preset(preset: str) -> Compiled:
 def _compile_preset(preset: str) -> Compiled:
     from ..arch.architecture import param_counts
 
-    ops = O.FULL_OPS if preset == "full" else O.PAPER_OPS
+    ops = preset_ops(preset)
     exprs: list[sp.Expr] = []
     for op in ops:
         exprs += [prefill(op.flops), prefill(op.bytes)]

@@ -24,7 +24,7 @@ from .gemm import tile_efficiency
 from .precision import Precision
 from .workload import Workload
 
-PRESETS = ("full", "paper")
+PRESETS = ("full", "paper", "paper-ops")
 #: Share of the dynamic power attributed to compute (the rest to memory traffic) when a device
 #: gives only idle and peak power: E = P_idle·T + (P_peak − P_idle)·(w·Σ F/π + (1 − w)·Σ bytes/β).
 COMPUTE_POWER_SHARE = 0.5
@@ -235,9 +235,9 @@ def _evaluate_chunk(cols, device, workload, precision, preset, tiles, per_op):
                         mult * F,
                         mult * By,
                         mult * tp,
-                        np.where(tc >= tm, 1.0, 0.0) if preset == "full" else np.ones(n),
+                        np.where(tc >= tm, 1.0, 0.0) if preset != "paper" else np.ones(n),
                     ),
-                    "decode": (mult * Fd, mult * Bd, mult * td, ncomp / S_out if preset == "full" else np.zeros(n)),
+                    "decode": (mult * Fd, mult * Bd, mult * td, ncomp / S_out if preset != "paper" else np.zeros(n)),
                 }
             )
     pre_t = layers * pre["layer"] + pre["model"]
