@@ -117,8 +117,10 @@ def run(ctx: C.Context) -> dict:
                 f"INT8 (W8A8KV8) speed-up at equal loss, {ph}",
                 "notably below 2× (no number given)",
                 *(cell(s, ps, ph) for ps in C.PRESETS),
-                "paper: exactly 2×; paper-ops: " + ("below 2× (matches)" if po < 1.95 else "≈ 2×")
-                + "; full: " + ("below 2×" if s["full"][ph]["median"] < 1.95 else "≈ 2×"),
+                "paper: exactly 2×; paper-ops: "
+                + ("below 2× (matches)" if po < 1.95 else "≈ 2×")
+                + "; full: "
+                + ("below 2×" if s["full"][ph]["median"] < 1.95 else "≈ 2×"),
             ]
         )
     for ph in C.PHASES:

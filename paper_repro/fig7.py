@@ -192,9 +192,9 @@ def run(ctx: C.Context) -> dict:
         "in every preset, so decode keeps E = 16. Total latency mixes the two (prefill ≈ 0.3× decode under "
         "`paper`, ≈ 0.7–0.8× under `paper-ops` and `full` on the total frontier): E = 8 then makes up "
         f"{per['paper-ops']['total']['fp16']['experts_8_share']:.0%} (`paper-ops`) and "
-        f"{per['full']['total']['fp16']['experts_8_share']:.0%} (`full`) of the FP16 total frontier, but the median stays 16 under all three presets — "
-        "the paper's 'total ≈ 8' is approached, not reproduced. Depth and width trade inversely along the frontier (l* ∝ d⁻² "
-        "at fixed budget, see Theorems).\n\n"
+        f"{per['full']['total']['fp16']['experts_8_share']:.0%} (`full`) of the FP16 total frontier, but the "
+        "median stays 16 under all three presets — the paper's 'total ≈ 8' is approached, not reproduced. Depth "
+        "and width trade inversely along the frontier (l* ∝ d⁻² at fixed budget, see Theorems).\n\n"
         + "".join(figure(n, f"Fig. 7 analogue, {ps} preset.") for n, ps in zip(names, C.PRESETS, strict=True))
     )
     write_section(ctx.out, "fig7", TITLE, body)

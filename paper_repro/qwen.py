@@ -98,9 +98,11 @@ def run(ctx: C.Context) -> dict:
          "the law has no vocabulary/embedding term: same under both presets"],
         ["best frontier architecture at Qwen's total latency", "co-designed model (config not given)",
          *(cell(ps, "pick") for ps in C.PRESETS), "config not comparable"],
-        ["perplexity gap vs Qwen2.5-0.5B", f"{PAPER_PPL['gap']:.2%} lower (50.88 vs 63.14)", *(cell(ps, "gap") for ps in C.PRESETS),
+        ["perplexity gap vs Qwen2.5-0.5B", f"{PAPER_PPL['gap']:.2%} lower (50.88 vs 63.14)",
+         *(cell(ps, "gap") for ps in C.PRESETS),
          "same direction" if gap_full is not None and gap_full > 0 else "does not match"],
-        ["same, space re-costed with Qwen's 151,936-token tied vocabulary", "—", *(cell(ps, "vocab") for ps in C.PRESETS), "LM head/embedding cost only in `full`"],
+        ["same, space re-costed with Qwen's 151,936-token tied vocabulary", "—",
+         *(cell(ps, "vocab") for ps in C.PRESETS), "LM head/embedding cost only in `full`"],
         ["Qwen2.5-0.5B with a 32,000-token untied vocabulary", "—", *(cell(ps, "v32") for ps in C.PRESETS),
          "what the embedding/LM head costs"],
     ]  # fmt: skip

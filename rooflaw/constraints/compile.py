@@ -104,9 +104,7 @@ def compile_preset(preset: str) -> Compiled:
     """
     from .. import cache as disk
     from ..arch import architecture
-    from . import operators, symbols
-
-    from . import paper_ops
+    from . import operators, paper_ops, symbols
 
     ops = preset_ops(preset)
     key = disk.source_key(f"compile-{preset}", operators, paper_ops, symbols, architecture, sys.modules[__name__])

@@ -31,8 +31,8 @@ Readings where the tables leave a choice (each stated, none tuned):
   2 bytes in FP16; under INT8 the paper's prose (§4.3.2: "softmax, LayerNorm and activations stay in higher
   precision") keeps the score matrix and softmax in 16 bits. That is why INT8 is not exactly 2× here.
 - **Roofs**: the linear layers run on the precision's GEMM roof, QKᵀ, softmax and scores·V on the attention
-  roof (the paper's single π_H: the FP16 peak in FP16). No GEMM tile/wave model (``gemm`` unset). Softmax has 5/(2·2) = 1.25 FLOP/byte, memory-bound
-  on any roof above 1.25·β, so its roof never changes a number.
+  roof (the paper's single π_H: the FP16 peak in FP16); no GEMM tile/wave model (``gemm`` unset). Softmax has
+  5/(2·2) = 1.25 FLOP/byte, memory-bound on any roof above 1.25·β, so its roof never changes a number.
 - **FFN activations**: the element-wise SwiGLU product is "negligible, O(BSrd)" (Table 14) and omitted; the FFN
   block loads its input and stores its output once.
 
