@@ -1,5 +1,6 @@
 """Solvers: closed form, geometric program, exhaustive enumeration, Optuna search."""
 
+from .adaptive import AdaptiveResult, adaptive_search
 from .closed_form import ClosedForm, budget_ratios, closed_form
 from .exhaustive import FRONTIER_COLUMNS, FrontierResult, frontier, solve_exhaustive
 from .gp import solve_gp
@@ -22,6 +23,8 @@ from .search import SAMPLERS, SearchResult, search, solve_optuna
 from .solve import METHODS, explain, solve
 
 __all__ = [
+    "AdaptiveResult",
+    "adaptive_search",
     "FRONTIER_COLUMNS",
     "FrontierResult",
     "SAMPLERS",
