@@ -3,8 +3,8 @@
     python -m paper_repro [all|fig4|fig5|fig7|table2|theorems|closed_forms|search|qwen|seed|beyond] --out DIR [--quick]
 
 Each section writes PNG figures into DIR, its part of ``DIR/REPORT.md`` and its numbers into
-``DIR/claims.json``. It uses the public ``rooflaw`` API, plus ``rooflaw.constraints.theory`` (the `paper`
-preset's symbolic expressions, for the closed-form checks) and ``rooflaw.solver.adaptive``; nothing is downloaded.
+``DIR/claims.json``. It uses the public ``rooflaw`` / ``rooflaw.solver`` API, plus ``rooflaw.constraints.theory``
+(the `paper` preset's symbolic expressions, for the closed-form checks); nothing is downloaded.
 """
 
 from __future__ import annotations

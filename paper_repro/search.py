@@ -74,8 +74,6 @@ def curve(order: pd.DataFrame, true_keys: set, ref: np.ndarray, hv_true: float) 
 
 
 def run(ctx: C.Context) -> dict:
-    from rooflaw.solver.adaptive import adaptive_search
-
     plt = C.plt()
     prob = C.problem(PRESET, "fp16", PHASE)
     claims: dict = {"preset": PRESET, "phase": PHASE, "space": C.SPACE, "space_size": prob.space.size}
@@ -99,7 +97,7 @@ def run(ctx: C.Context) -> dict:
     budget = 1000 if ctx.quick else 2000
     runs, t_ad, n_ad = [], 0.0, 0
     for s in seeds:
-        res = adaptive_search(prob, budget=budget, seed=s)
+        res = C.solver.adaptive_search(prob, budget=budget, seed=s)
         t_ad += res.seconds
         n_ad += res.evaluations
         c = curve(res.evaluated, true_keys, ref, hv_true)
