@@ -1,14 +1,15 @@
-"""Reproduce arXiv:2602.10377's figures, theorems and claims with rooflaw — and say where they do not hold.
+"""Reproduce arXiv:2602.10377's frontiers, closed forms and claims with rooflaw — and say where they do not hold.
 
-    python -m paper_repro [all|fig4|fig5|fig7|table2|theorems|qwen|seed|beyond] --out DIR [--quick]
+    python -m paper_repro [all|fig4|fig5|fig7|table2|theorems|closed_forms|search|qwen|seed|beyond] --out DIR [--quick]
 
 Each section writes PNG figures into DIR, its part of ``DIR/REPORT.md`` and its numbers into
-``DIR/claims.json``. Only the public ``rooflaw`` API is used; nothing is downloaded.
+``DIR/claims.json``. It uses the public ``rooflaw`` / ``rooflaw.solver`` API, plus ``rooflaw.constraints.theory``
+(the `paper` preset's symbolic expressions, for the closed-form checks); nothing is downloaded.
 """
 
 from __future__ import annotations
 
-SECTIONS = ("fig5", "fig7", "table2", "fig4", "theorems", "qwen", "seed", "beyond")
+SECTIONS = ("fig5", "fig7", "table2", "fig4", "theorems", "closed_forms", "search", "qwen", "seed", "beyond")
 
 __all__ = ["SECTIONS", "main", "run"]
 

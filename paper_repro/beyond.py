@@ -16,6 +16,8 @@ SCENARIOS = {
     "nano_b1": (NANO, 1, "Orin Nano 8GB, B=1"),
 }
 PHASES = ("decode", "total")
+#: The paper studies only batch 1 on one device; these scenarios compare its theory formulas with rooflaw's model.
+PRESETS = ("paper", "full")
 E_COLORS = {1: "0.55", 8: "tab:orange", 16: "tab:red"}
 
 
@@ -28,7 +30,7 @@ def run(ctx: C.Context) -> dict:
     claims: dict = {}
     for key, (dev, b, label) in SCENARIOS.items():
         claims[key] = {"device": dev, "batch": b, "label": label}
-        for ps in C.PRESETS:
+        for ps in PRESETS:
             prob = C.problem(ps, "fp16", "total", dev, workload(b))
             ev = prob.evaluate(prob.space.to_frame())
             claims[key].setdefault(ps, {})["fits_share"] = float((ev["memory_bytes"] <= prob.capacity).mean())
@@ -43,7 +45,7 @@ def run(ctx: C.Context) -> dict:
                 }  # fmt: skip
 
     fig, axes = plt.subplots(2, len(SCENARIOS), figsize=(18, 8), sharey="row")
-    for i, ps in enumerate(C.PRESETS):
+    for i, ps in enumerate(PRESETS):
         for j, (key, (dev, b, label)) in enumerate(SCENARIOS.items()):
             ax = axes[i, j]
             df = C.frontier(ps, "fp16", "total", dev, workload(b))
@@ -72,7 +74,7 @@ def run(ctx: C.Context) -> dict:
     for key, (_dev, _b, label) in SCENARIOS.items():
         for ph in PHASES:
             c = [f"{claims[key][ps][ph]['moe_share']:.0%} MoE, median E {claims[key][ps][ph]['median_experts']:.0f}, "
-                 f"{claims[key][ps][ph]['points']} pts" for ps in C.PRESETS]  # fmt: skip
+                 f"{claims[key][ps][ph]['points']} pts" for ps in PRESETS]  # fmt: skip
             full = claims[key]["full"][ph]["moe_share"]
             verdict = "MoE still dominates" if full >= 0.9 else ("MoE loses ground" if full >= 0.5 else "dense wins")
             rows.append([f"{label}, {ph} frontier", "100 % MoE (B=1 only)" if key == "agx_b1" else "not studied",

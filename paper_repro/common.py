@@ -21,7 +21,9 @@ DEVICE = "jetson-agx-orin-64gb"
 LAW = "paper-2602.10377"
 SPACE = "paper"
 WORKLOAD = rooflaw.Workload(batch=1, input_tokens=1024, output_tokens=16)
-PRESETS = ("paper", "full")
+#: The cost presets every frontier is computed under: the paper's §5 theory formulas, its App. D per-operator
+#: roofline (what draws its Figs. 5, 7, 8a) and rooflaw's default.
+PRESETS = ("paper", "paper-ops", "full")
 PRECISIONS = ("fp16", "int8")
 PHASES = ("prefill", "decode", "total")
 PHASE_LABEL = {
@@ -29,9 +31,17 @@ PHASE_LABEL = {
     "decode": "decode latency (16 tokens)",
     "total": "total latency (prefill + 16 decode steps)",
 }
-PRESET_LABEL = {"paper": "paper preset (App. E formulas)", "full": "full preset (rooflaw default)"}
+PRESET_LABEL = {
+    "paper": "paper preset (§5 / App. E formulas)",
+    "paper-ops": "paper-ops preset (App. D per-operator)",
+    "full": "full preset (rooflaw default)",
+}
 PREC_STYLE = {"fp16": dict(color="tab:blue", marker="o"), "int8": dict(color="tab:orange", marker="s")}
-PRESET_STYLE = {"paper": dict(color="tab:green", ls="--"), "full": dict(color="tab:purple", ls="-")}
+PRESET_STYLE = {
+    "paper": dict(color="tab:green", ls="--"),
+    "paper-ops": dict(color="tab:brown", ls="-."),
+    "full": dict(color="tab:purple", ls="-"),
+}
 #: Columns that describe a frontier point (what the report prints).
 ARCH_COLS = ("layers", "d_model", "heads", "kv_heads", "ffn", "experts", "top_k")
 

@@ -91,19 +91,19 @@ def run(ctx: C.Context) -> dict:
 
     gap_full = claims["full"].get("perplexity_gap")
     rows = [
-        ["Qwen2.5-0.5B latency on Orin (FP16)", "not given", cell("paper", "lat"), cell("full", "lat"),
+        ["Qwen2.5-0.5B latency on Orin (FP16)", "not given", *(cell(ps, "lat") for ps in C.PRESETS),
          "no paper number"],
         ["Qwen2.5-0.5B predicted loss (Eq. 15)", "not given (retrained, WikiText-2 ppl 63.14)",
-         f"{q_loss:.3f} (ppl {math.exp(q_loss):.1f})", f"{q_loss:.3f} (ppl {math.exp(q_loss):.1f})",
-         "the law has no vocabulary/embedding term: same under both presets"],
+         *(f"{q_loss:.3f} (ppl {math.exp(q_loss):.1f})" for _ in C.PRESETS),
+         "the law has no vocabulary/embedding term: same under every preset"],
         ["best frontier architecture at Qwen's total latency", "co-designed model (config not given)",
-         cell("paper", "pick"), cell("full", "pick"), "config not comparable"],
-        ["perplexity gap vs Qwen2.5-0.5B", f"{PAPER_PPL['gap']:.2%} lower (50.88 vs 63.14)", cell("paper", "gap"),
-         cell("full", "gap"),
+         *(cell(ps, "pick") for ps in C.PRESETS), "config not comparable"],
+        ["perplexity gap vs Qwen2.5-0.5B", f"{PAPER_PPL['gap']:.2%} lower (50.88 vs 63.14)",
+         *(cell(ps, "gap") for ps in C.PRESETS),
          "same direction" if gap_full is not None and gap_full > 0 else "does not match"],
-        ["same, space re-costed with Qwen's 151,936-token tied vocabulary", "—", cell("paper", "vocab"),
-         cell("full", "vocab"), "LM head/embedding cost only in `full`"],
-        ["Qwen2.5-0.5B with a 32,000-token untied vocabulary", "—", cell("paper", "v32"), cell("full", "v32"),
+        ["same, space re-costed with Qwen's 151,936-token tied vocabulary", "—",
+         *(cell(ps, "vocab") for ps in C.PRESETS), "LM head/embedding cost only in `full`"],
+        ["Qwen2.5-0.5B with a 32,000-token untied vocabulary", "—", *(cell(ps, "v32") for ps in C.PRESETS),
          "what the embedding/LM head costs"],
     ]  # fmt: skip
     emb = claims["qwen"]["embedding_params"]
@@ -118,11 +118,12 @@ def run(ctx: C.Context) -> dict:
         "its latency or Qwen's measured latency. Here both losses come from Eq. 15, whose exp() is a perplexity on "
         "the paper's validation mix, not WikiText-2. Eq. 15 has no vocabulary or embedding term, so the 136M "
         "embedding parameters neither help nor hurt Qwen's predicted loss; Qwen's r = 5.43 is also above the "
-        "ratios the paper reports on its frontier. What the embedding/LM head changes: the `paper` preset ignores "
-        "them, so Qwen looks cheaper than it is; the `full` preset reads the 151,936 × 896 LM head on every decode "
-        "step, a large share of Qwen's decode traffic, so Qwen's latency grows and the equal-latency budget for "
-        "the frontier grows with it. Giving the frontier models Qwen's vocabulary (same tokenizer, fair) costs them "
-        "that LM head too and shrinks the gap.\n\n"
+        "ratios the paper reports on its frontier. What the embedding/LM head changes: the `paper` and `paper-ops` "
+        "presets ignore them (neither App. D nor App. E has them), so Qwen looks cheaper than it is; the "
+        "`full` preset reads the 151,936 × 896 LM head on every decode step, a large share of Qwen's decode "
+        "traffic, so Qwen's latency grows and the equal-latency budget for the frontier grows with it. Giving "
+        "the frontier models Qwen's vocabulary (same tokenizer, fair) costs them that LM head too and shrinks "
+        "the gap.\n\n"
         + md_table(
             ("preset", "Qwen prefill", "Qwen decode", "Qwen total", "Qwen memory"),
             [
@@ -137,7 +138,7 @@ def run(ctx: C.Context) -> dict:
             ],
         )  # fmt: skip
     )
-    fig, axes = plt.subplots(1, 2, figsize=(14, 5.5))
+    fig, axes = plt.subplots(1, len(C.PRESETS), figsize=(7 * len(C.PRESETS), 5.5))
     for ax, ps in zip(axes, C.PRESETS, strict=True):
         fr = C.frontier(ps, "fp16", "total")
         ax.step(fr["latency_s"] * 1e3, fr["loss"], where="post", color="tab:blue", label="FP16 total-latency frontier")

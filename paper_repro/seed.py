@@ -170,14 +170,21 @@ def run(ctx: C.Context) -> dict:
     fname = C.savefig(fig, ctx, "seed_guidelines.png")
 
     wo, wh = claims["wider_vs_deeper"][C.DEVICE], claims["wider_vs_deeper"][H100]
+    best = min(wo["models"], key=lambda m: m["paper_law_loss"])
+    claims["wider_vs_deeper"]["lowest_loss_shape"] = {"layers": best["layers"], "d_model": best["d_model"]}
     body = (
         "### (1) GEMM arithmetic intensity\n\n"
         "C = A·B with A M×K, B K×N moves M·K + K·N + M·N elements (the output write counts): "
         "AI = 2MNK / ((MK + KN + MN)·b). The seed's sample drops the M·N write, and the numbers it prints "
         "(~0.5 and ~2.0) are not even what its own function returns (819.2 for both shapes: with the write "
         "dropped, 2MNK/(4K(M+N)) = MN/(2(M+N)) does not depend on K at all, so the function cannot show the K "
-        "effect the guideline describes). Correct FP32 values: 195.05 and 682.67 FLOP/byte. The guideline's "
-        "conclusion (a small reduction dimension keeps a GEMM memory-bound) holds only once the write is counted.\n\n"
+        "effect the guideline describes). Correct FP32 values: 195.05 and 682.67 FLOP/byte. Counting the write, AI "
+        "does grow with K, the direction the guideline describes, but both examples sit far above the FP32 ridge "
+        f"({claims['gemm_intensity'][0]['ridge_h100']:.0f} FLOP/byte on the H100, "
+        f"{claims['gemm_intensity'][0]['ridge_orin']:.0f} on the Orin): compute-bound, not memory-bound. A GEMM "
+        "turns memory-bound only when a dimension is small enough to pull AI below the ridge — the "
+        "8192×128×8192 case (124 FLOP/byte against an FP16 ridge of 295 on the H100) and the 1-token decode "
+        "GEMV (≈ 1 FLOP/byte) in the table.\n\n"
         + ai_md
         + "\n### (2) Tile alignment (H100, FP16, rooflaw's tile/wave model)\n\n"
         "Three GEMMs of one layer at M tokens (d×d projection, d→16,384 and 16,384→d FFN), d ∈ {4095, 4096, "
@@ -202,9 +209,11 @@ def run(ctx: C.Context) -> dict:
         "idles in every wave (decode GEMMs use narrow GEMV-like tiles and stay memory-bound). On a big GPU, "
         "narrow-and-deep also wastes the machine. MobileLLM "
         "(arXiv:2402.14905) found the opposite for *accuracy*: at 125M–350M, deep-and-thin (e.g. 30 layers × 576) "
-        "beats wide-and-shallow. The paper's Eq. 15 agrees with MobileLLM inside its range (its depth term "
-        "9.96/l^1.63 falls fast at small l), which is why the loss column favours depth — latency and accuracy "
-        "pull in opposite directions, and the frontier trades them.\n\n"
+        "beats wide-and-shallow. The paper's Eq. 15 (loss column) puts its lowest loss at "
+        f"{best['layers']} × {best['d_model']} — neither the deepest nor the widest: its depth term 9.96/l^1.63 "
+        "punishes the 5- and 9-layer models, its width term 500/(r^0.17·d^0.97) the 512- and 768-wide ones. So at "
+        "this size the law agrees with MobileLLM against the widest shapes but not for the deepest; latency "
+        "favours width throughout, and the frontier trades the two.\n\n"
         + wd_md
         + "\n"
         + figure(fname, "Seed guidelines: (1) intensity, (2) tile sawtooth on H100, (3) width vs depth.")

@@ -65,7 +65,7 @@ def run(ctx: C.Context) -> dict:
         rows.append([label + " (FP16)", "target only (Fig. 6 shows regions, no architecture)", *cells,
                      "no paper number to compare"])  # fmt: skip
 
-    fig, axes = plt.subplots(1, 2, figsize=(14, 5.5))
+    fig, axes = plt.subplots(1, len(C.PRESETS), figsize=(7 * len(C.PRESETS), 5.5))
     colors = dict(zip(TARGETS, ("tab:red", "tab:orange", "tab:green", "tab:blue"), strict=True))
     for ax, ps in zip(axes, C.PRESETS, strict=True):
         for phase, ls in (("total", "-"), ("decode", "--")):

@@ -154,7 +154,7 @@ def run(ctx: C.Context) -> dict:
     ax = axes[2]
     ax.plot(etas, a_rooflaw, lw=3, alpha=0.5, label="rooflaw (sympy-derived)")
     ax.plot(etas, a_paper, "k--", label="paper Theorem 5.3(a) as printed")
-    ax.set_xlabel("η_p·b_w (the paper's quantity; FLOPs/bytes, not dimensionless)")
+    ax.set_xlabel("η_p·b_w = F̄_p·b_w/M_budget [FLOPs per token per parameter]")
     ax.set_ylabel("ρ* (prefill + memory binding)")
     ax.set_title("Theorem 5.3(a): r = 1, gqa = 4")
     ax.legend(fontsize=8)
@@ -202,7 +202,8 @@ def run(ctx: C.Context) -> dict:
             "3η_p b_w r/(α(2−η_p b_w)+6r)",
             f"max |Δ| = {claims['theorem_5_3']['a_max_abs_diff_vs_paper']:.1e} over η_p b_w ∈ [0.05, 1.9]",
             "—",
-            "matches (but η_p is not dimensionless)",
+            "matches; η_p·b_w is FLOPs per token per parameter, the unit of ξ_F/ξ_W^all, so '< 2' (2 FLOPs per "
+            "weight) is consistent",
         ],
         [
             "Thm 5.3(b) (Eq. 117), decode 20 ms, 4 GB, d 2048",

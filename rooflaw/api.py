@@ -29,7 +29,7 @@ _MODULES: dict[str, str] = {
     "rooflaw.devices": "Device calibrate device_ids get_device list_devices load_device_file save_device_toml",
     "rooflaw.objectives": "LossLaw builtin_laws fit_law gemstones get_law law_inputs list_laws load_table parse_law "
     "plot_fit",
-    "rooflaw.solver": "FRONTIER_COLUMNS METHODS SAMPLERS ClosedForm Constraint DerivedTheorems EnergyBudget "
+    "rooflaw.solver": "AdaptiveResult adaptive_search FRONTIER_COLUMNS METHODS SAMPLERS ClosedForm Constraint DerivedTheorems EnergyBudget "
     "FrontierResult LatencyBudget MemoryBudget Problem Result SearchResult closed_form derive_theorems frontier "
     "hypervolume pareto_mask register_method round_solution search solve solve_exhaustive solve_gp solve_optuna",
     "rooflaw.solver.search.study": "search_frontier",

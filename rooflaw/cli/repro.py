@@ -15,12 +15,12 @@ from . import app
 @app.command("repro")
 def repro_cmd(
     sections: list[str] = typer.Argument(
-        None, help="all (default), fig4, fig5, fig7, table2, theorems, qwen, seed, beyond"
+        None, help="all (default), fig4, fig5, fig7, table2, theorems, closed_forms, search, qwen, seed, beyond"
     ),
     out: str = typer.Option("repro_out", "--out", help="Output folder for PNGs, REPORT.md and claims.json."),
     quick: bool = typer.Option(False, "--quick", help="Reduced mode (fewer fit starts) for tests."),
 ) -> None:
-    """Reproduce the paper's figures, theorems and claims under both cost presets; write a report."""
+    """Reproduce the paper's frontiers, closed forms and claims under its two cost models and rooflaw's."""
     try:
         paper_repro = importlib.import_module("paper_repro")
     except ImportError:

@@ -25,6 +25,7 @@ import numpy as np
 import sympy as sp
 
 from . import operators as O
+from .paper_ops import PAPER_OPS_APPD
 from .symbols import ARCH, STACK, B, C, S_in, S_out, Sq, T, sym, t
 
 #: Compute roofs (an op on roof ``memory`` only moves data).
@@ -73,6 +74,17 @@ PRESETS: dict[str, Preset] = {
         _zero,
         memory=("weights",),
         theory=True,
+        kinds=False,
+    ),
+    # the paper's App. D per-operator roofline as written (Tables 8-15): max(FLOPs/π, bytes/β) per operator,
+    # memory = Eq. 41 as in ``paper``; uniform stacks only (see :mod:`.paper_ops`)
+    "paper-ops": Preset(
+        "paper-ops",
+        PAPER_OPS_APPD,
+        lambda cols=None: O.paper_weight_bytes_expr(),
+        lambda S, kinds=frozenset(): O.paper_kv_cache_bytes_expr(S),
+        _zero,
+        memory=("weights",),
         kinds=False,
     ),
 }

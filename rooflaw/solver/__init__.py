@@ -4,6 +4,7 @@
 ``search/`` (Optuna); :func:`solve` dispatches through the method registry (:data:`METHODS`).
 """
 
+from .adaptive import AdaptiveResult, adaptive_search
 from .budgets import PHASES, Constraint, EnergyBudget, LatencyBudget, MemoryBudget
 from .discrete.exhaustive import FRONTIER_COLUMNS, FrontierResult, frontier, solve_exhaustive
 from .discrete.pareto import hypervolume, pareto_mask
@@ -17,6 +18,8 @@ from .search.study import SAMPLERS, SearchResult, search, solve_optuna
 from .solve import METHODS, explain, explain_closed_form, register_method, solve
 
 __all__ = [
+    "AdaptiveResult",
+    "adaptive_search",
     "FRONTIER_COLUMNS",
     "METHODS",
     "PHASES",
