@@ -27,9 +27,12 @@ from .constraints import (
     evaluate_columns,
     gemm,
 )
+from .constraints.breakdown import OP_COLUMNS, op_rows, throughput
 from .devices import Device, calibrate, device_ids, get_device, list_devices, load_device_file, save_device_toml
 from .errors import Infeasible, RooflawError
 from .objectives import LossLaw, fit_law, gemstones, get_law, law_inputs, list_laws
+from .plots import check_path as check_figure_path
+from .plots import plot_breakdown, plot_frontier, plot_report, plot_roofline
 from .solver import Problem, Result, solve
 from .units import parse_bytes, parse_energy, parse_time
 
@@ -77,3 +80,7 @@ __all__ = [
     "parse_time",
     "save_device_toml",
 ]
+
+# figures and per-operator tables (rooflaw.plots, rooflaw.constraints.breakdown)
+__all__ += ["OP_COLUMNS", "check_figure_path", "op_rows", "plot_breakdown", "plot_frontier", "plot_report"]
+__all__ += ["plot_roofline", "throughput"]

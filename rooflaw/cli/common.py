@@ -11,6 +11,9 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+#: The precision every command assumes unless told otherwise (the paper's FP16; bf16 has the same bytes and roof).
+DEFAULT_PRECISION = "fp16"
+
 console = Console()
 err_console = Console(stderr=True)
 

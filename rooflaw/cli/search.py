@@ -10,7 +10,7 @@ import typer
 from ..errors import bad
 from ..units import fmt_bytes, fmt_time
 from . import app
-from .common import build_problem, console, print_json, table
+from .common import DEFAULT_PRECISION, build_problem, console, print_json, table
 
 
 @app.command()
@@ -19,7 +19,7 @@ def search(
     law: str = typer.Option("paper-2602.10377", help="Loss law: a built-in name or an expression."),
     space: str = typer.Option("paper", help="Space: paper, wide or a space TOML file."),
     phase: str = typer.Option("decode", help="Latency objective: prefill, decode (all output tokens) or total."),
-    precision: str = typer.Option("fp16", help="fp16, bf16, int8, fp8, w4a16, w4a16kv8, ..."),
+    precision: str = typer.Option(DEFAULT_PRECISION, help="fp16, bf16, int8, fp8, w4a16, w4a16kv8, ..."),
     objectives: str = typer.Option(
         "loss,latency", help="loss,latency[,memory][,energy]; 'loss' alone = min loss s.t. the budgets."
     ),

@@ -9,7 +9,7 @@ import typer
 from .. import api
 from ..units import fmt_bytes, fmt_count, fmt_time
 from . import app
-from .common import build_problem, console, print_json, table
+from .common import DEFAULT_PRECISION, build_problem, console, print_json, table
 
 METHODS = ("closed-form", "gp", "exhaustive", "optuna")
 
@@ -25,7 +25,7 @@ def solve(
     ),
     energy_budget: Optional[str] = typer.Option(None, "--energy-budget", help="e.g. 2J per request."),
     space: str = typer.Option("paper", help="Search space: a built-in name (paper, wide) or a TOML file."),
-    precision: str = typer.Option("fp16", help="fp16, bf16, int8, fp8, w4a16, w4a16kv8, ..."),
+    precision: str = typer.Option(DEFAULT_PRECISION, help="fp16, bf16, int8, fp8, w4a16, w4a16kv8, ..."),
     batch: int = typer.Option(1, help="Sequences per batch."),
     input_tokens: int = typer.Option(1024, help="Prompt tokens per sequence (S_in)."),
     output_tokens: int = typer.Option(16, help="Generated tokens per sequence (S_out)."),
