@@ -49,7 +49,8 @@ def print_json(obj: Any) -> None:
 
 
 def table(title: str, columns: list[str], rows: list[list[Any]]) -> Table:
-    t = Table(title=title, title_justify="left")
+    # at least as wide as its title (up to 80 columns), so the title does not wrap over a narrow table
+    t = Table(title=title, title_justify="left", min_width=min(len(title), 80))
     for c in columns:
         t.add_column(c, justify="right" if c not in ("name", "op", "phase", "bound", "id", "field") else "left")
     for r in rows:

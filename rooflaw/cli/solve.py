@@ -36,7 +36,9 @@ def solve(
     tokens: Optional[float] = typer.Option(None, help="Training tokens D, for laws that use D."),
     trials: int = typer.Option(500, help="Trials for --method optuna."),
     seed: int = typer.Option(0, help="Seed for --method optuna."),
-    explain: bool = typer.Option(False, "--explain", help="Print the derivation (text and LaTeX)."),
+    explain: bool = typer.Option(
+        False, "--explain", help="Explain the answer: the derivation (text, LaTeX), slacks, rounding, runner-ups."
+    ),
     as_json: bool = typer.Option(False, "--json", help="One JSON object, SI units."),
 ) -> None:
     """Choose the architecture with the lowest loss that meets the budgets (closed form, GP, exhaustive, Optuna)."""
@@ -58,6 +60,8 @@ def solve(
         obj = {k: out.get(k) for k in keys}
         if explain and res.explain:
             obj["explain"] = res.explain
+        if explain:
+            obj["explain_discrete"] = api.explain_discrete(prob, res)
         print_json(obj)
         return
     a = res.architecture
@@ -86,5 +90,8 @@ def solve(
     console.print(table(f"judged by the '{prob.preset}' cost model", ["quantity", "value"], summary))
     for n in res.notes:
         console.print(f"[dim]note: {n}[/dim]")
-    if explain and res.explain:
-        console.print(res.explain, markup=False, highlight=False)
+    if explain:
+        if res.explain:
+            console.print("the continuous relaxation:", style="bold")
+            console.print(res.explain, markup=False, highlight=False)
+        console.print(api.explain_text(api.explain_discrete(prob, res), prob.phase), markup=False, highlight=False)
