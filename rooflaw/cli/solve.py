@@ -37,7 +37,7 @@ def solve(
     trials: int = typer.Option(500, help="Trials for --method optuna."),
     seed: int = typer.Option(0, help="Seed for --method optuna."),
     explain: bool = typer.Option(
-        False, "--explain", help="Explain the answer: the derivation (text, LaTeX), slacks, rounding, runner-ups."
+        False, "--explain", help="Derivation, slacks, rounding, runner-ups."
     ),
     as_json: bool = typer.Option(False, "--json", help="One JSON object, SI units."),
 ) -> None:
