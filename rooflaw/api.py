@@ -34,6 +34,7 @@ from .objectives import LossLaw, fit_law, gemstones, get_law, law_inputs, list_l
 from .plots import check_path as check_figure_path
 from .plots import plot_breakdown, plot_frontier, plot_report, plot_roofline
 from .solver import Problem, Result, solve
+from .solver.compare import compare
 from .solver.explain_discrete import explain_discrete, explain_text
 from .units import parse_bytes, parse_energy, parse_time
 
@@ -85,4 +86,4 @@ __all__ = [
 # figures and per-operator tables (rooflaw.plots, rooflaw.constraints.breakdown)
 __all__ += ["OP_COLUMNS", "check_figure_path", "op_rows", "plot_breakdown", "plot_frontier", "plot_report"]
 __all__ += ["plot_roofline", "throughput"]
-__all__ += ["explain_discrete", "explain_text"]
+__all__ += ["compare", "explain_discrete", "explain_text"]

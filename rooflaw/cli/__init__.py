@@ -21,6 +21,7 @@ app = typer.Typer(
 )
 
 # Sub-commands register themselves on `app` when imported.
+from . import compare as _compare  # noqa: E402,F401
 from . import devices as _devices  # noqa: E402,F401
 from . import evaluate as _evaluate  # noqa: E402,F401
 from . import fit as _fit  # noqa: E402,F401

@@ -36,9 +36,7 @@ def solve(
     tokens: Optional[float] = typer.Option(None, help="Training tokens D, for laws that use D."),
     trials: int = typer.Option(500, help="Trials for --method optuna."),
     seed: int = typer.Option(0, help="Seed for --method optuna."),
-    explain: bool = typer.Option(
-        False, "--explain", help="Derivation, slacks, rounding, runner-ups."
-    ),
+    explain: bool = typer.Option(False, "--explain", help="Derivation, slacks, rounding, runner-ups."),
     as_json: bool = typer.Option(False, "--json", help="One JSON object, SI units."),
 ) -> None:
     """Choose the architecture with the lowest loss that meets the budgets (closed form, GP, exhaustive, Optuna)."""
