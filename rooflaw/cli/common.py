@@ -58,6 +58,10 @@ def table(title: str, columns: list[str], rows: list[list[Any]]) -> Table:
     return t
 
 
+#: Help of every ``--allow-extrapolation`` option.
+EXTRAPOLATION_HELP = "Also consider architectures outside the domain the law was fitted on."
+
+
 def build_problem(
     device: str,
     law: str,
@@ -74,6 +78,7 @@ def build_problem(
     energy_budget: Optional[str],
     align: int = 128,
     attention: str = "unfused",
+    allow_extrapolation: bool = False,
 ) -> Any:
     """A :class:`~rooflaw.solver.Problem` from the options shared by ``solve``, ``frontier`` and ``search``."""
     from .. import api
@@ -92,4 +97,5 @@ def build_problem(
         preset=preset,
         tokens=tokens,
         align=align,
+        allow_extrapolation=allow_extrapolation,
     )

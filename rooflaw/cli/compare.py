@@ -10,7 +10,7 @@ import typer
 from .. import api
 from ..units import fmt_bytes, fmt_count, fmt_time
 from . import app
-from .common import DEFAULT_PRECISION, build_problem, console, print_json, table
+from .common import DEFAULT_PRECISION, EXTRAPOLATION_HELP, build_problem, console, print_json, table
 
 
 @app.command()
@@ -31,6 +31,7 @@ def compare(
     preset: str = typer.Option("full", help="Cost model: full or paper."),
     tokens: Optional[float] = typer.Option(None, help="Training tokens D, for laws that use D."),
     n_jobs: int = typer.Option(-1, "--n-jobs", help="Processes (-1: all cores)."),
+    allow_extrapolation: bool = typer.Option(False, "--allow-extrapolation", help=EXTRAPOLATION_HELP),
     as_json: bool = typer.Option(False, "--json", help="One JSON object, SI units."),
 ) -> None:
     """Your model against the best of a space: lowest loss at its latency, fastest at its loss (paper Fig. 8a)."""
@@ -38,7 +39,8 @@ def compare(
 
     a = load_arch(hf_config, arch, arch_file)
     prob = build_problem(device, law, space, phase, precision, batch, input_tokens, output_tokens, preset, tokens,
-                         None, memory_budget, None, attention=attention)  # fmt: skip
+                         None, memory_budget, None, attention=attention,
+                         allow_extrapolation=allow_extrapolation)  # fmt: skip
     res = api.compare(a, prob, n_jobs=n_jobs)
     if as_json:
         print_json(res)
@@ -66,6 +68,9 @@ def compare(
                       f"({eq_loss['speedup']:.2f}x faster)")  # fmt: skip
     else:
         console.print(f"no architecture of the space reaches the model's loss (lowest {res['lowest_loss']:.4f})")
+    if m["outside_law_domain"]:
+        console.print(f"warning: the model lies outside the domain law {res['law']} was fitted on "
+                      f"({'; '.join(m['outside_law_domain'])}): its loss is extrapolated", markup=False)  # fmt: skip
     if not m["fits_in_memory"]:
         console.print(f"note: the model itself needs {fmt_bytes(m['memory_bytes'])}, more than the memory limit")
 

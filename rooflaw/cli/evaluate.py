@@ -11,7 +11,7 @@ from .. import api
 from ..errors import bad
 from ..units import fmt_bytes, fmt_count, fmt_time
 from . import app
-from .common import DEFAULT_PRECISION, console, print_json, table
+from .common import DEFAULT_PRECISION, console, err_console, print_json, table
 
 
 def load_arch(hf_config: Optional[Path], arch: Optional[str], arch_file: Optional[Path]) -> api.Architecture:
@@ -60,6 +60,11 @@ def evaluate(
         lw = api.get_law(law)
         loss = lw.loss(a, tokens=tokens)
         out.update(loss=loss, perplexity=float(__import__("math").exp(loss)), law=lw.name)
+        out["outside_law_domain"] = lw.outside(api.law_inputs(a.columns(), tokens))
+        if out["outside_law_domain"] and not as_json:
+            err_console.print(f"warning: {name_of(a)} lies outside the domain law {lw.name} was fitted on "
+                              f"({'; '.join(out['outside_law_domain'])}): the loss is extrapolated",
+                              markup=False)  # fmt: skip
     if steps:
         out["steps"] = api.decode_steps(a, dev, wl, precision, preset, tiles)
     if csv is not None:
@@ -112,6 +117,10 @@ def evaluate(
 
 
 OP_HEADERS = ["op", "FLOPs", "bytes", "FLOP/B", "time", "share", "bound", "roof"]
+
+
+def name_of(a: api.Architecture) -> str:
+    return a.name or "the architecture"
 
 
 def _share(x: float) -> str:

@@ -10,7 +10,7 @@ import typer
 from .. import api
 from ..units import fmt_bytes, fmt_time
 from . import app
-from .common import DEFAULT_PRECISION, build_problem, console, print_json, table
+from .common import DEFAULT_PRECISION, EXTRAPOLATION_HELP, build_problem, console, print_json, table
 
 
 @app.command()
@@ -33,6 +33,7 @@ def frontier(
     n_jobs: int = typer.Option(-1, "--n-jobs", help="Processes (-1: all cores)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Write the frontier as CSV."),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Figure (.png/.svg): frontier over the feasible cloud."),
+    allow_extrapolation: bool = typer.Option(False, "--allow-extrapolation", help=EXTRAPOLATION_HELP),
     as_json: bool = typer.Option(False, "--json", help="One JSON object, SI units."),
 ) -> None:
     """Evaluate every point of a space and print its exact Pareto frontier (feasible points only)."""
@@ -42,7 +43,8 @@ def frontier(
         api.check_figure_path(plot, "plot")
 
     prob = build_problem(device, law, space, phase, precision, batch, input_tokens, output_tokens, preset, tokens,
-                         latency_budget, memory_budget, energy_budget, attention=attention)  # fmt: skip
+                         latency_budget, memory_budget, energy_budget, attention=attention,
+                         allow_extrapolation=allow_extrapolation)  # fmt: skip
     res = run(prob, objectives, n_jobs=n_jobs, cloud=20_000 if plot is not None else 0)
     tab = res.table()
     if out is not None:

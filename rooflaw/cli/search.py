@@ -10,7 +10,7 @@ import typer
 from ..errors import bad
 from ..units import fmt_bytes, fmt_time
 from . import app
-from .common import DEFAULT_PRECISION, build_problem, console, print_json, table
+from .common import DEFAULT_PRECISION, EXTRAPOLATION_HELP, build_problem, console, print_json, table
 
 
 @app.command()
@@ -45,13 +45,15 @@ def search(
     ),
     reference: Optional[str] = typer.Option(None, help="Hypervolume reference point, comma-separated (SI units)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Write all completed trials as CSV."),
+    allow_extrapolation: bool = typer.Option(False, "--allow-extrapolation", help=EXTRAPOLATION_HELP),
     as_json: bool = typer.Option(False, "--json", help="One JSON object, SI units."),
 ) -> None:
     """Search a space with Optuna; report the feasible frontier of the trials and its hypervolume."""
     from ..solver import search as run
 
     prob = build_problem(device, law, space, phase, precision, batch, input_tokens, output_tokens, preset, tokens,
-                         latency_budget, memory_budget, energy_budget, attention=attention)  # fmt: skip
+                         latency_budget, memory_budget, energy_budget, attention=attention,
+                         allow_extrapolation=allow_extrapolation)  # fmt: skip
     ref = None
     if reference is not None:
         try:

@@ -9,7 +9,7 @@ import typer
 from .. import api
 from ..units import fmt_bytes, fmt_count, fmt_time
 from . import app
-from .common import DEFAULT_PRECISION, build_problem, console, print_json, table
+from .common import DEFAULT_PRECISION, EXTRAPOLATION_HELP, build_problem, console, print_json, table
 
 METHODS = ("closed-form", "gp", "exhaustive", "optuna")
 
@@ -37,6 +37,7 @@ def solve(
     trials: int = typer.Option(500, help="Trials for --method optuna."),
     seed: int = typer.Option(0, help="Seed for --method optuna."),
     explain: bool = typer.Option(False, "--explain", help="Derivation, slacks, rounding, runner-ups."),
+    allow_extrapolation: bool = typer.Option(False, "--allow-extrapolation", help=EXTRAPOLATION_HELP),
     as_json: bool = typer.Option(False, "--json", help="One JSON object, SI units."),
 ) -> None:
     """Choose the architecture with the lowest loss that meets the budgets (closed form, GP, exhaustive, Optuna)."""
@@ -45,7 +46,8 @@ def solve(
     from ..solver import solve as run
 
     prob = build_problem(device, law, space, phase, precision, batch, input_tokens, output_tokens, preset, tokens,
-                         latency_budget, memory_budget, energy_budget, align, attention=attention)  # fmt: skip
+                         latency_budget, memory_budget, energy_budget, align, attention=attention,
+                         allow_extrapolation=allow_extrapolation)  # fmt: skip
     kw = {"n_trials": trials, "seed": seed} if method == "optuna" else {}
     res = (
         run(prob, method, explain_result=explain, **kw) if method in ("closed-form", "gp") else run(prob, method, **kw)

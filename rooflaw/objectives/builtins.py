@@ -11,7 +11,7 @@ from .law import LossLaw, param_symbol, parse_law
 from .variables import symbol
 
 
-def _law(name, text, values, variables, source, validity) -> LossLaw:
+def _law(name, text, values, variables, source, validity, domain) -> LossLaw:
     law = parse_law(text, name=name, variables=variables, params=[p for p in values if p not in variables])
     if set(law.params) != set(values):
         raise AssertionError(f"built-in {name}: params {sorted(law.params)} != {sorted(values)}")
@@ -22,6 +22,7 @@ def _law(name, text, values, variables, source, validity) -> LossLaw:
         variables=law.variables,
         source=source,
         validity=validity,
+        domain=domain,
     )
 
 
@@ -73,10 +74,16 @@ def _paper() -> LossLaw:
             "fixed 10B-token budget (no N or D term); fitted on 170 models with l 4-32, d 768-3072, "
             "MoE E<=16, K<=2 (rho 1/16..1), GQA n_kv in {1,2,4,8,n_h}; d_m = d/gqa"
         ),
+        domain=PAPER_DOMAIN,
     )
 
 
 _CHIN = "E + A/N**alpha + B/D**beta"
+
+#: The ranges each built-in law was fitted on (reference/paper-2602.10377.md §6 Table 5 and
+#: reference/scaling-laws.md); frontier, search and solve keep to them unless told to extrapolate.
+PAPER_DOMAIN = {"l": (4.0, 32.0), "d": (768.0, 3072.0), "E": (1.0, 16.0), "K": (1.0, 2.0)}
+CHINCHILLA_DOMAIN = {"N": (7e7, 1.6e10), "D": (5e9, 5e11)}
 
 _BUILDERS: dict[str, Callable[[], LossLaw]] = {
     "paper-2602.10377": _paper,
@@ -87,6 +94,7 @@ _BUILDERS: dict[str, Callable[[], LossLaw]] = {
         ("N", "D"),
         "Hoffmann et al. 2022 (Chinchilla), approach 3",
         "dense decoder LMs, N 70M-16B parameters (embeddings included), D 5B-500B tokens, MassiveText",
+        CHINCHILLA_DOMAIN,
     ),
     "chinchilla-epoch": lambda: _law(
         "chinchilla-epoch",
@@ -95,6 +103,7 @@ _BUILDERS: dict[str, Callable[[], LossLaw]] = {
         ("N", "D"),
         "Besiroglu et al. 2024 (Epoch AI), arXiv:2404.10102, MLE refit of Hoffmann's approach 3",
         "same runs as Chinchilla: dense decoder LMs, N 70M-16B, D 5B-500B tokens",
+        CHINCHILLA_DOMAIN,
     ),
     "kaplan": lambda: _law(
         "kaplan",
@@ -103,6 +112,7 @@ _BUILDERS: dict[str, Callable[[], LossLaw]] = {
         ("N_nonembed", "D"),
         "Kaplan et al. 2020, arXiv:2001.08361, Eq. 1.5 (non-embedding N)",
         "dense decoder LMs, N_nonembed 768-1.5B, D up to 23B tokens, WebText2 tokens; no irreducible term",
+        {"N_nonembed": (768.0, 1.5e9), "D": (2.1e7, 2.3e10)},  # D: Kaplan et al. §3, 21M-23B tokens
     ),
     "krajewski-moe": lambda: _law(
         "krajewski-moe",
@@ -112,6 +122,7 @@ _BUILDERS: dict[str, Callable[[], LossLaw]] = {
         "Krajewski et al. 2024, arXiv:2402.07871 (fine-grained MoE, Huber delta 0.1 + BFGS)",
         "fine-grained MoE at expansion rate 64, granularity G 1-16, N up to ~1B, C4; N read as "
         "active non-embedding parameters, G = 4*d_model/ffn",
+        {"G": (1.0, 16.0), "N_active_nonembed": (0.0, 1e9)},
     ),
     "krajewski-dense": lambda: _law(
         "krajewski-dense",
@@ -120,6 +131,7 @@ _BUILDERS: dict[str, Callable[[], LossLaw]] = {
         ("N_active_nonembed", "D"),
         "Krajewski et al. 2024, arXiv:2402.07871 (dense baseline)",
         "dense decoder LMs, N up to ~1B non-embedding, C4",
+        {"N_active_nonembed": (0.0, 1e9)},
     ),
 }
 

@@ -33,13 +33,15 @@ def compare(arch: Any, problem: Any, n_jobs: int | None = None) -> dict[str, Any
     prob = dataclasses.replace(problem, latency_budget=None)
     rep = evaluate(arch, prob.device, prob.workload, prob.precision, prob.preset)
     cols = {k: [v] for k, v in arch.columns().items()}
-    model_loss = float(prob.law.evaluate(law_inputs(cols, tokens=prob.tokens))[0])
+    inputs = law_inputs(cols, tokens=prob.tokens)
+    model_loss = float(prob.law.evaluate(inputs)[0])
     phase_col = prob.latency_column
     model = {k: int(getattr(arch, k)) for k in ARCH_COLS}
     model.update(name=arch.name, loss=model_loss, latency_s=float(rep.values[phase_col]),
                  memory_bytes=float(rep.values["memory_bytes"]), energy_j=float(rep.values["energy_j"]),
                  params_total=float(rep.values["params_total"]), params_active=float(rep.values["params_active"]),
-                 fits_in_memory=bool(rep.values["memory_bytes"] <= prob.capacity))  # fmt: skip
+                 fits_in_memory=bool(rep.values["memory_bytes"] <= prob.capacity),
+                 outside_law_domain=prob.law.outside(inputs))  # fmt: skip
     res = frontier(prob, ("loss", "latency"), n_jobs=n_jobs)
     f = res.frontier
     eq_lat = f[f["latency_s"] <= model["latency_s"]]

@@ -59,9 +59,14 @@ def evaluate_lean(problem: Problem, cols: dict[str, np.ndarray]) -> dict[str, np
 
     res = evaluate_columns(cols, problem.device, problem.workload, problem.precision, problem.preset)
     out = {k: res[k] for k in _VALUES if k in res}
-    out["loss"] = problem.law.evaluate(law_inputs(cols, tokens=problem.tokens))
+    inputs = law_inputs(cols, tokens=problem.tokens)
+    out["loss"] = problem.law.evaluate(inputs)
     out["latency_s"] = res[problem.latency_column]
-    feasible = np.isfinite(out["loss"])
+    # outside the law's fitted domain counts as no loss at all (unless the problem allows extrapolation)
+    out["in_domain"] = np.broadcast_to(
+        True if problem.allow_extrapolation else problem.law.in_domain(inputs), out["loss"].shape
+    )
+    feasible = np.isfinite(out["loss"]) & out["in_domain"]
     for col, bound in problem.budgets().values():
         feasible &= res[col] <= bound
     out["feasible"] = feasible
@@ -135,7 +140,7 @@ def _scan(problem: Problem, start: int, stop: int, objectives: tuple[str, ...], 
         v = evaluate_lean(problem, cols)
         n = len(v["loss"])
         acc.evaluated += n
-        finite = np.isfinite(v["loss"])
+        finite = np.isfinite(v["loss"]) & v["in_domain"]
         feas = v["feasible"]
         acc.feasible += int(feas.sum())
         if finite.any():
@@ -253,7 +258,9 @@ def _raise_infeasible(problem: Problem, acc: _Acc) -> None:
     space = problem.space.name
     budgets = problem.budgets()
     if not acc.minimum:
-        raise Infeasible(f"the loss law gives no finite loss for any architecture in space {space!r}", "loss")
+        dom = ", ".join(f"{k} {a:.4g}–{b:.4g}" for k, (a, b) in problem.law.domain.items())
+        where = f" inside the domain it was fitted on ({dom}; --allow-extrapolation to go outside)" if dom else ""
+        raise Infeasible(f"the loss law gives no finite loss for any architecture in space {space!r}{where}", "loss")
     worst = max(budgets, key=lambda k: acc.minimum[k] / budgets[k][1])
     smallest, bound = acc.minimum[worst], budgets[worst][1]
     label = _constraint_label(problem, worst)

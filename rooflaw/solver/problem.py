@@ -25,6 +25,7 @@ class Problem:
     only tighten it. Budgets are in SI units (s, bytes, J); ``None`` means unconstrained.
     ``space`` is a :class:`~rooflaw.arch.space.Space` (or its name); ``tokens`` is the training
     token count D for laws that use it. ``preset`` is the cost model that judges feasibility.
+    Architectures outside the domain the law was fitted on are infeasible unless ``allow_extrapolation``.
     """
 
     law: Any
@@ -39,6 +40,7 @@ class Problem:
     preset: str = "full"
     align: int = 128
     tokens: float | None = None
+    allow_extrapolation: bool = False
 
     def __post_init__(self) -> None:
         from ..objectives import get_law
@@ -54,6 +56,11 @@ class Problem:
         if not isinstance(self.align, int) or self.align <= 0:
             raise bad("align", self.align, "must be a positive integer")
         self.precision = Precision.parse(self.precision)
+        if self.tokens is not None and not self.allow_extrapolation:
+            out = self.law.outside({"D": self.tokens})
+            if out:
+                raise bad("tokens", self.tokens, f"outside the domain law {self.law.name} was fitted on: {out[0]}; "
+                          "allow_extrapolation (--allow-extrapolation) to use it anyway")  # fmt: skip
         if isinstance(self.space, str):
             from ..arch.space import get_space
 
@@ -86,9 +93,16 @@ class Problem:
         df = pd.DataFrame({k: np.asarray(v) for k, v in columns.items()})
         for k, v in res.items():
             df[k] = v
-        df["loss"] = self.law.evaluate(law_inputs(columns, tokens=self.tokens))
+        from ..constraints import complete_columns
+
+        # every architecture column (defaults filled), so laws over parameter counts (N, N_active, ...) evaluate
+        inputs = law_inputs(complete_columns(columns), tokens=self.tokens)
+        df["loss"] = self.law.evaluate(inputs)
         df["latency_s"] = df[self.latency_column]
+        df["in_domain"] = np.broadcast_to(self.law.in_domain(inputs), (len(df),))
         feasible = np.isfinite(df["loss"].to_numpy())
+        if not self.allow_extrapolation:
+            feasible &= df["in_domain"].to_numpy()
         for col, bound in self.budgets().values():
             feasible &= df[col].to_numpy() <= bound
         df["feasible"] = feasible

@@ -15,7 +15,7 @@ from typing import Any
 
 import sympy as sp
 
-from ..errors import Infeasible, bad
+from ..errors import Infeasible, RooflawError, bad
 from . import kkt as K
 from .closed_form import ClosedForm, closed_form, regime_name
 from .result import Result
@@ -139,6 +139,8 @@ def solve(problem: Any, method: str = "closed-form", explain_result: bool = Fals
             cf = closed_form(problem)
         except Infeasible as e:
             return _discrete_verdict(problem, e)
+        except RooflawError as e:
+            raise _unsupported(e, "closed-form") from None
         notes += cf.notes
         timings = {"continuous": cf.seconds}
         extra = {"kkt": cf.to_dict(), "law": problem.law.name, "device": problem.device.id,
@@ -153,6 +155,8 @@ def solve(problem: Any, method: str = "closed-form", explain_result: bool = Fals
         g = solve_gp(problem, **kw)
     except Infeasible as e:
         return _discrete_verdict(problem, e)
+    except RooflawError as e:
+        raise _unsupported(e, "gp") from None
     notes += g.get("notes", [])
     if problem.preset != "paper":
         notes.append(f"the architecture is judged by the '{problem.preset}' cost model")
@@ -170,6 +174,14 @@ def solve(problem: Any, method: str = "closed-form", explain_result: bool = Fals
             f"{g['solve_seconds'] * 1e3:.1f} ms"
         )
     return res
+
+
+def _unsupported(e: RooflawError, method: str) -> RooflawError:
+    """A relaxation that cannot take the problem's law: the reason, and the methods that work for any law."""
+    if "--method" in str(e):
+        return e
+    other = "closed-form, " if method == "gp" else ""
+    return RooflawError(f"{method}: {e}; use --method {other}exhaustive or optuna")
 
 
 #: Spaces up to this size are enumerated when a relaxation is infeasible, so the error names the smallest value
