@@ -163,5 +163,12 @@ def gemm_cmd(
     if as_json:
         print_json(g.to_dict())
         return
-    rows = [[k_, v] for k_, v in g.to_dict().items()]
-    console.print(table(f"GEMM {m}×{n}×{k} ({g.dtype}) on {g.device}", ["field", "value"], rows))
+    d = g.to_dict()
+    rows = [
+        ["FLOPs", fmt_count(d["flops"]) + " FLOP"], ["bytes (A, B read; C written)", fmt_bytes(d["bytes"])],
+        ["arithmetic intensity", f"{d['arithmetic_intensity']:.4g} FLOP/B"],
+        ["ridge point", f"{d['ridge']:.4g} FLOP/B"], ["bound", d["bound"]], ["time", fmt_time(d["seconds"])],
+        ["compute time", fmt_time(d["compute_seconds"])], ["memory time", fmt_time(d["memory_seconds"])],
+        ["tile efficiency", f"{d['tile_efficiency']:.1%}"], ["wave efficiency", f"{d['wave_efficiency']:.1%}"],
+    ]  # fmt: skip
+    console.print(table(f"GEMM {m}×{n}×{k} ({g.dtype}) on {g.device}", ["quantity", "value"], rows))

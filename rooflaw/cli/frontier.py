@@ -10,7 +10,7 @@ import typer
 from .. import api
 from ..units import fmt_bytes, fmt_time
 from . import app
-from .common import DEFAULT_PRECISION, EXTRAPOLATION_HELP, build_problem, console, print_json, table
+from .common import DEFAULT_PRECISION, EXTRAPOLATION_HELP, arch_table, build_problem, console, print_json
 
 
 @app.command()
@@ -60,18 +60,14 @@ def frontier(
         f"feasible, frontier {res.frontier_size} ({', '.join(res.objectives)}); evaluated in "
         f"{res.eval_seconds:.2f} s, Pareto in {res.pareto_seconds:.3f} s"
     )
-    rows = [
-        [int(r.layers), int(r.d_model), int(r.heads), int(r.kv_heads), int(r.ffn), f"{int(r.experts)}/{int(r.top_k)}",
-         f"{r.loss:.4f}", fmt_time(r.latency_s), fmt_bytes(r.memory_bytes), f"{r.energy_j:.3g}"]
-        for r in tab.head(40).itertuples()
-    ]  # fmt: skip
-    console.print(
-        table(
-            f"frontier (first {len(rows)} of {len(tab)}, by {prob.phase} latency)",
-            ["layers", "d_model", "heads", "kv", "ffn", "E/K", "loss", "latency", "memory", "energy J"],
-            rows,
-        )
-    )
+    values = [("loss", lambda r: f"{r['loss']:.4f}"), ("latency", lambda r: fmt_time(r["latency_s"])),
+              ("memory", lambda r: fmt_bytes(r["memory_bytes"]))]  # fmt: skip
+    if "energy" in res.objectives:
+        values.append(("energy", lambda r: f"{r['energy_j']:.3g} J"))
+    t, same = arch_table(f"frontier by {prob.phase} latency", res.frontier, values, 40)
+    console.print(t)
+    if same:
+        console.print(same, markup=False)
     if out is not None:
         console.print(f"[dim]wrote {out}[/dim]")
     if plot is not None:

@@ -10,7 +10,7 @@ import typer
 from ..errors import bad
 from ..units import fmt_bytes, fmt_time
 from . import app
-from .common import DEFAULT_PRECISION, EXTRAPOLATION_HELP, build_problem, console, print_json, table
+from .common import DEFAULT_PRECISION, EXTRAPOLATION_HELP, arch_table, build_problem, console, print_json
 
 
 @app.command()
@@ -76,17 +76,12 @@ def search(
         f"{d['hypervolume']:.4g} (reference {', '.join(f'{x:.4g}' for x in d['reference_point'])}), "
         f"{d['seconds']:.1f} s"
     )
-    rows = [
-        [int(r.trial), int(r.layers), int(r.d_model), int(r.kv_heads), int(r.ffn), f"{int(r.experts)}/{int(r.top_k)}",
-         f"{r.loss:.4f}", fmt_time(r.latency_s), fmt_bytes(r.memory_bytes)]
-        for r in res.frontier.head(30).itertuples()
-    ]  # fmt: skip
-    console.print(
-        table(
-            "feasible frontier of the trials",
-            ["trial", "layers", "d_model", "kv", "ffn", "E/K", "loss", "latency", "memory"],
-            rows,
-        )
-    )
+    values = [("loss", lambda r: f"{r['loss']:.4f}"), ("latency", lambda r: fmt_time(r["latency_s"])),
+              ("memory", lambda r: fmt_bytes(r["memory_bytes"]))]  # fmt: skip
+    values.append(("trial", lambda r: str(int(r["trial"]))))
+    t, same = arch_table("feasible frontier of the trials", res.frontier, values, 30)
+    console.print(t)
+    if same:
+        console.print(same, markup=False)
     if out is not None:
         console.print(f"[dim]wrote {out}[/dim]")

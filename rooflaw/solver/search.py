@@ -421,6 +421,31 @@ def default_reference(front: pd.DataFrame, objectives: tuple[str, ...]) -> list[
     return (hi + 0.1 * span).tolist()
 
 
+#: Points of the fixed sample that sets a space's hypervolume reference (seed 0).
+REFERENCE_SAMPLE = 4096
+
+
+def space_reference(problem: Problem, objectives: tuple[str, ...]) -> list[float]:
+    """A hypervolume reference point fixed by the problem, not by a run, so that runs can be compared: each
+    budget where the problem sets one (latency, memory capacity, energy), otherwise 1.1 × the maximum over a fixed
+    sample of :data:`REFERENCE_SAMPLE` points of the space (seed 0; finite loss, inside the law's domain)."""
+    size = problem.space.size
+    rng = np.random.default_rng(0)
+    idx = np.unique(rng.integers(0, size, min(REFERENCE_SAMPLE, size), dtype=np.int64)) if size else np.array([0])
+    v = evaluate_lean(problem, problem.space.columns_at(idx, np.float64))
+    ok = np.isfinite(v["loss"]) & v["in_domain"]
+    budgets = problem.budgets()
+    out = []
+    for o in objectives:
+        col = OBJECTIVES[o]
+        if o in budgets:  # memory is always there: the capacity, or a tighter budget
+            out.append(float(budgets[o][1]))
+        else:
+            vals = v[col][ok]
+            out.append(1.1 * float(vals.max()) if len(vals) else math.nan)
+    return out
+
+
 def search(
     problem: Problem,
     sampler: str = "nsga2",
@@ -438,8 +463,8 @@ def search(
     constrained single-objective problem (min loss s.t. the problem's budgets). ``measure`` (a callable
     ``f(arch, workload) -> seconds``, ``module:function`` or a ``rooflaw.measure`` entry point) replaces the
     analytic latency of candidates that fit in memory. ``workers`` processes share the study (with no storage,
-    a temporary journal file). ``reference`` is the hypervolume reference point (default: the frontier's nadir
-    + 10 % of its range)."""
+    a temporary journal file). ``reference`` is the hypervolume reference point (default:
+    :func:`space_reference`, the same for every run of the same problem)."""
     objs = check_objectives(objectives)
     if sampler not in SAMPLERS:
         raise bad("sampler", sampler, f"unknown sampler; known: {', '.join(SAMPLERS)}")
@@ -481,7 +506,7 @@ def search(
         if tmp is not None:
             tmp.cleanup()
     front = search_frontier(trials, objs)
-    ref = list(reference) if reference is not None else default_reference(front, objs)
+    ref = list(reference) if reference is not None else space_reference(problem, objs)
     hv = hypervolume(front[[OBJECTIVES[o] for o in objs]].to_numpy(dtype=float), ref) if len(front) else 0.0
     return SearchResult(
         trials=trials,
