@@ -20,6 +20,22 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+
+def _version(value: bool) -> None:
+    if value:
+        from .. import __version__
+
+        print(f"rooflaw {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+) -> None:
+    """Hardware/model co-design of language models: loss laws, roofline cost models, solvers."""
+
+
 # Sub-commands register themselves on `app` when imported.
 from . import compare as _compare  # noqa: E402,F401
 from . import devices as _devices  # noqa: E402,F401
