@@ -9,6 +9,7 @@ import pytest
 from rooflaw import evaluate, from_spec, get_device, op_rows, plot_breakdown, plot_roofline, throughput
 from rooflaw.cli import main
 from rooflaw.plots import breakdown_data, roofline_data
+from rooflaw.plots.roofline import ridge_text
 
 SPEC = "layers=4,d_model=512,heads=8,kv_heads=2,head_dim=64,ffn=1536,vocab=32000"
 MOE = "layers=4,d_model=512,heads=8,kv_heads=2,head_dim=64,ffn=512,experts=8,top_k=2,vocab=32000"
@@ -59,7 +60,7 @@ def test_roofline_svg_names_every_operator_and_roof(report, tmp_path):
     for p in data.points:
         assert ", ".join(p["ops"]) in text
     for r in data.roofs:
-        assert f"ridge {r['ridge']:.3g} FLOP/B" in text
+        assert f"ridge {ridge_text(r['ridge'])} FLOP/B" in text
     assert "not shown (no FLOPs, bytes only): embed" in text
 
 

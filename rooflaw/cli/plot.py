@@ -57,7 +57,8 @@ def roofline_cmd(
     rep = report_for(device, hf_config, arch, arch_file, precision, batch, input_tokens, output_tokens, attention,
                      preset, tiles)  # fmt: skip
     data = api.plot_roofline(rep, out)
-    ridges = ", ".join(f"{r['dtype']} {r['ridge']:.3g}" for r in data.roofs)
+    ridges = ", ".join(f"{r['dtype']} {r['ridge']:,.0f}" if r["ridge"] >= 1000 else f"{r['dtype']} {r['ridge']:.3g}"
+                       for r in data.roofs)  # fmt: skip
     console.print(f"wrote {out}: {len(data.points)} points, ridge points (FLOP/byte) {ridges}", markup=False)
 
 

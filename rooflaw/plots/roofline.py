@@ -89,7 +89,7 @@ def draw_roofline(ax: Any, data: RooflineData, labels: bool = True) -> None:
         c = ROOF_COLOURS.get(r["dtype"], "0.3")
         style_ = {"lw": 1.6, "ls": "-", "alpha": 1.0} if r["used"] else {"lw": 1.0, "ls": "--", "alpha": 0.6}
         ax.plot([r["ridge"], x_hi], [r["peak"], r["peak"]], c=c, **style_,
-                label=f"{r['dtype']} {si(r['peak'], 'FLOP/s')}, ridge {r['ridge']:.3g} FLOP/B"
+                label=f"{r['dtype']} {si(r['peak'], 'FLOP/s')}, ridge {ridge_text(r['ridge'])} FLOP/B"
                 + ("" if r["used"] else " (unused)"))  # fmt: skip
         ax.plot([r["ridge"]], [r["peak"]], marker="D", ms=4, c=c, alpha=style_["alpha"])
         ax.plot([r["ridge"], r["ridge"]], [y_lo, r["peak"]], c=c, lw=0.6, ls=":", alpha=0.7)
@@ -108,6 +108,7 @@ def draw_roofline(ax: Any, data: RooflineData, labels: bool = True) -> None:
         for p, (lx, ly) in zip(pts, _label_positions(xs, ys, side, LABEL_GAP), strict=True):
             ax.annotate(", ".join(p["ops"]), xy=(p["intensity"], p["flops_per_s"]), xytext=(lx, ly), fontsize=6.5,
                         color=PHASE_COLOURS[phase], ha="right" if side < 0 else "left", va="center", zorder=4,
+                        bbox={"boxstyle": "square,pad=0.05", "fc": "white", "ec": "none", "alpha": 0.75},
                         arrowprops={"arrowstyle": "-", "color": PHASE_COLOURS[phase], "lw": 0.4, "alpha": 0.6,
                                     "shrinkA": 1, "shrinkB": 3})  # fmt: skip
             label_ys.append(ly)
@@ -134,6 +135,11 @@ def plot_roofline(report: CostReport, path: str | Path, title_text: str | None =
                     fontsize=7, color="0.4")  # fmt: skip
         save(fig, p)
     return data
+
+
+def ridge_text(x: float) -> str:
+    """A ridge point in FLOP/byte as a reader writes it: 25.9, 208, 1,170."""
+    return f"{x:,.0f}" if x >= 1000 else f"{x:.3g}"
 
 
 def default_title(report: CostReport) -> str:
