@@ -39,6 +39,14 @@ def test_devices_list_wide_shows_every_column(capsys):
     assert get_device("h100-sxm").name in out
 
 
+def test_devices_list_chosen_columns(capsys):
+    code, out, _ = _out(capsys, "devices", "list", "--columns", "id,fp8,name")
+    header = next(line for line in out.splitlines() if "id" in line and "fp8" in line)
+    assert "name" in header and "BW" not in header and "fp16" not in header
+    code, _, err = _out(capsys, "devices", "list", "--columns", "id,nope")
+    assert code == 2 and "columns=" in err and "provenance" in err
+
+
 def test_gemm_prints_units(capsys):
     code, out, _ = _out(capsys, "gemm", "--m", "1", "--n", "4096", "--k", "4096", "--dtype", "fp16")
     assert code == 0

@@ -9,6 +9,7 @@ from typing import Optional
 import typer
 
 from ..devices import Device, calibrate, get_device, list_devices, save_device_toml
+from ..errors import bad
 from . import app
 from .common import console, err_console, print_json, table
 
@@ -34,21 +35,21 @@ def _prov_summary(dev: Device) -> str:
     return ", ".join(k for k, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-#: Columns of ``devices list``: (header, cell); the first ``NARROW`` fit 80 columns, ``--wide`` shows them all.
-def _columns() -> list[tuple[str, object]]:
-    return [
-        ("id", lambda d: d.id),
-        ("fp16 TF", lambda d: _t(d, "fp16")),
-        ("int8 TOP", lambda d: _t(d, "int8")),
-        ("BW GB/s", lambda d: f"{d.memory_bandwidth / 1e9:.4g}"),
-        ("mem GB", lambda d: f"{d.memory_capacity / 1e9:.4g}"),
-        ("peak W", lambda d: f"{d.power_peak:.4g}" if d.power_peak is not None else "—"),
-        ("fp8", lambda d: _t(d, "fp8")),
-        ("fp4", lambda d: _t(d, "fp4")),
-        ("fp32", lambda d: _t(d, "fp32")),
-        ("name", lambda d: d.name),
-        ("provenance", _prov_summary),
-    ]
+#: Columns of ``devices list``: key -> (header, cell); the first ``NARROW`` fit 80 columns, ``--wide`` shows all.
+def _columns() -> dict[str, tuple[str, object]]:
+    return {
+        "id": ("id", lambda d: d.id),
+        "fp16": ("fp16 TF", lambda d: _t(d, "fp16")),
+        "int8": ("int8 TOP", lambda d: _t(d, "int8")),
+        "bandwidth": ("BW GB/s", lambda d: f"{d.memory_bandwidth / 1e9:.4g}"),
+        "memory": ("mem GB", lambda d: f"{d.memory_capacity / 1e9:.4g}"),
+        "power": ("peak W", lambda d: f"{d.power_peak:.4g}" if d.power_peak is not None else "—"),
+        "fp8": ("fp8", lambda d: _t(d, "fp8")),
+        "fp4": ("fp4", lambda d: _t(d, "fp4")),
+        "fp32": ("fp32", lambda d: _t(d, "fp32")),
+        "name": ("name", lambda d: d.name),
+        "provenance": ("provenance", _prov_summary),
+    }
 
 
 NARROW = 6
@@ -57,6 +58,11 @@ NARROW = 6
 @devices_app.command("list")
 def list_cmd(
     wide: bool = typer.Option(False, "--wide", help="Every column (name, fp8/fp4/fp32 roofs, provenance)."),
+    columns: Optional[str] = typer.Option(
+        None,
+        "--columns",
+        help="Comma-separated: id, fp16, int8, bandwidth, memory, power, fp8, fp4, fp32, name, provenance.",
+    ),
     as_json: bool = typer.Option(False, "--json", help="A JSON list of devices, SI units."),
 ) -> None:
     """Every catalog device and power mode (and plug-in devices). Dense peaks; '?' = uncertain."""
@@ -64,9 +70,19 @@ def list_cmd(
     if as_json:
         print_json([d.to_dict() for d in devs])
         return
-    cols = _columns() if wide else _columns()[:NARROW]
+    every = _columns()
+    if columns is not None:
+        keys = [k.strip() for k in columns.split(",") if k.strip()]
+        unknown = [k for k in keys if k not in every]
+        if unknown or not keys:
+            raise bad("columns", columns, f"choose from {', '.join(every)}")
+        cols = [every[k] for k in keys]
+        wide = True  # the user's choice: print it whole
+    else:
+        cols = list(every.values()) if wide else list(every.values())[:NARROW]
     rows = [[str(cell(d)) for _, cell in cols] for d in devs]  # type: ignore[operator]
-    title = f"{len(devs)} devices: dense peaks in TFLOP/s (TOP/s), '?' = uncertain" + ("" if wide else "; --wide: all")
+    more = "" if wide else "; --wide, --columns for more"
+    title = f"{len(devs)} devices: dense TFLOP/s (TOP/s), '?' = uncertain{more}"
     t = table(title, [h for h, _ in cols], rows)
     for c in t.columns:
         c.no_wrap = True
