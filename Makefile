@@ -1,29 +1,38 @@
 # rooflaw: two commands for a fresh machine.
-#   make demo   -- create .venv, install rooflaw, solve for the best architecture on a Jetson AGX Orin
-#   make test   -- create .venv, install rooflaw with its test extras, run the test suite
+#   make demo   -- create .venv, install rooflaw alone (no torch, no test tools), solve for the best architecture
+#                  on a Jetson AGX Orin
+#   make test   -- the same .venv plus the CPU build of torch 2.13.0 and the test extras, then the test suite
 PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
 
-.PHONY: demo test install lint
+.PHONY: demo test install install-test lint
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-# The CPU build of torch 2.13.0 first (a plain `torch` requirement would pull a multi-GB CUDA build).
-$(VENV)/.installed: $(BIN)/python pyproject.toml
+# What the demo and the CLI need: rooflaw and its runtime dependencies only.
+$(VENV)/.base: $(BIN)/python pyproject.toml
+	$(BIN)/pip install -q -e .
+	touch $@
+
+# The tests also count FLOPs of real torch modules: the CPU build of torch 2.13.0 first (a plain `torch`
+# requirement would pull a multi-GB CUDA build), then the [dev,torch] extras.
+$(VENV)/.test: $(VENV)/.base
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e ".[dev,torch]"
 	touch $@
 
-install: $(VENV)/.installed
+install: $(VENV)/.base
+
+install-test: $(VENV)/.test
 
 demo: install
 	$(BIN)/rooflaw solve --device jetson-agx-orin-64gb --latency-budget 20ms --phase decode --explain
 
-test: install
+test: install-test
 	$(BIN)/python -m pytest -q
 
-lint: install
+lint: install-test
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .

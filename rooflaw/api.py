@@ -29,10 +29,15 @@ _MODULES: dict[str, str] = {
     "rooflaw.devices": "Device calibrate device_ids get_device list_devices load_device_file save_device_toml",
     "rooflaw.objectives": "LossLaw builtin_laws fit_law gemstones get_law law_inputs list_laws load_table parse_law "
     "plot_fit",
-    "rooflaw.solver": "AdaptiveResult adaptive_search FRONTIER_COLUMNS METHODS SAMPLERS ClosedForm Constraint DerivedTheorems EnergyBudget "
+    "rooflaw.solver": "AdaptiveResult adaptive_search FRONTIER_COLUMNS METHODS SAMPLERS ClosedForm Constraint "
+    "DerivedTheorems EnergyBudget "
     "FrontierResult LatencyBudget MemoryBudget Problem Result SearchResult closed_form derive_theorems frontier "
     "hypervolume pareto_mask register_method round_solution search solve solve_exhaustive solve_gp solve_optuna",
     "rooflaw.solver.search.study": "search_frontier",
+    "rooflaw.solver.compare": "compare",
+    "rooflaw.solver.explain_discrete": "explain_discrete explain_text",
+    "rooflaw.constraints.breakdown": "OP_COLUMNS op_rows throughput",
+    "rooflaw.plots": "check_figure_path plot_breakdown plot_frontier plot_report plot_roofline",
     "rooflaw.units": "parse_bytes parse_energy parse_time",
 }
 #: name -> module that defines it.

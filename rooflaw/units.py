@@ -1,4 +1,7 @@
-"""Human units <-> SI. The CLI accepts ``20ms``, ``8GB``, ``204.8GB/s``, ``2J``; everything inside is SI."""
+"""Human units <-> SI. The CLI accepts ``20ms``, ``8GB``, ``204.8GB/s``, ``2J``; everything inside is SI.
+
+Text must carry its unit (``"20"`` is refused: 20 what?); a Python number is already SI (seconds, bytes, joules).
+"""
 
 from __future__ import annotations
 
@@ -29,7 +32,9 @@ def _parse(text: str | float, table: dict[str, float], field: str, default_unit:
         m = re.fullmatch(_NUM + r"\s*([A-Za-zµ/]*)", str(text).strip())
         if not m:
             raise bad(field, text, f"not a number with a unit (e.g. 20{default_unit})")
-        unit = m.group(2).lower() or default_unit
+        if not m.group(2):
+            raise bad(field, text, f"needs a unit, e.g. {m.group(1)}{default_unit} (units: {', '.join(table)})")
+        unit = m.group(2).lower()
         if unit == "mj" and table is _ENERGY and m.group(2) == "MJ":
             unit = "MJ"
         if unit not in table:
@@ -41,18 +46,18 @@ def _parse(text: str | float, table: dict[str, float], field: str, default_unit:
 
 
 def parse_time(text: str | float, field: str = "time") -> float:
-    """``"20ms"`` -> 0.02 (seconds). A bare number is seconds."""
-    return _parse(text, _TIME, field, "s")
+    """``"20ms"`` -> 0.02 (seconds); a float is seconds already; text without a unit is refused."""
+    return _parse(text, _TIME, field, "ms")
 
 
 def parse_bytes(text: str | float, field: str = "memory") -> float:
-    """``"8GB"`` -> 8e9, ``"8GiB"`` -> 8·2³⁰ (bytes). A bare number is bytes."""
-    return _parse(text, _BYTES, field, "b")
+    """``"8GB"`` -> 8e9, ``"8GiB"`` -> 8·2³⁰ (bytes); a float is bytes already; text without a unit is refused."""
+    return _parse(text, _BYTES, field, "GB")
 
 
 def parse_energy(text: str | float, field: str = "energy") -> float:
-    """``"2J"`` -> 2.0 (joules). A bare number is joules."""
-    return _parse(text, _ENERGY, field, "j")
+    """``"2J"`` -> 2.0 (joules); a float is joules already; text without a unit is refused."""
+    return _parse(text, _ENERGY, field, "J")
 
 
 def fmt_time(seconds: float) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -13,13 +14,21 @@ from rooflaw.errors import RooflawError
 from rooflaw.objectives import fit_law, gemstones, get_law
 from rooflaw.objectives.fit import LogHuberObjective, batched_lbfgs
 
-CHIN = Path(__file__).resolve().parents[1].parent / "shared/data/chinchilla/svg_extracted_data.csv"
+# Epoch AI's points extracted from Hoffmann et al.'s Fig. 4 (github.com/epoch-research/analyzing-chinchilla) carry no
+# licence, so rooflaw does not ship them: the test reads ROOFLAW_CHINCHILLA_CSV, else ../shared beside the repo.
+CHIN = Path(
+    os.environ.get("ROOFLAW_CHINCHILLA_CSV")
+    or Path(__file__).resolve().parents[1].parent / "shared/data/chinchilla/svg_extracted_data.csv"
+)
 EPOCH = {"E": 1.817236, "A": 477.8417, "B": 2143.8638, "alpha": 0.347313, "beta": 0.367183}
 
 
 def chinchilla() -> pd.DataFrame:
     if not CHIN.exists():
-        pytest.skip(f"Chinchilla data not found at {CHIN} (needs ../shared beside the repo)")
+        pytest.skip(
+            f"Chinchilla points not found at {CHIN}: they have no licence, so rooflaw does not ship them; "
+            "set ROOFLAW_CHINCHILLA_CSV to svg_extracted_data.csv of github.com/epoch-research/analyzing-chinchilla"
+        )
     df = pd.read_csv(CHIN).sort_values("loss").iloc[:-5]  # drop the 5 highest losses
     df = df.assign(N=df["Model Size"], D=df["Training FLOP"] / (6 * df["Model Size"]))
     return df.reset_index(drop=True)

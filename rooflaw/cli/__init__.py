@@ -20,12 +20,30 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+
+def _version(value: bool) -> None:
+    if value:
+        from .. import __version__
+
+        print(f"rooflaw {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+) -> None:
+    """Hardware/model co-design of language models: loss laws, roofline cost models, solvers."""
+
+
 # Sub-commands register themselves on `app` when imported.
+from . import compare as _compare  # noqa: E402,F401
 from . import devices as _devices  # noqa: E402,F401
 from . import evaluate as _evaluate  # noqa: E402,F401
 from . import fit as _fit  # noqa: E402,F401
 from . import frontier as _frontier  # noqa: E402,F401
 from . import laws as _laws  # noqa: E402,F401
+from . import plot as _plot  # noqa: E402,F401
 from . import repro as _repro  # noqa: E402,F401
 from . import search as _search  # noqa: E402,F401
 from . import solve as _solve  # noqa: E402,F401

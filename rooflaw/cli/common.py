@@ -10,6 +10,9 @@ from typing import Any, Optional
 from rich.console import Console
 from rich.table import Table
 
+#: The precision every command assumes unless told otherwise (the paper's FP16; bf16 has the same bytes and roof).
+DEFAULT_PRECISION = "fp16"
+
 console = Console()
 err_console = Console(stderr=True)
 
@@ -46,13 +49,62 @@ def print_json(obj: Any) -> None:
     sys.stdout.write(text + "\n")
 
 
+_LEFT = ("name", "op", "phase", "bound", "id", "field", "provenance", "tied")
+
+
 def table(title: str, columns: list[str], rows: list[list[Any]]) -> Table:
-    t = Table(title=title, title_justify="left")
+    # at least as wide as its title (up to 80 columns), so the title does not wrap over a narrow table
+    t = Table(title=title, title_justify="left", min_width=min(len(title), 80))
     for c in columns:
-        t.add_column(c, justify="right" if c not in ("name", "op", "phase", "bound", "id", "field") else "left")
+        t.add_column(c, justify="left" if c in _LEFT else "right")
     for r in rows:
         t.add_row(*[str(x) for x in r])
     return t
+
+
+#: Help of every ``--allow-extrapolation`` option.
+EXTRAPOLATION_HELP = "Also consider architectures outside the domain the law was fitted on."
+
+
+#: Architecture columns of result tables: (header, column or None for E/K, formatter).
+_ARCH_FIELDS = (
+    ("l", "layers"), ("d", "d_model"), ("heads", "heads"), ("kv", "kv_heads"), ("hd", "head_dim"),
+    ("ffn", "ffn"), ("E/K", None), ("tied", "tied"), ("vocab", "vocab"),
+)  # fmt: skip
+
+
+def _arch_cell(row: Any, col: str | None) -> str:
+    if col is None:
+        return f"{int(row['experts'])}/{int(row['top_k'])}"
+    if col == "tied":
+        return "yes" if bool(row[col]) else "no"
+    return str(int(row[col]))
+
+
+def arch_table(title: str, df: Any, values: list[tuple[str, Any]], limit: int) -> tuple[Table, str]:
+    """A table of the first ``limit`` rows of ``df`` (architectures + ``values``: (header, row -> text)).
+
+    Only the architecture columns that differ between the shown rows are columns, so rows that look alike are
+    told apart (e.g. tied against untied embeddings) and the table stays narrow; the others are returned as one
+    line ("same in every row: ..."). The title says when rows were left out.
+    """
+    shown = df.head(limit)
+    recs = shown.to_dict("records")
+    fields = [(h, c) for h, c in _ARCH_FIELDS if c is None or c in shown.columns]
+    varying, same = [], []
+    for h, c in fields:
+        cells = [_arch_cell(r, c) for r in recs]
+        if len(set(cells)) > 1:
+            varying.append((h, c))
+        elif cells:
+            same.append(f"{h} {cells[0]}")
+    more = f" (first {len(shown)} of {len(df)}; --out FILE for all)" if len(df) > len(shown) else f" ({len(df)})"
+    rows = [[_arch_cell(r, c) for _, c in varying] + [f(r) for _, f in values] for r in recs]
+    from rich import box
+
+    t = table(title + more, [h for h, _ in varying] + [h for h, _ in values], rows)
+    t.box, t.pad_edge = box.SIMPLE_HEAD, False  # no vertical rules: fits 80 columns with every field shown
+    return t, ("same in every row: " + ", ".join(same)) if same else ""
 
 
 def build_problem(
@@ -71,6 +123,7 @@ def build_problem(
     energy_budget: Optional[str],
     align: int = 128,
     attention: str = "unfused",
+    allow_extrapolation: bool = False,
 ) -> Any:
     """A :class:`~rooflaw.solver.Problem` from the options shared by ``solve``, ``frontier`` and ``search``."""
     from .. import api
@@ -89,4 +142,5 @@ def build_problem(
         preset=preset,
         tokens=tokens,
         align=align,
+        allow_extrapolation=allow_extrapolation,
     )

@@ -8,7 +8,8 @@ from typing import Optional
 
 import typer
 
-from ..api import Device, get_device, list_devices
+from ..api import Device, calibrate, get_device, list_devices, save_device_toml
+from ..errors import bad
 from . import app
 from .common import console, err_console, print_json, table
 
@@ -26,7 +27,7 @@ def _t(dev: Device, dtype: str) -> str:
     v = dev.peak_flops.get(dtype)
     if v is None:
         return "—"
-    return f"{v / 1e12:.5g}" + ("?" if f"peak_flops.{dtype}" in dev.uncertain else "")
+    return f"{v / 1e12:.4g}" + ("?" if f"peak_flops.{dtype}" in dev.uncertain else "")
 
 
 def _prov_summary(dev: Device) -> str:
@@ -34,8 +35,34 @@ def _prov_summary(dev: Device) -> str:
     return ", ".join(k for k, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
+#: Columns of ``devices list``: key -> (header, cell); the first ``NARROW`` fit 80 columns, ``--wide`` shows all.
+def _columns() -> dict[str, tuple[str, object]]:
+    return {
+        "id": ("id", lambda d: d.id),
+        "fp16": ("fp16 TF", lambda d: _t(d, "fp16")),
+        "int8": ("int8 TOP", lambda d: _t(d, "int8")),
+        "bandwidth": ("BW GB/s", lambda d: f"{d.memory_bandwidth / 1e9:.4g}"),
+        "memory": ("mem GB", lambda d: f"{d.memory_capacity / 1e9:.4g}"),
+        "power": ("peak W", lambda d: f"{d.power_peak:.4g}" if d.power_peak is not None else "—"),
+        "fp8": ("fp8", lambda d: _t(d, "fp8")),
+        "fp4": ("fp4", lambda d: _t(d, "fp4")),
+        "fp32": ("fp32", lambda d: _t(d, "fp32")),
+        "name": ("name", lambda d: d.name),
+        "provenance": ("provenance", _prov_summary),
+    }
+
+
+NARROW = 6
+
+
 @devices_app.command("list")
 def list_cmd(
+    wide: bool = typer.Option(False, "--wide", help="Every column (name, fp8/fp4/fp32 roofs, provenance)."),
+    columns: Optional[str] = typer.Option(
+        None,
+        "--columns",
+        help="Comma-separated: id, fp16, int8, bandwidth, memory, power, fp8, fp4, fp32, name, provenance.",
+    ),
     as_json: bool = typer.Option(False, "--json", help="A JSON list of devices, SI units."),
 ) -> None:
     """Every catalog device and power mode (and plug-in devices). Dense peaks; '?' = uncertain."""
@@ -43,38 +70,30 @@ def list_cmd(
     if as_json:
         print_json([d.to_dict() for d in devs])
         return
-    rows = []
-    for d in devs:
-        power = f"{d.power_peak:.4g}" if d.power_peak is not None else "—"
-        rows.append(
-            [
-                d.id,
-                d.name,
-                _t(d, "fp16"),
-                _t(d, "int8"),
-                _t(d, "fp8"),
-                _t(d, "fp4"),
-                f"{d.memory_bandwidth / 1e9:.4g}",
-                f"{d.memory_capacity / 1e9:.4g}",
-                power,
-                _prov_summary(d),
-            ]
-        )
-    cols = [
-        "id",
-        "name",
-        "fp16 TFLOP/s",
-        "int8 TOP/s",
-        "fp8",
-        "fp4",
-        "BW GB/s",
-        "memory GB",
-        "power W",
-        "provenance",
-    ]
-    t = table(f"{len(devs)} devices (dense peaks; '?' = uncertain)", cols, rows)
-    t.columns[0].no_wrap = True
-    console.print(t)
+    every = _columns()
+    if columns is not None:
+        keys = [k.strip() for k in columns.split(",") if k.strip()]
+        unknown = [k for k in keys if k not in every]
+        if unknown or not keys:
+            raise bad("columns", columns, f"choose from {', '.join(every)}")
+        cols = [every[k] for k in keys]
+        wide = True  # the user's choice: print it whole
+    else:
+        cols = list(every.values()) if wide else list(every.values())[:NARROW]
+    rows = [[str(cell(d)) for _, cell in cols] for d in devs]  # type: ignore[operator]
+    more = "" if wide else "; --wide, --columns for more"
+    title = f"{len(devs)} devices: dense TFLOP/s (TOP/s), '?' = uncertain{more}"
+    t = table(title, [h for h, _ in cols], rows)
+    for c in t.columns:
+        c.no_wrap = True
+    if wide:  # as wide as it needs: a pager or a wide terminal shows it whole
+        from rich.console import Console
+        from rich.measure import Measurement
+
+        width = Measurement.get(console, console.options.update(width=1000), t).maximum
+        Console(width=max(console.width, width)).print(t)
+    else:
+        console.print(t)
 
 
 def _fmt_field(field: str, value: object) -> str:

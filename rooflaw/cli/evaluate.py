@@ -11,7 +11,7 @@ from .. import api
 from ..errors import bad
 from ..units import fmt_bytes, fmt_count, fmt_time
 from . import app
-from .common import console, print_json, table
+from .common import DEFAULT_PRECISION, console, err_console, print_json, table
 
 
 def load_arch(hf_config: Optional[Path], arch: Optional[str], arch_file: Optional[Path]) -> api.Architecture:
@@ -31,7 +31,7 @@ def evaluate(
     hf_config: Optional[Path] = typer.Option(None, "--hf-config", help="A Hugging Face config.json."),
     arch: Optional[str] = typer.Option(None, "--arch", help="Spec string, e.g. layers=24,d_model=896,heads=14,..."),
     arch_file: Optional[Path] = typer.Option(None, "--arch-file", help="TOML/JSON file of architecture fields."),
-    precision: str = typer.Option("bf16", help="fp16, bf16, int8, fp8, w4a16, w4a16kv8, nvfp4, ..."),
+    precision: str = typer.Option(DEFAULT_PRECISION, help="fp16, bf16, int8, fp8, w4a16, w4a16kv8, nvfp4, ..."),
     batch: int = typer.Option(1, help="Sequences per batch."),
     input_tokens: int = typer.Option(1024, help="Prompt tokens per sequence (S_in)."),
     output_tokens: int = typer.Option(16, help="Generated tokens per sequence (S_out)."),
@@ -41,20 +41,36 @@ def evaluate(
     steps: bool = typer.Option(False, "--steps", help="Also list every decode step (context, time, FLOPs, bytes)."),
     law: Optional[str] = typer.Option(None, help="Add the predicted loss of this law (name or expression)."),
     tokens: Optional[float] = typer.Option(None, help="Training tokens D, for laws that use D."),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="Write the roofline + time breakdown (.png or .svg)."),
+    csv: Optional[Path] = typer.Option(None, "--csv", help="Write the per-operator table as CSV (SI units)."),
     as_json: bool = typer.Option(False, "--json", help="One JSON object, SI units."),
 ) -> None:
     """Latency (prefill, every decode step, TTFT, TPOT), memory and energy of one architecture on one device."""
+    if plot is not None:
+        api.check_figure_path(plot, "plot")
     a = load_arch(hf_config, arch, arch_file)
     dev = api.get_device(device)
     wl = api.Workload(batch, input_tokens, output_tokens, attention)
     rep = api.evaluate(a, dev, wl, precision, preset, tiles)
     out = rep.to_dict()
+    op_rows = api.op_rows(rep)
+    out["ops"] = op_rows
+    out["tokens_per_s"] = api.throughput(rep)
     if law is not None:
         lw = api.get_law(law)
         loss = lw.loss(a, tokens=tokens)
         out.update(loss=loss, perplexity=float(__import__("math").exp(loss)), law=lw.name)
+        out["outside_law_domain"] = lw.outside(api.law_inputs(a.columns(), tokens))
+        if out["outside_law_domain"] and not as_json:
+            err_console.print(f"warning: {name_of(a)} lies outside the domain law {lw.name} was fitted on "
+                              f"({'; '.join(out['outside_law_domain'])}): the loss is extrapolated",
+                              markup=False)  # fmt: skip
     if steps:
         out["steps"] = api.decode_steps(a, dev, wl, precision, preset, tiles)
+    if csv is not None:
+        write_csv(op_rows, csv)
+    if plot is not None:
+        api.plot_report(rep, plot)
     if as_json:
         print_json(out)
         return
@@ -69,21 +85,22 @@ def evaluate(
         f"memory {fmt_bytes(out['memory_bytes'])} of {fmt_bytes(dev.memory_capacity)} "
         f"({'fits' if out['fits_in_memory'] else 'DOES NOT FIT'})"
     )
-    rows = [
-        [o.phase, o.name, fmt_count(o.flops), fmt_bytes(o.bytes), fmt_time(o.seconds), o.bound, o.roof] for o in rep.ops
-    ]
-    console.print(
-        table(
-            "per operator (summed over layers; decode over all steps)",
-            ["phase", "op", "FLOPs", "bytes", "time", "bound", "roof"],
-            rows,
-        )
-    )
+    for phase in ("prefill", "decode"):
+        rows = [
+            [r["name"], fmt_count(r["flops"]), fmt_bytes(r["bytes"]), _intensity(r["intensity"]),
+             fmt_time(r["seconds"]), _share(r["share"]), _short_bound(r["bound"]), r["roof"]]
+            for r in op_rows if r["phase"] == phase
+        ]  # fmt: skip
+        what = "summed over layers" if phase == "prefill" else f"summed over layers and {output_tokens} steps"
+        console.print(table(f"{phase}: per operator ({what})", OP_HEADERS, rows))
     summary = [
         ["prefill / TTFT", fmt_time(out["prefill_s"])],
         [f"decode ({output_tokens} steps)", fmt_time(out["decode_s"])],
         ["TPOT (mean)", fmt_time(out["tpot_s"])],
         ["total", fmt_time(out["total_s"])],
+        ["prefill tokens/s", f"{out['tokens_per_s']['prefill']:.4g}"],
+        ["decode tokens/s", f"{out['tokens_per_s']['decode']:.4g}"],
+        ["tokens/s (end to end)", f"{out['tokens_per_s']['total']:.4g}"],
         ["energy", f"{out['energy_j']:.3g} J"],
     ]
     if law is not None:
@@ -94,6 +111,42 @@ def evaluate(
         console.print(table("decode steps", ["step", "context", "time", "FLOPs", "bytes"], rows))
     console.print(table("summary", ["quantity", "value"], summary))
     console.print(f"[dim]{rep.provenance}[/dim]")
+    for path in (csv, plot):
+        if path is not None:
+            console.print(f"wrote {path}", markup=False)
+
+
+OP_HEADERS = ["op", "FLOPs", "bytes", "FLOP/B", "time", "share", "bound", "roof"]
+
+
+def name_of(a: api.Architecture) -> str:
+    return a.name or "the architecture"
+
+
+def _share(x: float) -> str:
+    return "<1%" if 0 < x < 0.005 else f"{x:.0%}"
+
+
+def _intensity(x: float) -> str:
+    return "—" if x == float("inf") else f"{x:.3g}"
+
+
+def _short_bound(bound: str) -> str:
+    """``mixed (43% of steps compute-bound)`` -> ``mixed 43%`` (the full text is in --json and --csv)."""
+    if bound.startswith("mixed ("):
+        return "mixed " + bound[len("mixed (") :].split("%", 1)[0] + "%"
+    return bound
+
+
+def write_csv(rows: list[dict], path: Path) -> None:
+    """The per-operator rows as CSV (columns of ``api.OP_COLUMNS``)."""
+    import csv as _csv
+
+    with open(path, "w", newline="") as f:
+        w = _csv.DictWriter(f, fieldnames=list(api.OP_COLUMNS))
+        w.writeheader()
+        for r in rows:
+            w.writerow(r)
 
 
 @app.command("gemm")
@@ -110,5 +163,12 @@ def gemm_cmd(
     if as_json:
         print_json(g.to_dict())
         return
-    rows = [[k_, v] for k_, v in g.to_dict().items()]
-    console.print(table(f"GEMM {m}×{n}×{k} ({g.dtype}) on {g.device}", ["field", "value"], rows))
+    d = g.to_dict()
+    rows = [
+        ["FLOPs", fmt_count(d["flops"]) + " FLOP"], ["bytes (A, B read; C written)", fmt_bytes(d["bytes"])],
+        ["arithmetic intensity", f"{d['arithmetic_intensity']:.4g} FLOP/B"],
+        ["ridge point", f"{d['ridge']:.4g} FLOP/B"], ["bound", d["bound"]], ["time", fmt_time(d["seconds"])],
+        ["compute time", fmt_time(d["compute_seconds"])], ["memory time", fmt_time(d["memory_seconds"])],
+        ["tile efficiency", f"{d['tile_efficiency']:.1%}"], ["wave efficiency", f"{d['wave_efficiency']:.1%}"],
+    ]  # fmt: skip
+    console.print(table(f"GEMM {m}×{n}×{k} ({g.dtype}) on {g.device}", ["quantity", "value"], rows))

@@ -1,4 +1,4 @@
-"""``rooflaw repro``: regenerate arXiv:2602.10377's figures and claims (runs ``paper_repro`` from the repo root)."""
+"""``rooflaw repro``: regenerate arXiv:2602.10377's figures and claims (``paper_repro`` ships with rooflaw)."""
 
 from __future__ import annotations
 
@@ -31,8 +31,8 @@ def repro_cmd(
             paper_repro = None
     if paper_repro is None:
         raise RooflawError(
-            "paper_repro is not importable: run `rooflaw repro` from the rooflaw repository root "
-            "(paper_repro/ lives there, outside the installed package)"
+            "paper_repro is not importable: reinstall rooflaw (`pip install -e .` or `make install`); "
+            "it ships paper_repro beside the rooflaw package"
         ) from None
     try:
         paper_repro.run(sections or ["all"], out, quick=quick)

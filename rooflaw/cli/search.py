@@ -10,7 +10,7 @@ import typer
 from ..errors import bad
 from ..units import fmt_bytes, fmt_time
 from . import app
-from .common import build_problem, console, print_json, table
+from .common import DEFAULT_PRECISION, EXTRAPOLATION_HELP, arch_table, build_problem, console, print_json, table
 from .progress import ProgressBar
 
 
@@ -20,7 +20,7 @@ def search(
     law: str = typer.Option("paper-2602.10377", help="Loss law: a built-in name or an expression."),
     space: str = typer.Option("paper", help="Space: paper, wide or a space TOML file."),
     phase: str = typer.Option("decode", help="Latency objective: prefill, decode (all output tokens) or total."),
-    precision: str = typer.Option("fp16", help="fp16, bf16, int8, fp8, w4a16, w4a16kv8, ..."),
+    precision: str = typer.Option(DEFAULT_PRECISION, help="fp16, bf16, int8, fp8, w4a16, w4a16kv8, ..."),
     objectives: str = typer.Option(
         "loss,latency", help="loss,latency[,memory][,energy]; 'loss' alone = min loss s.t. the budgets."
     ),
@@ -46,13 +46,15 @@ def search(
     ),
     reference: Optional[str] = typer.Option(None, help="Hypervolume reference point, comma-separated (SI units)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Write all completed trials as CSV."),
+    allow_extrapolation: bool = typer.Option(False, "--allow-extrapolation", help=EXTRAPOLATION_HELP),
     as_json: bool = typer.Option(False, "--json", help="One JSON object, SI units."),
 ) -> None:
     """Search a space with Optuna; report the feasible frontier of the trials and its hypervolume."""
     from ..api import search as run
 
     prob = build_problem(device, law, space, phase, precision, batch, input_tokens, output_tokens, preset, tokens,
-                         latency_budget, memory_budget, energy_budget, attention=attention)  # fmt: skip
+                         latency_budget, memory_budget, energy_budget, attention=attention,
+                         allow_extrapolation=allow_extrapolation)  # fmt: skip
     ref = None
     if reference is not None:
         try:
@@ -77,17 +79,12 @@ def search(
         f"{d['hypervolume']:.4g} (reference {', '.join(f'{x:.4g}' for x in d['reference_point'])}), "
         f"{d['seconds']:.1f} s"
     )
-    rows = [
-        [int(r.trial), int(r.layers), int(r.d_model), int(r.kv_heads), int(r.ffn), f"{int(r.experts)}/{int(r.top_k)}",
-         f"{r.loss:.4f}", fmt_time(r.latency_s), fmt_bytes(r.memory_bytes)]
-        for r in res.frontier.head(30).itertuples()
-    ]  # fmt: skip
-    console.print(
-        table(
-            "feasible frontier of the trials",
-            ["trial", "layers", "d_model", "kv", "ffn", "E/K", "loss", "latency", "memory"],
-            rows,
-        )
-    )
+    values = [("loss", lambda r: f"{r['loss']:.4f}"), ("latency", lambda r: fmt_time(r["latency_s"])),
+              ("memory", lambda r: fmt_bytes(r["memory_bytes"]))]  # fmt: skip
+    values.append(("trial", lambda r: str(int(r["trial"]))))
+    t, same = arch_table("feasible frontier of the trials", res.frontier, values, 30)
+    console.print(t)
+    if same:
+        console.print(same, markup=False)
     if out is not None:
         console.print(f"[dim]wrote {out}[/dim]")

@@ -9,7 +9,7 @@ import typer
 from .. import api
 from ..units import fmt_bytes, fmt_count, fmt_time
 from . import app
-from .common import build_problem, console, print_json, table
+from .common import DEFAULT_PRECISION, EXTRAPOLATION_HELP, build_problem, console, print_json, table
 
 METHODS = ("closed-form", "gp", "exhaustive", "optuna")
 
@@ -25,7 +25,7 @@ def solve(
     ),
     energy_budget: Optional[str] = typer.Option(None, "--energy-budget", help="e.g. 2J per request."),
     space: str = typer.Option("paper", help="Search space: a built-in name (paper, wide) or a TOML file."),
-    precision: str = typer.Option("fp16", help="fp16, bf16, int8, fp8, w4a16, w4a16kv8, ..."),
+    precision: str = typer.Option(DEFAULT_PRECISION, help="fp16, bf16, int8, fp8, w4a16, w4a16kv8, ..."),
     batch: int = typer.Option(1, help="Sequences per batch."),
     input_tokens: int = typer.Option(1024, help="Prompt tokens per sequence (S_in)."),
     output_tokens: int = typer.Option(16, help="Generated tokens per sequence (S_out)."),
@@ -36,7 +36,8 @@ def solve(
     tokens: Optional[float] = typer.Option(None, help="Training tokens D, for laws that use D."),
     trials: int = typer.Option(500, help="Trials for --method optuna."),
     seed: int = typer.Option(0, help="Seed for --method optuna."),
-    explain: bool = typer.Option(False, "--explain", help="Print the derivation (text and LaTeX)."),
+    explain: bool = typer.Option(False, "--explain", help="Derivation, slacks, rounding, runner-ups."),
+    allow_extrapolation: bool = typer.Option(False, "--allow-extrapolation", help=EXTRAPOLATION_HELP),
     as_json: bool = typer.Option(False, "--json", help="One JSON object, SI units."),
 ) -> None:
     """Choose the architecture with the lowest loss that meets the budgets (closed form, GP, exhaustive, Optuna)."""
@@ -45,7 +46,8 @@ def solve(
     from ..api import solve as run
 
     prob = build_problem(device, law, space, phase, precision, batch, input_tokens, output_tokens, preset, tokens,
-                         latency_budget, memory_budget, energy_budget, align, attention=attention)  # fmt: skip
+                         latency_budget, memory_budget, energy_budget, align, attention=attention,
+                         allow_extrapolation=allow_extrapolation)  # fmt: skip
     kw = {"n_trials": trials, "seed": seed} if method == "optuna" else {}
     res = (
         run(prob, method, explain_result=explain, **kw) if method in ("closed-form", "gp") else run(prob, method, **kw)
@@ -58,6 +60,8 @@ def solve(
         obj = {k: out.get(k) for k in keys}
         if explain and res.explain:
             obj["explain"] = res.explain
+        if explain:
+            obj["explain_discrete"] = api.explain_discrete(prob, res)
         print_json(obj)
         return
     a = res.architecture
@@ -88,5 +92,8 @@ def solve(
     console.print(table(f"judged by the '{prob.preset}' cost model", ["quantity", "value"], summary))
     for n in res.notes:
         console.print(f"[dim]note: {n}[/dim]")
-    if explain and res.explain:
-        console.print(res.explain, markup=False, highlight=False)
+    if explain:
+        if res.explain:
+            console.print("the continuous relaxation:", style="bold")
+            console.print(res.explain, markup=False, highlight=False)
+        console.print(api.explain_text(api.explain_discrete(prob, res), prob.phase), markup=False, highlight=False)

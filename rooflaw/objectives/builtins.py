@@ -26,15 +26,17 @@ class Builtin:
     variables: tuple[str, ...]
     source: str
     validity: str
+    #: the ranges the law was fitted on (variable -> (low, high)); outside, it extrapolates
+    domain: Mapping[str, tuple[float, float]] | None = None
     build: Callable[[Builtin], LossLaw] | None = None
 
     def __call__(self) -> LossLaw:
         if self.build is not None:
             return self.build(self)
-        return _law(self.name, self.text, self.values, self.variables, self.source, self.validity)
+        return _law(self.name, self.text, self.values, self.variables, self.source, self.validity, self.domain)
 
 
-def _law(name, text, values, variables, source, validity) -> LossLaw:
+def _law(name, text, values, variables, source, validity, domain) -> LossLaw:
     from .law import LossLaw, parse_law
 
     law = parse_law(text, name=name, variables=variables, params=[p for p in values if p not in variables])
@@ -47,6 +49,7 @@ def _law(name, text, values, variables, source, validity) -> LossLaw:
         variables=law.variables,
         source=source,
         validity=validity,
+        domain=dict(domain or {}),
     )
 
 
@@ -70,10 +73,16 @@ def _paper(spec: Builtin) -> LossLaw:
         variables=spec.variables,
         source=spec.source,
         validity=spec.validity,
+        domain=dict(spec.domain or {}),
     )
 
 
 _CHIN = "E + A/N**alpha + B/D**beta"
+
+#: The ranges each built-in law was fitted on (reference/paper-2602.10377.md §6 Table 5 and
+#: reference/scaling-laws.md); frontier, search and solve keep to them unless told to extrapolate.
+PAPER_DOMAIN = {"l": (4.0, 32.0), "d": (768.0, 3072.0), "E": (1.0, 16.0), "K": (1.0, 2.0)}
+CHINCHILLA_DOMAIN = {"N": (7e7, 1.6e10), "D": (5e9, 5e11)}
 
 _BUILDERS: dict[str, Builtin] = {
     "paper-2602.10377": Builtin(
@@ -96,6 +105,7 @@ _BUILDERS: dict[str, Builtin] = {
         "Sun et al. 2026, arXiv:2602.10377, Eq. 15 / App. C Table 6 (nonlinear least squares)",
         "fixed 10B-token budget (no N or D term); fitted on 170 models with l 4-32, d 768-3072, "
         "MoE E<=16, K<=2 (rho 1/16..1), GQA n_kv in {1,2,4,8,n_h}; d_m = d/gqa",
+        domain=PAPER_DOMAIN,
         build=_paper,
     ),
     "chinchilla-hoffmann": Builtin(
@@ -105,6 +115,7 @@ _BUILDERS: dict[str, Builtin] = {
         ("N", "D"),
         "Hoffmann et al. 2022 (Chinchilla), approach 3",
         "dense decoder LMs, N 70M-16B parameters (embeddings included), D 5B-500B tokens, MassiveText",
+        CHINCHILLA_DOMAIN,
     ),
     "chinchilla-epoch": Builtin(
         "chinchilla-epoch",
@@ -113,6 +124,7 @@ _BUILDERS: dict[str, Builtin] = {
         ("N", "D"),
         "Besiroglu et al. 2024 (Epoch AI), arXiv:2404.10102, MLE refit of Hoffmann's approach 3",
         "same runs as Chinchilla: dense decoder LMs, N 70M-16B, D 5B-500B tokens",
+        CHINCHILLA_DOMAIN,
     ),
     "kaplan": Builtin(
         "kaplan",
@@ -121,6 +133,7 @@ _BUILDERS: dict[str, Builtin] = {
         ("N_nonembed", "D"),
         "Kaplan et al. 2020, arXiv:2001.08361, Eq. 1.5 (non-embedding N)",
         "dense decoder LMs, N_nonembed 768-1.5B, D up to 23B tokens, WebText2 tokens; no irreducible term",
+        {"N_nonembed": (768.0, 1.5e9), "D": (2.1e7, 2.3e10)},  # D: Kaplan et al. §3, 21M-23B tokens
     ),
     "krajewski-moe": Builtin(
         "krajewski-moe",
@@ -130,6 +143,7 @@ _BUILDERS: dict[str, Builtin] = {
         "Krajewski et al. 2024, arXiv:2402.07871 (fine-grained MoE, Huber delta 0.1 + BFGS)",
         "fine-grained MoE at expansion rate 64, granularity G 1-16, N up to ~1B, C4; N read as "
         "active non-embedding parameters, G = 4*d_model/ffn",
+        {"G": (1.0, 16.0), "N_active_nonembed": (0.0, 1e9)},
     ),
     "krajewski-dense": Builtin(
         "krajewski-dense",
@@ -138,6 +152,7 @@ _BUILDERS: dict[str, Builtin] = {
         ("N_active_nonembed", "D"),
         "Krajewski et al. 2024, arXiv:2402.07871 (dense baseline)",
         "dense decoder LMs, N up to ~1B non-embedding, C4",
+        {"N_active_nonembed": (0.0, 1e9)},
     ),
 }
 

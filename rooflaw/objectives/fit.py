@@ -314,7 +314,9 @@ def fit_law(
     params = obj.from_fit(theta)
     if not all(math.isfinite(v) for v in params.values()):
         raise RooflawError(f"fit of {law.name} did not converge: non-finite parameters {params}")
-    fitted = law.with_params(params, source=f"fitted ({method}) to {n} points")
+    # the fitted law holds where its data lie: the range of each variable over the training points
+    domain = {v: (float(np.min(a)), float(np.max(a))) for v, a in xt.items() if np.size(a)}
+    fitted = law.with_params(params, source=f"fitted ({method}) to {n} points", domain=domain)
     y_pred = fitted.evaluate(x_all)
     r2, rmse = _metrics(y_all[train], y_pred[train])
     res = FitResult(

@@ -6,7 +6,7 @@ import io
 import math
 import tokenize
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -41,7 +41,8 @@ class LossLaw:
     """A loss law: ``expr`` over ``variables`` with fitted ``params`` (symbolic in ``expr``).
 
     ``evaluate`` is vectorised (a cached ``sympy.lambdify`` to numpy); ``bound_expr`` substitutes
-    the parameter values for the symbolic solvers.
+    the parameter values for the symbolic solvers. ``domain`` maps a law variable (or one computable from an
+    architecture, e.g. ``E`` experts) to the closed range it was fitted on; empty means unknown.
     """
 
     name: str
@@ -51,6 +52,7 @@ class LossLaw:
     stderr: dict[str, float] | None = None
     source: str = ""
     validity: str = ""
+    domain: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         free = {s.name for s in self.expr.free_symbols}
@@ -60,6 +62,30 @@ class LossLaw:
         bad_vars = [v for v in self.variables if v not in VARIABLES]
         if bad_vars:
             raise RooflawError(f"law {self.name}: unknown variables {bad_vars}; known: {', '.join(VARIABLES)}")
+        for k, (lo, hi) in self.domain.items():
+            if k not in VARIABLES or not lo <= hi:
+                raise RooflawError(f"law {self.name}: domain {k}=({lo}, {hi}) is not a range of a law variable")
+
+    # ---- domain --------------------------------------------------------------------------------
+    def in_domain(self, inputs: Mapping[str, Any]) -> np.ndarray:
+        """True where every domain variable present in ``inputs`` lies in its fitted range (relative tolerance
+        1e-9); variables absent from ``inputs`` are not judged."""
+        out: np.ndarray = np.asarray(True)
+        for k, (lo, hi) in self.domain.items():
+            if k in inputs:
+                v = np.asarray(inputs[k], dtype=float)
+                out = out & (v >= lo * (1 - 1e-9)) & (v <= hi * (1 + 1e-9))
+        return out
+
+    def outside(self, inputs: Mapping[str, Any]) -> list[str]:
+        """For one point: each domain variable outside its fitted range, as ``"E = 64 (fitted 1–16)"``."""
+        out = []
+        for k, (lo, hi) in self.domain.items():
+            if k in inputs:
+                v = float(np.asarray(inputs[k], dtype=float).reshape(-1)[0])
+                if not lo * (1 - 1e-9) <= v <= hi * (1 + 1e-9):
+                    out.append(f"{k} = {v:.4g} (fitted {lo:.4g}–{hi:.4g})")
+        return out
 
     # ---- symbolic ----------------------------------------------------------------------------
     @property
@@ -140,6 +166,7 @@ class LossLaw:
         stderr: Mapping[str, float] | None = None,
         name: str | None = None,
         source: str | None = None,
+        domain: Mapping[str, tuple[float, float]] | None = None,
     ) -> LossLaw:
         missing = set(self.params) - set(params)
         if missing:
@@ -152,6 +179,7 @@ class LossLaw:
             stderr=None if stderr is None else {k: float(stderr[k]) for k in self.params},
             source=self.source if source is None else source,
             validity=self.validity,
+            domain=dict(self.domain) if domain is None else {k: (float(a), float(b)) for k, (a, b) in domain.items()},
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -165,6 +193,7 @@ class LossLaw:
             "stderr": None if self.stderr is None else dict(self.stderr),
             "source": self.source,
             "validity": self.validity,
+            "domain": {k: list(v) for k, v in self.domain.items()},
             "posynomial": self.is_posynomial(),
         }
 

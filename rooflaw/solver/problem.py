@@ -48,6 +48,7 @@ class Problem:
     ``preset`` is the cost model that judges feasibility; ``align`` the d_model/FFN multiple of the rounded answer;
     ``tokens`` the training token count D for laws that use it. After construction the keyword attributes
     (``latency_budget``, ``phase``, ``memory_budget``, ``energy_budget``) and ``constraints`` agree; budgets are SI.
+    Architectures outside the domain the law was fitted on are infeasible unless ``allow_extrapolation``.
     """
 
     law: Any = DEFAULT_LAW
@@ -63,6 +64,7 @@ class Problem:
     align: int = 128
     tokens: float | None = None
     constraints: tuple[Constraint, ...] = ()
+    allow_extrapolation: bool = False
 
     def __post_init__(self) -> None:
         from ..arch.space import Space, get_space
@@ -111,6 +113,13 @@ class Problem:
                 raise bad("tokens", self.tokens, "must be a positive, finite number of training tokens")
             if not (math.isfinite(self.tokens) and self.tokens > 0):
                 raise bad("tokens", self.tokens, "must be a positive, finite number of training tokens")
+        if self.tokens is not None and not self.allow_extrapolation:
+            out = self.law.outside({"D": self.tokens})
+            if out:
+                raise bad("tokens", self.tokens, f"outside the domain law {self.law.name} was fitted on: {out[0]}; "
+                          "allow_extrapolation (--allow-extrapolation) to use it anyway")  # fmt: skip
+        if not isinstance(self.allow_extrapolation, bool):
+            raise bad("allow_extrapolation", self.allow_extrapolation, "must be True or False")
         self._merge_constraints()
 
     def _merge_constraints(self) -> None:
@@ -190,9 +199,16 @@ class Problem:
         df = pd.DataFrame({k: np.asarray(v) for k, v in columns.items()})
         for k, v in res.items():
             df[k] = v
-        df["loss"] = self.law.evaluate(law_inputs(columns, tokens=self.tokens))
+        from ..constraints import complete_columns
+
+        # every architecture column (defaults filled), so laws over parameter counts (N, N_active, ...) evaluate
+        inputs = law_inputs(complete_columns(columns), tokens=self.tokens)
+        df["loss"] = self.law.evaluate(inputs)
         df["latency_s"] = df[self.latency_column]
+        df["in_domain"] = np.broadcast_to(self.law.in_domain(inputs), (len(df),))
         feasible = np.isfinite(df["loss"].to_numpy())
+        if not self.allow_extrapolation:
+            feasible &= df["in_domain"].to_numpy()
         for col, bound in self.budgets().values():
             feasible &= df[col].to_numpy() <= bound
         df["feasible"] = feasible

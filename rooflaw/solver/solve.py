@@ -20,7 +20,7 @@ from typing import Any
 
 import sympy as sp
 
-from ..errors import Infeasible, bad
+from ..errors import Infeasible, RooflawError, bad
 from .discrete.rounding import round_solution
 from .relaxation import kkt as K
 from .relaxation.closed_form import ClosedForm, closed_form, regime_name
@@ -156,6 +156,8 @@ def _closed_form_method(problem: Any, explain: bool = False) -> Result:
         cf = closed_form(problem)
     except Infeasible as e:
         return _discrete_verdict(problem, e)
+    except RooflawError as e:
+        raise _unsupported(e, "closed-form") from None
     notes += cf.notes
     timings = {"continuous": cf.seconds}
     extra = {"kkt": cf.to_dict(), "law": problem.law.name, "device": problem.device.id,
@@ -174,6 +176,8 @@ def _gp_method(problem: Any, explain: bool = False, **kw: Any) -> Result:
         g = solve_gp(problem, **kw)
     except Infeasible as e:
         return _discrete_verdict(problem, e)
+    except RooflawError as e:
+        raise _unsupported(e, "gp") from None
     notes = list(g.get("notes", []))
     if problem.preset != "paper":
         notes.append(f"the architecture is judged by the '{problem.preset}' cost model")
@@ -205,6 +209,14 @@ def _optuna_method(problem: Any, explain: bool = False, **kw: Any) -> Result:
     from .search.study import solve_optuna
 
     return solve_optuna(problem, **kw)
+
+
+def _unsupported(e: RooflawError, method: str) -> RooflawError:
+    """A relaxation that cannot take the problem's law: the reason, and the methods that work for any law."""
+    if "--method" in str(e):
+        return e
+    other = "closed-form, " if method == "gp" else ""
+    return RooflawError(f"{method}: {e}; use --method {other}exhaustive or optuna")
 
 
 #: Spaces up to this size are enumerated when a relaxation is infeasible, so the error names the smallest value

@@ -62,9 +62,14 @@ def evaluate_lean(problem: Problem, cols: dict[str, np.ndarray]) -> dict[str, np
 
     res = evaluate_columns(cols, problem.device, problem.workload, problem.precision, problem.preset)
     out = {k: res[k] for k in _VALUES if k in res}
-    out["loss"] = problem.law.evaluate(law_inputs(cols, tokens=problem.tokens))
+    inputs = law_inputs(cols, tokens=problem.tokens)
+    out["loss"] = problem.law.evaluate(inputs)
     out["latency_s"] = res[problem.latency_column]
-    feasible = np.isfinite(out["loss"])
+    # outside the law's fitted domain counts as no loss at all (unless the problem allows extrapolation)
+    out["in_domain"] = np.broadcast_to(
+        True if problem.allow_extrapolation else problem.law.in_domain(inputs), out["loss"].shape
+    )
+    feasible = np.isfinite(out["loss"]) & out["in_domain"]
     for col, bound in problem.budgets().values():
         feasible &= res[col] <= bound
     out["feasible"] = feasible
@@ -140,7 +145,7 @@ def _scan(problem: Problem, start: int, stop: int, objectives: tuple[str, ...], 
         v = evaluate_lean(problem, cols)
         n = len(v["loss"])
         acc.evaluated += n
-        finite = np.isfinite(v["loss"])
+        finite = np.isfinite(v["loss"]) & v["in_domain"]
         feas = v["feasible"]
         acc.feasible += int(feas.sum())
         if finite.any():
@@ -242,6 +247,11 @@ def _run(problem: Problem, objectives: tuple[str, ...], n_jobs: int | None, clou
 def _raise_infeasible(problem: Problem, acc: _Acc) -> None:
     where = f"in space {problem.space.name!r}"
     if not acc.minimum:
+        dom = "" if problem.allow_extrapolation else ", ".join(
+            f"{k} {a:.4g}–{b:.4g}" for k, (a, b) in problem.law.domain.items()
+        )
+        if dom:
+            where += f" inside the domain the law was fitted on ({dom}; --allow-extrapolation to go outside)"
         raise no_finite_loss(problem, where)
     budgets = {k: b for k, (_, b) in problem.budgets().items()}
     ratios = acc.closest[1] if acc.closest else {}

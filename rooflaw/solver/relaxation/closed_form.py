@@ -213,11 +213,18 @@ def problem_budgets(problem: Any) -> dict[str, float]:
 
 
 def bounds_of(problem: Any) -> dict[str, tuple[float, float]]:
+    """The space's box of (l, d, r, rho, gqa), narrowed to the law's fitted domain unless the problem extrapolates."""
     if getattr(problem.space, "has_patterns", False):  # the theory model is a uniform stack
         raise RooflawError(f"space {problem.space.name!r} searches layer patterns; the closed form models uniform "
                            "stacks only: use --method exhaustive or optuna")  # fmt: skip
-    b = dict(problem.space.bounds())
-    return {k: (float(b[k][0]), float(b[k][1])) for k in VARS}
+    b = {k: (float(v[0]), float(v[1])) for k, v in dict(problem.space.bounds()).items() if k in VARS}
+    dom = {} if getattr(problem, "allow_extrapolation", False) else problem.law.domain
+    for v in ("l", "d"):
+        if v in dom and max(b[v][0], dom[v][0]) <= min(b[v][1], dom[v][1]):
+            b[v] = (max(b[v][0], dom[v][0]), min(b[v][1], dom[v][1]))
+    if "E" in dom and "K" in dom:
+        b["rho"] = (min(max(b["rho"][0], dom["K"][0] / dom["E"][1]), b["rho"][1]), b["rho"][1])
+    return {k: b[k] for k in VARS}
 
 
 def budget_ratios(problem: Any) -> dict[str, float]:

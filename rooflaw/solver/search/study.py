@@ -37,6 +37,7 @@ from ..result import MappingAccess, Result
 from .measure import load_measure
 from .samplers import SAMPLERS, make_sampler
 from .storage import open_storage
+from ..reference import space_reference
 
 _ATTR = "rooflaw"
 
@@ -327,9 +328,9 @@ def search(
     constrained single-objective problem (min loss s.t. the problem's budgets). ``measure`` (a callable
     ``f(arch, workload) -> seconds``, ``module:function`` or a ``rooflaw.measure`` entry point) replaces the
     analytic latency of candidates that fit in memory. ``workers`` processes share the study (with no storage,
-    a temporary journal file). ``reference`` is the hypervolume reference point (default: the frontier's nadir
-    + 10 % of its range). ``progress(done, total)`` is called after each completed trial of this process (the
-    CLI draws a bar with it); the solver itself prints nothing."""
+    a temporary journal file). ``reference`` is the hypervolume reference point (default:
+    :func:`space_reference`, the same for every run of the same problem). ``progress(done, total)`` is called
+    after each completed trial of this process (the CLI draws a bar with it); the solver itself prints nothing."""
     objs = check_objectives(objectives)
     if progress is False:
         progress = None
@@ -375,7 +376,7 @@ def search(
         if tmp is not None:
             tmp.cleanup()
     front = search_frontier(trials, objs)
-    ref = list(reference) if reference is not None else default_reference(front, objs)
+    ref = list(reference) if reference is not None else space_reference(problem, objs)
     hv = hypervolume(front[[OBJECTIVES[o] for o in objs]].to_numpy(dtype=float), ref) if len(front) else 0.0
     return SearchResult(
         trials=trials,
