@@ -37,6 +37,7 @@ _MODULES: dict[str, str] = {
     "rooflaw.solver.compare": "compare",
     "rooflaw.solver.explain_discrete": "explain_discrete explain_text",
     "rooflaw.constraints.breakdown": "OP_COLUMNS op_rows throughput",
+    "rooflaw.constraints.theory": "theory_expressions",
     "rooflaw.plots": "check_figure_path plot_breakdown plot_frontier plot_report plot_roofline",
     "rooflaw.units": "parse_bytes parse_energy parse_time",
 }
@@ -112,7 +113,7 @@ def evaluate(
     arch: Any,
     device: Any,
     workload: Any = None,
-    precision: str | Precision | None = None,
+    precision: str | Precision = "fp16",  # = solver.problem.DEFAULT_PRECISION (a test pins it)
     preset: str = "full",
     tiles: bool = False,
     *,

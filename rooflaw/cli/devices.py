@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from ..api import Device, calibrate, get_device, list_devices, save_device_toml
+from ..api import Device, get_device, list_devices
 from ..errors import bad
 from . import app
 from .common import console, err_console, print_json, table

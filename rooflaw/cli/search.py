@@ -10,7 +10,7 @@ import typer
 from ..errors import bad
 from ..units import fmt_bytes, fmt_time
 from . import app
-from .common import DEFAULT_PRECISION, EXTRAPOLATION_HELP, arch_table, build_problem, console, print_json, table
+from .common import DEFAULT_PRECISION, EXTRAPOLATION_HELP, arch_table, build_problem, console, print_json
 from .progress import ProgressBar
 
 

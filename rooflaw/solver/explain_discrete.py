@@ -27,7 +27,7 @@ def _paper_point(row: Any) -> dict[str, float]:
 def _candidates(problem: Any, res: Result) -> pd.DataFrame:
     """Feasible architectures near the answer: the rounding neighbourhood of the continuous optimum (or of the
     answer itself) evaluated with the problem's cost model, plus the method's frontier when it has one."""
-    from .rounding import round_solution
+    from .discrete.rounding import round_solution
 
     a = res.architecture
     centre = res.continuous if res.continuous else _paper_point({k: getattr(a, k) for k in ARCH_COLS})

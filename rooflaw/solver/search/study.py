@@ -33,11 +33,11 @@ from ..discrete.exhaustive import _KEEP, FRONTIER_COLUMNS, OBJECTIVES, check_obj
 from ..discrete.pareto import hypervolume, pareto_mask
 from ..infeasible import no_finite_loss, report
 from ..problem import Problem
+from ..reference import space_reference
 from ..result import MappingAccess, Result
 from .measure import load_measure
 from .samplers import SAMPLERS, make_sampler
 from .storage import open_storage
-from ..reference import space_reference
 
 _ATTR = "rooflaw"
 
