@@ -69,7 +69,6 @@ def scipy_optimum(p: Problem, fix: dict[str, float], starts: int = 3) -> float:
 
 PINNED = [
     ({"d": 1024.0}, dict(latency_budget=0.02, phase="decode")),
-    ({"gqa": 4.0}, dict(latency_budget=0.05, phase="prefill")),
 ]
 
 
