@@ -9,7 +9,9 @@ from typing import Any, Optional
 
 import numpy as np
 from rich.console import Console
+from rich.markup import escape as esc  # noqa: F401 - shared by the sub-commands
 from rich.table import Table
+from rich.text import Text
 
 console = Console()
 err_console = Console(stderr=True)
@@ -46,11 +48,12 @@ def print_json(obj: Any) -> None:
 
 
 def table(title: str, columns: list[str], rows: list[list[Any]]) -> Table:
-    t = Table(title=title, title_justify="left")
+    """A rich table; the title and every cell are shown literally (names from files are not markup)."""
+    t = Table(title=Text(title), title_justify="left")
     for c in columns:
         t.add_column(c, justify="right" if c not in ("name", "op", "phase", "bound", "id", "field") else "left")
     for r in rows:
-        t.add_row(*[str(x) for x in r])
+        t.add_row(*[Text(str(x)) for x in r])
     return t
 
 

@@ -10,7 +10,7 @@ import typer
 
 from ..devices import Device, calibrate, get_device, list_devices, save_device_toml
 from . import app
-from .common import console, err_console, print_json, table
+from .common import console, err_console, esc, print_json, table
 
 devices_app = typer.Typer(
     name="devices",
@@ -140,7 +140,8 @@ def show_cmd(
         d["ridge_fp16"] = dev.ridge("fp16") if _has_roof(dev, "fp16") else None
         print_json(d)
         return
-    console.print(f"[bold]{dev.name}[/bold] ({dev.id}) — {dev.vendor or 'unknown vendor'}, {dev.kind}")
+    vendor = dev.vendor or "unknown vendor"
+    console.print(f"[bold]{esc(dev.name)}[/bold] ({esc(dev.id)}) — {esc(vendor)}, {esc(dev.kind)}")
     console.print(
         table(
             "fields (dense peaks, SI in brackets)",
@@ -151,7 +152,7 @@ def show_cmd(
     if _has_roof(dev, "fp16"):
         console.print(f"ridge point (fp16): {dev.ridge('fp16'):.4g} FLOP/byte")
     if dev.uncertain:
-        console.print(f"uncertain: {', '.join(dev.uncertain)}")
+        console.print(f"uncertain: {', '.join(dev.uncertain)}", markup=False)
     if dev.notes:
         console.print(f"notes: {dev.notes}", markup=False)
 
@@ -188,4 +189,4 @@ def calibrate_cmd(
     console.print(table(f"{dev.name} ({dev.id})", ["field", "value", "provenance", "source"], _show_rows(dev)))
     console.print(f"notes: {dev.notes}", markup=False)
     if out is not None:
-        err_console.print(f"wrote {out}")
+        err_console.print(f"wrote {out}", markup=False)

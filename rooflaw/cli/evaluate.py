@@ -11,7 +11,7 @@ from .. import api
 from ..errors import bad
 from ..units import fmt_bytes, fmt_count, fmt_time
 from . import app
-from .common import console, print_json, table
+from .common import console, esc, print_json, table
 
 
 def load_arch(hf_config: Optional[Path], arch: Optional[str], arch_file: Optional[Path]) -> api.Architecture:
@@ -60,7 +60,7 @@ def evaluate(
         return
     name = a.name or "architecture"
     console.print(
-        f"[bold]{name}[/bold] on [bold]{dev.name}[/bold] ({dev.id}) — {rep.precision.name}, "
+        f"[bold]{esc(name)}[/bold] on [bold]{esc(dev.name)}[/bold] ({esc(dev.id)}) — {esc(rep.precision.name)}, "
         f"B={batch}, S_in={input_tokens}, S_out={output_tokens}, preset={preset}"
     )
     console.print(
@@ -93,7 +93,7 @@ def evaluate(
                 for st in out["steps"]]  # fmt: skip
         console.print(table("decode steps", ["step", "context", "time", "FLOPs", "bytes"], rows))
     console.print(table("summary", ["quantity", "value"], summary))
-    console.print(f"[dim]{rep.provenance}[/dim]")
+    console.print(f"[dim]{esc(rep.provenance)}[/dim]")
 
 
 @app.command("gemm")

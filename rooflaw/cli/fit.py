@@ -9,7 +9,7 @@ import typer
 from ..errors import RooflawError
 from ..objectives import fit_law, get_law, load_table, plot_fit
 from . import app
-from .common import console, print_json, table
+from .common import console, esc, print_json, table
 
 
 def _mapping(items: list[str]) -> dict[str, str]:
@@ -28,7 +28,9 @@ def fit_cmd(
     law: str = typer.Option(
         ..., "--law", help="Built-in law name or an expression, e.g. 'E + A/N**alpha + B/D**beta'."
     ),
-    map_: list[str] = typer.Option([], "--map", help="SYMBOL=COLUMN (or a pandas expression over columns)."),
+    map_: list[str] = typer.Option(
+        [], "--map", help="SYMBOL=COLUMN or arithmetic over columns (+ - * / **, log, exp, sqrt; `quoted names`)."
+    ),
     loss_column: str = typer.Option("loss", "--loss-column", help="Column with the measured loss."),
     method: str = typer.Option("huber", "--method", help="huber (log-space Huber, L-BFGS, multi-start) or nls."),
     huber_delta: float = typer.Option(1e-3, "--huber-delta", help="Huber delta (log space)."),
@@ -69,7 +71,7 @@ def fit_cmd(
     if json:
         print_json(res.to_dict())
         return
-    console.print(f"[bold]{the_law.name}[/bold]  ({res.method}, {res.n_points} points, {res.seconds:.2f} s)")
+    console.print(f"[bold]{esc(the_law.name)}[/bold]  ({res.method}, {res.n_points} points, {res.seconds:.2f} s)")
     rows = []
     for k, v in res.params.items():
         se = "" if res.stderr is None else f"{res.stderr[k]:.3g}"

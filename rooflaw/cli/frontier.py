@@ -10,7 +10,7 @@ import typer
 
 from ..units import fmt_bytes, fmt_time
 from . import app
-from .common import build_problem, console, print_json, table
+from .common import build_problem, console, esc, print_json, table
 
 
 def plot_frontier(front: Any, cloud: Any, path: Path, title: str, x: str = "latency_s") -> None:
@@ -74,8 +74,8 @@ def frontier(
         print_json(res.to_dict())
         return
     console.print(
-        f"[bold]{prob.describe()}[/bold] — space {prob.space.name}: {res.evaluated:,} points, {res.feasible:,} "
-        f"feasible, frontier {res.frontier_size} ({', '.join(res.objectives)}); evaluated in "
+        f"[bold]{esc(prob.describe())}[/bold] — space {esc(prob.space.name)}: {res.evaluated:,} points, "
+        f"{res.feasible:,} feasible, frontier {res.frontier_size} ({', '.join(res.objectives)}); evaluated in "
         f"{res.eval_seconds:.2f} s, Pareto in {res.pareto_seconds:.3f} s"
     )
     rows = [
@@ -91,6 +91,6 @@ def frontier(
         )
     )
     if out is not None:
-        console.print(f"[dim]wrote {out}[/dim]")
+        console.print(f"[dim]wrote {esc(str(out))}[/dim]")
     if plot is not None:
-        console.print(f"[dim]wrote {plot}[/dim]")
+        console.print(f"[dim]wrote {esc(str(plot))}[/dim]")

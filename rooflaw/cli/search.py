@@ -10,7 +10,7 @@ import typer
 from ..errors import bad
 from ..units import fmt_bytes, fmt_time
 from . import app
-from .common import build_problem, console, print_json, table
+from .common import build_problem, console, esc, print_json, table
 
 
 @app.command()
@@ -69,7 +69,8 @@ def search(
         return
     d = res.to_dict()
     console.print(
-        f"[bold]{prob.describe()}[/bold] — space {prob.space.name}, sampler {sampler}: {d['trials']} trials "
+        f"[bold]{esc(prob.describe())}[/bold] — space {esc(prob.space.name)}, sampler {esc(sampler)}: "
+        f"{d['trials']} trials "
         f"({d['unique']} distinct, {d['ran']} run now), frontier {d['frontier_size']}, hypervolume "
         f"{d['hypervolume']:.4g} (reference {', '.join(f'{x:.4g}' for x in d['reference_point'])}), "
         f"{d['seconds']:.1f} s"
@@ -87,4 +88,4 @@ def search(
         )
     )
     if out is not None:
-        console.print(f"[dim]wrote {out}[/dim]")
+        console.print(f"[dim]wrote {esc(str(out))}[/dim]")
