@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import os
 import sys
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import Any, Optional
 
 import numpy as np
@@ -12,6 +17,8 @@ from rich.console import Console
 from rich.markup import escape as esc  # noqa: F401 - shared by the sub-commands
 from rich.table import Table
 from rich.text import Text
+
+from ..errors import ExternalError, bad
 
 console = Console()
 err_console = Console(stderr=True)
@@ -92,3 +99,66 @@ def build_problem(
         tokens=tokens,
         align=align,
     )
+
+
+#: File formats ``--plot`` accepts (what matplotlib writes without extra packages).
+PLOT_SUFFIXES = (".png", ".pdf", ".svg", ".svgz", ".jpg", ".jpeg", ".eps", ".ps", ".tif", ".tiff", ".webp")
+
+
+def check_output(path: Any, option: str, suffixes: Iterable[str] | None = None) -> Path:
+    """Refuse (exit 2) an output path that cannot be written: a missing directory, a directory,
+    an unknown file format. Call it before long work so a typo costs nothing."""
+    p = Path(str(path))
+    if suffixes is not None and p.suffix.lower() not in tuple(suffixes):
+        raise bad(option, str(p), f"unknown format {p.suffix or '(none)'!r}; use one of {', '.join(suffixes)}")
+    if not p.parent.is_dir():
+        raise bad(option, str(p), f"directory {str(p.parent)!r} does not exist")
+    if p.is_dir():
+        raise bad(option, str(p), "is a directory; give a file name")
+    return p
+
+
+@contextlib.contextmanager
+def atomic_output(path: Any, option: str, suffixes: Iterable[str] | None = None) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; when the block succeeds it replaces ``path`` in one
+    ``os.replace``, so a failed write never truncates or destroys the previous file.
+
+    A target that exists and is not a regular file (``/dev/stdout``, a FIFO) is written directly.
+    A write that fails for reasons outside rooflaw (disk full, permissions) raises
+    :class:`~rooflaw.errors.ExternalError` (exit 4) naming the option and path.
+    """
+    p = check_output(path, option, suffixes)
+
+    def outside(e: OSError) -> ExternalError:
+        return ExternalError(f"{option}={str(p)!r}: cannot write ({e.strerror or type(e).__name__})")
+
+    if p.exists() and not p.is_file():
+        try:
+            yield p
+        except OSError as e:
+            raise outside(e) from None
+        return
+    try:
+        fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=p.suffix)
+        os.close(fd)
+    except OSError as e:
+        raise outside(e) from None
+    try:
+        yield Path(tmp)
+        mode = p.stat().st_mode & 0o7777 if p.exists() else 0o666 & ~_umask()
+        os.chmod(tmp, mode)
+        os.replace(tmp, p)
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise outside(e) from None
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _umask() -> int:
+    old = os.umask(0o022)
+    os.umask(old)
+    return old

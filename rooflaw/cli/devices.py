@@ -10,7 +10,7 @@ import typer
 
 from ..devices import Device, calibrate, get_device, list_devices, save_device_toml
 from . import app
-from .common import console, err_console, esc, print_json, table
+from .common import atomic_output, check_output, console, err_console, esc, print_json, table
 
 devices_app = typer.Typer(
     name="devices",
@@ -175,6 +175,8 @@ def calibrate_cmd(
     as_json: bool = typer.Option(False, "--json", help="One JSON object, SI units; no progress output."),
 ) -> None:
     """Measure this machine with numpy: fp32 GEMM FLOP/s, memory bandwidth, vector rate, capacity."""
+    if out is not None:
+        check_output(out, "--out", (".toml",))
     base_dev = get_device(base) if base is not None else None
     if not as_json and console.is_terminal:
         with console.status(f"measuring for ~{seconds:g} s ..."):
@@ -182,7 +184,8 @@ def calibrate_cmd(
     else:
         dev = calibrate(base_dev, seconds=seconds)
     if out is not None:
-        save_device_toml(dev, out)
+        with atomic_output(out, "--out", (".toml",)) as tmp:
+            save_device_toml(dev, tmp)
     if as_json:
         print_json(dev.to_dict())
         return

@@ -9,7 +9,7 @@ import typer
 from ..errors import RooflawError
 from ..objectives import fit_law, get_law, load_table, plot_fit
 from . import app
-from .common import console, esc, print_json, table
+from .common import PLOT_SUFFIXES, atomic_output, check_output, console, esc, print_json, table
 
 
 def _mapping(items: list[str]) -> dict[str, str]:
@@ -42,6 +42,8 @@ def fit_cmd(
     json: bool = typer.Option(False, "--json", help="JSON output (no progress bar)."),
 ) -> None:
     """Fit a law (Hoffmann/Epoch recipe generalised to any sum of power laws) and print the fit."""
+    if plot:
+        check_output(plot, "--plot", PLOT_SUFFIXES)
     the_law = get_law(law)
     df = load_table(data)
     kwargs = dict(
@@ -67,7 +69,8 @@ def fit_cmd(
     else:
         res = fit_law(the_law, df, **kwargs)
     if plot:
-        plot_fit(res, plot)
+        with atomic_output(plot, "--plot", PLOT_SUFFIXES) as tmp:
+            plot_fit(res, tmp)
     if json:
         print_json(res.to_dict())
         return

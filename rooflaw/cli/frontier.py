@@ -10,7 +10,7 @@ import typer
 
 from ..units import fmt_bytes, fmt_time
 from . import app
-from .common import build_problem, console, esc, print_json, table
+from .common import PLOT_SUFFIXES, atomic_output, build_problem, check_output, console, esc, print_json, table
 
 
 def plot_frontier(front: Any, cloud: Any, path: Path, title: str, x: str = "latency_s") -> None:
@@ -61,15 +61,21 @@ def frontier(
     """Evaluate every point of a space and print its exact Pareto frontier (feasible points only)."""
     from ..solver import frontier as run
 
+    if out is not None:
+        check_output(out, "--out")
+    if plot is not None:
+        check_output(plot, "--plot", PLOT_SUFFIXES)
     prob = build_problem(device, law, space, phase, precision, batch, input_tokens, output_tokens, preset, tokens,
                          latency_budget, memory_budget, energy_budget, attention=attention)  # fmt: skip
     res = run(prob, objectives, n_jobs=n_jobs, cloud=20_000 if plot is not None else 0)
     tab = res.table()
     if out is not None:
-        tab.to_csv(out, index=False)
+        with atomic_output(out, "--out") as tmp:
+            tab.to_csv(tmp, index=False)
     if plot is not None:
         title = f"{prob.describe()} — space {prob.space.name}, {res.evaluated:,} points, {res.feasible:,} feasible"
-        plot_frontier(res.frontier, res.cloud, plot, title, prob.latency_column)
+        with atomic_output(plot, "--plot", PLOT_SUFFIXES) as tmp:
+            plot_frontier(res.frontier, res.cloud, tmp, title, prob.latency_column)
     if as_json:
         print_json(res.to_dict())
         return

@@ -49,6 +49,10 @@ def repro_cmd(
     quick: bool = typer.Option(False, "--quick", help="Reduced mode (fewer fit starts) for tests."),
 ) -> None:
     """Reproduce the paper's figures, theorems and claims under both cost presets; write a report."""
+    if Path(out).exists() and not Path(out).is_dir():
+        raise RooflawError(f"--out={out!r}: exists and is not a directory; give a folder for the report")
+    if not Path(out).parent.is_dir():
+        raise RooflawError(f"--out={out!r}: directory {str(Path(out).parent)!r} does not exist")
     paper_repro = _load_paper_repro()
     try:
         paper_repro.run(sections or ["all"], out, quick=quick)

@@ -10,7 +10,7 @@ import typer
 from ..errors import bad
 from ..units import fmt_bytes, fmt_time
 from . import app
-from .common import build_problem, console, esc, print_json, table
+from .common import atomic_output, build_problem, check_output, console, esc, print_json, table
 
 
 @app.command()
@@ -49,7 +49,12 @@ def search(
 ) -> None:
     """Search a space with Optuna; report the feasible frontier of the trials and its hypervolume."""
     from ..solver import search as run
+    from ..solver.search import infeasible_from_trials
+    from ..solver.search_safety import check_out_not_storage
 
+    if out is not None:
+        check_output(out, "--out")
+        check_out_not_storage(out, storage)
     prob = build_problem(device, law, space, phase, precision, batch, input_tokens, output_tokens, preset, tokens,
                          latency_budget, memory_budget, energy_budget, attention=attention)  # fmt: skip
     ref = None
@@ -63,7 +68,10 @@ def search(
         workers=workers, objectives=objectives, measure=measure, reference=ref, progress=not as_json,
     )  # fmt: skip
     if out is not None:
-        res.trials.to_csv(out, index=False)
+        with atomic_output(out, "--out") as tmp:
+            res.trials.to_csv(tmp, index=False)
+    if (prob.latency_budget or prob.memory_budget or prob.energy_budget) and not len(res.frontier):
+        raise infeasible_from_trials(prob, res.trials)  # exit 3, like solve
     if as_json:
         print_json(res.to_dict())
         return

@@ -29,7 +29,8 @@ import numpy as np
 import pandas as pd
 
 from ..arch.space import add_paper_variables
-from ..errors import RooflawError, bad
+from ..errors import ExternalError, Infeasible, RooflawError, bad
+from . import search_safety as safety
 from .exhaustive import _KEEP, FRONTIER_COLUMNS, OBJECTIVES, check_objectives, evaluate_lean, result_from_row
 from .pareto import hypervolume, pareto_mask
 from .problem import Problem
@@ -47,12 +48,17 @@ def load_measure(measure: Any) -> Callable[..., float] | None:
     text = str(measure)
     if ":" in text:
         mod, _, fn = text.rpartition(":")
+        if not mod.strip() or not fn.strip() or not all(p.isidentifier() for p in fn.split(".")):
+            raise bad("measure", text, "give module:function, path/to/file.py:function or an entry point name")
         try:
             obj: Any = _import(mod)
             for part in fn.split("."):
                 obj = getattr(obj, part)
-        except (ImportError, AttributeError) as e:
-            raise bad("measure", text, f"cannot import: {e}") from None
+        except (ImportError, AttributeError, ValueError) as e:
+            why = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise bad("measure", text, f"cannot import: {why}") from None
+        except Exception as e:  # noqa: BLE001 - the user's module raised while importing
+            raise ExternalError(f"measure={text!r}: importing it raised {type(e).__name__}: {e}") from None
         if not callable(obj):
             raise bad("measure", text, "is not callable")
         return obj
@@ -189,9 +195,17 @@ class _Objective:
             mem_col, cap = budgets["memory"]
             if row[mem_col] <= cap and math.isfinite(row["loss"]):
                 arch = p.space.architecture(row)
-                seconds = float(self.measure(arch, p.workload))
+                try:
+                    got = self.measure(arch, p.workload)
+                except Exception as e:  # noqa: BLE001 - a failure of the user's measuring code (exit 4)
+                    msg = str(e).splitlines()[0][:200] if str(e) else ""
+                    raise ExternalError(f"measure raised {type(e).__name__}: {msg} (for {arch.spec()})") from None
+                try:
+                    seconds = float(got) if not isinstance(got, (bool, str, bytes)) else math.nan
+                except (TypeError, ValueError, OverflowError):
+                    seconds = math.nan
                 if not (math.isfinite(seconds) and seconds > 0):
-                    raise RooflawError(f"measure returned {seconds!r} for {arch.spec()}; expected seconds > 0")
+                    raise ExternalError(f"measure returned {got!r:.60} for {arch.spec()}; expected seconds > 0")
                 self.measurements += 1
                 row["latency_s"] = seconds
                 row[p.latency_column] = seconds
@@ -228,7 +242,9 @@ def _open_study(problem: Problem, objectives: tuple[str, ...], storage: Any, stu
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     directions = ["minimize"] * len(objectives)
-    meta = {"objectives": list(objectives), "space": problem.space.name, "phase": problem.phase}
+    definition = safety.study_definition(problem, objectives)
+    meta = {"objectives": list(objectives), "space": problem.space.name, "phase": problem.phase,
+            "definition": definition}  # fmt: skip
     try:
         existing = {s.study_name: s for s in optuna.get_all_study_summaries(storage, include_best_trial=False)}
     except Exception as e:
@@ -249,6 +265,7 @@ def _open_study(problem: Problem, objectives: tuple[str, ...], storage: Any, stu
                     f"study_name={study_name!r}: exists with {k} {have.get(k)!r}; this search has {meta[k]!r} "
                     "(choose another --study-name)"
                 )
+        safety.check_definition(study_name, have.get("definition"), definition)
     try:
         study = optuna.create_study(
             storage=storage, study_name=study_name, directions=directions, sampler=sampler, load_if_exists=True
@@ -257,7 +274,7 @@ def _open_study(problem: Problem, objectives: tuple[str, ...], storage: Any, stu
         raise RooflawError(
             f"study_name={study_name!r}: cannot create or load: {str(e).splitlines()[0][:300]}"
         ) from None
-    if study.user_attrs.get("rooflaw") is None:
+    if study.user_attrs.get("rooflaw", {}).get("definition") is None:
         study.set_user_attr("rooflaw", meta)
     return study
 
@@ -313,6 +330,7 @@ def _run_worker(
         while done < n_trials:
             trial = study.ask()
             try:
+                trial.set_user_attr("owner", safety.owner_tag())
                 values = obj(trial)
             except BaseException:
                 study.tell(trial, state=TrialState.FAIL)
@@ -449,8 +467,11 @@ def search(
         raise bad("workers", workers, "must be a positive integer")
     if reference is not None and len(reference) != len(objs):
         raise bad("reference", list(reference), f"needs {len(objs)} values ({','.join(objs)})")
+    if workers > 1 and safety.is_memory_storage(storage):
+        raise bad("storage", storage, f"lives in one process; {workers} workers need a file or server storage")
     load_measure(measure)  # fail early on a bad spec
-    name = study_name or f"rooflaw-{problem.space.name}-{'-'.join(objs)}-{sampler}"
+    tag = safety.fingerprint(safety.study_definition(problem, objs))
+    name = study_name or f"rooflaw-{problem.space.name}-{'-'.join(objs)}-{sampler}-{tag}"
     t0 = time.perf_counter()
     tmp = None
     url = storage
@@ -461,17 +482,16 @@ def search(
         store = open_storage(url)
         import optuna
 
-        # validate the study (objectives, space) before any worker starts
-        _open_study(problem, objs, store, name, optuna.samplers.RandomSampler(seed=seed))
+        # validate the study (what defines it) before any worker starts; fail trials of killed runs
+        first = _open_study(problem, objs, store, name, optuna.samplers.RandomSampler(seed=seed))
+        stale = safety.fail_stale_running(first)
         if workers == 1:
             stats = [_run_worker(problem, objs, sampler, seed, url, store, name, n_trials, measure, progress)]
         else:
-            from joblib import Parallel, delayed
-
             seeds = [None if seed is None else seed + 7919 * i for i in range(workers)]
             m = measure if measure is None or callable(measure) else str(measure)
-            stats = Parallel(n_jobs=workers, backend="loky")(
-                delayed(_run_worker)(problem, objs, sampler, s, url, None, name, n_trials, m) for s in seeds
+            stats = safety.run_workers(
+                _run_worker, [(problem, objs, sampler, s, url, None, name, n_trials, m) for s in seeds]
             )
         import optuna
 
@@ -496,6 +516,24 @@ def search(
         ran=sum(s["ran"] for s in stats),
         evaluations=sum(s["evaluations"] for s in stats),
         measurements=sum(s["measurements"] for s in stats),
+        extra={"stale_trials_failed": stale} if stale else {},
+    )
+
+
+def infeasible_from_trials(problem: Problem, trials: pd.DataFrame) -> Infeasible:
+    """The :class:`Infeasible` error for a search whose trials meet no budget: the constraint furthest
+    from being met, the smallest value of it seen and its bound."""
+    budgets = problem.budgets()
+    t = trials
+    worst = max(budgets, key=lambda k: float(t[budgets[k][0]].min()) / budgets[k][1]) if len(t) else "memory"
+    col, bound = budgets[worst]
+    smallest = float(t[col].min()) if len(t) else math.nan
+    return Infeasible(
+        f"no feasible architecture among {len(t)} trials on space {problem.space.name!r}; smallest {worst} "
+        f"seen {smallest:.4g} vs bound {bound:.4g} (SI units; try solve_exhaustive for a certificate)",
+        binding=worst,
+        smallest=smallest,
+        budget=bound,
     )
 
 
@@ -511,23 +549,10 @@ def solve_optuna(
 ) -> Result:
     """Constrained single-objective search: min loss s.t. the problem's budgets. The best feasible trial as a
     :class:`Result` (method ``optuna``); raises :class:`~rooflaw.errors.Infeasible` if no trial is feasible."""
-    from ..errors import Infeasible
-
     res = search(problem, sampler, n_trials, seed, storage, study_name, workers, ("loss",), measure)
     best = res.best()
     if best is None:
-        budgets = problem.budgets()
-        t = res.trials
-        worst = max(budgets, key=lambda k: float(t[budgets[k][0]].min()) / budgets[k][1]) if len(t) else "memory"
-        col, bound = budgets[worst]
-        smallest = float(t[col].min()) if len(t) else math.nan
-        raise Infeasible(
-            f"no feasible architecture among {len(t)} trials on space {problem.space.name!r}; smallest {worst} "
-            f"seen {smallest:.4g} vs bound {bound:.4g} (SI units; try solve_exhaustive for a certificate)",
-            binding=worst,
-            smallest=smallest,
-            budget=bound,
-        )
+        raise infeasible_from_trials(problem, res.trials)
     row: Mapping[str, Any] = best.to_dict()
     out = result_from_row(
         problem,
