@@ -62,7 +62,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(argv: list[str] | None) -> int:
     try:
-        app(args=argv, prog_name="rooflaw", standalone_mode=False)
+        rv = app(args=argv, prog_name="rooflaw", standalone_mode=False)
+        if rv == 130 and not isinstance(rv, bool):  # typer turns Ctrl-C into a returned 130
+            raise KeyboardInterrupt
     except Infeasible as e:
         print(f"rooflaw: infeasible: {_one_line(e)}", file=sys.stderr)
         return 3

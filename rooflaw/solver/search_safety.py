@@ -153,13 +153,15 @@ def check_out_not_storage(out: Any, url: str | None) -> None:
 
 # ---- worker processes -------------------------------------------------------------------------------
 def _set_pdeathsig() -> None:
-    """PR_SET_PDEATHSIG(SIGKILL): the kernel kills this process when its parent dies (Linux)."""
+    """PR_SET_PDEATHSIG(SIGTERM): the kernel signals this process when its parent dies (Linux).
+    Until a worker installs its handler SIGTERM kills at once; after, the worker fails its running
+    trial (releasing storage locks) and exits; the watchdog kills it if that takes over 3 s."""
     if sys.platform.startswith("linux"):
         try:
             import ctypes
             import signal
 
-            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM), 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
         except Exception:  # noqa: BLE001 - the watchdog still covers it
             pass
 
@@ -172,10 +174,13 @@ def die_with_parent(parent_pid: int) -> None:
         os._exit(1)
 
     def watch() -> None:
-        while True:
+        while os.getppid() == parent_pid:
             time.sleep(0.25)
-            if os.getppid() != parent_pid:
-                os._exit(1)
+        import signal
+
+        os.kill(os.getpid(), signal.SIGTERM)  # a clean stop first (fails the running trial) ...
+        time.sleep(3.0)
+        os._exit(1)  # ... then no matter what
 
     threading.Thread(target=watch, name="rooflaw-parent-watchdog", daemon=True).start()
 
@@ -186,6 +191,13 @@ _ERRORS = {"Infeasible": Infeasible, "ExternalError": ExternalError, "RooflawErr
 def _child_main() -> None:
     """Body of a worker process: ``fn(*args)`` read from stdin (cloudpickle), the outcome written to
     the original stdout; anything the work prints goes to stderr (captured by the parent)."""
+    import signal
+
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     die_with_parent(int(sys.argv[1]))
     import cloudpickle
 
@@ -268,7 +280,7 @@ def run_workers(fn: Callable[..., Any], arg_lists: Sequence[tuple]) -> list[Any]
     finally:
         for p, _ in procs:
             if p.poll() is None:
-                p.terminate()
+                p.terminate()  # SIGTERM: the worker fails its running trial and exits
         for p, err in procs:
             try:
                 p.wait(timeout=5)
