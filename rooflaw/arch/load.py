@@ -10,6 +10,7 @@ from typing import Any
 
 from ..errors import RooflawError, bad
 from .architecture import Architecture
+from .checks import check_hf_numbers, check_int, read_text
 
 try:  # Python >= 3.11
     import tomllib
@@ -36,12 +37,14 @@ def _coerce(key: str, value: Any) -> Any:
             except ValueError:
                 raise bad(key, value, "must be an integer") from None
         return text
+    if value is None and "None" in kind:
+        return None
     if "bool" in kind and not isinstance(value, bool):
         raise bad(key, value, "must be true or false")
-    if "int" in kind and "bool" not in kind and isinstance(value, float):
-        if not value.is_integer():
-            raise bad(key, value, "must be an integer")
-        return int(value)
+    if "int" in kind and "bool" not in kind:
+        return check_int(key, value, 0)
+    if "str" in kind and not isinstance(value, str):
+        raise bad(key, value, "must be a string")
     return value
 
 
@@ -76,7 +79,7 @@ def _read(path: str | Path) -> tuple[dict[str, Any], Path]:
     if not p.is_file():
         hint = f"; bundled models: {', '.join(bundled_models())}" if p.suffix in ("", ".json") else ""
         raise bad("file", str(path), "no such file" + hint)
-    text = p.read_text()
+    text = read_text(p)
     try:
         data = tomllib.loads(text) if p.suffix.lower() == ".toml" else json.loads(text)
     except (json.JSONDecodeError, tomllib.TOMLDecodeError) as e:
@@ -158,6 +161,7 @@ def from_hf_config(config: Mapping[str, Any] | str | Path, name: str = "") -> Ar
         mt = "gemma3_text"
     if mt not in _HF_FAMILIES:
         raise bad("model_type", mt, f"unsupported; supported: {', '.join(sorted(_HF_FAMILIES))}")
+    check_hf_numbers(cfg)
     fam = dict(_HF_FAMILIES[mt])
     d = int(_need(cfg, "hidden_size", mt))
     heads = int(_need(cfg, "num_attention_heads", mt))

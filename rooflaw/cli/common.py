@@ -86,7 +86,7 @@ def build_problem(
     from ..solver import Problem
 
     return Problem(
-        law=api.get_law(law),
+        law=ready_law(law, tokens),
         device=api.get_device(device),
         space=api.get_space(space),
         workload=api.Workload(batch, input_tokens, output_tokens, attention),
@@ -96,9 +96,31 @@ def build_problem(
         memory_budget=None if memory_budget is None else api.parse_bytes(memory_budget, "memory-budget"),
         energy_budget=None if energy_budget is None else api.parse_energy(energy_budget, "energy-budget"),
         preset=preset,
-        tokens=tokens,
+        tokens=check_tokens(tokens),
         align=align,
     )
+
+
+def check_tokens(tokens: Optional[float]) -> Optional[float]:
+    """``--tokens`` must be a positive, finite count (or absent)."""
+    if tokens is not None and not (math.isfinite(tokens) and tokens > 0):
+        raise bad("tokens", tokens, "must be a positive, finite number of training tokens")
+    return tokens
+
+
+def ready_law(name: str, tokens: Optional[float] = None) -> Any:
+    """The law ``name`` (built-in or expression), refused when a parameter has no value (unfitted)
+    or when it uses D and ``--tokens`` is missing."""
+    from .. import api
+
+    law = api.get_law(name)
+    unfitted = [k for k, v in law.params.items() if not math.isfinite(v)]
+    if unfitted:
+        raise bad("law", law.name, f"parameters {', '.join(unfitted)} have no value; fit them first (rooflaw fit)")
+    if "D" in law.variables and tokens is None:
+        raise bad("tokens", None, f"law {law.name} uses D (training tokens): give --tokens")
+    check_tokens(tokens)
+    return law
 
 
 #: File formats ``--plot`` accepts (what matplotlib writes without extra packages).

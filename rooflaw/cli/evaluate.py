@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Optional
 
@@ -11,7 +12,7 @@ from .. import api
 from ..errors import bad
 from ..units import fmt_bytes, fmt_count, fmt_time
 from . import app
-from .common import console, esc, print_json, table
+from .common import console, esc, print_json, ready_law, table
 
 
 def load_arch(hf_config: Optional[Path], arch: Optional[str], arch_file: Optional[Path]) -> api.Architecture:
@@ -50,9 +51,9 @@ def evaluate(
     rep = api.evaluate(a, dev, wl, precision, preset, tiles)
     out = rep.to_dict()
     if law is not None:
-        lw = api.get_law(law)
+        lw = ready_law(law, tokens)
         loss = lw.loss(a, tokens=tokens)
-        out.update(loss=loss, perplexity=float(__import__("math").exp(loss)), law=lw.name)
+        out.update(loss=loss, perplexity=math.exp(loss) if loss < 709 else None, law=lw.name)
     if steps:
         out["steps"] = api.decode_steps(a, dev, wl, precision, preset, tiles)
     if as_json:
@@ -87,7 +88,10 @@ def evaluate(
         ["energy", f"{out['energy_j']:.3g} J"],
     ]
     if law is not None:
-        summary += [["loss (" + out["law"] + ")", f"{out['loss']:.4f}"], ["perplexity", f"{out['perplexity']:.2f}"]]
+        summary += [
+            ["loss (" + out["law"] + ")", f"{out['loss']:.4f}"],
+            ["perplexity", "overflow" if out["perplexity"] is None else f"{out['perplexity']:.2f}"],
+        ]
     if steps:
         rows = [[st["step"], st["context"], fmt_time(st["seconds"]), fmt_count(st["flops"]), fmt_bytes(st["bytes"])]
                 for st in out["steps"]]  # fmt: skip

@@ -8,6 +8,7 @@ from typing import Any, Optional
 
 import typer
 
+from ..errors import bad
 from ..units import fmt_bytes, fmt_time
 from . import app
 from .common import PLOT_SUFFIXES, atomic_output, build_problem, check_output, console, esc, print_json, table
@@ -59,7 +60,13 @@ def frontier(
     as_json: bool = typer.Option(False, "--json", help="One JSON object, SI units."),
 ) -> None:
     """Evaluate every point of a space and print its exact Pareto frontier (feasible points only)."""
+    import os
+
     from ..solver import frontier as run
+
+    cpus = os.cpu_count() or 1
+    if n_jobs == 0 or not -cpus <= n_jobs <= cpus:
+        raise bad("n-jobs", n_jobs, f"this machine has {cpus} CPUs: use 1 to {cpus}, or -1 for all")
 
     if out is not None:
         check_output(out, "--out")

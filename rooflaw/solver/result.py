@@ -41,7 +41,8 @@ class Result:
 
     @property
     def perplexity(self) -> float:
-        return math.exp(self.loss)
+        """``exp(loss)``; ``inf`` when that overflows a double (loss > ~709)."""
+        return math.exp(self.loss) if self.loss < 709.78 else math.inf
 
     @property
     def seconds(self) -> float:
