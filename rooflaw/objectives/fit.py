@@ -31,6 +31,7 @@ from scipy import optimize
 from ..arch.architecture import COLUMNS
 from ..errors import RooflawError
 from .builtins import get_law
+from .identifiable import check_identifiable
 from .law import LossLaw, param_symbol
 from .variables import VARIABLES, law_inputs, symbol
 
@@ -572,6 +573,7 @@ def fit_law(
     if len(df) == 0:
         raise RooflawError("data has no rows")
     x_all, y_all = law_data(law, df, mapping, loss_column)
+    check_identifiable(law.name, law.param_names, x_all)
     n_all, p = len(y_all), len(law.params)
     if isinstance(holdout, (float, int)) and not isinstance(holdout, bool):
         if not 0 <= holdout < 1:
