@@ -24,7 +24,7 @@ def check_identifiable(law_name: str, params: tuple[str, ...], x: Mapping[str, n
                 "terms cannot be fitted; use data where it varies"
             )
     distinct = len(np.unique(np.stack(cols, axis=1), axis=0)) if cols and n else 0
-    if distinct < len(params):
+    if distinct < len(params) and distinct < n:  # (n < len(params) alone: the fitter says so itself)
         raise RooflawError(
             f"not identifiable: {distinct} distinct data point(s) for {len(params)} parameters "
             f"({', '.join(params)}) of law {law_name}; need at least {len(params)}"
