@@ -14,6 +14,9 @@ from ..units import fmt_bytes, fmt_count, fmt_time
 from . import app
 from .common import console, esc, print_json, ready_law, table
 
+#: Most decode steps ``--steps`` lists (each step is one evaluation, about a millisecond).
+MAX_STEPS = 10_000
+
 
 def load_arch(hf_config: Optional[Path], arch: Optional[str], arch_file: Optional[Path]) -> api.Architecture:
     given = [x for x in (hf_config, arch, arch_file) if x is not None]
@@ -45,6 +48,8 @@ def evaluate(
     as_json: bool = typer.Option(False, "--json", help="One JSON object, SI units."),
 ) -> None:
     """Latency (prefill, every decode step, TTFT, TPOT), memory and energy of one architecture on one device."""
+    if steps and output_tokens > MAX_STEPS:
+        raise bad("output-tokens", output_tokens, f"--steps lists at most {MAX_STEPS:,} decode steps (~1 ms each)")
     a = load_arch(hf_config, arch, arch_file)
     dev = api.get_device(device)
     wl = api.Workload(batch, input_tokens, output_tokens, attention)
