@@ -169,7 +169,7 @@ CASES: list[tuple[str, list[str], int]] = [
     ("energy-zero", ["solve", "--device", DEV, *S, "--energy-budget", "0J"], 2),
     ("tokens-negative", ["solve", "--device", DEV, *S, "--tokens", "-1"], 2),
     ("tokens-nan", ["solve", "--device", DEV, *S, "--tokens", "nan"], 2),
-    ("tokens-zero", ["evaluate", "--device", DEV, "--arch", ARCH, "--law", "chinchilla", "--tokens", "0"], 2),
+    ("tokens-zero", ["evaluate", "--device", DEV, "--arch", ARCH, "--law", "chinchilla-hoffmann", "--tokens", "0"], 2),
     ("batch-zero", ["solve", "--device", DEV, *S, "--batch", "0"], 2),
     ("batch-text", ["solve", "--device", DEV, *S, "--batch", "many"], 2),
     ("input-negative", ["evaluate", "--device", DEV, "--arch", ARCH, "--input-tokens", "-1"], 2),
@@ -295,7 +295,7 @@ def test_resumed_study_with_another_definition_is_refused(files, capsys, tmp_pat
     capsys.readouterr()
     for change in (["--device", "h100-sxm"], ["--device", DEV, "--latency-budget", "1us"],
                    ["--device", DEV, "--precision", "int8"], ["--device", DEV, "--batch", "4"],
-                   ["--device", DEV, "--law", "chinchilla", "--tokens", "1e9"]):  # fmt: skip
+                   ["--device", DEV, "--law", "chinchilla-hoffmann", "--tokens", "1e9"]):  # fmt: skip
         assert main([*base, *change]) == 2, change
         err = capsys.readouterr().err
         assert "exists with" in err and len(err.strip().splitlines()) == 1

@@ -20,7 +20,7 @@ from rooflaw.errors import Infeasible, RooflawError
 from rooflaw.objectives.law import parse_law
 from rooflaw.units import parse_bytes, parse_time
 
-FAST = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 MARKER = "/tmp/rooflaw-hypothesis-marker"
 
 LAW_ALPHABET = "NDElrdAaBb()+-*/^.0123456789e _,[]'\"ｅｖａｌ:@"
