@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -61,6 +62,8 @@ def from_mapping(fields: Mapping[str, Any], name: str = "") -> Architecture:
 
 def from_spec(spec: str) -> Architecture:
     """Parse ``layers=24,d_model=896,heads=14,kv_heads=2,...`` (the CLI ``--arch`` string)."""
+    if not isinstance(spec, str):
+        raise bad("arch", spec, "must be a spec string such as layers=24,d_model=896,heads=14")
     fields: dict[str, str] = {}
     for part in filter(None, (p.strip() for p in spec.split(","))):
         if "=" not in part:
@@ -145,6 +148,8 @@ def from_hf_config(config: Mapping[str, Any] | str | Path, name: str = "") -> Ar
     has q/k/v biases, Qwen3/Gemma3 per-head q/k RMSNorms, OLMoE full-width q/k norms, Gemma2/3 four
     norms per layer, Qwen-MoE a shared expert with a sigmoid gate.
     """
+    if not isinstance(config, (Mapping, str, os.PathLike)):
+        raise bad("config", config, "must be a config.json mapping, a path or a bundled model name")
     if not isinstance(config, Mapping):
         if not Path(config).exists() and str(config) in bundled_models():
             name = name or str(config)
