@@ -250,7 +250,8 @@ def run_workers(fn: Callable[..., Any], arg_lists: Sequence[tuple]) -> list[Any]
             err = tempfile.TemporaryFile()  # noqa: SIM115 - closed in the finally below
             p = subprocess.Popen(
                 [sys.executable, "-c", code, str(parent)],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, preexec_fn=pre,  # noqa: PLW1509
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
+                preexec_fn=pre if os.name == "posix" else None,  # noqa: PLW1509
             )  # fmt: skip
             procs.append((p, err))
             assert p.stdin is not None
