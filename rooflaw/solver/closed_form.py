@@ -385,6 +385,8 @@ def closed_form(problem: Any, fix: Mapping[str, float] | None = None) -> ClosedF
         if k not in VARS:
             raise RooflawError(f"fix: unknown variable {k!r}; known: {', '.join(VARS)}")
         bounds[k] = (float(v), float(v))
+    if _corner_violates(der, cvals, bounds, budgets):  # no point of the box meets a budget: say so before the
+        raise _infeasible(problem, der, cvals, bounds, budgets)  # (slow, for energy) symbolic work of every regime
     best = None
     cands: list[dict[str, Any]] = []
     rest = [*cvals, *bvals]
@@ -526,6 +528,14 @@ def _numerical_kkt(der, cvals, bounds, budgets, kinds, x0=None, starts: int = 12
     if best is None:
         raise RooflawError("numerical KKT solve found no feasible point")
     return best
+
+
+def _corner_violates(der, cvals, bounds, budgets) -> bool:
+    """True when some budget is exceeded even at the box corner where every constraint is smallest."""
+    corner = {v: bounds[v][0] for v in VARS}
+    corner["gqa"], corner["rho"] = bounds["gqa"][1], bounds["rho"][1]
+    _, vals = _constraint_values(der, corner, cvals)
+    return any(vals[k] > budgets[k] for k in budgets if k in vals)
 
 
 def _infeasible(problem, der, cvals, bounds, budgets) -> Infeasible:
