@@ -3,16 +3,22 @@
 Keys hash every source file of the packages an artefact can derive from (:data:`DERIVING_PACKAGES`)
 plus the library versions, so an edit to the cost model -- operators, symbols, the compile step, a
 new module -- or an upgrade of sympy/numpy invalidates them. The directory is
-``$ROOFLAW_CACHE_DIR`` or ``~/.cache/rooflaw``; ``ROOFLAW_NO_CACHE=1`` turns the cache off. Any
-failure to read or write falls back to recomputing -- the cache never changes a result.
+``$ROOFLAW_CACHE_DIR`` or ``~/.cache/rooflaw``, kept user-private (created 0700; a directory owned
+by another user or writable by group/others is not used) and every entry carries an HMAC under a
+per-cache key (0600), so nothing another user could have written is ever unpickled (nor, for the
+compiled evaluator, executed). ``ROOFLAW_NO_CACHE=1`` turns the cache off. Any failure to read or
+write falls back to recomputing -- the cache never changes a result.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import hmac
 import os
 import pickle
+import secrets
+import stat
 import tempfile
 from pathlib import Path
 from types import ModuleType
@@ -20,10 +26,51 @@ from typing import Any
 
 
 def cache_dir() -> Path | None:
+    """The cache directory, created user-private (0700); None when disabled or not safe to use.
+
+    A directory that is a symlink, is not owned by the current user, or is writable by group or
+    others is ignored (another user could plant entries there), and so is any failure to create it.
+    """
     if os.environ.get("ROOFLAW_NO_CACHE"):
         return None
     base = os.environ.get("ROOFLAW_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "rooflaw")
-    return Path(base)
+    d = Path(base)
+    try:
+        if not os.path.lexists(d):
+            d.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            os.mkdir(d, 0o700)
+        return d if _private(os.lstat(d), directory=True) else None
+    except OSError:
+        return None
+
+
+def _private(st: os.stat_result, directory: bool) -> bool:
+    """True for a directory (or regular file) owned by us that group and others cannot write."""
+    kind_ok = stat.S_ISDIR(st.st_mode) if directory else stat.S_ISREG(st.st_mode)
+    owner_ok = not hasattr(os, "getuid") or st.st_uid == os.getuid()
+    return kind_ok and owner_ok and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
+def _secret(d: Path) -> bytes | None:
+    """This cache's HMAC key (created once, 0600); entries not signed with it are never unpickled."""
+    path = d / "key"
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except FileNotFoundError:
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+            with os.fdopen(fd, "wb") as f:
+                f.write(secrets.token_bytes(32))
+        except OSError:
+            return None
+        return _secret(d)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        if not _private(os.fstat(f.fileno()), directory=False):
+            return None
+        key = f.read(64)
+    return key if len(key) == 32 else None
 
 
 #: Packages whose Python sources any derived artefact may depend on (the cost model, its symbols and
@@ -56,28 +103,45 @@ def source_key(tag: str, *modules: ModuleType) -> str:
 
 
 def load(key: str) -> Any | None:
-    """The object stored under ``key``, or None (absent, disabled or unreadable)."""
+    """The object stored under ``key``, or None (absent, disabled, unreadable or not verified).
+
+    Only a regular file in the private cache directory, owned by us, not writable by others and
+    carrying a valid HMAC of this cache's key is unpickled.
+    """
     d = cache_dir()
     if d is None:
         return None
     try:
-        with open(d / f"{key}.pkl", "rb") as f:
-            return pickle.load(f)
+        secret = _secret(d)
+        if secret is None:
+            return None
+        fd = os.open(d / f"{key}.pkl", os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        with os.fdopen(fd, "rb") as f:
+            if not _private(os.fstat(f.fileno()), directory=False):
+                return None
+            blob = f.read()
+        tag, payload = blob[:32], blob[32:]
+        if not hmac.compare_digest(tag, hmac.new(secret, payload, hashlib.sha256).digest()):
+            return None
+        return pickle.loads(payload)  # noqa: S301 - our own bytes, verified by HMAC above
     except Exception:  # noqa: BLE001 - a bad cache entry only costs a recomputation
         return None
 
 
 def store(key: str, obj: Any) -> None:
-    """Store ``obj`` under ``key`` atomically; errors are ignored."""
+    """Store ``obj`` under ``key`` atomically, signed with this cache's key; errors are ignored."""
     d = cache_dir()
     if d is None:
         return
     tmp = None
     try:
-        d.mkdir(parents=True, exist_ok=True)
+        secret = _secret(d)
+        if secret is None:
+            return
+        payload = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
         fd, tmp = tempfile.mkstemp(dir=d, suffix=".tmp")
         with os.fdopen(fd, "wb") as f:
-            pickle.dump(obj, f, protocol=pickle.HIGHEST_PROTOCOL)
+            f.write(hmac.new(secret, payload, hashlib.sha256).digest() + payload)
         os.replace(tmp, d / f"{key}.pkl")
     except Exception:  # noqa: BLE001
         if tmp is not None:

@@ -24,3 +24,8 @@ class Infeasible(RooflawError):
 def bad(field: str, value: object, why: str) -> RooflawError:
     """Build a one-line ``RooflawError`` naming ``field`` and ``value``."""
     return RooflawError(f"{field}={value!r}: {why}")
+
+
+class ExternalError(RooflawError):
+    """A failure outside rooflaw: a full disk, an unwritable output, a ``--measure`` function that
+    raised or returned a non-number (CLI exit code 4). The message names what failed."""

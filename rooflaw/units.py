@@ -51,7 +51,10 @@ def parse_time(text: str | float, field: str = "time") -> float:
 
 
 def parse_bytes(text: str | float, field: str = "memory") -> float:
-    """``"8GB"`` -> 8e9, ``"8GiB"`` -> 8·2³⁰ (bytes); a float is bytes already; text without a unit is refused."""
+    """``"8GB"`` -> 8e9, ``"8GiB"`` -> 8·2³⁰ (bytes); a float is bytes already; text without a unit is refused.
+    A unit ending in a lowercase ``b`` (``8Gb``) means bits and is refused rather than read as bytes."""
+    if isinstance(text, str) and re.search(r"[0-9.\s][kKmMgGtT]?i?b\s*$", text.strip()):
+        raise bad(field, text, "a lowercase b means bits; write bytes with a capital B (e.g. 8GB, 8GiB)")
     return _parse(text, _BYTES, field, "GB")
 
 

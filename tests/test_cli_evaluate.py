@@ -133,7 +133,7 @@ def test_console_script_runs_without_traceback():
 def test_usage_errors_exit_2_without_traceback(capsys, args):
     code, _, err = _run(capsys, *args)
     assert code == 2
-    assert "Traceback" not in err and "Error" in err
+    assert "Traceback" not in err and err.startswith("rooflaw: error:") and len(err.strip().splitlines()) == 1
 
 
 def test_evaluate_lists_every_decode_step(capsys):

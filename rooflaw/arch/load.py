@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ..errors import RooflawError, bad
 from .architecture import Architecture
+from .checks import check_hf_numbers, check_int, read_text
 
 try:  # Python >= 3.11
     import tomllib
@@ -41,12 +43,14 @@ def _coerce(key: str, value: Any) -> Any:
             except ValueError:
                 raise bad(key, value, "must be an integer") from None
         return text
+    if value is None and "None" in kind:
+        return None
     if "bool" in kind and not isinstance(value, bool):
         raise bad(key, value, "must be true or false")
-    if "int" in kind and "bool" not in kind and isinstance(value, float):
-        if not value.is_integer():
-            raise bad(key, value, "must be an integer")
-        return int(value)
+    if "int" in kind and "bool" not in kind:
+        return check_int(key, value, 0)
+    if "str" in kind and not isinstance(value, str):
+        raise bad(key, value, "must be a string")
     return value
 
 
@@ -63,6 +67,8 @@ def from_mapping(fields: Mapping[str, Any], name: str = "") -> Architecture:
 
 def from_spec(spec: str) -> Architecture:
     """Parse ``layers=24,d_model=896,heads=14,kv_heads=2,...`` (the CLI ``--arch`` string)."""
+    if not isinstance(spec, str):
+        raise bad("arch", spec, "must be a spec string such as layers=24,d_model=896,heads=14")
     fields: dict[str, str] = {}
     for part in filter(None, (p.strip() for p in spec.split(","))):
         if "=" not in part:
@@ -81,7 +87,7 @@ def _read(path: str | Path) -> tuple[dict[str, Any], Path]:
     if not p.is_file():
         hint = f"; bundled models: {', '.join(bundled_models())}" if p.suffix in ("", ".json") else ""
         raise bad("file", str(path), "no such file" + hint)
-    text = p.read_text()
+    text = read_text(p)
     try:
         data = tomllib.loads(text) if p.suffix.lower() == ".toml" else json.loads(text)
     except (json.JSONDecodeError, tomllib.TOMLDecodeError) as e:
@@ -154,6 +160,8 @@ def from_hf_config(config: Mapping[str, Any] | str | Path, name: str = "") -> Ar
     shared experts and ``first_k_dense_replace`` dense layers, LFM2 short-conv + attention layers, Granite-4.0-H
     Mamba2 + attention layers with a shared MLP (and MoE).
     """
+    if not isinstance(config, (Mapping, str, os.PathLike)):
+        raise bad("config", config, "must be a config.json mapping, a path or a bundled model name")
     if not isinstance(config, Mapping):
         if not Path(config).exists() and str(config) in bundled_models():
             name = name or str(config)
@@ -170,6 +178,7 @@ def from_hf_config(config: Mapping[str, Any] | str | Path, name: str = "") -> Ar
         mt = "gemma3_text"
     if mt not in _HF_FAMILIES:
         raise bad("model_type", mt, f"unsupported; supported: {', '.join(sorted(_HF_FAMILIES))}")
+    check_hf_numbers(cfg)
     fam = dict(_HF_FAMILIES[mt])
     d = int(_need(cfg, "hidden_size", mt))
     heads = int(_need(cfg, "num_attention_heads", mt))

@@ -44,6 +44,15 @@ try:  # Python >= 3.11
 except ModuleNotFoundError:  # pragma: no cover
     import tomli as tomllib  # type: ignore[no-redef]
 
+#: Most values one dimension may list (a range is sized before it is expanded).
+MAX_VALUES = 100_000
+#: Largest integer a dimension may hold (d_model, layers, vocab, ...; also ffn = r_single·d_model).
+MAX_INT = 2**31 - 1
+#: Most (d_model, head_dim, kv_heads, r_single) combinations checked when the width table is built.
+MAX_WIDTH_COMBINATIONS = 2_000_000
+#: Most valid points a space may have (flat indices stay exact in int64 arithmetic).
+MAX_POINTS = 10**15
+
 #: Columns describing the width table, in order.
 WIDTH_COLUMNS = ("d_model", "head_dim", "heads", "kv_heads", "ffn")
 FIXED_KEYS = {"gated": 1, "qkv_bias": 0, "norms_per_layer": 2}
@@ -75,15 +84,23 @@ def _int_list(key: str, value: Any) -> list[int]:
             raise bad(key, dict(value), "a range needs integer start, stop (inclusive) and optional step") from None
         if step <= 0:
             raise bad(key, dict(value), "step must be positive")
+        n = max(0, (stop - start) // step + 1)
+        if n > MAX_VALUES:
+            raise bad(key, dict(value), f"range has {n:,} values; at most {MAX_VALUES:,} per dimension")
         value = list(range(start, stop + 1, step))
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         value = [value]
     if not isinstance(value, (list, tuple)) or not value:
         raise bad(key, value, "must be a non-empty list of positive integers")
+    if len(value) > MAX_VALUES:
+        raise bad(key, f"<{len(value):,} values>", f"at most {MAX_VALUES:,} values per dimension")
     out = []
     for v in value:
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0 or float(v) != int(v):
-            raise bad(key, v, "must be a positive integer")
+        if (
+            isinstance(v, bool) or not isinstance(v, (int, float)) or not (0 < v <= MAX_INT)
+            or not math.isfinite(v) or float(v) != int(v)
+        ):  # fmt: skip
+            raise bad(key, v, f"must be a positive integer ≤ {MAX_INT}")
         out.append(int(v))
     return sorted(set(out))
 
@@ -184,7 +201,16 @@ class Space:
                 raise bad(f"fixed.{k}", v, "must be a non-negative integer or a boolean")
             fixed[k] = v
         self.fixed = fixed
+        ffn_max = max(self.r_single) * max(self.d_model)
+        if ffn_max > MAX_INT:
+            why = f"gives ffn ≈ {ffn_max:.3g} at d_model {max(self.d_model)}, above {MAX_INT}"
+            raise bad("r_single", max(self.r_single), why)
+        combos = len(self.d_model) * len(self.head_dim) * len(self.kv_heads) * len(self.r_single)
+        if combos > MAX_WIDTH_COMBINATIONS:
+            raise bad("space", self.name, f"has {combos:,} width combinations; at most {MAX_WIDTH_COMBINATIONS:,}")
         self._build()
+        if self.size > MAX_POINTS:
+            raise bad("space", self.name, f"has {self.size:,} points; at most {MAX_POINTS:,}")
 
     # ---- construction ----------------------------------------------------------------------
     def ffn_for(self, d_model: Any, r_single: Any) -> Any:
@@ -251,7 +277,7 @@ class Space:
     @property
     def size(self) -> int:
         """Number of valid points."""
-        return int(np.prod(self._radix, dtype=np.int64))
+        return math.prod(int(n) for n in self._radix)  # Python ints: no int64 overflow
 
     def __len__(self) -> int:
         return self.size

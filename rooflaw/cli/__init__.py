@@ -6,11 +6,12 @@ message, an infeasible budget exits 3; no tracebacks.
 
 from __future__ import annotations
 
+import os
 import sys
 
 import typer
 
-from ..errors import Infeasible, RooflawError
+from ..errors import ExternalError, Infeasible, RooflawError
 
 app = typer.Typer(
     name="rooflaw",
@@ -49,30 +50,74 @@ from . import search as _search  # noqa: E402,F401
 from . import solve as _solve  # noqa: E402,F401
 
 
+def _one_line(e: BaseException) -> str:
+    text = " ".join(str(e).split()) or type(e).__name__
+    return text if len(text) <= 600 else text[:597] + "..."
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the console script; returns the exit code."""
+    """Entry point of the console script; returns the exit code.
+
+    0 success; 2 bad input (one line naming the field, value and what is allowed); 3 nothing meets
+    the budget; 4 a failure outside rooflaw (disk full, an unwritable output, a ``--measure``
+    function that failed); 130 interrupted. Never a traceback: warnings raised while a command runs
+    are printed (one line each) only if it succeeds. ``ROOFLAW_DEBUG=1`` re-raises internal errors.
+    """
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        code = _run(argv)
+    if code == 0:
+        seen = set()
+        for w in caught:
+            line = f"rooflaw: warning: {_one_line(w.message)}"  # type: ignore[arg-type]
+            if line not in seen:
+                seen.add(line)
+                print(line, file=sys.stderr)
+    return code
+
+
+def _run(argv: list[str] | None) -> int:
     try:
-        app(args=argv, prog_name="rooflaw", standalone_mode=False)
+        rv = app(args=argv, prog_name="rooflaw", standalone_mode=False)
+        if rv == 130 and not isinstance(rv, bool):  # typer turns Ctrl-C into a returned 130
+            raise KeyboardInterrupt
     except Infeasible as e:
-        print(f"rooflaw: infeasible: {e}", file=sys.stderr)
+        print(f"rooflaw: infeasible: {_one_line(e)}", file=sys.stderr)
         return 3
+    except ExternalError as e:
+        print(f"rooflaw: error: {_one_line(e)}", file=sys.stderr)
+        return 4
     except RooflawError as e:
-        print(f"rooflaw: error: {e}", file=sys.stderr)
+        print(f"rooflaw: error: {_one_line(e)}", file=sys.stderr)
         return 2
     except typer.Exit as e:
         return int(getattr(e, "exit_code", 0) or 0)
-    except typer.Abort:
-        print("rooflaw: aborted", file=sys.stderr)
+    except (typer.Abort, KeyboardInterrupt):
+        print("rooflaw: interrupted", file=sys.stderr)
         return 130
-    except (FileNotFoundError, IsADirectoryError, PermissionError) as e:
-        print(f"rooflaw: error: {e.filename}: {e.strerror}", file=sys.stderr)
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as e:
+        print(f"rooflaw: error: {e.filename or ''}: {e.strerror or _one_line(e)}", file=sys.stderr)
         return 2
+    except UnicodeDecodeError as e:
+        print(f"rooflaw: error: input is not valid UTF-8 ({e.reason} at byte {e.start})", file=sys.stderr)
+        return 2
+    except (OSError, MemoryError) as e:
+        what = f"{e.filename}: " if getattr(e, "filename", None) else ""
+        why = getattr(e, "strerror", None) or _one_line(e)
+        print(f"rooflaw: error: {what}{why}", file=sys.stderr)
+        return 4
     except Exception as e:
         # usage errors of typer's (vendored) click: unknown option, missing parameter, bad value
-        if hasattr(e, "show") and hasattr(e, "exit_code"):
-            e.show()
-            return int(e.exit_code) if e.exit_code else 2
-        raise
+        if hasattr(e, "format_message") and hasattr(e, "exit_code"):
+            print(f"rooflaw: error: {_one_line(e.format_message())}", file=sys.stderr)  # type: ignore[attr-defined]
+            return int(e.exit_code) if e.exit_code else 2  # type: ignore[attr-defined]
+        if os.environ.get("ROOFLAW_DEBUG"):
+            raise
+        print(f"rooflaw: internal error: {type(e).__name__}: {_one_line(e)} (ROOFLAW_DEBUG=1 shows where)",
+              file=sys.stderr)  # fmt: skip
+        return 1
     return 0
 
 

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import os
 import sys
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import Any, Optional
 
 from rich.console import Console
+from rich.markup import escape as esc  # noqa: F401 - shared by the sub-commands
 from rich.table import Table
+from rich.text import Text
+
+from ..errors import ExternalError, bad
 
 #: The precision every command assumes unless told otherwise (the paper's FP16; bf16 has the same bytes and roof).
 DEFAULT_PRECISION = "fp16"
@@ -53,12 +62,13 @@ _LEFT = ("name", "op", "phase", "bound", "id", "field", "provenance", "tied")
 
 
 def table(title: str, columns: list[str], rows: list[list[Any]]) -> Table:
+    """A rich table; the title and every cell are shown literally (names from files are not markup)."""
     # at least as wide as its title (up to 80 columns), so the title does not wrap over a narrow table
-    t = Table(title=title, title_justify="left", min_width=min(len(title), 80))
+    t = Table(title=Text(title), title_justify="left", min_width=min(len(title), 80))
     for c in columns:
         t.add_column(c, justify="left" if c in _LEFT else "right")
     for r in rows:
-        t.add_row(*[str(x) for x in r])
+        t.add_row(*[Text(str(x)) for x in r])
     return t
 
 
@@ -130,7 +140,7 @@ def build_problem(
     from ..api import Problem
 
     return Problem(
-        law=api.get_law(law),
+        law=ready_law(law, tokens),
         device=api.get_device(device),
         space=api.get_space(space),
         workload=api.Workload(batch, input_tokens, output_tokens, attention),
@@ -140,7 +150,92 @@ def build_problem(
         memory_budget=None if memory_budget is None else api.parse_bytes(memory_budget, "memory-budget"),
         energy_budget=None if energy_budget is None else api.parse_energy(energy_budget, "energy-budget"),
         preset=preset,
-        tokens=tokens,
+        tokens=check_tokens(tokens),
         align=align,
         allow_extrapolation=allow_extrapolation,
     )
+
+
+def check_tokens(tokens: Optional[float]) -> Optional[float]:
+    """``--tokens`` must be a positive, finite count (or absent)."""
+    if tokens is not None and not (math.isfinite(tokens) and tokens > 0):
+        raise bad("tokens", tokens, "must be a positive, finite number of training tokens")
+    return tokens
+
+
+def ready_law(name: str, tokens: Optional[float] = None) -> Any:
+    """The law ``name`` (built-in or expression), refused when a parameter has no value (unfitted)
+    or when it uses D and ``--tokens`` is missing."""
+    from .. import api
+
+    law = api.get_law(name)
+    unfitted = [k for k, v in law.params.items() if not math.isfinite(v)]
+    if unfitted:
+        raise bad("law", law.name, f"parameters {', '.join(unfitted)} have no value; fit them first (rooflaw fit)")
+    if "D" in law.variables and tokens is None:
+        raise bad("tokens", None, f"law {law.name} uses D (training tokens): give --tokens")
+    check_tokens(tokens)
+    return law
+
+
+#: File formats ``--plot`` accepts (what matplotlib writes without extra packages).
+PLOT_SUFFIXES = (".png", ".pdf", ".svg", ".svgz", ".jpg", ".jpeg", ".eps", ".ps", ".tif", ".tiff", ".webp")
+
+
+def check_output(path: Any, option: str, suffixes: Iterable[str] | None = None) -> Path:
+    """Refuse (exit 2) an output path that cannot be written: a missing directory, a directory,
+    an unknown file format. Call it before long work so a typo costs nothing."""
+    p = Path(str(path))
+    if suffixes is not None and p.suffix.lower() not in tuple(suffixes):
+        raise bad(option, str(p), f"unknown format {p.suffix or '(none)'!r}; use one of {', '.join(suffixes)}")
+    if not p.parent.is_dir():
+        raise bad(option, str(p), f"directory {str(p.parent)!r} does not exist")
+    if p.is_dir():
+        raise bad(option, str(p), "is a directory; give a file name")
+    return p
+
+
+@contextlib.contextmanager
+def atomic_output(path: Any, option: str, suffixes: Iterable[str] | None = None) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; when the block succeeds it replaces ``path`` in one
+    ``os.replace``, so a failed write never truncates or destroys the previous file.
+
+    A target that exists and is not a regular file (``/dev/stdout``, a FIFO) is written directly.
+    A write that fails for reasons outside rooflaw (disk full, permissions) raises
+    :class:`~rooflaw.errors.ExternalError` (exit 4) naming the option and path.
+    """
+    p = check_output(path, option, suffixes)
+
+    def outside(e: OSError) -> ExternalError:
+        return ExternalError(f"{option}={str(p)!r}: cannot write ({e.strerror or type(e).__name__})")
+
+    if p.exists() and not p.is_file():
+        try:
+            yield p
+        except OSError as e:
+            raise outside(e) from None
+        return
+    try:
+        fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=p.suffix)
+        os.close(fd)
+    except OSError as e:
+        raise outside(e) from None
+    try:
+        yield Path(tmp)
+        mode = p.stat().st_mode & 0o7777 if p.exists() else 0o666 & ~_umask()
+        os.chmod(tmp, mode)
+        os.replace(tmp, p)
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise outside(e) from None
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _umask() -> int:
+    old = os.umask(0o022)
+    os.umask(old)
+    return old

@@ -11,7 +11,7 @@ import typer
 from ..api import Device, get_device, list_devices
 from ..errors import bad
 from . import app
-from .common import console, err_console, print_json, table
+from .common import atomic_output, check_output, console, err_console, esc, print_json, table
 
 devices_app = typer.Typer(
     name="devices",
@@ -159,7 +159,8 @@ def show_cmd(
         d["ridge_fp16"] = dev.ridge("fp16") if _has_roof(dev, "fp16") else None
         print_json(d)
         return
-    console.print(f"[bold]{dev.name}[/bold] ({dev.id}) — {dev.vendor or 'unknown vendor'}, {dev.kind}")
+    vendor = dev.vendor or "unknown vendor"
+    console.print(f"[bold]{esc(dev.name)}[/bold] ({esc(dev.id)}) — {esc(vendor)}, {esc(dev.kind)}")
     console.print(
         table(
             "fields (dense peaks, SI in brackets)",
@@ -170,7 +171,7 @@ def show_cmd(
     if _has_roof(dev, "fp16"):
         console.print(f"ridge point (fp16): {dev.ridge('fp16'):.4g} FLOP/byte")
     if dev.uncertain:
-        console.print(f"uncertain: {', '.join(dev.uncertain)}")
+        console.print(f"uncertain: {', '.join(dev.uncertain)}", markup=False)
     if dev.notes:
         console.print(f"notes: {dev.notes}", markup=False)
 
@@ -195,6 +196,8 @@ def calibrate_cmd(
     """Measure this machine with numpy: fp32 GEMM FLOP/s, memory bandwidth, vector rate, capacity."""
     from ..api import calibrate, save_device_toml
 
+    if out is not None:
+        check_output(out, "--out", (".toml",))
     base_dev = get_device(base) if base is not None else None
     if not as_json and console.is_terminal:
         with console.status(f"measuring for ~{seconds:g} s ..."):
@@ -202,11 +205,12 @@ def calibrate_cmd(
     else:
         dev = calibrate(base_dev, seconds=seconds)
     if out is not None:
-        save_device_toml(dev, out)
+        with atomic_output(out, "--out", (".toml",)) as tmp:
+            save_device_toml(dev, tmp)
     if as_json:
         print_json(dev.to_dict())
         return
     console.print(table(f"{dev.name} ({dev.id})", ["field", "value", "provenance", "source"], _show_rows(dev)))
     console.print(f"notes: {dev.notes}", markup=False)
     if out is not None:
-        err_console.print(f"wrote {out}")
+        err_console.print(f"wrote {out}", markup=False)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Optional
 
@@ -11,7 +12,10 @@ from .. import api
 from ..errors import bad
 from ..units import fmt_bytes, fmt_count, fmt_time
 from . import app
-from .common import DEFAULT_PRECISION, console, err_console, print_json, table
+from .common import DEFAULT_PRECISION, atomic_output, console, err_console, esc, print_json, ready_law, table
+
+#: Most decode steps ``--steps`` lists (each step is one evaluation, about a millisecond).
+MAX_STEPS = 10_000
 
 
 def load_arch(hf_config: Optional[Path], arch: Optional[str], arch_file: Optional[Path]) -> api.Architecture:
@@ -48,6 +52,8 @@ def evaluate(
     """Latency (prefill, every decode step, TTFT, TPOT), memory and energy of one architecture on one device."""
     if plot is not None:
         api.check_figure_path(plot, "plot")
+    if steps and output_tokens > MAX_STEPS:
+        raise bad("output-tokens", output_tokens, f"--steps lists at most {MAX_STEPS:,} decode steps (~1 ms each)")
     a = load_arch(hf_config, arch, arch_file)
     dev = api.get_device(device)
     wl = api.Workload(batch, input_tokens, output_tokens, attention)
@@ -57,9 +63,9 @@ def evaluate(
     out["ops"] = op_rows
     out["tokens_per_s"] = api.throughput(rep)
     if law is not None:
-        lw = api.get_law(law)
+        lw = ready_law(law, tokens)
         loss = lw.loss(a, tokens=tokens)
-        out.update(loss=loss, perplexity=float(__import__("math").exp(loss)), law=lw.name)
+        out.update(loss=loss, perplexity=math.exp(loss) if loss < 709 else None, law=lw.name)
         out["outside_law_domain"] = lw.outside(api.law_inputs(a.columns(), tokens))
         if out["outside_law_domain"] and not as_json:
             err_console.print(f"warning: {name_of(a)} lies outside the domain law {lw.name} was fitted on "
@@ -70,13 +76,14 @@ def evaluate(
     if csv is not None:
         write_csv(op_rows, csv)
     if plot is not None:
-        api.plot_report(rep, plot)
+        with atomic_output(plot, "--plot") as tmp:
+            api.plot_report(rep, tmp)
     if as_json:
         print_json(out)
         return
     name = a.name or "architecture"
     console.print(
-        f"[bold]{name}[/bold] on [bold]{dev.name}[/bold] ({dev.id}) — {rep.precision.name}, "
+        f"[bold]{esc(name)}[/bold] on [bold]{esc(dev.name)}[/bold] ({esc(dev.id)}) — {esc(rep.precision.name)}, "
         f"B={batch}, S_in={input_tokens}, S_out={output_tokens}, preset={preset}"
     )
     console.print(
@@ -104,13 +111,16 @@ def evaluate(
         ["energy", f"{out['energy_j']:.3g} J"],
     ]
     if law is not None:
-        summary += [["loss (" + out["law"] + ")", f"{out['loss']:.4f}"], ["perplexity", f"{out['perplexity']:.2f}"]]
+        summary += [
+            ["loss (" + out["law"] + ")", f"{out['loss']:.4f}"],
+            ["perplexity", "overflow" if out["perplexity"] is None else f"{out['perplexity']:.2f}"],
+        ]
     if steps:
         rows = [[st["step"], st["context"], fmt_time(st["seconds"]), fmt_count(st["flops"]), fmt_bytes(st["bytes"])]
                 for st in out["steps"]]  # fmt: skip
         console.print(table("decode steps", ["step", "context", "time", "FLOPs", "bytes"], rows))
     console.print(table("summary", ["quantity", "value"], summary))
-    console.print(f"[dim]{rep.provenance}[/dim]")
+    console.print(f"[dim]{esc(rep.provenance)}[/dim]")
     for path in (csv, plot):
         if path is not None:
             console.print(f"wrote {path}", markup=False)
@@ -142,7 +152,7 @@ def write_csv(rows: list[dict], path: Path) -> None:
     """The per-operator rows as CSV (columns of ``api.OP_COLUMNS``)."""
     import csv as _csv
 
-    with open(path, "w", newline="") as f:
+    with atomic_output(path, "--csv") as tmp, open(tmp, "w", newline="") as f:
         w = _csv.DictWriter(f, fieldnames=list(api.OP_COLUMNS))
         w.writeheader()
         for r in rows:

@@ -8,7 +8,7 @@ import typer
 
 from ..errors import RooflawError
 from . import app
-from .common import console, print_json, table
+from .common import PLOT_SUFFIXES, atomic_output, check_output, console, esc, print_json, table
 
 
 def _mapping(items: list[str]) -> dict[str, str]:
@@ -27,7 +27,9 @@ def fit_cmd(
     law: str = typer.Option(
         ..., "--law", help="Built-in law name or an expression, e.g. 'E + A/N**alpha + B/D**beta'."
     ),
-    map_: list[str] = typer.Option([], "--map", help="SYMBOL=COLUMN (or a pandas expression over columns)."),
+    map_: list[str] = typer.Option(
+        [], "--map", help="SYMBOL=COLUMN or arithmetic over columns (+ - * / **, log, exp, sqrt; `quoted names`)."
+    ),
     loss_column: str = typer.Option("loss", "--loss-column", help="Column with the measured loss."),
     method: str = typer.Option("huber", "--method", help="huber (log-space Huber, L-BFGS, multi-start) or nls."),
     huber_delta: float = typer.Option(1e-3, "--huber-delta", help="Huber delta (log space)."),
@@ -41,6 +43,8 @@ def fit_cmd(
     """Fit a law (Hoffmann/Epoch recipe generalised to any sum of power laws) and print the fit."""
     from ..api import fit_law, get_law, load_table, plot_fit
 
+    if plot:
+        check_output(plot, "--plot", PLOT_SUFFIXES)
     the_law = get_law(law)
     df = load_table(data)
     kwargs = dict(
@@ -66,11 +70,12 @@ def fit_cmd(
     else:
         res = fit_law(the_law, df, **kwargs)
     if plot:
-        plot_fit(res, plot)
+        with atomic_output(plot, "--plot", PLOT_SUFFIXES) as tmp:
+            plot_fit(res, tmp)
     if json:
         print_json(res.to_dict())
         return
-    console.print(f"[bold]{the_law.name}[/bold]  ({res.method}, {res.n_points} points, {res.seconds:.2f} s)")
+    console.print(f"[bold]{esc(the_law.name)}[/bold]  ({res.method}, {res.n_points} points, {res.seconds:.2f} s)")
     rows = []
     for k, v in res.params.items():
         se = "" if res.stderr is None else f"{res.stderr[k]:.3g}"

@@ -8,9 +8,20 @@ from typing import Optional
 import typer
 
 from .. import api
+from ..errors import bad
 from ..units import fmt_bytes, fmt_time
 from . import app
-from .common import DEFAULT_PRECISION, EXTRAPOLATION_HELP, arch_table, build_problem, console, print_json
+from .common import (
+    DEFAULT_PRECISION,
+    EXTRAPOLATION_HELP,
+    arch_table,
+    atomic_output,
+    build_problem,
+    check_output,
+    console,
+    esc,
+    print_json,
+)
 
 
 @app.command()
@@ -37,27 +48,37 @@ def frontier(
     as_json: bool = typer.Option(False, "--json", help="One JSON object, SI units."),
 ) -> None:
     """Evaluate every point of a space and print its exact Pareto frontier (feasible points only)."""
+    import os
+
     from ..api import frontier as run
 
     if plot is not None:
         api.check_figure_path(plot, "plot")
 
+    cpus = os.cpu_count() or 1
+    if n_jobs == 0 or not -cpus <= n_jobs <= cpus:
+        raise bad("n-jobs", n_jobs, f"this machine has {cpus} CPUs: use 1 to {cpus}, or -1 for all")
+
+    if out is not None:
+        check_output(out, "--out")
     prob = build_problem(device, law, space, phase, precision, batch, input_tokens, output_tokens, preset, tokens,
                          latency_budget, memory_budget, energy_budget, attention=attention,
                          allow_extrapolation=allow_extrapolation)  # fmt: skip
     res = run(prob, objectives, n_jobs=n_jobs, cloud=20_000 if plot is not None else 0)
     tab = res.table()
     if out is not None:
-        tab.to_csv(out, index=False)
+        with atomic_output(out, "--out") as tmp:
+            tab.to_csv(tmp, index=False)
     if plot is not None:
         title = f"{prob.describe()} — space {prob.space.name}, {res.evaluated:,} points, {res.feasible:,} feasible"
-        api.plot_frontier(res.frontier, res.cloud, plot, title, prob.latency_column)
+        with atomic_output(plot, "--plot") as tmp:
+            api.plot_frontier(res.frontier, res.cloud, tmp, title, prob.latency_column)
     if as_json:
         print_json(res.to_dict())
         return
     console.print(
-        f"[bold]{prob.describe()}[/bold] — space {prob.space.name}: {res.evaluated:,} points, {res.feasible:,} "
-        f"feasible, frontier {res.frontier_size} ({', '.join(res.objectives)}); evaluated in "
+        f"[bold]{esc(prob.describe())}[/bold] — space {esc(prob.space.name)}: {res.evaluated:,} points, "
+        f"{res.feasible:,} feasible, frontier {res.frontier_size} ({', '.join(res.objectives)}); evaluated in "
         f"{res.eval_seconds:.2f} s, Pareto in {res.pareto_seconds:.3f} s"
     )
     values = [("loss", lambda r: f"{r['loss']:.4f}"), ("latency", lambda r: fmt_time(r["latency_s"])),
@@ -69,6 +90,6 @@ def frontier(
     if same:
         console.print(same, markup=False)
     if out is not None:
-        console.print(f"[dim]wrote {out}[/dim]")
+        console.print(f"[dim]wrote {esc(str(out))}[/dim]")
     if plot is not None:
-        console.print(f"[dim]wrote {plot}[/dim]")
+        console.print(f"[dim]wrote {esc(str(plot))}[/dim]")

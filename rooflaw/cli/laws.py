@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from . import app
-from .common import console, print_json, table
+from .common import console, esc, print_json, table
 
 laws_app = typer.Typer(help="Built-in loss laws: list them, show one.", no_args_is_help=True)
 app.add_typer(laws_app, name="laws")
@@ -36,12 +36,12 @@ def show_cmd(
     if json:
         print_json(law.to_dict())
         return
-    console.print(f"[bold]{law.name}[/bold]")
-    console.print(f"  loss = {law.text()}", highlight=False)
-    console.print(f"  LaTeX: {law.latex()}", highlight=False)
+    console.print(f"[bold]{esc(law.name)}[/bold]")
+    console.print(f"  loss = {law.text()}", highlight=False, markup=False)
+    console.print(f"  LaTeX: {law.latex()}", highlight=False, markup=False)
     rows = [[k, f"{v:.6g}", "" if law.stderr is None else f"{law.stderr[k]:.3g}"] for k, v in law.params.items()]
     console.print(table("parameters", ["name", "value", "stderr"], rows))
     console.print("  variables: " + ", ".join(law.variables), highlight=False)
-    console.print(f"  source: {law.source}", highlight=False)
-    console.print(f"  validity: {law.validity}", highlight=False)
+    console.print(f"  source: {law.source}", highlight=False, markup=False)
+    console.print(f"  validity: {law.validity}", highlight=False, markup=False)
     console.print(f"  posynomial: {law.is_posynomial()}", highlight=False)

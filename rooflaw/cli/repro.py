@@ -2,14 +2,42 @@
 
 from __future__ import annotations
 
-import importlib
-import os
+import importlib.util
 import sys
+from pathlib import Path
 
 import typer
 
 from ..errors import RooflawError
 from . import app
+
+
+def _load_paper_repro():
+    """``paper_repro`` from beside the ``rooflaw`` package that is running -- never from the working
+    directory or another ``sys.path`` entry (a stray ``paper_repro/`` there must not run)."""
+    import rooflaw
+
+    home = Path(rooflaw.__file__).resolve().parent.parent
+    init = home / "paper_repro" / "__init__.py"
+    loaded = sys.modules.get("paper_repro")
+    if loaded is not None:
+        if Path(getattr(loaded, "__file__", "") or "").resolve() == init:
+            return loaded
+        raise RooflawError(f"paper_repro is already imported from {loaded.__file__}, not from {init.parent}")
+    if not init.is_file():
+        raise RooflawError(
+            f"paper_repro is not installed beside rooflaw (looked in {init.parent}); "
+            "install rooflaw with its paper_repro package or run from a source checkout"
+        )
+    spec = importlib.util.spec_from_file_location("paper_repro", init, submodule_search_locations=[str(init.parent)])
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules["paper_repro"] = module
+    try:
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+    except BaseException:
+        sys.modules.pop("paper_repro", None)
+        raise
+    return module
 
 
 @app.command("repro")
@@ -21,19 +49,11 @@ def repro_cmd(
     quick: bool = typer.Option(False, "--quick", help="Reduced mode (fewer fit starts) for tests."),
 ) -> None:
     """Reproduce the paper's frontiers, closed forms and claims under its two cost models and rooflaw's."""
-    try:
-        paper_repro = importlib.import_module("paper_repro")
-    except ImportError:
-        sys.path.insert(0, os.getcwd())  # the console script does not put the working directory on sys.path
-        try:
-            paper_repro = importlib.import_module("paper_repro")
-        except ImportError:
-            paper_repro = None
-    if paper_repro is None:
-        raise RooflawError(
-            "paper_repro is not importable: reinstall rooflaw (`pip install -e .` or `make install`); "
-            "it ships paper_repro beside the rooflaw package"
-        ) from None
+    if Path(out).exists() and not Path(out).is_dir():
+        raise RooflawError(f"--out={out!r}: exists and is not a directory; give a folder for the report")
+    if not Path(out).parent.is_dir():
+        raise RooflawError(f"--out={out!r}: directory {str(Path(out).parent)!r} does not exist")
+    paper_repro = _load_paper_repro()
     try:
         paper_repro.run(sections or ["all"], out, quick=quick)
     except ValueError as e:

@@ -10,7 +10,17 @@ import typer
 from ..errors import bad
 from ..units import fmt_bytes, fmt_time
 from . import app
-from .common import DEFAULT_PRECISION, EXTRAPOLATION_HELP, arch_table, build_problem, console, print_json
+from .common import (
+    DEFAULT_PRECISION,
+    EXTRAPOLATION_HELP,
+    arch_table,
+    atomic_output,
+    build_problem,
+    check_output,
+    console,
+    esc,
+    print_json,
+)
 from .progress import ProgressBar
 
 
@@ -51,7 +61,12 @@ def search(
 ) -> None:
     """Search a space with Optuna; report the feasible frontier of the trials and its hypervolume."""
     from ..api import search as run
+    from ..solver.search.safety import check_out_not_storage
+    from ..solver.search.study import infeasible_from_trials
 
+    if out is not None:
+        check_output(out, "--out")
+        check_out_not_storage(out, storage)
     prob = build_problem(device, law, space, phase, precision, batch, input_tokens, output_tokens, preset, tokens,
                          latency_budget, memory_budget, energy_budget, attention=attention,
                          allow_extrapolation=allow_extrapolation)  # fmt: skip
@@ -68,13 +83,17 @@ def search(
             progress=None if as_json else bar,
         )  # fmt: skip
     if out is not None:
-        res.trials.to_csv(out, index=False)
+        with atomic_output(out, "--out") as tmp:
+            res.trials.to_csv(tmp, index=False)
+    if (prob.latency_budget or prob.memory_budget or prob.energy_budget) and not len(res.frontier):
+        raise infeasible_from_trials(prob, res.trials)  # exit 3, like solve
     if as_json:
         print_json(res.to_dict())
         return
     d = res.to_dict()
     console.print(
-        f"[bold]{prob.describe()}[/bold] — space {prob.space.name}, sampler {sampler}: {d['trials']} trials "
+        f"[bold]{esc(prob.describe())}[/bold] — space {esc(prob.space.name)}, sampler {esc(sampler)}: "
+        f"{d['trials']} trials "
         f"({d['unique']} distinct, {d['ran']} run now), frontier {d['frontier_size']}, hypervolume "
         f"{d['hypervolume']:.4g} (reference {', '.join(f'{x:.4g}' for x in d['reference_point'])}), "
         f"{d['seconds']:.1f} s"
@@ -87,4 +106,4 @@ def search(
     if same:
         console.print(same, markup=False)
     if out is not None:
-        console.print(f"[dim]wrote {out}[/dim]")
+        console.print(f"[dim]wrote {esc(str(out))}[/dim]")

@@ -9,7 +9,7 @@ import typer
 from .. import api
 from ..units import fmt_bytes, fmt_count, fmt_time
 from . import app
-from .common import DEFAULT_PRECISION, EXTRAPOLATION_HELP, build_problem, console, print_json, table
+from .common import DEFAULT_PRECISION, EXTRAPOLATION_HELP, build_problem, console, esc, print_json, table
 
 METHODS = ("closed-form", "gp", "exhaustive", "optuna")
 
@@ -65,7 +65,7 @@ def solve(
         print_json(obj)
         return
     a = res.architecture
-    console.print(f"[bold]{prob.describe()}[/bold] — space {prob.space.name}, method {res.method}")
+    console.print(f"[bold]{esc(prob.describe())}[/bold] — space {esc(prob.space.name)}, method {res.method}")
     if res.regime:
         console.print(f"regime: [bold]{res.regime}[/bold]; binding: {res.binding}")
     if cont:
@@ -91,7 +91,7 @@ def solve(
     ]  # fmt: skip
     console.print(table(f"judged by the '{prob.preset}' cost model", ["quantity", "value"], summary))
     for n in res.notes:
-        console.print(f"[dim]note: {n}[/dim]")
+        console.print(f"[dim]note: {esc(n)}[/dim]")
     if explain:
         if res.explain:
             console.print("the continuous relaxation:", style="bold")

@@ -187,6 +187,11 @@ class _Builder:
         if not _is_number(value) or value <= 0:
             raise _err(self.where, key, value, "must be a positive finite number")
         si = float(value) * factor
+        if not math.isfinite(si):
+            raise _err(self.where, key, value, "overflows a double in SI units")
+        if field_name in self.prov:
+            first = _FIELD_TO_KEY.get(field_name, field_name)
+            raise _err(self.where, key, value, f"sets {field_name} again (already given, e.g. as {first!r})")
         if field_name in ("compute_efficiency", "memory_efficiency") and si > 1:
             raise _err(self.where, key, value, "must be in (0, 1]")
         if field_name.startswith("peak_flops."):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,6 +13,11 @@ from ..errors import bad
 #: vector rate (softmax, norms, activations run there); the others are dense tensor-core peaks.
 DTYPES = ("fp32", "tf32", "fp16", "fp8", "int8", "int4", "fp4")
 PROVENANCE = ("datasheet", "derived", "secondary", "measured", "assumed")
+
+
+def _real(v: object) -> bool:
+    """A finite int or float that is not a bool."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 @dataclass(frozen=True)
@@ -52,22 +58,41 @@ class Device:
     notes: str = ""
 
     def __post_init__(self) -> None:
+        if not isinstance(self.id, str) or not self.id.strip():
+            raise bad("device.id", self.id, "must be a non-empty string")
+        if not isinstance(self.peak_flops, dict):
+            raise bad(f"{self.id}.peak_flops", self.peak_flops, "must be a mapping dtype -> FLOP/s")
         if not self.peak_flops:
             raise bad(f"{self.id}.peak_flops", self.peak_flops, "needs at least one compute roof")
         for k, v in self.peak_flops.items():
             if k not in DTYPES:
                 raise bad(f"{self.id}.peak_flops", k, f"unknown dtype; use one of {', '.join(DTYPES)}")
-            if not (isinstance(v, (int, float)) and v > 0):
-                raise bad(f"{self.id}.peak_flops.{k}", v, "must be a positive number (FLOP/s)")
+            if not (_real(v) and v > 0):
+                raise bad(f"{self.id}.peak_flops.{k}", v, "must be a positive, finite number (FLOP/s)")
         for k in ("memory_bandwidth", "memory_capacity"):
             v = getattr(self, k)
-            if not (isinstance(v, (int, float)) and v > 0):
-                raise bad(f"{self.id}.{k}", v, "must be a positive number")
+            if not (_real(v) and v > 0):
+                raise bad(f"{self.id}.{k}", v, "must be a positive, finite number")
+        for k in ("power_idle", "power_peak", "energy_per_flop", "energy_per_byte", "l2_bytes"):
+            v = getattr(self, k)
+            if v is not None and not (_real(v) and v >= 0):
+                raise bad(f"{self.id}.{k}", v, "must be a non-negative, finite number (or absent)")
+        if self.power_idle is not None and self.power_peak is not None and self.power_idle > self.power_peak:
+            raise bad(f"{self.id}.power_idle", self.power_idle, f"exceeds power_peak={self.power_peak}")
+        if self.sm_count is not None and (isinstance(self.sm_count, bool) or not isinstance(self.sm_count, int)
+                                          or self.sm_count <= 0):  # fmt: skip
+            raise bad(f"{self.id}.sm_count", self.sm_count, "must be a positive integer (or absent)")
+        tile = self.tile
+        if not (
+            isinstance(tile, (tuple, list)) and len(tile) == 2
+            and all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in tile)
+        ):  # fmt: skip
+            raise bad(f"{self.id}.tile", tile, "must be two positive integers, e.g. (128, 128)")
         for k in ("compute_efficiency", "memory_efficiency"):
             v = getattr(self, k)
-            if not (0 < v <= 1):
+            if not (_real(v) and 0 < v <= 1):
                 raise bad(f"{self.id}.{k}", v, "must be in (0, 1]")
-        if not (isinstance(self.kernel_overhead, (int, float)) and 0 <= self.kernel_overhead < 1):
+        if not (_real(self.kernel_overhead) and 0 <= self.kernel_overhead < 1):
             raise bad(f"{self.id}.kernel_overhead", self.kernel_overhead, "must be in [0, 1) seconds")
         for k, v in self.provenance.items():
             if v not in PROVENANCE:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ from ..arch.architecture import COLUMNS
 from ..errors import RooflawError
 from .builtins import get_law
 from .huber import LogHuberObjective
+from .identifiable import check_identifiable
 from .law import LossLaw
 from .lbfgs import batched_lbfgs
 from .variables import VARIABLES, law_inputs
@@ -83,12 +85,29 @@ def gemstones(which: str = "cool_end") -> pd.DataFrame:
 def _column(df: pd.DataFrame, spec: str, what: str) -> np.ndarray:
     if spec in df.columns:
         s = df[spec]
-    else:
+    else:  # an arithmetic expression over columns: whitelisted and computed with numpy, never eval'd
+        from . import safe_expr
+
+        avail = ", ".join(map(str, df.columns))
+        quoted: dict[str, str] = {}  # `Column Name` -> a placeholder identifier
+
+        def _quote(m: re.Match) -> str:
+            quoted[f"quoted_column_{len(quoted)}"] = m.group(1)
+            return f"quoted_column_{len(quoted) - 1}"
+
         try:
-            s = df.eval(spec)
-        except Exception:  # noqa: BLE001 - not a column expression either
-            avail = ", ".join(map(str, df.columns))
-            raise RooflawError(f"{what}: no column {spec!r}; available: {avail}") from None
+            text, tree = safe_expr.parse(re.sub(r"`([^`]*)`", _quote, str(spec)), what)
+        except RooflawError as e:
+            raise RooflawError(f"{e}; or no column {spec!r} (available: {avail})") from None
+        cols = {}
+        for nm, called in safe_expr.names(tree):
+            col = quoted.get(nm, nm)
+            if called:
+                continue
+            if col not in df.columns:
+                raise RooflawError(f"{what}: no column {col!r}; available: {avail}")
+            cols[nm] = pd.to_numeric(df[col], errors="coerce").to_numpy(dtype=float)
+        s = np.broadcast_to(safe_expr.to_numpy(tree, text, cols, what), (len(df),))
     v = pd.to_numeric(pd.Series(s), errors="coerce").to_numpy(dtype=float)
     bad_rows = np.flatnonzero(~np.isfinite(v))
     if bad_rows.size:
@@ -106,7 +125,7 @@ def law_data(
     law: LossLaw, df: pd.DataFrame, mapping: Mapping[str, str] | None = None, loss_column: str = "loss"
 ) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """The law's variables and the loss from a table. A column named like a variable feeds it unless
-    ``mapping`` says otherwise (``{symbol: column or pandas expression over columns}``); architecture
+    ``mapping`` says otherwise (``{symbol: column or an arithmetic expression over columns}``); architecture
     columns (``layers``, ``d_model``, ...) and ``tokens`` are also used through ``law_inputs``."""
     mapping = dict(mapping or {})
     extra = set(mapping) - set(law.variables)
@@ -278,6 +297,7 @@ def fit_law(
     if len(df) == 0:
         raise RooflawError("data has no rows")
     x_all, y_all = law_data(law, df, mapping, loss_column)
+    check_identifiable(law.name, law.param_names, x_all)
     n_all, p = len(y_all), len(law.params)
     if isinstance(holdout, (float, int)) and not isinstance(holdout, bool):
         if not 0 <= holdout < 1:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import io
 import math
-import tokenize
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -12,23 +10,13 @@ from typing import Any
 
 import numpy as np
 import sympy
-from sympy.parsing.sympy_parser import convert_xor, parse_expr, standard_transformations
 
 from ..errors import RooflawError
+from . import safe_expr
 from .variables import VARIABLES, law_inputs, symbol
 
-#: Functions a user expression may call.
-FUNCTIONS: dict[str, Any] = {
-    "exp": sympy.exp,
-    "log": sympy.log,
-    "ln": sympy.log,
-    "sqrt": sympy.sqrt,
-    "tanh": sympy.tanh,
-    "Min": sympy.Min,
-    "Max": sympy.Max,
-    "min": sympy.Min,
-    "max": sympy.Max,
-}
+#: Functions a user expression may call (name -> sympy function).
+FUNCTIONS: dict[str, Any] = {k: v[0] for k, v in safe_expr.FUNCTIONS.items()}
 
 
 def param_symbol(name: str) -> sympy.Symbol:
@@ -146,7 +134,9 @@ class LossLaw:
         arrays = [np.asarray(inputs[v], dtype=float) for v in self.variables]
         shape = np.broadcast_shapes(*(a.shape for a in arrays)) if arrays else ()
         with np.errstate(all="ignore"):
-            out = self._fn(*arrays)
+            out = np.asarray(self._fn(*arrays))
+        if np.iscomplexobj(out):  # never cast a complex loss to its real part: it is undefined there
+            out = np.where(np.imag(out) == 0, np.real(out), np.nan)
         return np.broadcast_to(np.asarray(out, dtype=float), shape).copy()
 
     def perplexity(self, inputs: Mapping[str, Any]) -> np.ndarray:
@@ -199,27 +189,6 @@ class LossLaw:
 
 
 # ---- user expressions ----------------------------------------------------------------------------
-def _names(text: str) -> list[tuple[str, bool]]:
-    """NAME tokens of ``text`` and whether each is called (followed by ``(``)."""
-    try:
-        toks = list(tokenize.generate_tokens(io.StringIO(text).readline))
-    except (tokenize.TokenError, IndentationError, SyntaxError) as e:
-        raise RooflawError(f"law expression {text!r} does not parse: {e}") from None
-    allowed_ops = set("+-*/^(),") | {"**"}
-    out = []
-    for i, tok in enumerate(toks):
-        if tok.type == tokenize.NAME:
-            nxt = toks[i + 1] if i + 1 < len(toks) else None
-            out.append((tok.string, bool(nxt and nxt.type == tokenize.OP and nxt.string == "(")))
-        elif tok.type == tokenize.OP and tok.string not in allowed_ops:
-            raise RooflawError(f"law expression {text!r}: operator {tok.string!r} is not allowed")
-        elif tok.type == tokenize.STRING:
-            raise RooflawError(f"law expression {text!r}: string literals are not allowed")
-        elif tok.type == tokenize.ERRORTOKEN and tok.string.strip():
-            raise RooflawError(f"law expression {text!r} does not parse at {tok.string!r}")
-    return out
-
-
 def parse_law(
     text: str,
     name: str | None = None,
@@ -235,32 +204,12 @@ def parse_law(
     ``params`` / ``variables`` force the reading of given symbols. Parameter values default to NaN
     (unfitted) unless given in ``values``.
     """
-    text = text.strip()
-    if not text:
-        raise RooflawError("law expression is empty")
-    found = _names(text)
-    local: dict[str, Any] = {}
+    text, tree = safe_expr.parse(text, "law expression")
+    found = safe_expr.names(tree)
     for nm, called in found:
-        if called:
-            if nm not in FUNCTIONS:
-                allowed = ", ".join(sorted(FUNCTIONS))
-                raise RooflawError(f"law expression {text!r}: unknown function {nm!r}; allowed: {allowed}")
-            local[nm] = FUNCTIONS[nm]
-        elif nm in FUNCTIONS:
+        if not called and nm in FUNCTIONS:
             raise RooflawError(f"law expression {text!r}: {nm!r} is a function, not a symbol")
-        elif nm.startswith("_") or nm in ("lambda", "import", "and", "or", "not", "if", "else", "for", "in"):
-            raise RooflawError(f"law expression {text!r}: name {nm!r} is not allowed")
-        else:
-            local[nm] = sympy.Symbol(nm, real=True)
-    try:
-        expr = parse_expr(
-            text,
-            local_dict=local,
-            transformations=standard_transformations + (convert_xor,),
-            evaluate=True,
-        )
-    except Exception as e:  # noqa: BLE001 - sympy raises many types on bad input
-        raise RooflawError(f"law expression {text!r} does not parse: {type(e).__name__}: {e}") from None
+    expr = safe_expr.to_sympy(tree, text, lambda nm: sympy.Symbol(nm, real=True), "law expression")
     if not isinstance(expr, sympy.Expr):
         raise RooflawError(f"law expression {text!r} is not an expression")
     syms = {s.name: s for s in expr.free_symbols}
@@ -280,6 +229,8 @@ def parse_law(
     if not var_names:
         raise RooflawError(f"law expression {text!r} uses no law variable; known: {', '.join(VARIABLES)}")
     expr = expr.xreplace({syms[v]: symbol(v) for v in var_names})
+    if expr.has(sympy.I, sympy.zoo, sympy.nan):
+        raise RooflawError(f"law expression {text!r} is complex-valued or undefined for positive variables")
     vals = dict(values or {})
     return LossLaw(
         name=name or text,

@@ -73,7 +73,8 @@ class Result(MappingAccess):
 
     @property
     def perplexity(self) -> float:
-        return math.exp(self.loss)
+        """``exp(loss)``; ``inf`` when that overflows a double (loss > ~709)."""
+        return math.exp(self.loss) if self.loss < 709.78 else math.inf
 
     @property
     def seconds(self) -> float:

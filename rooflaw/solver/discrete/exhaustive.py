@@ -204,8 +204,14 @@ def _n_jobs(n_jobs: int | None, size: int) -> int:
     return 1 if size < PARALLEL_MIN else max(1, int(n_jobs))
 
 
+#: Most points the exhaustive solver enumerates (a larger space: use the Optuna search).
+EXHAUSTIVE_MAX = 10**10
+
+
 def _run(problem: Problem, objectives: tuple[str, ...], n_jobs: int | None, cloud: int, sub_chunk: int):
     size = problem.space.size
+    if size > EXHAUSTIVE_MAX:
+        raise bad("space", problem.space.name, f"has {size:,} points; exhaustive enumerates at most {EXHAUSTIVE_MAX:,}")
     jobs = _n_jobs(n_jobs, size)
     ranges = _ranges(size, jobs, sub_chunk)
     t0 = time.perf_counter()

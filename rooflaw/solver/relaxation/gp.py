@@ -131,8 +131,11 @@ def solve_gp_theory(problem: Any, fix: Mapping[str, float] | None = None, solver
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 prob.solve(gp=True, **kw)
-        except cp.error.SolverError as e:
-            raise RooflawError(f"GP solver failed: {e}") from None
+        except cp.error.SolverError:  # Clarabel gave up: the other conic solvers, or exit 4 naming them
+            from .gp_fallback import solve_with_fallback
+
+            solve_with_fallback(prob, solver)
+            break
         if prob.status != "optimal_inaccurate" or solver != "CLARABEL":
             break
     t2 = time.perf_counter()

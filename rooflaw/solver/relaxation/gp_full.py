@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import time
-import warnings
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
@@ -21,6 +20,7 @@ from ...constraints.posynomial import Branch, Posy, k_dependent_ops, space_fixed
 from ...constraints.posynomial import build_branch as _build_branch
 from ...errors import Infeasible, RooflawError
 from ..infeasible import report, space_name
+from .gp_fallback import solve_with_fallback
 from .kkt import VARS, X
 
 PHASE_COLUMN = {"prefill": "prefill_s", "decode": "decode_s", "total": "total_s"}
@@ -246,26 +246,9 @@ _LADDER = (_TIGHT, {**_TIGHT, "max_step_fraction": 0.9}, {**_TIGHT, "equilibrate
 
 
 def _run(prob: Any, solver: str | None) -> str:
-    """Solve ``prob`` (DGP); the status of the first accurate solve, else the last one's."""
-    import cvxpy as cp
-
-    ladder = _LADDER if solver == "CLARABEL" else ({},)
-    status, err = "solver_error", None
-    for opts in ladder:
-        kw = {"solver": solver, **opts} if solver else {}
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                prob.solve(gp=True, **kw)
-        except cp.error.SolverError as e:
-            err = e
-            continue
-        status = prob.status
-        if status in ("optimal", "infeasible"):
-            break
-    if status == "solver_error":
-        raise RooflawError(f"GP solver failed: {err}")
-    return status
+    """Solve ``prob`` (DGP); the status of the first accurate solve, else the last one's. When Clarabel
+    fails on every rung of its ladder, the other installed conic solvers (SCS, ECOS) are tried in turn."""
+    return solve_with_fallback(prob, solver, _LADDER)
 
 
 def _register(br: Branch, basis: _Basis) -> None:

@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from ...errors import bad
+from ...errors import ExternalError, bad
 
 
 def load_measure(measure: Any) -> Callable[..., float] | None:
@@ -22,12 +22,17 @@ def load_measure(measure: Any) -> Callable[..., float] | None:
     text = str(measure)
     if ":" in text:
         mod, _, fn = text.rpartition(":")
+        if not mod.strip() or not fn.strip() or not all(p.isidentifier() for p in fn.split(".")):
+            raise bad("measure", text, "give module:function, path/to/file.py:function or an entry point name")
         try:
             obj: Any = _import(mod)
             for part in fn.split("."):
                 obj = getattr(obj, part)
-        except (ImportError, AttributeError) as e:
-            raise bad("measure", text, f"cannot import: {e}") from None
+        except (ImportError, AttributeError, ValueError) as e:
+            why = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise bad("measure", text, f"cannot import: {why}") from None
+        except Exception as e:  # noqa: BLE001 - the user's module raised while importing
+            raise ExternalError(f"measure={text!r}: importing it raised {type(e).__name__}: {e}") from None
         if not callable(obj):
             raise bad("measure", text, "is not callable")
         return obj

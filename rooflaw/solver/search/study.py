@@ -28,13 +28,14 @@ import numpy as np
 import pandas as pd
 
 from ...arch.space import add_paper_variables
-from ...errors import RooflawError, bad
+from ...errors import ExternalError, Infeasible, RooflawError, bad
 from ..discrete.exhaustive import _KEEP, FRONTIER_COLUMNS, OBJECTIVES, check_objectives, evaluate_lean, result_from_row
 from ..discrete.pareto import hypervolume, pareto_mask
 from ..infeasible import no_finite_loss, report
 from ..problem import Problem
 from ..reference import space_reference
 from ..result import MappingAccess, Result
+from . import safety
 from .measure import load_measure
 from .samplers import SAMPLERS, make_sampler
 from .storage import open_storage
@@ -82,9 +83,17 @@ class _Objective:
             mem_col, cap = budgets["memory"]
             if row[mem_col] <= cap and math.isfinite(row["loss"]):
                 arch = p.space.architecture(row)
-                seconds = float(self.measure(arch, p.workload))
+                try:
+                    got = self.measure(arch, p.workload)
+                except Exception as e:  # noqa: BLE001 - a failure of the user's measuring code (exit 4)
+                    msg = str(e).splitlines()[0][:200] if str(e) else ""
+                    raise ExternalError(f"measure raised {type(e).__name__}: {msg} (for {arch.spec()})") from None
+                try:
+                    seconds = float(got) if not isinstance(got, (bool, str, bytes)) else math.nan
+                except (TypeError, ValueError, OverflowError):
+                    seconds = math.nan
                 if not (math.isfinite(seconds) and seconds > 0):
-                    raise RooflawError(f"measure returned {seconds!r} for {arch.spec()}; expected seconds > 0")
+                    raise ExternalError(f"measure returned {got!r:.60} for {arch.spec()}; expected seconds > 0")
                 self.measurements += 1
                 row["latency_s"] = seconds
                 row[p.latency_column] = seconds
@@ -121,7 +130,9 @@ def _open_study(problem: Problem, objectives: tuple[str, ...], storage: Any, stu
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     directions = ["minimize"] * len(objectives)
-    meta = {"objectives": list(objectives), "space": problem.space.name, "phase": problem.phase}
+    definition = safety.study_definition(problem, objectives)
+    meta = {"objectives": list(objectives), "space": problem.space.name, "phase": problem.phase,
+            "definition": definition}  # fmt: skip
     try:
         existing = {s.study_name: s for s in optuna.get_all_study_summaries(storage, include_best_trial=False)}
     except Exception as e:
@@ -142,6 +153,7 @@ def _open_study(problem: Problem, objectives: tuple[str, ...], storage: Any, stu
                     f"study_name={study_name!r}: exists with {k} {have.get(k)!r}; this search has {meta[k]!r} "
                     "(choose another --study-name)"
                 )
+        safety.check_definition(study_name, have.get("definition"), definition)
     try:
         study = optuna.create_study(
             storage=storage, study_name=study_name, directions=directions, sampler=sampler, load_if_exists=True
@@ -150,7 +162,7 @@ def _open_study(problem: Problem, objectives: tuple[str, ...], storage: Any, stu
         raise RooflawError(
             f"study_name={study_name!r}: cannot create or load: {str(e).splitlines()[0][:300]}"
         ) from None
-    if study.user_attrs.get("rooflaw") is None:
+    if study.user_attrs.get("rooflaw", {}).get("definition") is None:
         study.set_user_attr("rooflaw", meta)
     return study
 
@@ -200,6 +212,7 @@ def _run_worker(
     while done < n_trials:
         trial = study.ask()
         try:
+            trial.set_user_attr("owner", safety.owner_tag())
             values = obj(trial)
         except BaseException:
             study.tell(trial, state=TrialState.FAIL)
@@ -344,8 +357,11 @@ def search(
         raise bad("workers", workers, "must be a positive integer")
     if reference is not None and len(reference) != len(objs):
         raise bad("reference", list(reference), f"needs {len(objs)} values ({','.join(objs)})")
+    if workers > 1 and safety.is_memory_storage(storage):
+        raise bad("storage", storage, f"lives in one process; {workers} workers need a file or server storage")
     load_measure(measure)  # fail early on a bad spec
-    name = study_name or f"rooflaw-{problem.space.name}-{'-'.join(objs)}-{sampler}"
+    tag = safety.fingerprint(safety.study_definition(problem, objs))
+    name = study_name or f"rooflaw-{problem.space.name}-{'-'.join(objs)}-{sampler}-{tag}"
     t0 = time.perf_counter()
     tmp = None
     url = storage
@@ -356,17 +372,16 @@ def search(
         store = open_storage(url)
         import optuna
 
-        # validate the study (objectives, space) before any worker starts
-        _open_study(problem, objs, store, name, optuna.samplers.RandomSampler(seed=seed))
+        # validate the study (what defines it) before any worker starts; fail trials of killed runs
+        first = _open_study(problem, objs, store, name, optuna.samplers.RandomSampler(seed=seed))
+        stale = safety.fail_stale_running(first)
         if workers == 1:
             stats = [_run_worker(problem, objs, sampler, seed, url, store, name, n_trials, measure, progress)]
         else:
-            from joblib import Parallel, delayed
-
             seeds = [None if seed is None else seed + 7919 * i for i in range(workers)]
             m = measure if measure is None or callable(measure) else str(measure)
-            stats = Parallel(n_jobs=workers, backend="loky")(
-                delayed(_run_worker)(problem, objs, sampler, s, url, None, name, n_trials, m) for s in seeds
+            stats = safety.run_workers(
+                _run_worker, [(problem, objs, sampler, s, url, None, name, n_trials, m) for s in seeds]
             )
         import optuna
 
@@ -391,7 +406,24 @@ def search(
         ran=sum(s["ran"] for s in stats),
         evaluations=sum(s["evaluations"] for s in stats),
         measurements=sum(s["measurements"] for s in stats),
+        extra={"stale_trials_failed": stale} if stale else {},
     )
+
+
+def infeasible_from_trials(problem: Problem, trials: pd.DataFrame) -> Infeasible:
+    """The :class:`Infeasible` error for a search whose trials meet no budget (one report, as every solver):
+    the smallest value of each constraint seen, and the trial closest to meeting all of them."""
+    t = trials[np.isfinite(trials["loss"].to_numpy(dtype=float))] if len(trials) else trials
+    where = f"among the {len(trials)} trials of the search on space {problem.space.name!r}"
+    if not len(t):
+        return no_finite_loss(problem, where)
+    budgets = {k: b for k, (_, b) in problem.budgets().items()}
+    cols = {k: c for k, (c, _) in problem.budgets().items()}
+    smallest = {k: float(t[cols[k]].min()) for k in budgets}
+    ratio = np.max([t[cols[k]].to_numpy(dtype=float) / budgets[k] for k in budgets], axis=0)
+    j = int(np.argmin(ratio))
+    closest = {k: float(t[cols[k]].iloc[j]) for k in budgets}
+    return report(problem, smallest, budgets, where, closest)
 
 
 def solve_optuna(
@@ -409,17 +441,7 @@ def solve_optuna(
     res = search(problem, sampler, n_trials, seed, storage, study_name, workers, ("loss",), measure)
     best = res.best()
     if best is None:
-        t = res.trials[np.isfinite(res.trials["loss"].to_numpy(dtype=float))] if len(res.trials) else res.trials
-        where = f"among the {len(res.trials)} trials of the search on space {problem.space.name!r}"
-        if not len(t):
-            raise no_finite_loss(problem, where)
-        budgets = {k: b for k, (_, b) in problem.budgets().items()}
-        cols = {k: c for k, (c, _) in problem.budgets().items()}
-        smallest = {k: float(t[cols[k]].min()) for k in budgets}
-        ratio = np.max([t[cols[k]].to_numpy(dtype=float) / budgets[k] for k in budgets], axis=0)
-        j = int(np.argmin(ratio))
-        closest = {k: float(t[cols[k]].iloc[j]) for k in budgets}
-        raise report(problem, smallest, budgets, where, closest)
+        raise infeasible_from_trials(problem, res.trials)
     row: Mapping[str, Any] = best.to_dict()
     out = result_from_row(
         problem,
