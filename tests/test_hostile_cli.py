@@ -13,7 +13,7 @@ import pytest
 from rooflaw.cli import main
 
 DEV = "jetson-orin-nano-8gb"
-TINY_SPACE = "layers = [2, 4]\nd_model = [256]\nhead_dim = [64]\nkv_heads = [1]\nmoe = [[1, 1]]\nr_single = [2]\n"
+TINY_SPACE = "layers = [4, 8]\nd_model = [768]\nhead_dim = [64]\nkv_heads = [1]\nmoe = [[1, 1]]\nr_single = [2]\n"  # inside the paper law's domain
 ARCH = "layers=2,d_model=256,heads=4,kv_heads=1,ffn=512"
 GOOD_HF = {"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4, "num_hidden_layers": 2,
            "num_key_value_heads": 1, "vocab_size": 1000, "intermediate_size": 512}  # fmt: skip
@@ -46,9 +46,9 @@ def files(tmp_path_factory):
         f"head_dim = [64]\nkv_heads = [1]\nmoe = [[1, 1]]\nr_single = [1, 2, 3, 4]\nvocab = {list(range(1000, 1100))}\n"
     )
     w("big.toml", big)
-    w("huge_range.toml", TINY_SPACE.replace("layers = [2, 4]", "layers = {start = 1, stop = 1000000000000}"))
+    w("huge_range.toml", TINY_SPACE.replace("layers = [4, 8]", "layers = {start = 1, stop = 1000000000000}"))
     w("r_huge.toml", TINY_SPACE.replace("r_single = [2]", "r_single = [1e30]"))
-    w("layers_huge.toml", TINY_SPACE.replace("layers = [2, 4]", "layers = [1e30]"))
+    w("layers_huge.toml", TINY_SPACE.replace("layers = [4, 8]", "layers = [1e30]"))
     w("bad_space.toml", "layers = [2\n")
     w("unknown_space.toml", TINY_SPACE + "colour = 3\n")
     w("dev.toml", DEVICE)
@@ -295,7 +295,7 @@ def test_resumed_study_with_another_definition_is_refused(files, capsys, tmp_pat
     capsys.readouterr()
     for change in (["--device", "h100-sxm"], ["--device", DEV, "--latency-budget", "1us"],
                    ["--device", DEV, "--precision", "int8"], ["--device", DEV, "--batch", "4"],
-                   ["--device", DEV, "--law", "chinchilla-hoffmann", "--tokens", "1e9"]):  # fmt: skip
+                   ["--device", DEV, "--law", "chinchilla-hoffmann", "--tokens", "1e10"]):  # fmt: skip
         assert main([*base, *change]) == 2, change
         err = capsys.readouterr().err
         assert "exists with" in err and len(err.strip().splitlines()) == 1
