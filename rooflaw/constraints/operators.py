@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from .symbols import ARCH, B, C, Sq, T, b_a, b_kv, b_v, b_w, unfused
+from .symbols import ARCH, B, C, Sq, T, b_a, b_h, b_kv, b_v, b_w, unfused
 
 a = ARCH
 d, nh, nkv, hd = a["d_model"], a["heads"], a["kv_heads"], a["head_dim"]
@@ -143,7 +143,7 @@ FULL_OPS: tuple[Op, ...] = (
         bytes=d * (experts_touched * ffn + nsh * ffn_sh) * b_w + T * ffn_tokens_width * b_a + T * (K + nsh) * d * b_a,
         gemm=(_tokens_per_expert, d, ffn, experts_touched),
     ),
-    Op("embed", "memory", "model", flops=sp.Integer(0), bytes=T * d * (b_w + b_a)),
+    Op("embed", "memory", "model", flops=sp.Integer(0), bytes=T * d * (b_h + b_a)),
     Op(
         "final_norm",
         "vector",
@@ -156,17 +156,19 @@ FULL_OPS: tuple[Op, ...] = (
         "linear",
         "model",
         flops=2 * B * d * V,
-        bytes=V * d * b_w + B * d * b_a + 4 * B * V,
+        bytes=V * d * b_h + B * d * b_a + 4 * B * V,
         gemm=(B, V, d, sp.Integer(1)),
     ),
 )
 
 
 def weight_bytes_expr() -> sp.Expr:
-    """Bytes of all weights (all experts, embeddings, LM head if untied)."""
+    """Bytes of all weights (all experts; embeddings and LM head, if untied, at ``b_h`` bytes)."""
     from ..arch.architecture import param_counts
 
-    return param_counts(ARCH)["total"] * b_w
+    c = param_counts(ARCH)
+    outer = c["embed"] + c["lm_head"]
+    return (c["total"] - outer) * b_w + outer * b_h
 
 
 def kv_cache_bytes_expr(tokens: sp.Expr) -> sp.Expr:

@@ -134,6 +134,7 @@ def _args(cols: Mapping[str, np.ndarray], workload: Workload, precision: Precisi
         "b_a": precision.activations.bytes,
         "b_kv": precision.kv.bytes,
         "b_v": precision.vector_bytes,
+        "b_h": precision.head_format.bytes,
     }
     return [cols[n] if n in cols else scal[n] for n in ARG_NAMES]
 

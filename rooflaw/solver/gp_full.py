@@ -52,12 +52,12 @@ import sympy as sp
 from ..constraints import operators as O
 from ..constraints.compile import affine_in_t, decode_step, prefill
 from ..constraints.roofline import COMPUTE_POWER_SHARE
-from ..constraints.symbols import ARCH, B, S_in, S_out, b_a, b_kv, b_v, b_w, unfused
+from ..constraints.symbols import ARCH, B, S_in, S_out, b_a, b_h, b_kv, b_v, b_w, unfused
 from ..errors import Infeasible, RooflawError
 from .kkt import VARS, X
 
 #: Workload/precision symbols the templates keep symbolic; numbers per problem.
-CONSTS = (B, S_in, S_out, b_w, b_a, b_kv, b_v, unfused)
+CONSTS = (B, S_in, S_out, b_w, b_a, b_kv, b_v, b_h, unfused)
 Ksym = sp.Symbol("K_topk", positive=True)
 _VSYM = tuple(X[v] for v in VARS)
 _FIXED_COLS = ("gated", "qkv_bias", "norms_per_layer", "layernorm", "qk_norm_size", "qk_norm_on", "shared_gate",
@@ -297,7 +297,7 @@ def build_branch(
         decode_cover = "BK" if moe else "E"
     tm = _templates(tuple(sorted(fixed.items())), moe, decode_cover)
     consts = {B: wl.batch, S_in: wl.input_tokens, S_out: wl.output_tokens, b_w: prec.weights.bytes,
-              b_a: prec.activations.bytes, b_kv: prec.kv.bytes, b_v: prec.vector_bytes,
+              b_a: prec.activations.bytes, b_kv: prec.kv.bytes, b_v: prec.vector_bytes, b_h: prec.head_format.bytes,
               unfused: 1.0 if wl.attention == "unfused" else 0.0}  # fmt: skip
     coef = np.asarray([float(np.asarray(v)) for v in tm.coef_fn(*[float(consts[s]) for s in CONSTS], float(K))])
     ce, me = float(dev.compute_efficiency), float(dev.memory_efficiency)
