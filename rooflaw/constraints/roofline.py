@@ -20,6 +20,7 @@ from ..arch.architecture import COLUMNS, Architecture
 from ..devices.device import Device
 from ..errors import bad
 from .compile import ARG_NAMES, Compiled, compile_preset
+from .engines import Applied, EngineProfile, applied
 from .gemm import tile_efficiency
 from .precision import Precision
 from .workload import Workload
@@ -92,8 +93,8 @@ class _Roofs:
     dtypes: list[str]
 
 
-def _roofs(compiled: Compiled, device: Device, precision: Precision) -> _Roofs:
-    pis, dtypes = [], []
+def _roofs(compiled: Compiled, device: Device, precision: Precision, app: Applied) -> _Roofs:
+    pis, dtypes, effs = [], [], []
     for op in compiled.ops:
         if op.roof == "linear":
             dt, p = device.roof(precision.linear_dtype)
@@ -105,23 +106,34 @@ def _roofs(compiled: Compiled, device: Device, precision: Precision) -> _Roofs:
             dt, p = "-", np.inf
         pis.append(p)
         dtypes.append(dt)
+        effs.append(app.eff(dt) if dt != "-" else 1.0)
     raw = np.array(pis, dtype=np.float64)
     return _Roofs(
-        raw * device.compute_efficiency,
-        device.memory_bandwidth * device.memory_efficiency,
+        raw * np.array(effs),
+        device.memory_bandwidth * app.memory,
         raw,
         float(device.memory_bandwidth),
         dtypes,
     )
 
 
-def _roofs_by_class(device: Device, precision: Precision) -> dict[str, float]:
-    """Raw peak FLOP/s of the linear, attention and vector roofs (no efficiency factors)."""
+def _roofs_by_class(device: Device, precision: Precision, app: Applied | None = None) -> dict[str, float]:
+    """Peak FLOP/s of the linear, attention and vector roofs (achieved, when ``app`` is given)."""
+    lin, att = device.roof(precision.linear_dtype), device.roof(precision.attention_dtype)
+    if app is None:
+        return {"linear": lin[1], "attention": att[1], "vector": device.vector_flops}
     return {
-        "linear": device.roof(precision.linear_dtype)[1],
-        "attention": device.roof(precision.attention_dtype)[1],
-        "vector": device.vector_flops,
+        "linear": lin[1] * app.eff(lin[0]),
+        "attention": att[1] * app.eff(att[0]),
+        "vector": device.vector_flops * app.eff("fp32"),
     }
+
+
+def _launches(app: Applied, cols, per_layer, per_model):
+    """Kernels launched per forward pass: the engine's count, else one per operator with work."""
+    if app.kernels_per_layer is None:
+        return cols["layers"] * per_layer + per_model
+    return cols["layers"] * (app.kernels_per_layer + app.moe_kernels * cols["moe"]) + app.kernels_per_pass
 
 
 def _args(cols: Mapping[str, np.ndarray], workload: Workload, precision: Precision) -> list:
@@ -139,13 +151,13 @@ def _args(cols: Mapping[str, np.ndarray], workload: Workload, precision: Precisi
     return [cols[n] if n in cols else scal[n] for n in ARG_NAMES]
 
 
-def _evaluate_fast(cols, device, workload, precision, preset):
+def _evaluate_fast(cols, device, workload, precision, preset, app):
     """Bulk path (no per-op breakdown, no tile model): one generated function does most work."""
     comp = compile_preset(preset)
     args = _args(cols, workload, precision)
-    r = _roofs_by_class(device, precision)
-    ce, ibeta = device.compute_efficiency, 1.0 / (device.memory_bandwidth * device.memory_efficiency)
-    vals = comp.fast(*args, 1 / (r["linear"] * ce), 1 / (r["attention"] * ce), 1 / (r["vector"] * ce), ibeta)
+    r = _roofs_by_class(device, precision, app)
+    ibeta = 1.0 / (device.memory_bandwidth * app.memory)
+    vals = comp.fast(*args, 1 / r["linear"], 1 / r["attention"], 1 / r["vector"], ibeta)
     n = len(cols["layers"])
     vals = [np.broadcast_to(np.asarray(v, dtype=np.float64), (n,)) for v in vals]
     S_out = workload.output_tokens
@@ -160,18 +172,18 @@ def _evaluate_fast(cols, device, workload, precision, preset):
             dec_m = dec_m + td
     totals = vals[4 + 4 * len(comp.varying) :]
     pre_t, dec_t = layers * pre_l + pre_m, layers * dec_l + dec_m
-    if device.kernel_overhead and preset == "full":
-        launches = layers * totals[-2] + totals[-1]
-        pre_t = pre_t + device.kernel_overhead * launches
-        dec_t = dec_t + device.kernel_overhead * S_out * launches
+    if preset == "full":
+        launches = _launches(app, cols, totals[-2], totals[-1])
+        pre_t = pre_t + app.kernel_s * launches + app.pass_s
+        dec_t = dec_t + S_out * (app.kernel_s * launches + app.pass_s)
     return _finish(cols, device, precision, preset, workload, pre_t, dec_t, totals)
 
 
-def _evaluate_chunk(cols, device, workload, precision, preset, tiles, per_op):
+def _evaluate_chunk(cols, device, workload, precision, preset, tiles, per_op, app):
     if not per_op and not tiles:
-        return _evaluate_fast(cols, device, workload, precision, preset)
+        return _evaluate_fast(cols, device, workload, precision, preset, app)
     comp = compile_preset(preset)
-    roofs = _roofs(comp, device, precision)
+    roofs = _roofs(comp, device, precision, app)
     args = _args(cols, workload, precision)
     n = len(cols["layers"])
     vals = [np.broadcast_to(np.asarray(v, dtype=np.float64), (n,)) for v in comp.phases(*args)]
@@ -203,7 +215,7 @@ def _evaluate_chunk(cols, device, workload, precision, preset, tiles, per_op):
         ipi = 0.0 if not np.isfinite(roofs.pi[i]) else 1.0 / roofs.pi[i]
         ipi_p, ipi_d = ipi / eff_pre[i], ipi / eff_dec[i]
         tc, tm = F * ipi_p, By * ibeta
-        launch = device.kernel_overhead * np.sign(F + By) if preset == "full" else 0.0
+        launch = app.kernel_s * np.sign(F + By) if preset == "full" and app.kernels_per_layer is None else 0.0
         if preset == "paper":  # theory mode: compute-bound prefill, memory-bound decode
             tp = tc
             td = (S_out * b0 + b1 * S_out * (S_out + 1) / 2) * ibeta
@@ -243,6 +255,13 @@ def _evaluate_chunk(cols, device, workload, precision, preset, tiles, per_op):
             )
     pre_t = layers * pre["layer"] + pre["model"]
     dec_t = layers * (dec["layer"] + S_out * dec_const["layer"]) + dec["model"] + S_out * dec_const["model"]
+    if preset == "full":  # engine kernel counts (when it has them) and the per-pass overhead
+        extra = app.pass_s + (0.0 if app.kernels_per_layer is None else app.kernel_s * _launches(app, cols, 0, 0))
+        pre_t, dec_t = pre_t + extra, dec_t + S_out * extra
+        if per_op:
+            ops_out.append({"name": "engine_overhead", "roof": "-", "scope": "model",
+                            "prefill": (0.0 * pre_t, 0.0 * pre_t, extra + 0.0 * pre_t, np.zeros(n)),
+                            "decode": (0.0 * pre_t, 0.0 * pre_t, S_out * extra + 0.0 * pre_t, np.zeros(n))})  # fmt: skip
     out = _finish(cols, device, precision, preset, workload, pre_t, dec_t, totals)
     if per_op:
         out["_ops"] = ops_out
@@ -300,27 +319,30 @@ def evaluate_columns(
     preset: str = "full",
     tiles: bool = False,
     chunk: int = CHUNK,
+    engine: str | EngineProfile | None = None,
 ) -> dict[str, np.ndarray]:
     """Evaluate a table of candidates (dict of equal-length arrays or a DataFrame) in one call.
 
     Returns arrays (SI units): prefill_s, decode_s (all S_out steps), ttft_s, tpot_s, total_s,
     prefill/decode FLOPs and bytes, weight_bytes, kv_cache_bytes, activation_bytes, memory_bytes,
     fits_in_memory, energy_j, params_total, params_active. Work is done in chunks of ``chunk``
-    rows, so memory stays bounded whatever the table size.
+    rows, so memory stays bounded whatever the table size. ``engine``: the serving stack's
+    profile (:mod:`.engines`; default: the device's), ``"ideal"`` for the pure roofline.
     """
     if preset not in PRESETS:
         raise bad("preset", preset, f"must be one of {', '.join(PRESETS)}")
     workload = workload or Workload()
     precision = Precision.parse(precision)
     cols = complete_columns(columns)
+    app = applied(device, engine, preset)
     n = len(cols["layers"])
     if n <= chunk:
-        res = _evaluate_chunk(cols, device, workload, precision, preset, tiles, False)
+        res = _evaluate_chunk(cols, device, workload, precision, preset, tiles, False, app)
         return res
     parts = []
     for s in range(0, n, chunk):
         sub = {k: v[s : s + chunk] for k, v in cols.items()}
-        parts.append(_evaluate_chunk(sub, device, workload, precision, preset, tiles, False))
+        parts.append(_evaluate_chunk(sub, device, workload, precision, preset, tiles, False, app))
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
 
@@ -352,6 +374,7 @@ class CostReport:
     tiles: bool
     values: dict[str, float]
     ops: list[OpCost] = field(default_factory=list)
+    applied: Applied | None = None
 
     def __getattr__(self, key: str) -> Any:
         values = self.__dict__.get("values", {})
@@ -362,7 +385,10 @@ class CostReport:
     @property
     def provenance(self) -> str:
         tags = sorted(set(self.device.provenance.values())) or ["unspecified"]
-        return f"preset={self.preset}; device {self.device.id} figures: {', '.join(tags)}"
+        text = f"preset={self.preset}; device {self.device.id} figures: {', '.join(tags)}"
+        if self.applied is not None:
+            text += f"; {self.applied.describe()}"
+        return text
 
     def to_dict(self) -> dict[str, Any]:
         v = self.values
@@ -389,6 +415,8 @@ class CostReport:
             "precision": self.precision.to_dict(),
             "workload": self.workload.to_dict(),
             "tiles": self.tiles,
+            "engine": self.applied.engine if self.applied else None,
+            "applied": self.applied.to_dict() if self.applied else None,
             "provenance": self.provenance,
             "arch": self.arch.to_dict(),
             "ops": [o.to_dict() for o in self.ops],
@@ -402,19 +430,29 @@ def evaluate(
     precision: str | Precision = "fp16",
     preset: str = "full",
     tiles: bool = False,
+    engine: str | EngineProfile | None = None,
 ) -> CostReport:
-    """Latency per phase, memory, energy and the per-operator breakdown of one architecture."""
+    """Latency per phase, memory, energy and the per-operator breakdown of one architecture.
+
+    ``engine``: serving-stack profile (:mod:`.engines`; default: the device's), ``"ideal"`` for
+    the pure roofline. The report's ``applied`` says which efficiencies and overheads were used.
+    """
     if preset not in PRESETS:
         raise bad("preset", preset, f"must be one of {', '.join(PRESETS)}")
     workload = workload or Workload()
     precision = Precision.parse(precision)
     cols = {k: np.array([float(v)]) for k, v in arch.columns().items()}
-    res = _evaluate_chunk(cols, device, workload, precision, preset, tiles, True)
+    app = applied(device, engine, preset)
+    res = _evaluate_chunk(cols, device, workload, precision, preset, tiles, True, app)
     ops: list[OpCost] = []
     for phase in ("prefill", "decode"):
         for o in res["_ops"]:
-            F, By, s, frac = (float(x[0]) for x in o[phase])
-            if F == 0 and By == 0:
+            F, By, s, frac = (float(np.asarray(x).ravel()[0]) for x in o[phase])
+            if F == 0 and By == 0 and o["name"] != "engine_overhead":
+                continue
+            if o["name"] == "engine_overhead":
+                if s > 0:
+                    ops.append(OpCost(o["name"], phase, 0.0, 0.0, s, "overhead", "-"))
                 continue
             if preset == "paper":
                 bound = "compute" if phase == "prefill" else "memory"
@@ -424,7 +462,7 @@ def evaluate(
                 bound = f"mixed ({frac:.0%} of steps compute-bound)"
             ops.append(OpCost(o["name"], phase, F, By, s, bound, o["roof"]))
     values = {k: (float(v[0]) if k != "fits_in_memory" else bool(v[0])) for k, v in res.items() if k != "_ops"}
-    return CostReport(arch, device, workload, precision, preset, tiles, values, ops)
+    return CostReport(arch, device, workload, precision, preset, tiles, values, ops, app)
 
 
 def decode_steps(
@@ -434,6 +472,7 @@ def decode_steps(
     precision: str | Precision = "fp16",
     preset: str = "full",
     tiles: bool = False,
+    engine: str | EngineProfile | None = None,
 ) -> list[dict[str, float]]:
     """Latency of every decode step t = 1..S_out (context S_in + t), one dict per step.
 
@@ -444,7 +483,7 @@ def decode_steps(
     steps = []
     for step in range(1, workload.output_tokens + 1):
         w = Workload(workload.batch, workload.input_tokens + step - 1, 1, workload.attention)
-        rep = evaluate(arch, device, w, precision, preset, tiles)
+        rep = evaluate(arch, device, w, precision, preset, tiles, engine)
         steps.append(
             {
                 "step": step,

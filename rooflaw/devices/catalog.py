@@ -92,7 +92,7 @@ for _dt in DTYPES:
     _SCALAR_KEYS[f"{_dt}_tflops"] = (f"peak_flops.{_dt}", 1e12)
     _SCALAR_KEYS[f"{_dt}_tops"] = (f"peak_flops.{_dt}", 1e12)
 _INT_KEYS = {"sm_count": "sm_count"}
-_META_KEYS = {"schema", "id", "name", "vendor", "kind", "provenance", "source", "uncertain", "notes", "modes"}
+_META_KEYS = {"schema", "id", "name", "vendor", "kind", "provenance", "source", "uncertain", "notes", "modes", "achieved"}
 _MODE_META_KEYS = {"name", "provenance", "source", "notes", "uncertain", "compute_scale"}
 _FIGURE_TABLE_KEYS = {"value", "sparse", "provenance", "source", "note"}
 KINDS = ("gpu", "soc", "tpu", "cpu", "npu", "accelerator")
@@ -268,6 +268,22 @@ def _uncertain(where: str, raw: object) -> tuple[str, ...]:
     return tuple(dict.fromkeys(_normalise_field(x) for x in raw))
 
 
+#: Keys of an ``[achieved]`` table (fitted achieved-performance figures, see constraints/engines.py).
+_ACHIEVED_KEYS = {"family", "engine", "provenance", "rows", "command", "memory", "kernel_s", *DTYPES}
+
+
+def _achieved(where: str, raw: object) -> dict[str, Any]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise _err(where, "achieved", raw, "must be a table")
+    extra = set(raw) - _ACHIEVED_KEYS
+    if extra:
+        k = sorted(extra)[0]
+        raise _err(where, f"achieved.{k}", raw[k], f"unknown key; known: {', '.join(sorted(_ACHIEVED_KEYS))}")
+    return dict(raw)
+
+
 def _make_device(where: str, **kw: Any) -> Device:
     try:
         return Device(**kw)
@@ -316,6 +332,7 @@ def parse_device_dict(data: dict[str, Any], where: str = "<device>") -> list[Dev
         sources=dict(b.src),
         uncertain=uncertain,
         notes=all_notes,
+        achieved=_achieved(where, data.get("achieved")),
         **b.kwargs,
     )
     out = [base]

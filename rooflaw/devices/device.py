@@ -11,7 +11,7 @@ from ..errors import bad
 #: Compute roofs a device may carry, from widest to narrowest. ``fp32`` is the non-tensor
 #: vector rate (softmax, norms, activations run there); the others are dense tensor-core peaks.
 DTYPES = ("fp32", "tf32", "fp16", "fp8", "int8", "int4", "fp4")
-PROVENANCE = ("datasheet", "derived", "secondary", "measured", "assumed")
+PROVENANCE = ("datasheet", "derived", "secondary", "measured", "assumed", "fitted")
 
 
 @dataclass(frozen=True)
@@ -50,6 +50,11 @@ class Device:
     sources: dict[str, str] = field(default_factory=dict)
     uncertain: tuple[str, ...] = ()
     notes: str = ""
+    #: Achieved-performance figures of the device family (``rooflaw devices fit-efficiency``):
+    #: ``family``, ``memory`` (fraction of bandwidth), one fraction per roof dtype (``fp16``, ``fp4``
+    #: …), ``kernel_s`` (seconds per kernel launch), ``engine`` (default profile), ``provenance``,
+    #: ``rows`` (the published rows fitted on). Empty: none fitted.
+    achieved: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.peak_flops:
@@ -69,6 +74,12 @@ class Device:
                 raise bad(f"{self.id}.{k}", v, "must be in (0, 1]")
         if not (isinstance(self.kernel_overhead, (int, float)) and 0 <= self.kernel_overhead < 1):
             raise bad(f"{self.id}.kernel_overhead", self.kernel_overhead, "must be in [0, 1) seconds")
+        for k, v in self.achieved.items():
+            if k in DTYPES or k == "memory":
+                if not (isinstance(v, (int, float)) and 0 < v <= 1):
+                    raise bad(f"{self.id}.achieved.{k}", v, "must be a fraction in (0, 1]")
+            elif k == "kernel_s" and not (isinstance(v, (int, float)) and 0 <= v < 1):
+                raise bad(f"{self.id}.achieved.{k}", v, "must be in [0, 1) seconds")
         for k, v in self.provenance.items():
             if v not in PROVENANCE:
                 raise bad(f"{self.id}.provenance.{k}", v, f"must be one of {', '.join(PROVENANCE)}")

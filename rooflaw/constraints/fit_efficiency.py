@@ -1,0 +1,214 @@
+"""Fit the achieved-performance parameters (see :mod:`.engines`) to published measurements.
+
+Parameters, all physical and shared across rows (never one per model or per row):
+
+* per device family: achieved fraction of bandwidth ``memory``; achieved fraction of each
+  compute roof the family's rows run on (``fp16``, ``fp4``, ``int8``, ``fp32`` vector …);
+  ``kernel_s`` seconds per kernel launch;
+* per engine: ``memory_factor`` and ``compute_factor`` (its kernels relative to the reference
+  engine, TensorRT-LLM, fixed at 1) and ``pass_s`` seconds per forward pass.
+
+Least squares on log(predicted / measured) with a robust (soft-L1) loss and weak log-normal
+priors, so a parameter no fitted row informs stays at its prior instead of drifting -- that is
+what makes leave-one-source-out predictions honest. Predictions inside the fit use the per-op
+roofline of the compiled cost model at the mean decode context; the reported errors come from
+:func:`rooflaw.evaluate` itself with the fitted figures applied.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..devices.device import Device
+from .compile import compile_preset
+from .engines import ENGINE_NAMES, EngineProfile, get_engine
+from .published import Case
+from .roofline import _args, complete_columns, evaluate
+
+REFERENCE_ENGINE = "tensorrt-llm"
+#: (prior median, prior spread as a factor, lower bound, upper bound) per parameter kind.
+PRIORS = {
+    "memory": (0.8, 2.0, 0.05, 1.0),
+    "compute": (0.5, 3.0, 0.005, 1.0),
+    "kernel_s": (5e-6, 4.0, 1e-8, 1e-3),
+    "memory_factor": (1.0, 2.0, 0.05, 2.0),
+    "compute_factor": (1.0, 2.0, 0.05, 2.0),
+    "pass_s": (3e-4, 5.0, 1e-7, 0.1),
+}
+OBS_SCALE = 0.1  #: relative error at which the robust loss turns linear
+
+
+@dataclass
+class _Feat:
+    """Per-op FLOPs/bytes of one case's passes (summed over layers) and its roof dtypes."""
+
+    pre: tuple[np.ndarray, np.ndarray] | None  # F, B per op
+    dec: tuple[np.ndarray, np.ndarray] | None
+    pi: np.ndarray
+    dtypes: list[str]
+    beta: float
+    launches: dict[str, float]  # engine -> kernels per pass
+
+
+def _features(case: Case, device: Device) -> _Feat:
+    comp = compile_preset("full")
+    cols = complete_columns({k: np.array([float(v)]) for k, v in case.arch.columns().items()})
+    w = case.workload
+    vals = [float(np.asarray(v).ravel()[0]) for v in comp.phases(*_args(cols, w, case.precision))]
+    n = len(comp.ops)
+    layers = float(cols["layers"][0])
+    mult = np.array([layers if op.scope == "layer" else 1.0 for op in comp.ops])
+    Fp, Bp = np.array(vals[0 : 2 * n : 2]) * mult, np.array(vals[1 : 2 * n : 2]) * mult
+    dec = np.array(vals[2 * n : 6 * n]).reshape(n, 4)
+    tbar = (w.output_tokens + 1) / 2
+    Fd, Bd = (dec[:, 0] + dec[:, 1] * tbar) * mult, (dec[:, 2] + dec[:, 3] * tbar) * mult
+    pis, dts = [], []
+    for op in comp.ops:
+        if op.roof in ("linear", "attention"):
+            dt = case.precision.linear_dtype if op.roof == "linear" else case.precision.attention_dtype
+            dt, p = device.roof(dt)
+        elif op.roof == "vector":
+            dt, p = "fp32", device.vector_flops
+        else:
+            dt, p = "-", math.inf
+        pis.append(p)
+        dts.append(dt)
+    moe = float(cols["moe"][0])
+    launches = {}
+    for name in ENGINE_NAMES:
+        e = get_engine(name)
+        launches[name] = layers * (e.kernels_per_layer + e.moe_kernels * moe) + e.kernels_per_pass
+    return _Feat((Fp, Bp), (Fd, Bd), np.array(pis), dts, float(device.memory_bandwidth), launches)
+
+
+class _Params:
+    """Maps named parameters to a log-space vector."""
+
+    def __init__(self, cases: Sequence[Case], feats: Sequence[_Feat]):
+        self.names: list[tuple[str, str, str]] = []  # (scope, owner, key)
+        for c, f in zip(cases, feats):
+            self._add("family", c.family, "memory")
+            self._add("family", c.family, "kernel_s")
+            for dt in set(f.dtypes) - {"-"}:
+                self._add("family", c.family, dt)
+            if c.engine != REFERENCE_ENGINE:
+                self._add("engine", c.engine, "memory_factor")
+                self._add("engine", c.engine, "compute_factor")
+            self._add("engine", c.engine, "pass_s")
+        self.index = {k: i for i, k in enumerate(self.names)}
+
+    def _add(self, *key: str) -> None:
+        if key not in self.names:
+            self.names.append(key)
+
+    def kind(self, key: tuple[str, str, str]) -> str:
+        return key[2] if key[2] in PRIORS else "compute"
+
+    def prior(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        mu, sd, lo, hi = (np.array([math.log(PRIORS[self.kind(k)][j]) for k in self.names]) for j in range(4))
+        return mu, sd, lo, hi
+
+    def get(self, x: np.ndarray, scope: str, owner: str, key: str, default: float = 1.0) -> float:
+        i = self.index.get((scope, owner, key))
+        return default if i is None else math.exp(x[i])
+
+
+def _predict(x: np.ndarray, P: _Params, case: Case, f: _Feat) -> float:
+    fam, eng = case.family, case.engine
+    mf = P.get(x, "engine", eng, "memory_factor")
+    cf = P.get(x, "engine", eng, "compute_factor")
+    eta_m = min(1.0, P.get(x, "family", fam, "memory") * mf)
+    eff = np.array([min(1.0, P.get(x, "family", fam, dt) * cf) if dt != "-" else 1.0 for dt in f.dtypes])
+    over = P.get(x, "family", fam, "kernel_s", 0.0) * f.launches[eng] + P.get(x, "engine", eng, "pass_s", 0.0)
+
+    def t(F, B):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            tc = np.where(np.isfinite(f.pi), F / (f.pi * eff), 0.0)
+        return float(np.sum(np.maximum(tc, B / (f.beta * eta_m)))) + over
+
+    w = case.workload
+    if case.phase == "prefill":
+        return t(*f.pre)
+    if case.phase == "decode":
+        return t(*f.dec)
+    return (t(*f.pre) + w.output_tokens * t(*f.dec)) / (w.batch * (w.output_tokens + 1))
+
+
+@dataclass
+class FitResult:
+    """Fitted figures: ``families[family][key]``, ``engines[engine][key]``, the rows used."""
+
+    families: dict[str, dict[str, float]]
+    engines: dict[str, dict[str, float]]
+    rows: dict[str, list[str]]  # family or engine -> row ids
+    cost: float
+
+    def device(self, device: Device, family: str) -> Device:
+        """``device`` with this fit's figures of ``family`` as its ``achieved`` table."""
+        fam = self.families.get(family)
+        if fam is None:
+            return dataclasses.replace(device, achieved={})
+        ach = {"family": family, "provenance": "fitted", **fam, "rows": self.rows.get(family, [])}
+        return dataclasses.replace(device, achieved=ach)
+
+    def engine(self, name: str) -> EngineProfile:
+        base = get_engine(name)
+        fit = self.engines.get(name, {})
+        prov = dict.fromkeys(fit, "fitted")
+        return dataclasses.replace(base, **fit, provenance=prov, rows=tuple(self.rows.get(name, [])))
+
+
+def fit(cases: Sequence[Case], devices: dict[str, Device] | None = None) -> FitResult:
+    """Fit the family and engine parameters to ``cases`` (see the module docstring)."""
+    from scipy.optimize import least_squares
+
+    from ..devices import get_device
+
+    devices = devices or {}
+    devs = {c.device: devices.get(c.device) or get_device(c.device) for c in cases}
+    feats = [_features(c, devs[c.device]) for c in cases]
+    P = _Params(cases, feats)
+    mu, sd, lo, hi = P.prior()
+    logm = np.log([c.measured_s for c in cases])
+
+    def resid(x: np.ndarray) -> np.ndarray:
+        pred = np.array([_predict(x, P, c, f) for c, f in zip(cases, feats)])
+        return np.concatenate([(np.log(pred) - logm) / OBS_SCALE, (x - mu) / np.log(sd)])
+
+    x0 = np.clip(mu, lo + 1e-9, hi - 1e-9)
+    sol = least_squares(resid, x0, bounds=(lo, hi), loss="soft_l1", f_scale=1.0, x_scale=1.0, max_nfev=400)
+    fams: dict[str, dict[str, float]] = {}
+    engs: dict[str, dict[str, float]] = {}
+    for k, i in P.index.items():
+        scope, owner, key = k
+        (fams if scope == "family" else engs).setdefault(owner, {})[key] = float(math.exp(sol.x[i]))
+    rows: dict[str, list[str]] = {}
+    for c in cases:
+        for owner in (c.family, c.engine):
+            if c.row_id not in rows.setdefault(owner, []):
+                rows[owner].append(c.row_id)
+    return FitResult(fams, engs, rows, float(sol.cost))
+
+
+def predict(case: Case, result: FitResult | None, devices: dict[str, Device] | None = None) -> float:
+    """Seconds :func:`rooflaw.evaluate` predicts for ``case`` (``result=None``: pure roofline)."""
+    from ..devices import get_device
+
+    dev = (devices or {}).get(case.device) or get_device(case.device)
+    if result is None:
+        engine: str | EngineProfile = "ideal"
+    else:
+        dev = result.device(dev, case.family)
+        engine = result.engine(case.engine)
+    w = case.workload
+    rep = evaluate(case.arch, dev, w, case.precision, engine=engine)
+    if case.phase == "prefill":
+        return rep.prefill_s
+    if case.phase == "decode":
+        return rep.tpot_s
+    return (rep.prefill_s + rep.decode_s) / (w.batch * (w.output_tokens + 1))
