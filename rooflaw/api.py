@@ -16,6 +16,9 @@ from .arch import (
     param_counts,
 )
 from .constraints import (
+    ENGINE_NAMES,
+    EngineProfile,
+    get_engine,
     FORMATS,
     PRESETS,
     CostReport,
@@ -34,6 +37,9 @@ from .solver import Problem, Result, solve
 from .units import parse_bytes, parse_energy, parse_time
 
 __all__ = [
+    "ENGINE_NAMES",
+    "EngineProfile",
+    "get_engine",
     "Problem",
     "Result",
     "solve",

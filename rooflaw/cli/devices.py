@@ -189,3 +189,5 @@ def calibrate_cmd(
     console.print(f"notes: {dev.notes}", markup=False)
     if out is not None:
         err_console.print(f"wrote {out}")
+
+from . import fit_efficiency as _fit_efficiency  # noqa: E402,F401  (registers `devices fit-efficiency`)

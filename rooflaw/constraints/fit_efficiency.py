@@ -26,7 +26,7 @@ import numpy as np
 
 from ..devices.device import Device
 from .compile import compile_preset
-from .engines import ENGINE_NAMES, EngineProfile, get_engine
+from .engines import _BUILTIN, ENGINE_NAMES, EngineProfile, get_engine
 from .published import Case
 from .roofline import _args, complete_columns, evaluate
 
@@ -157,7 +157,8 @@ class FitResult:
         return dataclasses.replace(device, achieved=ach)
 
     def engine(self, name: str) -> EngineProfile:
-        base = get_engine(name)
+        """The built-in profile ``name`` with this fit's figures (prior-free defaults where it has none)."""
+        base = _BUILTIN[name]
         fit = self.engines.get(name, {})
         prov = dict.fromkeys(fit, "fitted")
         return dataclasses.replace(base, **fit, provenance=prov, rows=tuple(self.rows.get(name, [])))
@@ -212,3 +213,98 @@ def predict(case: Case, result: FitResult | None, devices: dict[str, Device] | N
     if case.phase == "decode":
         return rep.tpot_s
     return (rep.prefill_s + rep.decode_s) / (w.batch * (w.output_tokens + 1))
+
+
+# ----------------------------------------------------------------------------- errors & storage
+
+
+def errors(cases: Sequence[Case], result: FitResult | None) -> list[dict[str, object]]:
+    """Per case: row, phase, measured and predicted seconds, error = predicted/measured − 1."""
+    out = []
+    for c in cases:
+        p = predict(c, result)
+        out.append({"row_id": c.row_id, "source": c.source, "device": c.device, "family": c.family,
+                    "engine": c.engine, "model": c.model, "phase": c.phase, "measured_s": c.measured_s,
+                    "predicted_s": p, "error": p / c.measured_s - 1.0})  # fmt: skip
+    return out
+
+
+def median_abs_error(rows: Sequence[dict[str, object]]) -> dict[str, float]:
+    """Median |error| per phase (prefill, decode, e2e) and over all rows."""
+    by: dict[str, list[float]] = {}
+    for r in rows:
+        by.setdefault(str(r["phase"]), []).append(abs(float(r["error"])))  # type: ignore[arg-type]
+        by.setdefault("all", []).append(abs(float(r["error"])))  # type: ignore[arg-type]
+    return {k: float(np.median(v)) for k, v in by.items()}
+
+
+def held_out(cases: Sequence[Case], key: str) -> list[dict[str, object]]:
+    """Fit without each group of ``key`` (``source`` or ``device``), predict that group."""
+    rows: list[dict[str, object]] = []
+    groups = sorted({getattr(c, key) for c in cases})
+    for g in groups:
+        train = [c for c in cases if getattr(c, key) != g]
+        test = [c for c in cases if getattr(c, key) == g]
+        res = fit(train)
+        for r in errors(test, res):
+            rows.append({**r, "held_out": g})
+    return rows
+
+
+def _toml_value(v: object) -> str:
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    return repr(float(v))  # type: ignore[arg-type]
+
+
+FIT_COMMAND = "rooflaw devices fit-efficiency published.csv --write-catalog"
+
+
+def achieved_table(result: FitResult, family: str) -> str:
+    """The ``[achieved]`` TOML table of one family (for a catalog device file)."""
+    lines = ["[achieved]", f"family = {_toml_value(family)}", 'provenance = "fitted"',
+             f"command = {_toml_value(FIT_COMMAND)}"]  # fmt: skip
+    lines += [f"{k} = {_toml_value(round(v, 6) if k != 'kernel_s' else float(f'{v:.4g}'))}"
+              for k, v in sorted(result.families[family].items())]  # fmt: skip
+    lines.append(f"rows = {_toml_value(result.rows.get(family, []))}")
+    return "\n".join(lines) + "\n"
+
+
+def engines_toml(result: FitResult) -> str:
+    """``engines.toml``: the fitted engine figures with the rows they came from."""
+    out = ["# Fitted engine figures (rooflaw/constraints/engines.py). Written by:", f"# {FIT_COMMAND}", ""]
+    for name, vals in sorted(result.engines.items()):
+        out.append(f'[engine."{name}"]')
+        out.append('provenance = "fitted"')
+        out += [f"{k} = {_toml_value(float(f'{v:.4g}'))}" for k, v in sorted(vals.items())]
+        out.append(f"rows = {_toml_value(result.rows.get(name, []))}")
+        out.append("")
+    return "\n".join(out)
+
+
+def write_catalog(result: FitResult, catalog_dir: str | None = None, engines_file: str | None = None) -> list[str]:
+    """Replace the ``[achieved]`` table of every catalog device of a fitted family, and ``engines.toml``."""
+    import re
+    from pathlib import Path
+
+    from ..devices.catalog import CATALOG_DIR, clear_cache
+    from .engines import ENGINES_FILE, _fitted
+    from .published import FAMILY_OF
+
+    cdir = Path(catalog_dir) if catalog_dir else CATALOG_DIR
+    written = []
+    for dev_id, fam in sorted(FAMILY_OF.items()):
+        p = cdir / f"{dev_id}.toml"
+        if fam not in result.families or not p.is_file():
+            continue
+        text = re.sub(r"\n*\[achieved\]\n(?:[^\[].*\n?)*", "\n", p.read_text(encoding="utf-8")).rstrip("\n")
+        p.write_text(text + "\n\n" + achieved_table(result, fam), encoding="utf-8")
+        written.append(str(p))
+    ef = Path(engines_file) if engines_file else ENGINES_FILE
+    ef.write_text(engines_toml(result), encoding="utf-8")
+    written.append(str(ef))
+    clear_cache()
+    _fitted.cache_clear()
+    return written
