@@ -176,8 +176,13 @@ def calibrate_cmd(
     """Measure this machine with numpy: fp32 GEMM FLOP/s, memory bandwidth, vector rate, capacity."""
     base_dev = get_device(base) if base is not None else None
     if not as_json and console.is_terminal:
-        with console.status(f"measuring for ~{seconds:g} s ..."):
-            dev = calibrate(base_dev, seconds=seconds)
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+        with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=console) as bar:
+            task = bar.add_task("measuring", total=1.0)
+            dev = calibrate(
+                base_dev, seconds=seconds, progress=lambda step, f: bar.update(task, completed=f, description=step)
+            )
     else:
         dev = calibrate(base_dev, seconds=seconds)
     if out is not None:
@@ -191,3 +196,5 @@ def calibrate_cmd(
         err_console.print(f"wrote {out}")
 
 from . import fit_efficiency as _fit_efficiency  # noqa: E402,F401  (registers `devices fit-efficiency`)
+
+from . import validate as _validate  # noqa: E402,F401  (registers `validate`)

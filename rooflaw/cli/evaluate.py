@@ -35,7 +35,10 @@ def evaluate(
     batch: int = typer.Option(1, help="Sequences per batch."),
     input_tokens: int = typer.Option(1024, help="Prompt tokens per sequence (S_in)."),
     output_tokens: int = typer.Option(16, help="Generated tokens per sequence (S_out)."),
-    attention: str = typer.Option("unfused", help="Attention kernel: unfused (scores in memory) or fused."),
+    attention: str = typer.Option("fused", help="Attention kernel: fused (FlashAttention-style) or unfused."),
+    engine: Optional[str] = typer.Option(
+        None, "--engine", help="Engine profile: tensorrt-llm, vllm, llama.cpp, gpt-fast, torch-eager, ideal (pure roofline)."
+    ),
     preset: str = typer.Option("full", help="Cost model: full (per-operator roofline) or paper (App. E)."),
     tiles: bool = typer.Option(False, "--tiles/--no-tiles", help="Apply the GEMM tile/wave quantisation model."),
     steps: bool = typer.Option(False, "--steps", help="Also list every decode step (context, time, FLOPs, bytes)."),
@@ -47,14 +50,14 @@ def evaluate(
     a = load_arch(hf_config, arch, arch_file)
     dev = api.get_device(device)
     wl = api.Workload(batch, input_tokens, output_tokens, attention)
-    rep = api.evaluate(a, dev, wl, precision, preset, tiles)
+    rep = api.evaluate(a, dev, wl, precision, preset, tiles, engine)
     out = rep.to_dict()
     if law is not None:
         lw = api.get_law(law)
         loss = lw.loss(a, tokens=tokens)
         out.update(loss=loss, perplexity=float(__import__("math").exp(loss)), law=lw.name)
     if steps:
-        out["steps"] = api.decode_steps(a, dev, wl, precision, preset, tiles)
+        out["steps"] = api.decode_steps(a, dev, wl, precision, preset, tiles, engine)
     if as_json:
         print_json(out)
         return
@@ -84,7 +87,7 @@ def evaluate(
         [f"decode ({output_tokens} steps)", fmt_time(out["decode_s"])],
         ["TPOT (mean)", fmt_time(out["tpot_s"])],
         ["total", fmt_time(out["total_s"])],
-        ["energy", f"{out['energy_j']:.3g} J"],
+        ["energy", f"{out['energy_j']:.3g} J" if out["energy_j"] == out["energy_j"] else "n/a (device has no power figures)"],
     ]
     if law is not None:
         summary += [["loss (" + out["law"] + ")", f"{out['loss']:.4f}"], ["perplexity", f"{out['perplexity']:.2f}"]]

@@ -6,7 +6,9 @@
 * **memory bandwidth**: ``np.copyto`` of an array much larger than the caches (read + write =
   ``2 × nbytes`` counted; write-allocate traffic is *not* counted, so this is what a kernel sees)
   and ``ndarray.sum`` (``nbytes`` read); the better of the two;
-* **vector rate**: an elementwise float32 multiply on cache-resident arrays (1 FLOP/element).
+* **vector rate**: an elementwise float32 multiply on cache-resident arrays (1 FLOP/element);
+* **per-op overhead** (when PyTorch is installed): the wall time of a tiny eager ``torch.add``,
+  i.e. what each kernel launch of an eager framework costs on this machine.
 
 The best (fastest) repetition of each is kept. Capacity comes from ``/proc/meminfo`` (else
 ``os.sysconf``). :func:`save_device_toml` writes the schema :func:`load_device_file` reads.
@@ -46,6 +48,7 @@ class Measurements:
     vector_flops: float  #: float32 elementwise FLOP/s
     memory_capacity: float  #: bytes
     threads: int  #: logical CPUs
+    op_overhead: float = 0.0  #: seconds per eager torch op (0: torch not installed)
 
 
 def _time_best(fn: Callable[[], object], budget: float, min_reps: int = 3, max_reps: int = 1000) -> float:
@@ -114,14 +117,50 @@ def _vector(budget: float) -> float:
     return 8.0 * n / _time_best(kernel, budget)
 
 
-def measure(seconds: float = 2.0) -> Measurements:
-    """Time GEMM, memory bandwidth and the vector rate of this machine within about ``seconds``."""
+def _op_overhead(budget: float) -> float:
+    """Median wall time of one tiny eager torch op (dispatch + launch), 0 without torch."""
+    try:
+        import torch
+    except ImportError:
+        return 0.0
+    a, b = torch.ones(8), torch.ones(8)
+    out = torch.empty(8)
+
+    def kernel() -> None:
+        for _ in range(100):
+            torch.add(a, b, out=out)
+
+    samples = []
+    start = time.perf_counter()
+    kernel()
+    while len(samples) < 5 or (time.perf_counter() - start < budget and len(samples) < 200):
+        t0 = time.perf_counter()
+        kernel()
+        samples.append((time.perf_counter() - t0) / 100)
+    return float(np.median(samples))
+
+
+Progress = Callable[[str, float], None]
+
+
+def measure(seconds: float = 2.0, progress: Progress | None = None) -> Measurements:
+    """Time GEMM, memory bandwidth, the vector rate and the per-op overhead within about ``seconds``.
+
+    ``progress(step, fraction_done)`` is called before each step and once at the end (1.0).
+    """
     if not (isinstance(seconds, (int, float)) and math.isfinite(seconds) and seconds > 0):
         raise bad("seconds", seconds, "must be a positive number")
+    say = progress or (lambda step, frac: None)
     capacity = _memory_capacity()
-    gemm, n = _gemm(0.45 * seconds)
-    copy_bw, read_bw, nbytes = _bandwidth(0.35 * seconds, capacity)
-    vec = _vector(0.2 * seconds)
+    say("fp32 GEMM", 0.0)
+    gemm, n = _gemm(0.4 * seconds)
+    say("memory bandwidth", 0.4)
+    copy_bw, read_bw, nbytes = _bandwidth(0.3 * seconds, capacity)
+    say("vector rate", 0.7)
+    vec = _vector(0.15 * seconds)
+    say("per-op overhead", 0.85)
+    overhead = _op_overhead(0.15 * seconds)
+    say("done", 1.0)
     return Measurements(
         gemm_flops=gemm,
         gemm_n=n,
@@ -132,6 +171,7 @@ def measure(seconds: float = 2.0) -> Measurements:
         vector_flops=vec,
         memory_capacity=capacity,
         threads=os.cpu_count() or 1,
+        op_overhead=overhead,
     )
 
 
@@ -140,23 +180,24 @@ def _summary(m: Measurements) -> str:
         f"measured with numpy {np.__version__}: fp32 GEMM {m.gemm_flops / 1e9:.1f} GFLOP/s (n={m.gemm_n}), "
         f"bandwidth {m.memory_bandwidth / 1e9:.1f} GB/s (copy {m.copy_bandwidth / 1e9:.1f}, "
         f"read {m.read_bandwidth / 1e9:.1f}; {m.array_bytes / 1e6:.0f} MB array), "
-        f"vector fp32 {m.vector_flops / 1e9:.2f} GFLOP/s"
+        f"vector fp32 {m.vector_flops / 1e9:.2f} GFLOP/s, eager op {m.op_overhead * 1e6:.2f} us"
     )
 
 
-def calibrate(base: Device | None = None, seconds: float = 2.0) -> Device:
+def calibrate(base: Device | None = None, seconds: float = 2.0, progress: Progress | None = None) -> Device:
     """Measure this machine (see module docstring).
 
-    Without ``base``: a ``local-cpu`` device whose roofs are the measured rates (``fp32`` = vector
-    rate; ``tf32``/``fp16`` = the float32 GEMM rate, since numpy has no fast 16-bit GEMM),
-    bandwidth and capacity, all with provenance ``measured``.
+    Without ``base``: a ``local-cpu`` device whose roofs are the measured rates (``fp32``, ``tf32``
+    and ``fp16`` = the float32 GEMM rate, since numpy has no fast 16-bit GEMM; ``vector_rate`` =
+    the elementwise rate), bandwidth, capacity and the per-op overhead (``kernel_overhead``), all
+    with provenance ``measured``. ``progress(step, fraction)`` reports progress (no terminal I/O here).
 
     With ``base`` (the catalog device this machine is): ``<base.id>-calibrated``, the base's peaks
     kept, with ``compute_efficiency`` = measured GEMM / base fp32-GEMM roof (tf32 else fp32) and
     ``memory_efficiency`` = measured / peak bandwidth, tagged ``measured``. A ratio above 1 (the
     base does not describe this machine) is capped at 1.0 and said so in ``notes``.
     """
-    m = measure(seconds)
+    m = measure(seconds, progress)
     summary = _summary(m)
     if base is None:
         fields = (
@@ -165,6 +206,8 @@ def calibrate(base: Device | None = None, seconds: float = 2.0) -> Device:
             "peak_flops.fp16",
             "memory_bandwidth",
             "memory_capacity",
+            "vector_rate",
+            "kernel_overhead",
         )
         prov = dict.fromkeys(fields, "measured")
         prov["sm_count"] = "measured"
@@ -173,7 +216,9 @@ def calibrate(base: Device | None = None, seconds: float = 2.0) -> Device:
         return Device(
             id="local-cpu",
             name=f"This machine ({platform.machine() or 'cpu'}, {m.threads} threads)",
-            peak_flops={"fp32": m.vector_flops, "tf32": m.gemm_flops, "fp16": m.gemm_flops},
+            peak_flops={"fp32": m.gemm_flops, "tf32": m.gemm_flops, "fp16": m.gemm_flops},
+            vector_rate=m.vector_flops,
+            kernel_overhead=m.op_overhead,
             memory_bandwidth=m.memory_bandwidth,
             memory_capacity=m.memory_capacity,
             sm_count=m.threads,
@@ -183,6 +228,7 @@ def calibrate(base: Device | None = None, seconds: float = 2.0) -> Device:
             provenance=prov,
             sources=dict.fromkeys(fields, src) | {"sm_count": "os.cpu_count()"},
             notes=summary + "; fp16/tf32 roofs = the fp32 GEMM rate (16-bit GEMMs assumed no faster on a CPU)",
+            achieved={},
         )
     roof_dtype, roof = base.roof("tf32")
     notes = [base.notes] if base.notes else []
@@ -268,6 +314,7 @@ def device_toml(device: Device) -> str:
         "compute_efficiency",
         "memory_efficiency",
         "kernel_overhead",
+        "vector_rate",
     ):
         v = getattr(device, field)
         if v is None or (field == "kernel_overhead" and v == 0):

@@ -87,6 +87,7 @@ _SCALAR_KEYS: dict[str, tuple[str, float]] = {
     "compute_efficiency": ("compute_efficiency", 1.0),
     "memory_efficiency": ("memory_efficiency", 1.0),
     "kernel_overhead_us": ("kernel_overhead", 1e-6),
+    "vector_gflops": ("vector_rate", 1e9),
 }
 for _dt in DTYPES:
     _SCALAR_KEYS[f"{_dt}_tflops"] = (f"peak_flops.{_dt}", 1e12)
@@ -109,6 +110,7 @@ _FIELD_TO_KEY: dict[str, str] = {
     "compute_efficiency": "compute_efficiency",
     "memory_efficiency": "memory_efficiency",
     "kernel_overhead": "kernel_overhead_us",
+    "vector_rate": "vector_gflops",
     "sm_count": "sm_count",
     "tile": "tile",
 }

@@ -55,6 +55,9 @@ class Device:
     #: …), ``kernel_s`` (seconds per kernel launch), ``engine`` (default profile), ``provenance``,
     #: ``rows`` (the published rows fitted on). Empty: none fitted.
     achieved: dict[str, Any] = field(default_factory=dict)
+    #: Non-tensor (vector) rate in FLOP/s for softmax/norms/activations when it differs from the
+    #: ``fp32`` GEMM roof (a CPU: BLAS GEMM ≫ elementwise numpy). ``None``: the ``fp32`` roof.
+    vector_rate: float | None = None
 
     def __post_init__(self) -> None:
         if not self.peak_flops:
@@ -72,6 +75,8 @@ class Device:
             v = getattr(self, k)
             if not (0 < v <= 1):
                 raise bad(f"{self.id}.{k}", v, "must be in (0, 1]")
+        if self.vector_rate is not None and not (isinstance(self.vector_rate, (int, float)) and self.vector_rate > 0):
+            raise bad(f"{self.id}.vector_rate", self.vector_rate, "must be a positive number (FLOP/s)")
         if not (isinstance(self.kernel_overhead, (int, float)) and 0 <= self.kernel_overhead < 1):
             raise bad(f"{self.id}.kernel_overhead", self.kernel_overhead, "must be in [0, 1) seconds")
         for k, v in self.achieved.items():
@@ -105,7 +110,9 @@ class Device:
 
     @property
     def vector_flops(self) -> float:
-        """Non-tensor rate for softmax/norms/activations (fp32 vector, else the widest roof)."""
+        """Non-tensor rate for softmax/norms/activations (``vector_rate``, else fp32, else the widest roof)."""
+        if self.vector_rate is not None:
+            return float(self.vector_rate)
         return (
             self.roof("fp32")[1] if "fp32" in self.peak_flops else float(self.peak_flops[next(iter(self.peak_flops))])
         )
