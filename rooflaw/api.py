@@ -17,11 +17,10 @@ from .arch import (
 )
 from .constraints import (
     ENGINE_NAMES,
-    EngineProfile,
-    get_engine,
     FORMATS,
     PRESETS,
     CostReport,
+    EngineProfile,
     Precision,
     Workload,
     complete_columns,
@@ -29,6 +28,7 @@ from .constraints import (
     evaluate,
     evaluate_columns,
     gemm,
+    get_engine,
 )
 from .devices import Device, calibrate, device_ids, get_device, list_devices, load_device_file, save_device_toml
 from .errors import Infeasible, RooflawError

@@ -28,8 +28,14 @@ CONFIGS: dict[str, tuple[dict[str, int], str]] = {
     "mha-wide-3l": ({"layers": 3, "d_model": 768, "heads": 12, "ffn": 2048, "vocab": 32000}, "fp32"),
     "gqa-deep-12l": ({"layers": 12, "d_model": 384, "heads": 6, "kv_heads": 2, "ffn": 1024, "vocab": 8192}, "fp32"),
     "mqa-mid-4l": ({"layers": 4, "d_model": 640, "heads": 10, "kv_heads": 1, "ffn": 1792, "vocab": 16384}, "fp32"),
-    "moe-8x2-4l": ({"layers": 4, "d_model": 384, "heads": 6, "ffn": 512, "experts": 8, "top_k": 2, "vocab": 8192}, "fp32"),
-    "moe-4x1-2l": ({"layers": 2, "d_model": 512, "heads": 8, "kv_heads": 4, "ffn": 1024, "experts": 4, "top_k": 1, "vocab": 8192}, "fp32"),
+    "moe-8x2-4l": (
+        {"layers": 4, "d_model": 384, "heads": 6, "ffn": 512, "experts": 8, "top_k": 2, "vocab": 8192},
+        "fp32",
+    ),
+    "moe-4x1-2l": (
+        {"layers": 2, "d_model": 512, "heads": 8, "kv_heads": 4, "ffn": 1024, "experts": 4, "top_k": 1, "vocab": 8192},
+        "fp32",
+    ),
     "gqa-mid-bf16": ({"layers": 4, "d_model": 512, "heads": 8, "kv_heads": 2, "ffn": 1408, "vocab": 16384}, "bf16"),
 }
 QUICK = ("mha-narrow-2l", "gqa-narrow-8l", "gqa-mid-6l", "moe-8x2-4l")
@@ -133,7 +139,7 @@ def _model(arch: Architecture, dtype, device: str):
         def forward(self, ids, caches, start):
             pos = torch.arange(start, start + ids.shape[1], device=ids.device)
             x = self.emb(ids)
-            for layer, c in zip(self.layers, caches):
+            for layer, c in zip(self.layers, caches, strict=False):
                 x = layer(x, pos, c, start)
             return self.head(self.norm(x[:, -1:]))
 

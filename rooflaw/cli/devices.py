@@ -195,6 +195,6 @@ def calibrate_cmd(
     if out is not None:
         err_console.print(f"wrote {out}")
 
-from . import fit_efficiency as _fit_efficiency  # noqa: E402,F401  (registers `devices fit-efficiency`)
 
+from . import fit_efficiency as _fit_efficiency  # noqa: E402,F401  (registers `devices fit-efficiency`)
 from . import validate as _validate  # noqa: E402,F401  (registers `validate`)

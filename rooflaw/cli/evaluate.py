@@ -37,7 +37,7 @@ def evaluate(
     output_tokens: int = typer.Option(16, help="Generated tokens per sequence (S_out)."),
     attention: str = typer.Option("fused", help="Attention kernel: fused (FlashAttention-style) or unfused."),
     engine: Optional[str] = typer.Option(
-        None, "--engine", help="Engine profile: tensorrt-llm, vllm, llama.cpp, gpt-fast, torch-eager, ideal (pure roofline)."
+        None, "--engine", help="tensorrt-llm, vllm, llama.cpp, gpt-fast, torch-eager or ideal."
     ),
     preset: str = typer.Option("full", help="Cost model: full (per-operator roofline) or paper (App. E)."),
     tiles: bool = typer.Option(False, "--tiles/--no-tiles", help="Apply the GEMM tile/wave quantisation model."),
@@ -87,7 +87,10 @@ def evaluate(
         [f"decode ({output_tokens} steps)", fmt_time(out["decode_s"])],
         ["TPOT (mean)", fmt_time(out["tpot_s"])],
         ["total", fmt_time(out["total_s"])],
-        ["energy", f"{out['energy_j']:.3g} J" if out["energy_j"] == out["energy_j"] else "n/a (device has no power figures)"],
+        [
+            "energy",
+            f"{out['energy_j']:.3g} J" if out["energy_j"] == out["energy_j"] else "n/a (device has no power figures)",
+        ],
     ]
     if law is not None:
         summary += [["loss (" + out["law"] + ")", f"{out['loss']:.4f}"], ["perplexity", f"{out['perplexity']:.2f}"]]

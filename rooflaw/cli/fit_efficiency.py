@@ -59,7 +59,13 @@ def fit_efficiency_cmd(
         return
     fam_rows = [[f, k, f"{v:.4g}"] for f, vals in res.families.items() for k, v in sorted(vals.items())]
     fam_rows += [[e, k, f"{v:.4g}"] for e, vals in res.engines.items() for k, v in sorted(vals.items())]
-    console.print(table(f"fitted on {len(cases)} measurements ({len(skipped)} rows skipped)", ["family / engine", "parameter", "value"], fam_rows))
+    console.print(
+        table(
+            f"fitted on {len(cases)} measurements ({len(skipped)} rows skipped)",
+            ["family / engine", "parameter", "value"],
+            fam_rows,
+        )
+    )
     err_rows = [[k, f"{report['ideal'][k]:.1%}", f"{v:.1%}"] for k, v in report["in_sample"].items()]  # type: ignore[index]
     for key in ("source", "device"):
         m = report.get(f"leave_one_{key}_out")

@@ -48,5 +48,7 @@ def validate(
         return
     rows = [[c["name"], c["phase"], f"{c['predicted_s'] * 1e3:.3g} ms", f"{c['measured_s'] * 1e3:.3g} ms",
              f"{c['error']:+.1%}"] for c in rep["configs"]]  # type: ignore[union-attr]  # fmt: skip
-    console.print(table(f"validate on {dev.id} (engine torch-eager)", ["config", "phase", "predicted", "measured", "error"], rows))
+    console.print(
+        table(f"validate on {dev.id} (engine torch-eager)", ["config", "phase", "predicted", "measured", "error"], rows)
+    )
     console.print(f"MAPE prefill {rep['mape_prefill']:.1%}, decode {rep['mape_decode']:.1%}")

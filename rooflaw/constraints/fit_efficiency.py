@@ -91,7 +91,7 @@ class _Params:
 
     def __init__(self, cases: Sequence[Case], feats: Sequence[_Feat]):
         self.names: list[tuple[str, str, str]] = []  # (scope, owner, key)
-        for c, f in zip(cases, feats):
+        for c, f in zip(cases, feats, strict=False):
             self._add("family", c.family, "memory")
             self._add("family", c.family, "kernel_s")
             for dt in set(f.dtypes) - {"-"}:
@@ -178,7 +178,7 @@ def fit(cases: Sequence[Case], devices: dict[str, Device] | None = None) -> FitR
     logm = np.log([c.measured_s for c in cases])
 
     def resid(x: np.ndarray) -> np.ndarray:
-        pred = np.array([_predict(x, P, c, f) for c, f in zip(cases, feats)])
+        pred = np.array([_predict(x, P, c, f) for c, f in zip(cases, feats, strict=False)])
         return np.concatenate([(np.log(pred) - logm) / OBS_SCALE, (x - mu) / np.log(sd)])
 
     x0 = np.clip(mu, lo + 1e-9, hi - 1e-9)

@@ -259,9 +259,9 @@ def _evaluate_chunk(cols, device, workload, precision, preset, tiles, per_op, ap
         extra = app.pass_s + (0.0 if app.kernels_per_layer is None else app.kernel_s * _launches(app, cols, 0, 0))
         pre_t, dec_t = pre_t + extra, dec_t + S_out * extra
         if per_op:
+            z = np.zeros(n)
             ops_out.append({"name": "engine_overhead", "roof": "-", "scope": "model",
-                            "prefill": (0.0 * pre_t, 0.0 * pre_t, extra + 0.0 * pre_t, np.zeros(n)),
-                            "decode": (0.0 * pre_t, 0.0 * pre_t, S_out * extra + 0.0 * pre_t, np.zeros(n))})  # fmt: skip
+                            "prefill": (z, z, extra + z, z), "decode": (z, z, S_out * extra + z, z)})  # fmt: skip
     out = _finish(cols, device, precision, preset, workload, pre_t, dec_t, totals)
     if per_op:
         out["_ops"] = ops_out

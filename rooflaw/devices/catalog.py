@@ -93,7 +93,19 @@ for _dt in DTYPES:
     _SCALAR_KEYS[f"{_dt}_tflops"] = (f"peak_flops.{_dt}", 1e12)
     _SCALAR_KEYS[f"{_dt}_tops"] = (f"peak_flops.{_dt}", 1e12)
 _INT_KEYS = {"sm_count": "sm_count"}
-_META_KEYS = {"schema", "id", "name", "vendor", "kind", "provenance", "source", "uncertain", "notes", "modes", "achieved"}
+_META_KEYS = {
+    "schema",
+    "id",
+    "name",
+    "vendor",
+    "kind",
+    "provenance",
+    "source",
+    "uncertain",
+    "notes",
+    "modes",
+    "achieved",
+}
 _MODE_META_KEYS = {"name", "provenance", "source", "notes", "uncertain", "compute_scale"}
 _FIGURE_TABLE_KEYS = {"value", "sparse", "provenance", "source", "note"}
 KINDS = ("gpu", "soc", "tpu", "cpu", "npu", "accelerator")
