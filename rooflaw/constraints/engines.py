@@ -7,7 +7,9 @@ Real engines lose in four physical ways, each one named parameter:
   (a device-family figure, ``Device.achieved["memory"]``, times the engine's ``memory_factor``);
 * **achieved compute**: GEMMs reach a fraction of the tensor roof they run on, per roof dtype
   (``Device.achieved["fp16"]``, ``["fp4"]`` … times the engine's ``compute_factor``); a W4A16
-  GEMM runs on the 16-bit roof, NVFP4 on Blackwell on the FP4 roof (see :mod:`.precision`);
+  GEMM runs on the 16-bit roof, NVFP4 on Blackwell on the FP4 roof (see :mod:`.precision`), and
+  a GEMM that dequantises narrower weights on the fly (W4A16, int8 weight-only) reaches a further
+  ``mixed_factor`` of it -- an engine figure, as it is a property of its mixed-input kernels;
 * **per-kernel overhead**: ``kernel_s`` seconds (device family: launch latency, the tail of a
   kernel that does not fill the GPU, host sync) per kernel launched, times the number of kernels
   the engine launches per layer and per pass -- which depends on its fusion;
@@ -53,6 +55,7 @@ class EngineProfile:
     moe_kernels: float = 4.0
     memory_factor: float = 1.0
     compute_factor: float = 1.0
+    mixed_factor: float = 1.0
     pass_s: float = 0.0
     attention: str = "fused"
     head: str | None = "bf16"
@@ -104,7 +107,7 @@ def get_engine(name: str | EngineProfile) -> EngineProfile:
     fit = _fitted().get(name)
     if not fit or name == "ideal":
         return base
-    keys = ("memory_factor", "compute_factor", "pass_s")
+    keys = ("memory_factor", "compute_factor", "mixed_factor", "pass_s")
     changes = {k: float(fit[k]) for k in keys if k in fit}
     prov = {k: str(fit.get("provenance", "fitted")) for k in changes}
     return dataclasses.replace(base, **changes, provenance=prov, rows=tuple(fit.get("rows", ())))
@@ -132,6 +135,7 @@ class Applied:
     moe_kernels: float
     pass_s: float
     source: str
+    mixed: float = 1.0  #: extra factor on the linear roof for dequantising (weight-narrower) GEMMs
 
     def eff(self, dtype: str) -> float:
         """Achieved fraction of the ``dtype`` roof (1 where nothing was fitted for that roof)."""
@@ -143,7 +147,7 @@ class Applied:
         comp = ", ".join(f"{k} {v:.3g}" for k, v in self.compute.items()) or "1"
         return (
             f"engine {self.engine}: bandwidth ×{self.memory:.3g}, compute ×({comp}), "
-            f"{self.kernel_s * 1e6:.3g} µs/kernel × {self.kernels_per_layer or 0:g}/layer + "
+            f"mixed-input GEMM ×{self.mixed:.3g}, {self.kernel_s * 1e6:.3g} µs/kernel × {self.kernels_per_layer or 0:g}/layer + "
             f"{self.kernels_per_pass or 0:g}/pass, {self.pass_s * 1e3:.3g} ms/pass [{self.source}]"
         )
 
@@ -180,5 +184,12 @@ def applied(device: Device, engine: str | EngineProfile | None, preset: str = "f
         source = f"no fitted efficiencies for {device.id}: peaks at efficiency 1"
     return Applied(
         prof.name, mem, comp, kernel_s, prof.kernels_per_layer, prof.kernels_per_pass, prof.moe_kernels,
-        prof.pass_s, source,
+        prof.pass_s, source, prof.mixed_factor,
     )  # fmt: skip
+
+
+def mixed_input(precision) -> bool:
+    """True when the linear layers dequantise weights narrower than their activations (W4A16, W8A16)."""
+    from ..devices.device import DTYPES
+
+    return DTYPES.index(precision.weights.dtype) > DTYPES.index(precision.activations.dtype)

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..devices.device import Device
 from .compile import compile_preset
-from .engines import _BUILTIN, ENGINE_NAMES, EngineProfile, get_engine
+from .engines import _BUILTIN, ENGINE_NAMES, EngineProfile, get_engine, mixed_input
 from .published import Case
 from .roofline import _args, complete_columns, evaluate
 
@@ -37,7 +37,8 @@ PRIORS = {
     "compute": (0.5, 3.0, 0.005, 1.0),
     "kernel_s": (5e-6, 4.0, 1e-8, 1e-3),
     "memory_factor": (1.0, 2.0, 0.05, 2.0),
-    "compute_factor": (1.0, 2.0, 0.05, 2.0),
+    "compute_factor": (1.0, 2.0, 0.05, 4.0),
+    "mixed_factor": (1.0, 2.0, 0.02, 4.0),
     "pass_s": (3e-4, 5.0, 1e-7, 0.1),
 }
 OBS_SCALE = 0.1  #: relative error at which the robust loss turns linear
@@ -53,6 +54,7 @@ class _Feat:
     dtypes: list[str]
     beta: float
     launches: dict[str, float]  # engine -> kernels per pass
+    mixed: np.ndarray  # per op: 1 for a dequantising (mixed-input) linear GEMM
 
 
 def _features(case: Case, device: Device) -> _Feat:
@@ -83,7 +85,8 @@ def _features(case: Case, device: Device) -> _Feat:
     for name in ENGINE_NAMES:
         e = get_engine(name)
         launches[name] = layers * (e.kernels_per_layer + e.moe_kernels * moe) + e.kernels_per_pass
-    return _Feat((Fp, Bp), (Fd, Bd), np.array(pis), dts, float(device.memory_bandwidth), launches)
+    mixed = np.array([1.0 if op.roof == "linear" and mixed_input(case.precision) else 0.0 for op in comp.ops])
+    return _Feat((Fp, Bp), (Fd, Bd), np.array(pis), dts, float(device.memory_bandwidth), launches, mixed)
 
 
 class _Params:
@@ -100,6 +103,8 @@ class _Params:
                 self._add("engine", c.engine, "memory_factor")
                 self._add("engine", c.engine, "compute_factor")
             self._add("engine", c.engine, "pass_s")
+            if f.mixed.any():
+                self._add("engine", c.engine, "mixed_factor")
         self.index = {k: i for i, k in enumerate(self.names)}
 
     def _add(self, *key: str) -> None:
@@ -124,6 +129,8 @@ def _predict(x: np.ndarray, P: _Params, case: Case, f: _Feat) -> float:
     cf = P.get(x, "engine", eng, "compute_factor")
     eta_m = min(1.0, P.get(x, "family", fam, "memory") * mf)
     eff = np.array([min(1.0, P.get(x, "family", fam, dt) * cf) if dt != "-" else 1.0 for dt in f.dtypes])
+    if f.mixed.any():
+        eff = np.where(f.mixed > 0, np.minimum(1.0, eff * P.get(x, "engine", eng, "mixed_factor")), eff)
     over = P.get(x, "family", fam, "kernel_s", 0.0) * f.launches[eng] + P.get(x, "engine", eng, "pass_s", 0.0)
 
     def t(F, B):

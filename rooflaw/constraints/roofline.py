@@ -20,7 +20,7 @@ from ..arch.architecture import COLUMNS, Architecture
 from ..devices.device import Device
 from ..errors import bad
 from .compile import ARG_NAMES, Compiled, compile_preset
-from .engines import Applied, EngineProfile, applied
+from .engines import Applied, EngineProfile, applied, mixed_input
 from .gemm import tile_efficiency
 from .precision import Precision
 from .workload import Workload
@@ -107,6 +107,8 @@ def _roofs(compiled: Compiled, device: Device, precision: Precision, app: Applie
         pis.append(p)
         dtypes.append(dt)
         effs.append(app.eff(dt) if dt != "-" else 1.0)
+        if op.roof == "linear" and mixed_input(precision):
+            effs[-1] = min(1.0, effs[-1] * app.mixed)
     raw = np.array(pis, dtype=np.float64)
     return _Roofs(
         raw * np.array(effs),
@@ -122,8 +124,9 @@ def _roofs_by_class(device: Device, precision: Precision, app: Applied | None = 
     lin, att = device.roof(precision.linear_dtype), device.roof(precision.attention_dtype)
     if app is None:
         return {"linear": lin[1], "attention": att[1], "vector": device.vector_flops}
+    mixed = app.mixed if mixed_input(precision) else 1.0
     return {
-        "linear": lin[1] * app.eff(lin[0]),
+        "linear": lin[1] * min(1.0, app.eff(lin[0]) * mixed),
         "attention": att[1] * app.eff(att[0]),
         "vector": device.vector_flops * app.eff("fp32"),
     }
