@@ -25,10 +25,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..devices.device import Device
-from .compile import compile_preset
 from .engines import _BUILTIN, ENGINE_NAMES, EngineProfile, get_engine, mixed_input
 from .published import Case
-from .roofline import _args, complete_columns, evaluate
+from .roofline import evaluate
 
 REFERENCE_ENGINE = "tensorrt-llm"
 #: (prior median, prior spread as a factor, lower bound, upper bound) per parameter kind.
@@ -57,36 +56,51 @@ class _Feat:
     mixed: np.ndarray  # per op: 1 for a dequantising (mixed-input) linear GEMM
 
 
+def _roof_classes() -> dict[str, str]:
+    from . import operators as O
+
+    ops = [*O.FULL_OPS, *(op for kind in O.KIND_OPS.values() for op in kind)]
+    out = {op.name: op.roof for op in ops}
+    out.update({f"{op.name}_local": op.roof for op in ops})
+    return out
+
+
 def _features(case: Case, device: Device) -> _Feat:
-    comp = compile_preset("full")
-    cols = complete_columns({k: np.array([float(v)]) for k, v in case.arch.columns().items()})
+    """Per-op FLOPs/bytes of the case's prefill and mean decode step, from the assembly's own breakdown."""
     w = case.workload
-    vals = [float(np.asarray(v).ravel()[0]) for v in comp.phases(*_args(cols, w, case.precision))]
-    n = len(comp.ops)
-    layers = float(cols["layers"][0])
-    mult = np.array([layers if op.scope == "layer" else 1.0 for op in comp.ops])
-    Fp, Bp = np.array(vals[0 : 2 * n : 2]) * mult, np.array(vals[1 : 2 * n : 2]) * mult
-    dec = np.array(vals[2 * n : 6 * n]).reshape(n, 4)
-    tbar = (w.output_tokens + 1) / 2
-    Fd, Bd = (dec[:, 0] + dec[:, 1] * tbar) * mult, (dec[:, 2] + dec[:, 3] * tbar) * mult
-    pis, dts = [], []
-    for op in comp.ops:
-        if op.roof in ("linear", "attention"):
-            dt = case.precision.linear_dtype if op.roof == "linear" else case.precision.attention_dtype
+    rep = evaluate(case.arch, device, w, case.precision, engine="ideal")
+    classes = _roof_classes()
+    names = list(dict.fromkeys(o.name for o in rep.ops if o.name != "engine_overhead"))
+    idx = {n: i for i, n in enumerate(names)}
+    k = len(names)
+    Fp, Bp, Fd, Bd = (np.zeros(k) for _ in range(4))
+    for o in rep.ops:
+        if o.name not in idx:
+            continue
+        i = idx[o.name]
+        if o.phase == "prefill":
+            Fp[i], Bp[i] = o.flops, o.bytes
+        else:  # summed over the S_out steps: the mean step (costs are affine in the step index)
+            Fd[i], Bd[i] = o.flops / w.output_tokens, o.bytes / w.output_tokens
+    pis, dts, mixed = [], [], []
+    for n in names:
+        roof = classes.get(n, "memory")
+        if roof in ("linear", "attention"):
+            dt = case.precision.linear_dtype if roof == "linear" else case.precision.attention_dtype
             dt, p = device.roof(dt)
-        elif op.roof == "vector":
+        elif roof == "vector":
             dt, p = "fp32", device.vector_flops
         else:
             dt, p = "-", math.inf
         pis.append(p)
         dts.append(dt)
-    moe = float(cols["moe"][0])
+        mixed.append(1.0 if roof == "linear" and mixed_input(case.precision) else 0.0)
+    layers, moe = float(case.arch.layers), float(case.arch.experts > 1)
     launches = {}
     for name in ENGINE_NAMES:
         e = get_engine(name)
         launches[name] = layers * (e.kernels_per_layer + e.moe_kernels * moe) + e.kernels_per_pass
-    mixed = np.array([1.0 if op.roof == "linear" and mixed_input(case.precision) else 0.0 for op in comp.ops])
-    return _Feat((Fp, Bp), (Fd, Bd), np.array(pis), dts, float(device.memory_bandwidth), launches, mixed)
+    return _Feat((Fp, Bp), (Fd, Bd), np.array(pis), dts, float(device.memory_bandwidth), launches, np.array(mixed))
 
 
 class _Params:

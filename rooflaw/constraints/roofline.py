@@ -3,8 +3,9 @@ architecture with a per-operator breakdown.
 
 Each operator takes max(FLOPs / roof, bytes / bandwidth) on its own roof (linear layers on the
 precision's GEMM roof, QKᵀ and scores·V on the attention roof, softmax/norms/activations on the
-FP32 vector roof), optionally divided by the device's efficiency factors and the GEMM tile/wave
-efficiency. Decode costs are affine in the step index t, so the sum over all S_out steps of
+FP32 vector roof), divided by the achieved efficiencies of the engine profile (:mod:`.engines`;
+``ideal``: none) and optionally the GEMM tile/wave efficiency, plus the engine's kernels × launch
+cost and per-pass overhead. Decode costs are affine in the step index t, so the sum over all S_out steps of
 max(a + b·t, c + e·t) is computed exactly in closed form -- no loop over steps.
 """
 
@@ -16,19 +17,20 @@ from typing import Any
 
 import numpy as np
 
-from ..arch.architecture import COLUMNS, Architecture
+from ..arch.architecture import COLUMNS, STACK_COLUMNS, Architecture
 from ..devices.device import Device
 from ..errors import bad
+from . import assembly as A
+from . import operators as O
+from .assembly import COMPUTE_POWER_SHARE  # noqa: F401 - re-exported
 from .compile import ARG_NAMES, Compiled, compile_preset
-from .engines import Applied, EngineProfile, applied, mixed_input
+from .engines import Applied, EngineProfile, applied
 from .gemm import tile_efficiency
 from .precision import Precision
 from .workload import Workload
 
-PRESETS = ("full", "paper")
-#: Share of the dynamic power attributed to compute (the rest to memory traffic) when a device
-#: gives only idle and peak power: E = P_idle·T + (P_peak − P_idle)·(w·Σ F/π + (1 − w)·Σ bytes/β).
-COMPUTE_POWER_SHARE = 0.5
+#: Names of the presets (the registry is :data:`assembly.PRESETS`).
+PRESETS = A.PRESETS
 CHUNK = 1 << 15
 
 #: Defaults for architecture columns a candidate table may omit.
@@ -52,9 +54,12 @@ def complete_columns(columns: Mapping[str, Any]) -> dict[str, np.ndarray]:
     """Fill derived/default architecture columns of a candidate table (dict of arrays or DataFrame).
 
     Required: layers, d_model, heads, ffn. Defaults: kv_heads = heads, head_dim = d_model/heads,
-    shared_ffn = ffn, moe = experts > 1, and :data:`DEFAULTS` for the rest.
+    shared_ffn = ffn, moe = experts > 1, and :data:`DEFAULTS` for the rest. Layer-stack columns
+    (:data:`~rooflaw.arch.STACK_COLUMNS`) default to a uniform stack: attn_layers = layers − mla_layers −
+    mixer_layers, ffn_layers = layers − dense_layers, zero layers of every other kind.
     """
-    cols = {k: np.asarray(columns[k], dtype=np.float64) for k in columns if k in COLUMNS}
+    known = set(COLUMNS) | set(STACK_COLUMNS)
+    cols = {k: np.asarray(columns[k], dtype=np.float64) for k in columns if k in known}
     for k in ("layers", "d_model", "heads", "ffn"):
         if k not in cols:
             raise bad("columns", k, f"missing; candidate tables need {', '.join(COLUMNS[:6])}")
@@ -65,11 +70,25 @@ def complete_columns(columns: Mapping[str, Any]) -> dict[str, np.ndarray]:
     for k, v in DEFAULTS.items():
         cols.setdefault(k, np.float64(v))
     cols.setdefault("moe", (cols["experts"] > 1).astype(np.float64))
-    return {k: np.broadcast_to(cols[k], (n,)) for k in COLUMNS}
+    for k in STACK_COLUMNS:
+        if k not in ("attn_layers", "ffn_layers"):
+            cols.setdefault(k, np.float64(0))
+    cols.setdefault("attn_layers", cols["layers"] - cols["mla_layers"] - cols["mixer_layers"])
+    cols.setdefault("ffn_layers", cols["layers"] - cols["dense_layers"])
+    cols.setdefault("q_lora_on", (cols["q_lora_rank"] > 0).astype(np.float64))
+    return {k: np.broadcast_to(cols[k], (n,)) for k in (*COLUMNS, *STACK_COLUMNS)}
 
 
-def _sum_max_affine(a0, a1, b0, b1, n: int):
-    """Σ_{t=1..n} max(a0 + a1·t, b0 + b1·t), exactly, and the number of steps where a > b."""
+def stack_kinds(cols: Mapping[str, np.ndarray]) -> frozenset[str]:
+    """Layer kinds present in a completed table (empty for uniform stacks: the fastest compiled model)."""
+    kinds = {k for k, c in O.KIND_COUNT.items() if np.any(cols[c] > 0)}
+    if not kinds and (np.any(cols["attn_layers"] != cols["layers"]) or np.any(cols["ffn_layers"] != cols["layers"])):
+        kinds.add("stack")  # per-kind counts without extra ops
+    return frozenset(kinds)
+
+
+def _sum_max_affine(a0, a1, b0, b1, n):
+    """Σ_{t=1..n} max(a0 + a1·t, b0 + b1·t), exactly, and the number of steps where a > b (n may be an array)."""
     g0, g1 = a0 - b0, a1 - b1
     base = n * b0 + b1 * n * (n + 1) / 2
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -82,61 +101,6 @@ def _sum_max_affine(a0, a1, b0, b1, n: int):
     last = first + cnt - 1
     pos = cnt * g0 + g1 * (first + last) * cnt / 2
     return base + np.maximum(pos, 0.0), cnt
-
-
-@dataclass
-class _Roofs:
-    pi: np.ndarray  # per op FLOP/s (after compute efficiency)
-    beta: float  # bytes/s (after memory efficiency)
-    raw_pi: np.ndarray
-    raw_beta: float
-    dtypes: list[str]
-
-
-def _roofs(compiled: Compiled, device: Device, precision: Precision, app: Applied) -> _Roofs:
-    pis, dtypes, effs = [], [], []
-    for op in compiled.ops:
-        if op.roof == "linear":
-            dt, p = device.roof(precision.linear_dtype)
-        elif op.roof == "attention":
-            dt, p = device.roof(precision.attention_dtype)
-        elif op.roof == "vector":
-            dt, p = "fp32", device.vector_flops
-        else:
-            dt, p = "-", np.inf
-        pis.append(p)
-        dtypes.append(dt)
-        effs.append(app.eff(dt) if dt != "-" else 1.0)
-        if op.roof == "linear" and mixed_input(precision):
-            effs[-1] = min(1.0, effs[-1] * app.mixed)
-    raw = np.array(pis, dtype=np.float64)
-    return _Roofs(
-        raw * np.array(effs),
-        device.memory_bandwidth * app.memory,
-        raw,
-        float(device.memory_bandwidth),
-        dtypes,
-    )
-
-
-def _roofs_by_class(device: Device, precision: Precision, app: Applied | None = None) -> dict[str, float]:
-    """Peak FLOP/s of the linear, attention and vector roofs (achieved, when ``app`` is given)."""
-    lin, att = device.roof(precision.linear_dtype), device.roof(precision.attention_dtype)
-    if app is None:
-        return {"linear": lin[1], "attention": att[1], "vector": device.vector_flops}
-    mixed = app.mixed if mixed_input(precision) else 1.0
-    return {
-        "linear": lin[1] * min(1.0, app.eff(lin[0]) * mixed),
-        "attention": att[1] * app.eff(att[0]),
-        "vector": device.vector_flops * app.eff("fp32"),
-    }
-
-
-def _launches(app: Applied, cols, per_layer, per_model):
-    """Kernels launched per forward pass: the engine's count, else one per operator with work."""
-    if app.kernels_per_layer is None:
-        return cols["layers"] * per_layer + per_model
-    return cols["layers"] * (app.kernels_per_layer + app.moe_kernels * cols["moe"]) + app.kernels_per_pass
 
 
 def _args(cols: Mapping[str, np.ndarray], workload: Workload, precision: Precision) -> list:
@@ -154,164 +118,99 @@ def _args(cols: Mapping[str, np.ndarray], workload: Workload, precision: Precisi
     return [cols[n] if n in cols else scal[n] for n in ARG_NAMES]
 
 
-def _evaluate_fast(cols, device, workload, precision, preset, app):
-    """Bulk path (no per-op breakdown, no tile model): one generated function does most work."""
-    comp = compile_preset(preset)
-    args = _args(cols, workload, precision)
-    r = _roofs_by_class(device, precision, app)
-    ibeta = 1.0 / (device.memory_bandwidth * app.memory)
-    vals = comp.fast(*args, 1 / r["linear"], 1 / r["attention"], 1 / r["vector"], ibeta)
-    n = len(cols["layers"])
-    vals = [np.broadcast_to(np.asarray(v, dtype=np.float64), (n,)) for v in vals]
-    S_out = workload.output_tokens
-    layers = cols["layers"]
-    pre_l, pre_m, dec_l, dec_m = vals[:4]
-    for j, i in enumerate(comp.varying):
-        a0, a1, b0, b1 = vals[4 + 4 * j : 8 + 4 * j]
-        td, _ = _sum_max_affine(a0, a1, b0, b1, S_out)
-        if comp.ops[i].scope == "layer":
-            dec_l = dec_l + td
-        else:
-            dec_m = dec_m + td
-    totals = vals[4 + 4 * len(comp.varying) :]
-    pre_t, dec_t = layers * pre_l + pre_m, layers * dec_l + dec_m
-    if preset == "full":
-        launches = _launches(app, cols, totals[-2], totals[-1])
-        pre_t = pre_t + app.kernel_s * launches + app.pass_s
-        dec_t = dec_t + S_out * (app.kernel_s * launches + app.pass_s)
-    return _finish(cols, device, precision, preset, workload, pre_t, dec_t, totals)
-
-
-def _evaluate_chunk(cols, device, workload, precision, preset, tiles, per_op, app):
-    if not per_op and not tiles:
-        return _evaluate_fast(cols, device, workload, precision, preset, app)
-    comp = compile_preset(preset)
-    roofs = _roofs(comp, device, precision, app)
-    args = _args(cols, workload, precision)
-    n = len(cols["layers"])
-    vals = [np.broadcast_to(np.asarray(v, dtype=np.float64), (n,)) for v in comp.phases(*args)]
-    totals = vals[comp.n_phase_values :]
-    nops = len(comp.ops)
-    layers = cols["layers"]
-    S_out = workload.output_tokens
-    eff_pre = [1.0] * nops
-    eff_dec = [1.0] * nops
-    if tiles and preset == "full":
+def _inverse_roofs(comp: Compiled, rates: A.Rates, device, args, n: int, tiles: bool):
+    """Per part inverse roofs (s/FLOP) of prefill and decode; divided by the tile/wave efficiency with ``tiles``."""
+    ipp = [rates.inv.get(r, 0.0) for r in comp.roofs]
+    ipd = list(ipp)
+    if tiles:
         g = [np.broadcast_to(np.asarray(v, dtype=np.float64), (n,)) for v in comp.gemms(*args)]
         half = len(g) // 2
-        for j, i in enumerate(comp.gemm_ops):
-            M, N, _, grp = g[4 * j : 4 * j + 4]
-            te, we = tile_efficiency(M, N, grp, device)
-            eff_pre[i] = te * we
-            M, N, _, grp = g[half + 4 * j : half + 4 * j + 4]
-            te, we = tile_efficiency(M, N, grp, device)
-            eff_dec[i] = te * we
-    out: dict[str, Any] = {}
-    pre = {"layer": np.zeros(n), "model": np.zeros(n)}
-    dec_const = {"layer": np.zeros(n), "model": np.zeros(n)}  # one step; times S_out at the end
-    dec = {"layer": np.zeros(n), "model": np.zeros(n)}
-    ibeta = 1.0 / roofs.beta
+        for j, i in enumerate(comp.gemm_parts):
+            for off, ip in ((0, ipp), (half, ipd)):
+                M, N, _, grp = g[off + 4 * j : off + 4 * j + 4]
+                te, we = tile_efficiency(M, N, grp, device)
+                ip[i] = ip[i] / (te * we)
+    return ipp, ipd
+
+
+def _evaluate_chunk(cols, device, workload, precision, preset, tiles, per_op, app: Applied):
+    pr = A.get_preset(preset)
+    comp = compile_preset(preset, stack_kinds(cols) if pr.kinds else frozenset())
+    rates = A.rates(device, precision, None if pr.theory else app)
+    extra = 0.0 if pr.theory else A.engine_overhead(rates, cols["layers"], cols["moe"])
+    args = _args(cols, workload, precision)
+    n = len(cols["layers"])
+    ipp, ipd = _inverse_roofs(comp, rates, device, args, n, tiles and not pr.theory)
+    call = (*args, *ipp, *ipd, rates.inv_beta, rates.overhead)
+    arr = lambda v: np.broadcast_to(np.asarray(v, dtype=np.float64), (n,))  # noqa: E731
+    if not per_op:
+        vals = comp.fast(*call)
+        pre_t, dec_t = arr(vals[0]), arr(vals[1])
+        k = 2
+        for _ in range(sum(comp.n_varying)):
+            cnt, steps, a0, a1, b0, b1 = (arr(v) for v in vals[k : k + 6])
+            dec_t = dec_t + cnt * _sum_max_affine(a0, a1, b0, b1, steps)[0]
+            k += 6
+        pre_t, dec_t = pre_t + extra, dec_t + workload.output_tokens * extra
+        return _finish(device, precision, pr, workload, pre_t, dec_t, [arr(v) for v in vals[k:]])
+    vals = comp.parts(*call)
+    S_out = workload.output_tokens
+    pre_t, dec_t = np.zeros(n), np.zeros(n)
     ops_out = []
-    for i, op in enumerate(comp.ops):
-        F, By = vals[2 * i], vals[2 * i + 1]
-        f0, f1, b0, b1 = vals[2 * nops + 4 * i : 2 * nops + 4 * i + 4]
-        ipi = 0.0 if not np.isfinite(roofs.pi[i]) else 1.0 / roofs.pi[i]
-        ipi_p, ipi_d = ipi / eff_pre[i], ipi / eff_dec[i]
-        tc, tm = F * ipi_p, By * ibeta
-        launch = app.kernel_s * np.sign(F + By) if preset == "full" and app.kernels_per_layer is None else 0.0
-        if preset == "paper":  # theory mode: compute-bound prefill, memory-bound decode
-            tp = tc
-            td = (S_out * b0 + b1 * S_out * (S_out + 1) / 2) * ibeta
-            ncomp = np.zeros(n)
-            dec[op.scope] += td
-        elif comp.step_constant[i]:
-            tp = np.maximum(tc, tm) + launch
-            c0, m0 = f0 * ipi_d, b0 * ibeta
-            step = np.maximum(c0, m0) + launch
-            dec_const[op.scope] += step
-            if per_op:
-                td = S_out * step
-                ncomp = np.where(c0 > m0, float(S_out), 0.0)
-        else:
-            tp = np.maximum(tc, tm) + launch
-            td, ncomp = _sum_max_affine(f0 * ipi_d, f1 * ipi_d, b0 * ibeta, b1 * ibeta, S_out)
-            td = td + S_out * launch
-            dec[op.scope] += td
-        pre[op.scope] += tp
-        if per_op:
-            mult = layers if op.scope == "layer" else 1.0
-            Fd = S_out * f0 + f1 * S_out * (S_out + 1) / 2
-            Bd = S_out * b0 + b1 * S_out * (S_out + 1) / 2
-            ops_out.append(
-                {
-                    "name": op.name,
-                    "roof": roofs.dtypes[i],
-                    "scope": op.scope,
-                    "prefill": (
-                        mult * F,
-                        mult * By,
-                        mult * tp,
-                        np.where(tc >= tm, 1.0, 0.0) if preset == "full" else np.ones(n),
-                    ),
-                    "decode": (mult * Fd, mult * Bd, mult * td, ncomp / S_out if preset == "full" else np.zeros(n)),
-                }
-            )
-    pre_t = layers * pre["layer"] + pre["model"]
-    dec_t = layers * (dec["layer"] + S_out * dec_const["layer"]) + dec["model"] + S_out * dec_const["model"]
-    if preset == "full":  # engine kernel counts (when it has them) and the per-pass overhead
-        extra = app.pass_s + (0.0 if app.kernels_per_layer is None else app.kernel_s * _launches(app, cols, 0, 0))
-        pre_t, dec_t = pre_t + extra, dec_t + S_out * extra
-        if per_op:
-            z = np.zeros(n)
-            ops_out.append({"name": "engine_overhead", "roof": "-", "scope": "model",
-                            "prefill": (z, z, extra + z, z), "decode": (z, z, S_out * extra + z, z)})  # fmt: skip
-    out = _finish(cols, device, precision, preset, workload, pre_t, dec_t, totals)
-    if per_op:
-        out["_ops"] = ops_out
+    k = 0
+    for i, name in enumerate(comp.names):
+        count, F, By, tp, tc, tm, Fd, Bd, td, ncomp = (arr(v) for v in vals[k : k + 10])
+        k += 10
+        for _ in range(comp.n_varying[i]):
+            _, steps, a0, a1, b0, b1 = (arr(v) for v in vals[k : k + 6])
+            s, c = _sum_max_affine(a0, a1, b0, b1, steps)
+            td, ncomp = td + s, ncomp + c
+            k += 6
+        pre_t, dec_t = pre_t + count * tp, dec_t + count * td
+        full = not pr.theory
+        ops_out.append({
+            "name": name, "roof": A.roof(comp.roofs[i], device, precision)[0], "scope": comp.scopes[i],
+            "prefill": (count * F, count * By, count * tp, np.where(tc >= tm, 1.0, 0.0) if full else np.ones(n)),
+            "decode": (count * Fd, count * Bd, count * td, ncomp / S_out if full else np.zeros(n)),
+        })  # fmt: skip
+    if not pr.theory:
+        z = np.zeros(n)
+        e = arr(extra)
+        ops_out.append({"name": "engine_overhead", "roof": "-", "scope": "model",
+                        "prefill": (z, z, e, z), "decode": (z, z, S_out * e, z)})  # fmt: skip
+        pre_t, dec_t = pre_t + e, dec_t + S_out * e
+    out = _finish(device, precision, pr, workload, pre_t, dec_t, [arr(v) for v in vals[k:]])
+    out["_ops"] = ops_out
     return out
 
 
-def _finish(cols, device, precision, preset, workload, pre_t, dec_t, totals):
+def _finish(device, precision, pr: A.Preset, workload, pre_t, dec_t, totals):
     """Memory, energy and the output dict from phase times and the generated totals."""
-    n = len(pre_t)
     S_out = workload.output_tokens
-    out: dict[str, Any] = {}
-    (weights, kv, act, p_total, p_active, fpl, fpa, fpv, fdl, fda, fdv, bpre, bdec) = totals[:13]
-    memory = weights + (kv + act if preset == "full" else 0.0)
+    t = dict(zip(A.TOTAL_KEYS, totals, strict=True))
+    memory = sum(t[m] for m in pr.memory)
     total = pre_t + dec_t
-    flops_pre, flops_dec = fpl + fpa + fpv, fdl + fda + fdv
-    if device.energy_per_flop is not None and device.energy_per_byte is not None:
-        dyn = device.energy_per_flop * (flops_pre + flops_dec) + device.energy_per_byte * (bpre + bdec)
-    elif device.power_peak is not None:
-        r = _roofs_by_class(device, precision)
-        busy_c = (fpl + fdl) / r["linear"] + (fpa + fda) / r["attention"] + (fpv + fdv) / r["vector"]
-        busy_m = (bpre + bdec) / device.memory_bandwidth
-        dyn = (device.power_peak - (device.power_idle or 0.0)) * (
-            COMPUTE_POWER_SHARE * busy_c + (1 - COMPUTE_POWER_SHARE) * busy_m
-        )
-    else:
-        dyn = np.full(n, np.nan)
-    energy = (device.power_idle or 0.0) * total + dyn
-    out.update(
+    flops = {c: t[f"fpre_{c}"] + t[f"fdec_{c}"] for c in A.ROOF_CLASSES}
+    energy = A.energy(A.energy_coefficients(device, precision), total, flops, t["bytes_pre"] + t["bytes_dec"])
+    return dict(
         prefill_s=pre_t,
         decode_s=dec_t,
         ttft_s=pre_t.copy(),
         tpot_s=dec_t / S_out,
         total_s=total,
-        prefill_flops=flops_pre,
-        decode_flops=flops_dec,
-        prefill_bytes=bpre.copy(),
-        decode_bytes=bdec.copy(),
-        weight_bytes=weights.copy(),
-        kv_cache_bytes=kv.copy(),
-        activation_bytes=act.copy(),
+        prefill_flops=t["fpre_linear"] + t["fpre_attention"] + t["fpre_vector"],
+        decode_flops=t["fdec_linear"] + t["fdec_attention"] + t["fdec_vector"],
+        prefill_bytes=t["bytes_pre"].copy(),
+        decode_bytes=t["bytes_dec"].copy(),
+        weight_bytes=t["weights"].copy(),
+        kv_cache_bytes=t["kv"].copy(),
+        activation_bytes=t["act"].copy(),
         memory_bytes=memory,
         fits_in_memory=memory <= device.memory_capacity,
         energy_j=energy,
-        params_total=p_total.copy(),
-        params_active=p_active.copy(),
+        params_total=t["params_total"].copy(),
+        params_active=t["params_active"].copy(),
     )
-    return out
 
 
 def evaluate_columns(
@@ -329,15 +228,14 @@ def evaluate_columns(
     Returns arrays (SI units): prefill_s, decode_s (all S_out steps), ttft_s, tpot_s, total_s,
     prefill/decode FLOPs and bytes, weight_bytes, kv_cache_bytes, activation_bytes, memory_bytes,
     fits_in_memory, energy_j, params_total, params_active. Work is done in chunks of ``chunk``
-    rows, so memory stays bounded whatever the table size. ``engine``: the serving stack's
-    profile (:mod:`.engines`; default: the device's), ``"ideal"`` for the pure roofline.
+    rows, so memory stays bounded whatever the table size. ``engine``: the serving stack's profile
+    (:mod:`.engines`; default: the device's), ``"ideal"`` for the pure roofline.
     """
-    if preset not in PRESETS:
-        raise bad("preset", preset, f"must be one of {', '.join(PRESETS)}")
+    pr = A.get_preset(preset)
     workload = workload or Workload()
     precision = Precision.parse(precision)
     cols = complete_columns(columns)
-    app = applied(device, engine, preset)
+    app = applied(device, engine, "paper" if pr.theory else preset)
     n = len(cols["layers"])
     if n <= chunk:
         res = _evaluate_chunk(cols, device, workload, precision, preset, tiles, False, app)
@@ -437,27 +335,26 @@ def evaluate(
 ) -> CostReport:
     """Latency per phase, memory, energy and the per-operator breakdown of one architecture.
 
-    ``engine``: serving-stack profile (:mod:`.engines`; default: the device's), ``"ideal"`` for
-    the pure roofline. The report's ``applied`` says which efficiencies and overheads were used.
+    ``engine``: serving-stack profile (:mod:`.engines`; default: the device's), ``"ideal"`` for the
+    pure roofline. The report's ``applied`` says which efficiencies and overheads were used.
     """
-    if preset not in PRESETS:
-        raise bad("preset", preset, f"must be one of {', '.join(PRESETS)}")
+    theory = A.get_preset(preset).theory
     workload = workload or Workload()
     precision = Precision.parse(precision)
-    cols = {k: np.array([float(v)]) for k, v in arch.columns().items()}
-    app = applied(device, engine, preset)
+    cols = complete_columns({k: np.array([float(v)]) for k, v in arch.columns().items()})
+    app = applied(device, engine, "paper" if theory else preset)
     res = _evaluate_chunk(cols, device, workload, precision, preset, tiles, True, app)
     ops: list[OpCost] = []
     for phase in ("prefill", "decode"):
         for o in res["_ops"]:
             F, By, s, frac = (float(np.asarray(x).ravel()[0]) for x in o[phase])
-            if F == 0 and By == 0 and o["name"] != "engine_overhead":
-                continue
             if o["name"] == "engine_overhead":
                 if s > 0:
                     ops.append(OpCost(o["name"], phase, 0.0, 0.0, s, "overhead", "-"))
                 continue
-            if preset == "paper":
+            if F == 0 and By == 0:
+                continue
+            if theory:
                 bound = "compute" if phase == "prefill" else "memory"
             elif phase == "prefill" or frac in (0.0, 1.0):
                 bound = "compute" if frac >= 1.0 else "memory"
