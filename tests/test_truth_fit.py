@@ -35,8 +35,8 @@ def test_fit_recovers_synthetic_truth(smolhub):
     synth = [dataclasses.replace(c, measured_s=fe._predict(x, P, c, f)) for c, f in zip(smolhub, feats, strict=False)]
     res = fe.fit(synth)
     got = res.families["jetson-ampere"]["memory"] * res.engines["llama.cpp"]["memory_factor"]
-    assert got == pytest.approx(0.6 * 0.7, rel=0.03)
-    assert res.families["jetson-ampere"]["kernel_s"] == pytest.approx(8e-6, rel=0.1)
+    assert got == pytest.approx(0.6 * 0.7, rel=0.06)  # weak priors pull the split a little
+    assert res.families["jetson-ampere"]["kernel_s"] == pytest.approx(8e-6, rel=0.2)
     errs = [abs(r["error"]) for r in fe.errors(synth, res)]
     assert max(errs) < 0.03  # through rooflaw.evaluate, not the fit's own predictor
 

@@ -64,7 +64,7 @@ def test_head_precision_weight_bytes():
 def test_load_cases():
     cases, skipped = load_cases(DATA)
     ids = {c.row_id for c in cases}
-    assert len(ids) == 73 and len(cases) == 105
+    assert len(ids) == 73 and len(cases) == 113
     assert {c.phase for c in cases} == {"prefill", "decode", "e2e"}
     reasons = dict(skipped)
     assert "not in the catalog" in reasons["R0124"]  # 7 W mode: no catalog device

@@ -50,8 +50,8 @@ class EngineProfile:
     LM head in when weights are quantised (``None``: quantised like the weights)."""
 
     name: str
-    kernels_per_layer: float
-    kernels_per_pass: float
+    kernels_per_layer: float | None  #: None: one kernel per operator with work
+    kernels_per_pass: float | None
     moe_kernels: float = 4.0
     memory_factor: float = 1.0
     compute_factor: float = 1.0
@@ -80,6 +80,14 @@ class EngineProfile:
 #: ≈ 10 ops, SDPA, o, 2 adds, gate, up, SiLU, mul, down, views/cat of the KV cache ≈ 36.
 _BUILTIN: dict[str, EngineProfile] = {
     "ideal": EngineProfile("ideal", 0.0, 0.0, 0.0, head=None, note="pure roofline: efficiency 1, no overhead"),
+    "device": EngineProfile(
+        "device",
+        None,
+        None,
+        0.0,
+        head=None,
+        note="the device file's own scalar efficiencies and kernel_overhead per operator launch, no fitted figures",
+    ),  # fmt: skip
     "tensorrt-llm": EngineProfile("tensorrt-llm", 7.0, 4.0, note="TensorRT-LLM / TensorRT Edge-LLM"),
     "vllm": EngineProfile("vllm", 9.0, 4.0),
     "llama.cpp": EngineProfile("llama.cpp", 20.0, 6.0, head=None, note="GGUF: head quantised as in the file"),
@@ -145,10 +153,16 @@ class Applied:
         if self.engine == "paper":
             return "preset paper: the paper's theory formulas (no engine overheads)"
         comp = ", ".join(f"{k} {v:.3g}" for k, v in self.compute.items()) or "1"
+        if self.kernels_per_layer is None:
+            kernels = f"{self.kernel_s * 1e6:.3g} µs per operator launch"
+        else:
+            kernels = (
+                f"{self.kernel_s * 1e6:.3g} µs/kernel × ({self.kernels_per_layer:g}/layer + "
+                f"{self.kernels_per_pass or 0:g}/pass)"
+            )
         return (
             f"engine {self.engine}: bandwidth ×{self.memory:.3g}, compute ×({comp}), "
-            f"mixed-input GEMM ×{self.mixed:.3g}, {self.kernel_s * 1e6:.3g} µs/kernel × {self.kernels_per_layer or 0:g}/layer + "
-            f"{self.kernels_per_pass or 0:g}/pass, {self.pass_s * 1e3:.3g} ms/pass [{self.source}]"
+            f"mixed-input GEMM ×{self.mixed:.3g}, {kernels}, {self.pass_s * 1e3:.3g} ms/pass [{self.source}]"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -169,13 +183,19 @@ def applied(device: Device, engine: str | EngineProfile | None, preset: str = "f
     prof = get_engine(engine if engine is not None else default_engine(device))
     if prof.name == "ideal":
         return Applied("ideal", 1.0, {}, 0.0, 0.0, 0.0, 0.0, 0.0, "pure roofline")
+    if prof.name == "device":
+        comp = {k: ce for k in COMPUTE_KEYS} if ce != 1.0 else {}
+        return Applied("device", me, comp, float(device.kernel_overhead), None, None, 0.0, 0.0, "device figures")
     ach = device.achieved or {}
+    if not ach:  # no fitted family: the engine's kernel count, but none of the fitted figures
+        prof = dataclasses.replace(prof, memory_factor=1.0, compute_factor=1.0, mixed_factor=1.0, pass_s=0.0)
     comp = {}
     for k in COMPUTE_KEYS:
         if k in ach or ce != 1.0 or prof.compute_factor != 1.0:
             comp[k] = min(1.0, float(ach.get(k, 1.0)) * ce * prof.compute_factor)
     mem = min(1.0, float(ach.get("memory", 1.0)) * me * prof.memory_factor)
-    kernel_s = float(ach.get("kernel_s", device.kernel_overhead))
+    # a per-kernel overhead set on the device (calibrate, a user file) wins over the family fit
+    kernel_s = float(device.kernel_overhead or ach.get("kernel_s", 0.0))
     if ach:
         source = f"{ach.get('provenance', 'fitted')} family {ach.get('family', '?')}"
     elif ce != 1.0 or me != 1.0 or kernel_s:

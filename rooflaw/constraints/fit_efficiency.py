@@ -99,7 +99,8 @@ def _features(case: Case, device: Device) -> _Feat:
     launches = {}
     for name in ENGINE_NAMES:
         e = get_engine(name)
-        launches[name] = layers * (e.kernels_per_layer + e.moe_kernels * moe) + e.kernels_per_pass
+        if e.kernels_per_layer is not None:
+            launches[name] = layers * (e.kernels_per_layer + e.moe_kernels * moe) + (e.kernels_per_pass or 0.0)
     return _Feat((Fp, Bp), (Fd, Bd), np.array(pis), dts, float(device.memory_bandwidth), launches, np.array(mixed))
 
 
