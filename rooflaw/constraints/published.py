@@ -111,7 +111,8 @@ def _device(row: dict[str, str]) -> str | None:
 
 def _file_bytes(text: str) -> float:
     """A reported file size: llama.cpp sizes are binary units (MB = MiB, GB = GiB)."""
-    v = _num(text)
+    m = re.search(r"([0-9]+(?:\.[0-9]+)?)\s*[MG]B", text)
+    v = float(m.group(1)) if m else math.nan
     if "GB" in text:
         return v * 2**30
     if "MB" in text:
