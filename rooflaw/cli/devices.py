@@ -152,6 +152,14 @@ def show_cmd(
         console.print(f"ridge point (fp16): {dev.ridge('fp16'):.4g} FLOP/byte")
     if dev.uncertain:
         console.print(f"uncertain: {', '.join(dev.uncertain)}")
+    if dev.achieved:
+        a = dev.achieved
+        figs = ", ".join(f"{k} {v:.3g}" for k, v in a.items() if isinstance(v, float) and k != "kernel_s")
+        console.print(
+            f"achieved ({a.get('provenance', '?')}, family {a.get('family', '?')}, {len(a.get('rows', []))} published"
+            f" rows): {figs}; {float(a.get('kernel_s', 0)) * 1e6:.3g} µs/kernel",
+            markup=False,
+        )
     if dev.notes:
         console.print(f"notes: {dev.notes}", markup=False)
 
