@@ -3,7 +3,8 @@
     python benchmarks/bench_cost_model.py [--n 1000000] [--genz-python /path/to/python-with-genz]
 
 rooflaw: the ``full`` preset for every candidate -- prefill, all S_out decode steps (exact closed-form
-sum), memory and energy -- through ``evaluate_columns``. GenZ: ``prefill_moddeling`` and one
+sum), memory and energy -- through ``evaluate_columns``; then the same candidates as heterogeneous layer stacks
+(5:1 sliding-window, 5:1 short-conv hybrid), timed relative to the uniform run. GenZ: ``prefill_moddeling`` and one
 ``decode_moddeling`` step per candidate, the same dims, the same device numbers (Jetson AGX Orin
 64GB: 42.5 TFLOP/s dense FP16, 204.8 GB/s; GenZ gets a huge capacity because it refuses models that do not fit,
 and capacity does not change latency). GenZ is optional: install it in a separate
@@ -47,6 +48,18 @@ def random_candidates(n: int, seed: int = 0) -> dict[str, np.ndarray]:
         "top_k": np.where(experts > 1, 2, 1),
         "vocab": np.full(n, 32000),
     }
+
+
+def stacks(cands: dict[str, np.ndarray]) -> dict[str, dict[str, np.ndarray]]:
+    """The same candidates as heterogeneous layer stacks (per-kind layer-count columns)."""
+    n = len(cands["layers"])
+    rng = np.random.default_rng(1)
+    local = cands["layers"] * 5 // 6
+    sliding = {**cands, "local_layers": local, "window": rng.choice([512, 1024, 4096], n)}
+    conv = {**cands, "mixer_layers": local, "attn_layers": cands["layers"] - local, "mixer_in": 3 * cands["d_model"],
+            "mixer_inner": cands["d_model"], "mixer_state": 2 * cands["d_model"], "mixer_flops": 8 * cands["d_model"],
+            "mixer_params": 3 * cands["d_model"]}  # fmt: skip
+    return {"sliding-window 5:1 (Gemma 3 style)": sliding, "short-conv hybrid 5:1 (LFM2 style)": conv}
 
 
 GENZ_SCRIPT = textwrap.dedent(
@@ -96,6 +109,15 @@ def main() -> None:
         f"one-time compile {compile_s:.2f} s"
     )
     assert np.all(np.isfinite(res["total_s"]))
+    for label, stack in stacks(cands).items():
+        rooflaw.evaluate_columns({k: v[:10] for k, v in stack.items()}, dev, WL, "bf16")
+        t_stack = float("inf")
+        for _ in range(3):
+            t0 = time.perf_counter()
+            res = rooflaw.evaluate_columns(stack, dev, WL, "bf16")
+            t_stack = min(t_stack, time.perf_counter() - t0)
+        assert np.all(np.isfinite(res["total_s"]))
+        print(f"  {label}: {args.n / t_stack:,.0f} candidates/s ({t_stack / best:.2f}x the uniform time)")
 
     genz_py = args.genz_python
     if genz_py is None:

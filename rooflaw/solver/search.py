@@ -166,7 +166,7 @@ class _Objective:
         for dim in ("layers", "d_model", "head_dim", "kv_heads", "r_single"):
             vals = ch[dim]
             out[dim] = vals[trial.suggest_int(f"{dim}_i", 0, len(vals) - 1)] if len(vals) > 1 else vals[0]
-        for dim in ("moe", "vocab_tied"):
+        for dim in ("moe", "vocab_tied", "pattern"):
             vals = ch[dim]
             labels = ["x".join(str(x) for x in v) for v in vals]
             if len(vals) > 1:
@@ -391,7 +391,7 @@ def trials_frame(study: Any) -> pd.DataFrame:
         r["index"] = int(t.user_attrs.get("index", -1))
         rows.append(r)
     cols = ["trial", "feasible", *FRONTIER_COLUMNS, "cached", "measured", "index", "vocab", "tied", "total_s",
-            "tpot_s", "params_total", "params_active"]  # fmt: skip
+            "tpot_s", "params_total", "params_active", "local_layers", "window"]  # fmt: skip
     if not rows:
         return pd.DataFrame({c: [] for c in cols})
     df = pd.DataFrame(rows)
