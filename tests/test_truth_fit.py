@@ -36,9 +36,13 @@ def test_fit_recovers_synthetic_truth(smolhub):
     res = fe.fit(synth)
     got = res.families["jetson-ampere"]["memory"] * res.engines["llama.cpp"]["memory_factor"]
     assert got == pytest.approx(0.6 * 0.7, rel=0.06)  # weak priors pull the split a little
-    assert res.families["jetson-ampere"]["kernel_s"] == pytest.approx(8e-6, rel=0.2)
+    # kernel_s and pass_s are nearly collinear over these 16-32-layer models; their sum per token is identified
+    launches = 30 * 20 + 6  # SmolLM2-135M under llama.cpp's kernel count
+    over = res.families["jetson-ampere"]["kernel_s"] * launches + res.engines["llama.cpp"]["pass_s"]
+    assert over == pytest.approx(8e-6 * launches + 2e-3, rel=0.1)
     errs = [abs(r["error"]) for r in fe.errors(synth, res)]
-    assert max(errs) < 0.03  # through rooflaw.evaluate, not the fit's own predictor
+    # through rooflaw.evaluate, not the fit's own predictor (which takes each op's mean decode step)
+    assert max(errs) < 0.05 and float(np.median(errs)) < 0.01
 
 
 @needs_data
