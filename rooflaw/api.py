@@ -24,8 +24,8 @@ if TYPE_CHECKING:  # pragma: no cover - names for type checkers and IDEs
 _MODULES: dict[str, str] = {
     "rooflaw.arch": "COLUMNS Architecture Space bundled_models from_file from_hf_config from_mapping from_spec "
     "get_space list_spaces param_counts",
-    "rooflaw.constraints": "FORMATS PRESETS CostReport Precision Workload complete_columns decode_steps "
-    "evaluate_columns gemm",
+    "rooflaw.constraints": "ENGINE_NAMES FORMATS PRESETS CostReport EngineProfile Precision Workload "
+    "complete_columns decode_steps evaluate_columns gemm get_engine",
     "rooflaw.devices": "Device calibrate device_ids get_device list_devices load_device_file save_device_toml",
     "rooflaw.objectives": "LossLaw builtin_laws fit_law gemstones get_law law_inputs list_laws load_table parse_law "
     "plot_fit",
@@ -116,6 +116,7 @@ def evaluate(
     precision: str | Precision = "fp16",  # = solver.problem.DEFAULT_PRECISION (a test pins it)
     preset: str = "full",
     tiles: bool = False,
+    engine: str | None = None,
     *,
     batch: int | None = None,
     input_tokens: int | None = None,
@@ -126,8 +127,9 @@ def evaluate(
 
     ``arch``: anything :func:`load_architecture` takes; ``device``: a :class:`Device`, a catalog id or a device
     file; ``workload``: a :class:`Workload` or a mapping, with keyword overrides (``batch``, ``input_tokens``,
-    ``output_tokens``, ``attention``). Defaults are the CLI's (batch 1, 1024 in, 16 out, unfused attention, the
-    ``full`` preset, the default precision). ``.to_dict()`` gives the totals, ``.to_frame()`` the operators.
+    ``output_tokens``, ``attention``); ``engine``: an engine profile name (``ideal``, ``tensorrt-llm``, ...; None:
+    the device's fitted default). Defaults are the CLI's (batch 1, 1024 in, 16 out, fused attention, the ``full``
+    preset, the default precision). ``.to_dict()`` gives the totals, ``.to_frame()`` the operators.
     """
     from .constraints import evaluate as _evaluate
     from .devices import get_device
@@ -135,7 +137,8 @@ def evaluate(
 
     wl = _workload(workload, {"batch": batch, "input_tokens": input_tokens, "output_tokens": output_tokens,
                               "attention": attention})  # fmt: skip
-    return _evaluate(load_architecture(arch), get_device(device), wl, precision or DEFAULT_PRECISION, preset, tiles)
+    return _evaluate(load_architecture(arch), get_device(device), wl, precision or DEFAULT_PRECISION, preset, tiles,
+                     engine)
 
 
 #: Names for :func:`clear_cache`: what each clears in this process.

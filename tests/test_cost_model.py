@@ -336,17 +336,18 @@ def test_decode_gemms_use_narrow_tiles():
 
 
 def test_kernel_overhead_adds_one_launch_per_operator_and_pass():
+    # engine "device": the device file's own kernel_overhead per operator launch (no engine kernel count)
     a = from_hf_config("olmoe-1b-7b")
     wl = Workload(1, 128, 8)
     dev = dataclasses.replace(ORIN, kernel_overhead=10e-6)
-    base, slow = evaluate(a, ORIN, wl), evaluate(a, dev, wl)
+    base, slow = evaluate(a, ORIN, wl, engine="device"), evaluate(a, dev, wl, engine="device")
     kernels = 14 * 16 + 3  # 14 operators per layer (router included: MoE) + embed, final norm, LM head
     assert slow.prefill_s - base.prefill_s == pytest.approx(10e-6 * kernels)
     assert slow.decode_s - base.decode_s == pytest.approx(10e-6 * kernels * 8)
-    bulk = evaluate_columns({k: [v] for k, v in a.columns().items()}, dev, wl)
+    bulk = evaluate_columns({k: [v] for k, v in a.columns().items()}, dev, wl, engine="device")
     assert bulk["total_s"][0] == pytest.approx(slow.total_s)
     dense = from_hf_config("qwen2.5-0.5b")  # no router kernel
-    d0, d1 = evaluate(dense, ORIN, wl), evaluate(dense, dev, wl)
+    d0, d1 = evaluate(dense, ORIN, wl, engine="device"), evaluate(dense, dev, wl, engine="device")
     assert d1.prefill_s - d0.prefill_s == pytest.approx(10e-6 * (13 * 24 + 3))
 
 
@@ -354,7 +355,7 @@ def test_bulk_path_counts_no_router_launch_for_dense_models():
     dense = from_hf_config("qwen2.5-0.5b")
     dev = dataclasses.replace(ORIN, kernel_overhead=10e-6)
     wl = Workload(1, 128, 8)
-    bulk = evaluate_columns({k: [v] for k, v in dense.columns().items()}, dev, wl)
-    assert bulk["total_s"][0] == pytest.approx(evaluate(dense, dev, wl).total_s, rel=1e-12)
-    base = evaluate_columns({k: [v] for k, v in dense.columns().items()}, ORIN, wl)
+    bulk = evaluate_columns({k: [v] for k, v in dense.columns().items()}, dev, wl, engine="device")
+    assert bulk["total_s"][0] == pytest.approx(evaluate(dense, dev, wl, engine="device").total_s, rel=1e-12)
+    base = evaluate_columns({k: [v] for k, v in dense.columns().items()}, ORIN, wl, engine="device")
     assert bulk["prefill_s"][0] - base["prefill_s"][0] == pytest.approx(10e-6 * (13 * 24 + 3))

@@ -132,7 +132,7 @@ def build_problem(
     memory_budget: Optional[str],
     energy_budget: Optional[str],
     align: int = 128,
-    attention: str = "unfused",
+    attention: str = "fused",
     allow_extrapolation: bool = False,
 ) -> Any:
     """A :class:`~rooflaw.solver.Problem` from the options shared by ``solve``, ``frontier`` and ``search``."""

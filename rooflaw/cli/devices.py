@@ -172,6 +172,14 @@ def show_cmd(
         console.print(f"ridge point (fp16): {dev.ridge('fp16'):.4g} FLOP/byte")
     if dev.uncertain:
         console.print(f"uncertain: {', '.join(dev.uncertain)}", markup=False)
+    if dev.achieved:
+        a = dev.achieved
+        figs = ", ".join(f"{k} {v:.3g}" for k, v in a.items() if isinstance(v, float) and k != "kernel_s")
+        console.print(
+            f"achieved ({a.get('provenance', '?')}, family {a.get('family', '?')}, {len(a.get('rows', []))} published"
+            f" rows): {figs}; {float(a.get('kernel_s', 0)) * 1e6:.3g} µs/kernel",
+            markup=False,
+        )
     if dev.notes:
         console.print(f"notes: {dev.notes}", markup=False)
 
@@ -200,8 +208,13 @@ def calibrate_cmd(
         check_output(out, "--out", (".toml",))
     base_dev = get_device(base) if base is not None else None
     if not as_json and console.is_terminal:
-        with console.status(f"measuring for ~{seconds:g} s ..."):
-            dev = calibrate(base_dev, seconds=seconds)
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+        with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=console) as bar:
+            task = bar.add_task("measuring", total=1.0)
+            dev = calibrate(
+                base_dev, seconds=seconds, progress=lambda step, f: bar.update(task, completed=f, description=step)
+            )
     else:
         dev = calibrate(base_dev, seconds=seconds)
     if out is not None:
@@ -214,3 +227,7 @@ def calibrate_cmd(
     console.print(f"notes: {dev.notes}", markup=False)
     if out is not None:
         err_console.print(f"wrote {out}", markup=False)
+
+
+from . import fit_efficiency as _fit_efficiency  # noqa: E402,F401  (registers `devices fit-efficiency`)
+from . import validate as _validate  # noqa: E402,F401  (registers `validate`)

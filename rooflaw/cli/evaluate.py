@@ -39,7 +39,10 @@ def evaluate(
     batch: int = typer.Option(1, help="Sequences per batch."),
     input_tokens: int = typer.Option(1024, help="Prompt tokens per sequence (S_in)."),
     output_tokens: int = typer.Option(16, help="Generated tokens per sequence (S_out)."),
-    attention: str = typer.Option("unfused", help="Attention kernel: unfused (scores in memory) or fused."),
+    attention: str = typer.Option("fused", help="Attention kernel: fused (FlashAttention-style) or unfused."),
+    engine: Optional[str] = typer.Option(
+        None, "--engine", help="tensorrt-llm, vllm, llama.cpp, gpt-fast, torch-eager or ideal."
+    ),
     preset: str = typer.Option("full", help="Cost model: full (per-operator roofline) or paper (App. E)."),
     tiles: bool = typer.Option(False, "--tiles/--no-tiles", help="Apply the GEMM tile/wave quantisation model."),
     steps: bool = typer.Option(False, "--steps", help="Also list every decode step (context, time, FLOPs, bytes)."),
@@ -57,7 +60,7 @@ def evaluate(
     a = load_arch(hf_config, arch, arch_file)
     dev = api.get_device(device)
     wl = api.Workload(batch, input_tokens, output_tokens, attention)
-    rep = api.evaluate(a, dev, wl, precision, preset, tiles)
+    rep = api.evaluate(a, dev, wl, precision, preset, tiles, engine)
     out = rep.to_dict()
     op_rows = api.op_rows(rep)
     out["ops"] = op_rows
@@ -72,7 +75,7 @@ def evaluate(
                               f"({'; '.join(out['outside_law_domain'])}): the loss is extrapolated",
                               markup=False)  # fmt: skip
     if steps:
-        out["steps"] = api.decode_steps(a, dev, wl, precision, preset, tiles)
+        out["steps"] = api.decode_steps(a, dev, wl, precision, preset, tiles, engine)
     if csv is not None:
         write_csv(op_rows, csv)
     if plot is not None:
@@ -108,7 +111,10 @@ def evaluate(
         ["prefill tokens/s", f"{out['tokens_per_s']['prefill']:.4g}"],
         ["decode tokens/s", f"{out['tokens_per_s']['decode']:.4g}"],
         ["tokens/s (end to end)", f"{out['tokens_per_s']['total']:.4g}"],
-        ["energy", f"{out['energy_j']:.3g} J"],
+        [
+            "energy",
+            f"{out['energy_j']:.3g} J" if out["energy_j"] == out["energy_j"] else "n/a (device has no power figures)",
+        ],
     ]
     if law is not None:
         summary += [

@@ -29,7 +29,7 @@ def solve(
     batch: int = typer.Option(1, help="Sequences per batch."),
     input_tokens: int = typer.Option(1024, help="Prompt tokens per sequence (S_in)."),
     output_tokens: int = typer.Option(16, help="Generated tokens per sequence (S_out)."),
-    attention: str = typer.Option("unfused", help="Attention kernel: unfused (scores in memory) or fused."),
+    attention: str = typer.Option("fused", help="Attention kernel: fused (default) or unfused."),
     method: str = typer.Option("closed-form", help="closed-form, gp, exhaustive or optuna."),
     align: int = typer.Option(128, help="d_model (and FFN) multiple: 128 default; 256/512 per NVIDIA's tile guidance."),
     preset: str = typer.Option("full", help="Cost model that judges the architecture: full or paper."),

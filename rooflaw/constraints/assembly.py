@@ -379,22 +379,54 @@ def roof(op_roof: str, device: Any, precision: Any) -> tuple[str, float]:
 
 @dataclass(frozen=True)
 class Rates:
-    """Raw peaks and the efficiency-derated inverse rates the time expressions take."""
+    """Raw peaks and the efficiency-derated inverse rates the time expressions take.
+
+    ``overhead`` is charged per operator launch (one per op with work); an engine profile with its own
+    kernel count instead charges ``kernel_s`` × (layers·(per_layer + moe·per_moe_layer) + per_pass) +
+    ``pass_s`` per forward pass (:func:`engine_overhead`), and ``overhead`` is then 0.
+    """
 
     raw: dict[str, float]  # FLOP/s per compute class
     raw_beta: float  # bytes/s
-    inv: dict[str, float]  # s/FLOP per class, derated by compute_efficiency
-    inv_beta: float  # s/byte, derated by memory_efficiency
-    overhead: float  # s per kernel launch
+    inv: dict[str, float]  # s/FLOP per class, derated by the achieved efficiencies
+    inv_beta: float  # s/byte, derated by the achieved bandwidth fraction
+    overhead: float  # s per operator launch
+    kernel_s: float = 0.0  # s per engine kernel
+    per_layer: float = 0.0  # engine kernels per dense layer and pass
+    per_moe_layer: float = 0.0  # extra kernels per routed-expert layer
+    per_pass: float = 0.0  # engine kernels per pass outside the layers
+    pass_s: float = 0.0  # s per forward pass (sampling, host sync)
 
 
-def rates(device: Any, precision: Any) -> Rates:
+def rates(device: Any, precision: Any, app: Any = None) -> Rates:
+    """Rates of ``device`` for ``precision`` under the efficiencies of ``app`` (an :class:`engines.Applied`;
+    ``None``: the device's scalar ``compute_efficiency`` / ``memory_efficiency`` / ``kernel_overhead``)."""
     raw = {c: float(roof(c, device, precision)[1]) for c in ROOF_CLASSES}
-    ce = device.compute_efficiency
+    if app is None:
+        ce = device.compute_efficiency
+        return Rates(
+            raw, float(device.memory_bandwidth), {c: 1.0 / (raw[c] * ce) for c in ROOF_CLASSES},
+            1.0 / (device.memory_bandwidth * device.memory_efficiency), float(device.kernel_overhead or 0.0),
+        )  # fmt: skip
+    from .engines import mixed_input
+
+    inv = {}
+    for c in ROOF_CLASSES:
+        eff = app.eff(roof(c, device, precision)[0])
+        if c == "linear" and mixed_input(precision):
+            eff = min(1.0, eff * app.mixed)
+        inv[c] = 1.0 / (raw[c] * eff)
+    counted = app.kernels_per_layer is not None
     return Rates(
-        raw, float(device.memory_bandwidth), {c: 1.0 / (raw[c] * ce) for c in ROOF_CLASSES},
-        1.0 / (device.memory_bandwidth * device.memory_efficiency), float(device.kernel_overhead or 0.0),
+        raw, float(device.memory_bandwidth), inv, 1.0 / (device.memory_bandwidth * app.memory),
+        0.0 if counted else app.kernel_s, app.kernel_s if counted else 0.0,
+        app.kernels_per_layer or 0.0, app.moe_kernels if counted else 0.0, app.kernels_per_pass or 0.0, app.pass_s,
     )  # fmt: skip
+
+
+def engine_overhead(r: Rates, layers: Any, moe: Any) -> Any:
+    """Seconds per forward pass the engine adds: kernels × kernel_s + pass_s (any backend's numbers)."""
+    return r.kernel_s * (layers * (r.per_layer + r.per_moe_layer * moe) + r.per_pass) + r.pass_s
 
 
 @dataclass(frozen=True)
@@ -468,6 +500,7 @@ __all__ = [
     "decode_step",
     "energy",
     "energy_coefficients",
+    "engine_overhead",
     "paper_variable_map",
     "place",
     "prefill",

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from .symbols import ARCH, STACK, B, C, Sq, T, b_a, b_kv, b_v, b_w, unfused
+from .symbols import ARCH, STACK, B, C, Sq, T, b_a, b_h, b_kv, b_v, b_w, unfused
 
 a = ARCH
 d, nh, nkv, hd = a["d_model"], a["heads"], a["kv_heads"], a["head_dim"]
@@ -168,7 +168,7 @@ FULL_OPS: tuple[Op, ...] = (
         gemm=(_tokens_per_expert, d, ffn, experts_touched),
         count="ffn_layers",
     ),
-    Op("embed", "memory", "model", flops=sp.Integer(0), bytes=T * d * (b_w + b_a)),
+    Op("embed", "memory", "model", flops=sp.Integer(0), bytes=T * d * (b_h + b_a)),
     Op(
         "final_norm",
         "vector",
@@ -181,7 +181,7 @@ FULL_OPS: tuple[Op, ...] = (
         "linear",
         "model",
         flops=2 * B * d * V,
-        bytes=V * d * b_w + B * d * b_a + 4 * B * V,
+        bytes=V * d * b_h + B * d * b_a + 4 * B * V,
         gemm=(B, V, d, sp.Integer(1)),
     ),
 )
@@ -300,10 +300,12 @@ KIND_COUNT = {"local": "local_layers", "mla": "mla_layers", "mixer": "mixer_laye
 
 
 def weight_bytes_expr(cols: dict | None = None) -> sp.Expr:
-    """Bytes of all weights (all experts, embeddings, LM head if untied)."""
+    """Bytes of all weights (all experts; embeddings and LM head, if untied, at ``b_h`` bytes)."""
     from ..arch.architecture import param_counts
 
-    return param_counts(ARCH if cols is None else cols)["total"] * b_w
+    c = param_counts(ARCH if cols is None else cols)
+    outer = c["embed"] + c["lm_head"]
+    return (c["total"] - outer) * b_w + outer * b_h
 
 
 def kv_cache_bytes_expr(S: sp.Expr, kinds: frozenset = frozenset()) -> sp.Expr:

@@ -48,11 +48,11 @@ import sympy as sp
 
 from ..errors import RooflawError
 from . import assembly as A
-from .symbols import ARCH, B, S_in, S_out, b_a, b_kv, b_v, b_w, sym, unfused
+from .symbols import ARCH, B, S_in, S_out, b_a, b_h, b_kv, b_v, b_w, sym, unfused
 
 VARS = A.PAPER_VARS
 #: Workload/precision symbols the templates keep symbolic; numbers per problem.
-CONSTS = (B, S_in, S_out, b_w, b_a, b_kv, b_v, unfused)
+CONSTS = (B, S_in, S_out, b_w, b_a, b_kv, b_v, b_h, unfused)
 Ksym = sp.Symbol("K_topk", positive=True)
 _VSYM = tuple(sym(v) for v in VARS)
 _FIXED_COLS = ("gated", "qkv_bias", "norms_per_layer", "layernorm", "qk_norm_size", "qk_norm_on", "shared_gate",
@@ -282,7 +282,7 @@ def _posy(tm: _Templates, coef: np.ndarray, name: str) -> Posy:
 
 def build_branch(
     device: Any, workload: Any, precision: Any, fixed: Mapping[str, float], name: str, K: float, moe: int,
-    bounds: dict[str, tuple[float, float]], decode_cover: str = "auto",
+    bounds: dict[str, tuple[float, float]], decode_cover: str = "auto", engine: Any = None,
 ) -> Branch:  # fmt: skip
     """The branch's posynomials with the device, workload and precision substituted.
 
@@ -294,10 +294,12 @@ def build_branch(
     tm = _templates(tuple(sorted(fixed.items())), moe, decode_cover)
     wl, prec = workload, precision
     consts = {B: wl.batch, S_in: wl.input_tokens, S_out: wl.output_tokens, b_w: prec.weights.bytes,
-              b_a: prec.activations.bytes, b_kv: prec.kv.bytes, b_v: prec.vector_bytes,
+              b_a: prec.activations.bytes, b_kv: prec.kv.bytes, b_v: prec.vector_bytes, b_h: prec.head_format.bytes,
               unfused: 1.0 if wl.attention == "unfused" else 0.0}  # fmt: skip
     coef = np.asarray([float(np.asarray(v)) for v in tm.coef_fn(*[float(consts[s]) for s in CONSTS], float(K))])
-    rates = A.rates(device, prec)
+    from .engines import applied
+
+    rates = A.rates(device, prec, applied(device, engine, "full"))
     n = int(wl.output_tokens)
     br = Branch(name, float(K), moe, bounds, n, k_dependent=tm.k_dependent if moe else ())
     launches = Posy.zero()
@@ -323,7 +325,11 @@ def build_branch(
         if roof in A.ROOF_CLASSES:
             F_tot[roof] = F_tot[roof] + P["pF"] + P["dF0"].scale(n) + P["dF1"].scale(tri)
         B_tot = B_tot + P["pB"] + P["dB0"].scale(n) + P["dB1"].scale(tri)
-    br.overhead_pre, br.overhead_dec = launches.scale(rates.overhead), launches.scale(rates.overhead * n)
+    eng = Posy.const(rates.kernel_s * (rates.per_layer + rates.per_moe_layer * moe)).times_l() + Posy.const(
+        rates.kernel_s * rates.per_pass + rates.pass_s
+    )  # the engine's kernels and per-pass overhead (assembly.engine_overhead)
+    br.overhead_pre = launches.scale(rates.overhead) + eng
+    br.overhead_dec = launches.scale(rates.overhead * n) + eng.scale(n)
     br.memory = _posy(tm, coef, "weights") + _posy(tm, coef, "kv") + _posy(tm, coef, "act")
     ecoef = A.energy_coefficients(device, prec)
     if ecoef is None:

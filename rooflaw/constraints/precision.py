@@ -35,6 +35,15 @@ FORMATS: dict[str, Format] = {
     "int4": Format("int4", 0.5 + 2 / 128, "int4", "group size 128 with an fp16 scale per group"),
     "nvfp4": Format("nvfp4", 0.5 + 1 / 16, "fp4", "fp8 (E4M3) scale per 16 elements"),
     "mxfp4": Format("mxfp4", 0.5 + 1 / 32, "fp4", "E8M0 scale per 32 elements"),
+    # Weight formats deployments use (bits per weight averaged, scales and zeros included).
+    "awq": Format("awq", (4 + 16 / 128) / 8, "int4", "AWQ int4, group 128, fp16 scale (4.125 b/w)"),
+    "gptq": Format("gptq", (4 + 20 / 128) / 8, "int4", "GPTQ int4, group 128, fp16 scale + 4-bit zero (4.16 b/w)"),
+    "int4-g64": Format("int4-g64", (4 + 32 / 64) / 8, "int4", "torchao int4wo-64: bf16 scale + zero per 64 (4.5 b/w)"),
+    "int4-g32": Format("int4-g32", (4 + 32 / 32) / 8, "int4", "gpt-fast int4 g32: bf16 scale + zero per 32 (5.0 b/w)"),
+    "int8wo": Format("int8wo", 1.0, "int8", "int8 weight-only, per-channel scale (8.0 b/w)"),
+    "q4_k_m": Format("q4_k_m", 4.85 / 8, "int8", "llama.cpp Q4_K_M: Q4_K + Q6_K mix, ~4.85 b/w for 7-8B models"),
+    "q6_k": Format("q6_k", 6.5625 / 8, "int8", "llama.cpp Q6_K (6.5625 b/w)"),
+    "q8_0": Format("q8_0", 8.5 / 8, "int8", "llama.cpp Q8_0: 32 int8 + fp16 scale (8.5 b/w)"),
 }
 _BITS = {"32": "fp32", "16": "fp16", "8": "int8", "4": "int4"}
 
@@ -51,11 +60,21 @@ class Precision:
     weights: Format
     activations: Format
     kv: Format
+    #: Token embedding and LM head (``None``: same as ``weights``); engines often keep them 16-bit.
+    head: Format | None = None
+
+    @property
+    def head_format(self) -> Format:
+        """Format of the token embedding / LM head weights."""
+        return self.head or self.weights
 
     @property
     def name(self) -> str:
         w, a, k = self.weights.name, self.activations.name, self.kv.name
-        return w if w == a == k else f"w={w},a={a},kv={k}"
+        text = w if w == a == k else f"w={w},a={a},kv={k}"
+        if self.head is not None and self.head != self.weights:
+            text += f",head={self.head.name}"
+        return text
 
     @property
     def vector_bytes(self) -> float:
@@ -74,11 +93,11 @@ class Precision:
 
     @classmethod
     def parse(cls, text: str | Precision) -> Precision:
-        """Parse ``fp16``, ``int8``, ``w4a16``, ``w4a16kv8``, ``wnvfp4afp8kvfp8`` or ``w=int4,a=bf16,kv=fp8``.
+        """Parse ``fp16``, ``int8``, ``w4a16``, ``w4a16kv8``, ``wnvfp4afp8kvfp8`` or ``w=awq,a=bf16,kv=fp8,head=bf16``.
 
         A single format name applies to weights, activations and KV cache alike. In the compact
-        ``wXaY[kvZ]`` form X/Y/Z are bit widths (32, 16, 8, 4 -> fp32, fp16, int8, int4) or format
-        names; KV defaults to the activation format.
+        ``wXaY[kvZ][hH]`` form X/Y/Z/H are bit widths (32, 16, 8, 4 -> fp32, fp16, int8, int4) or format
+        names; KV defaults to the activation format, the embedding/LM head (``h``, ``head=``) to the weights'.
         """
         if isinstance(text, Precision):
             return text
@@ -89,18 +108,19 @@ class Precision:
         names = "|".join(sorted(FORMATS, key=len, reverse=True))
         if "=" in s:
             parts = dict(p.split("=", 1) for p in s.split(",") if "=" in p)
-            unknown = set(parts) - {"w", "a", "kv"}
+            unknown = set(parts) - {"w", "a", "kv", "head"}
             if unknown:
-                raise bad("precision", text, f"unknown part {sorted(unknown)[0]!r}; use w=, a=, kv=")
+                raise bad("precision", text, f"unknown part {sorted(unknown)[0]!r}; use w=, a=, kv=, head=")
             w, a = parts.get("w", "fp16"), parts.get("a", "fp16")
-            k = parts.get("kv", a)
+            k, h = parts.get("kv", a), parts.get("head")
         else:
             tok = rf"(\d+|{names})"
-            m = re.fullmatch(rf"w{tok}a{tok}(?:kv{tok})?", s)
+            m = re.fullmatch(rf"w{tok}a{tok}(?:kv{tok})?(?:h{tok})?", s)
             if not m:
                 raise bad("precision", text, f"unknown precision; use one of {', '.join(FORMATS)} or e.g. w4a16kv8")
-            w, a, k = m.group(1), m.group(2), m.group(3) or m.group(2)
-        return cls(_fmt(w, text), _fmt(a, text), _fmt(k, text))
+            w, a, k, h = m.group(1), m.group(2), m.group(3) or m.group(2), m.group(4)
+        head = _fmt(h, text) if h is not None else None
+        return cls(_fmt(w, text), _fmt(a, text), _fmt(k, text), head)
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -108,7 +128,9 @@ class Precision:
             "weights": self.weights.name,
             "activations": self.activations.name,
             "kv": self.kv.name,
+            "head": self.head_format.name,
             "b_w": self.weights.bytes,
+            "b_h": self.head_format.bytes,
             "b_a": self.activations.bytes,
             "b_kv": self.kv.bytes,
             "b_v": self.vector_bytes,

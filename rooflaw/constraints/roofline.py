@@ -3,8 +3,9 @@ architecture with a per-operator breakdown.
 
 Each operator takes max(FLOPs / roof, bytes / bandwidth) on its own roof (linear layers on the
 precision's GEMM roof, QKᵀ and scores·V on the attention roof, softmax/norms/activations on the
-FP32 vector roof), optionally divided by the device's efficiency factors and the GEMM tile/wave
-efficiency. Decode costs are affine in the step index t, so the sum over all S_out steps of
+FP32 vector roof), divided by the achieved efficiencies of the engine profile (:mod:`.engines`;
+``ideal``: none) and optionally the GEMM tile/wave efficiency, plus the engine's kernels × launch
+cost and per-pass overhead. Decode costs are affine in the step index t, so the sum over all S_out steps of
 max(a + b·t, c + e·t) is computed exactly in closed form -- no loop over steps.
 """
 
@@ -23,6 +24,7 @@ from . import assembly as A
 from . import operators as O
 from .assembly import sum_max_affine
 from .compile import ARG_NAMES, Compiled, compile_preset
+from .engines import Applied, EngineProfile, applied
 from .gemm import tile_efficiency
 from .precision import Precision
 from .workload import Workload
@@ -95,6 +97,7 @@ def _args(cols: Mapping[str, np.ndarray], workload: Workload, precision: Precisi
         "b_a": precision.activations.bytes,
         "b_kv": precision.kv.bytes,
         "b_v": precision.vector_bytes,
+        "b_h": precision.head_format.bytes,
     }
     return [cols[n] if n in cols else scal[n] for n in ARG_NAMES]
 
@@ -114,10 +117,11 @@ def _inverse_roofs(comp: Compiled, rates: A.Rates, device, args, n: int, tiles: 
     return ipp, ipd
 
 
-def _evaluate_chunk(cols, device, workload, precision, preset, tiles, per_op):
+def _evaluate_chunk(cols, device, workload, precision, preset, tiles, per_op, app: Applied):
     pr = A.get_preset(preset)
     comp = compile_preset(preset, stack_kinds(cols) if pr.kinds else frozenset())
-    rates = A.rates(device, precision)
+    rates = A.rates(device, precision, None if pr.theory else app)
+    extra = 0.0 if pr.theory else A.engine_overhead(rates, cols["layers"], cols["moe"])
     args = _args(cols, workload, precision)
     n = len(cols["layers"])
     ipp, ipd = _inverse_roofs(comp, rates, device, args, n, tiles and not pr.theory)
@@ -131,6 +135,7 @@ def _evaluate_chunk(cols, device, workload, precision, preset, tiles, per_op):
             cnt, steps, a0, a1, b0, b1 = (arr(v) for v in vals[k : k + 6])
             dec_t = dec_t + cnt * sum_max_affine(a0, a1, b0, b1, steps)[0]
             k += 6
+        pre_t, dec_t = pre_t + extra, dec_t + workload.output_tokens * extra
         return _finish(device, precision, pr, workload, pre_t, dec_t, [arr(v) for v in vals[k:]])
     vals = comp.parts(*call)
     S_out = workload.output_tokens
@@ -152,6 +157,12 @@ def _evaluate_chunk(cols, device, workload, precision, preset, tiles, per_op):
             "prefill": (count * F, count * By, count * tp, np.where(tc >= tm, 1.0, 0.0) if full else np.ones(n)),
             "decode": (count * Fd, count * Bd, count * td, ncomp / S_out if full else np.zeros(n)),
         })  # fmt: skip
+    if not pr.theory:
+        z = np.zeros(n)
+        e = arr(extra)
+        ops_out.append({"name": "engine_overhead", "roof": "-", "scope": "model",
+                        "prefill": (z, z, e, z), "decode": (z, z, S_out * e, z)})  # fmt: skip
+        pre_t, dec_t = pre_t + e, dec_t + S_out * e
     out = _finish(device, precision, pr, workload, pre_t, dec_t, [arr(v) for v in vals[k:]])
     out["_ops"] = ops_out
     return out
@@ -194,26 +205,29 @@ def evaluate_columns(
     preset: str = "full",
     tiles: bool = False,
     chunk: int = CHUNK,
+    engine: str | EngineProfile | None = None,
 ) -> dict[str, np.ndarray]:
     """Evaluate a table of candidates (dict of equal-length arrays or a DataFrame) in one call.
 
     Returns arrays (SI units): prefill_s, decode_s (all S_out steps), ttft_s, tpot_s, total_s,
     prefill/decode FLOPs and bytes, weight_bytes, kv_cache_bytes, activation_bytes, memory_bytes,
     fits_in_memory, energy_j, params_total, params_active. Work is done in chunks of ``chunk``
-    rows, so memory stays bounded whatever the table size.
+    rows, so memory stays bounded whatever the table size. ``engine``: the serving stack's profile
+    (:mod:`.engines`; default: the device's), ``"ideal"`` for the pure roofline.
     """
-    A.get_preset(preset)
+    pr = A.get_preset(preset)
     workload = workload or Workload()
     precision = Precision.parse(precision)
     cols = complete_columns(columns)
+    app = applied(device, engine, "paper" if pr.theory else preset)
     n = len(cols["layers"])
     if n <= chunk:
-        res = _evaluate_chunk(cols, device, workload, precision, preset, tiles, False)
+        res = _evaluate_chunk(cols, device, workload, precision, preset, tiles, False, app)
         return res
     parts = []
     for s in range(0, n, chunk):
         sub = {k: v[s : s + chunk] for k, v in cols.items()}
-        parts.append(_evaluate_chunk(sub, device, workload, precision, preset, tiles, False))
+        parts.append(_evaluate_chunk(sub, device, workload, precision, preset, tiles, False, app))
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
 
@@ -245,6 +259,7 @@ class CostReport:
     tiles: bool
     values: dict[str, float]
     ops: list[OpCost] = field(default_factory=list)
+    applied: Applied | None = None
 
     def __getattr__(self, key: str) -> Any:
         values = self.__dict__.get("values", {})
@@ -255,7 +270,10 @@ class CostReport:
     @property
     def provenance(self) -> str:
         tags = sorted(set(self.device.provenance.values())) or ["unspecified"]
-        return f"preset={self.preset}; device {self.device.id} figures: {', '.join(tags)}"
+        text = f"preset={self.preset}; device {self.device.id} figures: {', '.join(tags)}"
+        if self.applied is not None:
+            text += f"; {self.applied.describe()}"
+        return text
 
     def to_frame(self) -> Any:
         """The per-operator breakdown as a pandas DataFrame (phase, name, flops, bytes, seconds, bound, roof)."""
@@ -288,6 +306,8 @@ class CostReport:
             "precision": self.precision.to_dict(),
             "workload": self.workload.to_dict(),
             "tiles": self.tiles,
+            "engine": self.applied.engine if self.applied else None,
+            "applied": self.applied.to_dict() if self.applied else None,
             "provenance": self.provenance,
             "arch": self.arch.to_dict(),
             "ops": [o.to_dict() for o in self.ops],
@@ -301,17 +321,27 @@ def evaluate(
     precision: str | Precision = "fp16",
     preset: str = "full",
     tiles: bool = False,
+    engine: str | EngineProfile | None = None,
 ) -> CostReport:
-    """Latency per phase, memory, energy and the per-operator breakdown of one architecture."""
+    """Latency per phase, memory, energy and the per-operator breakdown of one architecture.
+
+    ``engine``: serving-stack profile (:mod:`.engines`; default: the device's), ``"ideal"`` for the
+    pure roofline. The report's ``applied`` says which efficiencies and overheads were used.
+    """
     theory = A.get_preset(preset).theory
     workload = workload or Workload()
     precision = Precision.parse(precision)
     cols = complete_columns({k: np.array([float(v)]) for k, v in arch.columns().items()})
-    res = _evaluate_chunk(cols, device, workload, precision, preset, tiles, True)
+    app = applied(device, engine, "paper" if theory else preset)
+    res = _evaluate_chunk(cols, device, workload, precision, preset, tiles, True, app)
     ops: list[OpCost] = []
     for phase in ("prefill", "decode"):
         for o in res["_ops"]:
-            F, By, s, frac = (float(x[0]) for x in o[phase])
+            F, By, s, frac = (float(np.asarray(x).ravel()[0]) for x in o[phase])
+            if o["name"] == "engine_overhead":
+                if s > 0:
+                    ops.append(OpCost(o["name"], phase, 0.0, 0.0, s, "overhead", "-"))
+                continue
             if F == 0 and By == 0:
                 continue
             if theory:
@@ -322,7 +352,7 @@ def evaluate(
                 bound = f"mixed ({frac:.0%} of steps compute-bound)"
             ops.append(OpCost(o["name"], phase, F, By, s, bound, o["roof"]))
     values = {k: (float(v[0]) if k != "fits_in_memory" else bool(v[0])) for k, v in res.items() if k != "_ops"}
-    return CostReport(arch, device, workload, precision, preset, tiles, values, ops)
+    return CostReport(arch, device, workload, precision, preset, tiles, values, ops, app)
 
 
 def decode_steps(
@@ -332,6 +362,7 @@ def decode_steps(
     precision: str | Precision = "fp16",
     preset: str = "full",
     tiles: bool = False,
+    engine: str | EngineProfile | None = None,
 ) -> list[dict[str, float]]:
     """Latency of every decode step t = 1..S_out (context S_in + t), one dict per step.
 
@@ -342,7 +373,7 @@ def decode_steps(
     steps = []
     for step in range(1, workload.output_tokens + 1):
         w = Workload(workload.batch, workload.input_tokens + step - 1, 1, workload.attention)
-        rep = evaluate(arch, device, w, precision, preset, tiles)
+        rep = evaluate(arch, device, w, precision, preset, tiles, engine)
         steps.append(
             {
                 "step": step,

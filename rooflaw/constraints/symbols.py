@@ -30,6 +30,8 @@ T, Sq, C = sym("T"), sym("Sq"), sym("C")
 # Bytes per element of weights, activations and KV cache (scales included), and of the tensors
 # the vector ops (norms, softmax, activations, RoPE) read and write: they compute in ≥ 16 bits.
 b_w, b_a, b_kv, b_v = sym("b_w"), sym("b_a"), sym("b_kv"), sym("b_v")
+# Bytes per element of the token embedding and LM head (often kept in 16 bits when weights are 4-bit).
+b_h = sym("b_h")
 # Device: compute roof (FLOP/s) and memory bandwidth (bytes/s) used by the theory-mode formulas.
 pi, beta = sym("pi"), sym("beta")
 # The paper's variables (§2.1, §5).
@@ -40,4 +42,4 @@ l, d, r, rho, gqa, d_m = (sym(n) for n in ("l", "d", "r", "rho", "gqa", "d_m"))
 unfused = sym("unfused")
 
 WORKLOAD = (B, S_in, S_out, unfused)
-PRECISION = (b_w, b_a, b_kv, b_v)
+PRECISION = (b_w, b_a, b_kv, b_v, b_h)

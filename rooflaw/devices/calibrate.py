@@ -6,7 +6,11 @@
 * **memory bandwidth**: ``np.copyto`` of an array much larger than the caches (read + write =
   ``2 × nbytes`` counted; write-allocate traffic is *not* counted, so this is what a kernel sees)
   and ``ndarray.sum`` (``nbytes`` read); the better of the two;
-* **vector rate**: an elementwise float32 multiply on cache-resident arrays (1 FLOP/element).
+* **vector rate**: an elementwise float32 multiply on cache-resident arrays (1 FLOP/element);
+* **per-op overhead** (when PyTorch is installed): the median wall time per op of a layer-like
+  mix of tiny eager torch ops (linear, add, mul, mean, rsqrt, cat, neg): what each kernel launch
+  of an eager framework costs on this machine;
+* **16-bit GEMM** (when PyTorch is installed): a bf16 ``torch.matmul`` (numpy has none).
 
 The best (fastest) repetition of each is kept. Capacity comes from ``/proc/meminfo`` (else
 ``os.sysconf``). :func:`save_device_toml` writes the schema :func:`load_device_file` reads.
@@ -46,6 +50,8 @@ class Measurements:
     vector_flops: float  #: float32 elementwise FLOP/s
     memory_capacity: float  #: bytes
     threads: int  #: logical CPUs
+    op_overhead: float = 0.0  #: seconds per eager torch op (0: torch not installed)
+    gemm16_flops: float = 0.0  #: bf16 torch GEMM FLOP/s (0: torch not installed)
 
 
 def _time_best(fn: Callable[[], object], budget: float, min_reps: int = 3, max_reps: int = 1000) -> float:
@@ -114,14 +120,71 @@ def _vector(budget: float) -> float:
     return 8.0 * n / _time_best(kernel, budget)
 
 
-def measure(seconds: float = 2.0) -> Measurements:
-    """Time GEMM, memory bandwidth and the vector rate of this machine within about ``seconds``."""
+def _op_overhead(budget: float) -> float:
+    """Median wall time of one tiny eager torch op (dispatch + launch), 0 without torch."""
+    try:
+        import torch
+    except ImportError:
+        return 0.0
+    x, w = torch.ones(1, 16), torch.ones(16, 16)
+
+    def kernel() -> None:
+        for _ in range(100):
+            y = torch.nn.functional.linear(x, w)
+            y = y + x
+            y = y * x
+            v = y.mean(-1, keepdim=True)
+            v = torch.rsqrt(v)
+            y = torch.cat([-y[..., 8:], y[..., :8]], -1)
+            y = y * v
+
+    samples = []
+    start = time.perf_counter()
+    kernel()
+    while len(samples) < 5 or (time.perf_counter() - start < budget and len(samples) < 200):
+        t0 = time.perf_counter()
+        kernel()
+        samples.append((time.perf_counter() - t0) / 800)
+    return float(np.median(samples))
+
+
+def _gemm16(budget: float) -> float:
+    """bf16 GEMM FLOP/s with torch (0 without torch)."""
+    try:
+        import torch
+    except ImportError:
+        return 0.0
+    n = 512
+    a = torch.randn(n, n).to(torch.bfloat16)
+    b = torch.randn(n, n).to(torch.bfloat16)
+    with torch.inference_mode():
+        t = _time_best(lambda: torch.matmul(a, b), budget, min_reps=2)
+    return 2.0 * n**3 / t
+
+
+Progress = Callable[[str, float], None]
+
+
+def measure(seconds: float = 2.0, progress: Progress | None = None) -> Measurements:
+    """Time GEMM, memory bandwidth, the vector rate and the per-op overhead within about ``seconds``.
+
+    ``progress(step, fraction_done)`` is called before each step and once at the end (1.0).
+    """
     if not (isinstance(seconds, (int, float)) and math.isfinite(seconds) and seconds > 0):
         raise bad("seconds", seconds, "must be a positive number")
+    say = progress or (lambda step, frac: None)
     capacity = _memory_capacity()
-    gemm, n = _gemm(0.45 * seconds)
-    copy_bw, read_bw, nbytes = _bandwidth(0.35 * seconds, capacity)
-    vec = _vector(0.2 * seconds)
+    say("fp32 GEMM", 0.0)
+    gemm, n = _gemm(0.4 * seconds)
+    say("memory bandwidth", 0.4)
+    copy_bw, read_bw, nbytes = _bandwidth(0.3 * seconds, capacity)
+    say("vector rate", 0.7)
+    vec = _vector(0.15 * seconds)
+    say("per-op overhead", 0.85)
+    overhead = _op_overhead(0.1 * seconds)
+    say("16-bit GEMM", 0.95)
+    gemm16 = _gemm16(0.05 * seconds)
+    say("done", 1.0)
     return Measurements(
         gemm_flops=gemm,
         gemm_n=n,
@@ -132,6 +195,8 @@ def measure(seconds: float = 2.0) -> Measurements:
         vector_flops=vec,
         memory_capacity=capacity,
         threads=os.cpu_count() or 1,
+        op_overhead=overhead,
+        gemm16_flops=gemm16,
     )
 
 
@@ -140,23 +205,25 @@ def _summary(m: Measurements) -> str:
         f"measured with numpy {np.__version__}: fp32 GEMM {m.gemm_flops / 1e9:.1f} GFLOP/s (n={m.gemm_n}), "
         f"bandwidth {m.memory_bandwidth / 1e9:.1f} GB/s (copy {m.copy_bandwidth / 1e9:.1f}, "
         f"read {m.read_bandwidth / 1e9:.1f}; {m.array_bytes / 1e6:.0f} MB array), "
-        f"vector fp32 {m.vector_flops / 1e9:.2f} GFLOP/s"
+        f"vector fp32 {m.vector_flops / 1e9:.2f} GFLOP/s, eager op {m.op_overhead * 1e6:.2f} us, "
+        f"bf16 GEMM {m.gemm16_flops / 1e9:.1f} GFLOP/s"
     )
 
 
-def calibrate(base: Device | None = None, seconds: float = 2.0) -> Device:
+def calibrate(base: Device | None = None, seconds: float = 2.0, progress: Progress | None = None) -> Device:
     """Measure this machine (see module docstring).
 
-    Without ``base``: a ``local-cpu`` device whose roofs are the measured rates (``fp32`` = vector
-    rate; ``tf32``/``fp16`` = the float32 GEMM rate, since numpy has no fast 16-bit GEMM),
-    bandwidth and capacity, all with provenance ``measured``.
+    Without ``base``: a ``local-cpu`` device whose roofs are the measured rates (``fp32``, ``tf32``
+    and ``fp16`` = the float32 GEMM rate, since numpy has no fast 16-bit GEMM; ``vector_rate`` =
+    the elementwise rate), bandwidth, capacity and the per-op overhead (``kernel_overhead``), all
+    with provenance ``measured``. ``progress(step, fraction)`` reports progress (no terminal I/O here).
 
     With ``base`` (the catalog device this machine is): ``<base.id>-calibrated``, the base's peaks
     kept, with ``compute_efficiency`` = measured GEMM / base fp32-GEMM roof (tf32 else fp32) and
     ``memory_efficiency`` = measured / peak bandwidth, tagged ``measured``. A ratio above 1 (the
     base does not describe this machine) is capped at 1.0 and said so in ``notes``.
     """
-    m = measure(seconds)
+    m = measure(seconds, progress)
     summary = _summary(m)
     if base is None:
         fields = (
@@ -165,6 +232,8 @@ def calibrate(base: Device | None = None, seconds: float = 2.0) -> Device:
             "peak_flops.fp16",
             "memory_bandwidth",
             "memory_capacity",
+            "vector_rate",
+            "kernel_overhead",
         )
         prov = dict.fromkeys(fields, "measured")
         prov["sm_count"] = "measured"
@@ -173,7 +242,9 @@ def calibrate(base: Device | None = None, seconds: float = 2.0) -> Device:
         return Device(
             id="local-cpu",
             name=f"This machine ({platform.machine() or 'cpu'}, {m.threads} threads)",
-            peak_flops={"fp32": m.vector_flops, "tf32": m.gemm_flops, "fp16": m.gemm_flops},
+            peak_flops={"fp32": m.gemm_flops, "tf32": m.gemm_flops, "fp16": m.gemm16_flops or m.gemm_flops},
+            vector_rate=m.vector_flops,
+            kernel_overhead=m.op_overhead,
             memory_bandwidth=m.memory_bandwidth,
             memory_capacity=m.memory_capacity,
             sm_count=m.threads,
@@ -182,7 +253,8 @@ def calibrate(base: Device | None = None, seconds: float = 2.0) -> Device:
             vendor="",
             provenance=prov,
             sources=dict.fromkeys(fields, src) | {"sm_count": "os.cpu_count()"},
-            notes=summary + "; fp16/tf32 roofs = the fp32 GEMM rate (16-bit GEMMs assumed no faster on a CPU)",
+            notes=summary + "; tf32 roof = the fp32 GEMM rate; fp16 roof = the bf16 torch GEMM (else the fp32 rate)",
+            achieved={},
         )
     roof_dtype, roof = base.roof("tf32")
     notes = [base.notes] if base.notes else []
@@ -268,6 +340,7 @@ def device_toml(device: Device) -> str:
         "compute_efficiency",
         "memory_efficiency",
         "kernel_overhead",
+        "vector_rate",
     ):
         v = getattr(device, field)
         if v is None or (field == "kernel_overhead" and v == 0):
@@ -280,6 +353,16 @@ def device_toml(device: Device) -> str:
         lines.append(f"sm_count = {_figure(device, 'sm_count', str(int(device.sm_count)))}")
     if device.tile != (128, 128) or "tile" in device.provenance:
         lines.append(f"tile = {_figure(device, 'tile', f'[{int(device.tile[0])}, {int(device.tile[1])}]')}")
+    if device.achieved:
+        lines += ["", "[achieved]"]
+        for k, v in device.achieved.items():
+            if isinstance(v, str):
+                text = _toml_str(v)
+            elif isinstance(v, (list, tuple)):
+                text = "[" + ", ".join(_toml_str(str(x)) for x in v) + "]"
+            else:
+                text = _toml_num(v)
+            lines.append(f"{k} = {text}")
     return "\n".join(lines) + "\n"
 
 

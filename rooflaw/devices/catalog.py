@@ -87,12 +87,25 @@ _SCALAR_KEYS: dict[str, tuple[str, float]] = {
     "compute_efficiency": ("compute_efficiency", 1.0),
     "memory_efficiency": ("memory_efficiency", 1.0),
     "kernel_overhead_us": ("kernel_overhead", 1e-6),
+    "vector_gflops": ("vector_rate", 1e9),
 }
 for _dt in DTYPES:
     _SCALAR_KEYS[f"{_dt}_tflops"] = (f"peak_flops.{_dt}", 1e12)
     _SCALAR_KEYS[f"{_dt}_tops"] = (f"peak_flops.{_dt}", 1e12)
 _INT_KEYS = {"sm_count": "sm_count"}
-_META_KEYS = {"schema", "id", "name", "vendor", "kind", "provenance", "source", "uncertain", "notes", "modes"}
+_META_KEYS = {
+    "schema",
+    "id",
+    "name",
+    "vendor",
+    "kind",
+    "provenance",
+    "source",
+    "uncertain",
+    "notes",
+    "modes",
+    "achieved",
+}
 _MODE_META_KEYS = {"name", "provenance", "source", "notes", "uncertain", "compute_scale"}
 _FIGURE_TABLE_KEYS = {"value", "sparse", "provenance", "source", "note"}
 KINDS = ("gpu", "soc", "tpu", "cpu", "npu", "accelerator")
@@ -109,6 +122,7 @@ _FIELD_TO_KEY: dict[str, str] = {
     "compute_efficiency": "compute_efficiency",
     "memory_efficiency": "memory_efficiency",
     "kernel_overhead": "kernel_overhead_us",
+    "vector_rate": "vector_gflops",
     "sm_count": "sm_count",
     "tile": "tile",
 }
@@ -273,6 +287,22 @@ def _uncertain(where: str, raw: object) -> tuple[str, ...]:
     return tuple(dict.fromkeys(_normalise_field(x) for x in raw))
 
 
+#: Keys of an ``[achieved]`` table (fitted achieved-performance figures, see constraints/engines.py).
+_ACHIEVED_KEYS = {"family", "engine", "provenance", "rows", "command", "memory", "kernel_s", *DTYPES}
+
+
+def _achieved(where: str, raw: object) -> dict[str, Any]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise _err(where, "achieved", raw, "must be a table")
+    extra = set(raw) - _ACHIEVED_KEYS
+    if extra:
+        k = sorted(extra)[0]
+        raise _err(where, f"achieved.{k}", raw[k], f"unknown key; known: {', '.join(sorted(_ACHIEVED_KEYS))}")
+    return dict(raw)
+
+
 def _make_device(where: str, **kw: Any) -> Device:
     try:
         return Device(**kw)
@@ -321,6 +351,7 @@ def parse_device_dict(data: dict[str, Any], where: str = "<device>") -> list[Dev
         sources=dict(b.src),
         uncertain=uncertain,
         notes=all_notes,
+        achieved=_achieved(where, data.get("achieved")),
         **b.kwargs,
     )
     out = [base]

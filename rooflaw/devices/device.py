@@ -12,7 +12,7 @@ from ..errors import bad
 #: Compute roofs a device may carry, from widest to narrowest. ``fp32`` is the non-tensor
 #: vector rate (softmax, norms, activations run there); the others are dense tensor-core peaks.
 DTYPES = ("fp32", "tf32", "fp16", "fp8", "int8", "int4", "fp4")
-PROVENANCE = ("datasheet", "derived", "secondary", "measured", "assumed")
+PROVENANCE = ("datasheet", "derived", "secondary", "measured", "assumed", "fitted")
 
 
 def _real(v: object) -> bool:
@@ -56,6 +56,14 @@ class Device:
     sources: dict[str, str] = field(default_factory=dict)
     uncertain: tuple[str, ...] = ()
     notes: str = ""
+    #: Achieved-performance figures of the device family (``rooflaw devices fit-efficiency``):
+    #: ``family``, ``memory`` (fraction of bandwidth), one fraction per roof dtype (``fp16``, ``fp4``
+    #: …), ``kernel_s`` (seconds per kernel launch), ``engine`` (default profile), ``provenance``,
+    #: ``rows`` (the published rows fitted on). Empty: none fitted.
+    achieved: dict[str, Any] = field(default_factory=dict)
+    #: Non-tensor (vector) rate in FLOP/s for softmax/norms/activations when it differs from the
+    #: ``fp32`` GEMM roof (a CPU: BLAS GEMM ≫ elementwise numpy). ``None``: the ``fp32`` roof.
+    vector_rate: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not self.id.strip():
@@ -92,8 +100,16 @@ class Device:
             v = getattr(self, k)
             if not (_real(v) and 0 < v <= 1):
                 raise bad(f"{self.id}.{k}", v, "must be in (0, 1]")
+        if self.vector_rate is not None and not (_real(self.vector_rate) and self.vector_rate > 0):
+            raise bad(f"{self.id}.vector_rate", self.vector_rate, "must be a positive number (FLOP/s)")
         if not (_real(self.kernel_overhead) and 0 <= self.kernel_overhead < 1):
             raise bad(f"{self.id}.kernel_overhead", self.kernel_overhead, "must be in [0, 1) seconds")
+        for k, v in self.achieved.items():
+            if k in DTYPES or k == "memory":
+                if not (isinstance(v, (int, float)) and 0 < v <= 1):
+                    raise bad(f"{self.id}.achieved.{k}", v, "must be a fraction in (0, 1]")
+            elif k == "kernel_s" and not (isinstance(v, (int, float)) and 0 <= v < 1):
+                raise bad(f"{self.id}.achieved.{k}", v, "must be in [0, 1) seconds")
         for k, v in self.provenance.items():
             if v not in PROVENANCE:
                 raise bad(f"{self.id}.provenance.{k}", v, f"must be one of {', '.join(PROVENANCE)}")
@@ -119,7 +135,9 @@ class Device:
 
     @property
     def vector_flops(self) -> float:
-        """Non-tensor rate for softmax/norms/activations (fp32 vector, else the widest roof)."""
+        """Non-tensor rate for softmax/norms/activations (``vector_rate``, else fp32, else the widest roof)."""
+        if self.vector_rate is not None:
+            return float(self.vector_rate)
         return (
             self.roof("fp32")[1] if "fp32" in self.peak_flops else float(self.peak_flops[next(iter(self.peak_flops))])
         )

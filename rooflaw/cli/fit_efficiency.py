@@ -1,0 +1,76 @@
+"""``rooflaw devices fit-efficiency``: fit the achieved-performance figures to published runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from .common import console, err_console, print_json, table
+from .devices import devices_app
+
+
+@devices_app.command("fit-efficiency")
+def fit_efficiency_cmd(
+    data: Path = typer.Argument(..., help="published.csv (see shared/data/measured/README.md)."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Write the fitted figures (TOML) to this file."),
+    write_catalog: bool = typer.Option(
+        False, "--write-catalog", help="Store the figures in the bundled catalog ([achieved]) and engines.toml."
+    ),
+    held_out: bool = typer.Option(
+        False, "--held-out", help="Also fit without each source / device and predict it (slower)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object; no tables."),
+) -> None:
+    """Fit per-family bandwidth/compute efficiencies, kernel cost and engine overheads (robust, log space)."""
+    from ..constraints import fit_efficiency as fe
+    from ..constraints.published import load_cases
+
+    cases, skipped = load_cases(data)
+    if not as_json and console.is_terminal:
+        with console.status(f"fitting {len(cases)} measurements ..."):
+            res = fe.fit(cases)
+    else:
+        res = fe.fit(cases)
+    rows = fe.errors(cases, res)
+    report: dict[str, object] = {
+        "families": res.families,
+        "engines": res.engines,
+        "rows": res.rows,
+        "in_sample": fe.median_abs_error(rows),
+        "ideal": fe.median_abs_error(fe.errors(cases, None)),
+        "cases": rows,
+        "skipped": [{"row_id": r, "reason": why} for r, why in skipped],
+    }
+    if held_out:
+        for key in ("source", "device"):
+            ho = fe.held_out(cases, key)
+            report[f"leave_one_{key}_out"] = fe.median_abs_error(ho)
+            report[f"leave_one_{key}_out_cases"] = ho
+    if out is not None:
+        text = "\n".join(fe.achieved_table(res, f).replace("[achieved]", f'[family."{f}"]') for f in res.families)
+        out.write_text(text + "\n" + fe.engines_toml(res), encoding="utf-8")
+    if write_catalog:
+        for p in fe.write_catalog(res):
+            err_console.print(f"wrote {p}")
+    if as_json:
+        print_json(report)
+        return
+    fam_rows = [[f, k, f"{v:.4g}"] for f, vals in res.families.items() for k, v in sorted(vals.items())]
+    fam_rows += [[e, k, f"{v:.4g}"] for e, vals in res.engines.items() for k, v in sorted(vals.items())]
+    console.print(
+        table(
+            f"fitted on {len(cases)} measurements ({len(skipped)} rows skipped)",
+            ["family / engine", "parameter", "value"],
+            fam_rows,
+        )
+    )
+    err_rows = [[k, f"{report['ideal'][k]:.1%}", f"{v:.1%}"] for k, v in report["in_sample"].items()]  # type: ignore[index]
+    for key in ("source", "device"):
+        m = report.get(f"leave_one_{key}_out")
+        if m:
+            err_rows += [[f"{k} (leave one {key} out)", "—", f"{v:.1%}"] for k, v in m.items()]  # type: ignore[union-attr]
+    console.print(table("median |predicted/measured − 1|", ["phase", "pure roofline", "fitted"], err_rows))
+    if out is not None:
+        err_console.print(f"wrote {out}")

@@ -1,0 +1,54 @@
+"""``rooflaw validate``: predicted vs measured latency of real torch decoders on this machine."""
+
+from __future__ import annotations
+
+import typer
+
+from . import app
+from .common import console, err_console, print_json, table
+
+
+@app.command()
+def validate(
+    device: str = typer.Option("local", "--device", help="local (calibrate now), a catalog id, or a device TOML file."),
+    quick: bool = typer.Option(False, "--quick", help="4 small configs, short runs (a smoke test, ~20 s)."),
+    cuda: bool = typer.Option(False, "--cuda", help="Measure on the CUDA GPU (skipped cleanly without one)."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object; no progress output."),
+) -> None:
+    """Build torch decoders from ≥ 10 architecture specs, time prefill and KV-cached decode, compare with rooflaw."""
+    from .. import api
+    from .. import validate as v
+    from ..errors import RooflawError
+
+    try:
+        import torch
+    except ImportError:
+        raise RooflawError("validate needs PyTorch (pip install torch)") from None
+    if cuda and not torch.cuda.is_available():
+        err_console.print("no CUDA device: GPU validation skipped")
+        raise typer.Exit(0)
+    show = not as_json and console.is_terminal
+    if device == "local":
+        if show:
+            err_console.print("calibrating this machine (micro-benchmarks only) ...")
+        dev = api.calibrate(seconds=1.0 if quick else 3.0)
+    else:
+        dev = api.get_device(device)
+    if show:
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+        with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=console) as bar:
+            task = bar.add_task("measuring", total=1.0)
+            rep = v.run(dev, quick, "cuda" if cuda else "cpu",
+                        lambda s, f: bar.update(task, completed=f, description=s))  # fmt: skip
+    else:
+        rep = v.run(dev, quick, "cuda" if cuda else "cpu")
+    if as_json:
+        print_json(rep)
+        return
+    rows = [[c["name"], c["phase"], f"{c['predicted_s'] * 1e3:.3g} ms", f"{c['measured_s'] * 1e3:.3g} ms",
+             f"{c['error']:+.1%}"] for c in rep["configs"]]  # type: ignore[union-attr]  # fmt: skip
+    console.print(
+        table(f"validate on {dev.id} (engine torch-eager)", ["config", "phase", "predicted", "measured", "error"], rows)
+    )
+    console.print(f"MAPE prefill {rep['mape_prefill']:.1%}, decode {rep['mape_decode']:.1%}")

@@ -1,0 +1,215 @@
+"""Engine profiles: what a serving stack adds to the roofline, and the efficiencies it achieves.
+
+A pure roofline assumes every kernel reaches the device's peaks and costs nothing to launch.
+Real engines lose in four physical ways, each one named parameter:
+
+* **achieved bandwidth**: weight streaming reaches a fraction ``memory`` of the peak bandwidth
+  (a device-family figure, ``Device.achieved["memory"]``, times the engine's ``memory_factor``);
+* **achieved compute**: GEMMs reach a fraction of the tensor roof they run on, per roof dtype
+  (``Device.achieved["fp16"]``, ``["fp4"]`` … times the engine's ``compute_factor``); a W4A16
+  GEMM runs on the 16-bit roof, NVFP4 on Blackwell on the FP4 roof (see :mod:`.precision`), and
+  a GEMM that dequantises narrower weights on the fly (W4A16, int8 weight-only) reaches a further
+  ``mixed_factor`` of it -- an engine figure, as it is a property of its mixed-input kernels;
+* **per-kernel overhead**: ``kernel_s`` seconds (device family: launch latency, the tail of a
+  kernel that does not fill the GPU, host sync) per kernel launched, times the number of kernels
+  the engine launches per layer and per pass -- which depends on its fusion;
+* **per-pass overhead**: ``pass_s`` seconds per forward pass (sampling, detokenising, host↔device
+  sync, the scheduler), an engine figure.
+
+Device figures come from the catalog (provenance ``fitted``, with the published rows they were
+fitted on: ``rooflaw devices fit-efficiency``); engine figures from ``engines.toml`` beside this
+module, written by the same fit. ``ideal`` is the pure roofline (efficiency 1, no overhead).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from ..devices.device import Device
+from ..errors import bad
+
+try:  # Python >= 3.11
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover
+    import tomli as tomllib  # type: ignore[no-redef]
+
+ENGINES_FILE = Path(__file__).with_name("engines.toml")
+#: Roof dtypes a device's achieved-compute table may carry (``fp32`` is the vector roof).
+COMPUTE_KEYS = ("fp32", "tf32", "fp16", "fp8", "int8", "int4", "fp4")
+
+
+@dataclass(frozen=True)
+class EngineProfile:
+    """One serving stack. ``kernels_per_layer``: kernels launched per transformer layer per forward
+    pass for a dense layer (``moe_kernels`` more for a routed-expert layer); ``kernels_per_pass``:
+    embedding, final norm, LM head, sampling. ``head``: the format it keeps the token embedding and
+    LM head in when weights are quantised (``None``: quantised like the weights)."""
+
+    name: str
+    kernels_per_layer: float | None  #: None: one kernel per operator with work
+    kernels_per_pass: float | None
+    moe_kernels: float = 4.0
+    memory_factor: float = 1.0
+    compute_factor: float = 1.0
+    mixed_factor: float = 1.0
+    pass_s: float = 0.0
+    attention: str = "fused"
+    head: str | None = "bf16"
+    note: str = ""
+    provenance: dict[str, str] = field(default_factory=dict)
+    rows: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["rows"] = list(self.rows)
+        return d
+
+
+#: Kernel counts from each engine's fused layer (documented, not fitted):
+#: TensorRT-LLM / Edge-LLM: fused QKV GEMM, fused RoPE + attention (XQA), O GEMM, fused
+#: residual+norm twice, fused gate/up GEMM with SwiGLU, down GEMM ≈ 7, CUDA graphs.
+#: vLLM: QKV, rotary, attention, O, add+norm, gate_up, act, down, add+norm ≈ 9, CUDA graphs.
+#: llama.cpp: one ggml node per op: norm, mul, q, k, v, rope×2, cpy×2, attention, o, add, norm,
+#: mul, gate, up, silu, mul, down, add ≈ 20.
+#: gpt-fast: torch.compile (Inductor fuses pointwise ops) + CUDA graphs ≈ 10.
+#: torch-eager: a Hugging-Face-style layer in eager PyTorch: RMSNorm as 6 ops ×2, q, k, v, RoPE
+#: ≈ 10 ops, SDPA, o, 2 adds, gate, up, SiLU, mul, down, views/cat of the KV cache ≈ 36.
+_BUILTIN: dict[str, EngineProfile] = {
+    "ideal": EngineProfile("ideal", 0.0, 0.0, 0.0, head=None, note="pure roofline: efficiency 1, no overhead"),
+    "device": EngineProfile(
+        "device",
+        None,
+        None,
+        0.0,
+        head=None,
+        note="the device file's own scalar efficiencies and kernel_overhead per operator launch, no fitted figures",
+    ),  # fmt: skip
+    "tensorrt-llm": EngineProfile("tensorrt-llm", 7.0, 4.0, note="TensorRT-LLM / TensorRT Edge-LLM"),
+    "vllm": EngineProfile("vllm", 9.0, 4.0),
+    "llama.cpp": EngineProfile("llama.cpp", 20.0, 6.0, head=None, note="GGUF: head quantised as in the file"),
+    "gpt-fast": EngineProfile("gpt-fast", 10.0, 4.0, head=None, note="torch.compile + CUDA graphs"),
+    "torch-eager": EngineProfile("torch-eager", 36.0, 6.0, head=None, note="eager PyTorch, one kernel per op"),
+}
+ENGINE_NAMES = tuple(_BUILTIN)
+
+
+@cache
+def _fitted() -> dict[str, dict[str, Any]]:
+    if not ENGINES_FILE.is_file():
+        return {}
+    data = tomllib.loads(ENGINES_FILE.read_text(encoding="utf-8"))
+    return {k: v for k, v in data.get("engine", {}).items() if isinstance(v, dict)}
+
+
+def get_engine(name: str | EngineProfile) -> EngineProfile:
+    """The profile called ``name`` with its fitted figures (``engines.toml``) applied."""
+    if isinstance(name, EngineProfile):
+        return name
+    if name not in _BUILTIN:
+        raise bad("engine", name, f"unknown engine profile; use one of {', '.join(ENGINE_NAMES)}")
+    base = _BUILTIN[name]
+    fit = _fitted().get(name)
+    if not fit or name == "ideal":
+        return base
+    keys = ("memory_factor", "compute_factor", "mixed_factor", "pass_s")
+    changes = {k: float(fit[k]) for k in keys if k in fit}
+    prov = {k: str(fit.get("provenance", "fitted")) for k in changes}
+    return dataclasses.replace(base, **changes, provenance=prov, rows=tuple(fit.get("rows", ())))
+
+
+def default_engine(device: Device) -> str:
+    """The engine a device's estimates assume when none is named: the catalog's ``achieved.engine``,
+    else ``torch-eager`` on a CPU and ``tensorrt-llm`` elsewhere."""
+    name = device.achieved.get("engine") if device.achieved else None
+    if isinstance(name, str) and name in _BUILTIN:
+        return name
+    return "torch-eager" if device.kind == "cpu" else "tensorrt-llm"
+
+
+@dataclass(frozen=True)
+class Applied:
+    """The efficiencies and overheads one estimate rests on (SI units)."""
+
+    engine: str
+    memory: float
+    compute: dict[str, float]
+    kernel_s: float
+    kernels_per_layer: float | None
+    kernels_per_pass: float | None
+    moe_kernels: float
+    pass_s: float
+    source: str
+    mixed: float = 1.0  #: extra factor on the linear roof for dequantising (weight-narrower) GEMMs
+
+    def eff(self, dtype: str) -> float:
+        """Achieved fraction of the ``dtype`` roof (1 where nothing was fitted for that roof)."""
+        return self.compute.get(dtype, 1.0)
+
+    def describe(self) -> str:
+        if self.engine == "paper":
+            return "preset paper: the paper's theory formulas (no engine overheads)"
+        comp = ", ".join(f"{k} {v:.3g}" for k, v in self.compute.items()) or "1"
+        if self.kernels_per_layer is None:
+            kernels = f"{self.kernel_s * 1e6:.3g} µs per operator launch"
+        else:
+            kernels = (
+                f"{self.kernel_s * 1e6:.3g} µs/kernel × ({self.kernels_per_layer:g}/layer + "
+                f"{self.kernels_per_pass or 0:g}/pass)"
+            )
+        return (
+            f"engine {self.engine}: bandwidth ×{self.memory:.3g}, compute ×({comp}), "
+            f"mixed-input GEMM ×{self.mixed:.3g}, {kernels}, {self.pass_s * 1e3:.3g} ms/pass [{self.source}]"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def applied(device: Device, engine: str | EngineProfile | None, preset: str = "full") -> Applied:
+    """Resolve the efficiencies an estimate of ``device`` under ``engine`` uses.
+
+    ``preset="paper"``: the device's own scalar efficiencies and nothing else (the paper's model).
+    ``ideal``: 1 and no overhead. Otherwise the device's fitted family figures (``Device.achieved``)
+    times the engine's factors, times the device's measured scalar efficiencies (``calibrate``).
+    """
+    ce, me = float(device.compute_efficiency), float(device.memory_efficiency)
+    if preset == "paper":
+        comp = {k: ce for k in COMPUTE_KEYS}
+        return Applied("paper", me, comp, 0.0, None, None, 0.0, 0.0, "paper")
+    prof = get_engine(engine if engine is not None else default_engine(device))
+    if prof.name == "ideal":
+        return Applied("ideal", 1.0, {}, 0.0, 0.0, 0.0, 0.0, 0.0, "pure roofline")
+    if prof.name == "device":
+        comp = {k: ce for k in COMPUTE_KEYS} if ce != 1.0 else {}
+        return Applied("device", me, comp, float(device.kernel_overhead), None, None, 0.0, 0.0, "device figures")
+    ach = device.achieved or {}
+    if not ach:  # no fitted family: the engine's kernel count, but none of the fitted figures
+        prof = dataclasses.replace(prof, memory_factor=1.0, compute_factor=1.0, mixed_factor=1.0, pass_s=0.0)
+    comp = {}
+    for k in COMPUTE_KEYS:
+        if k in ach or ce != 1.0 or prof.compute_factor != 1.0:
+            comp[k] = min(1.0, float(ach.get(k, 1.0)) * ce * prof.compute_factor)
+    mem = min(1.0, float(ach.get("memory", 1.0)) * me * prof.memory_factor)
+    # a per-kernel overhead set on the device (calibrate, a user file) wins over the family fit
+    kernel_s = float(device.kernel_overhead or ach.get("kernel_s", 0.0))
+    if ach:
+        source = f"{ach.get('provenance', 'fitted')} family {ach.get('family', '?')}"
+    elif ce != 1.0 or me != 1.0 or kernel_s:
+        source = "device figures (no fitted family)"
+    else:
+        source = f"no fitted efficiencies for {device.id}: peaks at efficiency 1"
+    return Applied(
+        prof.name, mem, comp, kernel_s, prof.kernels_per_layer, prof.kernels_per_pass, prof.moe_kernels,
+        prof.pass_s, source, prof.mixed_factor,
+    )  # fmt: skip
+
+
+def mixed_input(precision) -> bool:
+    """True when the linear layers dequantise weights narrower than their activations (W4A16, W8A16)."""
+    from ..devices.device import DTYPES
+
+    return DTYPES.index(precision.weights.dtype) > DTYPES.index(precision.activations.dtype)

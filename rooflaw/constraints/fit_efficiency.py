@@ -1,0 +1,332 @@
+"""Fit the achieved-performance parameters (see :mod:`.engines`) to published measurements.
+
+Parameters, all physical and shared across rows (never one per model or per row):
+
+* per device family: achieved fraction of bandwidth ``memory``; achieved fraction of each
+  compute roof the family's rows run on (``fp16``, ``fp4``, ``int8``, ``fp32`` vector …);
+  ``kernel_s`` seconds per kernel launch;
+* per engine: ``memory_factor`` and ``compute_factor`` (its kernels relative to the reference
+  engine, TensorRT-LLM, fixed at 1) and ``pass_s`` seconds per forward pass.
+
+Least squares on log(predicted / measured) with a robust (soft-L1) loss and weak log-normal
+priors, so a parameter no fitted row informs stays at its prior instead of drifting -- that is
+what makes leave-one-source-out predictions honest. Predictions inside the fit use the per-op
+roofline of the compiled cost model at the mean decode context; the reported errors come from
+:func:`rooflaw.evaluate` itself with the fitted figures applied.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..devices.device import Device
+from .engines import _BUILTIN, ENGINE_NAMES, EngineProfile, get_engine, mixed_input
+from .published import Case
+from .roofline import evaluate
+
+REFERENCE_ENGINE = "tensorrt-llm"
+#: (prior median, prior spread as a factor, lower bound, upper bound) per parameter kind.
+PRIORS = {
+    "memory": (0.8, 2.0, 0.05, 1.0),
+    "compute": (0.5, 3.0, 0.005, 1.0),
+    "kernel_s": (5e-6, 4.0, 1e-8, 1e-3),
+    "memory_factor": (1.0, 2.0, 0.05, 2.0),
+    "compute_factor": (1.0, 2.0, 0.05, 4.0),
+    "mixed_factor": (1.0, 2.0, 0.02, 4.0),
+    "pass_s": (3e-4, 5.0, 1e-7, 0.1),
+}
+OBS_SCALE = 0.1  #: relative error at which the robust loss turns linear
+
+
+@dataclass
+class _Feat:
+    """Per-op FLOPs/bytes of one case's passes (summed over layers) and its roof dtypes."""
+
+    pre: tuple[np.ndarray, np.ndarray] | None  # F, B per op
+    dec: tuple[np.ndarray, np.ndarray] | None
+    pi: np.ndarray
+    dtypes: list[str]
+    beta: float
+    launches: dict[str, float]  # engine -> kernels per pass
+    mixed: np.ndarray  # per op: 1 for a dequantising (mixed-input) linear GEMM
+
+
+def _roof_classes() -> dict[str, str]:
+    from . import operators as O
+
+    ops = [*O.FULL_OPS, *(op for kind in O.KIND_OPS.values() for op in kind)]
+    out = {op.name: op.roof for op in ops}
+    out.update({f"{op.name}_local": op.roof for op in ops})
+    return out
+
+
+def _features(case: Case, device: Device) -> _Feat:
+    """Per-op FLOPs/bytes of the case's prefill and mean decode step, from the assembly's own breakdown."""
+    w = case.workload
+    rep = evaluate(case.arch, device, w, case.precision, engine="ideal")
+    classes = _roof_classes()
+    names = list(dict.fromkeys(o.name for o in rep.ops if o.name != "engine_overhead"))
+    idx = {n: i for i, n in enumerate(names)}
+    k = len(names)
+    Fp, Bp, Fd, Bd = (np.zeros(k) for _ in range(4))
+    for o in rep.ops:
+        if o.name not in idx:
+            continue
+        i = idx[o.name]
+        if o.phase == "prefill":
+            Fp[i], Bp[i] = o.flops, o.bytes
+        else:  # summed over the S_out steps: the mean step (costs are affine in the step index)
+            Fd[i], Bd[i] = o.flops / w.output_tokens, o.bytes / w.output_tokens
+    pis, dts, mixed = [], [], []
+    for n in names:
+        roof = classes.get(n, "memory")
+        if roof in ("linear", "attention"):
+            dt = case.precision.linear_dtype if roof == "linear" else case.precision.attention_dtype
+            dt, p = device.roof(dt)
+        elif roof == "vector":
+            dt, p = "fp32", device.vector_flops
+        else:
+            dt, p = "-", math.inf
+        pis.append(p)
+        dts.append(dt)
+        mixed.append(1.0 if roof == "linear" and mixed_input(case.precision) else 0.0)
+    layers, moe = float(case.arch.layers), float(case.arch.experts > 1)
+    launches = {}
+    for name in ENGINE_NAMES:
+        e = get_engine(name)
+        if e.kernels_per_layer is not None:
+            launches[name] = layers * (e.kernels_per_layer + e.moe_kernels * moe) + (e.kernels_per_pass or 0.0)
+    return _Feat((Fp, Bp), (Fd, Bd), np.array(pis), dts, float(device.memory_bandwidth), launches, np.array(mixed))
+
+
+class _Params:
+    """Maps named parameters to a log-space vector."""
+
+    def __init__(self, cases: Sequence[Case], feats: Sequence[_Feat]):
+        self.names: list[tuple[str, str, str]] = []  # (scope, owner, key)
+        for c, f in zip(cases, feats, strict=False):
+            self._add("family", c.family, "memory")
+            self._add("family", c.family, "kernel_s")
+            for dt in set(f.dtypes) - {"-"}:
+                self._add("family", c.family, dt)
+            if c.engine != REFERENCE_ENGINE:
+                self._add("engine", c.engine, "memory_factor")
+                self._add("engine", c.engine, "compute_factor")
+            self._add("engine", c.engine, "pass_s")
+            if f.mixed.any():
+                self._add("engine", c.engine, "mixed_factor")
+        self.index = {k: i for i, k in enumerate(self.names)}
+
+    def _add(self, *key: str) -> None:
+        if key not in self.names:
+            self.names.append(key)
+
+    def kind(self, key: tuple[str, str, str]) -> str:
+        return key[2] if key[2] in PRIORS else "compute"
+
+    def prior(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        mu, sd, lo, hi = (np.array([math.log(PRIORS[self.kind(k)][j]) for k in self.names]) for j in range(4))
+        return mu, sd, lo, hi
+
+    def get(self, x: np.ndarray, scope: str, owner: str, key: str, default: float = 1.0) -> float:
+        i = self.index.get((scope, owner, key))
+        return default if i is None else math.exp(x[i])
+
+
+def _predict(x: np.ndarray, P: _Params, case: Case, f: _Feat) -> float:
+    fam, eng = case.family, case.engine
+    mf = P.get(x, "engine", eng, "memory_factor")
+    cf = P.get(x, "engine", eng, "compute_factor")
+    eta_m = min(1.0, P.get(x, "family", fam, "memory") * mf)
+    eff = np.array([min(1.0, P.get(x, "family", fam, dt) * cf) if dt != "-" else 1.0 for dt in f.dtypes])
+    if f.mixed.any():
+        eff = np.where(f.mixed > 0, np.minimum(1.0, eff * P.get(x, "engine", eng, "mixed_factor")), eff)
+    over = P.get(x, "family", fam, "kernel_s", 0.0) * f.launches[eng] + P.get(x, "engine", eng, "pass_s", 0.0)
+
+    def t(F, B):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            tc = np.where(np.isfinite(f.pi), F / (f.pi * eff), 0.0)
+        return float(np.sum(np.maximum(tc, B / (f.beta * eta_m)))) + over
+
+    w = case.workload
+    if case.phase == "prefill":
+        return t(*f.pre)
+    if case.phase == "decode":
+        return t(*f.dec)
+    return (t(*f.pre) + w.output_tokens * t(*f.dec)) / (w.batch * (w.output_tokens + 1))
+
+
+@dataclass
+class FitResult:
+    """Fitted figures: ``families[family][key]``, ``engines[engine][key]``, the rows used."""
+
+    families: dict[str, dict[str, float]]
+    engines: dict[str, dict[str, float]]
+    rows: dict[str, list[str]]  # family or engine -> row ids
+    cost: float
+
+    def device(self, device: Device, family: str) -> Device:
+        """``device`` with this fit's figures of ``family`` as its ``achieved`` table."""
+        fam = self.families.get(family)
+        if fam is None:
+            return dataclasses.replace(device, achieved={})
+        ach = {"family": family, "provenance": "fitted", **fam, "rows": self.rows.get(family, [])}
+        return dataclasses.replace(device, achieved=ach)
+
+    def engine(self, name: str) -> EngineProfile:
+        """The built-in profile ``name`` with this fit's figures (prior-free defaults where it has none)."""
+        base = _BUILTIN[name]
+        fit = self.engines.get(name, {})
+        prov = dict.fromkeys(fit, "fitted")
+        return dataclasses.replace(base, **fit, provenance=prov, rows=tuple(self.rows.get(name, [])))
+
+
+def fit(cases: Sequence[Case], devices: dict[str, Device] | None = None) -> FitResult:
+    """Fit the family and engine parameters to ``cases`` (see the module docstring)."""
+    from scipy.optimize import least_squares
+
+    from ..devices import get_device
+
+    devices = devices or {}
+    devs = {c.device: devices.get(c.device) or get_device(c.device) for c in cases}
+    feats = [_features(c, devs[c.device]) for c in cases]
+    P = _Params(cases, feats)
+    mu, sd, lo, hi = P.prior()
+    logm = np.log([c.measured_s for c in cases])
+
+    def resid(x: np.ndarray) -> np.ndarray:
+        pred = np.array([_predict(x, P, c, f) for c, f in zip(cases, feats, strict=False)])
+        return np.concatenate([(np.log(pred) - logm) / OBS_SCALE, (x - mu) / np.log(sd)])
+
+    x0 = np.clip(mu, lo + 1e-9, hi - 1e-9)
+    sol = least_squares(resid, x0, bounds=(lo, hi), loss="soft_l1", f_scale=1.0, x_scale=1.0, max_nfev=400)
+    fams: dict[str, dict[str, float]] = {}
+    engs: dict[str, dict[str, float]] = {}
+    for k, i in P.index.items():
+        scope, owner, key = k
+        (fams if scope == "family" else engs).setdefault(owner, {})[key] = float(math.exp(sol.x[i]))
+    rows: dict[str, list[str]] = {}
+    for c in cases:
+        for owner in (c.family, c.engine):
+            if c.row_id not in rows.setdefault(owner, []):
+                rows[owner].append(c.row_id)
+    return FitResult(fams, engs, rows, float(sol.cost))
+
+
+def predict(case: Case, result: FitResult | None, devices: dict[str, Device] | None = None) -> float:
+    """Seconds :func:`rooflaw.evaluate` predicts for ``case`` (``result=None``: pure roofline)."""
+    from ..devices import get_device
+
+    dev = (devices or {}).get(case.device) or get_device(case.device)
+    if result is None:
+        engine: str | EngineProfile = "ideal"
+    else:
+        dev = result.device(dev, case.family)
+        engine = result.engine(case.engine)
+    w = case.workload
+    rep = evaluate(case.arch, dev, w, case.precision, engine=engine)
+    if case.phase == "prefill":
+        return rep.prefill_s
+    if case.phase == "decode":
+        return rep.tpot_s
+    return (rep.prefill_s + rep.decode_s) / (w.batch * (w.output_tokens + 1))
+
+
+# ----------------------------------------------------------------------------- errors & storage
+
+
+def errors(cases: Sequence[Case], result: FitResult | None) -> list[dict[str, object]]:
+    """Per case: row, phase, measured and predicted seconds, error = predicted/measured − 1."""
+    out = []
+    for c in cases:
+        p = predict(c, result)
+        out.append({"row_id": c.row_id, "source": c.source, "device": c.device, "family": c.family,
+                    "engine": c.engine, "model": c.model, "phase": c.phase, "measured_s": c.measured_s,
+                    "predicted_s": p, "error": p / c.measured_s - 1.0})  # fmt: skip
+    return out
+
+
+def median_abs_error(rows: Sequence[dict[str, object]]) -> dict[str, float]:
+    """Median |error| per phase (prefill, decode, e2e) and over all rows."""
+    by: dict[str, list[float]] = {}
+    for r in rows:
+        by.setdefault(str(r["phase"]), []).append(abs(float(r["error"])))  # type: ignore[arg-type]
+        by.setdefault("all", []).append(abs(float(r["error"])))  # type: ignore[arg-type]
+    return {k: float(np.median(v)) for k, v in by.items()}
+
+
+def held_out(cases: Sequence[Case], key: str) -> list[dict[str, object]]:
+    """Fit without each group of ``key`` (``source`` or ``device``), predict that group."""
+    rows: list[dict[str, object]] = []
+    groups = sorted({getattr(c, key) for c in cases})
+    for g in groups:
+        train = [c for c in cases if getattr(c, key) != g]
+        test = [c for c in cases if getattr(c, key) == g]
+        res = fit(train)
+        for r in errors(test, res):
+            rows.append({**r, "held_out": g})
+    return rows
+
+
+def _toml_value(v: object) -> str:
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    return repr(float(v))  # type: ignore[arg-type]
+
+
+FIT_COMMAND = "rooflaw devices fit-efficiency published.csv --write-catalog"
+
+
+def achieved_table(result: FitResult, family: str) -> str:
+    """The ``[achieved]`` TOML table of one family (for a catalog device file)."""
+    lines = ["[achieved]", f"family = {_toml_value(family)}", 'provenance = "fitted"',
+             f"command = {_toml_value(FIT_COMMAND)}"]  # fmt: skip
+    lines += [f"{k} = {_toml_value(round(v, 6) if k != 'kernel_s' else float(f'{v:.4g}'))}"
+              for k, v in sorted(result.families[family].items())]  # fmt: skip
+    lines.append(f"rows = {_toml_value(result.rows.get(family, []))}")
+    return "\n".join(lines) + "\n"
+
+
+def engines_toml(result: FitResult) -> str:
+    """``engines.toml``: the fitted engine figures with the rows they came from."""
+    out = ["# Fitted engine figures (rooflaw/constraints/engines.py). Written by:", f"# {FIT_COMMAND}", ""]
+    for name, vals in sorted(result.engines.items()):
+        out.append(f'[engine."{name}"]')
+        out.append('provenance = "fitted"')
+        out += [f"{k} = {_toml_value(float(f'{v:.4g}'))}" for k, v in sorted(vals.items())]
+        out.append(f"rows = {_toml_value(result.rows.get(name, []))}")
+        out.append("")
+    return "\n".join(out)
+
+
+def write_catalog(result: FitResult, catalog_dir: str | None = None, engines_file: str | None = None) -> list[str]:
+    """Replace the ``[achieved]`` table of every catalog device of a fitted family, and ``engines.toml``."""
+    import re
+    from pathlib import Path
+
+    from ..devices.catalog import CATALOG_DIR, clear_cache
+    from .engines import ENGINES_FILE, _fitted
+    from .published import FAMILY_OF
+
+    cdir = Path(catalog_dir) if catalog_dir else CATALOG_DIR
+    written = []
+    for dev_id, fam in sorted(FAMILY_OF.items()):
+        p = cdir / f"{dev_id}.toml"
+        if fam not in result.families or not p.is_file():
+            continue
+        text = re.sub(r"\n*\[achieved\]\n(?:[^\[].*\n?)*", "\n", p.read_text(encoding="utf-8")).rstrip("\n")
+        p.write_text(text + "\n\n" + achieved_table(result, fam), encoding="utf-8")
+        written.append(str(p))
+    ef = Path(engines_file) if engines_file else ENGINES_FILE
+    ef.write_text(engines_toml(result), encoding="utf-8")
+    written.append(str(ef))
+    clear_cache()
+    _fitted.cache_clear()
+    return written

@@ -1,0 +1,211 @@
+"""Published measurements as cost-model cases: which architecture, device, precision, engine and
+workload each row of ``published.csv`` measured, and which predicted quantity it compares with.
+
+Rows are read with the csv module (no pandas at import). A row is used when its
+``use_for_validation`` starts with ``Y`` and its device/power mode is in the catalog; every other
+row is returned with the reason it was skipped. What each ``measurement_type`` measures (see the
+README beside the data):
+
+* ``prefill``: the prefill time of the whole batch (TensorRT Edge-LLM "prefill ms", llama.cpp
+  server TTFT p50, llama-bench pp512 = 512 / tok/s);
+* ``decode``: the mean time of one decode step of the batch (TensorRT Edge-LLM batch / tok/s,
+  llama.cpp ITL p50, llama-bench tg512 from an empty context);
+* ``e2e``: time per generated token *including* the prefill (vLLM "output token throughput",
+  gpt-fast tokens/s): (prefill + (S_out − 1) decode steps) / (batch · S_out).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..arch import Architecture, from_hf_config
+from ..errors import RooflawError
+from .precision import FORMATS, Format, Precision
+from .workload import Workload
+
+#: Hugging Face model id (lower case, quantised-checkpoint prefixes dropped) -> bundled config.
+MODEL_CONFIGS = {
+    "qwen3-0.6b": "qwen3-0.6b",
+    "qwen3-1.7b": "qwen3-1.7b",
+    "qwen3-4b": "qwen3-4b",
+    "qwen3-4b-2507": "qwen3-4b",
+    "qwen3-8b": "qwen3-8b",
+    "qwen3-32b": "qwen3-32b",
+    "qwen3-30b-a3b": "qwen3-30b-a3b",
+    "llama-3.1-8b": "llama-3.1-8b",
+    "meta-llama-3.1-8b": "llama-3.1-8b",
+    "meta-llama-3.1-70b": "llama-3.1-70b",
+    "meta-llama-3-8b": "llama-3-8b",
+    "meta-llama-3-70b": "llama-3-70b",
+    "llama-2-7b": "llama-2-7b",
+    "llama-2-70b": "llama-2-70b",
+    "llama-3.2-1b": "llama-3.2-1b",
+    "llama-3.2-3b": "llama-3.2-3b",
+    "smollm2-135m": "smollm2-135m",
+    "smollm2-360m": "smollm2-360m",
+    "qwen2.5-0.5b": "qwen2.5-0.5b",
+    "gemma-3-1b": "gemma-3-1b",
+}
+ENGINE_OF = (("tensorrt", "tensorrt-llm"), ("llama.cpp", "llama.cpp"), ("vllm", "vllm"), ("gpt-fast", "gpt-fast"))
+#: Device families the achieved-performance figures are fitted per.
+FAMILY_OF = {
+    "jetson-orin-nano-8gb": "jetson-ampere",
+    "jetson-orin-nx-16gb": "jetson-ampere",
+    "jetson-agx-orin-32gb": "jetson-ampere",
+    "jetson-agx-orin-64gb": "jetson-ampere",
+    "jetson-agx-thor": "jetson-blackwell",
+    "a100-sxm-80gb": "datacenter-ampere-hopper",
+    "h100-sxm": "datacenter-ampere-hopper",
+    "h200-sxm": "datacenter-ampere-hopper",
+    "rtx-4090": "datacenter-ampere-hopper",
+    "l4": "datacenter-ampere-hopper",
+}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One comparable quantity of one published row."""
+
+    row_id: str
+    source: str
+    device: str  #: catalog id (with ``@mode``)
+    family: str
+    engine: str
+    model: str  #: bundled config name
+    arch: Architecture
+    precision: Precision
+    workload: Workload
+    phase: str  #: prefill | decode | e2e
+    measured_s: float
+
+
+def _num(text: str) -> float:
+    m = re.match(r"\s*([0-9]+(?:\.[0-9]+)?)", text or "")
+    return float(m.group(1)) if m else math.nan
+
+
+def _model(hf: str) -> str | None:
+    name = hf.split(" ")[0].split("/")[-1].lower()
+    name = re.sub(r"^meta-llama\.", "", name)
+    name = re.sub(r"(-instruct|-chat-hf|-it|-hf|-quantized\.w4a16|_w4a16|-gptq-int4|-awq)+$", "", name)
+    name = re.sub(r"-instruct(?=-2507)", "", name)
+    return MODEL_CONFIGS.get(name)
+
+
+def _device(row: dict[str, str]) -> str | None:
+    dev, mode = row["device_id"].strip(), (row["catalog_mode"] or "").strip()
+    if not dev:
+        return None
+    if not mode:
+        return dev
+    if mode.startswith("(none"):
+        return None
+    if mode.startswith("base"):
+        return dev
+    return f"{dev}@{mode}"
+
+
+def _file_bytes(text: str) -> float:
+    """A reported file size: llama.cpp sizes are binary units (MB = MiB, GB = GiB)."""
+    m = re.search(r"([0-9]+(?:\.[0-9]+)?)\s*[MG]B", text)
+    v = float(m.group(1)) if m else math.nan
+    if "GB" in text:
+        return v * 2**30
+    if "MB" in text:
+        return v * 2**20
+    return math.nan
+
+
+def _precision(row: dict[str, str], arch: Architecture, engine: str) -> Precision:
+    p = row["precision"].lower()
+    fp16, bf16 = FORMATS["fp16"], FORMATS["bf16"]
+    head16 = bf16 if engine in ("tensorrt-llm", "vllm") else None
+    if p.startswith("gguf"):
+        if "f16" in p:
+            return Precision(fp16, fp16, fp16)
+        size = _file_bytes(row["weights_size_reported"] or "")
+        bpw = size / arch.params_total if math.isfinite(size) else FORMATS["q4_k_m"].bytes
+        fmt = Format("gguf", bpw, "int8", f"GGUF {p.split()[1]}: {8 * bpw:.2f} b/w from the file size")
+        return Precision(fmt, FORMATS["int8"], fp16, fmt)  # MMQ: int8 activations, f16 KV cache
+    if p == "nvfp4":
+        return Precision(FORMATS["nvfp4"], FORMATS["nvfp4"], fp16, head16)
+    if "awq" in p:
+        return Precision(FORMATS["awq"], fp16, fp16, head16)
+    if "gptq" in p or "w4a16" in p:
+        return Precision(FORMATS["gptq"], fp16, fp16, head16)
+    if p == "bf16":
+        return Precision(bf16, bf16, bf16)
+    if "int8" in p:
+        return Precision(FORMATS["int8wo"], bf16, bf16)
+    if "int4" in p and "32" in p:
+        return Precision(FORMATS["int4-g32"], bf16, bf16)
+    raise RooflawError(f"precision={row['precision']!r}: not mapped to a format")
+
+
+def _cases(row: dict[str, str], arch: Architecture, device: str, engine: str) -> list[Case]:
+    prec = _precision(row, arch, engine)
+    batch = int(_num(row["batch"]))
+    s_in = max(1, round(_num(row["input_tokens"])))
+    s_out_text = row["output_tokens"] or ""
+    s_out = int(_num(s_out_text)) if s_out_text else 128  # output length not stated: 128
+    mtype = row["measurement_type"].lower()
+    fam = FAMILY_OF.get(device.split("@")[0], "other")
+    base = dict(row_id=row["row_id"], source=row["source_id"], device=device, family=fam, engine=engine,
+                model=_model(row["model_hf"]) or "", arch=arch, precision=prec)  # fmt: skip
+    out = []
+    tok_s = _num(row["decode_tok_s"])
+    if "llama-bench" in mtype:  # separate pp512 and tg512 tests
+        pp = _num(row["prefill_tok_s"])
+        if math.isfinite(pp) and "tg only" not in row["use_for_validation"]:
+            out.append(Case(**base, workload=Workload(batch, s_in, 1), phase="prefill", measured_s=s_in / pp))
+        out.append(Case(**base, workload=Workload(batch, 1, s_out), phase="decode", measured_s=batch / tok_s))
+        return out
+    if "output token throughput" in mtype or "end-to-end" in mtype:
+        w = Workload(batch, s_in, max(1, s_out - 1))
+        return [Case(**base, workload=w, phase="e2e", measured_s=1.0 / tok_s)]
+    pre = _num(row["prefill_ms"])
+    if math.isfinite(pre):
+        out.append(Case(**base, workload=Workload(batch, s_in, 1), phase="prefill", measured_s=pre / 1e3))
+    step = _num(row["decode_ms_per_token"])
+    step = step / 1e3 if math.isfinite(step) else batch / tok_s
+    out.append(Case(**base, workload=Workload(batch, s_in, s_out), phase="decode", measured_s=step))
+    return out
+
+
+def load_cases(path: str | Path) -> tuple[list[Case], list[tuple[str, str]]]:
+    """The comparable cases of ``published.csv`` and the (row id, reason) of every row not used."""
+    p = Path(path)
+    if not p.is_file():
+        raise RooflawError(f"published data {str(p)!r}: no such file")
+    with p.open(newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    need = {"row_id", "use_for_validation", "device_id", "catalog_mode", "model_hf", "precision", "engine"}
+    if rows and not need <= set(rows[0]):
+        raise RooflawError(f"published data {str(p)!r}: missing columns {sorted(need - set(rows[0]))}")
+    from ..devices import get_device
+
+    cases, skipped = [], []
+    for row in rows:
+        rid = row["row_id"]
+        if not row["use_for_validation"].startswith("Y"):
+            skipped.append((rid, f"use_for_validation = {row['use_for_validation']}"))
+            continue
+        device = _device(row)
+        if device is None:
+            skipped.append((rid, f"power mode {row['catalog_mode']!r} not in the catalog"))
+            continue
+        get_device(device)
+        model = _model(row["model_hf"])
+        if model is None:
+            skipped.append((rid, f"no bundled config for {row['model_hf']!r}"))
+            continue
+        engine = next((e for k, e in ENGINE_OF if k in row["engine"].lower()), None)
+        if engine is None:
+            skipped.append((rid, f"engine {row['engine']!r} has no profile"))
+            continue
+        cases += _cases(row, from_hf_config(model), device, engine)
+    return cases, skipped
