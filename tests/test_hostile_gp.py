@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import cvxpy as cp
 import pytest
-from rooflaw.solver.gp_fallback import solve_with_fallback
+from rooflaw.solver.relaxation.gp_fallback import solve_with_fallback
 
 from rooflaw.errors import ExternalError
 
