@@ -15,8 +15,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from rooflaw.constraints import fit_efficiency as fe
-from rooflaw.constraints.published import load_cases
+import rooflaw as rl
 
 
 def _table(title: str, rows: list[dict[str, object]], key: str) -> None:
@@ -30,20 +29,20 @@ def _table(title: str, rows: list[dict[str, object]], key: str) -> None:
 
 def main() -> None:
     path = sys.argv[1] if len(sys.argv) > 1 else "../shared/data/measured/published.csv"
-    cases, skipped = load_cases(path)
+    cases, skipped = rl.load_cases(path)
     print(f"{len(cases)} cases from {len({c.row_id for c in cases})} rows; {len(skipped)} rows skipped")
     t = time.perf_counter()
-    res = fe.fit(cases)
+    res = rl.fit_efficiencies(cases)
     print(f"fit: {time.perf_counter() - t:.1f} s")
     for name, vals in {**res.families, **res.engines}.items():
         print(f"  {name:26s} " + ", ".join(f"{k}={v:.3g}" for k, v in sorted(vals.items())))
-    ideal, ins = fe.errors(cases, None), fe.errors(cases, res)
-    print("\nmedian |err|  pure roofline:", {k: f"{v:.1%}" for k, v in fe.median_abs_error(ideal).items()})
-    print("median |err|  fitted (in-sample):", {k: f"{v:.1%}" for k, v in fe.median_abs_error(ins).items()})
+    ideal, ins = rl.efficiency_errors(cases, None), rl.efficiency_errors(cases, res)
+    print("\nmedian |err|  pure roofline:", {k: f"{v:.1%}" for k, v in rl.median_abs_error(ideal).items()})
+    print("median |err|  fitted (in-sample):", {k: f"{v:.1%}" for k, v in rl.median_abs_error(ins).items()})
     _table("in-sample, per family", ins, "family")
     for key in ("source", "device"):
-        ho = fe.held_out(cases, key)
-        print(f"\nmedian |err|  leave one {key} out:", {k: f"{v:.1%}" for k, v in fe.median_abs_error(ho).items()})
+        ho = rl.held_out_errors(cases, key)
+        print(f"\nmedian |err|  leave one {key} out:", {k: f"{v:.1%}" for k, v in rl.median_abs_error(ho).items()})
         _table(f"leave one {key} out, per held-out {key}", ho, "held_out")
 
 

@@ -38,6 +38,8 @@ _MODULES: dict[str, str] = {
     "rooflaw.solver.explain_discrete": "explain_discrete explain_text",
     "rooflaw.constraints.breakdown": "OP_COLUMNS op_rows throughput",
     "rooflaw.constraints.theory": "theory_expressions",
+    "rooflaw.constraints.published": "load_cases",
+    "rooflaw.constraints.fit_efficiency": "efficiency_errors fit_efficiencies held_out_errors median_abs_error",
     "rooflaw.plots": "check_figure_path plot_breakdown plot_frontier plot_report plot_roofline",
     "rooflaw.units": "parse_bytes parse_energy parse_time",
 }
@@ -137,8 +139,9 @@ def evaluate(
 
     wl = _workload(workload, {"batch": batch, "input_tokens": input_tokens, "output_tokens": output_tokens,
                               "attention": attention})  # fmt: skip
-    return _evaluate(load_architecture(arch), get_device(device), wl, precision or DEFAULT_PRECISION, preset, tiles,
-                     engine)
+    return _evaluate(
+        load_architecture(arch), get_device(device), wl, precision or DEFAULT_PRECISION, preset, tiles, engine
+    )
 
 
 #: Names for :func:`clear_cache`: what each clears in this process.

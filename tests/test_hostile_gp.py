@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import cvxpy as cp
 import pytest
-from rooflaw.solver.relaxation.gp_fallback import solve_with_fallback
 
 from rooflaw.errors import ExternalError
+from rooflaw.solver.relaxation.gp_fallback import solve_with_fallback
 
 
 def _gp():

@@ -316,7 +316,7 @@ def measured(request):
     name, prec = request.param
     a = ARCHS[name]
     dtype = torch.float32 if prec == "fp32" else torch.float16
-    rep = evaluate(a, DEV, Workload(B, S_IN, 1), prec)
+    rep = evaluate(a, DEV, Workload(B, S_IN, 1, "unfused"), prec, engine="device")
     return a, prec, {4: 4.0, 2: 2.0}[4 if prec == "fp32" else 2], rep, run(a, dtype)
 
 

@@ -26,7 +26,7 @@ from rooflaw import Architecture, Device, Workload, evaluate
 
 A = Architecture(layers=2, d_model=64, heads=4, kv_heads=2, ffn=128, vocab=100)
 PREC = "w=fp32,a=fp8,kv=fp16"
-WL = Workload(2, 8, 1)
+WL = Workload(2, 8, 1, "unfused")
 LIN = 2384896 + 320512
 ATT = 65536 + 9216
 VEC = 68608 + 8656
@@ -37,7 +37,7 @@ def test_memory_bound_device_energy_by_hand():
     # π_fp32 = 1e14, π_fp16 = 2e14, β = 1e12: every operator's intensity (≤ 7.5 FLOP/B) sits far
     # below the ridge (100), so each takes bytes/β and the wall time is Σ bytes/β.
     dev = Device("toy-mem", "toy", {"fp32": 1e14, "fp16": 2e14}, 1e12, 1e12, power_idle=10.0, power_peak=50.0)
-    rep = evaluate(A, dev, WL, PREC)
+    rep = evaluate(A, dev, WL, PREC, engine="device")
     assert rep.prefill_s == pytest.approx(458272e-12, rel=1e-12)
     assert rep.decode_s == pytest.approx(343328e-12, rel=1e-12)
     T = 801600e-12
@@ -53,7 +53,7 @@ def test_compute_bound_device_energy_by_hand():
     # π = 1e9 for both roofs, β = 1e15: every operator with FLOPs is compute-bound; the embedding
     # (no FLOPs) still moves its 5120 + 640 bytes at 1e15 B/s.
     dev = Device("toy-cmp", "toy", {"fp32": 1e9, "fp16": 1e9}, 1e15, 1e12, power_idle=10.0, power_peak=50.0)
-    rep = evaluate(A, dev, WL, PREC)
+    rep = evaluate(A, dev, WL, PREC, engine="device")
     T = (2519040 + 338384) * 1e-9 + 5760e-15
     assert rep.total_s == pytest.approx(T, rel=1e-12)
     busy_c = (LIN + ATT + VEC) / 1e9  # 2857424e-9 s
@@ -68,7 +68,7 @@ def test_efficiencies_stretch_idle_time_but_not_busy_time():
         "toy-eff", "toy", {"fp32": 1e14, "fp16": 2e14}, 1e12, 1e12,
         power_idle=10.0, power_peak=50.0, compute_efficiency=0.5, memory_efficiency=0.8,
     )  # fmt: skip
-    rep = evaluate(A, dev, WL, PREC)
+    rep = evaluate(A, dev, WL, PREC, engine="device")
     T = 801600e-12 / 0.8  # memory-bound at 80 % of the bandwidth (the ridge only moves to 62.5)
     assert rep.total_s == pytest.approx(T, rel=1e-12)
     # busy times on the raw roofs, as in the memory-bound case: 10 · 1.002e-6 + 1.65960096e-5
@@ -80,8 +80,8 @@ def test_energy_per_flop_and_per_byte_replace_the_power_split():
         "toy-epf", "toy", {"fp32": 1e14, "fp16": 2e14}, 1e12, 1e12,
         power_idle=10.0, power_peak=50.0, energy_per_flop=1e-12, energy_per_byte=1e-10,
     )  # fmt: skip
-    rep = evaluate(A, dev, WL, PREC)
+    rep = evaluate(A, dev, WL, PREC, engine="device")
     # 10 W · 8.016e-7 s + 1e-12 · 2857424 + 1e-10 · 801600 = 8.016e-6 + 2.857424e-6 + 8.016e-5
     assert rep.energy_j == pytest.approx(9.1033424e-5, rel=1e-12)
     no_power = dataclasses.replace(dev, power_idle=None, power_peak=None)
-    assert evaluate(A, no_power, WL, PREC).energy_j == pytest.approx(2.857424e-6 + 8.016e-5, rel=1e-12)
+    assert evaluate(A, no_power, WL, PREC, engine="device").energy_j == pytest.approx(2.857424e-6 + 8.016e-5, rel=1e-12)

@@ -92,7 +92,7 @@ def _table(rep, phase):
 
 
 def test_prefill_table():
-    rep = evaluate(A, DEV, Workload(2, 8, 1), PREC)
+    rep = evaluate(A, DEV, Workload(2, 8, 1, "unfused"), PREC, engine="device")
     assert _table(rep, "prefill") == PREFILL
     assert rep.prefill_flops == sum(f for f, _ in PREFILL.values()) == 2519040
     assert rep.prefill_bytes == sum(b for _, b in PREFILL.values())
@@ -101,12 +101,12 @@ def test_prefill_table():
 @pytest.mark.parametrize("t", [1, 5])
 def test_decode_step_t_table(t):
     # a one-step decode after S_in + t − 1 prompt tokens is decode step t of an S_in = 8 request
-    rep = evaluate(A, DEV, Workload(2, 8 + t - 1, 1), PREC)
+    rep = evaluate(A, DEV, Workload(2, 8 + t - 1, 1, "unfused"), PREC, engine="device")
     assert _table(rep, "decode") == decode_step(8 + t)
 
 
 def test_decode_over_all_steps_sums_the_steps():
-    rep = evaluate(A, DEV, Workload(2, 8, 4), PREC)
+    rep = evaluate(A, DEV, Workload(2, 8, 4, "unfused"), PREC, engine="device")
     steps = [decode_step(8 + t) for t in (1, 2, 3, 4)]
     got = _table(rep, "decode")
     for name in PREFILL:
@@ -116,7 +116,7 @@ def test_decode_over_all_steps_sums_the_steps():
 
 
 def test_memory_terms():
-    rep = evaluate(A, DEV, Workload(2, 8, 1), PREC)
+    rep = evaluate(A, DEV, Workload(2, 8, 1, "unfused"), PREC, engine="device")
     # params: attention 3·4096 + 2·64·32 = 12288, SwiGLU 3·64·128 = 24576, norms 2·64 -> 36992 per layer;
     # 2 layers 73984 + embedding 6400 + LM head 6400 + final norm 64 = 86848; fp32 weights ×4
     assert rep.params_total == 86848
@@ -128,8 +128,8 @@ def test_memory_terms():
 
 
 def test_flops_do_not_depend_on_precision_and_fused_attention_drops_only_score_traffic():
-    a = _table(evaluate(A, DEV, Workload(2, 8, 1), PREC), "prefill")
-    b = _table(evaluate(A, DEV, Workload(2, 8, 1, "fused"), "fp16"), "prefill")
+    a = _table(evaluate(A, DEV, Workload(2, 8, 1, "unfused"), PREC, engine="device"), "prefill")
+    b = _table(evaluate(A, DEV, Workload(2, 8, 1, "fused"), "fp16", engine="device"), "prefill")
     assert {k: v[0] for k, v in a.items()} == {k: v[0] for k, v in b.items()}
     # fp16 fused: QKᵀ loads Q 16·64·2 = 2048 + K cache 2·8·32·2 = 1024, both layers -> 6144; softmax moves nothing
     assert b["attn_scores"][1] == 6144 and b["softmax"] == (5120, 0)

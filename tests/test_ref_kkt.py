@@ -12,6 +12,8 @@ flips it, so the suite notices.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from scipy.optimize import minimize
@@ -21,7 +23,8 @@ from rooflaw.objectives import parse_law
 from rooflaw.solver import closed_form
 
 LAW = "paper-2602.10377"
-DEV = get_device("jetson-agx-orin-64gb")
+# optimisation is checked on the pure roofline (no fitted achieved-performance figures)
+DEV = dataclasses.replace(get_device("jetson-agx-orin-64gb"), achieved={})
 NAMES = ("l", "d", "r", "rho", "gqa")
 
 

@@ -330,3 +330,9 @@ def write_catalog(result: FitResult, catalog_dir: str | None = None, engines_fil
     clear_cache()
     _fitted.cache_clear()
     return written
+
+
+# names under which the public API (``rooflaw``) exports this module's entry points
+fit_efficiencies = fit
+efficiency_errors = errors
+held_out_errors = held_out

@@ -23,7 +23,7 @@ class RooflineData:
     """What the roofline figure draws. ``roofs``: dtype, peak (FLOP/s), ridge (FLOP/byte = peak / bandwidth), used
     (whether this precision's operators run on it); ``points``: phase, ops (names sharing the point), intensity
     (FLOP/byte), flops_per_s (FLOPs / charged seconds; a decode point is the mean step); ``skipped``: operators
-    with no FLOPs (no place on a log axis), with their bytes."""
+    with no FLOPs or no memory traffic (no place on a log axis), with their bytes."""
 
     device: str
     bandwidth: float
@@ -42,7 +42,8 @@ def roofline_data(report: CostReport) -> RooflineData:
     for dt, peak in sorted(dev.peak_flops.items(), key=lambda kv: kv[1]):
         data.roofs.append({"dtype": dt, "peak": float(peak), "ridge": float(peak) / bw, "used": dt in used})
     for r in op_rows(report):
-        if r["flops"] <= 0 or r["seconds"] <= 0:
+        if r["flops"] <= 0 or r["seconds"] <= 0 or not math.isfinite(r["intensity"]):  # no FLOPs, or no memory
+            # traffic at all (a fused softmax stays on chip): no place on a log-log intensity axis
             data.skipped.append({"phase": r["phase"], "op": r["name"], "bytes": r["bytes"]})
             continue
         x, y = r["intensity"], r["flops_per_s"]

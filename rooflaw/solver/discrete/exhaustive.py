@@ -253,8 +253,10 @@ def _run(problem: Problem, objectives: tuple[str, ...], n_jobs: int | None, clou
 def _raise_infeasible(problem: Problem, acc: _Acc) -> None:
     where = f"in space {problem.space.name!r}"
     if not acc.minimum:
-        dom = "" if problem.allow_extrapolation else ", ".join(
-            f"{k} {a:.4g}–{b:.4g}" for k, (a, b) in problem.law.domain.items()
+        dom = (
+            ""
+            if problem.allow_extrapolation
+            else ", ".join(f"{k} {a:.4g}–{b:.4g}" for k, (a, b) in problem.law.domain.items())
         )
         if dom:
             where += f" inside the domain the law was fitted on ({dom}; --allow-extrapolation to go outside)"
