@@ -135,7 +135,8 @@ TINY = Space(
                             ("random", ("loss", "latency"))],
 )  # fmt: skip
 def test_optuna_frontier_is_non_dominated_and_matches_brute_force_on_a_small_space(sampler, objectives):
-    p = Problem(LAW, DEV, space=TINY, latency_budget=0.01, phase="decode")  # 13 of 32 points feasible
+    # d_model 512 lies outside the law's fitted domain: allow it, this checks the frontier, not the domain
+    p = Problem(LAW, DEV, space=TINY, latency_budget=0.01, phase="decode", allow_extrapolation=True)
     res = search(p, sampler=sampler, n_trials=150, seed=3, objectives=objectives)
     t = res.trials
     feas = t[t["feasible"]]
