@@ -97,7 +97,8 @@ def _law_inputs() -> dict[str, str]:
         "l": "c_layers", "d": "c_d_model", "r": "(c_top_k * c_ffn) / c_d_model", "G": "(4.0 * c_d_model) / c_ffn",
         "rho": "c_top_k / c_experts", "gqa": "c_heads / c_kv_heads", "d_m": "c_kv_heads * c_head_dim",
         "E": "c_experts", "K": "c_top_k", "N": code["N"], "N_active": code["N_active"],
-        "N_nonembed": f"({code['N']}) - ({code['emb']})", "N_active_nonembed": f"({code['N_active']}) - ({code['emb']})",
+        "N_nonembed": f"({code['N']}) - ({code['emb']})",
+        "N_active_nonembed": f"({code['N_active']}) - ({code['emb']})",
         "D": "p_tokens",
     }  # fmt: skip
 
@@ -216,6 +217,7 @@ def _scan_source(cost_args: tuple[str, ...], body: list[str], loss: list[str], i
         SCAN.replace("{FIXED}", fixed)
         .replace("{POINT}", "\n".join(" " * 12 + ln for ln in point))
         .replace("{PARAMS}", ", ".join(PARAMS))
+        .replace("{P}", ", ".join(f"p[{k}]" for k in range(len(PARAMS))))
     )
 
 

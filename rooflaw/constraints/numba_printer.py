@@ -164,7 +164,7 @@ def scalarize(source: str, names: Mapping[str, str], prefix: str) -> Scalarized:
 
 #: Scalar helpers with numpy's semantics (NaN propagates through max/min; sign(NaN) is NaN), and the exact
 #: Σ_{t=1..n} max(a0 + a1·t, b0 + b1·t) of ``roofline._sum_max_affine`` in the same operation order.
-HELPERS = '''
+HELPERS = """
 @njit(**_JI)
 def _mx(a, b):
     if a != a:
@@ -223,4 +223,4 @@ def _sma(a0, a1, b0, b1, n):
     last = first + cnt - 1.0
     pos = cnt * g0 + g1 * (first + last) * cnt / 2.0
     return base + _mx(pos, 0.0)
-'''
+"""

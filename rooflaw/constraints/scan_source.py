@@ -17,8 +17,8 @@ finite-loss points (3 slots), the least violating point's worst ratio and index,
 
 SCAN = """
 @njit(**_JK)
-def scan(pos, stop, TW, TM, TL, TV, fx, p, p_tokens, radix, obj, bcol, bval, lohi, stair, out_idx, stats):
-    {PARAMS} = p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9], p[10], p[11], p[12], p[13], p[14], p[15], p[16]
+def scan(pos, stop, TW, TM, TL, TV, fx, p, p_tokens, radix, obj, latc, bcol, bval, lohi, stair, out_idx, stats):
+    {PARAMS} = {P}
 {FIXED}
     C = 8192
     nv, nl, nm = radix[0], radix[1], radix[2]
@@ -27,7 +27,6 @@ def scan(pos, stop, TW, TM, TL, TV, fx, p, p_tokens, radix, obj, bcol, bval, loh
     scale = nb / (hi - lo) if hi > lo else 0.0
     k = obj.shape[0]
     nbud = bcol.shape[0]
-    latc = obj[1] if k > 1 else 0
     v = np.empty(17)
     f1 = np.empty(C)
     f2 = np.empty(C)

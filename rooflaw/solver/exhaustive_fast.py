@@ -1,0 +1,232 @@
+"""The exhaustive frontier on the numba backend: the generated scan kernel over flat indices, on threads.
+
+The kernel (see :mod:`rooflaw.constraints.scan_source`) evaluates cost model and loss law per index, keeps the
+feasibility statistics and writes out only the indices that can still reach the frontier. The survivors are then
+evaluated again by the numpy reference (:func:`evaluate_lean`, bit-identical values) and filtered exactly, so the
+frontier rows, best points and diagnostics are built by the same code as the numpy path.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+from ..constraints import backend_numba as bn
+from ..errors import RooflawError
+from .exhaustive import _KEEP, OBJECTIVES, _Acc, _n_jobs, _row, _take, evaluate_lean
+from .pareto import pareto_mask
+from .problem import Problem
+
+PIECE = 1 << 21  # indices per kernel call (a thread takes pieces from a shared counter)
+OUT_CAP = 1 << 18  # survivors buffer per call (the kernel stops early and resumes when it fills)
+NBINS = 1 << 13  # loss bins of the 2-objective staircase
+REDUCE_AT = 1 << 20  # survivors held per thread before an exact intermediate filter
+_WIDTH = ("d_model", "head_dim", "heads", "kv_heads", "ffn")
+
+
+def _decode(idx: np.ndarray, tw, tm, tl, tv) -> dict[str, np.ndarray]:
+    """The kernel's index decoding, in numpy (checked against ``Space.columns_at`` before a scan)."""
+    nv, nl, nm = len(tv), len(tl), len(tm)
+    rest, iv = np.divmod(idx, nv)
+    rest, il = np.divmod(rest, nl)
+    iw, im = np.divmod(rest, nm)
+    out = {k: tw[iw, j].astype(float) for j, k in enumerate(_WIDTH)}
+    out |= {"layers": tl[il].astype(float), "shared_ffn": tw[iw, 4].astype(float)}
+    out |= {"experts": tm[im, 0].astype(float), "top_k": tm[im, 1].astype(float)}
+    out |= {"moe": (tm[im, 0] > 1).astype(float), "vocab": tv[iv, 0].astype(float), "tied": tv[iv, 1].astype(float)}
+    return out
+
+
+def _tables(problem: Problem) -> tuple[Any, ...] | None:
+    """The space's lookup tables and constant columns, if the kernel's decoding reproduces ``columns_at``."""
+    space = problem.space
+    try:
+        tw, tm, tl, tv = space._width, space._moe, space._layers, space._vt
+        radix = tuple(space._radix)
+    except AttributeError:
+        return None
+    if radix != (len(tw), len(tm), len(tl), len(tv)) or tw.ndim != 2 or tw.shape[1] != 5:
+        return None
+    size = space.size
+    rng = np.random.default_rng(1)
+    idx = np.unique(np.concatenate([[0, size - 1], rng.integers(0, size, 512)]))
+    cols = space.columns_at(idx, np.float64)
+    dec = _decode(idx, tw, tm, tl, tv)
+    if any(not np.array_equal(cols[k], v) for k, v in dec.items()):
+        return None
+    from ..constraints.backend_numba import _FIXED
+    from ..constraints.roofline import _args, complete_columns
+
+    cc = complete_columns(cols)
+    vals = dict(zip(bn.kernels(problem.preset).args, _args(cc, problem.workload, problem.precision), strict=True))
+    fx = []
+    for name in _FIXED:
+        v = np.asarray(vals[name], dtype=np.float64)
+        if v.ndim and not np.all(v == v.flat[0]):
+            return None  # a column the kernel treats as constant varies in this space
+        fx.append(float(v.flat[0]))
+    tabs = [np.ascontiguousarray(t, dtype=np.int64) for t in (tw, tm, tl, tv)]
+    return (*tabs, np.array(fx), np.array([len(tv), len(tl), len(tm)], dtype=np.int64))
+
+
+def _loss_range(problem: Problem) -> np.ndarray:
+    """Bin range of the staircase: the loss range of feasible points in a seeded sample (any range is exact)."""
+    size = problem.space.size
+    idx = np.unique(np.random.default_rng(0).integers(0, size, min(size, 8192)))
+    v = evaluate_lean(problem, problem.space.columns_at(idx, np.float64))
+    loss = v["loss"][v["feasible"]]
+    if not len(loss):
+        loss = v["loss"][np.isfinite(v["loss"])]
+    lo, hi = (float(loss.min()), float(loss.max())) if len(loss) else (0.0, 1.0)
+    return np.array([lo, hi])
+
+
+class _Reducer:
+    """Survivor indices of one thread, cut down to their exact frontier whenever they pile up."""
+
+    def __init__(self, problem: Problem, ocols: tuple[str, ...]):
+        self.problem, self.ocols, self.parts, self.n = problem, ocols, [], 0
+        self.seconds = 0.0
+
+    def add(self, idx: np.ndarray) -> None:
+        self.parts.append(idx.copy())
+        self.n += len(idx)
+        if self.n > REDUCE_AT:
+            self.reduce()
+
+    def reduce(self) -> dict[str, np.ndarray] | None:
+        t0 = time.perf_counter()
+        idx = np.concatenate(self.parts) if self.parts else np.empty(0, dtype=np.int64)
+        front = None
+        if len(idx):
+            v = evaluate_lean(self.problem, self.problem.space.columns_at(idx, np.float64))
+            m = pareto_mask(np.column_stack([v[c] for c in self.ocols]))
+            front = _take({k: v[k] for k in _KEEP}, m)
+            idx = idx[m]
+        self.parts, self.n = [idx], len(idx)
+        self.seconds += time.perf_counter() - t0
+        return front
+
+
+def _merge(s: np.ndarray, t: np.ndarray) -> None:
+    """Fold the statistics ``t`` of one call into ``s`` (same layout as the kernel's ``stats``)."""
+    s[0] += t[0]
+    s[1] += t[1]
+    for a in (2, 5):  # (index, loss, latency): lower loss, then lower latency, then lower index
+        if t[a] >= 0 and (s[a] < 0 or (t[a + 1], t[a + 2], t[a]) < (s[a + 1], s[a + 2], s[a])):
+            s[a : a + 3] = t[a : a + 3]
+    s[8:11] = np.minimum(s[8:11], t[8:11])
+    if t[12] >= 0 and (s[12] < 0 or (t[11], t[12]) < (s[11], s[12])):
+        s[11:13] = t[11:13]
+
+
+def _new_stats() -> np.ndarray:
+    return np.array([0, 0, -1, np.inf, np.inf, -1, np.inf, np.inf, np.inf, np.inf, np.inf, np.inf, -1, 0, 0.0])
+
+
+def run_numba(problem: Problem, objectives: tuple[str, ...], n_jobs: int | None, cloud: int, backend: str):
+    """``(acc, timings)`` like ``exhaustive._run``, or None when the numpy path should run instead."""
+    size = problem.space.size
+    if bn.resolve(backend, size) == "numpy":
+        return None
+    strict = backend == "numba"
+    try:
+        k = bn.kernels(problem.preset, problem.law)
+        tabs = _tables(problem)
+    except bn.Unsupported as e:
+        if strict:
+            raise RooflawError(f"backend='numba': the generated kernel cannot express this problem ({e})") from None
+        return None
+    if tabs is None:
+        if strict:
+            raise RooflawError(f"backend='numba': space {problem.space.name!r} has no index tables the kernel reads")
+        return None
+    tw, tm, tl, tv, fx, radix = tabs
+    if "D" in k.law_vars and problem.tokens is None:
+        return None  # the numpy path raises the law's own error message
+    p = bn.params(problem.device, problem.workload, problem.precision)
+    out_code = {"loss": 16, "latency": bn.OUTPUTS.index(problem.latency_column)}
+    out_code |= {o: bn.OUTPUTS.index(c) for o, c in OBJECTIVES.items() if o not in out_code}
+    obj = np.array([out_code[o] for o in objectives], dtype=np.int64)
+    budgets = problem.budgets()
+    bcol = np.array([bn.OUTPUTS.index(c) for c, _ in budgets.values()], dtype=np.int64)
+    bval = np.array([b for _, b in budgets.values()], dtype=np.float64)
+    latc = out_code["latency"]
+    lohi = _loss_range(problem)
+    tokens = float(problem.tokens) if problem.tokens is not None else 0.0
+    ocols = tuple(OBJECTIVES[o] for o in objectives)
+    jobs = max(1, _n_jobs(n_jobs, max(size, 1 << 30)))
+    lock, nxt = threading.Lock(), [0]
+
+    def work() -> tuple[np.ndarray, _Reducer]:
+        stats, red = _new_stats(), _Reducer(problem, ocols)
+        stair = np.full(NBINS, np.inf)
+        out = np.empty(OUT_CAP, dtype=np.int64)
+        while True:
+            with lock:
+                a = nxt[0]
+                nxt[0] = min(size, a + PIECE)
+            if a >= size:
+                return stats, red
+            b, pos = min(size, a + PIECE), a
+            while pos < b:
+                t = _new_stats()
+                k.scan(pos, b, tw, tm, tl, tv, fx, p, tokens, radix, obj, latc, bcol, bval, lohi, stair, out, t)
+                _merge(stats, t)
+                red.add(out[: int(t[14])])
+                pos = int(t[13])
+
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(jobs) as ex:
+        parts = [f.result() for f in [ex.submit(work) for _ in range(jobs)]]
+    eval_wall = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    stats = _new_stats()
+    for st, _ in parts:
+        _merge(stats, st)
+    red = _Reducer(problem, ocols)
+    for _, r in parts:
+        red.parts += r.parts
+    acc = _Acc(evaluated=int(stats[0]), feasible=int(stats[1]))
+    acc.front = red.reduce()
+    acc.best = _point(problem, stats[2])
+    acc.best_any = _point(problem, stats[5])
+    if stats[5] >= 0:
+        acc.minimum = {name: float(stats[8 + j]) for j, name in enumerate(budgets)}
+    if acc.feasible == 0 and stats[12] >= 0:
+        v = evaluate_lean(problem, problem.space.columns_at(np.array([int(stats[12])]), np.float64))
+        ratios = {name: float(v[c][0] / b) for name, (c, b) in budgets.items()}
+        vals = {f"{name}_value": float(v[c][0]) for name, (c, _) in budgets.items()}
+        acc.closest = (max(ratios.values()), ratios | vals)
+    if cloud and acc.feasible:
+        acc.cloud = _cloud(problem, cloud, acc.feasible / max(1, acc.evaluated))
+    merge = time.perf_counter() - t1
+    timings = {"eval_seconds": eval_wall, "pareto_seconds": merge, "eval_cpu_seconds": eval_wall * jobs,
+               "pareto_cpu_seconds": merge + sum(r.seconds for _, r in parts), "n_jobs": jobs,
+               "backend": "numba"}  # fmt: skip
+    return acc, timings
+
+
+def _point(problem: Problem, index: float) -> dict[str, float] | None:
+    if index < 0:
+        return None
+    v = evaluate_lean(problem, problem.space.columns_at(np.array([int(index)]), np.float64))
+    return _row(v, 0)
+
+
+def _cloud(problem: Problem, n: int, rate: float) -> dict[str, np.ndarray]:
+    """A uniform sample of about ``n`` feasible points (seeded), drawn by index and evaluated with numpy."""
+    rng = np.random.default_rng(0)
+    size = problem.space.size
+    draw = min(size, int(math.ceil(1.2 * n / max(rate, 1e-9))), 50 * n)
+    idx = np.unique(rng.integers(0, size, draw))
+    v = evaluate_lean(problem, problem.space.columns_at(idx, np.float64))
+    keep = np.flatnonzero(v["feasible"])
+    if len(keep) > n:
+        keep = np.sort(rng.choice(keep, n, replace=False))
+    return _take({k2: v[k2] for k2 in _KEEP}, keep)
