@@ -92,10 +92,12 @@ class _Reducer:
     def __init__(self, problem: Problem, ocols: tuple[str, ...]):
         self.problem, self.ocols, self.parts, self.n = problem, ocols, [], 0
         self.seconds = 0.0
+        self.survivors = 0  # indices the kernel wrote out (could reach the frontier)
 
     def add(self, idx: np.ndarray) -> None:
         self.parts.append(idx.copy())
         self.n += len(idx)
+        self.survivors += len(idx)
         if self.n > REDUCE_AT:
             self.reduce()
 
@@ -208,7 +210,7 @@ def run_numba(problem: Problem, objectives: tuple[str, ...], n_jobs: int | None,
     merge = time.perf_counter() - t1
     timings = {"eval_seconds": eval_wall, "pareto_seconds": merge, "eval_cpu_seconds": eval_wall * jobs,
                "pareto_cpu_seconds": merge + sum(r.seconds for _, r in parts), "n_jobs": jobs,
-               "backend": "numba"}  # fmt: skip
+               "backend": "numba", "survivors": sum(r.survivors for _, r in parts)}  # fmt: skip
     return acc, timings
 
 

@@ -1,0 +1,191 @@
+"""The numba backend: bit-identical to numpy on random and real candidates; exact frontier against brute force."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rooflaw import Infeasible, RooflawError, get_device
+from rooflaw.arch import Space
+from rooflaw.arch.load import bundled_models, from_hf_config
+from rooflaw.constraints import Workload, evaluate_columns
+from rooflaw.constraints import backend_numba as bn
+from rooflaw.solver import Problem, frontier, solve_exhaustive
+
+needs_numba = pytest.mark.skipif(not bn.available(), reason="numba (the fast extra) is not installed")
+
+
+def random_columns(rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
+    """Random architectures, dense and MoE, with every optional column varied (not only valid configs)."""
+    heads = rng.choice([1, 2, 4, 8, 12, 16, 32, 64], n)
+    experts = rng.choice([1, 1, 4, 8, 16, 64, 128], n)
+    return {
+        "layers": rng.integers(1, 96, n),
+        "d_model": rng.integers(1, 80, n) * 64,
+        "heads": heads,
+        "kv_heads": np.maximum(1, heads // rng.choice([1, 2, 4, 8], n)),
+        "head_dim": rng.choice([32, 64, 96, 128, 256], n),
+        "ffn": rng.integers(1, 400, n) * 32,
+        "experts": experts,
+        "top_k": np.minimum(experts, rng.choice([1, 2, 4, 8], n)),
+        "shared_experts": rng.choice([0, 0, 1, 2], n),
+        "shared_ffn": rng.integers(1, 200, n) * 64,
+        "vocab": rng.choice([32000, 50257, 151936], n),
+        "tied": rng.integers(0, 2, n),
+        "gated": rng.integers(0, 2, n),
+        "qkv_bias": rng.integers(0, 2, n),
+        "layernorm": rng.integers(0, 2, n),
+        "qk_norm_size": rng.choice([0, 128, 256], n),
+        "norms_per_layer": rng.choice([2, 4], n),
+        "shared_gate": rng.integers(0, 2, n),
+        "qk_norm_on": rng.integers(0, 2, n),
+    }
+
+
+def devices():
+    h100 = get_device("h100-sxm")
+    per_op = dataclasses.replace(h100, id="per-op", energy_per_flop=1.3e-12, energy_per_byte=6e-11)
+    bare = dataclasses.replace(h100, id="bare", power_peak=None, power_idle=None, energy_per_flop=None,
+                               energy_per_byte=None)  # fmt: skip
+    return [get_device("jetson-orin-nano-8gb"), h100, per_op, bare]
+
+
+def assert_identical(a: dict, b: dict) -> None:
+    assert list(a) == list(b)
+    for k in a:
+        assert a[k].dtype == b[k].dtype, k
+        assert np.array_equal(a[k], b[k], equal_nan=a[k].dtype != bool), (k, np.flatnonzero(a[k] != b[k])[:5])
+
+
+@needs_numba
+@pytest.mark.parametrize("preset", ["full", "paper"])
+def test_identical_on_random_candidates(preset):
+    rng = np.random.default_rng(7)
+    cols = random_columns(rng, 20_000)
+    cases = [
+        (Workload(), "fp16"),
+        (Workload(batch=8, input_tokens=512, output_tokens=64, attention="fused"), "w4a16kv8"),
+        (Workload(batch=3, input_tokens=4096, output_tokens=1), "int8"),
+    ]
+    for dev in devices():
+        for w, prec in cases:
+            a = evaluate_columns(cols, dev, w, prec, preset, backend="numpy")
+            b = evaluate_columns(cols, dev, w, prec, preset, backend="numba")
+            assert_identical(a, b)
+
+
+@needs_numba
+def test_identical_on_real_models_and_broadcast_columns():
+    archs = [from_hf_config(m) for m in bundled_models()]
+    rows = [a.columns() for a in archs]
+    cols = {k: np.array([float(r[k]) for r in rows]) for k in rows[0]}
+    for dev in devices():
+        for out_tokens in (1, 16, 256):
+            w = Workload(batch=4, input_tokens=2048, output_tokens=out_tokens)
+            assert_identical(evaluate_columns(cols, dev, w, backend="numpy"),
+                             evaluate_columns(cols, dev, w, backend="numba"))  # fmt: skip
+    # scalars broadcast against one varying column (stride-0 inputs)
+    few = {"layers": np.arange(1, 50), "d_model": 2048, "heads": 16, "ffn": 8192, "experts": 8, "top_k": 2}
+    dev = get_device("h100-sxm")
+    assert_identical(evaluate_columns(few, dev, backend="numpy"), evaluate_columns(few, dev, backend="numba"))
+
+
+def brute_front(prob: Problem, objectives: tuple[str, ...]) -> set[tuple]:
+    """Feasible non-dominated rows by the definition (O(n²) comparisons on Problem.evaluate's numpy values)."""
+    cols = {"loss": "loss", "latency": "latency_s", "memory": "memory_bytes", "energy": "energy_j"}
+    df = prob.evaluate(prob.space.to_frame())
+    f = df[df["feasible"]].reset_index(drop=True)
+    x = f[[cols[o] for o in objectives]].to_numpy(dtype=float)
+    keep = [not (np.all(x <= x[i], axis=1) & np.any(x < x[i], axis=1)).any() for i in range(len(x))]
+    return rows(f[np.array(keep, dtype=bool)])
+
+
+def rows(df) -> set[tuple]:
+    k = ["layers", "d_model", "kv_heads", "head_dim", "ffn", "experts", "top_k", "vocab", "tied"]
+    return set(map(tuple, df[k].astype(int).to_numpy().tolist()))
+
+
+@needs_numba
+@pytest.mark.parametrize("seed", range(4))
+def test_frontier_exact_against_brute_force(seed, monkeypatch):
+    from rooflaw.solver import exhaustive_fast as xf
+
+    monkeypatch.setattr(xf, "PIECE", 1000)  # several calls, threads and resumed buffers on a small space
+    monkeypatch.setattr(xf, "OUT_CAP", 8192 + 64)
+    monkeypatch.setattr(xf, "NBINS", [2, 16, 8192, 1][seed])  # exact whatever the staircase resolution
+    rng = np.random.default_rng(seed)
+    space = Space(
+        name="rnd",
+        layers=sorted(rng.choice(np.arange(1, 48), size=8, replace=False).tolist()),
+        d_model=sorted(rng.choice(np.arange(4, 40) * 64, size=6, replace=False).tolist()),
+        head_dim=[64, 128],
+        kv_heads=[1, 4, "heads"],
+        moe=[(1, 1), (8, 1), (8, 2), (16, 4)],
+        r_single=[0.5, 2.0, 4.0],
+        tied=[False, True],
+    )
+    dev = get_device(["jetson-orin-nano-8gb", "h100-sxm", "rtx-4090", "jetson-orin-nano-8gb"][seed])
+    budget = [{}, {"latency_budget": 0.02}, {"memory_budget": 2e9}, {"energy_budget": 5.0}][seed]
+    prob = Problem(law="paper-2602.10377", device=dev, space=space, phase=["decode", "prefill", "total"][seed % 3],
+                   **budget)  # fmt: skip
+    for objectives in [("loss", "latency"), ("loss", "memory"), ("loss", "latency", "energy")]:
+        a = frontier(prob, objectives, n_jobs=2, cloud=0, backend="numba")
+        b = frontier(prob, objectives, n_jobs=1, cloud=0, backend="numpy")
+        assert rows(a.frontier) == brute_front(prob, objectives)
+        assert a.frontier.equals(b.frontier)
+        assert (a.evaluated, a.feasible) == (b.evaluated, b.feasible) == (space.size, b.feasible)
+        assert a.timings["backend"] == "numba"
+    ra = solve_exhaustive(prob, backend="numba")
+    rb = solve_exhaustive(prob, backend="numpy")
+    assert ra.architecture == rb.architecture and ra.loss == rb.loss and ra.binding == rb.binding
+
+
+@needs_numba
+def test_prefilter_drops_points_and_infeasible_message_matches():
+    prob = Problem(law="paper-2602.10377", device=get_device("jetson-orin-nano-8gb"), space="paper")
+    res = frontier(prob, ("loss", "latency"), cloud=0, backend="numba")
+    assert res.timings["survivors"] < res.feasible / 5  # the staircase dropped most feasible points in-kernel
+    tight = dataclasses.replace(prob, latency_budget=1e-6)
+    msgs = []
+    for backend in ("numba", "numpy"):
+        with pytest.raises(Infeasible) as e:
+            frontier(tight, ("loss", "latency"), cloud=0, backend=backend)
+        msgs.append((str(e.value), e.value.binding, e.value.smallest))
+    assert msgs[0] == msgs[1]
+
+
+def test_backend_choice_and_missing_numba(monkeypatch):
+    with pytest.raises(RooflawError, match="backend='gpu'"):
+        bn.resolve("gpu", 10)
+    assert bn.resolve("auto", 10) == "numpy"  # small tables stay on numpy
+    monkeypatch.setattr(bn, "available", lambda: False)
+    assert bn.resolve("auto", 10**9) == "numpy"
+    with pytest.raises(RooflawError, match="numba is not installed"):
+        evaluate_columns({"layers": 2, "d_model": 256, "heads": 4, "ffn": 512}, get_device("h100-sxm"),
+                         backend="numba")  # fmt: skip
+
+
+@needs_numba
+def test_kernels_cached_on_disk_for_a_fresh_process(tmp_path):
+    code = (
+        "import numpy as np, rooflaw; from rooflaw.constraints import evaluate_columns, backend_numba as bn;"
+        "evaluate_columns({'layers': np.arange(1, 9), 'd_model': 512, 'heads': 8, 'ffn': 2048},"
+        " rooflaw.get_device('h100-sxm'), backend='numba'); s = bn.kernels('full').rows.stats;"
+        " print(len(s.cache_hits), len(s.cache_misses))"
+    )
+    env = dict(os.environ, ROOFLAW_CACHE_DIR=str(tmp_path), PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    seen = []
+    for _ in range(2):
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+        assert out.returncode == 0, out.stderr
+        seen.append(out.stdout.split())
+    assert seen == [["0", "1"], ["1", "0"]]  # compiled once, then loaded from disk by a new process
+    kernels = list((tmp_path / "numba").glob("rl_*.py"))
+    assert len(kernels) == 1
+    assert list((tmp_path / "numba" / "__pycache__").glob("rl_*.nbi"))  # numba's index of compiled machine code
