@@ -46,6 +46,7 @@ AUTO_MIN_ROWS = 100_000
 BACKENDS = ("auto", "numpy", "numba")
 _LOCK = threading.Lock()
 _LOADED: dict[str, ModuleType] = {}
+_MEMO: dict[tuple, Kernels] = {}  # (preset, cost source, law source) -> kernels, to skip regenerating
 #: Seconds spent importing numba, generating, and compiling (or loading) each kernel, for reports.
 TIMINGS: dict[str, float] = {}
 
@@ -258,6 +259,12 @@ def kernels(preset: str, law: Any = None) -> Kernels:
     import numba  # noqa: F401 - fails early with ImportError when the extra is missing
 
     TIMINGS.setdefault("import_numba_s", time.perf_counter() - t0)
+    from .compile import compile_preset
+
+    memo = (preset, source_of(compile_preset(preset).fast), None if law is None else source_of(law._fn))
+    hit = _MEMO.get(memo)
+    if hit is not None:
+        return hit
     t1 = time.perf_counter()
     src, args, law_vars = _source(preset, law)
     key = _key(src)
@@ -280,7 +287,8 @@ def kernels(preset: str, law: Any = None) -> Kernels:
             sys.modules[name] = mod
             spec.loader.exec_module(mod)
             _LOADED[key] = mod
-    return Kernels(mod, args, law_vars, key)
+    _MEMO[memo] = Kernels(mod, args, law_vars, key)
+    return _MEMO[memo]
 
 
 # ---- driving the row kernel ----------------------------------------------------------------------------------------

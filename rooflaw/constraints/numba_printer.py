@@ -105,22 +105,25 @@ class _Printer:
             return f"(1.0 / {b})"
         if v == 1.0:
             return f"(+{b})"
-        # libm pow costs ~50-150 ns; its arguments repeat from one candidate to the next in enumeration order
-        # (e.g. the expert-coverage term depends only on (E, K)), so remember the last call (same bits, same result)
+        # libm pow costs ~50-150 ns and its arguments repeat across candidates (a law term in d or l, the expert
+        # coverage in (E, K)), so each call site keeps a 256-entry direct-mapped memo: same bits in, same result out
         e = self.expr(ex)
         t = f"{self.prefix}pw{self.npow}"
         self.npow += 1
-        self.init += [f"{t}_b = np.nan", f"{t}_e = np.nan", f"{t}_r = np.nan"]
+        self.init += [f"{t}_b = np.full(256, np.nan)", f"{t}_e = np.full(256, np.nan)", f"{t}_r = np.zeros(256)"]
         self.pre += [
             f"{t}_x = {b}",
             f"{t}_y = {e}",
-            f"if {t}_x == {t}_b and {t}_y == {t}_e and math.copysign(1.0, {t}_x) == math.copysign(1.0, {t}_b):",
-            f"    {t} = {t}_r",
+            f"{t}_m = int({t}_x * 65536.0) if {t}_x < 1e12 and {t}_x > -1e12 else 0",
+            f"{t}_h = ({t}_m ^ ({t}_m >> 8) ^ ({t}_m >> 16) ^ ({t}_m >> 24)) & 255",
+            f"if {t}_x == {t}_b[{t}_h] and {t}_y == {t}_e[{t}_h] and "
+            f"math.copysign(1.0, {t}_x) == math.copysign(1.0, {t}_b[{t}_h]):",
+            f"    {t} = {t}_r[{t}_h]",
             "else:",
             f"    {t} = {t}_x ** {t}_y",
-            f"    {t}_b = {t}_x",
-            f"    {t}_e = {t}_y",
-            f"    {t}_r = {t}",
+            f"    {t}_b[{t}_h] = {t}_x",
+            f"    {t}_e[{t}_h] = {t}_y",
+            f"    {t}_r[{t}_h] = {t}",
         ]
         return t
 

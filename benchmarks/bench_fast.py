@@ -1,0 +1,189 @@
+"""The numba backend against the numpy backend, measured in one run (same machine, same load).
+
+Usage: python benchmarks/bench_fast.py [--parts rows,scan,wide,giga,compile] [--numpy-wide] [--batches 84]
+
+* rows: candidates/s on one core with all 17 outputs (``evaluate_columns``), 2²¹ candidates of space ``wide`` in
+  enumeration order and in random order, numpy vs numba; both results are checked equal with ``np.array_equal``.
+* scan: the frontier path per core (cost model + loss law + feasibility + Pareto bookkeeping): numpy's chunked
+  scan of the first 2²¹ points of ``wide`` vs the numba scan of all of ``wide`` on one thread.
+* wide: the exact loss–latency frontier of ``wide`` (11.9 M points) end to end on 2 workers (numba; numpy too with
+  ``--numpy-wide``, about a minute on a quiet machine).
+* giga: ``wide`` × ``--batches`` batch sizes 1…N (84: 1.0 × 10⁹ points): each batch size is one problem, its exact
+  frontier from the numba scan; the union is filtered exactly once more (a point dominated in the union is
+  dominated by a member of the union's frontier, which survives in its own batch). Peak memory is this process's
+  VmHWM (threads, no worker processes).
+* compile: the one-time compile of the row kernel in a fresh cache, then the load time of a new process.
+
+Prints one JSON object; the machine's load average (1 min) is recorded before and after each part.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def _load() -> float:
+    return round(os.getloadavg()[0], 2)
+
+
+def _hwm() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def _best(fn, repeat: int = 3) -> float:
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def rows(dev) -> dict:
+    from rooflaw.arch import get_space
+    from rooflaw.constraints import evaluate_columns
+
+    space = get_space("wide")
+    n = 1 << 21
+    out = {"candidates": n}
+    for order, idx in (("enumeration", np.arange(n)), ("random", np.random.default_rng(0).integers(0, space.size, n))):
+        cols = space.columns_at(idx, np.float64)
+        a = evaluate_columns(cols, dev, backend="numpy")
+        b = evaluate_columns(cols, dev, backend="numba")
+        same = all(np.array_equal(a[k], b[k], equal_nan=a[k].dtype != bool) for k in a)
+        tn = _best(lambda c=cols: evaluate_columns(c, dev, backend="numpy"))
+        tb = _best(lambda c=cols: evaluate_columns(c, dev, backend="numba"))
+        out[order] = {"numpy_M_per_s": round(n / tn / 1e6, 2), "numba_M_per_s": round(n / tb / 1e6, 2),
+                      "ratio": round(tn / tb, 2), "identical": same, "outputs": len(a)}  # fmt: skip
+    return out
+
+
+def scan(prob) -> dict:
+    from rooflaw.solver import exhaustive as ex
+    from rooflaw.solver import frontier
+
+    n = 1 << 21
+    t0 = time.perf_counter()
+    ex._scan(prob, 0, n, ("loss", "latency"), 0, ex.SUB_CHUNK)
+    tn = time.perf_counter() - t0
+    frontier(prob, ("loss", "latency"), n_jobs=1, cloud=0, backend="numba")  # warm (kernel load)
+    res = frontier(prob, ("loss", "latency"), n_jobs=1, cloud=0, backend="numba")
+    rate_b = res.evaluated / res.eval_seconds
+    return {"numpy_M_per_s": round(n / tn / 1e6, 2), "numba_M_per_s": round(rate_b / 1e6, 2),
+            "ratio": round(rate_b / (n / tn), 2), "numba_points": res.evaluated,
+            "numba_survivors": res.timings["survivors"], "feasible": res.feasible}  # fmt: skip
+
+
+def wide(prob, with_numpy: bool) -> dict:
+    from rooflaw.solver import frontier
+
+    out = {}
+    for backend in ("numba", "numpy") if with_numpy else ("numba",):
+        t0 = time.perf_counter()
+        res = frontier(prob, ("loss", "latency"), n_jobs=2, cloud=0, backend=backend)
+        out[backend] = {
+            "seconds": round(time.perf_counter() - t0, 2),
+            "frontier_size": res.frontier_size,
+            "evaluated": res.evaluated,
+            "feasible": res.feasible,
+            "eval_seconds": round(res.eval_seconds, 2),
+            "pareto_seconds": round(res.pareto_seconds, 3),
+        }
+        out[backend + "_frontier"] = res.frontier  # fmt: skip
+    if with_numpy:
+        out["identical_frontier"] = bool(out["numba_frontier"].equals(out["numpy_frontier"]))
+    out.pop("numba_frontier", None)
+    out.pop("numpy_frontier", None)
+    return out
+
+
+def giga(dev, batches: int) -> dict:
+    import pandas as pd
+
+    from rooflaw.constraints import Workload
+    from rooflaw.solver import Problem, frontier
+    from rooflaw.solver.pareto import pareto_mask
+
+    t0 = time.perf_counter()
+    fronts, evaluated, feasible = [], 0, 0
+    for b in range(1, batches + 1):
+        prob = Problem(law="paper-2602.10377", device=dev, space="wide", workload=Workload(batch=b))
+        res = frontier(prob, ("loss", "latency"), n_jobs=2, cloud=0, backend="numba")
+        fronts.append(res.frontier.assign(batch=b))
+        evaluated += res.evaluated
+        feasible += res.feasible
+    allf = pd.concat(fronts, ignore_index=True)
+    front = allf[pareto_mask(allf[["loss", "latency_s"]].to_numpy())]
+    return {"points": evaluated, "feasible": feasible, "batches": batches, "seconds": round(time.perf_counter() - t0, 2),
+            "frontier_size": len(front), "union_of_batch_frontiers": len(allf),
+            "batches_on_frontier": sorted(set(front["batch"].tolist())), "peak_rss_bytes": _hwm()}  # fmt: skip
+
+
+def compile_times() -> dict:
+    code = ("import time; t=time.perf_counter(); import numpy as np, rooflaw; from rooflaw.constraints import "
+            "evaluate_columns, backend_numba as bn; t1=time.perf_counter(); evaluate_columns({'layers': np.arange(1, 9),"
+            " 'd_model': 512, 'heads': 8, 'ffn': 2048}, rooflaw.get_device('h100-sxm'), backend='numba');"
+            " t2=time.perf_counter(); import json; print(json.dumps({'import_rooflaw_s': round(t1-t, 3), "
+            "'numba_backend_first_call_s': round(t2-t1, 3), **{k: round(v, 3) for k, v in bn.TIMINGS.items()}}))")  # fmt: skip
+    out = {}
+    with tempfile.TemporaryDirectory() as d:
+        env = dict(os.environ, ROOFLAW_CACHE_DIR=d)
+        env.pop("ROOFLAW_NO_CACHE", None)
+        for name in ("cold_compile", "fresh_process_load"):
+            r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+            out[name] = json.loads(r.stdout)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--parts", default="rows,scan,wide,giga,compile")
+    ap.add_argument("--numpy-wide", action="store_true")
+    ap.add_argument("--batches", type=int, default=84)
+    ap.add_argument("--device", default="jetson-orin-nano-8gb")
+    a = ap.parse_args()
+    import numba
+
+    import rooflaw
+    from rooflaw.solver import Problem
+
+    dev = rooflaw.get_device(a.device)
+    prob = Problem(law="paper-2602.10377", device=dev, space="wide")
+    out: dict = {"device": a.device, "cpus": os.cpu_count(), "numba": numba.__version__, "numpy": np.__version__}
+    parts = a.parts.split(",")
+    for part in parts:
+        before = _load()
+        t0 = time.perf_counter()
+        if part == "rows":
+            res = rows(dev)
+        elif part == "scan":
+            res = scan(prob)
+        elif part == "wide":
+            res = wide(prob, a.numpy_wide)
+        elif part == "giga":
+            res = giga(dev, a.batches)
+        elif part == "compile":
+            res = compile_times()
+        else:
+            raise SystemExit(f"--parts: unknown part {part!r}")
+        res["load_before_after"] = [before, _load()]
+        res["part_seconds"] = round(time.perf_counter() - t0, 1)
+        out[part] = res
+        print(json.dumps({part: res}), file=sys.stderr, flush=True)
+    print(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()
