@@ -54,6 +54,7 @@ def frontier(
     preset: str = typer.Option("full", help="Cost model: full or paper."),
     tokens: Optional[float] = typer.Option(None, help="Training tokens D, for laws that use D."),
     n_jobs: int = typer.Option(-1, "--n-jobs", help="Processes (-1: all cores)."),
+    backend: str = typer.Option("auto", "--backend", help="auto, numpy or numba (the fast extra; same frontier)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Write the frontier as CSV."),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Write a PNG: frontier over the feasible cloud."),
     as_json: bool = typer.Option(False, "--json", help="One JSON object, SI units."),
@@ -63,7 +64,7 @@ def frontier(
 
     prob = build_problem(device, law, space, phase, precision, batch, input_tokens, output_tokens, preset, tokens,
                          latency_budget, memory_budget, energy_budget, attention=attention)  # fmt: skip
-    res = run(prob, objectives, n_jobs=n_jobs, cloud=20_000 if plot is not None else 0)
+    res = run(prob, objectives, n_jobs=n_jobs, cloud=20_000 if plot is not None else 0, backend=backend)
     tab = res.table()
     if out is not None:
         tab.to_csv(out, index=False)
