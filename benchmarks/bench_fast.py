@@ -126,17 +126,27 @@ def giga(dev, batches: int) -> dict:
         feasible += res.feasible
     allf = pd.concat(fronts, ignore_index=True)
     front = allf[pareto_mask(allf[["loss", "latency_s"]].to_numpy())]
-    return {"points": evaluated, "feasible": feasible, "batches": batches, "seconds": round(time.perf_counter() - t0, 2),
-            "frontier_size": len(front), "union_of_batch_frontiers": len(allf),
-            "batches_on_frontier": sorted(set(front["batch"].tolist())), "peak_rss_bytes": _hwm()}  # fmt: skip
+    return {
+        "points": evaluated, "feasible": feasible, "batches": batches,
+        "seconds": round(time.perf_counter() - t0, 2), "frontier_size": len(front),
+        "union_of_batch_frontiers": len(allf), "batches_on_frontier": sorted(set(front["batch"].tolist())),
+        "peak_rss_bytes": _hwm(),
+    }  # fmt: skip
 
 
 def compile_times() -> dict:
-    code = ("import time; t=time.perf_counter(); import numpy as np, rooflaw; from rooflaw.constraints import "
-            "evaluate_columns, backend_numba as bn; t1=time.perf_counter(); evaluate_columns({'layers': np.arange(1, 9),"
-            " 'd_model': 512, 'heads': 8, 'ffn': 2048}, rooflaw.get_device('h100-sxm'), backend='numba');"
-            " t2=time.perf_counter(); import json; print(json.dumps({'import_rooflaw_s': round(t1-t, 3), "
-            "'numba_backend_first_call_s': round(t2-t1, 3), **{k: round(v, 3) for k, v in bn.TIMINGS.items()}}))")  # fmt: skip
+    code = "\n".join([
+        "import json, time",
+        "t = time.perf_counter()",
+        "import numpy as np, rooflaw",
+        "from rooflaw.constraints import evaluate_columns, backend_numba as bn",
+        "t1 = time.perf_counter()",
+        "cols = {'layers': np.arange(1, 9), 'd_model': 512, 'heads': 8, 'ffn': 2048}",
+        "evaluate_columns(cols, rooflaw.get_device('h100-sxm'), backend='numba')",
+        "t2 = time.perf_counter()",
+        "out = {'import_rooflaw_s': t1 - t, 'numba_backend_first_call_s': t2 - t1, **bn.TIMINGS}",
+        "print(json.dumps({k: round(v, 3) for k, v in out.items()}))",
+    ])  # fmt: skip
     out = {}
     with tempfile.TemporaryDirectory() as d:
         env = dict(os.environ, ROOFLAW_CACHE_DIR=d)
