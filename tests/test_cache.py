@@ -30,7 +30,7 @@ def test_cached_evaluator_equals_a_fresh_compile(tmp_path, monkeypatch, preset):
     fresh = evaluate_columns(cols, dev, preset=preset)  # derives and stores
     assert list(tmp_path.glob(f"compile-{preset}-*.pkl"))
     comp.compile_preset.cache_clear()
-    monkeypatch.setattr(comp, "_compile_preset", lambda p: pytest.fail("should load from the disk cache"))
+    monkeypatch.setattr(comp, "_compile_preset", lambda *a: pytest.fail("should load from the disk cache"))
     cached = evaluate_columns(cols, dev, preset=preset)
     for k in fresh:
         assert np.array_equal(fresh[k], cached[k]), k
@@ -44,5 +44,5 @@ def test_broken_cache_entry_is_recomputed(tmp_path, monkeypatch):
     for f in tmp_path.glob("compile-paper-*.pkl"):
         f.write_bytes(b"not a pickle")
     comp.compile_preset.cache_clear()
-    assert comp.compile_preset("paper").n_phase_values > 0
+    assert comp.compile_preset("paper").names == ("attn_proj", "ffn", "kv_cache")
     comp.compile_preset.cache_clear()

@@ -1,4 +1,11 @@
-"""``Architecture``: one decoder-only transformer shape, with exact parameter counts.
+"""``Architecture``: one decoder-only model as a stack of layer blocks, with exact parameter counts.
+
+Each layer has a token mixer -- ``global`` attention, ``local`` (sliding-window ``window``) attention,
+``mla`` (multi-head latent attention, DeepSeek-V2/V3) or a constant-state mixer (``conv``, ``ssm``,
+``linear``: short convolution, Mamba-style SSM, linear attention) -- and an FFN: the model's main FFN
+(dense, or MoE with shared experts) except the first ``first_dense`` layers, which are dense with
+width ``dense_ffn``. ``layer_types`` keeps the ordered per-layer pattern; the cost model needs only how
+many layers of each kind there are (:data:`STACK_COLUMNS`). A model without ``layer_types`` is uniform.
 
 Parameter counts are written once as plain arithmetic over a mapping of fields, so the same
 function counts a single ``Architecture`` (ints), a table of candidates (numpy arrays) and the
@@ -16,6 +23,9 @@ from typing import Any
 from ..errors import bad
 
 NORMS = ("rmsnorm", "layernorm")
+ATTENTION_KINDS = ("global", "local", "mla")
+STATE_KINDS = ("conv", "ssm", "linear")
+LAYER_KINDS = ATTENTION_KINDS + STATE_KINDS
 QK_NORMS = ("none", "head", "full")
 
 #: Numeric columns that describe an architecture in vectorised tables (booleans as 0/1).
@@ -40,6 +50,30 @@ COLUMNS = (
     "shared_gate",
     "moe",
     "qk_norm_on",
+)
+
+#: Layer-stack columns (per-kind layer counts and kind parameters). A uniform model has attn_layers =
+#: ffn_layers = layers and zeros elsewhere; tables may omit them (see ``constraints.complete_columns``).
+STACK_COLUMNS = (
+    "attn_layers",  # layers with (GQA) attention, global or sliding-window
+    "local_layers",  # of which sliding-window
+    "window",  # sliding window (tokens)
+    "mla_layers",  # layers with multi-head latent attention
+    "q_lora_rank",
+    "q_lora_on",
+    "kv_lora_rank",
+    "rope_dim",
+    "v_head_dim",
+    "mixer_layers",  # layers with a constant-state mixer (conv / SSM / linear attention)
+    "mixer_in",  # input projection width (d -> mixer_in)
+    "mixer_inner",  # output projection input width (mixer_inner -> d)
+    "mixer_state",  # state elements per sequence per layer (incl. conv state)
+    "mixer_params",  # mixer parameters besides the two projections, per layer
+    "mixer_flops",  # FLOPs per token per layer of the recurrence / convolution itself
+    "ffn_layers",  # layers with the main FFN (dense or MoE)
+    "dense_layers",  # first-k dense FFN layers of an MoE model
+    "dense_ffn",
+    "router_bias",  # 1: the router has a per-expert bias (DeepSeek-V3 e_score_correction_bias)
 )
 
 
@@ -70,6 +104,20 @@ class Architecture:
     qk_norm: str = "none"
     norms_per_layer: int = 2
     shared_gate: bool = False
+    layer_types: tuple[str, ...] = ()
+    window: int = 0
+    q_lora_rank: int = 0
+    kv_lora_rank: int = 0
+    rope_dim: int = 0
+    v_head_dim: int = 0
+    first_dense: int = 0
+    dense_ffn: int = 0
+    router_bias: bool = False
+    mixer_in: int = 0
+    mixer_inner: int = 0
+    mixer_state: int = 0
+    mixer_params: int = 0
+    mixer_flops: int = 0
     name: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
@@ -100,6 +148,36 @@ class Architecture:
             raise bad("norm", self.norm, f"must be one of {', '.join(NORMS)}")
         if self.qk_norm not in QK_NORMS:
             raise bad("qk_norm", self.qk_norm, f"must be one of {', '.join(QK_NORMS)}")
+        self._check_stack()
+
+    def _check_stack(self) -> None:
+        for key in ("window", "q_lora_rank", "kv_lora_rank", "rope_dim", "v_head_dim", "first_dense", "dense_ffn",
+                    "mixer_in", "mixer_inner", "mixer_state", "mixer_params", "mixer_flops"):  # fmt: skip
+            v = getattr(self, key)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise bad(key, v, "must be a non-negative integer")
+        types = tuple(self.layer_types)
+        object.__setattr__(self, "layer_types", types)
+        if types and len(types) != self.layers:
+            raise bad("layer_types", len(types), f"has {len(types)} entries for layers={self.layers}")
+        for kind in types:
+            if kind not in LAYER_KINDS:
+                raise bad("layer_types", kind, f"unknown layer kind; known: {', '.join(LAYER_KINDS)}")
+        if "local" in types and self.window <= 0:
+            raise bad("window", self.window, "sliding-window layers need a positive window")
+        if "mla" in types and (self.kv_lora_rank <= 0 or self.v_head_dim <= 0 or self.rope_dim >= self.head_dim):
+            raise bad("kv_lora_rank", self.kv_lora_rank, "MLA layers need kv_lora_rank, v_head_dim > 0 and "
+                      "rope_dim < head_dim (head_dim = qk nope + rope dims)")  # fmt: skip
+        if any(k in STATE_KINDS for k in types) and (self.mixer_in <= 0 or self.mixer_inner <= 0):
+            raise bad("mixer_in", self.mixer_in, "conv/ssm/linear layers need mixer_in and mixer_inner > 0")
+        if self.first_dense > self.layers:
+            raise bad("first_dense", self.first_dense, f"exceeds layers={self.layers}")
+        if self.first_dense and self.dense_ffn <= 0:
+            raise bad("dense_ffn", self.dense_ffn, "first_dense layers need a positive dense_ffn")
+
+    def count(self, kind: str) -> int:
+        """Number of layers of ``kind`` (a uniform model is all ``global``)."""
+        return sum(k == kind for k in self.layer_types) if self.layer_types else self.layers * (kind == "global")
 
     # ---- the paper's variables -------------------------------------------------------------
     @property
@@ -161,12 +239,49 @@ class Architecture:
             "shared_gate": int(self.shared_gate),
             "moe": int(self.experts > 1),
             "qk_norm_on": int(self.qk_norm != "none"),
+            **self.stack_columns(),
         }
+
+    def stack_columns(self) -> dict[str, int]:
+        """The per-kind layer counts and kind parameters of :data:`STACK_COLUMNS`."""
+        local, mla = self.count("local"), self.count("mla")
+        mixer = sum(self.count(k) for k in STATE_KINDS)
+        return {
+            "attn_layers": self.count("global") + local,
+            "local_layers": local,
+            "window": self.window if local else 0,
+            "mla_layers": mla,
+            "q_lora_rank": self.q_lora_rank if mla else 0,
+            "q_lora_on": int(bool(mla and self.q_lora_rank)),
+            "kv_lora_rank": self.kv_lora_rank if mla else 0,
+            "rope_dim": self.rope_dim if mla else 0,
+            "v_head_dim": self.v_head_dim if mla else 0,
+            "mixer_layers": mixer,
+            "mixer_in": self.mixer_in if mixer else 0,
+            "mixer_inner": self.mixer_inner if mixer else 0,
+            "mixer_state": self.mixer_state if mixer else 0,
+            "mixer_params": self.mixer_params if mixer else 0,
+            "mixer_flops": self.mixer_flops if mixer else 0,
+            "ffn_layers": self.layers - self.first_dense,
+            "dense_layers": self.first_dense,
+            "dense_ffn": self.dense_ffn if self.first_dense else 0,
+            "router_bias": int(self.router_bias),
+        }
+
+    @property
+    def uniform(self) -> bool:
+        """True for a one-block stack (every layer global attention + the main FFN)."""
+        return not self.first_dense and all(k == "global" for k in self.layer_types)
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         if not d["name"]:
             d.pop("name")
+        for f in dataclasses.fields(self):  # stack fields only when set: uniform models print as before
+            if f.name in _STACK_FIELDS and d.get(f.name) == f.default:
+                d.pop(f.name)
+        if "layer_types" in d:
+            d["layer_types"] = list(d["layer_types"])
         return d
 
     def spec(self) -> str:
@@ -175,11 +290,18 @@ class Architecture:
         for k, v in self.to_dict().items():
             if k == "name":
                 continue
+            if k == "layer_types":
+                v = "+".join(v)
             parts.append(f"{k}={str(v).lower() if isinstance(v, bool) else v}")
         return ",".join(parts)
 
     def replace(self, **changes: Any) -> Architecture:
         return dataclasses.replace(self, **changes)
+
+
+_STACK_FIELDS = ("layer_types", "window", "q_lora_rank", "kv_lora_rank", "rope_dim", "v_head_dim", "first_dense",
+                 "dense_ffn", "router_bias", "mixer_in", "mixer_inner", "mixer_state", "mixer_params",
+                 "mixer_flops")  # fmt: skip
 
 
 def _positive_int(key: str, value: Any) -> None:
@@ -190,27 +312,47 @@ def _positive_int(key: str, value: Any) -> None:
 def param_counts(c: Mapping[str, Any]) -> dict[str, Any]:
     """Exact parameter counts from architecture columns (ints, numpy arrays or sympy symbols).
 
-    Returns ``attn`` (per layer), ``expert`` (one routed expert), ``shared`` (all shared experts,
-    incl. a Qwen-MoE shared-expert gate), ``router``, ``norms`` (per layer), ``layer_dense``
-    (per layer without routed experts), ``embed``, ``lm_head`` (0 if tied), ``final_norm``,
-    ``total`` and ``active``.
+    Returns ``attn`` (per GQA attention layer), ``expert`` (one routed expert), ``shared`` (all shared experts,
+    incl. a Qwen-MoE shared-expert gate), ``router``, ``norms`` (per layer), ``layer_dense`` (per uniform layer
+    without routed experts), ``mla`` (per MLA layer), ``mixer`` (per conv/SSM/linear-attention layer),
+    ``embed``, ``lm_head`` (0 if tied), ``final_norm``, ``total`` and ``active``. The layer-stack columns
+    (:data:`STACK_COLUMNS`) default to a uniform stack when absent.
     """
     d, hd = c["d_model"], c["head_dim"]
+    s = {k: c.get(k, 0) for k in STACK_COLUMNS}
+    attn_l, ffn_l = c.get("attn_layers", c["layers"]), c.get("ffn_layers", c["layers"])
     q_out, kv_out = c["heads"] * hd, c["kv_heads"] * hd
     n_mat = 2 + c["gated"]
     norm_size = d * (1 + c["layernorm"])  # LayerNorm has a bias
     attn = d * q_out + 2 * d * kv_out + q_out * d + c["qkv_bias"] * (q_out + 2 * kv_out) + c["qk_norm_size"]
     expert = n_mat * d * c["ffn"]
     shared = c["shared_experts"] * n_mat * d * c["shared_ffn"] + c["shared_gate"] * d
-    router = d * c["experts"] * c["moe"]
+    router = (d + s["router_bias"]) * c["experts"] * c["moe"]
     norms = c["norms_per_layer"] * norm_size
     layer_dense = attn + shared + router + norms
+    q_lora, kv_lora = s["q_lora_rank"], s["kv_lora_rank"]
+    mla = (  # q (direct, or q_a + norm + q_b), kv_a (latent + rope key), kv norm, kv_b, o
+        q_lora * (d + 1 + q_out)
+        + (1 - s["q_lora_on"]) * d * q_out
+        + d * (kv_lora + s["rope_dim"])
+        + kv_lora
+        + kv_lora * c["heads"] * (hd - s["rope_dim"] + s["v_head_dim"])
+        + c["heads"] * s["v_head_dim"] * d
+    )
+    mixer = d * s["mixer_in"] + s["mixer_inner"] * d + s["mixer_params"]
+    dense_ffn = n_mat * d * s["dense_ffn"]
     embed = c["vocab"] * d
     lm_head = (1 - c["tied"]) * c["vocab"] * d
     final_norm = norm_size
     outer = embed + lm_head + final_norm
-    total = c["layers"] * (layer_dense + c["experts"] * expert) + outer
-    active = c["layers"] * (layer_dense + c["top_k"] * expert) + outer
+    kinds = s["mla_layers"] * mla + s["mixer_layers"] * mixer + s["dense_layers"] * dense_ffn
+    if "attn_layers" in c or "ffn_layers" in c:
+        base = attn_l * attn + ffn_l * (shared + router) + c["layers"] * norms + kinds
+        total = base + ffn_l * c["experts"] * expert + outer
+        active = base + ffn_l * c["top_k"] * expert + outer
+    else:  # a uniform table: one multiplication per layer (the form the symbolic model is written in)
+        total = c["layers"] * (layer_dense + c["experts"] * expert) + outer
+        active = c["layers"] * (layer_dense + c["top_k"] * expert) + outer
     return {
         "attn": attn,
         "expert": expert,
@@ -218,6 +360,8 @@ def param_counts(c: Mapping[str, Any]) -> dict[str, Any]:
         "router": router,
         "norms": norms,
         "layer_dense": layer_dense,
+        "mla": mla,
+        "mixer": mixer,
         "embed": embed,
         "lm_head": lm_head,
         "final_norm": final_norm,

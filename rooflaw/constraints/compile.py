@@ -1,4 +1,10 @@
-"""One compile step: the sympy operator expressions become one cached numpy function per preset."""
+"""The numpy backend's compile step: the assembly's expressions become cached numpy functions.
+
+One compiled model per (preset, layer kinds): :func:`assembly.place` and :func:`assembly.part_times` give the
+expressions, ``sympy.lambdify`` (with common-subexpression elimination) turns them into two functions over
+candidate columns -- ``fast`` (phase times summed inside the generated code, for bulk tables) and ``parts``
+(per-part values, for the per-operator breakdown) -- and :mod:`.roofline` runs them.
+"""
 
 from __future__ import annotations
 
@@ -13,65 +19,37 @@ from functools import cache
 import numpy as np
 import sympy as sp
 
+from . import assembly as A
 from . import operators as O
-from .symbols import ARCH, PRECISION, WORKLOAD, B, C, S_in, Sq, T, t
+from .assembly import affine_in_t, decode_step, prefill  # noqa: F401 - re-exported for older imports
+from .symbols import ARCH, PRECISION, STACK, WORKLOAD
 
-ARGS = (*ARCH.values(), *WORKLOAD, *PRECISION)
-#: Inverse roofs (s/FLOP) of the three compute classes and inverse bandwidth (s/byte), for the bulk path.
-INV_ROOF = {c: sp.Symbol(f"inv_{c}", positive=True) for c in ("linear", "attention", "vector")}
-INV_BETA = sp.Symbol("inv_beta", positive=True)
+ARGS = (*ARCH.values(), *STACK.values(), *WORKLOAD, *PRECISION)
 ARG_NAMES = tuple(str(s) for s in ARGS)
-
-
-def prefill(expr: sp.Expr) -> sp.Expr:
-    """Substitute the prefill phase: T = B·S_in tokens, query length and context S_in."""
-    expr = sp.sympify(expr).subs(O.experts_touched, O.EXPERTS_TOUCHED)
-    return expr.subs({T: B * S_in, Sq: S_in, C: S_in}, simultaneous=True)
-
-
-def decode_step(expr: sp.Expr) -> sp.Expr:
-    """Substitute decode step t: T = B, query length 1, context S_in + t."""
-    expr = sp.sympify(expr).subs(O.experts_touched, O.EXPERTS_TOUCHED)
-    return expr.subs({T: B, Sq: 1, C: S_in + t}, simultaneous=True)
-
-
-def affine_in_t(expr: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
-    """Split ``expr`` = e0 + e1·t (exactly; raises if it is not affine in the step index t)."""
-    e1 = sp.expand(sp.diff(expr, t))
-    if sp.expand(sp.diff(e1, t)) != 0:
-        raise AssertionError(f"decode cost is not affine in t: {expr}")
-    return expr.subs(t, 0), e1
+RATE_ARGS = (A.INV_BETA, A.OVERHEAD)
+_MODULES = [{"Max": np.maximum, "Min": np.minimum, "nonzero": np.sign}, "numpy"]
 
 
 @dataclass(frozen=True)
 class Compiled:
-    """Numpy functions for one preset: each returns a list of arrays in the documented order."""
+    """Numpy functions for one preset and set of layer kinds.
 
-    ops: tuple[O.Op, ...]
-    #: f(*ARGS) -> [prefill flops, prefill bytes] per op, then decode [f0, f1, b0, b1] per op,
-    #: then the totals below.
-    phases: Callable[..., list]
-    #: f(*ARGS) -> [M, N, K, groups] per GEMM op for prefill, then for decode.
-    gemms: Callable[..., list]
-    gemm_ops: tuple[int, ...]
-    #: per op: True when its decode FLOPs and bytes do not depend on the step index.
-    step_constant: tuple[bool, ...]
-    #: ``phases`` returns n_phase_values per-op values, then [weight bytes, kv bytes, activation
-    #: bytes, params total, params active, prefill FLOPs of linear/attention/vector ops, decode
-    #: FLOPs of the same three, prefill bytes, decode bytes] -- summed over layers and steps --
-    #: and the number of kernels launched per pass, per layer and at model level.
-    n_phase_values: int
-    #: f(*ARGS, inv_linear, inv_attention, inv_vector, inv_beta) -> [prefill time per layer,
-    #: prefill time of model-level ops, decode time per layer, decode time model-level (step-
-    #: constant ops, all steps)], then [a0, a1, b0, b1] (seconds) of each step-varying op, then the totals.
+    Both take ``(*ARGS, *ipi_pre, *ipi_dec, inv_beta, kernel_overhead)`` with one inverse roof (s/FLOP,
+    0 for memory ops) per part and phase. ``fast`` returns [prefill s, step-constant decode s] summed over
+    parts and layers, then (count, steps, a0, a1, b0, b1) per step-varying decode segment, then the totals
+    (:data:`assembly.TOTAL_KEYS`). ``parts`` returns, per part, [count, prefill FLOPs, bytes, seconds,
+    compute s, memory s, decode FLOPs, bytes, step-constant seconds, compute-bound steps], then its varying
+    segments, then the totals. ``gemms`` returns (M, N, K, groups) per GEMM part for prefill, then decode.
+    """
+
+    names: tuple[str, ...]
+    roofs: tuple[str, ...]
+    scopes: tuple[str, ...]
+    n_varying: tuple[int, ...]  # varying decode segments per part
     fast: Callable[..., list]
-    varying: tuple[int, ...]
-
-
-#: ``nonzero(x)`` is 1 where x > 0 else 0 (x ≥ 0 here). An unevaluated function: sympy would fold
-#: sign() of a sum of positive symbols to 1, but a column like ``moe`` can be 0 in the data.
-_nonzero = sp.Function("nonzero")
-_MODULES = [{"Max": np.maximum, "nonzero": np.sign}, "numpy"]
+    parts: Callable[..., list]
+    gemms: Callable[..., list]
+    gemm_parts: tuple[int, ...]
 
 
 def _from_source(src: str):
@@ -88,117 +66,73 @@ def _from_source(src: str):
 
 
 @cache
-def compile_preset(preset: str) -> Compiled:
-    """Lambdify the operator list of ``preset`` (``full`` or ``paper``).
+def compile_preset(preset: str, kinds: frozenset[str] = frozenset()) -> Compiled:
+    """The compiled model of ``preset`` for a stack with layer ``kinds`` (empty: uniform).
 
     Cached per process, and on disk (:mod:`rooflaw.cache`) as the generated source keyed by the
     source of the cost-model modules, so a new process skips the symbolic work.
     """
     from .. import cache as disk
     from ..arch import architecture
-    from . import operators, symbols
+    from . import symbols
 
-    ops = O.FULL_OPS if preset == "full" else O.PAPER_OPS
-    key = disk.source_key(f"compile-{preset}", operators, symbols, architecture, sys.modules[__name__])
+    A.get_preset(preset)
+    tag = f"compile-{preset}-{'+'.join(sorted(kinds)) or 'uniform'}"
+    mods = (O, symbols, architecture, A, sys.modules[__name__])
+    key = disk.source_key(tag, *mods)
     hit = disk.load(key)
     if hit is not None:
         try:
-            return Compiled(
-                ops, _from_source(hit["phases"]), _from_source(hit["gemms"]), tuple(hit["gemm_ops"]),
-                tuple(hit["constant"]), hit["n_ph"], _from_source(hit["fast"]), tuple(hit["varying"]),
-            )  # fmt: skip
+            fns = {k: _from_source(hit[k]) for k in ("fast", "parts", "gemms")}
+            return Compiled(*hit["meta"], fns["fast"], fns["parts"], fns["gemms"], tuple(hit["gemm_parts"]))
         except Exception:  # noqa: BLE001 - a stale or broken entry: derive again
             pass
-    comp = _compile_preset(preset)
+    comp = _compile_preset(preset, kinds)
+    meta = (comp.names, comp.roofs, comp.scopes, comp.n_varying)
     disk.store(key, {
-        "phases": inspect.getsource(comp.phases), "gemms": inspect.getsource(comp.gemms),
-        "fast": inspect.getsource(comp.fast), "gemm_ops": comp.gemm_ops, "constant": comp.step_constant,
-        "n_ph": comp.n_phase_values, "varying": comp.varying,
+        "fast": inspect.getsource(comp.fast), "parts": inspect.getsource(comp.parts),
+        "gemms": inspect.getsource(comp.gemms), "meta": meta, "gemm_parts": comp.gemm_parts,
     })  # fmt: skip
     return comp
 
 
-def _compile_preset(preset: str) -> Compiled:
-    from ..arch.architecture import param_counts
+def ipi_symbols(n: int) -> tuple[tuple[sp.Symbol, ...], tuple[sp.Symbol, ...]]:
+    return tuple(sp.Symbol(f"ipiP{i}", positive=True) for i in range(n)), tuple(
+        sp.Symbol(f"ipiD{i}", positive=True) for i in range(n)
+    )
 
-    ops = O.FULL_OPS if preset == "full" else O.PAPER_OPS
-    exprs: list[sp.Expr] = []
-    for op in ops:
-        exprs += [prefill(op.flops), prefill(op.bytes)]
-    constant = []
-    for op in ops:
-        f0, f1 = affine_in_t(decode_step(op.flops))
-        b0, b1 = affine_in_t(decode_step(op.bytes))
-        exprs += [f0, f1, b0, b1]
-        constant.append(f1 == 0 and b1 == 0)
-    gemm_ops = tuple(i for i, op in enumerate(ops) if op.gemm is not None)
-    gexprs: list[sp.Expr] = []
-    for phase in (prefill, decode_step):
-        for i in gemm_ops:
-            gexprs += [phase(e) for e in ops[i].gemm]  # type: ignore[union-attr]
-    counts = param_counts(ARCH)
-    S_out = sp.Symbol("S_out", positive=True)
-    weights = O.weight_bytes_expr() if preset == "full" else O.paper_weight_bytes_expr()
-    mem = [
-        weights,
-        O.kv_cache_bytes_expr(B * (S_in + S_out))
-        if preset == "full"
-        else 2
-        * ARCH["layers"]
-        * B
-        * (S_in + S_out)
-        * ARCH["d_model"]
-        * sp.Symbol("b_kv", positive=True)
-        * ARCH["kv_heads"]
-        / ARCH["heads"],
-        O.activation_bytes_expr(S_in) if preset == "full" else sp.Integer(0),
-        counts["total"],
-        counts["active"],
-    ]
-    lay = ARCH["layers"]
-    S_o = sp.Symbol("S_out", positive=True)
-    tot = {("pre", c): sp.Integer(0) for c in ("linear", "attention", "vector")}
-    tot.update({("dec", c): sp.Integer(0) for c in ("linear", "attention", "vector")})
-    bpre = bdec = sp.Integer(0)
-    for i, op in enumerate(ops):
-        mult = lay if op.scope == "layer" else 1
-        f0, f1, b0, b1 = exprs[2 * len(ops) + 4 * i : 2 * len(ops) + 4 * i + 4]
-        if op.roof in ("linear", "attention", "vector"):
-            tot[("pre", op.roof)] += mult * exprs[2 * i]
-            tot[("dec", op.roof)] += mult * (S_o * f0 + f1 * S_o * (S_o + 1) / 2)
-        bpre += mult * exprs[2 * i + 1]
-        bdec += mult * (S_o * b0 + b1 * S_o * (S_o + 1) / 2)
-    mem += [tot[("pre", c)] for c in ("linear", "attention", "vector")]
-    mem += [tot[("dec", c)] for c in ("linear", "attention", "vector")]
-    mem += [bpre, bdec]
-    # kernels launched per pass (operators with any work), for the device's per-launch overhead
-    kern = {"layer": sp.Integer(0), "model": sp.Integer(0)}
-    for i, op in enumerate(ops):
-        kern[op.scope] += _nonzero(exprs[2 * i] + exprs[2 * i + 1])
-    mem += [kern["layer"], kern["model"]]
-    lam = lambda ex, extra=(): sp.lambdify((*ARGS, *extra), ex, modules=_MODULES, cse=True)  # noqa: E731
-    both = lam(exprs + mem)
-    n_ph = len(exprs)
-    # The bulk path: roofline maxima summed inside one generated function.
-    nops = len(ops)
-    pre_sum = {"layer": sp.Integer(0), "model": sp.Integer(0)}
-    dec_sum = {"layer": sp.Integer(0), "model": sp.Integer(0)}
-    varying: list[int] = []
-    vexprs: list[sp.Expr] = []
-    for i, op in enumerate(ops):
-        ipi = INV_ROOF.get(op.roof, sp.Integer(0))
-        F, By = exprs[2 * i], exprs[2 * i + 1]
-        f0, f1, b0, b1 = exprs[2 * nops + 4 * i : 2 * nops + 4 * i + 4]
-        if preset == "paper":
-            pre_sum[op.scope] += F * ipi
-            dec_sum[op.scope] += (S_o * b0 + b1 * S_o * (S_o + 1) / 2) * INV_BETA
-            continue
-        pre_sum[op.scope] += sp.Max(F * ipi, By * INV_BETA)
-        if constant[i]:
-            dec_sum[op.scope] += S_o * sp.Max(f0 * ipi, b0 * INV_BETA)
-        else:
-            varying.append(i)
-            vexprs += [f0 * ipi, f1 * ipi, b0 * INV_BETA, b1 * INV_BETA]
-    fast_exprs = [pre_sum["layer"], pre_sum["model"], dec_sum["layer"], dec_sum["model"], *vexprs, *mem]
-    fast = lam(fast_exprs, (*INV_ROOF.values(), INV_BETA))
-    return Compiled(ops, both, lam(gexprs), gemm_ops, tuple(constant), n_ph, fast, tuple(varying))
+
+def _compile_preset(preset: str, kinds: frozenset[str] = frozenset()) -> Compiled:
+    pr = A.get_preset(preset)
+    kinds = kinds if pr.kinds else frozenset()
+    parts = A.place(preset, kinds)
+    tot = A.totals(preset, parts, kinds).as_list()
+    ipp, ipd = ipi_symbols(len(parts))
+    pre_sum = dec_sum = sp.Integer(0)
+    vary: list[sp.Expr] = []
+    per_part: list[sp.Expr] = []
+    n_varying = []
+    for i, p in enumerate(parts):
+        tm = A.part_times(p, ipp[i], ipd[i], pr.theory)
+        pre_sum += p.count * tm["pre"]
+        dec_sum += p.count * tm["dec"]
+        seg_vals = []
+        for steps, a0, a1, b0, b1 in tm["varying"]:
+            seg_vals += [p.count, steps, a0, a1, b0, b1]
+        vary += seg_vals
+        n_varying.append(len(tm["varying"]))
+        ncomp = sum(
+            (s.steps * sp.Heaviside(s.f0 * ipd[i] - s.b0 * A.INV_BETA, 0) for s in p.decode if s.constant),
+            sp.Integer(0),
+        )
+        per_part += [p.count, p.pre_flops, p.pre_bytes, tm["pre"], tm["tc"], tm["tm"], p.dec_flops, p.dec_bytes,
+                     tm["dec"], ncomp, *seg_vals]  # fmt: skip
+    args = (*ARGS, *ipp, *ipd, *RATE_ARGS)
+    lam = lambda ex: sp.lambdify(args, ex, modules=_MODULES, cse=True)  # noqa: E731
+    gemm_parts = tuple(i for i, p in enumerate(parts) if p.gemm_pre is not None)
+    gex = [e for i in gemm_parts for e in parts[i].gemm_pre] + [e for i in gemm_parts for e in parts[i].gemm_dec]
+    return Compiled(
+        tuple(p.name for p in parts), tuple(p.roof for p in parts), tuple(p.scope for p in parts), tuple(n_varying),
+        lam([pre_sum, dec_sum, *vary, *tot]), lam(per_part + tot), sp.lambdify(ARGS, gex, modules=_MODULES, cse=True),
+        gemm_parts,
+    )  # fmt: skip

@@ -19,6 +19,12 @@ Conventions (the ``full`` preset):
 - The KV cache is 2·kv_heads·head_dim·b_kv bytes per token per layer (K and V, KV heads).
 - Prefill computes LM-head logits only for the last token of each sequence (what serving
   engines do); logits are written in fp32.
+
+Layer kinds: every layer op names the layer-count column it runs in (``count``): ``layers`` (norms),
+``attn_layers`` (GQA attention; the assembly runs the context-dependent ones of the sliding-window
+layers at context min(C, window)), ``ffn_layers`` (the main FFN), and the kind blocks below
+(``mla_layers``, ``mixer_layers``, ``dense_layers``). :data:`KIND_OPS` maps each kind to its ops.
+Adding an operator is one entry here; the assembly (``assembly.py``) places, prices and sums it.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from .symbols import ARCH, B, C, Sq, T, b_a, b_kv, b_v, b_w, unfused
+from .symbols import ARCH, STACK, B, C, Sq, T, b_a, b_kv, b_v, b_w, unfused
 
 a = ARCH
 d, nh, nkv, hd = a["d_model"], a["heads"], a["kv_heads"], a["head_dim"]
@@ -50,7 +56,8 @@ class Op:
     """One operator. ``roof``: ``linear`` (weight GEMM), ``attention`` (QKᵀ, ·V), ``vector``
     (softmax, norms, activations) or ``memory`` (pure data movement). ``scope``: ``layer`` (runs
     once per layer) or ``model`` (once per pass). ``gemm``: (M, N, K, groups) for the tile/wave
-    model, where groups are independent GEMMs of that shape (experts)."""
+    model, where groups are independent GEMMs of that shape (experts). ``count``: the layer-count column
+    of a layer op (default ``layers``: every layer)."""
 
     name: str
     roof: str
@@ -58,9 +65,12 @@ class Op:
     flops: sp.Expr
     bytes: sp.Expr
     gemm: tuple[sp.Expr, sp.Expr, sp.Expr, sp.Expr] | None = None
+    count: str = "layers"
 
 
-def _proj(name: str, n_out: sp.Expr, k_in: sp.Expr, out_bytes: sp.Expr, bias: sp.Expr = 0) -> Op:
+def _proj(
+    name: str, n_out: sp.Expr, k_in: sp.Expr, out_bytes: sp.Expr, bias: sp.Expr = 0, count: str = "attn_layers"
+) -> Op:
     return Op(
         name,
         "linear",
@@ -68,6 +78,7 @@ def _proj(name: str, n_out: sp.Expr, k_in: sp.Expr, out_bytes: sp.Expr, bias: sp
         flops=2 * T * k_in * n_out + bias * T * n_out,
         bytes=k_in * n_out * b_w + bias * n_out * b_a + T * k_in * b_a + T * n_out * out_bytes,
         gemm=(T, n_out, k_in, sp.Integer(1)),
+        count=count,
     )
 
 
@@ -92,6 +103,7 @@ FULL_OPS: tuple[Op, ...] = (
         "layer",
         flops=T * (nh + nkv) * hd * (6 + 4 * a["qk_norm_on"]),
         bytes=2 * T * (q_out + kv_out) * b_v + a["qk_norm_size"] * b_v,
+        count="attn_layers",
     ),
     Op(
         "attn_scores",
@@ -99,14 +111,23 @@ FULL_OPS: tuple[Op, ...] = (
         "layer",
         flops=2 * B * Sq * C * nh * hd,
         bytes=T * q_out * b_a + B * C * kv_out * b_kv + unfused * B * nh * Sq * C * b_v,
+        count="attn_layers",
     ),
-    Op("softmax", "vector", "layer", flops=5 * B * nh * Sq * C, bytes=unfused * 2 * B * nh * Sq * C * b_v),
+    Op(
+        "softmax",
+        "vector",
+        "layer",
+        flops=5 * B * nh * Sq * C,
+        bytes=unfused * 2 * B * nh * Sq * C * b_v,
+        count="attn_layers",
+    ),
     Op(
         "attn_values",
         "attention",
         "layer",
         flops=2 * B * Sq * C * nh * hd,
         bytes=unfused * B * nh * Sq * C * b_v + B * C * kv_out * b_kv + T * q_out * b_a,
+        count="attn_layers",
     ),
     _proj("o_proj", d, q_out, b_a),
     _norm("ffn_norm", a["norms_per_layer"] / 2, d),
@@ -117,6 +138,7 @@ FULL_OPS: tuple[Op, ...] = (
         flops=2 * T * d * (E * a["moe"] + a["shared_gate"]),
         bytes=d * (E * a["moe"] + a["shared_gate"]) * b_w + a["moe"] * T * (d + E) * b_a,
         gemm=(T, E * a["moe"] + a["shared_gate"], d, sp.Integer(1)),
+        count="ffn_layers",
     ),
     Op(
         "ffn_up",
@@ -127,6 +149,7 @@ FULL_OPS: tuple[Op, ...] = (
         + T * (K + nsh) * d * b_a
         + T * n_up * ffn_tokens_width * b_a,
         gemm=(_tokens_per_expert, n_up * ffn, d, experts_touched),
+        count="ffn_layers",
     ),
     Op(
         "ffn_act",
@@ -134,6 +157,7 @@ FULL_OPS: tuple[Op, ...] = (
         "layer",
         flops=T * ffn_tokens_width * (4 + gated),
         bytes=T * ffn_tokens_width * (n_up + 1) * b_v,
+        count="ffn_layers",
     ),
     Op(
         "ffn_down",
@@ -142,6 +166,7 @@ FULL_OPS: tuple[Op, ...] = (
         flops=2 * T * ffn_tokens_width * d,
         bytes=d * (experts_touched * ffn + nsh * ffn_sh) * b_w + T * ffn_tokens_width * b_a + T * (K + nsh) * d * b_a,
         gemm=(_tokens_per_expert, d, ffn, experts_touched),
+        count="ffn_layers",
     ),
     Op("embed", "memory", "model", flops=sp.Integer(0), bytes=T * d * (b_w + b_a)),
     Op(
@@ -162,26 +187,154 @@ FULL_OPS: tuple[Op, ...] = (
 )
 
 
-def weight_bytes_expr() -> sp.Expr:
+# ---------------------------------------------------------------------------------------------
+# Layer kinds beyond uniform GQA attention + the main FFN (zero layers of each in a uniform model).
+# ---------------------------------------------------------------------------------------------
+k_ = STACK
+q_lora, kv_lora, rope, v_hd = k_["q_lora_rank"], k_["kv_lora_rank"], k_["rope_dim"], k_["v_head_dim"]
+latent = kv_lora + rope  # MLA cache per token per layer: the KV latent plus the shared rope key
+_mla = "mla_layers"
+
+#: MLA (DeepSeek-V2/V3) in the weight-absorbed form (FlashMLA): attention runs as MQA over the latent,
+#: scores with head dim kv_lora_rank + rope_dim, values with kv_lora_rank; kv_b is applied per token.
+MLA_OPS: tuple[Op, ...] = (
+    _proj("mla_q_a", q_lora, d, b_a, count=_mla),
+    _proj("mla_q", q_out, q_lora + (1 - k_["q_lora_on"]) * d, b_a, count=_mla),
+    _proj("mla_kv_a", latent, d, b_kv, count=_mla),
+    Op(
+        "mla_norm_rope",
+        "vector",
+        "layer",
+        flops=T * (norm_flops * (q_lora + kv_lora) + 6 * (nh + 1) * rope),
+        bytes=2 * T * (q_lora + kv_lora + (nh + 1) * rope) * b_v + (q_lora + kv_lora) * b_v,
+        count=_mla,
+    ),
+    Op(
+        "mla_kv_b",
+        "linear",
+        "layer",
+        flops=2 * T * nh * kv_lora * (hd - rope + v_hd),
+        bytes=kv_lora * nh * (hd - rope + v_hd) * b_w + T * nh * (hd - rope + 2 * kv_lora + v_hd) * b_a,
+        gemm=(T, nh * kv_lora, hd - rope + v_hd, sp.Integer(1)),
+        count=_mla,
+    ),
+    Op(
+        "mla_scores",
+        "attention",
+        "layer",
+        flops=2 * B * Sq * C * nh * latent,
+        bytes=T * nh * latent * b_a + B * C * latent * b_kv + unfused * B * nh * Sq * C * b_v,
+        count=_mla,
+    ),
+    Op(
+        "mla_softmax",
+        "vector",
+        "layer",
+        flops=5 * B * nh * Sq * C,
+        bytes=unfused * 2 * B * nh * Sq * C * b_v,
+        count=_mla,
+    ),  # fmt: skip
+    Op(
+        "mla_values",
+        "attention",
+        "layer",
+        flops=2 * B * Sq * C * nh * kv_lora,
+        bytes=unfused * B * nh * Sq * C * b_v + B * C * kv_lora * b_kv + T * nh * kv_lora * b_a,
+        count=_mla,
+    ),
+    _proj("mla_o_proj", d, nh * v_hd, b_a, count=_mla),
+)
+
+#: A constant-state token mixer (short conv, Mamba-style SSM, linear attention): in/out projections and the
+#: recurrence, whose state (``mixer_state`` elements per sequence, ≥ 16-bit) is read and written once per pass.
+MIXER_OPS: tuple[Op, ...] = (
+    _proj("mixer_in_proj", k_["mixer_in"], d, b_a, count="mixer_layers"),
+    Op(
+        "mixer_scan",
+        "vector",
+        "layer",
+        flops=T * k_["mixer_flops"],
+        bytes=T * (k_["mixer_in"] + k_["mixer_inner"]) * b_v
+        + 2 * B * k_["mixer_state"] * b_v
+        + k_["mixer_params"] * b_w,
+        count="mixer_layers",
+    ),
+    _proj("mixer_out_proj", d, k_["mixer_inner"], b_a, count="mixer_layers"),
+)
+
+#: The first-k dense FFN layers of an MoE model (DeepSeek first_k_dense_replace), width dense_ffn.
+_dff = k_["dense_ffn"]
+DENSE_FFN_OPS: tuple[Op, ...] = (
+    Op(
+        "dense_ffn_up",
+        "linear",
+        "layer",
+        flops=2 * T * n_up * d * _dff,
+        bytes=n_up * d * _dff * b_w + T * d * b_a + T * n_up * _dff * b_a,
+        gemm=(T, n_up * _dff, d, sp.Integer(1)),
+        count="dense_layers",
+    ),
+    Op(
+        "dense_ffn_act",
+        "vector",
+        "layer",
+        flops=T * _dff * (4 + gated),
+        bytes=T * _dff * (n_up + 1) * b_v,
+        count="dense_layers",
+    ),  # fmt: skip
+    Op(
+        "dense_ffn_down",
+        "linear",
+        "layer",
+        flops=2 * T * _dff * d,
+        bytes=d * _dff * b_w + T * _dff * b_a + T * d * b_a,
+        gemm=(T, d, _dff, sp.Integer(1)),
+        count="dense_layers",
+    ),
+)
+
+#: Ops of each layer kind; ``local`` adds no op of its own (the assembly windows the attention ops).
+KIND_OPS: dict[str, tuple[Op, ...]] = {"local": (), "mla": MLA_OPS, "mixer": MIXER_OPS, "dense": DENSE_FFN_OPS}
+#: The layer-count column that says whether a kind is present.
+KIND_COUNT = {"local": "local_layers", "mla": "mla_layers", "mixer": "mixer_layers", "dense": "dense_layers"}
+
+
+def weight_bytes_expr(cols: dict | None = None) -> sp.Expr:
     """Bytes of all weights (all experts, embeddings, LM head if untied)."""
     from ..arch.architecture import param_counts
 
-    return param_counts(ARCH)["total"] * b_w
+    return param_counts(ARCH if cols is None else cols)["total"] * b_w
 
 
-def kv_cache_bytes_expr(tokens: sp.Expr) -> sp.Expr:
-    """KV-cache bytes for ``tokens`` cached tokens summed over the batch: 2·l·kv_heads·head_dim·b_kv per token."""
-    return 2 * a["layers"] * nkv * hd * b_kv * tokens
+def kv_cache_bytes_expr(S: sp.Expr, kinds: frozenset = frozenset()) -> sp.Expr:
+    """Bytes of the cache at ``S`` tokens per sequence, batch B: 2·kv_heads·head_dim·b_kv per token per GQA
+    layer (sliding-window layers keep min(S, window) tokens), kv_lora_rank + rope_dim per token per MLA layer,
+    and the constant state of the conv/SSM/linear-attention layers."""
+    if not kinds:
+        return 2 * a["layers"] * nkv * hd * b_kv * B * S
+    local = k_["local_layers"]
+    out = 2 * nkv * hd * b_kv * B * ((k_["attn_layers"] - local) * S + local * sp.Min(S, k_["window"]))
+    return out + k_["mla_layers"] * latent * b_kv * B * S + k_["mixer_layers"] * B * k_["mixer_state"] * b_v
 
 
-def activation_bytes_expr(S: sp.Expr) -> sp.Expr:
+def activation_bytes_expr(S: sp.Expr, kinds: frozenset = frozenset()) -> sp.Expr:
     """Peak activation workspace of a prefill of ``S`` tokens per sequence.
 
     One layer's live tensors: the residual and normed stream (2·d), the FFN intermediates of the
     active experts ((1+gated)·(K·ffn + shared)), one attention-score block (heads·S, unfused
-    attention), plus fp32 logits for the last token (4·V per sequence).
+    attention; heads·min(S, window) when every attention layer is sliding-window), plus fp32 logits
+    for the last token (4·V per sequence).
     """
-    return B * S * (2 * d + n_up * ffn_tokens_width + unfused * nh * S) * b_a + 4 * B * V
+    ctx = S
+    if "local" in kinds:
+        full = _nonzero(k_["attn_layers"] - k_["local_layers"] + k_["mla_layers"])
+        ctx = full * S + (1 - full) * sp.Min(S, k_["window"])
+    return B * S * (2 * d + n_up * ffn_tokens_width + unfused * nh * ctx) * b_a + 4 * B * V
+
+
+#: ``nonzero(x)`` is 1 where x > 0 else 0 (x ≥ 0 here). An unevaluated function: sympy would fold
+#: sign() of a sum of positive symbols to 1, but a column like ``moe`` can be 0 in the data.
+_nonzero = sp.Function("nonzero")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -200,3 +353,8 @@ PAPER_OPS: tuple[Op, ...] = (
 def paper_weight_bytes_expr() -> sp.Expr:
     """The paper's memory model (Eq. 41): l·ξ_W^all·d²·b_w -- weights of all experts, no embeddings."""
     return a["layers"] * (d**2 * (2 + 2 / _gqa) + 3 * E * ffn * d) * b_w
+
+
+def paper_kv_cache_bytes_expr(S: sp.Expr) -> sp.Expr:
+    """The paper's KV cache (reported, not counted in its memory model): 2·l·B·S·d·b_kv/gqa."""
+    return 2 * a["layers"] * B * S * d * b_kv * nkv / nh

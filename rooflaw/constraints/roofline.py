@@ -16,18 +16,19 @@ from typing import Any
 
 import numpy as np
 
-from ..arch.architecture import COLUMNS, Architecture
+from ..arch.architecture import COLUMNS, STACK_COLUMNS, Architecture
 from ..devices.device import Device
 from ..errors import bad
+from . import assembly as A
+from . import operators as O
+from .assembly import COMPUTE_POWER_SHARE  # noqa: F401 - re-exported
 from .compile import ARG_NAMES, Compiled, compile_preset
 from .gemm import tile_efficiency
 from .precision import Precision
 from .workload import Workload
 
-PRESETS = ("full", "paper")
-#: Share of the dynamic power attributed to compute (the rest to memory traffic) when a device
-#: gives only idle and peak power: E = P_idle·T + (P_peak − P_idle)·(w·Σ F/π + (1 − w)·Σ bytes/β).
-COMPUTE_POWER_SHARE = 0.5
+#: Names of the presets (the registry is :data:`assembly.PRESETS`).
+PRESETS = A.PRESETS
 CHUNK = 1 << 15
 
 #: Defaults for architecture columns a candidate table may omit.
@@ -51,9 +52,12 @@ def complete_columns(columns: Mapping[str, Any]) -> dict[str, np.ndarray]:
     """Fill derived/default architecture columns of a candidate table (dict of arrays or DataFrame).
 
     Required: layers, d_model, heads, ffn. Defaults: kv_heads = heads, head_dim = d_model/heads,
-    shared_ffn = ffn, moe = experts > 1, and :data:`DEFAULTS` for the rest.
+    shared_ffn = ffn, moe = experts > 1, and :data:`DEFAULTS` for the rest. Layer-stack columns
+    (:data:`~rooflaw.arch.STACK_COLUMNS`) default to a uniform stack: attn_layers = layers − mla_layers −
+    mixer_layers, ffn_layers = layers − dense_layers, zero layers of every other kind.
     """
-    cols = {k: np.asarray(columns[k], dtype=np.float64) for k in columns if k in COLUMNS}
+    known = set(COLUMNS) | set(STACK_COLUMNS)
+    cols = {k: np.asarray(columns[k], dtype=np.float64) for k in columns if k in known}
     for k in ("layers", "d_model", "heads", "ffn"):
         if k not in cols:
             raise bad("columns", k, f"missing; candidate tables need {', '.join(COLUMNS[:6])}")
@@ -64,11 +68,25 @@ def complete_columns(columns: Mapping[str, Any]) -> dict[str, np.ndarray]:
     for k, v in DEFAULTS.items():
         cols.setdefault(k, np.float64(v))
     cols.setdefault("moe", (cols["experts"] > 1).astype(np.float64))
-    return {k: np.broadcast_to(cols[k], (n,)) for k in COLUMNS}
+    for k in STACK_COLUMNS:
+        if k not in ("attn_layers", "ffn_layers"):
+            cols.setdefault(k, np.float64(0))
+    cols.setdefault("attn_layers", cols["layers"] - cols["mla_layers"] - cols["mixer_layers"])
+    cols.setdefault("ffn_layers", cols["layers"] - cols["dense_layers"])
+    cols.setdefault("q_lora_on", (cols["q_lora_rank"] > 0).astype(np.float64))
+    return {k: np.broadcast_to(cols[k], (n,)) for k in (*COLUMNS, *STACK_COLUMNS)}
 
 
-def _sum_max_affine(a0, a1, b0, b1, n: int):
-    """Σ_{t=1..n} max(a0 + a1·t, b0 + b1·t), exactly, and the number of steps where a > b."""
+def stack_kinds(cols: Mapping[str, np.ndarray]) -> frozenset[str]:
+    """Layer kinds present in a completed table (empty for uniform stacks: the fastest compiled model)."""
+    kinds = {k for k, c in O.KIND_COUNT.items() if np.any(cols[c] > 0)}
+    if not kinds and (np.any(cols["attn_layers"] != cols["layers"]) or np.any(cols["ffn_layers"] != cols["layers"])):
+        kinds.add("stack")  # per-kind counts without extra ops
+    return frozenset(kinds)
+
+
+def _sum_max_affine(a0, a1, b0, b1, n):
+    """Σ_{t=1..n} max(a0 + a1·t, b0 + b1·t), exactly, and the number of steps where a > b (n may be an array)."""
     g0, g1 = a0 - b0, a1 - b1
     base = n * b0 + b1 * n * (n + 1) / 2
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -81,47 +99,6 @@ def _sum_max_affine(a0, a1, b0, b1, n: int):
     last = first + cnt - 1
     pos = cnt * g0 + g1 * (first + last) * cnt / 2
     return base + np.maximum(pos, 0.0), cnt
-
-
-@dataclass
-class _Roofs:
-    pi: np.ndarray  # per op FLOP/s (after compute efficiency)
-    beta: float  # bytes/s (after memory efficiency)
-    raw_pi: np.ndarray
-    raw_beta: float
-    dtypes: list[str]
-
-
-def _roofs(compiled: Compiled, device: Device, precision: Precision) -> _Roofs:
-    pis, dtypes = [], []
-    for op in compiled.ops:
-        if op.roof == "linear":
-            dt, p = device.roof(precision.linear_dtype)
-        elif op.roof == "attention":
-            dt, p = device.roof(precision.attention_dtype)
-        elif op.roof == "vector":
-            dt, p = "fp32", device.vector_flops
-        else:
-            dt, p = "-", np.inf
-        pis.append(p)
-        dtypes.append(dt)
-    raw = np.array(pis, dtype=np.float64)
-    return _Roofs(
-        raw * device.compute_efficiency,
-        device.memory_bandwidth * device.memory_efficiency,
-        raw,
-        float(device.memory_bandwidth),
-        dtypes,
-    )
-
-
-def _roofs_by_class(device: Device, precision: Precision) -> dict[str, float]:
-    """Raw peak FLOP/s of the linear, attention and vector roofs (no efficiency factors)."""
-    return {
-        "linear": device.roof(precision.linear_dtype)[1],
-        "attention": device.roof(precision.attention_dtype)[1],
-        "vector": device.vector_flops,
-    }
 
 
 def _args(cols: Mapping[str, np.ndarray], workload: Workload, precision: Precision) -> list:
@@ -138,157 +115,91 @@ def _args(cols: Mapping[str, np.ndarray], workload: Workload, precision: Precisi
     return [cols[n] if n in cols else scal[n] for n in ARG_NAMES]
 
 
-def _evaluate_fast(cols, device, workload, precision, preset):
-    """Bulk path (no per-op breakdown, no tile model): one generated function does most work."""
-    comp = compile_preset(preset)
-    args = _args(cols, workload, precision)
-    r = _roofs_by_class(device, precision)
-    ce, ibeta = device.compute_efficiency, 1.0 / (device.memory_bandwidth * device.memory_efficiency)
-    vals = comp.fast(*args, 1 / (r["linear"] * ce), 1 / (r["attention"] * ce), 1 / (r["vector"] * ce), ibeta)
-    n = len(cols["layers"])
-    vals = [np.broadcast_to(np.asarray(v, dtype=np.float64), (n,)) for v in vals]
-    S_out = workload.output_tokens
-    layers = cols["layers"]
-    pre_l, pre_m, dec_l, dec_m = vals[:4]
-    for j, i in enumerate(comp.varying):
-        a0, a1, b0, b1 = vals[4 + 4 * j : 8 + 4 * j]
-        td, _ = _sum_max_affine(a0, a1, b0, b1, S_out)
-        if comp.ops[i].scope == "layer":
-            dec_l = dec_l + td
-        else:
-            dec_m = dec_m + td
-    totals = vals[4 + 4 * len(comp.varying) :]
-    pre_t, dec_t = layers * pre_l + pre_m, layers * dec_l + dec_m
-    if device.kernel_overhead and preset == "full":
-        launches = layers * totals[-2] + totals[-1]
-        pre_t = pre_t + device.kernel_overhead * launches
-        dec_t = dec_t + device.kernel_overhead * S_out * launches
-    return _finish(cols, device, precision, preset, workload, pre_t, dec_t, totals)
+def _inverse_roofs(comp: Compiled, rates: A.Rates, device, args, n: int, tiles: bool):
+    """Per part inverse roofs (s/FLOP) of prefill and decode; divided by the tile/wave efficiency with ``tiles``."""
+    ipp = [rates.inv.get(r, 0.0) for r in comp.roofs]
+    ipd = list(ipp)
+    if tiles:
+        g = [np.broadcast_to(np.asarray(v, dtype=np.float64), (n,)) for v in comp.gemms(*args)]
+        half = len(g) // 2
+        for j, i in enumerate(comp.gemm_parts):
+            for off, ip in ((0, ipp), (half, ipd)):
+                M, N, _, grp = g[off + 4 * j : off + 4 * j + 4]
+                te, we = tile_efficiency(M, N, grp, device)
+                ip[i] = ip[i] / (te * we)
+    return ipp, ipd
 
 
 def _evaluate_chunk(cols, device, workload, precision, preset, tiles, per_op):
-    if not per_op and not tiles:
-        return _evaluate_fast(cols, device, workload, precision, preset)
-    comp = compile_preset(preset)
-    roofs = _roofs(comp, device, precision)
+    pr = A.get_preset(preset)
+    comp = compile_preset(preset, stack_kinds(cols) if pr.kinds else frozenset())
+    rates = A.rates(device, precision)
     args = _args(cols, workload, precision)
     n = len(cols["layers"])
-    vals = [np.broadcast_to(np.asarray(v, dtype=np.float64), (n,)) for v in comp.phases(*args)]
-    totals = vals[comp.n_phase_values :]
-    nops = len(comp.ops)
-    layers = cols["layers"]
+    ipp, ipd = _inverse_roofs(comp, rates, device, args, n, tiles and not pr.theory)
+    call = (*args, *ipp, *ipd, rates.inv_beta, rates.overhead)
+    arr = lambda v: np.broadcast_to(np.asarray(v, dtype=np.float64), (n,))  # noqa: E731
+    if not per_op:
+        vals = comp.fast(*call)
+        pre_t, dec_t = arr(vals[0]), arr(vals[1])
+        k = 2
+        for _ in range(sum(comp.n_varying)):
+            cnt, steps, a0, a1, b0, b1 = (arr(v) for v in vals[k : k + 6])
+            dec_t = dec_t + cnt * _sum_max_affine(a0, a1, b0, b1, steps)[0]
+            k += 6
+        return _finish(device, precision, pr, workload, pre_t, dec_t, [arr(v) for v in vals[k:]])
+    vals = comp.parts(*call)
     S_out = workload.output_tokens
-    eff_pre = [1.0] * nops
-    eff_dec = [1.0] * nops
-    if tiles and preset == "full":
-        g = [np.broadcast_to(np.asarray(v, dtype=np.float64), (n,)) for v in comp.gemms(*args)]
-        half = len(g) // 2
-        for j, i in enumerate(comp.gemm_ops):
-            M, N, _, grp = g[4 * j : 4 * j + 4]
-            te, we = tile_efficiency(M, N, grp, device)
-            eff_pre[i] = te * we
-            M, N, _, grp = g[half + 4 * j : half + 4 * j + 4]
-            te, we = tile_efficiency(M, N, grp, device)
-            eff_dec[i] = te * we
-    out: dict[str, Any] = {}
-    pre = {"layer": np.zeros(n), "model": np.zeros(n)}
-    dec_const = {"layer": np.zeros(n), "model": np.zeros(n)}  # one step; times S_out at the end
-    dec = {"layer": np.zeros(n), "model": np.zeros(n)}
-    ibeta = 1.0 / roofs.beta
+    pre_t, dec_t = np.zeros(n), np.zeros(n)
     ops_out = []
-    for i, op in enumerate(comp.ops):
-        F, By = vals[2 * i], vals[2 * i + 1]
-        f0, f1, b0, b1 = vals[2 * nops + 4 * i : 2 * nops + 4 * i + 4]
-        ipi = 0.0 if not np.isfinite(roofs.pi[i]) else 1.0 / roofs.pi[i]
-        ipi_p, ipi_d = ipi / eff_pre[i], ipi / eff_dec[i]
-        tc, tm = F * ipi_p, By * ibeta
-        launch = device.kernel_overhead * np.sign(F + By) if preset == "full" else 0.0
-        if preset == "paper":  # theory mode: compute-bound prefill, memory-bound decode
-            tp = tc
-            td = (S_out * b0 + b1 * S_out * (S_out + 1) / 2) * ibeta
-            ncomp = np.zeros(n)
-            dec[op.scope] += td
-        elif comp.step_constant[i]:
-            tp = np.maximum(tc, tm) + launch
-            c0, m0 = f0 * ipi_d, b0 * ibeta
-            step = np.maximum(c0, m0) + launch
-            dec_const[op.scope] += step
-            if per_op:
-                td = S_out * step
-                ncomp = np.where(c0 > m0, float(S_out), 0.0)
-        else:
-            tp = np.maximum(tc, tm) + launch
-            td, ncomp = _sum_max_affine(f0 * ipi_d, f1 * ipi_d, b0 * ibeta, b1 * ibeta, S_out)
-            td = td + S_out * launch
-            dec[op.scope] += td
-        pre[op.scope] += tp
-        if per_op:
-            mult = layers if op.scope == "layer" else 1.0
-            Fd = S_out * f0 + f1 * S_out * (S_out + 1) / 2
-            Bd = S_out * b0 + b1 * S_out * (S_out + 1) / 2
-            ops_out.append(
-                {
-                    "name": op.name,
-                    "roof": roofs.dtypes[i],
-                    "scope": op.scope,
-                    "prefill": (
-                        mult * F,
-                        mult * By,
-                        mult * tp,
-                        np.where(tc >= tm, 1.0, 0.0) if preset == "full" else np.ones(n),
-                    ),
-                    "decode": (mult * Fd, mult * Bd, mult * td, ncomp / S_out if preset == "full" else np.zeros(n)),
-                }
-            )
-    pre_t = layers * pre["layer"] + pre["model"]
-    dec_t = layers * (dec["layer"] + S_out * dec_const["layer"]) + dec["model"] + S_out * dec_const["model"]
-    out = _finish(cols, device, precision, preset, workload, pre_t, dec_t, totals)
-    if per_op:
-        out["_ops"] = ops_out
+    k = 0
+    for i, name in enumerate(comp.names):
+        count, F, By, tp, tc, tm, Fd, Bd, td, ncomp = (arr(v) for v in vals[k : k + 10])
+        k += 10
+        for _ in range(comp.n_varying[i]):
+            _, steps, a0, a1, b0, b1 = (arr(v) for v in vals[k : k + 6])
+            s, c = _sum_max_affine(a0, a1, b0, b1, steps)
+            td, ncomp = td + s, ncomp + c
+            k += 6
+        pre_t, dec_t = pre_t + count * tp, dec_t + count * td
+        full = not pr.theory
+        ops_out.append({
+            "name": name, "roof": A.roof(comp.roofs[i], device, precision)[0], "scope": comp.scopes[i],
+            "prefill": (count * F, count * By, count * tp, np.where(tc >= tm, 1.0, 0.0) if full else np.ones(n)),
+            "decode": (count * Fd, count * Bd, count * td, ncomp / S_out if full else np.zeros(n)),
+        })  # fmt: skip
+    out = _finish(device, precision, pr, workload, pre_t, dec_t, [arr(v) for v in vals[k:]])
+    out["_ops"] = ops_out
     return out
 
 
-def _finish(cols, device, precision, preset, workload, pre_t, dec_t, totals):
+def _finish(device, precision, pr: A.Preset, workload, pre_t, dec_t, totals):
     """Memory, energy and the output dict from phase times and the generated totals."""
-    n = len(pre_t)
     S_out = workload.output_tokens
-    out: dict[str, Any] = {}
-    (weights, kv, act, p_total, p_active, fpl, fpa, fpv, fdl, fda, fdv, bpre, bdec) = totals[:13]
-    memory = weights + (kv + act if preset == "full" else 0.0)
+    t = dict(zip(A.TOTAL_KEYS, totals, strict=True))
+    memory = sum(t[m] for m in pr.memory)
     total = pre_t + dec_t
-    flops_pre, flops_dec = fpl + fpa + fpv, fdl + fda + fdv
-    if device.energy_per_flop is not None and device.energy_per_byte is not None:
-        dyn = device.energy_per_flop * (flops_pre + flops_dec) + device.energy_per_byte * (bpre + bdec)
-    elif device.power_peak is not None:
-        r = _roofs_by_class(device, precision)
-        busy_c = (fpl + fdl) / r["linear"] + (fpa + fda) / r["attention"] + (fpv + fdv) / r["vector"]
-        busy_m = (bpre + bdec) / device.memory_bandwidth
-        dyn = (device.power_peak - (device.power_idle or 0.0)) * (
-            COMPUTE_POWER_SHARE * busy_c + (1 - COMPUTE_POWER_SHARE) * busy_m
-        )
-    else:
-        dyn = np.full(n, np.nan)
-    energy = (device.power_idle or 0.0) * total + dyn
-    out.update(
+    flops = {c: t[f"fpre_{c}"] + t[f"fdec_{c}"] for c in A.ROOF_CLASSES}
+    energy = A.energy(A.energy_coefficients(device, precision), total, flops, t["bytes_pre"] + t["bytes_dec"])
+    return dict(
         prefill_s=pre_t,
         decode_s=dec_t,
         ttft_s=pre_t.copy(),
         tpot_s=dec_t / S_out,
         total_s=total,
-        prefill_flops=flops_pre,
-        decode_flops=flops_dec,
-        prefill_bytes=bpre.copy(),
-        decode_bytes=bdec.copy(),
-        weight_bytes=weights.copy(),
-        kv_cache_bytes=kv.copy(),
-        activation_bytes=act.copy(),
+        prefill_flops=t["fpre_linear"] + t["fpre_attention"] + t["fpre_vector"],
+        decode_flops=t["fdec_linear"] + t["fdec_attention"] + t["fdec_vector"],
+        prefill_bytes=t["bytes_pre"].copy(),
+        decode_bytes=t["bytes_dec"].copy(),
+        weight_bytes=t["weights"].copy(),
+        kv_cache_bytes=t["kv"].copy(),
+        activation_bytes=t["act"].copy(),
         memory_bytes=memory,
         fits_in_memory=memory <= device.memory_capacity,
         energy_j=energy,
-        params_total=p_total.copy(),
-        params_active=p_active.copy(),
+        params_total=t["params_total"].copy(),
+        params_active=t["params_active"].copy(),
     )
-    return out
 
 
 def evaluate_columns(
@@ -310,8 +221,7 @@ def evaluate_columns(
     kernel of :mod:`.backend_numba`, same values bit for bit; needs the ``fast`` extra) or ``auto`` (numba for
     tables of at least ``AUTO_MIN_ROWS`` rows when installed and ``tiles`` is off).
     """
-    if preset not in PRESETS:
-        raise bad("preset", preset, f"must be one of {', '.join(PRESETS)}")
+    A.get_preset(preset)
     workload = workload or Workload()
     precision = Precision.parse(precision)
     cols = complete_columns(columns)
@@ -424,11 +334,10 @@ def evaluate(
     tiles: bool = False,
 ) -> CostReport:
     """Latency per phase, memory, energy and the per-operator breakdown of one architecture."""
-    if preset not in PRESETS:
-        raise bad("preset", preset, f"must be one of {', '.join(PRESETS)}")
+    theory = A.get_preset(preset).theory
     workload = workload or Workload()
     precision = Precision.parse(precision)
-    cols = {k: np.array([float(v)]) for k, v in arch.columns().items()}
+    cols = complete_columns({k: np.array([float(v)]) for k, v in arch.columns().items()})
     res = _evaluate_chunk(cols, device, workload, precision, preset, tiles, True)
     ops: list[OpCost] = []
     for phase in ("prefill", "decode"):
@@ -436,7 +345,7 @@ def evaluate(
             F, By, s, frac = (float(x[0]) for x in o[phase])
             if F == 0 and By == 0:
                 continue
-            if preset == "paper":
+            if theory:
                 bound = "compute" if phase == "prefill" else "memory"
             elif phase == "prefill" or frac in (0.0, 1.0):
                 bound = "compute" if frac >= 1.0 else "memory"

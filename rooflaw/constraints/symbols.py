@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-from ..arch.architecture import COLUMNS
+from ..arch.architecture import COLUMNS, STACK_COLUMNS
 
 
 def sym(name: str) -> sp.Symbol:
@@ -20,6 +20,8 @@ def sym(name: str) -> sp.Symbol:
 
 #: Architecture columns (booleans as 0/1 numbers).
 ARCH = {name: sym(name) for name in COLUMNS}
+#: Layer-stack columns (per-kind layer counts and kind parameters).
+STACK = {name: sym(name) for name in STACK_COLUMNS}
 
 # Workload: batch, prompt tokens, generated tokens; decode step index t (1..S_out).
 B, S_in, S_out, t = sym("B"), sym("S_in"), sym("S_out"), sym("t")

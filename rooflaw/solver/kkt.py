@@ -18,10 +18,9 @@ from typing import Any
 
 import sympy as sp
 
-from ..constraints import operators as O
-from ..constraints.compile import affine_in_t, decode_step, prefill
+from ..constraints import assembly as A
 from ..constraints.symbols import B, S_in, S_out, b_kv, b_w, beta, pi, sym
-from ..constraints.theory import theory_expressions, to_paper_variables
+from ..constraints.theory import theory_expressions
 from ..errors import RooflawError
 
 VARS = ("l", "d", "r", "rho", "gqa")
@@ -40,23 +39,19 @@ CONTINUOUS_LAW_VARS = ("l", "d", "r", "rho", "gqa", "d_m", "N_nonembed", "N_acti
 
 @lru_cache(maxsize=1)
 def theory_energy() -> sp.Expr:
-    """Theory-mode energy (J), derived from the paper operator list exactly as the ``paper`` preset evaluates it.
-
-    E = P_idle·(T_pre + T_dec) + e_F·(prefill + decode FLOPs) + e_B·(prefill + decode bytes); with only idle and
-    peak power given, e_F = ½(P_peak − P_idle)/π and e_B = ½(P_peak − P_idle)/β (the evaluator's compute share).
-    """
+    """Theory-mode energy (J) from the assembly's energy model: E = P_idle·(T_pre + T_dec) + e_F·FLOPs + e_B·bytes
+    (FLOPs and bytes of both phases, all on the linear roof; see :func:`rooflaw.constraints.assembly.energy`)."""
     th = theory_expressions()
-    lay = sp.Symbol("layers", positive=True)
-    F = By = sp.Integer(0)
-    for op in O.PAPER_OPS:
-        F += prefill(op.flops)
-        By += prefill(op.bytes)
-        f0, f1 = affine_in_t(decode_step(op.flops))
-        b0, b1 = affine_in_t(decode_step(op.bytes))
-        F += S_out * f0 + f1 * S_out * (S_out + 1) / 2
-        By += S_out * b0 + b1 * S_out * (S_out + 1) / 2
-    F, By = to_paper_variables(F * lay), to_paper_variables(By * lay)
-    return P_idle * (th["T_pre"] + th["T_dec"]) + e_F * F + e_B * By
+    coef = _SymbolicEnergy()
+    return A.energy(coef, th["T_pre"] + th["T_dec"], {"linear": th["F"], "attention": 0, "vector": 0}, th["B"])
+
+
+class _SymbolicEnergy:
+    """The assembly's energy coefficients as the symbols P_idle, e_F, e_B (numbers come from :func:`constants`)."""
+
+    p_idle = P_idle
+    per_flop = {"linear": e_F, "attention": e_F, "vector": e_F}
+    per_byte = e_B
 
 
 def constraint_expr(kind: str, phase: str = "decode") -> sp.Expr:
@@ -75,26 +70,18 @@ def constants(problem: Any) -> dict[sp.Symbol, float]:
     """Numbers for :data:`CONSTS` from a :class:`~rooflaw.solver.Problem` (efficiency factors included, as the
     ``paper`` preset evaluates them)."""
     wl, prec, dev = problem.workload, problem.precision, problem.device
-    pi_raw = float(dev.roof(prec.linear_dtype)[1])
-    beta_raw = float(dev.memory_bandwidth)
-    if dev.energy_per_flop is not None and dev.energy_per_byte is not None:
-        pidle, ef, eb = 0.0, float(dev.energy_per_flop), float(dev.energy_per_byte)
-    elif dev.power_peak is not None:
-        from ..constraints.roofline import COMPUTE_POWER_SHARE
-
-        dyn = float(dev.power_peak) - float(dev.power_idle or 0.0)
-        pidle = float(dev.power_idle or 0.0)
-        ef, eb = dyn * COMPUTE_POWER_SHARE / pi_raw, dyn * (1 - COMPUTE_POWER_SHARE) / beta_raw
-    else:
-        pidle, ef, eb = float("nan"), float("nan"), float("nan")
+    rates = A.rates(dev, prec)
+    coef = A.energy_coefficients(dev, prec)
+    nan = float("nan")
+    pidle, ef, eb = (coef.p_idle, coef.per_flop["linear"], coef.per_byte) if coef else (nan, nan, nan)
     return {
         B: float(wl.batch),
         S_in: float(wl.input_tokens),
         S_out: float(wl.output_tokens),
         b_w: float(prec.weights.bytes),
         b_kv: float(prec.kv.bytes),
-        pi: pi_raw * float(dev.compute_efficiency),
-        beta: beta_raw * float(dev.memory_efficiency),
+        pi: 1.0 / rates.inv["linear"],
+        beta: 1.0 / rates.inv_beta,
         P_idle: pidle,
         e_F: ef,
         e_B: eb,
@@ -199,11 +186,11 @@ def _theorems_cached(key: tuple, law: Any) -> Theorems:
     import sys
 
     from .. import cache as disk
-    from ..constraints import operators
+    from ..constraints import assembly, operators
     from ..constraints import theory as theory_mod
 
     tag = "theorems-" + hashlib.sha256(repr(key).encode()).hexdigest()[:16]
-    dkey = disk.source_key(tag, sys.modules[__name__], theory_mod, operators)
+    dkey = disk.source_key(tag, sys.modules[__name__], theory_mod, operators, assembly)
     hit = disk.load(dkey)
     if isinstance(hit, Theorems):
         return hit

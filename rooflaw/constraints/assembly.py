@@ -1,0 +1,440 @@
+"""The one assembly: operators become latency, memory and energy -- for every backend.
+
+Everything that turns the per-operator FLOPs and bytes of :mod:`.operators` into costs is defined here,
+once, as sympy expressions; the backends only evaluate them:
+
+- numpy (bulk, :mod:`.compile` + :mod:`.roofline`): lambdified, cached, evaluated on candidate tables;
+- sympy (closed form, :mod:`.theory`): the ``paper`` preset's totals in the paper's variables;
+- posynomial (GP, :mod:`.posynomial`): the ``full`` preset's parts with a posynomial expert-coverage stand-in.
+
+What is defined here: the preset registry (:data:`PRESETS`); the phases (prefill; decode step t with context
+S_in + t, and for sliding-window layers min(S_in + t, W), so their decode cost is affine in t on two step
+ranges split where the window fills); the placement of each operator in its layers (:func:`place`); the
+roof each operator runs on and the efficiencies (:func:`rates`); the time of a part (max(compute, memory)
+plus the per-launch overhead, or the theory-mode bound); the sums over layers and steps (:func:`totals`);
+energy (:func:`energy_coefficients`); the mapping to the paper's variables (:func:`paper_variable_map`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import sympy as sp
+
+from . import operators as O
+from .symbols import ARCH, STACK, B, C, S_in, S_out, Sq, T, sym, t
+
+#: Compute roofs (an op on roof ``memory`` only moves data).
+ROOF_CLASSES = ("linear", "attention", "vector")
+#: Share of the dynamic power attributed to compute (the rest to memory traffic) when a device
+#: gives only idle and peak power: E = P_idle·T + (P_peak − P_idle)·(w·Σ F/π + (1 − w)·Σ bytes/β).
+COMPUTE_POWER_SHARE = 0.5
+#: Inverse roofs (s/FLOP) per compute class, inverse bandwidth (s/byte), per-launch overhead (s).
+INV_ROOF = {c: sym(f"inv_{c}") for c in ROOF_CLASSES}
+INV_BETA = sym("inv_beta")
+OVERHEAD = sym("kernel_overhead")
+nonzero = O._nonzero  # 1 where x > 0 (an unevaluated function, numpy: sign)
+
+
+# ---- presets -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Preset:
+    """A named cost model: its operators and memory terms, and how each phase is bounded.
+
+    ``theory``: prefill compute-bound, decode memory-bound, no efficiency factors in the paper sense and
+    no launch overhead (the paper's §5 / App. E). ``memory``: the terms counted in ``memory_bytes``
+    (``weights``, ``kv``, ``act``). ``kinds``: whether layer kinds (sliding window, MLA, mixers) are modelled.
+    """
+
+    name: str
+    ops: tuple[O.Op, ...]
+    weights: Callable[..., sp.Expr]
+    kv_cache: Callable[..., sp.Expr]
+    activations: Callable[..., sp.Expr]
+    memory: tuple[str, ...] = ("weights", "kv", "act")
+    theory: bool = False
+    kinds: bool = True
+
+
+def _zero(*_: Any) -> sp.Expr:
+    return sp.Integer(0)
+
+
+PRESETS: dict[str, Preset] = {
+    "full": Preset("full", O.FULL_OPS, O.weight_bytes_expr, O.kv_cache_bytes_expr, O.activation_bytes_expr),
+    "paper": Preset(
+        "paper",
+        O.PAPER_OPS,
+        lambda cols=None: O.paper_weight_bytes_expr(),
+        lambda S, kinds=frozenset(): O.paper_kv_cache_bytes_expr(S),
+        _zero,
+        memory=("weights",),
+        theory=True,
+        kinds=False,
+    ),
+}
+
+
+def register_preset(preset: Preset) -> None:
+    """Add a preset (e.g. ``paper-ops``): one call, every backend sees it."""
+    PRESETS[preset.name] = preset
+
+
+def get_preset(name: str) -> Preset:
+    from ..errors import bad
+
+    if name not in PRESETS:
+        raise bad("preset", name, f"must be one of {', '.join(PRESETS)}")
+    return PRESETS[name]
+
+
+# ---- uniform stacks ----------------------------------------------------------------------------
+def uniform_subs() -> dict[sp.Symbol, sp.Expr]:
+    """A one-block stack: every layer has GQA attention and the main FFN, no other kind."""
+    out: dict[sp.Symbol, sp.Expr] = {s: sp.Integer(0) for s in STACK.values()}
+    out[STACK["attn_layers"]] = ARCH["layers"]
+    out[STACK["ffn_layers"]] = ARCH["layers"]
+    return out
+
+
+def count_symbol(name: str) -> sp.Expr:
+    return ARCH["layers"] if name == "layers" else STACK[name]
+
+
+# ---- phases ------------------------------------------------------------------------------------
+def _cover(expr: sp.Expr, cover: sp.Expr | None) -> sp.Expr:
+    return sp.sympify(expr).xreplace({O.experts_touched: O.EXPERTS_TOUCHED if cover is None else cover})
+
+
+def prefill(expr: sp.Expr, cover: sp.Expr | None = None, window: sp.Expr | None = None) -> sp.Expr:
+    """The prefill phase: T = B·S_in tokens, query length S_in, context S_in (min(S_in, window) if windowed)."""
+    ctx = S_in if window is None else sp.Min(S_in, window)
+    return _cover(expr, cover).subs({T: B * S_in, Sq: S_in, C: ctx}, simultaneous=True)
+
+
+def decode_step(expr: sp.Expr, cover: sp.Expr | None = None, context: sp.Expr | None = None) -> sp.Expr:
+    """Decode step t: T = B, query length 1, context S_in + t (or ``context``)."""
+    return _cover(expr, cover).subs({T: B, Sq: 1, C: S_in + t if context is None else context}, simultaneous=True)
+
+
+def affine_in_t(expr: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
+    """Split ``expr`` = e0 + e1·t (exactly; raises if it is not affine in the step index t)."""
+    e1 = sp.expand(sp.diff(expr, t))
+    if sp.expand(sp.diff(e1, t)) != 0:
+        raise AssertionError(f"decode cost is not affine in t: {expr}")
+    return expr.subs(t, 0), e1
+
+
+def steps_sum(e0: sp.Expr, e1: sp.Expr, n: sp.Expr) -> sp.Expr:
+    """Σ_{t=1..n} (e0 + e1·t)."""
+    return n * e0 + e1 * n * (n + 1) / 2
+
+
+# ---- placement -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Segment:
+    """Decode steps t = 1..steps of one part, each costing f0 + f1·t FLOPs and b0 + b1·t bytes."""
+
+    steps: sp.Expr
+    f0: sp.Expr
+    f1: sp.Expr
+    b0: sp.Expr
+    b1: sp.Expr
+
+    @property
+    def constant(self) -> bool:
+        return self.f1 == 0 and self.b1 == 0
+
+
+@dataclass(frozen=True)
+class Part:
+    """One operator placed in its layers: ``count`` layers (1 for a model-level op), phase costs per layer."""
+
+    name: str
+    op: O.Op
+    count: sp.Expr
+    pre_flops: sp.Expr
+    pre_bytes: sp.Expr
+    decode: tuple[Segment, ...]
+    gemm_pre: tuple[sp.Expr, ...] | None = None
+    gemm_dec: tuple[sp.Expr, ...] | None = None
+
+    @property
+    def roof(self) -> str:
+        return self.op.roof
+
+    @property
+    def scope(self) -> str:
+        return self.op.scope
+
+    @property
+    def dec_flops(self) -> sp.Expr:
+        return sum((steps_sum(s.f0, s.f1, s.steps) for s in self.decode), sp.Integer(0))
+
+    @property
+    def dec_bytes(self) -> sp.Expr:
+        return sum((steps_sum(s.b0, s.b1, s.steps) for s in self.decode), sp.Integer(0))
+
+
+def _segments(op: O.Op, cover: sp.Expr | None, window: sp.Expr | None) -> tuple[Segment, ...]:
+    def seg(steps, ctx=None):
+        f0, f1 = affine_in_t(decode_step(op.flops, cover, ctx))
+        b0, b1 = affine_in_t(decode_step(op.bytes, cover, ctx))
+        return Segment(steps, f0, f1, b0, b1)
+
+    if window is None:
+        return (seg(S_out),)
+    filling = sp.Min(sp.Max(window - S_in, 0), S_out)  # steps before the window is full
+    return seg(filling), seg(S_out - filling, window)
+
+
+def _part(op, name, count, cover_pre, cover_dec, window=None) -> Part:
+    g_pre = g_dec = None
+    if op.gemm is not None:
+        g_pre = tuple(prefill(e, cover_pre, window) for e in op.gemm)
+        g_dec = tuple(decode_step(e, cover_dec) for e in op.gemm)
+    return Part(
+        name, op, count, prefill(op.flops, cover_pre, window), prefill(op.bytes, cover_pre, window),
+        _segments(op, cover_dec, window), g_pre, g_dec,
+    )  # fmt: skip
+
+
+def place(
+    preset: str,
+    kinds: frozenset[str] = frozenset(),
+    cover_pre: sp.Expr | None = None,
+    cover_dec: sp.Expr | None = None,
+) -> list[Part]:
+    """The operators of ``preset`` placed in their layers for a stack with layer ``kinds``.
+
+    A uniform stack (no kinds) counts every layer op in ``layers`` layers. With ``local`` layers the
+    context-dependent GQA attention ops split into a global part and a sliding-window part (context
+    min(C, window)); each other kind adds its ops (:data:`operators.KIND_OPS`). ``cover_*`` replace the
+    expected distinct experts (default: E·(1 − (1 − K/E)^T)).
+    """
+    pr = PRESETS[preset]
+    ops = list(pr.ops)
+    if pr.kinds:
+        for k in sorted(kinds):
+            ops += O.KIND_OPS[k]
+    parts = []
+    for op in ops:
+        if op.scope == "model":
+            parts.append(_part(op, op.name, sp.Integer(1), cover_pre, cover_dec))
+            continue
+        count = count_symbol(op.count)
+        if not kinds:
+            count = count.xreplace(uniform_subs())
+        windowed = "local" in kinds and op.count == "attn_layers" and C in (op.flops + op.bytes).free_symbols
+        if windowed:
+            local = STACK["local_layers"]
+            parts.append(_part(op, op.name, count - local, cover_pre, cover_dec))
+            parts.append(_part(op, f"{op.name}_local", local, cover_pre, cover_dec, STACK["window"]))
+        else:
+            parts.append(_part(op, op.name, count, cover_pre, cover_dec))
+    return parts
+
+
+# ---- time of a part ----------------------------------------------------------------------------
+def part_times(part: Part, ipi_pre: sp.Expr, ipi_dec: sp.Expr, theory: bool) -> dict[str, Any]:
+    """Seconds of one layer's worth of ``part``: ``pre`` (prefill), ``dec`` (all step-constant decode
+    segments), ``varying`` [(steps, a0, a1, b0, b1)] whose Σ_t max(a0 + a1·t, b0 + b1·t) the backend sums
+    exactly, and the compute/memory times of prefill (``tc``, ``tm``) for the bound label.
+
+    Roofline: max(FLOPs·ipi, bytes·inv_beta) + one launch overhead per pass for an op that does work.
+    Theory mode: prefill FLOPs·ipi, decode bytes·inv_beta, no overhead.
+    """
+    F, By = part.pre_flops, part.pre_bytes
+    tc, tm = F * ipi_pre, By * INV_BETA
+    if theory:
+        dec = sum((steps_sum(s.b0, s.b1, s.steps) for s in part.decode), sp.Integer(0)) * INV_BETA
+        return {"pre": tc, "dec": dec, "varying": [], "tc": tc, "tm": tm, "launch": sp.Integer(0)}
+    launch = OVERHEAD * nonzero(F + By)
+    dec = sp.Integer(0)
+    varying = []
+    for s in part.decode:
+        if s.constant:
+            dec += s.steps * (sp.Max(s.f0 * ipi_dec, s.b0 * INV_BETA) + launch)
+        else:
+            varying.append((s.steps, s.f0 * ipi_dec, s.f1 * ipi_dec, s.b0 * INV_BETA, s.b1 * INV_BETA))
+            dec += s.steps * launch
+    return {"pre": sp.Max(tc, tm) + launch, "dec": dec, "varying": varying, "tc": tc, "tm": tm, "launch": launch}
+
+
+def inv_roof(roof: str) -> sp.Expr:
+    return INV_ROOF.get(roof, sp.Integer(0))
+
+
+# ---- totals --------------------------------------------------------------------------------------
+@dataclass
+class Totals:
+    """Symbolic totals over layers and steps (FLOPs per roof class, bytes, memory terms, launches)."""
+
+    flops_pre: dict[str, sp.Expr] = field(default_factory=dict)
+    flops_dec: dict[str, sp.Expr] = field(default_factory=dict)
+    bytes_pre: sp.Expr = sp.Integer(0)
+    bytes_dec: sp.Expr = sp.Integer(0)
+    weights: sp.Expr = sp.Integer(0)
+    kv: sp.Expr = sp.Integer(0)
+    act: sp.Expr = sp.Integer(0)
+    params_total: sp.Expr = sp.Integer(0)
+    params_active: sp.Expr = sp.Integer(0)
+    launches: sp.Expr = sp.Integer(0)  # kernels per pass
+
+    def as_list(self) -> list[sp.Expr]:
+        return [self.weights, self.kv, self.act, self.params_total, self.params_active,
+                *(self.flops_pre[c] for c in ROOF_CLASSES), *(self.flops_dec[c] for c in ROOF_CLASSES),
+                self.bytes_pre, self.bytes_dec, self.launches]  # fmt: skip
+
+
+TOTAL_KEYS = ("weights", "kv", "act", "params_total", "params_active", "fpre_linear", "fpre_attention",
+              "fpre_vector", "fdec_linear", "fdec_attention", "fdec_vector", "bytes_pre", "bytes_dec",
+              "launches")  # fmt: skip
+
+
+def stack_columns(kinds: frozenset[str]) -> dict[str, sp.Expr]:
+    """The architecture symbols a ``kinds`` stack is written over (uniform: without the stack columns)."""
+    return {**ARCH, **STACK} if kinds else dict(ARCH)
+
+
+def totals(preset: str, parts: list[Part], kinds: frozenset[str] = frozenset()) -> Totals:
+    from ..arch.architecture import param_counts
+
+    pr = PRESETS[preset]
+    out = Totals({c: sp.Integer(0) for c in ROOF_CLASSES}, {c: sp.Integer(0) for c in ROOF_CLASSES})
+    for p in parts:
+        if p.roof in ROOF_CLASSES:
+            out.flops_pre[p.roof] += p.count * p.pre_flops
+            out.flops_dec[p.roof] += p.count * p.dec_flops
+        out.bytes_pre += p.count * p.pre_bytes
+        out.bytes_dec += p.count * p.dec_bytes
+        if not pr.theory:
+            out.launches += p.count * nonzero(p.pre_flops + p.pre_bytes)
+    cols = stack_columns(kinds if pr.kinds else frozenset())
+    counts = param_counts(cols)
+    out.weights = pr.weights(cols) if pr.name == "full" else pr.weights()
+    out.kv = pr.kv_cache(S_in + S_out, kinds if pr.kinds else frozenset())
+    out.act = pr.activations(S_in, kinds if pr.kinds else frozenset())
+    out.params_total, out.params_active = counts["total"], counts["active"]
+    return out
+
+
+def memory_expr(preset: str, tot: Totals) -> sp.Expr:
+    """``memory_bytes``: the preset's memory terms."""
+    return sum((getattr(tot, k) for k in PRESETS[preset].memory), sp.Integer(0))
+
+
+# ---- device rates and energy ----------------------------------------------------------------------
+def roof(op_roof: str, device: Any, precision: Any) -> tuple[str, float]:
+    """(dtype, peak FLOP/s) an op runs on: linear layers on the (activation, weight) pair's roof, QKᵀ and ·V
+    on the (activation, KV) pair's, vector ops on the FP32 vector roof; memory ops have none (inf)."""
+    if op_roof == "linear":
+        return device.roof(precision.linear_dtype)
+    if op_roof == "attention":
+        return device.roof(precision.attention_dtype)
+    if op_roof == "vector":
+        return "fp32", device.vector_flops
+    return "-", float("inf")
+
+
+@dataclass(frozen=True)
+class Rates:
+    """Raw peaks and the efficiency-derated inverse rates the time expressions take."""
+
+    raw: dict[str, float]  # FLOP/s per compute class
+    raw_beta: float  # bytes/s
+    inv: dict[str, float]  # s/FLOP per class, derated by compute_efficiency
+    inv_beta: float  # s/byte, derated by memory_efficiency
+    overhead: float  # s per kernel launch
+
+
+def rates(device: Any, precision: Any) -> Rates:
+    raw = {c: float(roof(c, device, precision)[1]) for c in ROOF_CLASSES}
+    ce = device.compute_efficiency
+    return Rates(
+        raw, float(device.memory_bandwidth), {c: 1.0 / (raw[c] * ce) for c in ROOF_CLASSES},
+        1.0 / (device.memory_bandwidth * device.memory_efficiency), float(device.kernel_overhead or 0.0),
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class EnergyCoefficients:
+    """E = p_idle·seconds + Σ_class per_flop[class]·FLOPs + per_byte·bytes (J); ``None`` when unknown."""
+
+    p_idle: float
+    per_flop: dict[str, float]
+    per_byte: float
+
+
+def energy_coefficients(device: Any, precision: Any) -> EnergyCoefficients | None:
+    """Per-FLOP/per-byte energies of a device: given (``energy_per_flop``/``_byte``), or from idle and peak
+    power: the dynamic power split COMPUTE_POWER_SHARE to compute at the raw roofs, the rest to memory."""
+    idle = float(device.power_idle or 0.0)
+    if device.energy_per_flop is not None and device.energy_per_byte is not None:
+        ef = float(device.energy_per_flop)
+        return EnergyCoefficients(idle, {c: ef for c in ROOF_CLASSES}, float(device.energy_per_byte))
+    if device.power_peak is None:
+        return None
+    r = rates(device, precision)
+    dyn = float(device.power_peak) - idle
+    per_flop = {c: dyn * COMPUTE_POWER_SHARE / r.raw[c] for c in ROOF_CLASSES}
+    return EnergyCoefficients(idle, per_flop, dyn * (1 - COMPUTE_POWER_SHARE) / r.raw_beta)
+
+
+def energy(coef: EnergyCoefficients | None, seconds: Any, flops: Mapping[str, Any], nbytes: Any) -> Any:
+    """Energy (J) of ``seconds`` of runtime doing ``flops`` per class and moving ``nbytes`` (any backend's
+    numbers: floats, arrays, sympy expressions)."""
+    if coef is None:
+        return seconds * float("nan")
+    out = coef.p_idle * seconds + coef.per_byte * nbytes
+    for c in ROOF_CLASSES:
+        out = out + coef.per_flop[c] * flops[c]
+    return out
+
+
+# ---- the paper's variables -----------------------------------------------------------------------
+PAPER_VARS = ("l", "d", "r", "rho", "gqa")
+
+
+def paper_variable_map(head_dim: sp.Expr | None = None, top_k: sp.Expr | None = None) -> dict[sp.Symbol, sp.Expr]:
+    """Architecture symbols in the paper's (l, d, r, ρ, gqa): layers = l, d_model = d, kv_heads = heads/gqa,
+    ffn = r·d/K, experts = K/ρ. With ``head_dim`` fixed, heads = d/head_dim (so kv_heads = d/(head_dim·gqa));
+    with ``top_k`` given, K is that expression (else the top_k symbol stays)."""
+    l, d, r, rho, gqa = (sym(v) for v in PAPER_VARS)
+    a = ARCH
+    K = a["top_k"] if top_k is None else top_k
+    out: dict[sp.Symbol, sp.Expr] = {a["layers"]: l, a["d_model"]: d, a["ffn"]: r * d / K, a["experts"]: K / rho}
+    if head_dim is None:
+        out[a["kv_heads"]] = a["heads"] / gqa
+    else:
+        out.update({a["heads"]: d / head_dim, a["kv_heads"]: d / (head_dim * gqa), a["head_dim"]: head_dim})
+    if top_k is not None:
+        out[a["top_k"]] = top_k
+    return out
+
+
+def to_paper_variables(expr: sp.Expr) -> sp.Expr:
+    """Rewrite an expression over architecture symbols in the paper's (l, d, r, ρ, gqa)."""
+    return sp.simplify(sp.sympify(expr).subs(paper_variable_map(), simultaneous=True))
+
+
+__all__ = [
+    "COMPUTE_POWER_SHARE",
+    "PRESETS",
+    "Part",
+    "Preset",
+    "Segment",
+    "affine_in_t",
+    "decode_step",
+    "energy",
+    "energy_coefficients",
+    "paper_variable_map",
+    "place",
+    "prefill",
+    "rates",
+    "register_preset",
+    "to_paper_variables",
+    "totals",
+]
