@@ -12,6 +12,7 @@ numba is optional (``pip install rooflaw[fast]``): :func:`available` says whethe
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib.util
 import inspect
@@ -36,11 +37,8 @@ OUTPUTS = (
     "decode_bytes", "weight_bytes", "kv_cache_bytes", "activation_bytes", "memory_bytes", "energy_j",
     "params_total", "params_active",
 )  # fmt: skip
-#: Device/workload scalars every kernel takes after the cost-model arguments, in order.
-PARAMS = (
-    "inv_linear", "inv_attention", "inv_vector", "inv_beta", "p_ko", "p_sout", "p_mode", "p_eflop", "p_ebyte",
-    "p_dyn", "p_share", "p_mshare", "p_idle", "p_rlin", "p_ratt", "p_rvec", "p_bw",
-)  # fmt: skip
+#: Device/workload scalars every kernel takes (energy coefficients of :func:`assembly.energy_coefficients`).
+PARAMS = ("p_sout", "p_emode", "p_idle", "p_ebyte", "p_ef_linear", "p_ef_attention", "p_ef_vector")
 #: Tables smaller than this stay on numpy under ``backend="auto"`` (the kernel's fixed call cost dominates).
 AUTO_MIN_ROWS = 100_000
 BACKENDS = ("auto", "numpy", "numba")
@@ -70,9 +68,14 @@ def resolve(backend: str, rows: int) -> str:
 @dataclass(frozen=True)
 class Kernels:
     module: ModuleType
-    args: tuple[str, ...]  # cost-model argument names (roofline.ARG_NAMES order)
+    args: tuple[str, ...]  # arguments of the compiled ``fast`` function, in order
+    per_row: tuple[str, ...]  # of which architecture/stack columns (one value per candidate)
+    scalars: tuple[str, ...]  # of which workload, precision and rate scalars (one value per call)
+    fixed: tuple[str, ...]  # per-row columns the scan kernel takes as constants (not decoded from the index)
     law_vars: tuple[str, ...]
     key: str
+    preset: str
+    kinds: frozenset[str]
 
     @property
     def rows(self):
@@ -110,65 +113,46 @@ def source_of(fn: Any) -> str:
     return src if isinstance(src, str) else inspect.getsource(fn)
 
 
-def _source(preset: str, law: Any) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
-    from .compile import compile_preset
-
-    comp = compile_preset(preset)
-    fast_src = source_of(comp.fast)
+def _source(preset: str, law: Any, kinds: frozenset[str]) -> tuple[str, Kernels]:
     import ast
 
-    fn_args = [a.arg for a in ast.parse(fast_src).body[0].args.args]  # type: ignore[attr-defined]
-    cost_args = tuple(a for a in fn_args if a not in PARAMS[:4])
-    names = {a: f"c_{a}" for a in cost_args} | {a: a for a in PARAMS[:4]}
-    cost = scalarize(fast_src, names, "t_")
-    nvar = len(comp.varying)
-    if len(cost.outputs) != 4 + 4 * nvar + 15:
-        raise Unsupported(f"unexpected output count {len(cost.outputs)}")
-    lines = [f"    {s}" for s in cost.body]
-    lines += [f"    v{i} = {e}" for i, e in enumerate(cost.outputs)]
-    lines += ["    pre_l = v0", "    pre_m = v1", "    dec_l = v2", "    dec_m = v3"]
-    for j, i in enumerate(comp.varying):
-        tgt = "dec_l" if comp.ops[i].scope == "layer" else "dec_m"
-        a = 4 + 4 * j
-        lines.append(f"    {tgt} = {tgt} + _sma(v{a}, v{a + 1}, v{a + 2}, v{a + 3}, p_sout)")
-    t = [f"v{4 + 4 * nvar + k}" for k in range(15)]
-    weights, kv, act, p_total, p_active, fpl, fpa, fpv, fdl, fda, fdv, bpre, bdec = t[:13]
-    full = preset == "full"
-    lines += [
-        "    pre_t = c_layers * pre_l + pre_m",
-        "    dec_t = c_layers * dec_l + dec_m",
-    ]
-    if full:
-        lines += [
-            "    if p_ko != 0.0:",
-            f"        launches = c_layers * {t[-2]} + {t[-1]}",
-            "        pre_t = pre_t + p_ko * launches",
-            "        dec_t = dec_t + (p_ko * p_sout) * launches",
-        ]
-    lines += [
-        f"    memory = {weights} + ({kv} + {act})" if full else f"    memory = {weights} + 0.0",
-        "    total = pre_t + dec_t",
-        f"    flops_pre = {fpl} + {fpa} + {fpv}",
-        f"    flops_dec = {fdl} + {fda} + {fdv}",
-        "    if p_mode == 1.0:",
-        f"        dyn = p_eflop * (flops_pre + flops_dec) + p_ebyte * ({bpre} + {bdec})",
-        "    elif p_mode == 2.0:",
-        f"        busy_c = ({fpl} + {fdl}) / p_rlin + ({fpa} + {fda}) / p_ratt + ({fpv} + {fdv}) / p_rvec",
-        f"        busy_m = ({bpre} + {bdec}) / p_bw",
-        "        dyn = p_dyn * (p_share * busy_c + p_mshare * busy_m)",
-        "    else:",
-        "        dyn = np.nan",
-        "    energy = p_idle * total + dyn",
-    ]
-    outs = ("pre_t", "dec_t", "pre_t", "dec_t / p_sout", "total", "flops_pre", "flops_dec", bpre, bdec, weights, kv,
-            act, "memory", "energy", p_total, p_active)  # fmt: skip
-    lines += [f"    o{k} = {e}" for k, e in enumerate(outs)]
-    # the point code is pasted into each loop (one function: loop-invariant work is hoisted by LLVM)
-    body = [ln[4:] for ln in lines]
-    from ..arch.architecture import COLUMNS
+    from ..arch.architecture import COLUMNS, STACK_COLUMNS
+    from . import assembly as A
+    from .compile import compile_preset
 
-    per_row = [a for a in cost_args if a in COLUMNS]  # architecture columns: one value per candidate
-    scalars = [a for a in cost_args if a not in COLUMNS]  # workload and precision: one value per call
+    pr = A.get_preset(preset)
+    comp = compile_preset(preset, kinds)
+    fast_src = source_of(comp.fast)
+    fn_args = tuple(a.arg for a in ast.parse(fast_src).body[0].args.args)  # type: ignore[attr-defined]
+    per_row = tuple(a for a in fn_args if a in COLUMNS or a in STACK_COLUMNS)
+    scalars = tuple(a for a in fn_args if a not in per_row)
+    cost = scalarize(fast_src, {a: f"c_{a}" for a in fn_args}, "t_")
+    nseg = sum(comp.n_varying)
+    if len(cost.outputs) != 2 + 6 * nseg + len(A.TOTAL_KEYS):
+        raise Unsupported(f"unexpected output count {len(cost.outputs)}")
+    # the epilogue of roofline._evaluate_chunk / _finish, in the same operation order
+    lines = list(cost.body) + [f"v{i} = {e}" for i, e in enumerate(cost.outputs)]
+    lines += ["pre_t = v0", "dec_t = v1"]
+    for j in range(nseg):
+        k = 2 + 6 * j
+        lines.append(f"dec_t = dec_t + v{k} * _sma(v{k + 2}, v{k + 3}, v{k + 4}, v{k + 5}, v{k + 1})")
+    t = {key: f"v{2 + 6 * nseg + i}" for i, key in enumerate(A.TOTAL_KEYS)}
+    fl = {c: f"({t['fpre_' + c]} + {t['fdec_' + c]})" for c in A.ROOF_CLASSES}
+    lines += [
+        "memory = " + " + ".join(["0.0", *(t[m] for m in pr.memory)]),
+        "total = pre_t + dec_t",
+        "if p_emode == 0.0:",
+        "    energy = total * np.nan",
+        "else:",
+        f"    energy = p_idle * total + p_ebyte * ({t['bytes_pre']} + {t['bytes_dec']})",
+        *(f"    energy = energy + p_ef_{c} * {fl[c]}" for c in A.ROOF_CLASSES),
+    ]
+    outs = ("pre_t", "dec_t", "pre_t", "dec_t / p_sout", "total",
+            f"{t['fpre_linear']} + {t['fpre_attention']} + {t['fpre_vector']}",
+            f"{t['fdec_linear']} + {t['fdec_attention']} + {t['fdec_vector']}", t["bytes_pre"], t["bytes_dec"],
+            t["weights"], t["kv"], t["act"], "memory", "energy", t["params_total"], t["params_active"])  # fmt: skip
+    body = lines + [f"o{k} = {e}" for k, e in enumerate(outs)]  # pasted into each loop: one function, so
+    # loop-invariant work (everything over workload and device scalars) is hoisted by LLVM
     rows = [
         "@njit(**_JK)",
         "def rows(x, s, w, p, out):",
@@ -194,45 +178,45 @@ def _source(preset: str, law: Any) -> tuple[str, tuple[str, ...], tuple[str, ...
         *rows,
     ]
     law_vars: tuple[str, ...] = ()
+    fixed = tuple(a for a in per_row if a not in _DECODE)
     if law is not None:
         law_vars = tuple(law.variables)
         inputs = _law_inputs()
         unknown = [v for v in law_vars if v not in inputs]
         if unknown:
             raise Unsupported(f"law variable(s) {unknown}")
-        lsrc = source_of(law._fn)
-        lz = scalarize(lsrc, {v: f"l_{v}" for v in law_vars}, "u_")
+        lz = scalarize(source_of(law._fn), {v: f"l_{v}" for v in law_vars}, "u_")
         loss = [f"l_{v} = {inputs[v]}" for v in law_vars] + lz.body + [f"loss = {lz.outputs[0]}"]
-        src += ["", _scan_source(cost_args, body, loss, cost.init + lz.init)]
-    return "\n".join(src) + "\n", cost_args, law_vars
+        src += ["", _scan_source(per_row, scalars, fixed, body, loss, cost.init + lz.init)]
+    return "\n".join(src) + "\n", Kernels(
+        None, fn_args, per_row, scalars, fixed, law_vars, "", preset, kinds  # type: ignore[arg-type]
+    )
 
 
-def _scan_source(cost_args: tuple[str, ...], body: list[str], loss: list[str], init: list[str]) -> str:
+def _scan_source(per_row, scalars, fixed, body: list[str], loss: list[str], init: list[str]) -> str:
     from .scan_source import SCAN
 
-    fixed = [f"c_{a} = fx[{_FIXED.index(a)}]" for a in cost_args if a not in _DECODE] + init
-    fixed = "\n".join(f"    {ln}" for ln in fixed)
-    point = [f"c_{a} = {_DECODE[a]}" for a in cost_args if a in _DECODE] + body + loss
+    pre = [f"c_{a} = w[{k}]" for k, a in enumerate(scalars)] + [f"c_{a} = fx[{k}]" for k, a in enumerate(fixed)]
+    point = [f"c_{a} = {_DECODE[a]}" for a in _DECODE if a in per_row] + body + loss
     point += [f"v[{k}] = o{k}" for k in range(len(OUTPUTS))] + ["v[16] = loss"]
     return (
-        SCAN.replace("{FIXED}", fixed)
+        SCAN.replace("{FIXED}", "\n".join(f"    {ln}" for ln in pre + init))
         .replace("{POINT}", "\n".join(" " * 12 + ln for ln in point))
         .replace("{PARAMS}", ", ".join(PARAMS))
         .replace("{P}", ", ".join(f"p[{k}]" for k in range(len(PARAMS))))
     )
 
 
-#: How the scan kernel decodes a flat index into columns (mirrors ``Space.columns_at``): iv fastest, then
-#: layers, then (experts, top_k), then the width row (d_model, head_dim, heads, kv_heads, ffn).
+#: How the scan kernel decodes a flat index into columns (mirrors ``Space.columns_at`` and the uniform-stack
+#: defaults of ``roofline.complete_columns``): iv fastest, then layers, then (experts, top_k), then the width row
+#: (d_model, head_dim, heads, kv_heads, ffn). Derived entries come after the columns they use.
 _DECODE = {
     "layers": "float(TL[il])", "d_model": "float(TW[iw, 0])", "head_dim": "float(TW[iw, 1])",
     "heads": "float(TW[iw, 2])", "kv_heads": "float(TW[iw, 3])", "ffn": "float(TW[iw, 4])",
     "shared_ffn": "float(TW[iw, 4])", "experts": "float(TM[im, 0])", "top_k": "float(TM[im, 1])",
     "moe": "1.0 if TM[im, 0] > 1 else 0.0", "vocab": "float(TV[iv, 0])", "tied": "float(TV[iv, 1])",
+    "attn_layers": "c_layers - c_mla_layers - c_mixer_layers", "ffn_layers": "c_layers - c_dense_layers",
 }  # fmt: skip
-#: Columns the scan takes as constants (from the space's fixed values, else 0), in this order.
-_FIXED = ("shared_experts", "gated", "qkv_bias", "layernorm", "qk_norm_size", "norms_per_layer", "shared_gate",
-          "qk_norm_on", "B", "S_in", "S_out", "unfused", "b_w", "b_a", "b_kv", "b_v")  # fmt: skip
 
 
 # ---- loading (disk cache) ----------------------------------------------------------------------------------------
@@ -253,20 +237,22 @@ def _kernel_dir() -> Path:
     return d / "numba"
 
 
-def kernels(preset: str, law: Any = None) -> Kernels:
-    """The generated kernels for ``preset`` (and ``law``, for the frontier scan), compiled or loaded from disk."""
+def kernels(preset: str, law: Any = None, kinds: frozenset[str] = frozenset()) -> Kernels:
+    """The generated kernels for ``preset`` and layer ``kinds`` (and ``law``, for the frontier scan), compiled or
+    loaded from disk."""
     t0 = time.perf_counter()
     import numba  # noqa: F401 - fails early with ImportError when the extra is missing
 
-    TIMINGS.setdefault("import_numba_s", time.perf_counter() - t0)
     from .compile import compile_preset
 
-    memo = (preset, source_of(compile_preset(preset).fast), None if law is None else source_of(law._fn))
+    TIMINGS.setdefault("import_numba_s", time.perf_counter() - t0)
+    fast = source_of(compile_preset(preset, kinds).fast)
+    memo = (preset, kinds, fast, None if law is None else source_of(law._fn))
     hit = _MEMO.get(memo)
     if hit is not None:
         return hit
     t1 = time.perf_counter()
-    src, args, law_vars = _source(preset, law)
+    src, meta = _source(preset, law, kinds)
     key = _key(src)
     TIMINGS["generate_s"] = time.perf_counter() - t1
     with _LOCK:
@@ -287,31 +273,34 @@ def kernels(preset: str, law: Any = None) -> Kernels:
             sys.modules[name] = mod
             spec.loader.exec_module(mod)
             _LOADED[key] = mod
-    _MEMO[memo] = Kernels(mod, args, law_vars, key)
+    _MEMO[memo] = dataclasses.replace(meta, module=mod, key=key)
     return _MEMO[memo]
 
 
 # ---- driving the row kernel ----------------------------------------------------------------------------------------
 def params(device: Any, workload: Any, precision: Any) -> np.ndarray:
-    """The :data:`PARAMS` vector for one device/workload/precision, computed as :mod:`.roofline` computes them."""
-    from .roofline import COMPUTE_POWER_SHARE, _roofs_by_class
+    """The :data:`PARAMS` vector for one device/workload/precision (the assembly's energy coefficients)."""
+    from . import assembly as A
 
-    r = _roofs_by_class(device, precision)
-    ce = device.compute_efficiency
-    if device.energy_per_flop is not None and device.energy_per_byte is not None:
-        mode = 1.0
-    elif device.power_peak is not None:
-        mode = 2.0
-    else:
-        mode = 0.0
-    idle = device.power_idle or 0.0
-    return np.array([
-        1 / (r["linear"] * ce), 1 / (r["attention"] * ce), 1 / (r["vector"] * ce),
-        1.0 / (device.memory_bandwidth * device.memory_efficiency), float(device.kernel_overhead or 0.0),
-        float(workload.output_tokens), mode, device.energy_per_flop or 0.0, device.energy_per_byte or 0.0,
-        (device.power_peak or 0.0) - idle, COMPUTE_POWER_SHARE, 1 - COMPUTE_POWER_SHARE, idle,
-        r["linear"], r["attention"], r["vector"], float(device.memory_bandwidth),
-    ], dtype=np.float64)  # fmt: skip
+    coef = A.energy_coefficients(device, precision)
+    if coef is None:
+        return np.array([float(workload.output_tokens), 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
+    return np.array([float(workload.output_tokens), 1.0, coef.p_idle, coef.per_byte,
+                     *(coef.per_flop[c] for c in A.ROOF_CLASSES)], dtype=np.float64)  # fmt: skip
+
+
+def call_values(cols: dict[str, np.ndarray], device: Any, workload: Any, precision: Any, k: Kernels) -> dict:
+    """Argument name -> value of the compiled ``fast`` function, exactly as ``roofline._evaluate_chunk`` builds it."""
+    from . import assembly as A
+    from .compile import compile_preset
+    from .roofline import _args, _inverse_roofs, stack_kinds
+
+    pr = A.get_preset(k.preset)
+    comp = compile_preset(k.preset, stack_kinds(cols) if pr.kinds else frozenset())
+    rates = A.rates(device, precision)
+    args = _args(cols, workload, precision)
+    ipp, ipd = _inverse_roofs(comp, rates, device, args, len(cols["layers"]), False)
+    return dict(zip(k.args, (*args, *ipp, *ipd, rates.inv_beta, rates.overhead), strict=True))
 
 
 def _readonly(v: Any) -> tuple[np.ndarray, int]:
@@ -333,22 +322,21 @@ def evaluate_rows(
 
     If the cost model uses a construct the printer does not translate: a one-line error when ``strict``, else None.
     """
-    from .roofline import _args
+    from . import assembly as A
+    from .roofline import stack_kinds
 
     try:
-        k = kernels(preset)
+        k = kernels(preset, None, stack_kinds(cols) if A.get_preset(preset).kinds else frozenset())
     except Unsupported as e:
         if strict:
             raise RooflawError(f"backend='numba': the generated kernel cannot express this cost model ({e})") from None
         return None
     n = len(cols["layers"])
-    from ..arch.architecture import COLUMNS
-
-    vals = dict(zip(k.args, _args(cols, workload, precision), strict=True))
-    xs = [_readonly(vals[a]) for a in k.args if a in COLUMNS]
+    vals = call_values(cols, device, workload, precision, k)
+    xs = [_readonly(vals[a]) for a in k.per_row]
     x = tuple(a for a, _ in xs)
     s = np.array([st for _, st in xs], dtype=np.int64)
-    w = np.array([float(vals[a]) for a in k.args if a not in COLUMNS])
+    w = np.array([float(vals[a]) for a in k.scalars])
     out = np.empty((len(OUTPUTS), n))
     t0 = time.perf_counter()
     k.rows(x, s, w, params(device, workload, precision), out)

@@ -17,7 +17,7 @@ finite-loss points (3 slots), the least violating point's worst ratio and index,
 
 SCAN = """
 @njit(**_JK)
-def scan(pos, stop, TW, TM, TL, TV, fx, p, p_tokens, radix, obj, latc, bcol, bval, lohi, stair, out_idx, stats):
+def scan(pos, stop, TW, TM, TL, TV, fx, w, p, p_tokens, radix, obj, latc, bcol, bval, lohi, stair, out_idx, stats):
     {PARAMS} = {P}
 {FIXED}
     C = 8192

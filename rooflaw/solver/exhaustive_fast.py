@@ -29,8 +29,8 @@ REDUCE_AT = 1 << 20  # survivors held per thread before an exact intermediate fi
 _WIDTH = ("d_model", "head_dim", "heads", "kv_heads", "ffn")
 
 
-def _decode(idx: np.ndarray, tw, tm, tl, tv) -> dict[str, np.ndarray]:
-    """The kernel's index decoding, in numpy (checked against ``Space.columns_at`` before a scan)."""
+def _decode(idx: np.ndarray, tw, tm, tl, tv, fixed: dict[str, float]) -> dict[str, np.ndarray]:
+    """The kernel's index decoding (``backend_numba._DECODE``), in numpy, to check it against the space."""
     nv, nl, nm = len(tv), len(tl), len(tm)
     rest, iv = np.divmod(idx, nv)
     rest, il = np.divmod(rest, nl)
@@ -39,11 +39,17 @@ def _decode(idx: np.ndarray, tw, tm, tl, tv) -> dict[str, np.ndarray]:
     out |= {"layers": tl[il].astype(float), "shared_ffn": tw[iw, 4].astype(float)}
     out |= {"experts": tm[im, 0].astype(float), "top_k": tm[im, 1].astype(float)}
     out |= {"moe": (tm[im, 0] > 1).astype(float), "vocab": tv[iv, 0].astype(float), "tied": tv[iv, 1].astype(float)}
+    if "mla_layers" in fixed:
+        out["attn_layers"] = out["layers"] - fixed["mla_layers"] - fixed["mixer_layers"]
+        out["ffn_layers"] = out["layers"] - fixed["dense_layers"]
     return out
 
 
-def _tables(problem: Problem) -> tuple[Any, ...] | None:
-    """The space's lookup tables and constant columns, if the kernel's decoding reproduces ``columns_at``."""
+def _setup(problem: Problem) -> tuple[Any, ...] | None:
+    """Kernels, lookup tables and constants of a scan, if the kernel's decoding reproduces the numpy inputs."""
+    from ..constraints import assembly as A
+    from ..constraints.roofline import complete_columns, stack_kinds
+
     space = problem.space
     try:
         tw, tm, tl, tv = space._width, space._moe, space._layers, space._vt
@@ -55,23 +61,23 @@ def _tables(problem: Problem) -> tuple[Any, ...] | None:
     size = space.size
     rng = np.random.default_rng(1)
     idx = np.unique(np.concatenate([[0, size - 1], rng.integers(0, size, 512)]))
-    cols = space.columns_at(idx, np.float64)
-    dec = _decode(idx, tw, tm, tl, tv)
-    if any(not np.array_equal(cols[k], v) for k, v in dec.items()):
-        return None
-    from ..constraints.backend_numba import _FIXED
-    from ..constraints.roofline import _args, complete_columns
-
-    cc = complete_columns(cols)
-    vals = dict(zip(bn.kernels(problem.preset).args, _args(cc, problem.workload, problem.precision), strict=True))
-    fx = []
-    for name in _FIXED:
+    cc = complete_columns(space.columns_at(idx, np.float64))
+    kinds = stack_kinds(cc) if A.get_preset(problem.preset).kinds else frozenset()
+    k = bn.kernels(problem.preset, problem.law, kinds)
+    vals = bn.call_values(cc, problem.device, problem.workload, problem.precision, k)
+    fixed = {}
+    for name in k.fixed:
         v = np.asarray(vals[name], dtype=np.float64)
         if v.ndim and not np.all(v == v.flat[0]):
-            return None  # a column the kernel treats as constant varies in this space
-        fx.append(float(v.flat[0]))
+            return None  # a column the kernel takes as constant varies in this space
+        fixed[name] = float(v.flat[0])
+    dec = _decode(idx, tw, tm, tl, tv, fixed)
+    if any(name not in dec or not np.array_equal(dec[name], vals[name]) for name in k.per_row if name not in fixed):
+        return None
+    w = np.array([float(vals[a]) for a in k.scalars])
     tabs = [np.ascontiguousarray(t, dtype=np.int64) for t in (tw, tm, tl, tv)]
-    return (*tabs, np.array(fx), np.array([len(tv), len(tl), len(tm)], dtype=np.int64))
+    fx = np.array([fixed[a] for a in k.fixed])
+    return k, (*tabs, fx, w), np.array([len(tv), len(tl), len(tm)], dtype=np.int64)
 
 
 def _loss_range(problem: Problem) -> np.ndarray:
@@ -138,17 +144,16 @@ def run_numba(problem: Problem, objectives: tuple[str, ...], n_jobs: int | None,
         return None
     strict = backend == "numba"
     try:
-        k = bn.kernels(problem.preset, problem.law)
-        tabs = _tables(problem)
+        setup = _setup(problem)
     except bn.Unsupported as e:
         if strict:
             raise RooflawError(f"backend='numba': the generated kernel cannot express this problem ({e})") from None
         return None
-    if tabs is None:
+    if setup is None:
         if strict:
             raise RooflawError(f"backend='numba': space {problem.space.name!r} has no index tables the kernel reads")
         return None
-    tw, tm, tl, tv, fx, radix = tabs
+    k, tabs, radix = setup
     if "D" in k.law_vars and problem.tokens is None:
         return None  # the numpy path raises the law's own error message
     p = bn.params(problem.device, problem.workload, problem.precision)
@@ -178,7 +183,7 @@ def run_numba(problem: Problem, objectives: tuple[str, ...], n_jobs: int | None,
             b, pos = min(size, a + PIECE), a
             while pos < b:
                 t = _new_stats()
-                k.scan(pos, b, tw, tm, tl, tv, fx, p, tokens, radix, obj, latc, bcol, bval, lohi, stair, out, t)
+                k.scan(pos, b, *tabs, p, tokens, radix, obj, latc, bcol, bval, lohi, stair, out, t)
                 _merge(stats, t)
                 red.add(out[: int(t[14])])
                 pos = int(t[13])
