@@ -96,6 +96,30 @@ def test_identical_on_real_models_and_broadcast_columns():
     assert_identical(evaluate_columns(few, dev, backend="numpy"), evaluate_columns(few, dev, backend="numba"))
 
 
+@needs_numba
+def test_identical_on_mixed_layer_stacks():
+    """Sliding-window, MLA, constant-state mixer and first-k-dense layers in one table (every layer kind)."""
+    rng = np.random.default_rng(3)
+    n = 5000
+    cols = random_columns(rng, n)
+    L = cols["layers"]
+    mixer = rng.integers(0, 3, n) * (L // 4)
+    mla = np.where(rng.random(n) < 0.3, L - mixer, 0)
+    cols |= {
+        "mixer_layers": mixer, "mla_layers": mla, "attn_layers": L - mixer - mla,
+        "local_layers": (L - mixer - mla) // 2, "window": rng.choice([512, 4096], n),
+        "q_lora_rank": rng.choice([0, 1536], n), "kv_lora_rank": rng.choice([256, 512], n),
+        "rope_dim": 64, "v_head_dim": 128, "mixer_in": 2 * cols["d_model"], "mixer_inner": cols["d_model"],
+        "mixer_state": rng.integers(1, 64, n) * 1024, "mixer_params": rng.integers(0, 1000, n),
+        "mixer_flops": rng.integers(0, 100, n) * 1000, "dense_layers": np.minimum(L, rng.integers(0, 4, n)),
+        "dense_ffn": rng.integers(1, 300, n) * 64, "router_bias": rng.integers(0, 2, n),
+    }  # fmt: skip
+    cols["ffn_layers"] = L - cols["dense_layers"]
+    for dev in devices()[:3]:
+        w = Workload(batch=2, input_tokens=8192, output_tokens=32)
+        assert_identical(evaluate_columns(cols, dev, w, backend="numpy"), evaluate_columns(cols, dev, w, backend="numba"))
+
+
 def brute_front(prob: Problem, objectives: tuple[str, ...]) -> set[tuple]:
     """Feasible non-dominated rows by the definition (O(n²) comparisons on Problem.evaluate's numpy values)."""
     cols = {"loss": "loss", "latency": "latency_s", "memory": "memory_bytes", "energy": "energy_j"}
