@@ -113,7 +113,7 @@ def source_of(fn: Any) -> str:
     return src if isinstance(src, str) else inspect.getsource(fn)
 
 
-def _source(preset: str, law: Any, kinds: frozenset[str]) -> tuple[str, Kernels]:
+def _source(preset: str, law: Any, kinds: frozenset[str], need: tuple[int, ...]) -> tuple[str, Kernels]:
     import ast
 
     from ..arch.architecture import COLUMNS, STACK_COLUMNS
@@ -187,18 +187,19 @@ def _source(preset: str, law: Any, kinds: frozenset[str]) -> tuple[str, Kernels]
             raise Unsupported(f"law variable(s) {unknown}")
         lz = scalarize(source_of(law._fn), {v: f"l_{v}" for v in law_vars}, "u_")
         loss = [f"l_{v} = {inputs[v]}" for v in law_vars] + lz.body + [f"loss = {lz.outputs[0]}"]
-        src += ["", _scan_source(per_row, scalars, fixed, body, loss, cost.init + lz.init)]
+        src += ["", _scan_source(per_row, scalars, fixed, body, loss, cost.init + lz.init, need)]
     return "\n".join(src) + "\n", Kernels(
         None, fn_args, per_row, scalars, fixed, law_vars, "", preset, kinds  # type: ignore[arg-type]
     )
 
 
-def _scan_source(per_row, scalars, fixed, body: list[str], loss: list[str], init: list[str]) -> str:
+def _scan_source(per_row, scalars, fixed, body: list[str], loss: list[str], init: list[str], need) -> str:
     from .scan_source import SCAN
 
     pre = [f"c_{a} = w[{k}]" for k, a in enumerate(scalars)] + [f"c_{a} = fx[{k}]" for k, a in enumerate(fixed)]
     point = [f"c_{a} = {_DECODE[a]}" for a in _DECODE if a in per_row] + body + loss
-    point += [f"v[{k}] = o{k}" for k in range(len(OUTPUTS))] + ["v[16] = loss"]
+    # only the outputs the scan reads are stored: LLVM drops the arithmetic of the others
+    point += [f"v[{k}] = o{k}" for k in range(len(OUTPUTS)) if k in need] + ["v[16] = loss"]
     return (
         SCAN.replace("{FIXED}", "\n".join(f"    {ln}" for ln in pre + init))
         .replace("{POINT}", "\n".join(" " * 12 + ln for ln in point))
@@ -237,9 +238,11 @@ def _kernel_dir() -> Path:
     return d / "numba"
 
 
-def kernels(preset: str, law: Any = None, kinds: frozenset[str] = frozenset()) -> Kernels:
-    """The generated kernels for ``preset`` and layer ``kinds`` (and ``law``, for the frontier scan), compiled or
-    loaded from disk."""
+def kernels(
+    preset: str, law: Any = None, kinds: frozenset[str] = frozenset(), need: tuple[int, ...] = tuple(range(16))
+) -> Kernels:
+    """The generated kernels for ``preset`` and layer ``kinds`` (and ``law``, for the frontier scan, which stores
+    only the outputs ``need``: indices into :data:`OUTPUTS`), compiled or loaded from disk."""
     t0 = time.perf_counter()
     import numba  # noqa: F401 - fails early with ImportError when the extra is missing
 
@@ -247,12 +250,13 @@ def kernels(preset: str, law: Any = None, kinds: frozenset[str] = frozenset()) -
 
     TIMINGS.setdefault("import_numba_s", time.perf_counter() - t0)
     fast = source_of(compile_preset(preset, kinds).fast)
-    memo = (preset, kinds, fast, None if law is None else source_of(law._fn))
+    need = tuple(sorted(set(need))) if law is not None else ()
+    memo = (preset, kinds, fast, None if law is None else source_of(law._fn), need)
     hit = _MEMO.get(memo)
     if hit is not None:
         return hit
     t1 = time.perf_counter()
-    src, meta = _source(preset, law, kinds)
+    src, meta = _source(preset, law, kinds, need)
     key = _key(src)
     TIMINGS["generate_s"] = time.perf_counter() - t1
     with _LOCK:

@@ -45,7 +45,7 @@ def _decode(idx: np.ndarray, tw, tm, tl, tv, fixed: dict[str, float]) -> dict[st
     return out
 
 
-def _setup(problem: Problem) -> tuple[Any, ...] | None:
+def _setup(problem: Problem, need: tuple[int, ...]) -> tuple[Any, ...] | None:
     """Kernels, lookup tables and constants of a scan, if the kernel's decoding reproduces the numpy inputs."""
     from ..constraints import assembly as A
     from ..constraints.roofline import complete_columns, stack_kinds
@@ -63,7 +63,7 @@ def _setup(problem: Problem) -> tuple[Any, ...] | None:
     idx = np.unique(np.concatenate([[0, size - 1], rng.integers(0, size, 512)]))
     cc = complete_columns(space.columns_at(idx, np.float64))
     kinds = stack_kinds(cc) if A.get_preset(problem.preset).kinds else frozenset()
-    k = bn.kernels(problem.preset, problem.law, kinds)
+    k = bn.kernels(problem.preset, problem.law, kinds, need)
     vals = bn.call_values(cc, problem.device, problem.workload, problem.precision, k)
     fixed = {}
     for name in k.fixed:
@@ -143,8 +143,16 @@ def run_numba(problem: Problem, objectives: tuple[str, ...], n_jobs: int | None,
     if bn.resolve(backend, size) == "numpy":
         return None
     strict = backend == "numba"
+    out_code = {"loss": 16, "latency": bn.OUTPUTS.index(problem.latency_column)}
+    out_code |= {o: bn.OUTPUTS.index(c) for o, c in OBJECTIVES.items() if o not in out_code}
+    obj = np.array([out_code[o] for o in objectives], dtype=np.int64)
+    budgets = problem.budgets()
+    bcol = np.array([bn.OUTPUTS.index(c) for c, _ in budgets.values()], dtype=np.int64)
+    bval = np.array([b for _, b in budgets.values()], dtype=np.float64)
+    latc = out_code["latency"]
+    need = tuple(int(c) for c in {*obj.tolist(), *bcol.tolist(), latc} if c != 16)
     try:
-        setup = _setup(problem)
+        setup = _setup(problem, need)
     except bn.Unsupported as e:
         if strict:
             raise RooflawError(f"backend='numba': the generated kernel cannot express this problem ({e})") from None
@@ -157,13 +165,6 @@ def run_numba(problem: Problem, objectives: tuple[str, ...], n_jobs: int | None,
     if "D" in k.law_vars and problem.tokens is None:
         return None  # the numpy path raises the law's own error message
     p = bn.params(problem.device, problem.workload, problem.precision)
-    out_code = {"loss": 16, "latency": bn.OUTPUTS.index(problem.latency_column)}
-    out_code |= {o: bn.OUTPUTS.index(c) for o, c in OBJECTIVES.items() if o not in out_code}
-    obj = np.array([out_code[o] for o in objectives], dtype=np.int64)
-    budgets = problem.budgets()
-    bcol = np.array([bn.OUTPUTS.index(c) for c, _ in budgets.values()], dtype=np.int64)
-    bval = np.array([b for _, b in budgets.values()], dtype=np.float64)
-    latc = out_code["latency"]
     lohi = _loss_range(problem)
     tokens = float(problem.tokens) if problem.tokens is not None else 0.0
     ocols = tuple(OBJECTIVES[o] for o in objectives)
