@@ -117,7 +117,8 @@ def test_identical_on_mixed_layer_stacks():
     cols["ffn_layers"] = L - cols["dense_layers"]
     for dev in devices()[:3]:
         w = Workload(batch=2, input_tokens=8192, output_tokens=32)
-        assert_identical(evaluate_columns(cols, dev, w, backend="numpy"), evaluate_columns(cols, dev, w, backend="numba"))
+        a = evaluate_columns(cols, dev, w, backend="numpy")
+        assert_identical(a, evaluate_columns(cols, dev, w, backend="numba"))
 
 
 def brute_front(prob: Problem, objectives: tuple[str, ...]) -> set[tuple]:
@@ -156,9 +157,9 @@ def test_frontier_exact_against_brute_force(seed, monkeypatch):
     )
     dev = get_device(["jetson-orin-nano-8gb", "h100-sxm", "rtx-4090", "jetson-orin-nano-8gb"][seed])
     budget = [{}, {"latency_budget": 0.02}, {"memory_budget": 2e9}, {"energy_budget": 5.0}][seed]
-    prob = Problem(law="paper-2602.10377", device=dev, space=space, phase=["decode", "prefill", "total"][seed % 3],
-                   **budget)  # fmt: skip
-    for objectives in [("loss", "latency"), ("loss", "memory"), ("loss", "latency", "energy")]:
+    prob = Problem(law="paper-2602.10377", device=dev, space=space, **budget)
+    # two kernels in all (each compiles once): the scan is specialised to the outputs it reads
+    for objectives in [("loss", "latency"), ("loss", "latency", "energy")]:
         a = frontier(prob, objectives, n_jobs=2, cloud=0, backend="numba")
         b = frontier(prob, objectives, n_jobs=1, cloud=0, backend="numpy")
         assert rows(a.frontier) == brute_front(prob, objectives)

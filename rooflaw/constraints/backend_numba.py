@@ -17,6 +17,7 @@ import hashlib
 import importlib.util
 import inspect
 import os
+import re
 import sys
 import tempfile
 import threading
@@ -132,10 +133,11 @@ def _source(preset: str, law: Any, kinds: frozenset[str], need: tuple[int, ...])
         raise Unsupported(f"unexpected output count {len(cost.outputs)}")
     # the epilogue of roofline._evaluate_chunk / _finish, in the same operation order
     lines = list(cost.body) + [f"v{i} = {e}" for i, e in enumerate(cost.outputs)]
-    lines += ["pre_t = v0", "dec_t = v1"]
+    lines += ["pre_t = v0", "dec_0 = v1"]  # single assignments: the scan hoists each line to its loop level
     for j in range(nseg):
         k = 2 + 6 * j
-        lines.append(f"dec_t = dec_t + v{k} * _sma(v{k + 2}, v{k + 3}, v{k + 4}, v{k + 5}, v{k + 1})")
+        lines.append(f"dec_{j + 1} = dec_{j} + v{k} * _sma(v{k + 2}, v{k + 3}, v{k + 4}, v{k + 5}, v{k + 1})")
+    lines.append(f"dec_t = dec_{nseg}")
     t = {key: f"v{2 + 6 * nseg + i}" for i, key in enumerate(A.TOTAL_KEYS)}
     fl = {c: f"({t['fpre_' + c]} + {t['fdec_' + c]})" for c in A.ROOF_CLASSES}
     lines += [
@@ -189,20 +191,71 @@ def _source(preset: str, law: Any, kinds: frozenset[str], need: tuple[int, ...])
         loss = [f"l_{v} = {inputs[v]}" for v in law_vars] + lz.body + [f"loss = {lz.outputs[0]}"]
         src += ["", _scan_source(per_row, scalars, fixed, body, loss, cost.init + lz.init, need)]
     return "\n".join(src) + "\n", Kernels(
-        None, fn_args, per_row, scalars, fixed, law_vars, "", preset, kinds  # type: ignore[arg-type]
+        None,
+        fn_args,
+        per_row,
+        scalars,
+        fixed,
+        law_vars,
+        "",
+        preset,
+        kinds,  # type: ignore[arg-type]
     )
 
 
+#: Loop level of each decoded column in the scan's loop nest: 1-2 per (width, experts) block, 3 per layer count,
+#: 4 per point (vocab, tied). Everything else (workload, precision, device, fixed columns) is level 0.
+_LEVEL = {"d_model": 1, "head_dim": 1, "heads": 1, "kv_heads": 1, "ffn": 1, "shared_ffn": 1, "experts": 2,
+          "top_k": 2, "moe": 2, "layers": 3, "attn_layers": 3, "ffn_layers": 3, "vocab": 4, "tied": 4}  # fmt: skip
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_ASSIGN = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=(?!=)")
+
+
+def _statements(lines: list[str]) -> list[list[str]]:
+    """Group lines into statements: an unindented line plus the indented / ``else:`` lines that follow it."""
+    out: list[list[str]] = []
+    for ln in lines:
+        if out and (ln.startswith((" ", "else:", "elif "))):
+            out[-1].append(ln)
+        else:
+            out.append([ln])
+    return out
+
+
+def _levels(stmts: list[list[str]], level: dict[str, int]) -> list[int]:
+    """The loop level of each statement: the deepest level of the names it reads (single assignments only)."""
+    out = []
+    for st in stmts:
+        lv = max((level.get(n, 0) for ln in st for n in _NAME.findall(ln)), default=0)
+        for ln in st:
+            m = _ASSIGN.match(ln)
+            if m:
+                if m.group(1) in level and level[m.group(1)] != lv and not ln.startswith(" "):
+                    raise Unsupported(f"{m.group(1)} assigned at two loop levels")
+                level[m.group(1)] = max(lv, level.get(m.group(1), 0))
+        out.append(lv)
+    return out
+
+
 def _scan_source(per_row, scalars, fixed, body: list[str], loss: list[str], init: list[str], need) -> str:
+    """The scan kernel: each statement of the point code is placed in the outermost loop where its inputs are
+    known, so per-layer and per-block work is done once per block, not once per point (same operations)."""
     from .scan_source import SCAN
 
     pre = [f"c_{a} = w[{k}]" for k, a in enumerate(scalars)] + [f"c_{a} = fx[{k}]" for k, a in enumerate(fixed)]
-    point = [f"c_{a} = {_DECODE[a]}" for a in _DECODE if a in per_row] + body + loss
+    dec = [f"c_{a} = {_DECODE[a]}" for a in _DECODE if a in per_row]
+    level = {f"c_{a}": _LEVEL[a] for a in _DECODE if a in per_row}
+    stmts = _statements(dec + body + loss)
+    levels = _levels(stmts, level)
+    at = {lv: [ln for st, x in zip(stmts, levels, strict=True) if x == lv for ln in st] for lv in range(5)}
     # only the outputs the scan reads are stored: LLVM drops the arithmetic of the others
-    point += [f"v[{k}] = o{k}" for k in range(len(OUTPUTS)) if k in need] + ["v[16] = loss"]
+    point = at[4] + [f"v[{k}] = o{k}" for k in range(len(OUTPUTS)) if k in need] + ["v[16] = loss"]
+    ind = lambda lines, n: "\n".join(" " * n + ln for ln in lines)  # noqa: E731
     return (
-        SCAN.replace("{FIXED}", "\n".join(f"    {ln}" for ln in pre + init))
-        .replace("{POINT}", "\n".join(" " * 12 + ln for ln in point))
+        SCAN.replace("{FIXED}", ind(pre + init + at[0], 4))
+        .replace("{BLOCK}", ind(at[1] + at[2], 8))
+        .replace("{LAYER}", ind(at[3], 12))
+        .replace("{POINT}", ind(point, 16))
         .replace("{PARAMS}", ", ".join(PARAMS))
         .replace("{P}", ", ".join(f"p[{k}]" for k in range(len(PARAMS))))
     )

@@ -170,18 +170,20 @@ def run_numba(problem: Problem, objectives: tuple[str, ...], n_jobs: int | None,
     ocols = tuple(OBJECTIVES[o] for o in objectives)
     jobs = max(1, _n_jobs(n_jobs, max(size, 1 << 30)))
     lock, nxt = threading.Lock(), [0]
+    blk = int(radix[0] * radix[1])  # points per (width, experts) block: the kernel's unit of work
+    blocks, piece, cap = size // blk, max(1, PIECE // blk), max(OUT_CAP, 4 * (8192 + 2 * blk))
 
     def work() -> tuple[np.ndarray, _Reducer]:
         stats, red = _new_stats(), _Reducer(problem, ocols)
         stair = np.full(NBINS, np.inf)
-        out = np.empty(OUT_CAP, dtype=np.int64)
+        out = np.empty(cap, dtype=np.int64)
         while True:
             with lock:
                 a = nxt[0]
-                nxt[0] = min(size, a + PIECE)
-            if a >= size:
+                nxt[0] = min(blocks, a + piece)
+            if a >= blocks:
                 return stats, red
-            b, pos = min(size, a + PIECE), a
+            b, pos = min(blocks, a + piece), a
             while pos < b:
                 t = _new_stats()
                 k.scan(pos, b, *tabs, p, tokens, radix, obj, latc, bcol, bval, lohi, stair, out, t)
