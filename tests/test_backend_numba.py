@@ -90,6 +90,15 @@ def test_identical_on_real_models_and_broadcast_columns():
             w = Workload(batch=4, input_tokens=2048, output_tokens=out_tokens)
             assert_identical(evaluate_columns(cols, dev, w, backend="numpy"),
                              evaluate_columns(cols, dev, w, backend="numba"))  # fmt: skip
+    # a space in enumeration order: the row kernel reuses the statements whose inputs did not change
+    from rooflaw.arch import get_space
+
+    space = get_space("paper")
+    cols = space.columns_at(np.arange(space.size), np.float64)
+    cols["tied"][::3] = 1.0  # and -0.0 against 0.0: a change of sign counts as a change
+    cols["qkv_bias"][1::7] = -0.0
+    for dev in devices()[:2]:
+        assert_identical(evaluate_columns(cols, dev, backend="numpy"), evaluate_columns(cols, dev, backend="numba"))
     # scalars broadcast against one varying column (stride-0 inputs)
     few = {"layers": np.arange(1, 50), "d_model": 2048, "heads": 16, "ffn": 8192, "experts": 8, "top_k": 2}
     dev = get_device("h100-sxm")
