@@ -1,6 +1,6 @@
 """The numba backend against the numpy backend, measured in one run (same machine, same load).
 
-Usage: python benchmarks/bench_fast.py [--parts rows,scan,wide,giga,compile] [--numpy-wide] [--batches 84]
+Usage: python benchmarks/bench_fast.py [--parts rows,scan,wide,giga,compile,pareto] [--numpy-wide] [--batches 84]
 
 * rows: candidates/s on one core with all 17 outputs (``evaluate_columns``), 2²¹ candidates of space ``wide`` in
   enumeration order and in random order, numpy vs numba; both results are checked equal with ``np.array_equal``.
@@ -13,6 +13,7 @@ Usage: python benchmarks/bench_fast.py [--parts rows,scan,wide,giga,compile] [--
   dominated by a member of the union's frontier, which survives in its own batch). Peak memory is this process's
   VmHWM (threads, no worker processes).
 * compile: the one-time compile of the row kernel in a fresh cache, then the load time of a new process.
+* pareto: the hand-written non-dominated filter / hypervolume against moocore's (thread CPU time).
 
 Prints one JSON object; the machine's load average (1 min) is recorded before and after each part.
 """
@@ -134,6 +135,41 @@ def giga(dev, batches: int) -> dict:
     }  # fmt: skip
 
 
+def pareto_vs_moocore() -> dict:
+    """The hand-written non-dominated filter and hypervolume against moocore's (thread CPU time, best of 3)."""
+    import moocore
+
+    from rooflaw.solver import pareto
+
+    def cpu(fn) -> float:
+        best = np.inf
+        for _ in range(3):
+            t0 = time.thread_time()
+            fn()
+            best = min(best, time.thread_time() - t0)
+        return round(best * 1e3, 2)
+
+    rng = np.random.default_rng(0)
+    out: dict = {"nondominated_ms": [], "hypervolume_ms": []}
+    for n, k in ((10_000, 2), (1_000_000, 2), (10_000, 3), (100_000, 3), (10_000, 4)):
+        x = rng.random((n, k))
+        if k > 2:  # a front with many members, as a 3- or 4-objective frontier has
+            x[:, -1] = 1 - x[:, :-1].mean(axis=1) + 0.1 * x[:, -1]
+        out["nondominated_ms"].append({
+            "n": n, "k": k, "ours": cpu(lambda x=x, k=k: pareto._pareto_2d(x) if k == 2 else pareto._pareto_kd(x)),
+            "moocore": cpu(lambda x=x: moocore.is_nondominated(x, keep_weakly=True)),
+        })  # fmt: skip
+    for n, k in ((1000, 2), (1000, 3), (300, 4)):
+        x = rng.random((n, k))
+        x = x[pareto.pareto_mask(x)]
+        ref = np.full(k, 1.1)
+        out["hypervolume_ms"].append({
+            "n": len(x), "k": k, "ours": cpu(lambda x=x, ref=ref: pareto._hv(np.unique(x, axis=0), ref)),
+            "moocore": cpu(lambda x=x, ref=ref: moocore.hypervolume(x, ref=ref)),
+        })  # fmt: skip
+    return out
+
+
 def compile_times() -> dict:
     code = "\n".join([
         "import json, time",
@@ -159,7 +195,7 @@ def compile_times() -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--parts", default="rows,scan,wide,giga,compile")
+    ap.add_argument("--parts", default="rows,scan,wide,giga,compile,pareto")
     ap.add_argument("--numpy-wide", action="store_true")
     ap.add_argument("--batches", type=int, default=84)
     ap.add_argument("--device", default="jetson-orin-nano-8gb")
@@ -186,6 +222,8 @@ def main() -> None:
             res = giga(dev, a.batches)
         elif part == "compile":
             res = compile_times()
+        elif part == "pareto":
+            res = pareto_vs_moocore()
         else:
             raise SystemExit(f"--parts: unknown part {part!r}")
         res["load_before_after"] = [before, _load()]
