@@ -49,6 +49,18 @@ def random_candidates(n: int, seed: int = 0) -> dict[str, np.ndarray]:
     }
 
 
+def stacks(cands: dict[str, np.ndarray]) -> dict[str, dict[str, np.ndarray]]:
+    """The same candidates as heterogeneous layer stacks (per-kind layer-count columns)."""
+    n = len(cands["layers"])
+    rng = np.random.default_rng(1)
+    local = cands["layers"] * 5 // 6
+    sliding = {**cands, "local_layers": local, "window": rng.choice([512, 1024, 4096], n)}
+    conv = {**cands, "mixer_layers": local, "attn_layers": cands["layers"] - local, "mixer_in": 3 * cands["d_model"],
+            "mixer_inner": cands["d_model"], "mixer_state": 2 * cands["d_model"], "mixer_flops": 8 * cands["d_model"],
+            "mixer_params": 3 * cands["d_model"]}  # fmt: skip
+    return {"sliding-window 5:1 (Gemma 3 style)": sliding, "short-conv hybrid 5:1 (LFM2 style)": conv}
+
+
 GENZ_SCRIPT = textwrap.dedent(
     """
     import json, sys, time, warnings
@@ -96,6 +108,15 @@ def main() -> None:
         f"one-time compile {compile_s:.2f} s"
     )
     assert np.all(np.isfinite(res["total_s"]))
+    for label, stack in stacks(cands).items():
+        rooflaw.evaluate_columns({k: v[:10] for k, v in stack.items()}, dev, WL, "bf16")
+        t_stack = float("inf")
+        for _ in range(3):
+            t0 = time.perf_counter()
+            res = rooflaw.evaluate_columns(stack, dev, WL, "bf16")
+            t_stack = min(t_stack, time.perf_counter() - t0)
+        assert np.all(np.isfinite(res["total_s"]))
+        print(f"  {label}: {args.n / t_stack:,.0f} candidates/s ({t_stack / best:.2f}x the uniform time)")
 
     genz_py = args.genz_python
     if genz_py is None:

@@ -73,7 +73,6 @@ STACK_COLUMNS = (
     "ffn_layers",  # layers with the main FFN (dense or MoE)
     "dense_layers",  # first-k dense FFN layers of an MoE model
     "dense_ffn",
-    "router_bias",  # 1: the router has a per-expert bias (DeepSeek-V3 e_score_correction_bias)
 )
 
 
@@ -112,7 +111,6 @@ class Architecture:
     v_head_dim: int = 0
     first_dense: int = 0
     dense_ffn: int = 0
-    router_bias: bool = False
     mixer_in: int = 0
     mixer_inner: int = 0
     mixer_state: int = 0
@@ -265,8 +263,19 @@ class Architecture:
             "ffn_layers": self.layers - self.first_dense,
             "dense_layers": self.first_dense,
             "dense_ffn": self.dense_ffn if self.first_dense else 0,
-            "router_bias": int(self.router_bias),
         }
+
+    @property
+    def pattern(self) -> str:
+        """The layer stack in words, e.g. ``22 local (window 512) + 4 global`` (``26 global`` if uniform)."""
+        parts = []
+        for kind in LAYER_KINDS:
+            n = self.count(kind)
+            if n:
+                parts.append(f"{n} {kind}" + (f" (window {self.window})" if kind == "local" else ""))
+        if self.first_dense:
+            parts.append(f"first {self.first_dense} dense FFN")
+        return " + ".join(parts)
 
     @property
     def uniform(self) -> bool:
@@ -300,7 +309,7 @@ class Architecture:
 
 
 _STACK_FIELDS = ("layer_types", "window", "q_lora_rank", "kv_lora_rank", "rope_dim", "v_head_dim", "first_dense",
-                 "dense_ffn", "router_bias", "mixer_in", "mixer_inner", "mixer_state", "mixer_params",
+                 "dense_ffn", "mixer_in", "mixer_inner", "mixer_state", "mixer_params",
                  "mixer_flops")  # fmt: skip
 
 
@@ -327,7 +336,7 @@ def param_counts(c: Mapping[str, Any]) -> dict[str, Any]:
     attn = d * q_out + 2 * d * kv_out + q_out * d + c["qkv_bias"] * (q_out + 2 * kv_out) + c["qk_norm_size"]
     expert = n_mat * d * c["ffn"]
     shared = c["shared_experts"] * n_mat * d * c["shared_ffn"] + c["shared_gate"] * d
-    router = (d + s["router_bias"]) * c["experts"] * c["moe"]
+    router = d * c["experts"] * c["moe"]
     norms = c["norms_per_layer"] * norm_size
     layer_dense = attn + shared + router + norms
     q_lora, kv_lora = s["q_lora_rank"], s["kv_lora_rank"]

@@ -117,6 +117,10 @@ _HF_FAMILIES: dict[str, dict[str, Any]] = {
     "qwen2_moe": {"qkv_bias": True, "tied": False, "shared_gate": True},
     "qwen3_moe": {"qk_norm": "head", "tied": False},
     "phi3": {"tied": False},
+    "deepseek_v2": {"tied": False},
+    "deepseek_v3": {"tied": False},
+    "lfm2": {"tied": True, "qk_norm": "head"},
+    "granitemoehybrid": {"tied": True},
 }
 
 
@@ -138,9 +142,12 @@ def from_hf_config(config: Mapping[str, Any] | str | Path, name: str = "") -> Ar
     """Import a Hugging Face ``config.json`` (dict or path).
 
     Supported ``model_type``: llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3_text, mixtral,
-    olmoe, qwen2_moe, qwen3_moe, phi3. Counts follow the transformers implementations: Qwen2
-    has q/k/v biases, Qwen3/Gemma3 per-head q/k RMSNorms, OLMoE full-width q/k norms, Gemma2/3 four
-    norms per layer, Qwen-MoE a shared expert with a sigmoid gate.
+    olmoe, qwen2_moe, qwen3_moe, phi3, deepseek_v2, deepseek_v3, lfm2, granitemoehybrid. Counts follow the
+    transformers implementations: Qwen2 has q/k/v biases, Qwen3/Gemma3 per-head q/k RMSNorms, OLMoE full-width
+    q/k norms, Gemma2/3 four norms per layer and sliding-window layers (``layer_types`` or the alternating /
+    ``sliding_window_pattern`` default), Qwen-MoE a shared expert with a sigmoid gate, DeepSeek-V2/V3 MLA with
+    shared experts and ``first_k_dense_replace`` dense layers, LFM2 short-conv + attention layers, Granite-4.0-H
+    Mamba2 + attention layers with a shared MLP (and MoE).
     """
     if not isinstance(config, Mapping):
         if not Path(config).exists() and str(config) in bundled_models():
@@ -199,9 +206,130 @@ def from_hf_config(config: Mapping[str, Any] | str | Path, name: str = "") -> Ar
             fields["shared_ffn"] = shared
         else:
             fields["shared_gate"] = False
+    elif mt in _STACK_IMPORTERS:
+        _STACK_IMPORTERS[mt](cfg, fields, mt)
     else:
         fields["ffn"] = int(_need(cfg, "intermediate_size", mt))
+    if mt in ("gemma2", "gemma3_text"):
+        fields["layer_types"] = _sliding_types(cfg, fields["layers"], 2 if mt == "gemma2" else 6)
+        fields["window"] = int(_need(cfg, "sliding_window", mt)) if "local" in fields["layer_types"] else 0
     try:
         return Architecture(**fields, name=name or str(cfg.get("_name_or_path", "")))
     except RooflawError as e:
         raise RooflawError(f"config.json ({mt}): {e}") from None
+
+
+# ---- layer stacks -------------------------------------------------------------------------------
+_HF_KIND = {"full_attention": "global", "sliding_attention": "local", "attention": "global", "conv": "conv",
+            "mamba": "ssm", "linear_attention": "ssm"}  # fmt: skip
+
+
+def _sliding_types(cfg: Mapping[str, Any], layers: int, default_pattern: int) -> tuple[str, ...]:
+    """Gemma 2/3 layer kinds: ``layer_types`` if given, else every ``sliding_window_pattern``-th layer global."""
+    if cfg.get("layer_types"):
+        return _kinds(cfg["layer_types"], layers)
+    if cfg.get("sliding_window") is None:
+        return ()
+    pattern = int(cfg.get("sliding_window_pattern") or default_pattern)
+    return tuple("local" if (i + 1) % pattern else "global" for i in range(layers))
+
+
+def _kinds(types: Any, layers: int) -> tuple[str, ...]:
+    if not isinstance(types, (list, tuple)) or len(types) != layers:
+        raise bad("layer_types", types, f"must list one kind per layer ({layers})")
+    out = []
+    for k in types:
+        if k not in _HF_KIND:
+            raise bad("layer_types", k, f"unsupported layer type; supported: {', '.join(_HF_KIND)}")
+        out.append(_HF_KIND[k])
+    return tuple(out)
+
+
+def _deepseek(cfg: Mapping[str, Any], f: dict[str, Any], mt: str) -> None:
+    """DeepSeek-V2/V3: MLA in every layer; the first ``first_k_dense_replace`` layers dense, the rest MoE with
+    ``n_shared_experts`` shared experts of width moe_intermediate_size (V3's router score bias is a buffer, not a
+    parameter, in transformers, so it is not counted)."""
+    nope, rope = int(_need(cfg, "qk_nope_head_dim", mt)), int(_need(cfg, "qk_rope_head_dim", mt))
+    f.update(head_dim=nope + rope, rope_dim=rope, v_head_dim=int(_need(cfg, "v_head_dim", mt)))
+    f.update(kv_lora_rank=int(_need(cfg, "kv_lora_rank", mt)), q_lora_rank=int(cfg.get("q_lora_rank") or 0))
+    f["kv_heads"] = f["heads"]
+    f["layer_types"] = ("mla",) * f["layers"]
+    experts = int(cfg.get("n_routed_experts") or 0)
+    first = int(cfg.get("first_k_dense_replace") or 0)
+    if int(cfg.get("moe_layer_freq", 1)) != 1:
+        raise bad("moe_layer_freq", cfg.get("moe_layer_freq"), "only 1 (every layer after the dense ones) is modelled")
+    if experts <= 1:
+        f["ffn"] = int(_need(cfg, "intermediate_size", mt))
+        return
+    f.update(experts=experts, top_k=int(_need(cfg, "num_experts_per_tok", mt)),
+             ffn=int(_need(cfg, "moe_intermediate_size", mt)), first_dense=min(first, f["layers"]))  # fmt: skip
+    if first:
+        f["dense_ffn"] = int(_need(cfg, "intermediate_size", mt))
+    shared = int(cfg.get("n_shared_experts") or 0)
+    if shared:
+        f.update(shared_experts=shared, shared_ffn=f["ffn"])
+
+
+def _lfm2(cfg: Mapping[str, Any], f: dict[str, Any], mt: str) -> None:
+    """LFM2: gated short-conv layers (in_proj d→3d, depthwise conv of conv_L_cache taps, out_proj) and GQA layers
+    with per-head q/k norms, a SwiGLU FFN in every layer (width auto-adjusted as transformers does)."""
+    d, layers = f["d_model"], f["layers"]
+    if cfg.get("layer_types"):
+        f["layer_types"] = _kinds(cfg["layer_types"], layers)
+    else:
+        full = cfg.get("full_attn_idxs")
+        full = range(layers) if full is None else {int(i) for i in full}
+        f["layer_types"] = tuple("global" if i in full else "conv" for i in range(layers))
+    ff = int(_need(cfg, "intermediate_size", mt))
+    if cfg.get("block_auto_adjust_ff_dim", True):
+        ff = int(2 * ff / 3)
+        if cfg.get("block_ffn_dim_multiplier") is not None:
+            ff = int(float(cfg["block_ffn_dim_multiplier"]) * ff)
+            mult = int(cfg.get("block_multiple_of", 256))
+            ff = mult * ((ff + mult - 1) // mult)
+    f["ffn"] = ff
+    taps, bias = int(cfg.get("conv_L_cache", 3)), int(bool(cfg.get("conv_bias", False)))
+    f.update(mixer_in=3 * d, mixer_inner=d, mixer_params=d * taps + bias * (3 * d + d + d),
+             mixer_state=d * (taps - 1), mixer_flops=2 * d * taps + 2 * d)  # fmt: skip
+    if "tie_embedding" in cfg and "tie_word_embeddings" not in cfg:
+        f["tied"] = bool(cfg["tie_embedding"])
+
+
+def _granite_hybrid(cfg: Mapping[str, Any], f: dict[str, Any], mt: str) -> None:
+    """Granite-4.0-H: Mamba2 or GQA per layer (``layer_types`` / ``layers_block_type``), a SwiGLU shared MLP in every
+    layer and, with ``num_local_experts`` > 0, a routed SwiGLU MoE beside it."""
+    d, layers = f["d_model"], f["layers"]
+    types = cfg.get("layer_types") or cfg.get("layers_block_type")
+    f["layer_types"] = _kinds(_need({"layer_types": types}, "layer_types", mt), layers)
+    experts = int(cfg.get("num_local_experts") or 0)
+    shared_ffn = int(_need(cfg, "shared_intermediate_size", mt))
+    if experts > 0:
+        f.update(experts=experts, top_k=int(_need(cfg, "num_experts_per_tok", mt)),
+                 ffn=int(_need(cfg, "intermediate_size", mt)), shared_experts=1, shared_ffn=shared_ffn)  # fmt: skip
+    else:
+        f["ffn"] = shared_ffn
+    if cfg.get("position_embedding_type") not in (None, "rope", "nope"):
+        raise bad("position_embedding_type", cfg.get("position_embedding_type"), "must be rope or nope")
+    nh, hd = int(_need(cfg, "mamba_n_heads", mt)), int(_need(cfg, "mamba_d_head", mt))
+    ds, ng, taps = (
+        int(_need(cfg, "mamba_d_state", mt)),
+        int(cfg.get("mamba_n_groups", 1)),
+        int(cfg.get("mamba_d_conv", 4)),
+    )
+    inner = int(float(cfg.get("mamba_expand", 2)) * d)
+    conv_dim = inner + 2 * ng * ds
+    proj = inner + conv_dim + nh
+    pbias, cbias = int(bool(cfg.get("mamba_proj_bias", False))), int(bool(cfg.get("mamba_conv_bias", True)))
+    f.update(mixer_in=proj, mixer_inner=inner, mixer_state=nh * hd * ds + conv_dim * (taps - 1))
+    # conv weights (+ bias), dt_bias, A_log, D, the gated norm, projection biases
+    f["mixer_params"] = conv_dim * taps + cbias * conv_dim + 3 * nh + inner + pbias * (proj + d)
+    # conv taps, then per state element ~5 FLOPs (decay, input outer product, readout), gating and norm
+    f["mixer_flops"] = 2 * conv_dim * taps + 5 * nh * hd * ds + 6 * inner
+
+
+_STACK_IMPORTERS = {
+    "deepseek_v2": _deepseek,
+    "deepseek_v3": _deepseek,
+    "lfm2": _lfm2,
+    "granitemoehybrid": _granite_hybrid,
+}

@@ -8,7 +8,10 @@ Dimensions (every one a fixed list; no range depends on another parameter):
 - ``r_single``: per-expert FFN ratio; ``ffn = max(ffn_align, round(r_single·d_model / ffn_align)·ffn_align)``
   (``ffn_align`` defaults to 64; the paper space's values are exact multiples of 128, so nothing is rounded there);
 - ``vocab``, ``tied``: vocabulary size(s) and tied/untied embeddings;
-- ``fixed``: constant columns for every point (``gated``, ``qkv_bias``, ``norms_per_layer``).
+- ``fixed``: constant columns for every point (``gated``, ``qkv_bias``, ``norms_per_layer``);
+- layer patterns (optional): ``global_every`` -- every p-th layer has global attention and the others sliding-window
+  attention (p = 1: all global; Gemma 3 is p = 6, a 5:1 local:global ratio), ``window`` -- the sliding windows. A
+  pattern point has floor(layers/p) global layers (as Gemma's ``(i + 1) % p == 0`` rule gives).
 
 Rules (a point is valid iff): ``head_dim`` divides ``d_model``; ``kv_heads`` divides ``heads`` (so ≤ heads);
 ``top_k ≤ experts``. Points that coincide after the rules (``kv_heads = 8`` and ``"heads"`` when heads = 8, two
@@ -57,7 +60,11 @@ _KEYS = {
     "vocab",
     "tied",
     "fixed",
+    "global_every",
+    "window",
 }
+#: Columns a layer-pattern space adds to its points.
+PATTERN_COLUMNS = ("attn_layers", "local_layers", "window", "ffn_layers")
 
 
 def _int_list(key: str, value: Any) -> list[int]:
@@ -149,6 +156,8 @@ class Space:
     tied: list[bool] = field(default_factory=lambda: [False])
     fixed: dict[str, int] = field(default_factory=dict)
     description: str = ""
+    global_every: list[int] = field(default_factory=lambda: [1])
+    window: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.layers = _int_list("layers", self.layers)
@@ -159,6 +168,10 @@ class Space:
         self.r_single = _float_list("r_single", self.r_single)
         self.vocab = _int_list("vocab", self.vocab)
         self.tied = _bool_list("tied", self.tied)
+        self.global_every = _int_list("global_every", self.global_every)
+        self.window = _int_list("window", self.window) if self.window else []
+        if max(self.global_every) > 1 and not self.window:
+            raise bad("window", self.window, "global_every > 1 needs a list of sliding windows")
         if isinstance(self.ffn_align, bool) or not isinstance(self.ffn_align, int) or self.ffn_align <= 0:
             raise bad("ffn_align", self.ffn_align, "must be a positive integer")
         fixed = dict(FIXED_KEYS)
@@ -198,7 +211,9 @@ class Space:
         moe = np.array([p for p in self.moe if p[1] <= p[0]], dtype=np.int64).reshape(-1, 2)
         vt = np.array([(v, int(t)) for v in self.vocab for t in self.tied], dtype=np.int64).reshape(-1, 2)
         self._width, self._moe, self._layers, self._vt = width, moe, np.array(self.layers, dtype=np.int64), vt
-        self._radix = (len(width), len(moe), len(self._layers), len(vt))
+        pat = [(p, w) for p in self.global_every for w in (self.window if p > 1 else [0])]
+        self._pat = np.array(pat, dtype=np.int64).reshape(-1, 2)
+        self._radix = (len(width), len(moe), len(self._layers), len(vt), len(pat))
         self._width_index = {tuple(int(x) for x in row): i for i, row in enumerate(width)}
         if self.size == 0:
             why = []
@@ -244,7 +259,8 @@ class Space:
     def columns_at(self, index: Any, dtype: Any = np.int64) -> dict[str, np.ndarray]:
         """Architecture columns (all of :data:`~rooflaw.arch.COLUMNS`, int64 by default) of points by flat index."""
         idx = np.asarray(index, dtype=np.int64)
-        nw, nm, nl, nv = self._radix
+        nw, nm, nl, nv, npat = self._radix
+        idx, ip = np.divmod(idx, npat)
         rest, iv = np.divmod(idx, nv)
         rest, il = np.divmod(rest, nl)
         iw, im = np.divmod(rest, nm)
@@ -264,9 +280,20 @@ class Space:
         for k in ("layernorm", "qk_norm_size", "shared_gate", "qk_norm_on"):
             cols[k] = np.zeros(n, dtype=np.int64)
         cols["moe"] = (cols["experts"] > 1).astype(np.int64)
+        keys = COLUMNS
+        if self.has_patterns:
+            every, cols["window"] = self._pat[ip, 0], self._pat[ip, 1]
+            cols["local_layers"] = cols["layers"] - cols["layers"] // every
+            cols["attn_layers"] = cols["ffn_layers"] = cols["layers"]
+            keys = COLUMNS + PATTERN_COLUMNS
         if dtype is not np.int64:
-            return {k: cols[k].astype(dtype) for k in COLUMNS}
-        return {k: cols[k] for k in COLUMNS}
+            return {k: np.asarray(cols[k]).astype(dtype) for k in keys}
+        return {k: cols[k] for k in keys}
+
+    @property
+    def has_patterns(self) -> bool:
+        """Whether the space searches layer patterns (some points have sliding-window layers)."""
+        return bool(np.any(self._pat[:, 0] > 1))
 
     def iter_chunks(
         self, chunk: int = 1 << 18, start: int = 0, stop: int | None = None, dtype: Any = np.int64
@@ -287,7 +314,8 @@ class Space:
 
     def values(self, dim: str) -> list[Any]:
         """The declared values of a dimension (``moe`` gives (E, K) pairs; ``heads`` the valid head counts)."""
-        if dim in ("layers", "d_model", "head_dim", "kv_heads", "moe", "r_single", "vocab", "tied"):
+        if dim in ("layers", "d_model", "head_dim", "kv_heads", "moe", "r_single", "vocab", "tied", "global_every",
+                   "window"):  # fmt: skip
             return list(getattr(self, dim))
         if dim in ("experts", "top_k"):
             return sorted({int(x) for x in self._moe[:, 0 if dim == "experts" else 1]})
@@ -325,11 +353,27 @@ class Space:
             return False
         if c["shared_experts"] or c["layernorm"] or c["qk_norm_size"] or c["shared_gate"]:
             return False
+        if c["mla_layers"] or c["mixer_layers"] or c["dense_layers"]:
+            return False
+        local = c["local_layers"]
+        ok = [
+            (p, w)
+            for p, w in self._pat.tolist()
+            if c["layers"] - c["layers"] // p == local and (not local or w == c["window"])
+        ]
+        if not ok:
+            return False
         return all(c[k] == v for k, v in self.fixed.items())
 
     def architecture(self, row: Mapping[str, Any], name: str = "") -> Architecture:
         """An ``Architecture`` from one row of columns (a dict, Series or DataFrame row)."""
         g = lambda k: int(row[k])  # noqa: E731
+        pattern: dict[str, Any] = {}
+        if "local_layers" in row and g("local_layers") > 0:
+            layers, n_global = g("layers"), g("layers") - g("local_layers")
+            every = layers // n_global if n_global else layers + 1  # a representative order with these counts
+            pattern = {"layer_types": tuple("global" if (i + 1) % every == 0 else "local" for i in range(layers)),
+                       "window": g("window")}  # fmt: skip
         return Architecture(
             layers=g("layers"),
             d_model=g("d_model"),
@@ -345,6 +389,7 @@ class Space:
             qkv_bias=bool(self.fixed["qkv_bias"]),
             norms_per_layer=self.fixed["norms_per_layer"],
             name=name,
+            **pattern,
         )
 
     # ---- search parametrisation -------------------------------------------------------------
@@ -359,6 +404,7 @@ class Space:
             "moe": [tuple(int(x) for x in p) for p in self._moe.tolist()],
             "r_single": list(self.r_single),
             "vocab_tied": [tuple(int(x) for x in p) for p in self._vt.tolist()],
+            "pattern": [tuple(int(x) for x in p) for p in self._pat.tolist()],
         }
 
     def point(self, choice: Mapping[str, Any]) -> dict[str, int]:
@@ -387,8 +433,10 @@ class Space:
         im = int(np.flatnonzero((self._moe[:, 0] == e) & (self._moe[:, 1] == k))[0])
         il = int(np.flatnonzero(self._layers == int(choice["layers"]))[0])
         iv = int(np.flatnonzero((self._vt[:, 0] == v) & (self._vt[:, 1] == t))[0])
-        nw, nm, nl, nv = self._radix
-        index = ((iw * nm + im) * nl + il) * nv + iv
+        pe, pw = (int(x) for x in choice.get("pattern", tuple(self._pat[0])))
+        ip = int(np.flatnonzero((self._pat[:, 0] == pe) & (self._pat[:, 1] == pw))[0])
+        nw, nm, nl, nv, npat = self._radix
+        index = (((iw * nm + im) * nl + il) * nv + iv) * npat + ip
         cols = {k2: int(v2[0]) for k2, v2 in self.columns_at(np.array([index])).items()}
         cols["index"] = int(index)
         return cols
@@ -400,6 +448,7 @@ class Space:
             f"({len(self.layers)}), d_model {self.d_model[0]}…{self.d_model[-1]} ({len(self.d_model)}), head_dim "
             f"{self.head_dim}, kv_heads {{{kv}}}, (E,K) {self.moe}, r_single {self.r_single}, ffn_align "
             f"{self.ffn_align}, vocab {self.vocab}, tied {self.tied}"
+            + (f", global every {self.global_every} layers, window {self.window}" if self.has_patterns else "")
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -417,6 +466,7 @@ class Space:
             "tied": self.tied,
             "fixed": self.fixed,
             "description": self.description,
+            **({"global_every": self.global_every, "window": self.window} if self.has_patterns else {}),
         }
 
 

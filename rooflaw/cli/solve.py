@@ -78,6 +78,8 @@ def solve(
             ["head_dim", a.head_dim], ["ffn", a.ffn], ["experts", a.experts], ["top_k", a.top_k],
             ["params (total / active)", f"{fmt_count(a.params_total)} / {fmt_count(a.params_active)}"],
         ]  # fmt: skip
+        if not a.uniform:
+            rows.insert(1, ["layer pattern", a.pattern])
         console.print(table("architecture", ["field", "value"], rows))
     lat = res.latency_s
     summary = [

@@ -241,9 +241,10 @@ def place(
 def part_times(part: Part, ipi_pre: sp.Expr, ipi_dec: sp.Expr, theory: bool) -> dict[str, Any]:
     """Seconds of one layer's worth of ``part``: ``pre`` (prefill), ``dec`` (all step-constant decode
     segments), ``varying`` [(steps, a0, a1, b0, b1)] whose Σ_t max(a0 + a1·t, b0 + b1·t) the backend sums
-    exactly, and the compute/memory times of prefill (``tc``, ``tm``) for the bound label.
+    exactly, ``launch`` (overhead per pass: the prefill pays it once, decode once per step -- see
+    :func:`with_launches`), and the compute/memory times of prefill (``tc``, ``tm``) for the bound label.
 
-    Roofline: max(FLOPs·ipi, bytes·inv_beta) + one launch overhead per pass for an op that does work.
+    Roofline: max(FLOPs·ipi, bytes·inv_beta), plus one launch overhead per pass for an op that does work.
     Theory mode: prefill FLOPs·ipi, decode bytes·inv_beta, no overhead.
     """
     F, By = part.pre_flops, part.pre_bytes
@@ -251,16 +252,24 @@ def part_times(part: Part, ipi_pre: sp.Expr, ipi_dec: sp.Expr, theory: bool) -> 
     if theory:
         dec = sum((steps_sum(s.b0, s.b1, s.steps) for s in part.decode), sp.Integer(0)) * INV_BETA
         return {"pre": tc, "dec": dec, "varying": [], "tc": tc, "tm": tm, "launch": sp.Integer(0)}
-    launch = OVERHEAD * nonzero(F + By)
     dec = sp.Integer(0)
     varying = []
     for s in part.decode:
         if s.constant:
-            dec += s.steps * (sp.Max(s.f0 * ipi_dec, s.b0 * INV_BETA) + launch)
+            dec += s.steps * sp.Max(s.f0 * ipi_dec, s.b0 * INV_BETA)
         else:
             varying.append((s.steps, s.f0 * ipi_dec, s.f1 * ipi_dec, s.b0 * INV_BETA, s.b1 * INV_BETA))
-            dec += s.steps * launch
-    return {"pre": sp.Max(tc, tm) + launch, "dec": dec, "varying": varying, "tc": tc, "tm": tm, "launch": launch}
+    return {"pre": sp.Max(tc, tm), "dec": dec, "varying": varying, "tc": tc, "tm": tm, "launch": launch_count(part)}
+
+
+def launch_count(part: Part) -> sp.Expr:
+    """Kernels one layer's worth of ``part`` launches per pass: 1 if it does any work (prefill decides)."""
+    return nonzero(part.pre_flops + part.pre_bytes)
+
+
+def with_launches(pre: sp.Expr, dec: sp.Expr, launches: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
+    """Phase seconds plus the overhead of ``launches`` kernels per pass: once in prefill, once per decode step."""
+    return pre + OVERHEAD * launches, dec + S_out * OVERHEAD * launches
 
 
 def inv_roof(roof: str) -> sp.Expr:
@@ -311,7 +320,7 @@ def totals(preset: str, parts: list[Part], kinds: frozenset[str] = frozenset()) 
         out.bytes_pre += p.count * p.pre_bytes
         out.bytes_dec += p.count * p.dec_bytes
         if not pr.theory:
-            out.launches += p.count * nonzero(p.pre_flops + p.pre_bytes)
+            out.launches += p.count * launch_count(p)
     cols = stack_columns(kinds if pr.kinds else frozenset())
     counts = param_counts(cols)
     out.weights = pr.weights(cols) if pr.name == "full" else pr.weights()

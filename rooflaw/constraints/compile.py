@@ -106,16 +106,18 @@ def _compile_preset(preset: str, kinds: frozenset[str] = frozenset()) -> Compile
     pr = A.get_preset(preset)
     kinds = kinds if pr.kinds else frozenset()
     parts = A.place(preset, kinds)
-    tot = A.totals(preset, parts, kinds).as_list()
+    tot_obj = A.totals(preset, parts, kinds)
+    tot = tot_obj.as_list()
     ipp, ipd = ipi_symbols(len(parts))
-    pre_sum = dec_sum = sp.Integer(0)
+    pre_by: dict[sp.Expr, sp.Expr] = {}  # per layer count: Σ seconds of its parts (one multiply per count)
+    dec_by: dict[sp.Expr, sp.Expr] = {}
     vary: list[sp.Expr] = []
     per_part: list[sp.Expr] = []
     n_varying = []
     for i, p in enumerate(parts):
         tm = A.part_times(p, ipp[i], ipd[i], pr.theory)
-        pre_sum += p.count * tm["pre"]
-        dec_sum += p.count * tm["dec"]
+        pre_by[p.count] = pre_by.get(p.count, sp.Integer(0)) + tm["pre"]
+        dec_by[p.count] = dec_by.get(p.count, sp.Integer(0)) + tm["dec"]
         seg_vals = []
         for steps, a0, a1, b0, b1 in tm["varying"]:
             seg_vals += [p.count, steps, a0, a1, b0, b1]
@@ -125,8 +127,14 @@ def _compile_preset(preset: str, kinds: frozenset[str] = frozenset()) -> Compile
             (s.steps * sp.Heaviside(s.f0 * ipd[i] - s.b0 * A.INV_BETA, 0) for s in p.decode if s.constant),
             sp.Integer(0),
         )
-        per_part += [p.count, p.pre_flops, p.pre_bytes, tm["pre"], tm["tc"], tm["tm"], p.dec_flops, p.dec_bytes,
-                     tm["dec"], ncomp, *seg_vals]  # fmt: skip
+        tp, td = A.with_launches(tm["pre"], tm["dec"], tm["launch"])
+        per_part += [p.count, p.pre_flops, p.pre_bytes, tp, tm["tc"], tm["tm"], p.dec_flops, p.dec_bytes, td, ncomp,
+                     *seg_vals]  # fmt: skip
+    launches = tot_obj.launches
+    pre_sum, dec_sum = A.with_launches(
+        sum((c * e for c, e in pre_by.items()), sp.Integer(0)), sum((c * e for c, e in dec_by.items()), sp.Integer(0)),
+        launches,
+    )
     args = (*ARGS, *ipp, *ipd, *RATE_ARGS)
     lam = lambda ex: sp.lambdify(args, ex, modules=_MODULES, cse=True)  # noqa: E731
     gemm_parts = tuple(i for i, p in enumerate(parts) if p.gemm_pre is not None)

@@ -35,7 +35,9 @@ FRONTIER_COLUMNS = (
 _ARCH = ("layers", "d_model", "heads", "kv_heads", "head_dim", "ffn", "experts", "top_k", "vocab", "tied")
 _VALUES = ("loss", "latency_s", "prefill_s", "decode_s", "total_s", "tpot_s", "memory_bytes", "energy_j",
            "params_total", "params_active")  # fmt: skip
-_KEEP = _ARCH + _VALUES
+#: Layer-pattern columns kept for every point (zero for uniform spaces).
+_PATTERN = ("local_layers", "window")
+_KEEP = _ARCH + _VALUES + _PATTERN
 SUB_CHUNK = 1 << 16
 #: Spaces smaller than this are evaluated in-process (process start-up costs more than it saves).
 PARALLEL_MIN = 200_000
@@ -67,6 +69,8 @@ def evaluate_lean(problem: Problem, cols: dict[str, np.ndarray]) -> dict[str, np
     out["feasible"] = feasible
     for k in _ARCH:
         out[k] = cols[k]
+    for k in _PATTERN:
+        out[k] = cols[k] if k in cols else np.zeros(len(feasible))
     return out
 
 
@@ -313,8 +317,9 @@ class FrontierResult:
         return len(self.frontier)
 
     def table(self) -> pd.DataFrame:
-        """The frontier restricted to the CSV columns."""
-        return self.frontier[list(FRONTIER_COLUMNS)]
+        """The frontier restricted to the CSV columns (and the layer pattern, when the space searches one)."""
+        extra = [k for k in _PATTERN if k in self.frontier and self.frontier[k].any()]
+        return self.frontier[list(FRONTIER_COLUMNS) + extra]
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -328,7 +333,7 @@ def _frame(d: dict[str, np.ndarray] | None, sort: tuple[str, ...] = ("latency_s"
     if d is None:
         d = {k: np.empty(0) for k in _KEEP}
     df = pd.DataFrame({k: d[k] for k in _KEEP})
-    for k in _ARCH:
+    for k in _ARCH + _PATTERN:
         df[k] = df[k].astype(np.int64)
     df = add_paper_variables(df)
     cols = list(FRONTIER_COLUMNS) + [c for c in df.columns if c not in FRONTIER_COLUMNS]

@@ -56,6 +56,8 @@ class Result:
                 for k in ("layers", "d_model", "heads", "kv_heads", "head_dim", "ffn", "experts", "top_k")
             }
             arch.update(r=a.r, rho=a.rho, gqa=a.gqa, params_total=a.params_total, params_active=a.params_active)
+            if not a.uniform:
+                arch.update(layer_pattern=a.pattern, layer_types=list(a.layer_types), window=a.window)
         out = {
             "method": self.method,
             "regime": self.regime,

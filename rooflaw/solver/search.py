@@ -166,7 +166,7 @@ class _Objective:
         for dim in ("layers", "d_model", "head_dim", "kv_heads", "r_single"):
             vals = ch[dim]
             out[dim] = vals[trial.suggest_int(f"{dim}_i", 0, len(vals) - 1)] if len(vals) > 1 else vals[0]
-        for dim in ("moe", "vocab_tied"):
+        for dim in ("moe", "vocab_tied", "pattern"):
             vals = ch[dim]
             labels = ["x".join(str(x) for x in v) for v in vals]
             if len(vals) > 1:
