@@ -56,7 +56,9 @@ def _setup(problem: Problem, need: tuple[int, ...]) -> tuple[Any, ...] | None:
         radix = tuple(space._radix)
     except AttributeError:
         return None
-    if radix != (len(tw), len(tm), len(tl), len(tv)) or tw.ndim != 2 or tw.shape[1] != 5:
+    if radix[4:] not in ((), (1,)):  # a space searching layer patterns: not decoded by the kernel (numpy path)
+        return None
+    if radix[:4] != (len(tw), len(tm), len(tl), len(tv)) or tw.ndim != 2 or tw.shape[1] != 5:
         return None
     size = space.size
     rng = np.random.default_rng(1)
