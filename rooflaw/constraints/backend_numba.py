@@ -208,6 +208,7 @@ def _rows_source(per_row, scalars, body: list[str], init: list[str]) -> list[str
     at = {x: [ln for st, y in zip(stmts, levels, strict=True) if y == x for ln in st] for x in range(4)}
     g1 = [a for a in per_row if lv[f"c_{a}"] == 1]
     g2 = [a for a in per_row if lv[f"c_{a}"] == 2]
+
     def diff(cols: list[str]) -> str:
         same = (f"c_{a} != q_{a} or math.copysign(1.0, c_{a}) != math.copysign(1.0, q_{a})" for a in cols)
         return " or ".join(same) or "False"
