@@ -3,7 +3,8 @@
     python benchmarks/bench_cost_model.py [--n 1000000] [--genz-python /path/to/python-with-genz]
 
 rooflaw: the ``full`` preset for every candidate -- prefill, all S_out decode steps (exact closed-form
-sum), memory and energy -- through ``evaluate_columns``. GenZ: ``prefill_moddeling`` and one
+sum), memory and energy -- through ``evaluate_columns``; then the same candidates as heterogeneous layer stacks
+(5:1 sliding-window, 5:1 short-conv hybrid), timed relative to the uniform run. GenZ: ``prefill_moddeling`` and one
 ``decode_moddeling`` step per candidate, the same dims, the same device numbers (Jetson AGX Orin
 64GB: 42.5 TFLOP/s dense FP16, 204.8 GB/s; GenZ gets a huge capacity because it refuses models that do not fit,
 and capacity does not change latency). GenZ is optional: install it in a separate

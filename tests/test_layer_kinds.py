@@ -155,3 +155,23 @@ def test_space_searches_local_global_patterns():
                   "kv_heads": row["kv_heads"], "r_single": row["ffn"] / row["d_model"], "moe": (1, 1),
                   "pattern": tuple(int(x) for x in sp._pat[int(i) % len(sp._pat)])}  # fmt: skip
         assert sp.point(choice)["index"] == i
+
+
+def test_stack_round_trips_through_the_spec_string():
+    from rooflaw.arch import from_spec
+
+    for cfg in (H.GEMMA3_1B, H.DEEPSEEK_V2_LITE, H.LFM2_350M):
+        a = from_hf_config(cfg)
+        assert from_spec(a.spec()) == a
+    assert from_hf_config(H.GEMMA3_1B).pattern == "4 global + 22 local (window 512)"
+
+
+@pytest.mark.parametrize("method", ["closed-form", "gp"])
+def test_relaxations_refuse_pattern_spaces(method):
+    from rooflaw.errors import RooflawError
+    from rooflaw.solver import Problem, solve
+
+    p = Problem("paper-2602.10377", NANO, space="assistant-32k", workload=Workload(1, 32768, 64, "fused"),
+                precision="bf16", latency_budget=10.0)  # fmt: skip
+    with pytest.raises(RooflawError, match="layer patterns"):
+        solve(p, method)

@@ -24,6 +24,11 @@ def _coerce(key: str, value: Any) -> Any:
     if key not in _FIELDS:
         raise bad("arch", key, f"unknown field; known: {', '.join(k for k in _FIELDS if k != 'name')}")
     kind = str(_FIELDS[key].type)
+    if "tuple" in kind:  # layer_types: a list, or "local+local+global" in a spec string
+        parts = value.split("+") if isinstance(value, str) else value
+        if not isinstance(parts, (list, tuple)) or not all(isinstance(p, str) for p in parts):
+            raise bad(key, value, "must be a list of layer kinds (or kinds joined by '+')")
+        return tuple(p.strip() for p in parts)
     if isinstance(value, str):
         text = value.strip()
         if "bool" in kind:

@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import sympy as sp
 
 from . import operators as O
@@ -130,6 +131,22 @@ def affine_in_t(expr: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
 def steps_sum(e0: sp.Expr, e1: sp.Expr, n: sp.Expr) -> sp.Expr:
     """Σ_{t=1..n} (e0 + e1·t)."""
     return n * e0 + e1 * n * (n + 1) / 2
+
+
+def sum_max_affine(a0: Any, a1: Any, b0: Any, b1: Any, n: Any) -> tuple[Any, Any]:
+    """Numpy: Σ_{t=1..n} max(a0 + a1·t, b0 + b1·t), exactly, and the number of steps where a > b (n may be an array)."""
+    g0, g1 = a0 - b0, a1 - b1
+    base = n * b0 + b1 * n * (n + 1) / 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        root = np.where(g1 != 0, -g0 / np.where(g1 != 0, g1, 1.0), 0.0)
+    # g1 > 0: positive for t > root; g1 < 0: positive for t < root; g1 == 0: all or none.
+    lo = np.clip(np.floor(root) + 1, 1, n + 1)
+    hi = np.clip(np.ceil(root) - 1, 0, n)
+    cnt = np.where(g1 > 0, n - lo + 1, np.where(g1 < 0, hi, np.where(g0 > 0, n, 0)))
+    first = np.where(g1 > 0, lo, 1.0)
+    last = first + cnt - 1
+    pos = cnt * g0 + g1 * (first + last) * cnt / 2
+    return base + np.maximum(pos, 0.0), cnt
 
 
 # ---- placement -----------------------------------------------------------------------------------

@@ -21,7 +21,6 @@ import sympy as sp
 
 from . import assembly as A
 from . import operators as O
-from .assembly import affine_in_t, decode_step, prefill  # noqa: F401 - re-exported for older imports
 from .symbols import ARCH, PRECISION, STACK, WORKLOAD
 
 ARGS = (*ARCH.values(), *STACK.values(), *WORKLOAD, *PRECISION)
@@ -132,7 +131,8 @@ def _compile_preset(preset: str, kinds: frozenset[str] = frozenset()) -> Compile
                      *seg_vals]  # fmt: skip
     launches = tot_obj.launches
     pre_sum, dec_sum = A.with_launches(
-        sum((c * e for c, e in pre_by.items()), sp.Integer(0)), sum((c * e for c, e in dec_by.items()), sp.Integer(0)),
+        sum((c * e for c, e in pre_by.items()), sp.Integer(0)),
+        sum((c * e for c, e in dec_by.items()), sp.Integer(0)),
         launches,
     )
     args = (*ARGS, *ipp, *ipd, *RATE_ARGS)

@@ -201,6 +201,11 @@ def _templates(fixed_items: tuple[tuple[str, float], ...], moe: int, decode_cove
 
 def space_fixed(space: Any) -> dict[str, float]:
     """The columns the relaxation fixes from ``space`` (see the module docstring)."""
+    if getattr(space, "has_patterns", False):
+        raise RooflawError(
+            f"space {space.name!r} searches layer patterns; the GP relaxation models uniform stacks only: "
+            "use --method exhaustive or optuna"
+        )
     first = space.columns_at(np.array([0]))
     out = {k: float(first[k][0]) for k in _FIXED_COLS}
     out["head_dim"] = float(max(space.values("head_dim")))
@@ -248,13 +253,11 @@ class Branch:
         return out
 
     def decode_s(self, x: Mapping[str, Any]) -> Any:
-        from .roofline import _sum_max_affine
-
         out = self.overhead_dec(x)
         for f, b in self.dec_const:
             out = out + self.S_out * np.maximum(f(x), b(x))
         for a0, a1, b0, b1 in self.dec_step:
-            out = out + _sum_max_affine(a0(x), a1(x), b0(x), b1(x), self.S_out)[0]
+            out = out + A.sum_max_affine(a0(x), a1(x), b0(x), b1(x), self.S_out)[0]
         return out
 
     def values(self, x: Mapping[str, Any]) -> dict[str, Any]:

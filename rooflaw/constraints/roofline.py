@@ -21,7 +21,7 @@ from ..devices.device import Device
 from ..errors import bad
 from . import assembly as A
 from . import operators as O
-from .assembly import COMPUTE_POWER_SHARE  # noqa: F401 - re-exported
+from .assembly import sum_max_affine
 from .compile import ARG_NAMES, Compiled, compile_preset
 from .gemm import tile_efficiency
 from .precision import Precision
@@ -85,22 +85,6 @@ def stack_kinds(cols: Mapping[str, np.ndarray]) -> frozenset[str]:
     return frozenset(kinds)
 
 
-def _sum_max_affine(a0, a1, b0, b1, n):
-    """Σ_{t=1..n} max(a0 + a1·t, b0 + b1·t), exactly, and the number of steps where a > b (n may be an array)."""
-    g0, g1 = a0 - b0, a1 - b1
-    base = n * b0 + b1 * n * (n + 1) / 2
-    with np.errstate(divide="ignore", invalid="ignore"):
-        root = np.where(g1 != 0, -g0 / np.where(g1 != 0, g1, 1.0), 0.0)
-    # g1 > 0: positive for t > root; g1 < 0: positive for t < root; g1 == 0: all or none.
-    lo = np.clip(np.floor(root) + 1, 1, n + 1)
-    hi = np.clip(np.ceil(root) - 1, 0, n)
-    cnt = np.where(g1 > 0, n - lo + 1, np.where(g1 < 0, hi, np.where(g0 > 0, n, 0)))
-    first = np.where(g1 > 0, lo, 1.0)
-    last = first + cnt - 1
-    pos = cnt * g0 + g1 * (first + last) * cnt / 2
-    return base + np.maximum(pos, 0.0), cnt
-
-
 def _args(cols: Mapping[str, np.ndarray], workload: Workload, precision: Precision) -> list:
     scal = {
         "B": workload.batch,
@@ -145,7 +129,7 @@ def _evaluate_chunk(cols, device, workload, precision, preset, tiles, per_op):
         k = 2
         for _ in range(sum(comp.n_varying)):
             cnt, steps, a0, a1, b0, b1 = (arr(v) for v in vals[k : k + 6])
-            dec_t = dec_t + cnt * _sum_max_affine(a0, a1, b0, b1, steps)[0]
+            dec_t = dec_t + cnt * sum_max_affine(a0, a1, b0, b1, steps)[0]
             k += 6
         return _finish(device, precision, pr, workload, pre_t, dec_t, [arr(v) for v in vals[k:]])
     vals = comp.parts(*call)
@@ -158,7 +142,7 @@ def _evaluate_chunk(cols, device, workload, precision, preset, tiles, per_op):
         k += 10
         for _ in range(comp.n_varying[i]):
             _, steps, a0, a1, b0, b1 = (arr(v) for v in vals[k : k + 6])
-            s, c = _sum_max_affine(a0, a1, b0, b1, steps)
+            s, c = sum_max_affine(a0, a1, b0, b1, steps)
             td, ncomp = td + s, ncomp + c
             k += 6
         pre_t, dec_t = pre_t + count * tp, dec_t + count * td

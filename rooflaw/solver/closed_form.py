@@ -275,6 +275,9 @@ def problem_budgets(problem: Any) -> dict[str, float]:
 
 
 def bounds_of(problem: Any) -> dict[str, tuple[float, float]]:
+    if getattr(problem.space, "has_patterns", False):  # the theory model is a uniform stack
+        raise RooflawError(f"space {problem.space.name!r} searches layer patterns; the closed form models uniform "
+                           "stacks only: use --method exhaustive or optuna")  # fmt: skip
     b = dict(problem.space.bounds())
     return {k: (float(b[k][0]), float(b[k][1])) for k in VARS}
 

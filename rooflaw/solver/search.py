@@ -391,7 +391,7 @@ def trials_frame(study: Any) -> pd.DataFrame:
         r["index"] = int(t.user_attrs.get("index", -1))
         rows.append(r)
     cols = ["trial", "feasible", *FRONTIER_COLUMNS, "cached", "measured", "index", "vocab", "tied", "total_s",
-            "tpot_s", "params_total", "params_active"]  # fmt: skip
+            "tpot_s", "params_total", "params_active", "local_layers", "window"]  # fmt: skip
     if not rows:
         return pd.DataFrame({c: [] for c in cols})
     df = pd.DataFrame(rows)
