@@ -90,12 +90,12 @@ def test_identical_on_real_models_and_broadcast_columns():
             w = Workload(batch=4, input_tokens=2048, output_tokens=out_tokens)
             assert_identical(evaluate_columns(cols, dev, w, backend="numpy"),
                              evaluate_columns(cols, dev, w, backend="numba"))  # fmt: skip
-    # a space in enumeration order: the row kernel reuses the statements whose inputs did not change
+    # a space in enumeration order, with repeated rows and a -0.0 column
     from rooflaw.arch import get_space
 
     space = get_space("paper")
     cols = space.columns_at(np.arange(space.size), np.float64)
-    cols["tied"][::3] = 1.0  # and -0.0 against 0.0: a change of sign counts as a change
+    cols["tied"][::3] = 1.0
     cols["qkv_bias"][1::7] = -0.0
     for dev in devices()[:2]:
         assert_identical(evaluate_columns(cols, dev, backend="numpy"), evaluate_columns(cols, dev, backend="numba"))
