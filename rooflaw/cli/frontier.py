@@ -42,6 +42,7 @@ def frontier(
     preset: str = typer.Option("full", help="Cost model: full or paper."),
     tokens: Optional[float] = typer.Option(None, help="Training tokens D, for laws that use D."),
     n_jobs: int = typer.Option(-1, "--n-jobs", help="Processes (-1: all cores)."),
+    backend: str = typer.Option("auto", "--backend", help="auto, numpy or numba (the fast extra; same frontier)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Write the frontier as CSV."),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Figure (.png/.svg): frontier over the feasible cloud."),
     allow_extrapolation: bool = typer.Option(False, "--allow-extrapolation", help=EXTRAPOLATION_HELP),
@@ -64,7 +65,7 @@ def frontier(
     prob = build_problem(device, law, space, phase, precision, batch, input_tokens, output_tokens, preset, tokens,
                          latency_budget, memory_budget, energy_budget, attention=attention,
                          allow_extrapolation=allow_extrapolation)  # fmt: skip
-    res = run(prob, objectives, n_jobs=n_jobs, cloud=20_000 if plot is not None else 0)
+    res = run(prob, objectives, n_jobs=n_jobs, cloud=20_000 if plot is not None else 0, backend=backend)
     tab = res.table()
     if out is not None:
         with atomic_output(out, "--out") as tmp:

@@ -36,6 +36,7 @@ def solve(
     tokens: Optional[float] = typer.Option(None, help="Training tokens D, for laws that use D."),
     trials: int = typer.Option(500, help="Trials for --method optuna."),
     seed: int = typer.Option(0, help="Seed for --method optuna."),
+    backend: str = typer.Option("auto", "--backend", help="--method exhaustive: auto, numpy or numba (fast extra)."),
     explain: bool = typer.Option(False, "--explain", help="Derivation, slacks, rounding, runner-ups."),
     allow_extrapolation: bool = typer.Option(False, "--allow-extrapolation", help=EXTRAPOLATION_HELP),
     as_json: bool = typer.Option(False, "--json", help="One JSON object, SI units."),
@@ -49,6 +50,8 @@ def solve(
                          latency_budget, memory_budget, energy_budget, align, attention=attention,
                          allow_extrapolation=allow_extrapolation)  # fmt: skip
     kw = {"n_trials": trials, "seed": seed} if method == "optuna" else {}
+    if method == "exhaustive":
+        kw = {"backend": backend}
     res = (
         run(prob, method, explain_result=explain, **kw) if method in ("closed-form", "gp") else run(prob, method, **kw)
     )

@@ -206,6 +206,7 @@ def evaluate_columns(
     tiles: bool = False,
     chunk: int = CHUNK,
     engine: str | EngineProfile | None = None,
+    backend: str = "auto",
 ) -> dict[str, np.ndarray]:
     """Evaluate a table of candidates (dict of equal-length arrays or a DataFrame) in one call.
 
@@ -213,7 +214,9 @@ def evaluate_columns(
     prefill/decode FLOPs and bytes, weight_bytes, kv_cache_bytes, activation_bytes, memory_bytes,
     fits_in_memory, energy_j, params_total, params_active. Work is done in chunks of ``chunk``
     rows, so memory stays bounded whatever the table size. ``engine``: the serving stack's profile
-    (:mod:`.engines`; default: the device's), ``"ideal"`` for the pure roofline.
+    (:mod:`.engines`; default: the device's), ``"ideal"`` for the pure roofline. ``backend``: ``numpy``,
+    ``numba`` (the generated fused kernel of :mod:`.backend_numba`, same values bit for bit; needs the ``fast``
+    extra) or ``auto`` (numba for tables of at least ``AUTO_MIN_ROWS`` rows when installed and ``tiles`` is off).
     """
     pr = A.get_preset(preset)
     workload = workload or Workload()
@@ -221,6 +224,12 @@ def evaluate_columns(
     cols = complete_columns(columns)
     app = applied(device, engine, "paper" if pr.theory else preset)
     n = len(cols["layers"])
+    if _use_numba(backend, n, tiles):
+        from .backend_numba import evaluate_rows
+
+        res = evaluate_rows(cols, device, workload, precision, preset, strict=backend == "numba", app=app)
+        if res is not None:
+            return res
     if n <= chunk:
         res = _evaluate_chunk(cols, device, workload, precision, preset, tiles, False, app)
         return res
@@ -229,6 +238,18 @@ def evaluate_columns(
         sub = {k: v[s : s + chunk] for k, v in cols.items()}
         parts.append(_evaluate_chunk(sub, device, workload, precision, preset, tiles, False, app))
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+
+
+def _use_numba(backend: str, n: int, tiles: bool) -> bool:
+    from . import backend_numba as bn
+
+    if bn.resolve(backend, n) == "numpy":
+        return False
+    if tiles:
+        if backend == "numba":
+            raise bad("backend", backend, "the numba kernel has no tile/wave model; use tiles=False or numpy")
+        return False
+    return True
 
 
 @dataclass

@@ -10,7 +10,6 @@ spread over processes with joblib (loky).
 from __future__ import annotations
 
 import math
-import os
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,117 +18,32 @@ import numpy as np
 import pandas as pd
 
 from ...arch.space import add_paper_variables
-from ...constraints import evaluate_columns
 from ...errors import bad
 from ..infeasible import no_finite_loss, report
 from ..problem import Problem
 from ..result import MappingAccess, Result
 from .pareto import pareto_mask
 
-#: Objective name -> column.
-OBJECTIVES = {"loss": "loss", "latency": "latency_s", "memory": "memory_bytes", "energy": "energy_j"}
-#: Columns of a frontier table (CSV), in order.
-FRONTIER_COLUMNS = (
-    "layers", "d_model", "heads", "kv_heads", "head_dim", "ffn", "experts", "top_k", "r", "rho", "gqa",
-    "loss", "latency_s", "prefill_s", "decode_s", "memory_bytes", "energy_j",
+from .scan_parts import (  # noqa: F401 (re-exported: the search and the numba scan share them)
+    _ARCH,
+    _KEEP,
+    _PATTERN,
+    _VALUES,
+    FRONTIER_COLUMNS,
+    OBJECTIVES,
+    PARALLEL_MIN,
+    SUB_CHUNK,
+    _Acc,
+    _argbest,
+    _better,
+    _cat,
+    _filter,
+    _n_jobs,
+    _row,
+    _take,
+    check_objectives,
+    evaluate_lean,
 )  # fmt: skip
-_ARCH = ("layers", "d_model", "heads", "kv_heads", "head_dim", "ffn", "experts", "top_k", "vocab", "tied")
-_VALUES = ("loss", "latency_s", "prefill_s", "decode_s", "total_s", "tpot_s", "memory_bytes", "energy_j",
-           "params_total", "params_active")  # fmt: skip
-#: Layer-pattern columns kept for every point (zero for uniform spaces).
-_PATTERN = ("local_layers", "window")
-_KEEP = _ARCH + _VALUES + _PATTERN
-SUB_CHUNK = 1 << 16
-#: Spaces smaller than this are evaluated in-process (process start-up costs more than it saves).
-PARALLEL_MIN = 200_000
-
-
-def check_objectives(objectives: Any) -> tuple[str, ...]:
-    if isinstance(objectives, str):
-        objectives = [o.strip() for o in objectives.split(",") if o.strip()]
-    objs = tuple(objectives)
-    if not objs or objs[0] != "loss" or len(set(objs)) != len(objs) or any(o not in OBJECTIVES for o in objs):
-        raise bad("objectives", ",".join(objs), "must start with loss, then distinct ones of latency, memory, energy")
-    return objs
-
-
-def evaluate_lean(problem: Problem, cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Loss, the cost columns in :data:`_VALUES` and ``feasible`` for a table of columns (no DataFrame).
-
-    Same semantics as :meth:`Problem.evaluate`: feasible = finite loss and every budget of ``problem.budgets()``.
-    """
-    from ...objectives import law_inputs
-
-    res = evaluate_columns(cols, problem.device, problem.workload, problem.precision, problem.preset)
-    out = {k: res[k] for k in _VALUES if k in res}
-    inputs = law_inputs(cols, tokens=problem.tokens)
-    out["loss"] = problem.law.evaluate(inputs)
-    out["latency_s"] = res[problem.latency_column]
-    # outside the law's fitted domain counts as no loss at all (unless the problem allows extrapolation)
-    out["in_domain"] = np.broadcast_to(
-        True if problem.allow_extrapolation else problem.law.in_domain(inputs), out["loss"].shape
-    )
-    feasible = np.isfinite(out["loss"]) & out["in_domain"]
-    for col, bound in problem.budgets().values():
-        feasible &= res[col] <= bound
-    out["feasible"] = feasible
-    for k in _ARCH:
-        out[k] = cols[k]
-    for k in _PATTERN:
-        out[k] = cols[k] if k in cols else np.zeros(len(feasible))
-    return out
-
-
-@dataclass
-class _Acc:
-    """What one range of indices reports back: small, whatever the range size."""
-
-    evaluated: int = 0
-    feasible: int = 0
-    front: dict[str, np.ndarray] | None = None
-    best: dict[str, float] | None = None  # min loss among feasible (tie: lower latency)
-    best_any: dict[str, float] | None = None  # min loss among finite-loss points, ignoring budgets
-    minimum: dict[str, float] = field(default_factory=dict)  # per constraint, min value over finite-loss points
-    closest: tuple[float, dict[str, float]] | None = None  # (max ratio value/bound, ratios) least violating
-    cloud: dict[str, np.ndarray] | None = None
-    eval_s: float = 0.0
-    pareto_s: float = 0.0
-
-
-def _take(d: dict[str, np.ndarray], idx: Any) -> dict[str, np.ndarray]:
-    return {k: np.asarray(v)[idx] for k, v in d.items()}
-
-
-def _cat(a: dict[str, np.ndarray] | None, b: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    if a is None:
-        return b
-    return {k: np.concatenate([a[k], b[k]]) for k in a}
-
-
-def _filter(front: dict[str, np.ndarray], cols: tuple[str, ...]) -> dict[str, np.ndarray]:
-    if not len(front["loss"]):
-        return front
-    m = pareto_mask(np.column_stack([front[c] for c in cols]))
-    return _take(front, m)
-
-
-def _row(d: dict[str, np.ndarray], i: int) -> dict[str, float]:
-    return {k: float(d[k][i]) for k in _KEEP}
-
-
-def _argbest(v: dict[str, np.ndarray], idx: np.ndarray) -> int:
-    """Index (into v) of the lowest loss among ``idx``; ties: lowest latency, then lowest index."""
-    loss = v["loss"][idx]
-    tie = idx[loss == loss.min()]
-    return int(tie[np.argmin(v["latency_s"][tie])])
-
-
-def _better(a: dict[str, float] | None, b: dict[str, float] | None) -> dict[str, float] | None:
-    if a is None:
-        return b
-    if b is None:
-        return a
-    return a if (a["loss"], a["latency_s"]) <= (b["loss"], b["latency_s"]) else b
 
 
 def _scan(problem: Problem, start: int, stop: int, objectives: tuple[str, ...], cloud: int, sub_chunk: int) -> _Acc:
@@ -196,22 +110,21 @@ def _ranges(size: int, n_jobs: int, sub_chunk: int) -> list[tuple[int, int]]:
     return [(s, min(s + step, size)) for s in range(0, size, step)]
 
 
-def _n_jobs(n_jobs: int | None, size: int) -> int:
-    if n_jobs is None:
-        n_jobs = -1
-    if n_jobs < 0:
-        n_jobs = max(1, (os.cpu_count() or 1) + 1 + n_jobs)
-    return 1 if size < PARALLEL_MIN else max(1, int(n_jobs))
-
-
 #: Most points the exhaustive solver enumerates (a larger space: use the Optuna search).
 EXHAUSTIVE_MAX = 10**10
 
 
-def _run(problem: Problem, objectives: tuple[str, ...], n_jobs: int | None, cloud: int, sub_chunk: int):
+def _run(problem: Problem, objectives: tuple[str, ...], n_jobs: int | None, cloud: int, sub_chunk: int,
+         backend: str = "auto"):  # fmt: skip
     size = problem.space.size
     if size > EXHAUSTIVE_MAX:
         raise bad("space", problem.space.name, f"has {size:,} points; exhaustive enumerates at most {EXHAUSTIVE_MAX:,}")
+    if backend != "numpy":
+        from .exhaustive_fast import run_numba  # the generated kernel; None: stay on numpy
+
+        fast = run_numba(problem, objectives, n_jobs, cloud, backend)
+        if fast is not None:
+            return fast
     jobs = _n_jobs(n_jobs, size)
     ranges = _ranges(size, jobs, sub_chunk)
     t0 = time.perf_counter()
@@ -323,12 +236,15 @@ def frontier(
     n_jobs: int | None = None,
     cloud: int = 20_000,
     chunk: int = SUB_CHUNK,
+    backend: str = "auto",
 ) -> FrontierResult:
     """The exact Pareto frontier of ``problem.space`` over ``objectives`` (loss first; latency of the problem's
     phase, memory, energy), among feasible points only. ``n_jobs`` processes (default: all cores; spaces under
-    200,000 points run in-process). Raises :class:`Infeasible` when no point is feasible."""
+    200,000 points run in-process). ``backend``: ``numpy``, ``numba`` (the generated scan kernel on threads, with
+    in-kernel feasibility and a non-dominated pre-filter; same frontier) or ``auto`` (numba for spaces of at least
+    10⁵ points when installed). Raises :class:`Infeasible` when no point is feasible."""
     objs = check_objectives(objectives)
-    acc, t = _run(problem, objs, n_jobs, cloud, chunk)
+    acc, t = _run(problem, objs, n_jobs, cloud, chunk, backend)
     if acc.feasible == 0:
         _raise_infeasible(problem, acc)
     return FrontierResult(
@@ -376,12 +292,12 @@ def result_from_row(problem: Problem, row: dict[str, float], method: str, best_a
     )
 
 
-def solve_exhaustive(problem: Problem, n_jobs: int | None = None) -> Result:
+def solve_exhaustive(problem: Problem, n_jobs: int | None = None, backend: str = "auto") -> Result:
     """The lowest-loss feasible point of the space (ties: lower latency), with the loss–latency frontier.
 
     Raises :class:`Infeasible` naming the binding constraint and its smallest achievable value over the space.
     """
-    acc, t = _run(problem, ("loss", "latency"), n_jobs, 0, SUB_CHUNK)
+    acc, t = _run(problem, ("loss", "latency"), n_jobs, 0, SUB_CHUNK, backend)
     if acc.feasible == 0 or acc.best is None:
         _raise_infeasible(problem, acc)
     assert acc.best is not None

@@ -12,6 +12,19 @@ import numpy as np
 from ...errors import bad
 
 _BLOCK = 2048
+#: Use moocore (the ``fast`` extra) where it measured faster: non-dominated sorting for k ≥ 3 (50-90x) and the
+#: hypervolume (10-700x); the sort-based k = 2 code here is faster than moocore's for large n (docs/benchmarks.md).
+USE_MOOCORE = True
+
+
+def _moocore():
+    if not USE_MOOCORE:
+        return None
+    try:
+        import moocore
+    except ImportError:
+        return None
+    return moocore
 
 
 def _pareto_2d(v: np.ndarray) -> np.ndarray:
@@ -81,8 +94,9 @@ def _pareto_kd(v: np.ndarray) -> np.ndarray:
 def pareto_mask(values: np.ndarray) -> np.ndarray:
     """Boolean mask of the non-dominated rows of ``values`` (n × k, minimise every column). Exact.
 
-    k = 1: every row equal to the minimum. k = 2: sort-based, O(n log n). k ≥ 3: blocks in lexicographic order
-    are checked against the growing frontier (O(n·|front|·k) time, O(block·|front|) memory). Duplicates of a
+    k = 1: every row equal to the minimum. k = 2: sort-based, O(n log n). k ≥ 3: moocore's ``is_nondominated``
+    when installed, else blocks in lexicographic order are checked against the growing frontier
+    (O(n·|front|·k) time, O(block·|front|) memory). Duplicates of a
     non-dominated vector are all kept; rows with NaN are dropped.
     """
     v = np.asarray(values, dtype=np.float64)
@@ -101,6 +115,8 @@ def pareto_mask(values: np.ndarray) -> np.ndarray:
         sub = w[:, 0] == w[:, 0].min()
     elif k == 2:
         sub = _pareto_2d(w)
+    elif (mc := _moocore()) is not None:
+        sub = np.asarray(mc.is_nondominated(w, keep_weakly=True), dtype=bool)
     else:
         sub = _pareto_kd(w)
     mask[idx[sub]] = True
@@ -110,8 +126,9 @@ def pareto_mask(values: np.ndarray) -> np.ndarray:
 def hypervolume(points: np.ndarray, reference: np.ndarray | list[float]) -> float:
     """Hypervolume (minimisation) dominated by ``points`` and bounded by ``reference``.
 
-    Points not strictly better than the reference in every objective contribute nothing. Exact: a sweep for
-    k = 2, inclusion–exclusion-free slicing (HSO) for k ≥ 3 (fine for the frontier sizes met here).
+    Points not strictly better than the reference in every objective contribute nothing. moocore's
+    ``hypervolume`` when installed (same value up to rounding, ~1e-16 relative); else exact: a sweep for k = 2,
+    inclusion–exclusion-free slicing (HSO) for k ≥ 3 (fine for the frontier sizes met here).
     """
     p = np.asarray(points, dtype=np.float64)
     ref = np.asarray(reference, dtype=np.float64)
@@ -125,6 +142,9 @@ def hypervolume(points: np.ndarray, reference: np.ndarray | list[float]) -> floa
     if not len(p):
         return 0.0
     p = np.unique(p[pareto_mask(p)], axis=0)
+    mc = _moocore()
+    if mc is not None and p.shape[1] >= 2:
+        return float(mc.hypervolume(p, ref=ref))
     return float(_hv(p, ref))
 
 

@@ -1,0 +1,105 @@
+"""Template of the generated frontier-scan kernel (filled in by :mod:`.backend_numba`; not imported by numba).
+
+``scan`` walks the (width, experts) blocks ``pos … stop-1`` of a space -- each block is every (layers, vocab/tied)
+combination, flat index ``block·nl·nv + il·nv + iv`` -- in a loop nest where the generator placed each statement
+of the cost model and the loss law at the outermost level its inputs allow (block, layer, point). It checks
+feasibility (finite loss and every budget), updates the statistics the exhaustive solver reports, and writes out
+the indices of the points that can still be on the frontier:
+
+* 2 objectives: a staircase over loss bins. ``stair[b]`` holds the smallest second objective of any feasible
+  point seen (this call or earlier ones) whose loss falls in bin b; bins are monotone in loss, so a point whose
+  second objective is ≥ the minimum over strictly lower bins is dominated (strictly lower loss, no worse second
+  objective) and is dropped. Only dominated points are ever dropped, so the frontier of the survivors is exact.
+* more objectives: feasible points with finite objectives are compacted (the caller filters them exactly).
+
+``stats``: evaluated, feasible, best index/loss/latency, best-any index/loss/latency, per-budget minimum over
+finite-loss points (3 slots), the least violating point's worst ratio and index, the next position, survivors.
+"""
+
+SCAN = """
+@njit(**_JK)
+def scan(pos, stop, TW, TM, TL, TV, fx, w, p, p_tokens, radix, obj, latc, bcol, bval, lohi, stair, out_idx, stats):
+    {PARAMS} = {P}
+{FIXED}
+    nv, nl, nm = radix[0], radix[1], radix[2]
+    blk = nl * nv
+    C = max(8192, blk)
+    nb = stair.shape[0]
+    lo, hi = lohi[0], lohi[1]
+    scale = nb / (hi - lo) if hi > lo else 0.0
+    k = obj.shape[0]
+    nbud = bcol.shape[0]
+    v = np.empty(17)
+    f1 = np.empty(C + blk)
+    f2 = np.empty(C + blk)
+    bi = np.empty(C + blk, dtype=np.int64)
+    ix = np.empty(C + blk, dtype=np.int64)
+    pre = np.empty(nb)
+    nout = 0
+    cap = out_idx.shape[0]
+    m = 0
+    while pos < stop and nout + C + 2 * blk <= cap:
+        iw = pos // nm
+        im = pos - iw * nm
+{BLOCK}
+        for il in range(nl):
+{LAYER}
+            for iv in range(nv):
+                idx = pos * blk + il * nv + iv
+{POINT}
+                stats[0] += 1.0
+                if not math.isfinite(loss):
+                    continue
+                lat = v[latc]
+                if loss < stats[6] or (loss == stats[6] and lat < stats[7]):
+                    stats[5], stats[6], stats[7] = idx, loss, lat
+                feas = True
+                ratio = -np.inf
+                for j in range(nbud):
+                    x = v[bcol[j]]
+                    if x < stats[8 + j]:
+                        stats[8 + j] = x
+                    q = x / bval[j]
+                    if q > ratio:
+                        ratio = q
+                    if not (x <= bval[j]):
+                        feas = False
+                if ratio < stats[11]:
+                    stats[11], stats[12] = ratio, idx
+                if not feas:
+                    continue
+                stats[1] += 1.0
+                if loss < stats[3] or (loss == stats[3] and lat < stats[4]):
+                    stats[2], stats[3], stats[4] = idx, loss, lat
+                finite = True
+                for j in range(1, k):
+                    if v[obj[j]] != v[obj[j]]:
+                        finite = False
+                if not finite:
+                    continue
+                if k == 2:
+                    b = int((loss - lo) * scale) if scale > 0.0 else 0
+                    b = min(max(b, 0), nb - 1)
+                    y = v[obj[1]]
+                    f1[m], f2[m], bi[m], ix[m] = loss, y, b, idx
+                    if y < stair[b]:
+                        stair[b] = y
+                    m += 1
+                else:
+                    out_idx[nout] = idx
+                    nout += 1
+        pos += 1
+        if k == 2 and m > 0 and (m >= C or pos >= stop or nout + C + 2 * blk > cap):
+            run = np.inf
+            for b in range(nb):
+                pre[b] = run
+                if stair[b] < run:
+                    run = stair[b]
+            for j in range(m):
+                if pre[bi[j]] > f2[j]:
+                    out_idx[nout] = ix[j]
+                    nout += 1
+            m = 0
+    stats[13] = pos
+    stats[14] = nout
+"""

@@ -1,0 +1,128 @@
+"""What the numpy and the numba scans of the exhaustive solver share: the objective columns, the lean
+evaluation of a chunk of candidates, the running accumulator and its small helpers, the worker count."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ...constraints import evaluate_columns
+from ...errors import bad
+from ..problem import Problem
+from .pareto import pareto_mask
+
+#: Objective name -> column.
+OBJECTIVES = {"loss": "loss", "latency": "latency_s", "memory": "memory_bytes", "energy": "energy_j"}
+#: Columns of a frontier table (CSV), in order.
+FRONTIER_COLUMNS = (
+    "layers", "d_model", "heads", "kv_heads", "head_dim", "ffn", "experts", "top_k", "r", "rho", "gqa",
+    "loss", "latency_s", "prefill_s", "decode_s", "memory_bytes", "energy_j",
+)  # fmt: skip
+_ARCH = ("layers", "d_model", "heads", "kv_heads", "head_dim", "ffn", "experts", "top_k", "vocab", "tied")
+_VALUES = ("loss", "latency_s", "prefill_s", "decode_s", "total_s", "tpot_s", "memory_bytes", "energy_j",
+           "params_total", "params_active")  # fmt: skip
+#: Layer-pattern columns kept for every point (zero for uniform spaces).
+_PATTERN = ("local_layers", "window")
+_KEEP = _ARCH + _VALUES + _PATTERN
+SUB_CHUNK = 1 << 16
+#: Spaces smaller than this are evaluated in-process (process start-up costs more than it saves).
+PARALLEL_MIN = 200_000
+
+
+def check_objectives(objectives: Any) -> tuple[str, ...]:
+    if isinstance(objectives, str):
+        objectives = [o.strip() for o in objectives.split(",") if o.strip()]
+    objs = tuple(objectives)
+    if not objs or objs[0] != "loss" or len(set(objs)) != len(objs) or any(o not in OBJECTIVES for o in objs):
+        raise bad("objectives", ",".join(objs), "must start with loss, then distinct ones of latency, memory, energy")
+    return objs
+
+
+def evaluate_lean(problem: Problem, cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Loss, the cost columns in :data:`_VALUES` and ``feasible`` for a table of columns (no DataFrame).
+
+    Same semantics as :meth:`Problem.evaluate`: feasible = finite loss and every budget of ``problem.budgets()``.
+    """
+    from ...objectives import law_inputs
+
+    res = evaluate_columns(cols, problem.device, problem.workload, problem.precision, problem.preset)
+    out = {k: res[k] for k in _VALUES if k in res}
+    inputs = law_inputs(cols, tokens=problem.tokens)
+    out["loss"] = problem.law.evaluate(inputs)
+    out["latency_s"] = res[problem.latency_column]
+    # outside the law's fitted domain counts as no loss at all (unless the problem allows extrapolation)
+    out["in_domain"] = np.broadcast_to(
+        True if problem.allow_extrapolation else problem.law.in_domain(inputs), out["loss"].shape
+    )
+    feasible = np.isfinite(out["loss"]) & out["in_domain"]
+    for col, bound in problem.budgets().values():
+        feasible &= res[col] <= bound
+    out["feasible"] = feasible
+    for k in _ARCH:
+        out[k] = cols[k]
+    for k in _PATTERN:
+        out[k] = cols[k] if k in cols else np.zeros(len(feasible))
+    return out
+
+
+@dataclass
+class _Acc:
+    """What one range of indices reports back: small, whatever the range size."""
+
+    evaluated: int = 0
+    feasible: int = 0
+    front: dict[str, np.ndarray] | None = None
+    best: dict[str, float] | None = None  # min loss among feasible (tie: lower latency)
+    best_any: dict[str, float] | None = None  # min loss among finite-loss points, ignoring budgets
+    minimum: dict[str, float] = field(default_factory=dict)  # per constraint, min value over finite-loss points
+    closest: tuple[float, dict[str, float]] | None = None  # (max ratio value/bound, ratios) least violating
+    cloud: dict[str, np.ndarray] | None = None
+    eval_s: float = 0.0
+    pareto_s: float = 0.0
+
+
+def _take(d: dict[str, np.ndarray], idx: Any) -> dict[str, np.ndarray]:
+    return {k: np.asarray(v)[idx] for k, v in d.items()}
+
+
+def _cat(a: dict[str, np.ndarray] | None, b: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    if a is None:
+        return b
+    return {k: np.concatenate([a[k], b[k]]) for k in a}
+
+
+def _filter(front: dict[str, np.ndarray], cols: tuple[str, ...]) -> dict[str, np.ndarray]:
+    if not len(front["loss"]):
+        return front
+    m = pareto_mask(np.column_stack([front[c] for c in cols]))
+    return _take(front, m)
+
+
+def _row(d: dict[str, np.ndarray], i: int) -> dict[str, float]:
+    return {k: float(d[k][i]) for k in _KEEP}
+
+
+def _argbest(v: dict[str, np.ndarray], idx: np.ndarray) -> int:
+    """Index (into v) of the lowest loss among ``idx``; ties: lowest latency, then lowest index."""
+    loss = v["loss"][idx]
+    tie = idx[loss == loss.min()]
+    return int(tie[np.argmin(v["latency_s"][tie])])
+
+
+def _better(a: dict[str, float] | None, b: dict[str, float] | None) -> dict[str, float] | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a if (a["loss"], a["latency_s"]) <= (b["loss"], b["latency_s"]) else b
+
+
+def _n_jobs(n_jobs: int | None, size: int) -> int:
+    if n_jobs is None:
+        n_jobs = -1
+    if n_jobs < 0:
+        n_jobs = max(1, (os.cpu_count() or 1) + 1 + n_jobs)
+    return 1 if size < PARALLEL_MIN else max(1, int(n_jobs))

@@ -1,0 +1,236 @@
+"""The numba backend: bit-identical to numpy on random and real candidates; exact frontier against brute force."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rooflaw import Infeasible, RooflawError, get_device
+from rooflaw.arch import Space
+from rooflaw.arch.load import bundled_models, from_hf_config
+from rooflaw.constraints import Workload, evaluate_columns
+from rooflaw.constraints import backend_numba as bn
+from rooflaw.solver import Problem, frontier, solve_exhaustive
+
+needs_numba = pytest.mark.skipif(not bn.available(), reason="numba (the fast extra) is not installed")
+
+
+def random_columns(rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
+    """Random architectures, dense and MoE, with every optional column varied (not only valid configs)."""
+    heads = rng.choice([1, 2, 4, 8, 12, 16, 32, 64], n)
+    experts = rng.choice([1, 1, 4, 8, 16, 64, 128], n)
+    return {
+        "layers": rng.integers(1, 96, n),
+        "d_model": rng.integers(1, 80, n) * 64,
+        "heads": heads,
+        "kv_heads": np.maximum(1, heads // rng.choice([1, 2, 4, 8], n)),
+        "head_dim": rng.choice([32, 64, 96, 128, 256], n),
+        "ffn": rng.integers(1, 400, n) * 32,
+        "experts": experts,
+        "top_k": np.minimum(experts, rng.choice([1, 2, 4, 8], n)),
+        "shared_experts": rng.choice([0, 0, 1, 2], n),
+        "shared_ffn": rng.integers(1, 200, n) * 64,
+        "vocab": rng.choice([32000, 50257, 151936], n),
+        "tied": rng.integers(0, 2, n),
+        "gated": rng.integers(0, 2, n),
+        "qkv_bias": rng.integers(0, 2, n),
+        "layernorm": rng.integers(0, 2, n),
+        "qk_norm_size": rng.choice([0, 128, 256], n),
+        "norms_per_layer": rng.choice([2, 4], n),
+        "shared_gate": rng.integers(0, 2, n),
+        "qk_norm_on": rng.integers(0, 2, n),
+    }
+
+
+def devices():
+    h100 = get_device("h100-sxm")
+    per_op = dataclasses.replace(h100, id="per-op", energy_per_flop=1.3e-12, energy_per_byte=6e-11)
+    bare = dataclasses.replace(h100, id="bare", power_peak=None, power_idle=None, energy_per_flop=None,
+                               energy_per_byte=None)  # fmt: skip
+    return [get_device("jetson-orin-nano-8gb"), h100, per_op, bare]
+
+
+def assert_identical(a: dict, b: dict) -> None:
+    assert list(a) == list(b)
+    for k in a:
+        assert a[k].dtype == b[k].dtype, k
+        assert np.array_equal(a[k], b[k], equal_nan=a[k].dtype != bool), (k, np.flatnonzero(a[k] != b[k])[:5])
+
+
+@needs_numba
+@pytest.mark.parametrize("preset", ["full", "paper"])
+def test_identical_on_random_candidates(preset):
+    rng = np.random.default_rng(7)
+    cols = random_columns(rng, 20_000)
+    cases = [
+        (Workload(), "fp16"),
+        (Workload(batch=8, input_tokens=512, output_tokens=64, attention="fused"), "w4a16kv8"),
+        (Workload(batch=3, input_tokens=4096, output_tokens=1), "int8"),
+    ]
+    for dev in devices():
+        for w, prec in cases:
+            a = evaluate_columns(cols, dev, w, prec, preset, backend="numpy", engine="device")
+            b = evaluate_columns(cols, dev, w, prec, preset, backend="numba", engine="device")
+            assert_identical(a, b)
+
+
+@needs_numba
+def test_identical_on_real_models_and_broadcast_columns():
+    archs = [from_hf_config(m) for m in bundled_models()]
+    rows = [a.columns() for a in archs]
+    cols = {k: np.array([float(r[k]) for r in rows]) for k in rows[0]}
+    for dev in devices():
+        for out_tokens in (1, 16, 256):
+            w = Workload(batch=4, input_tokens=2048, output_tokens=out_tokens)
+            assert_identical(evaluate_columns(cols, dev, w, backend="numpy", engine="device"),
+                             evaluate_columns(cols, dev, w, backend="numba", engine="device"))  # fmt: skip
+    # a space in enumeration order, with repeated rows and a -0.0 column
+    from rooflaw.arch import get_space
+
+    space = get_space("paper")
+    cols = space.columns_at(np.arange(space.size), np.float64)
+    cols["tied"][::3] = 1.0
+    cols["qkv_bias"][1::7] = -0.0
+    for dev in devices()[:2]:
+        assert_identical(
+            evaluate_columns(cols, dev, backend="numpy", engine="device"),
+            evaluate_columns(cols, dev, backend="numba", engine="device"),
+        )
+    # scalars broadcast against one varying column (stride-0 inputs)
+    few = {"layers": np.arange(1, 50), "d_model": 2048, "heads": 16, "ffn": 8192, "experts": 8, "top_k": 2}
+    dev = get_device("h100-sxm")
+    assert_identical(
+        evaluate_columns(few, dev, backend="numpy", engine="device"),
+        evaluate_columns(few, dev, backend="numba", engine="device"),
+    )
+
+
+@needs_numba
+def test_identical_on_mixed_layer_stacks():
+    """Sliding-window, MLA, constant-state mixer and first-k-dense layers in one table (every layer kind)."""
+    rng = np.random.default_rng(3)
+    n = 5000
+    cols = random_columns(rng, n)
+    L = cols["layers"]
+    mixer = rng.integers(0, 3, n) * (L // 4)
+    mla = np.where(rng.random(n) < 0.3, L - mixer, 0)
+    cols |= {
+        "mixer_layers": mixer, "mla_layers": mla, "attn_layers": L - mixer - mla,
+        "local_layers": (L - mixer - mla) // 2, "window": rng.choice([512, 4096], n),
+        "q_lora_rank": rng.choice([0, 1536], n), "kv_lora_rank": rng.choice([256, 512], n),
+        "rope_dim": 64, "v_head_dim": 128, "mixer_in": 2 * cols["d_model"], "mixer_inner": cols["d_model"],
+        "mixer_state": rng.integers(1, 64, n) * 1024, "mixer_params": rng.integers(0, 1000, n),
+        "mixer_flops": rng.integers(0, 100, n) * 1000, "dense_layers": np.minimum(L, rng.integers(0, 4, n)),
+        "dense_ffn": rng.integers(1, 300, n) * 64, "router_bias": rng.integers(0, 2, n),
+    }  # fmt: skip
+    cols["ffn_layers"] = L - cols["dense_layers"]
+    for dev in devices()[:3]:
+        w = Workload(batch=2, input_tokens=8192, output_tokens=32)
+        a = evaluate_columns(cols, dev, w, backend="numpy", engine="device")
+        assert_identical(a, evaluate_columns(cols, dev, w, backend="numba", engine="device"))
+
+
+def brute_front(prob: Problem, objectives: tuple[str, ...]) -> set[tuple]:
+    """Feasible non-dominated rows by the definition (O(n²) comparisons on Problem.evaluate's numpy values)."""
+    cols = {"loss": "loss", "latency": "latency_s", "memory": "memory_bytes", "energy": "energy_j"}
+    df = prob.evaluate(prob.space.to_frame())
+    f = df[df["feasible"]].reset_index(drop=True)
+    x = f[[cols[o] for o in objectives]].to_numpy(dtype=float)
+    keep = [not (np.all(x <= x[i], axis=1) & np.any(x < x[i], axis=1)).any() for i in range(len(x))]
+    return rows(f[np.array(keep, dtype=bool)])
+
+
+def rows(df) -> set[tuple]:
+    k = ["layers", "d_model", "kv_heads", "head_dim", "ffn", "experts", "top_k", "vocab", "tied"]
+    return set(map(tuple, df[k].astype(int).to_numpy().tolist()))
+
+
+@needs_numba
+@pytest.mark.parametrize("seed", range(4))
+def test_frontier_exact_against_brute_force(seed, monkeypatch):
+    from rooflaw.solver.discrete import exhaustive_fast as xf
+
+    monkeypatch.setattr(xf, "PIECE", 1000)  # several calls, threads and resumed buffers on a small space
+    monkeypatch.setattr(xf, "OUT_CAP", 8192 + 64)
+    monkeypatch.setattr(xf, "NBINS", [2, 16, 8192, 1][seed])  # exact whatever the staircase resolution
+    rng = np.random.default_rng(seed)
+    space = Space(
+        name="rnd",
+        layers=sorted(rng.choice(np.arange(1, 48), size=8, replace=False).tolist()),
+        d_model=sorted(rng.choice(np.arange(4, 40) * 64, size=6, replace=False).tolist()),
+        head_dim=[64, 128],
+        kv_heads=[1, 4, "heads"],
+        moe=[(1, 1), (8, 1), (8, 2), (16, 4)],
+        r_single=[0.5, 2.0, 4.0],
+        tied=[False, True],
+    )
+    # the pure device figures (the kernel does not carry a fitted engine's per-pass overhead yet)
+    dev_id = ["jetson-orin-nano-8gb", "h100-sxm", "rtx-4090", "jetson-orin-nano-8gb"][seed]
+    dev = dataclasses.replace(get_device(dev_id), achieved={})
+    budget = [{}, {"latency_budget": 0.02}, {"memory_budget": 2e9}, {"energy_budget": 5.0}][seed]
+    prob = Problem(law="paper-2602.10377", device=dev, space=space, allow_extrapolation=True, **budget)
+    # two kernels in all (each compiles once): the scan is specialised to the outputs it reads
+    for objectives in [("loss", "latency"), ("loss", "latency", "energy")]:
+        a = frontier(prob, objectives, n_jobs=2, cloud=0, backend="numba")
+        b = frontier(prob, objectives, n_jobs=1, cloud=0, backend="numpy")
+        assert rows(a.frontier) == brute_front(prob, objectives)
+        assert a.frontier.equals(b.frontier)
+        assert (a.evaluated, a.feasible) == (b.evaluated, b.feasible) == (space.size, b.feasible)
+        assert a.timings["backend"] == "numba"
+    ra = solve_exhaustive(prob, backend="numba")
+    rb = solve_exhaustive(prob, backend="numpy")
+    assert ra.architecture == rb.architecture and ra.loss == rb.loss and ra.binding == rb.binding
+
+
+@needs_numba
+def test_prefilter_drops_points_and_infeasible_message_matches():
+    dev = dataclasses.replace(get_device("jetson-orin-nano-8gb"), achieved={})
+    prob = Problem(law="paper-2602.10377", device=dev, space="paper", allow_extrapolation=True)
+    res = frontier(prob, ("loss", "latency"), cloud=0, backend="numba")
+    assert res.timings["survivors"] < res.feasible / 5  # the staircase dropped most feasible points in-kernel
+    tight = dataclasses.replace(prob, latency_budget=1e-6)
+    msgs = []
+    for backend in ("numba", "numpy"):
+        with pytest.raises(Infeasible) as e:
+            frontier(tight, ("loss", "latency"), cloud=0, backend=backend)
+        msgs.append((str(e.value), e.value.binding, e.value.smallest))
+    assert msgs[0] == msgs[1]
+
+
+def test_backend_choice_and_missing_numba(monkeypatch):
+    with pytest.raises(RooflawError, match="backend='gpu'"):
+        bn.resolve("gpu", 10)
+    assert bn.resolve("auto", 10) == "numpy"  # small tables stay on numpy
+    monkeypatch.setattr(bn, "available", lambda: False)
+    assert bn.resolve("auto", 10**9) == "numpy"
+    with pytest.raises(RooflawError, match="numba is not installed"):
+        evaluate_columns({"layers": 2, "d_model": 256, "heads": 4, "ffn": 512}, get_device("h100-sxm"),
+                         backend="numba", engine="device")  # fmt: skip
+
+
+@needs_numba
+def test_kernels_cached_on_disk_for_a_fresh_process(tmp_path):
+    from rooflaw import cache
+
+    base = cache.cache_dir() or tmp_path  # the session's cache: usually compiled already by the tests above
+    code = (
+        "import numpy as np, rooflaw; from rooflaw.constraints import evaluate_columns, backend_numba as bn;"
+        "evaluate_columns({'layers': np.arange(1, 9), 'd_model': 512, 'heads': 8, 'ffn': 2048},"
+        " rooflaw.get_device('h100-sxm'), backend='numba', engine='device'); s = bn.kernels('full').rows.stats;"
+        " print(len(s.cache_hits), len(s.cache_misses))"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "ROOFLAW_NO_CACHE"}
+    env |= {"ROOFLAW_CACHE_DIR": str(base), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    seen = []
+    for _ in range(2):
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+        assert out.returncode == 0, out.stderr
+        seen.append(out.stdout.split())
+    assert seen[1] == ["1", "0"]  # the second process loaded the machine code from disk, compiled nothing
+    assert list((base / "numba").glob("rl_*.py")) and list((base / "numba" / "__pycache__").glob("rl_*.nbi"))
