@@ -31,8 +31,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import RooflawError, bad
-from .catalog import _FIELD_TO_KEY, _SCALAR_KEYS, SCHEMA_VERSION
 from .device import DTYPES, Device
+from .device_file import _FIELD_TO_KEY, _SCALAR_KEYS, SCHEMA_VERSION
 
 __all__ = ["Measurements", "calibrate", "measure", "save_device_toml", "device_toml"]
 

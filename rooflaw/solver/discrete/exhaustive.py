@@ -23,7 +23,6 @@ from ..infeasible import no_finite_loss, report
 from ..problem import Problem
 from ..result import MappingAccess, Result
 from .pareto import pareto_mask
-
 from .scan_parts import (  # noqa: F401 (re-exported: the search and the numba scan share them)
     _ARCH,
     _KEEP,
