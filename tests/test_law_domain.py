@@ -2,6 +2,7 @@
 told to extrapolate, fitted laws take the range of their data, and relaxations that cannot take a law say which
 method can."""
 
+import dataclasses
 import json
 
 import numpy as np
@@ -11,6 +12,10 @@ import pytest
 from rooflaw import Problem, fit_law, get_device, get_law, get_space, solve
 from rooflaw.cli import main
 from rooflaw.solver import frontier, pareto_mask
+
+# these tests check explanations and the domain guard, not the physics: the pure roofline (no fitted
+# achieved-performance figures), as in the other solver tests
+ORIN = dataclasses.replace(get_device("jetson-agx-orin-64gb"), achieved={})
 
 SPACE = """
 name = "straddle"
@@ -53,7 +58,7 @@ def _by_hand(df: pd.DataFrame) -> np.ndarray:
 
 @pytest.mark.parametrize("allow", [False, True])
 def test_frontier_excludes_exactly_the_out_of_domain_rows(space, allow):
-    prob = Problem(law="paper-2602.10377", device=get_device("jetson-agx-orin-64gb"), space=space,
+    prob = Problem(law="paper-2602.10377", device=ORIN, space=space,
                    allow_extrapolation=allow)  # fmt: skip
     allp = prob.evaluate(space.columns_at(np.arange(space.size, dtype=np.int64), np.float64))
     inside = _by_hand(allp)
@@ -73,12 +78,12 @@ def test_frontier_excludes_exactly_the_out_of_domain_rows(space, allow):
 
 
 def test_solvers_keep_to_the_domain(space):
-    prob = Problem(law="paper-2602.10377", device=get_device("jetson-agx-orin-64gb"), space=space,
+    prob = Problem(law="paper-2602.10377", device=ORIN, space=space,
                    latency_budget=0.01)  # fmt: skip
     for method in ("closed-form", "exhaustive"):
         a = solve(prob, method).architecture
         assert 4 <= a.layers <= 32 and a.d_model >= 768 and a.experts <= 16 and a.top_k <= 2, method
-    loose = Problem(law="paper-2602.10377", device=get_device("jetson-agx-orin-64gb"), space=space,
+    loose = Problem(law="paper-2602.10377", device=ORIN, space=space,
                     latency_budget=0.01, allow_extrapolation=True)  # fmt: skip
     assert solve(loose, "exhaustive").loss <= solve(prob, "exhaustive").loss
 
@@ -123,7 +128,7 @@ def test_relaxation_errors_name_the_methods_that_work():
 
 def test_laws_over_parameter_counts_evaluate_on_partial_columns():
     # rounding hands Problem.evaluate only the columns it varies; N used to be missing ("needs N")
-    prob = Problem(law="chinchilla-hoffmann", device=get_device("jetson-agx-orin-64gb"), tokens=1e11)
+    prob = Problem(law="chinchilla-hoffmann", device=ORIN, tokens=1e11)
     cols = {"layers": [12.0], "d_model": [1024.0], "heads": [8.0], "kv_heads": [2.0], "head_dim": [128.0],
             "ffn": [4096.0], "experts": [1.0], "top_k": [1.0]}  # fmt: skip
     df = prob.evaluate(cols)

@@ -23,8 +23,10 @@ HF_INT_KEYS: dict[str, int] = {
     "vocab_size": 1,
     "head_dim": 1,
     "intermediate_size": 1,
-    "num_local_experts": 1,
-    "num_experts": 1,
+    # 0 routed experts is how dense members of MoE-capable families say "dense" (Granite-4.0-H-Micro);
+    # a family that needs experts is refused by Architecture (experts must be positive)
+    "num_local_experts": 0,
+    "num_experts": 0,
     "num_experts_per_tok": 1,
     "moe_intermediate_size": 1,
     "shared_expert_intermediate_size": 0,

@@ -59,6 +59,8 @@ class Preset:
     memory: tuple[str, ...] = ("weights", "kv", "act")
     theory: bool = False
     kinds: bool = True
+    #: whether an engine profile's achieved efficiencies and overheads apply (not to the paper's own models)
+    engine: bool = True
 
 
 def _zero(*_: Any) -> sp.Expr:
@@ -76,6 +78,7 @@ PRESETS: dict[str, Preset] = {
         memory=("weights",),
         theory=True,
         kinds=False,
+        engine=False,
     ),
     # the paper's App. D per-operator roofline as written (Tables 8-15): max(FLOPs/π, bytes/β) per operator,
     # memory = Eq. 41 as in ``paper``; uniform stacks only (see :mod:`.paper_ops`)
@@ -87,6 +90,7 @@ PRESETS: dict[str, Preset] = {
         _zero,
         memory=("weights",),
         kinds=False,
+        engine=False,
     ),
 }
 

@@ -222,7 +222,7 @@ def evaluate_columns(
     workload = workload or Workload()
     precision = Precision.parse(precision)
     cols = complete_columns(columns)
-    app = applied(device, engine, "paper" if pr.theory else preset)
+    app = applied(device, engine, preset if pr.engine else "paper")
     n = len(cols["layers"])
     if _use_numba(backend, n, tiles):
         from .backend_numba import evaluate_rows
@@ -353,7 +353,7 @@ def evaluate(
     workload = workload or Workload()
     precision = Precision.parse(precision)
     cols = complete_columns({k: np.array([float(v)]) for k, v in arch.columns().items()})
-    app = applied(device, engine, "paper" if theory else preset)
+    app = applied(device, engine, preset if A.get_preset(preset).engine else "paper")
     res = _evaluate_chunk(cols, device, workload, precision, preset, tiles, True, app)
     ops: list[OpCost] = []
     for phase in ("prefill", "decode"):
