@@ -41,6 +41,20 @@ class MappingAccess(Mapping):
     __hash__ = object.__hash__
 
 
+class FrontierView(MappingAccess):
+    """What every frontier-bearing result shares: ``frontier_size`` and ``to_frame()`` (the frontier)."""
+
+    extra_keys = ("frontier_size",)
+
+    @property
+    def frontier_size(self) -> int:
+        return len(self.frontier)  # type: ignore[attr-defined]
+
+    def to_frame(self) -> Any:
+        """The Pareto frontier (a copy), one row per architecture, SI units."""
+        return self.frontier.copy()  # type: ignore[attr-defined]
+
+
 @dataclass(eq=False)
 class Result(MappingAccess):
     """The answer to a :class:`~rooflaw.solver.problem.Problem`. SI units.

@@ -21,7 +21,7 @@ from ...arch.space import add_paper_variables
 from ...errors import bad
 from ..infeasible import no_finite_loss, report
 from ..problem import Problem
-from ..result import MappingAccess, Result
+from ..result import FrontierView, Result
 from .pareto import pareto_mask
 from .scan_parts import (  # noqa: F401 (re-exported: the search and the numba scan share them)
     _ARCH,
@@ -180,7 +180,7 @@ def _raise_infeasible(problem: Problem, acc: _Acc) -> None:
 
 
 @dataclass(eq=False)
-class FrontierResult(MappingAccess):
+class FrontierResult(FrontierView):
     """An exact Pareto frontier over a space. ``frontier`` has :data:`FRONTIER_COLUMNS` (+ vocab, tied, total_s,
     params) sorted by latency (then loss); ``cloud`` a uniform sample of feasible points for plots."""
 
@@ -194,16 +194,6 @@ class FrontierResult(MappingAccess):
     phase: str
     cloud: pd.DataFrame | None = None
     timings: dict[str, float] = field(default_factory=dict)
-
-    extra_keys = ("frontier_size",)
-
-    @property
-    def frontier_size(self) -> int:
-        return len(self.frontier)
-
-    def to_frame(self) -> pd.DataFrame:
-        """The Pareto frontier (a copy), one row per architecture, SI units."""
-        return self.frontier.copy()
 
     def table(self) -> pd.DataFrame:
         """The frontier restricted to the CSV columns (and the layer pattern, when the space searches one)."""

@@ -34,7 +34,7 @@ from ..discrete.pareto import hypervolume, pareto_mask
 from ..infeasible import no_finite_loss, report
 from ..problem import Problem
 from ..reference import space_reference
-from ..result import MappingAccess, Result
+from ..result import FrontierView, Result
 from . import safety
 from .measure import load_measure
 from .samplers import SAMPLERS, make_sampler
@@ -227,7 +227,7 @@ def _run_worker(
 
 # ---- results ----------------------------------------------------------------------------------
 @dataclass(eq=False)
-class SearchResult(MappingAccess):
+class SearchResult(FrontierView):
     """Completed trials, their feasible Pareto frontier, hypervolume and timings (SI units)."""
 
     trials: pd.DataFrame
@@ -243,16 +243,6 @@ class SearchResult(MappingAccess):
     evaluations: int = 0
     measurements: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
-
-    extra_keys = ("frontier_size",)
-
-    @property
-    def frontier_size(self) -> int:
-        return len(self.frontier)
-
-    def to_frame(self) -> pd.DataFrame:
-        """The Pareto frontier (a copy), one row per architecture, SI units."""
-        return self.frontier.copy()
 
     def best(self) -> pd.Series | None:
         """The lowest-loss feasible trial (ties: lower latency)."""
