@@ -38,6 +38,19 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+def _running_untagged(db: Path) -> list[int]:
+    """RUNNING trials that carry no owner tag (host:pid)."""
+    import optuna
+
+    url = f"sqlite:///{db}"
+    out = []
+    for s in optuna.get_all_study_summaries(url):
+        for t in optuna.load_study(study_name=s.study_name, storage=url).trials:
+            if t.state.name == "RUNNING" and not t.user_attrs.get("owner"):
+                out.append(t.number)
+    return out
+
+
 def _count(db: Path) -> dict[str, int]:
     import optuna
 
@@ -89,6 +102,10 @@ def test_kill_9_of_a_multi_worker_search_leaves_no_worker(tmp_path):
                "--sampler", "random", "--json"])  # fmt: skip
     assert rc == 0
     after = _count(db)
-    assert after.get("RUNNING", 0) == 0
+    # every RUNNING trial the killed workers had tagged was failed; a trial still RUNNING can only be one a
+    # worker was killed in the milliseconds between asking for it and tagging it with its owner, which the
+    # resume leaves alone until STALE_UNOWNED_S (a live worker of another run may be in that window too)
+    untagged = _running_untagged(db)
+    assert after.get("RUNNING", 0) == len(untagged) <= 2, (after, untagged)
     assert after.get("COMPLETE", 0) == done + 2
-    assert after.get("FAIL", 0) >= before.get("RUNNING", 0)
+    assert after.get("FAIL", 0) >= before.get("RUNNING", 0) - len(untagged)
