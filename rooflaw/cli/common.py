@@ -21,6 +21,8 @@ from ..errors import ExternalError, bad
 
 #: The precision every command assumes unless told otherwise (the paper's FP16; bf16 has the same bytes and roof).
 DEFAULT_PRECISION = "fp16"
+#: The attention kernel every command assumes (the Workload default: fused, as every measured serving engine).
+DEFAULT_ATTENTION = "fused"
 
 console = Console()
 err_console = Console(stderr=True)
@@ -132,7 +134,7 @@ def build_problem(
     memory_budget: Optional[str],
     energy_budget: Optional[str],
     align: int = 128,
-    attention: str = "fused",
+    attention: str = DEFAULT_ATTENTION,
     allow_extrapolation: bool = False,
 ) -> Any:
     """A :class:`~rooflaw.solver.Problem` from the options shared by ``solve``, ``frontier`` and ``search``."""

@@ -12,7 +12,17 @@ from .. import api
 from ..errors import bad
 from ..units import fmt_bytes, fmt_count, fmt_time
 from . import app
-from .common import DEFAULT_PRECISION, atomic_output, console, err_console, esc, print_json, ready_law, table
+from .common import (
+    DEFAULT_ATTENTION,
+    DEFAULT_PRECISION,
+    atomic_output,
+    console,
+    err_console,
+    esc,
+    print_json,
+    ready_law,
+    table,
+)
 
 #: Most decode steps ``--steps`` lists (each step is one evaluation, about a millisecond).
 MAX_STEPS = 10_000
@@ -39,7 +49,7 @@ def evaluate(
     batch: int = typer.Option(1, help="Sequences per batch."),
     input_tokens: int = typer.Option(1024, help="Prompt tokens per sequence (S_in)."),
     output_tokens: int = typer.Option(16, help="Generated tokens per sequence (S_out)."),
-    attention: str = typer.Option("fused", help="Attention kernel: fused (FlashAttention-style) or unfused."),
+    attention: str = typer.Option(DEFAULT_ATTENTION, help="Attention kernel: fused (FlashAttention-style) or unfused."),
     engine: Optional[str] = typer.Option(
         None, "--engine", help="tensorrt-llm, vllm, llama.cpp, gpt-fast, torch-eager or ideal."
     ),

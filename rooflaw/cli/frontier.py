@@ -12,6 +12,7 @@ from ..errors import bad
 from ..units import fmt_bytes, fmt_time
 from . import app
 from .common import (
+    DEFAULT_ATTENTION,
     DEFAULT_PRECISION,
     EXTRAPOLATION_HELP,
     arch_table,
@@ -38,7 +39,7 @@ def frontier(
     batch: int = typer.Option(1, help="Sequences per batch."),
     input_tokens: int = typer.Option(1024, help="Prompt tokens per sequence (S_in)."),
     output_tokens: int = typer.Option(16, help="Generated tokens per sequence (S_out)."),
-    attention: str = typer.Option("fused", help="Attention kernel: fused (default) or unfused."),
+    attention: str = typer.Option(DEFAULT_ATTENTION, help="Attention kernel: fused (FlashAttention-style) or unfused."),
     preset: str = typer.Option("full", help="Cost model: full or paper."),
     tokens: Optional[float] = typer.Option(None, help="Training tokens D, for laws that use D."),
     n_jobs: int = typer.Option(-1, "--n-jobs", help="Processes (-1: all cores)."),

@@ -9,7 +9,16 @@ import typer
 from .. import api
 from ..units import fmt_bytes, fmt_count, fmt_time
 from . import app
-from .common import DEFAULT_PRECISION, EXTRAPOLATION_HELP, build_problem, console, esc, print_json, table
+from .common import (
+    DEFAULT_ATTENTION,
+    DEFAULT_PRECISION,
+    EXTRAPOLATION_HELP,
+    build_problem,
+    console,
+    esc,
+    print_json,
+    table,
+)
 
 METHODS = ("closed-form", "gp", "exhaustive", "optuna")
 
@@ -29,7 +38,7 @@ def solve(
     batch: int = typer.Option(1, help="Sequences per batch."),
     input_tokens: int = typer.Option(1024, help="Prompt tokens per sequence (S_in)."),
     output_tokens: int = typer.Option(16, help="Generated tokens per sequence (S_out)."),
-    attention: str = typer.Option("fused", help="Attention kernel: fused (default) or unfused."),
+    attention: str = typer.Option(DEFAULT_ATTENTION, help="Attention kernel: fused (FlashAttention-style) or unfused."),
     method: str = typer.Option("closed-form", help="closed-form, gp, exhaustive or optuna."),
     align: int = typer.Option(128, help="d_model (and FFN) multiple: 128 default; 256/512 per NVIDIA's tile guidance."),
     preset: str = typer.Option("full", help="Cost model that judges the architecture: full or paper."),
