@@ -75,9 +75,10 @@ def test_identical_on_random_candidates(preset):
     ]
     for dev in devices():
         for w, prec in cases:
-            a = evaluate_columns(cols, dev, w, prec, preset, backend="numpy", engine="device")
-            b = evaluate_columns(cols, dev, w, prec, preset, backend="numba", engine="device")
-            assert_identical(a, b)
+            for engine in ("device", None, "vllm"):  # None: the device's default (fitted) engine profile
+                a = evaluate_columns(cols, dev, w, prec, preset, backend="numpy", engine=engine)
+                b = evaluate_columns(cols, dev, w, prec, preset, backend="numba", engine=engine)
+                assert_identical(a, b)
 
 
 @needs_numba
@@ -88,8 +89,9 @@ def test_identical_on_real_models_and_broadcast_columns():
     for dev in devices():
         for out_tokens in (1, 16, 256):
             w = Workload(batch=4, input_tokens=2048, output_tokens=out_tokens)
-            assert_identical(evaluate_columns(cols, dev, w, backend="numpy", engine="device"),
-                             evaluate_columns(cols, dev, w, backend="numba", engine="device"))  # fmt: skip
+            for engine in ("device", None):
+                assert_identical(evaluate_columns(cols, dev, w, backend="numpy", engine=engine),
+                                 evaluate_columns(cols, dev, w, backend="numba", engine=engine))  # fmt: skip
     # a space in enumeration order, with repeated rows and a -0.0 column
     from rooflaw.arch import get_space
 
@@ -170,11 +172,12 @@ def test_frontier_exact_against_brute_force(seed, monkeypatch):
         r_single=[0.5, 2.0, 4.0],
         tied=[False, True],
     )
-    # the pure device figures (the kernel does not carry a fitted engine's per-pass overhead yet)
+    # the defaults (fitted engine profile with its per-pass overhead, the law's fitted domain) and the pure
+    # device figures with extrapolation
     dev_id = ["jetson-orin-nano-8gb", "h100-sxm", "rtx-4090", "jetson-orin-nano-8gb"][seed]
-    dev = dataclasses.replace(get_device(dev_id), achieved={})
+    dev = get_device(dev_id) if seed % 2 == 0 else dataclasses.replace(get_device(dev_id), achieved={})
     budget = [{}, {"latency_budget": 0.02}, {"memory_budget": 2e9}, {"energy_budget": 5.0}][seed]
-    prob = Problem(law="paper-2602.10377", device=dev, space=space, allow_extrapolation=True, **budget)
+    prob = Problem(law="paper-2602.10377", device=dev, space=space, allow_extrapolation=seed % 2 == 1, **budget)
     # two kernels in all (each compiles once): the scan is specialised to the outputs it reads
     for objectives in [("loss", "latency"), ("loss", "latency", "energy")]:
         a = frontier(prob, objectives, n_jobs=2, cloud=0, backend="numba")

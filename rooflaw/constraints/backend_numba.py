@@ -74,6 +74,7 @@ class Kernels:
     scalars: tuple[str, ...]  # of which workload, precision and rate scalars (one value per call)
     fixed: tuple[str, ...]  # per-row columns the scan kernel takes as constants (not decoded from the index)
     law_vars: tuple[str, ...]
+    rate_fields: tuple[str, ...]  # Rates fields engine_overhead reads (scalars ``r_<field>``)
     key: str
     preset: str
     kinds: frozenset[str]
@@ -114,8 +115,12 @@ def source_of(fn: Any) -> str:
     return src if isinstance(src, str) else inspect.getsource(fn)
 
 
-def _source(preset: str, law: Any, kinds: frozenset[str], need: tuple[int, ...]) -> tuple[str, Kernels]:
+def _source(
+    preset: str, law: Any, kinds: frozenset[str], need: tuple[int, ...], domain: tuple = ()
+) -> tuple[str, Kernels]:
     import ast
+
+    from .numba_trace import domain_source, trace_engine_overhead
 
     from ..arch.architecture import COLUMNS, STACK_COLUMNS
     from . import assembly as A
@@ -126,18 +131,24 @@ def _source(preset: str, law: Any, kinds: frozenset[str], need: tuple[int, ...])
     fast_src = source_of(comp.fast)
     fn_args = tuple(a.arg for a in ast.parse(fast_src).body[0].args.args)  # type: ignore[attr-defined]
     per_row = tuple(a for a in fn_args if a in COLUMNS or a in STACK_COLUMNS)
-    scalars = tuple(a for a in fn_args if a not in per_row)
+    # the engine's per-pass overhead, which roofline._evaluate_chunk adds after the generated function
+    ovh, rate_fields = ("0.0", ()) if pr.theory else trace_engine_overhead("c_layers", "c_moe")
+    per_row += tuple(a for a in ("layers", "moe") if a not in per_row)
+    scalars = tuple(a for a in fn_args if a not in per_row) + tuple(f"r_{f}" for f in rate_fields)
     cost = scalarize(fast_src, {a: f"c_{a}" for a in fn_args}, "t_")
     nseg = sum(comp.n_varying)
     if len(cost.outputs) != 2 + 6 * nseg + len(A.TOTAL_KEYS):
         raise Unsupported(f"unexpected output count {len(cost.outputs)}")
     # the epilogue of roofline._evaluate_chunk / _finish, in the same operation order
     lines = list(cost.body) + [f"v{i} = {e}" for i, e in enumerate(cost.outputs)]
-    lines += ["pre_t = v0", "dec_0 = v1"]  # single assignments: the scan hoists each line to its loop level
+    lines += ["dec_0 = v1"]  # single assignments: the scan hoists each line to its loop level
     for j in range(nseg):
         k = 2 + 6 * j
         lines.append(f"dec_{j + 1} = dec_{j} + v{k} * _sma(v{k + 2}, v{k + 3}, v{k + 4}, v{k + 5}, v{k + 1})")
-    lines.append(f"dec_t = dec_{nseg}")
+    if pr.theory:
+        lines += ["pre_t = v0", f"dec_t = dec_{nseg}"]
+    else:
+        lines += [f"ovh = {ovh}", "pre_t = v0 + ovh", f"dec_t = dec_{nseg} + p_sout * ovh"]
     t = {key: f"v{2 + 6 * nseg + i}" for i, key in enumerate(A.TOTAL_KEYS)}
     fl = {c: f"({t['fpre_' + c]} + {t['fdec_' + c]})" for c in A.ROOF_CLASSES}
     lines += [
@@ -176,7 +187,12 @@ def _source(preset: str, law: Any, kinds: frozenset[str], need: tuple[int, ...])
         if unknown:
             raise Unsupported(f"law variable(s) {unknown}")
         lz = scalarize(source_of(law._fn), {v: f"l_{v}" for v in law_vars}, "u_")
-        loss = [f"l_{v} = {inputs[v]}" for v in law_vars] + lz.body + [f"loss = {lz.outputs[0]}"]
+        loss = [f"l_{v} = {inputs[v]}" for v in law_vars] + lz.body
+        if domain:  # outside the law's fitted domain counts as no loss (LossLaw.in_domain, same bounds)
+            inputs["D"] = "p_tokens"
+            loss += domain_source(domain, inputs) + [f"loss = {lz.outputs[0]} if dom else math.nan"]
+        else:
+            loss.append(f"loss = {lz.outputs[0]}")
         src += ["", _scan_source(per_row, scalars, fixed, body, loss, cost.init + lz.init, need)]
     return "\n".join(src) + "\n", Kernels(
         None,
@@ -185,10 +201,16 @@ def _source(preset: str, law: Any, kinds: frozenset[str], need: tuple[int, ...])
         scalars,
         fixed,
         law_vars,
+        rate_fields,
         "",
         preset,
         kinds,  # type: ignore[arg-type]
     )
+
+
+def _var(a: str) -> str:
+    """The kernel variable of a scalar argument (rates read by engine_overhead keep their ``r_`` name)."""
+    return a if a.startswith("r_") else f"c_{a}"
 
 
 def _rows_source(per_row, scalars, body: list[str], init: list[str]) -> list[str]:
@@ -203,7 +225,7 @@ def _rows_source(per_row, scalars, body: list[str], init: list[str]) -> list[str
         "@njit(**_JK)",
         "def rows(x, s, w, p, out):",
         f"    {', '.join(PARAMS)} = {', '.join(f'p[{k}]' for k in range(len(PARAMS)))}",
-        *(f"    c_{a} = w[{k}]" for k, a in enumerate(scalars)),
+        *(f"    {_var(a)} = w[{k}]" for k, a in enumerate(scalars)),
         *(f"    x{k} = x[{k}]" for k in range(len(per_row))),
         *(f"    s{k} = s[{k}]" for k in range(len(per_row))),
         *(f"    {ln}" for ln in init + once),
@@ -253,7 +275,7 @@ def _scan_source(per_row, scalars, fixed, body: list[str], loss: list[str], init
     known, so per-layer and per-block work is done once per block, not once per point (same operations)."""
     from .scan_source import SCAN
 
-    pre = [f"c_{a} = w[{k}]" for k, a in enumerate(scalars)] + [f"c_{a} = fx[{k}]" for k, a in enumerate(fixed)]
+    pre = [f"{_var(a)} = w[{k}]" for k, a in enumerate(scalars)] + [f"c_{a} = fx[{k}]" for k, a in enumerate(fixed)]
     dec = [f"c_{a} = {_DECODE[a]}" for a in _DECODE if a in per_row]
     level = {f"c_{a}": _LEVEL[a] for a in _DECODE if a in per_row}
     stmts = _statements(dec + body + loss)
@@ -303,10 +325,15 @@ def _kernel_dir() -> Path:
 
 
 def kernels(
-    preset: str, law: Any = None, kinds: frozenset[str] = frozenset(), need: tuple[int, ...] = tuple(range(16))
+    preset: str,
+    law: Any = None,
+    kinds: frozenset[str] = frozenset(),
+    need: tuple[int, ...] = tuple(range(16)),
+    domain: tuple[tuple[str, float, float], ...] = (),
 ) -> Kernels:
     """The generated kernels for ``preset`` and layer ``kinds`` (and ``law``, for the frontier scan, which stores
-    only the outputs ``need``: indices into :data:`OUTPUTS`), compiled or loaded from disk."""
+    only the outputs ``need``: indices into :data:`OUTPUTS`, and treats points outside ``domain`` -- (law
+    variable, lo, hi) -- as having no loss), compiled or loaded from disk."""
     t0 = time.perf_counter()
     import numba  # noqa: F401 - fails early with ImportError when the extra is missing
 
@@ -315,12 +342,13 @@ def kernels(
     TIMINGS.setdefault("import_numba_s", time.perf_counter() - t0)
     fast = source_of(compile_preset(preset, kinds).fast)
     need = tuple(sorted(set(need))) if law is not None else ()
-    memo = (preset, kinds, fast, None if law is None else source_of(law._fn), need)
+    domain = tuple(domain) if law is not None else ()
+    memo = (preset, kinds, fast, None if law is None else source_of(law._fn), need, domain)
     hit = _MEMO.get(memo)
     if hit is not None:
         return hit
     t1 = time.perf_counter()
-    src, meta = _source(preset, law, kinds, need)
+    src, meta = _source(preset, law, kinds, need, domain)
     key = _key(src)
     TIMINGS["generate_s"] = time.perf_counter() - t1
     with _LOCK:
@@ -368,9 +396,13 @@ def call_values(
     pr = A.get_preset(k.preset)
     comp = compile_preset(k.preset, stack_kinds(cols) if pr.kinds else frozenset())
     rates = A.rates(device, precision, None if pr.theory else app)
+    from .numba_trace import rate_values
+
     args = _args(cols, workload, precision)
     ipp, ipd = _inverse_roofs(comp, rates, device, args, len(cols["layers"]), False)
-    return dict(zip(k.args, (*args, *ipp, *ipd, rates.inv_beta, rates.overhead), strict=True))
+    out = dict(zip(k.args, (*args, *ipp, *ipd, rates.inv_beta, rates.overhead), strict=True))
+    out |= {a: cols[a] for a in k.per_row if a not in out}
+    return out | rate_values(rates, k.rate_fields)
 
 
 def _readonly(v: Any) -> tuple[np.ndarray, int]:
@@ -385,21 +417,6 @@ def _readonly(v: Any) -> tuple[np.ndarray, int]:
     return a, step
 
 
-def engine_blocker(device: Any, precision: Any, preset: str, app: Any) -> str | None:
-    """Why the generated kernel cannot evaluate under the engine profile ``app`` (None: it can). The kernel
-    carries the engine's efficiencies (through the rates) but not yet its per-pass overhead
-    (``assembly.engine_overhead``), which the numpy backend adds after the generated function."""
-    from . import assembly as A
-
-    if A.get_preset(preset).theory or app is None:
-        return None
-    r = A.rates(device, precision, app)
-    if r.kernel_s == 0 and r.pass_s == 0:
-        return None
-    return (f"engine profile {getattr(app, 'engine', app)!r} adds a per-pass overhead the generated kernel does not "
-            "carry yet; use engine 'ideal' or 'device', or backend 'numpy'")  # fmt: skip
-
-
 def evaluate_rows(
     cols: dict[str, np.ndarray],
     device: Any,
@@ -411,17 +428,11 @@ def evaluate_rows(
 ) -> dict[str, np.ndarray] | None:
     """All outputs of ``roofline.evaluate_columns`` for completed columns, in one generated loop.
 
-    If the cost model uses a construct the printer does not translate, or an engine overhead it does not carry
-    (:func:`engine_blocker`): a one-line error when ``strict``, else None.
+    If the cost model uses a construct the printer does not translate: a one-line error when ``strict``, else None.
     """
     from . import assembly as A
     from .roofline import stack_kinds
 
-    why = engine_blocker(device, precision, preset, app)
-    if why is not None:
-        if strict:
-            raise RooflawError(f"backend='numba': {why}")
-        return None
     try:
         k = kernels(preset, None, stack_kinds(cols) if A.get_preset(preset).kinds else frozenset())
     except Unsupported as e:

@@ -65,7 +65,7 @@ def _setup(problem: Problem, need: tuple[int, ...]) -> tuple[Any, ...] | None:
     idx = np.unique(np.concatenate([[0, size - 1], rng.integers(0, size, 512)]))
     cc = complete_columns(space.columns_at(idx, np.float64))
     kinds = stack_kinds(cc) if A.get_preset(problem.preset).kinds else frozenset()
-    k = bn.kernels(problem.preset, problem.law, kinds, need)
+    k = bn.kernels(problem.preset, problem.law, kinds, need, _domain(problem))
     vals = bn.call_values(cc, problem.device, problem.workload, problem.precision, k, _applied(problem))
     fixed = {}
     for name in k.fixed:
@@ -80,6 +80,15 @@ def _setup(problem: Problem, need: tuple[int, ...]) -> tuple[Any, ...] | None:
     tabs = [np.ascontiguousarray(t, dtype=np.int64) for t in (tw, tm, tl, tv)]
     fx = np.array([fixed[a] for a in k.fixed])
     return k, (*tabs, fx, w), np.array([len(tv), len(tl), len(tm)], dtype=np.int64)
+
+
+def _domain(problem: Problem) -> tuple[tuple[str, float, float], ...]:
+    """The law's fitted domain as the kernel checks it (none when the problem extrapolates; ``D`` only when
+    the problem gives tokens, as ``law_inputs`` computes D only then)."""
+    if problem.allow_extrapolation:
+        return ()
+    return tuple((v, float(lo), float(hi)) for v, (lo, hi) in problem.law.domain.items()
+                 if v != "D" or problem.tokens is not None)  # fmt: skip
 
 
 def _loss_range(problem: Problem) -> np.ndarray:
@@ -153,15 +162,6 @@ def run_numba(problem: Problem, objectives: tuple[str, ...], n_jobs: int | None,
     if bn.resolve(backend, size) == "numpy":
         return None
     strict = backend == "numba"
-    why = bn.engine_blocker(problem.device, problem.precision, problem.preset, _applied(problem))
-    if why is None and problem.law.domain and not problem.allow_extrapolation:
-        # the kernel's in-loop feasibility does not know the law's fitted domain: a point outside it could
-        # drop an in-domain point from the staircase before the exact numpy filter sees it
-        why = f"law {problem.law.name} keeps to its fitted domain, which the kernel does not check"
-    if why is not None:
-        if strict:
-            raise RooflawError(f"backend='numba': {why}")
-        return None
     out_code = {"loss": 16, "latency": bn.OUTPUTS.index(problem.latency_column)}
     out_code |= {o: bn.OUTPUTS.index(c) for o, c in OBJECTIVES.items() if o not in out_code}
     obj = np.array([out_code[o] for o in objectives], dtype=np.int64)

@@ -1,0 +1,126 @@
+"""Source for the numba kernels from plain Python arithmetic: the engine's per-pass overhead and the law's domain.
+
+:func:`assembly.engine_overhead` is ordinary arithmetic on :class:`assembly.Rates` fields and two columns. The
+numpy backend calls it on arrays; here it is called once on *tracers* that record every operation in Python's
+own evaluation order, so the printed scalar expression performs the same IEEE operations in the same order as
+numpy does elementwise (bit-identical), and a change to that function reaches the kernel without a copy of its
+formula. Anything but arithmetic (a comparison, a branch on a value, a numpy function) raises
+:class:`~.numba_printer.Unsupported` and the caller stays on numpy.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from .numba_printer import Unsupported
+
+
+class Traced:
+    """A scalar expression being recorded: arithmetic on it returns the printed expression."""
+
+    __slots__ = ("code",)
+    __array_ufunc__ = None  # numpy must not swallow a tracer into an object array
+
+    def __init__(self, code: str):
+        self.code = code
+
+    def _op(self, op: str, other: Any, rev: bool = False) -> Traced:
+        o = _code(other)
+        return Traced(f"({o} {op} {self.code})" if rev else f"({self.code} {op} {o})")
+
+    def __add__(self, o: Any) -> Traced:
+        return self._op("+", o)
+
+    def __radd__(self, o: Any) -> Traced:
+        return self._op("+", o, True)
+
+    def __sub__(self, o: Any) -> Traced:
+        return self._op("-", o)
+
+    def __rsub__(self, o: Any) -> Traced:
+        return self._op("-", o, True)
+
+    def __mul__(self, o: Any) -> Traced:
+        return self._op("*", o)
+
+    def __rmul__(self, o: Any) -> Traced:
+        return self._op("*", o, True)
+
+    def __truediv__(self, o: Any) -> Traced:
+        return self._op("/", o)
+
+    def __rtruediv__(self, o: Any) -> Traced:
+        return self._op("/", o, True)
+
+    def __neg__(self) -> Traced:
+        return Traced(f"(-{self.code})")
+
+    def __pos__(self) -> Traced:
+        return self
+
+    def __bool__(self) -> bool:
+        raise Unsupported("a branch on a traced value")
+
+    def __float__(self) -> float:
+        raise Unsupported("a traced value converted to a number")
+
+
+def _code(x: Any) -> str:
+    if isinstance(x, Traced):
+        return x.code
+    if isinstance(x, (int, float)) and not isinstance(x, bool):
+        return repr(float(x))
+    raise Unsupported(f"traced arithmetic with {type(x).__name__}")
+
+
+class _RatesProxy:
+    """Stands in for a :class:`assembly.Rates`: each numeric field read becomes the kernel scalar ``r_<field>``."""
+
+    def __init__(self, numeric: frozenset[str]):
+        self._numeric = numeric
+        self.used: list[str] = []
+
+    def __getattr__(self, name: str) -> Traced:
+        if name.startswith("_") or name not in self._numeric:
+            raise Unsupported(f"Rates.{name} is not a number the kernel can take")
+        if name not in self.used:
+            self.used.append(name)
+        return Traced(f"r_{name}")
+
+
+def _numeric_fields() -> frozenset[str]:
+    from . import assembly as A
+
+    return frozenset(f.name for f in dataclasses.fields(A.Rates) if f.type in ("float", float))
+
+
+def trace_engine_overhead(layers: str = "c_layers", moe: str = "c_moe") -> tuple[str, tuple[str, ...]]:
+    """(scalar expression of :func:`assembly.engine_overhead` over ``r_<field>`` and the two column names,
+    the Rates fields it reads, in order)."""
+    from . import assembly as A
+
+    proxy = _RatesProxy(_numeric_fields())
+    try:
+        out = A.engine_overhead(proxy, Traced(layers), Traced(moe))
+    except (TypeError, AttributeError) as e:  # an operation the tracer does not record
+        raise Unsupported(f"engine_overhead: {e}") from None
+    return _code(out), tuple(proxy.used)
+
+
+def rate_values(rates: Any, fields: tuple[str, ...]) -> dict[str, float]:
+    """``r_<field>`` -> value for the kernel's scalar arguments."""
+    return {f"r_{f}": float(getattr(rates, f)) for f in fields}
+
+
+def domain_source(domain: tuple[tuple[str, float, float], ...], inputs: dict[str, str]) -> list[str]:
+    """Statements setting ``dom`` (True inside the law's fitted domain) the way :meth:`LossLaw.in_domain` judges:
+    ``lo·(1 − 1e-9) ≤ v ≤ hi·(1 + 1e-9)`` per variable, the bounds computed here as numpy computes them."""
+    lines, terms = [], []
+    for j, (var, lo, hi) in enumerate(domain):
+        if var not in inputs:
+            raise Unsupported(f"domain variable {var}")
+        lines.append(f"dv{j} = {inputs[var]}")
+        terms.append(f"(dv{j} >= {float(lo) * (1 - 1e-9)!r}) and (dv{j} <= {float(hi) * (1 + 1e-9)!r})")
+    lines.append("dom = " + (" and ".join(terms) if terms else "True"))
+    return lines
