@@ -59,6 +59,7 @@ def search(
     out: Optional[Path] = typer.Option(None, "--out", help="Write all completed trials as CSV."),
     allow_extrapolation: bool = typer.Option(False, "--allow-extrapolation", help=EXTRAPOLATION_HELP),
     as_json: bool = typer.Option(False, "--json", help="One JSON object, SI units."),
+    backend: str = typer.Option("auto", "--backend", help="Cost model: auto, numpy or numba (the fast extra)."),
 ) -> None:
     """Search a space with Optuna; report the feasible frontier of the trials and its hypervolume."""
     from ..api import search as run
@@ -81,7 +82,7 @@ def search(
         res = run(
             prob, sampler=sampler, n_trials=n_trials, seed=seed, storage=storage, study_name=study_name,
             workers=workers, objectives=objectives, measure=measure, reference=ref,
-            progress=None if as_json else bar,
+            progress=None if as_json else bar, backend=backend,
         )  # fmt: skip
     if out is not None:
         with atomic_output(out, "--out") as tmp:

@@ -41,14 +41,14 @@ def check_objectives(objectives: Any) -> tuple[str, ...]:
     return objs
 
 
-def evaluate_lean(problem: Problem, cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def evaluate_lean(problem: Problem, cols: dict[str, np.ndarray], backend: str = "auto") -> dict[str, np.ndarray]:
     """Loss, the cost columns in :data:`_VALUES` and ``feasible`` for a table of columns (no DataFrame).
 
     Same semantics as :meth:`Problem.evaluate`: feasible = finite loss and every budget of ``problem.budgets()``.
     """
     from ...objectives import law_inputs
 
-    res = evaluate_columns(cols, problem.device, problem.workload, problem.precision, problem.preset)
+    res = evaluate_columns(cols, problem.device, problem.workload, problem.precision, problem.preset, backend=backend)
     out = {k: res[k] for k in _VALUES if k in res}
     inputs = law_inputs(cols, tokens=problem.tokens)
     out["loss"] = problem.law.evaluate(inputs)

@@ -45,8 +45,11 @@ _ATTR = "rooflaw"
 
 # ---- the objective ----------------------------------------------------------------------------
 class _Objective:
-    def __init__(self, problem: Problem, objectives: tuple[str, ...], measure: Callable[..., float] | None) -> None:
+    def __init__(
+        self, problem: Problem, objectives: tuple[str, ...], measure: Callable[..., float] | None, backend: str = "auto"
+    ) -> None:
         self.problem = problem
+        self.backend = backend
         self.objectives = objectives
         self.measure = measure
         self.choices = problem.space.choices()
@@ -72,7 +75,7 @@ class _Objective:
     def evaluate(self, index: int) -> dict[str, Any]:
         p = self.problem
         cols = p.space.columns_at(np.array([index]), np.float64)
-        v = evaluate_lean(p, cols)
+        v = evaluate_lean(p, cols, self.backend)
         row = {k: float(v[k][0]) for k in _KEEP}
         row["feasible"] = bool(v["feasible"][0])
         row["measured"] = False
@@ -195,6 +198,7 @@ def _run_worker(
     n_trials: int,
     measure: Any,
     progress: Callable[[int, int], None] | None = None,
+    backend: str = "auto",
 ) -> dict[str, int]:
     """Run trials until the study has ``n_trials`` completed trials; returns how many this process ran."""
     from optuna.trial import TrialState
@@ -202,7 +206,7 @@ def _run_worker(
     storage = storage_obj if storage_obj is not None else open_storage(storage_url)
     sampler = make_sampler(sampler_name, seed)
     study = _open_study(problem, objectives, storage, study_name, sampler)
-    obj = _Objective(problem, objectives, load_measure(measure))
+    obj = _Objective(problem, objectives, load_measure(measure), backend)
     _load_cache(study, obj)
     shared = storage_url is not None
     done = _n_complete(study)
@@ -326,6 +330,7 @@ def search(
     measure: Any = None,
     reference: Sequence[float] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    backend: str = "auto",
 ) -> SearchResult:
     """Optuna search of ``problem.space``. ``objectives`` (loss first) are minimised; ``("loss",)`` is the
     constrained single-objective problem (min loss s.t. the problem's budgets). ``measure`` (a callable
@@ -333,7 +338,9 @@ def search(
     analytic latency of candidates that fit in memory. ``workers`` processes share the study (with no storage,
     a temporary journal file). ``reference`` is the hypervolume reference point (default:
     :func:`space_reference`, the same for every run of the same problem). ``progress(done, total)`` is called
-    after each completed trial of this process (the CLI draws a bar with it); the solver itself prints nothing."""
+    after each completed trial of this process (the CLI draws a bar with it); the solver itself prints nothing.
+    ``backend``: the cost model's backend (``auto``, ``numpy``, ``numba``; each trial is one candidate, so ``auto``
+    stays on numpy)."""
     objs = check_objectives(objectives)
     if progress is False:
         progress = None
@@ -350,6 +357,9 @@ def search(
     if workers > 1 and safety.is_memory_storage(storage):
         raise bad("storage", storage, f"lives in one process; {workers} workers need a file or server storage")
     load_measure(measure)  # fail early on a bad spec
+    from ...constraints.backend_numba import resolve
+
+    resolve(backend, 1)  # fail early on a bad or unavailable backend
     tag = safety.fingerprint(safety.study_definition(problem, objs))
     name = study_name or f"rooflaw-{problem.space.name}-{'-'.join(objs)}-{sampler}-{tag}"
     t0 = time.perf_counter()
@@ -366,12 +376,12 @@ def search(
         first = _open_study(problem, objs, store, name, optuna.samplers.RandomSampler(seed=seed))
         stale = safety.fail_stale_running(first)
         if workers == 1:
-            stats = [_run_worker(problem, objs, sampler, seed, url, store, name, n_trials, measure, progress)]
+            stats = [_run_worker(problem, objs, sampler, seed, url, store, name, n_trials, measure, progress, backend)]
         else:
             seeds = [None if seed is None else seed + 7919 * i for i in range(workers)]
             m = measure if measure is None or callable(measure) else str(measure)
             stats = safety.run_workers(
-                _run_worker, [(problem, objs, sampler, s, url, None, name, n_trials, m) for s in seeds]
+                _run_worker, [(problem, objs, sampler, s, url, None, name, n_trials, m, None, backend) for s in seeds]
             )
         import optuna
 
@@ -381,7 +391,7 @@ def search(
         if tmp is not None:
             tmp.cleanup()
     front = search_frontier(trials, objs)
-    ref = list(reference) if reference is not None else space_reference(problem, objs)
+    ref = list(reference) if reference is not None else space_reference(problem, objs, backend)
     hv = hypervolume(front[[OBJECTIVES[o] for o in objs]].to_numpy(dtype=float), ref) if len(front) else 0.0
     return SearchResult(
         trials=trials,
