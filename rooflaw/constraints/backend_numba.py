@@ -120,11 +120,10 @@ def _source(
 ) -> tuple[str, Kernels]:
     import ast
 
-    from .numba_trace import domain_source, trace_engine_overhead
-
     from ..arch.architecture import COLUMNS, STACK_COLUMNS
     from . import assembly as A
     from .compile import compile_preset
+    from .numba_trace import domain_source, trace_engine_overhead
 
     pr = A.get_preset(preset)
     comp = compile_preset(preset, kinds)
