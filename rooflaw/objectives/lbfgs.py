@@ -17,6 +17,25 @@ class _Batch:
     iterations: int
 
 
+#: Problems per objective call: the objective's (problems × points) temporaries then stay in the CPU cache
+#: (one call over all 4,500 Chinchilla starts streams ~20 arrays of 8 MB through memory per evaluation).
+BLOCK = 256
+
+
+def _blocked(
+    fg: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]], block: int
+) -> Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    """``fg`` evaluated ``block`` problems at a time (the same values: each problem's row is independent)."""
+
+    def run(x: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if len(rows) <= block:
+            return fg(x, rows)
+        fs, gs = zip(*(fg(x[i : i + block], rows[i : i + block]) for i in range(0, len(rows), block)), strict=True)
+        return np.concatenate(fs), np.concatenate(gs)
+
+    return run
+
+
 def batched_lbfgs(*args: Any, **kwargs: Any) -> _Batch:
     """Minimise many independent problems at once. ``fg(x, rows)`` gives objective and gradient of the
     problems ``rows`` at ``x`` (len(rows), p). Stopping rules follow scipy's L-BFGS-B defaults
@@ -34,9 +53,11 @@ def _batched_lbfgs(
     gtol: float = 1e-5,
     max_ls: int = 25,
     progress: Callable[[int, int], None] | None = None,
+    block: int | None = None,
 ) -> _Batch:
     """Minimise many independent problems at once. ``fg(x, rows)`` gives objective and gradient of the
     problems ``rows`` at ``x`` (len(rows), p). Stopping rules follow scipy's L-BFGS-B defaults."""
+    fg = _blocked(fg, BLOCK if block is None else block)
     x = np.array(x0, float)
     S, p = x.shape
     rows_all = np.arange(S)
