@@ -82,6 +82,25 @@ def test_identical_on_random_candidates(preset):
 
 
 @needs_numba
+def test_identical_on_the_vectorized_kernel():
+    """Tables of at least VECTOR_MIN_ROWS rows run the SIMD kernel specialised to their constant columns."""
+    from rooflaw.arch import get_space
+
+    n = bn.VECTOR_MIN_ROWS + 5  # a remainder after the vector loop
+    rng = np.random.default_rng(11)
+    space = get_space("wide")
+    tables = [random_columns(rng, n), space.columns_at(rng.integers(0, space.size, n), np.float64),
+              space.columns_at(np.arange(n) * 37, np.float64)]  # fmt: skip
+    tables[0]["experts"][:7] = 0.0  # K/E = inf, 0/0: NaN and inf through the powers and the decode sums
+    for cols in tables:
+        for dev, engine in ((devices()[0], None), (devices()[3], "device")):
+            w = Workload(batch=4, input_tokens=700, output_tokens=33)
+            with np.errstate(all="ignore"):
+                a = evaluate_columns(cols, dev, w, backend="numpy", engine=engine)
+            assert_identical(a, evaluate_columns(cols, dev, w, backend="numba", engine=engine))
+
+
+@needs_numba
 def test_identical_on_real_models_and_broadcast_columns():
     archs = [from_hf_config(m) for m in bundled_models()]
     rows = [a.columns() for a in archs]

@@ -180,22 +180,12 @@ def _mn(a, b):
 
 @njit(**_JI)
 def _sg(x):
-    if x > 0.0:
-        return 1.0
-    if x < 0.0:
-        return -1.0
-    if x == 0.0:
-        return 0.0
-    return x
+    return 1.0 if x > 0.0 else (-1.0 if x < 0.0 else (0.0 if x == 0.0 else x))  # selects: vectorizable
 
 
 @njit(**_JI)
 def _clip(x, lo, hi):
-    if x < lo:
-        return lo
-    if x > hi:
-        return hi
-    return x
+    return lo if x < lo else (hi if x > hi else x)
 
 
 @njit(**_JI)
@@ -206,14 +196,7 @@ def _sma(a0, a1, b0, b1, n):
     root = -g0 / g1 if g1 != 0.0 else 0.0
     lo = _clip(np.floor(root) + 1.0, 1.0, n + 1.0)
     hi = _clip(np.ceil(root) - 1.0, 0.0, n)
-    if g1 > 0.0:
-        cnt = n - lo + 1.0
-    elif g1 < 0.0:
-        cnt = hi
-    elif g0 > 0.0:
-        cnt = n
-    else:
-        cnt = 0.0
+    cnt = (n - lo + 1.0) if g1 > 0.0 else (hi if g1 < 0.0 else (n if g0 > 0.0 else 0.0))
     first = lo if g1 > 0.0 else 1.0
     last = first + cnt - 1.0
     pos = cnt * g0 + g1 * (first + last) * cnt / 2.0

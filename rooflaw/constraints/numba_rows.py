@@ -1,0 +1,106 @@
+"""The vectorizable row kernel: every output of every row in one SIMD loop, for large tables.
+
+The general row kernel (:func:`backend_numba._rows_source`) reads each column through a runtime stride and keeps
+the ``x ** y`` memo of :mod:`.numba_printer` inside its loop, so LLVM cannot vectorize it. This variant is
+generated for one *set of constant columns*: those are read once (their statements run once, before the loops),
+the others are contiguous arrays; the memoised powers are computed in a first, scalar pass over the rows into
+arrays; the main loop then has no stores but the outputs and no calls, and LLVM vectorizes it across rows.
+It performs the same scalar operations per row (``fastmath`` stays off), so the values are bit-identical.
+
+LLVM gives up vectorizing a loop whose arrays would need more than 8 run-time overlap checks (the kernel reads
+tens of columns and writes 16 outputs), so :func:`allow_alias_checks` raises that limit once per process (an
+LLVM option: more loops may get a vectorized version guarded by run-time checks; results do not change).
+"""
+
+from __future__ import annotations
+
+import re
+
+_MEMO = re.compile(r"^(?:(t_pw\d+)_[xymh] =|if (t_pw\d+)_x == )")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_DONE = []
+
+
+def allow_alias_checks() -> None:
+    """Let LLVM's loop vectorizer emit enough run-time overlap checks for the row kernel (once per process)."""
+    if _DONE:
+        return
+    import llvmlite.binding as llb
+
+    llb.set_option("rooflaw", "-runtime-memory-check-threshold=4096")
+    llb.set_option("rooflaw", "-vectorize-memory-check-threshold=8192")
+    _DONE.append(True)
+
+
+def _assigned(st: list[str]) -> set[str]:
+    out = set()
+    for ln in st:
+        m = re.match(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=(?!=)", ln)
+        if m:
+            out.add(m.group(1))
+    return out
+
+
+def rows_vec_source(
+    per_row: tuple[str, ...],
+    const: tuple[str, ...],
+    scalars: tuple[str, ...],
+    body: list[str],
+    init: list[str],
+    n_out: int,
+    params: tuple[str, ...],
+    var: object,
+) -> list[str]:
+    """Source of ``rows(x, cx, w, p, out)``: ``x`` the contiguous varying columns (``per_row`` minus ``const``, in
+    order), ``cx`` the constant columns' values, ``w`` the scalars, ``p`` the energy parameters."""
+    from .backend_numba import _levels, _statements
+
+    vary = tuple(a for a in per_row if a not in const)
+    stmts = _statements(body)
+    levels = _levels(stmts, {f"c_{a}": 1 for a in vary})
+    memo = {}  # statement index -> memo site (t_pwK), for the memoised powers computed per row
+    for j, (st, lv) in enumerate(zip(stmts, levels, strict=True)):
+        m = _MEMO.match(st[0])
+        if lv and m:
+            memo[j] = m.group(1) or m.group(2)
+    # the first pass: the memo statements and the per-row statements they read
+    defs = {n: j for j, st in enumerate(stmts) if levels[j] for n in _assigned(st)}
+    need, todo = set(), list(memo)
+    while todo:
+        j = todo.pop()
+        if j in need:
+            continue
+        need.add(j)
+        for ln in stmts[j]:
+            for n in _NAME.findall(ln):
+                if n in defs and defs[n] != j:
+                    todo.append(defs[n])
+    sites = sorted({t for j, t in memo.items() if stmts[j][0].startswith("if ")}, key=lambda t: int(t[4:]))
+    once = [ln for st, lv in zip(stmts, levels, strict=True) if lv == 0 for ln in st]
+    first = [ln for j, st in enumerate(stmts) if j in need for ln in st]
+    main = []
+    for j, st in enumerate(stmts):
+        if not levels[j]:
+            continue
+        if j in memo:
+            if st[0].startswith("if "):  # the memo lookup itself: read the first pass's value
+                main.append(f"{memo[j]} = {memo[j]}_a[i]")
+            continue
+        main += st
+    load = [f"c_{a} = x{k}[i]" for k, a in enumerate(vary)]
+    ind = lambda lines, n: [" " * n + ln for ln in lines]  # noqa: E731
+    src = [
+        "@njit(**_JK)",
+        "def rows(x, cx, w, p, out):",
+        f"    {', '.join(params)} = {', '.join(f'p[{k}]' for k in range(len(params)))}",
+        *(f"    {var(a)} = w[{k}]" for k, a in enumerate(scalars)),  # type: ignore[operator]
+        *(f"    c_{a} = cx[{k}]" for k, a in enumerate(const)),
+        *(f"    x{k} = x[{k}]" for k in range(len(vary))),
+        *ind(init + once, 4),
+        "    n = out.shape[1]",
+        *(f"    {t}_a = np.empty(n)" for t in sites),
+    ]
+    if sites:
+        src += ["    for i in range(n):", *ind(load + first, 8), *(f"        {t}_a[i] = {t}" for t in sites)]
+    src += ["    for i in range(n):", *ind(load + main, 8), *(f"        out[{k}, i] = o{k}" for k in range(n_out))]
+    return src
