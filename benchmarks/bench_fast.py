@@ -1,9 +1,13 @@
 """The numba backend against the numpy backend, measured in one run (same machine, same load).
 
-Usage: python benchmarks/bench_fast.py [--parts rows,scan,wide,giga,compile,pareto] [--numpy-wide] [--batches 84]
+Usage: python benchmarks/bench_fast.py [--parts rows,scan,wide,giga,compile,pareto,fit] [--numpy-wide] [--batches 84]
+
+Every part runs under the defaults: the ``full`` preset, the device's fitted engine profile (its per-pass overhead
+included) and, for the frontier parts, the law's fitted domain (no extrapolation).
 
 * rows: candidates/s on one core with all 17 outputs (``evaluate_columns``), 2²¹ candidates of space ``wide`` in
-  enumeration order and in random order, numpy vs numba; both results are checked equal with ``np.array_equal``.
+  enumeration order and in random order, numpy vs numba (the vectorized kernel: tables ≥ 2¹⁶ rows); both results
+  are checked equal with ``np.array_equal``.
 * scan: the frontier path per core (cost model + loss law + feasibility + Pareto bookkeeping): numpy's chunked
   scan of the first 2²¹ points of ``wide`` vs the numba scan of all of ``wide`` on one thread.
 * wide: the exact loss–latency frontier of ``wide`` (11.9 M points) end to end on 2 workers (numba; numpy too with
@@ -13,6 +17,9 @@ Usage: python benchmarks/bench_fast.py [--parts rows,scan,wide,giga,compile,pare
   dominated by a member of the union's frontier, which survives in its own batch). Peak memory is this process's
   VmHWM (threads, no worker processes).
 * compile: the one-time compile of the row kernel in a fresh cache, then the load time of a new process.
+* fit: the 4,500-start Chinchilla fit (``fit_law``), the objective evaluated 256 starts at a time (the default)
+  against all starts in one call (the previous behaviour), process CPU and wall time, same optimum required
+  (``--chinchilla PATH``, default ``../shared/data/chinchilla/svg_extracted_data.csv``).
 * pareto: the hand-written non-dominated filter / hypervolume against moocore's (thread CPU time).
 
 The scan and pareto parts time private implementations (the numpy scan, the hand-written Pareto code) against
@@ -125,12 +132,10 @@ def giga(dev, batches: int) -> dict:
 
     from rooflaw import Problem, Workload, frontier, pareto_mask
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     fronts, evaluated, feasible = [], 0, 0
     for b in range(1, batches + 1):
-        prob = Problem(
-            law="paper-2602.10377", device=dev, space="wide", workload=Workload(batch=b), allow_extrapolation=True
-        )
+        prob = Problem(law="paper-2602.10377", device=dev, space="wide", workload=Workload(batch=b))
         res = frontier(prob, ("loss", "latency"), n_jobs=2, cloud=0, backend="numba")
         fronts.append(res.frontier.assign(batch=b))
         evaluated += res.evaluated
@@ -139,7 +144,8 @@ def giga(dev, batches: int) -> dict:
     front = allf[pareto_mask(allf[["loss", "latency_s"]].to_numpy())]
     return {
         "points": evaluated, "feasible": feasible, "batches": batches,
-        "seconds": round(time.perf_counter() - t0, 2), "frontier_size": len(front),
+        "seconds": round(time.perf_counter() - t0, 2), "cpu_seconds": round(time.process_time() - c0, 2),
+        "frontier_size": len(front),
         "union_of_batch_frontiers": len(allf), "batches_on_frontier": sorted(set(front["batch"].tolist())),
         "peak_rss_bytes": _hwm(),
     }  # fmt: skip
@@ -203,24 +209,51 @@ def compile_times() -> dict:
     return out
 
 
+def fit(path: str) -> dict:
+    import pandas as pd
+
+    from rooflaw import fit_law
+    from rooflaw.objectives import lbfgs  # the block size (private; see module doc)
+
+    df = pd.read_csv(path).sort_values("loss").iloc[:-5]  # as benchmarks/bench_fit.py and Epoch's replication
+    df = df.assign(N=df["Model Size"], D=df["Training FLOP"] / (6 * df["Model Size"])).reset_index(drop=True)
+    law = "E + A/N**alpha + B/D**beta"
+    fit_law(law, df)  # warm (sympy lambdify of the objective)
+    out: dict = {}
+    default = lbfgs.BLOCK
+    for _ in range(2):
+        for name, block in (("one_call", 10**9), ("blocked", default)):
+            lbfgs.BLOCK = block
+            t0, c0 = time.perf_counter(), time.process_time()
+            res = fit_law(law, df)
+            wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+            best = out.get(name)
+            if best is None or cpu < best["cpu_s"]:
+                out[name] = {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "objective": res.objective,
+                             "params": {k: float(v) for k, v in res.params.items()}}  # fmt: skip
+    lbfgs.BLOCK = default
+    out["cpu_ratio"] = round(out["one_call"]["cpu_s"] / out["blocked"]["cpu_s"], 2)
+    out["same_optimum"] = out["one_call"]["objective"] == out["blocked"]["objective"]
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--parts", default="rows,scan,wide,giga,compile,pareto")
+    ap.add_argument("--parts", default="rows,scan,wide,giga,compile,pareto,fit")
+    ap.add_argument("--chinchilla", default=str(Path(__file__).resolve().parents[2] / "shared/data/chinchilla/"
+                                                "svg_extracted_data.csv"))  # fmt: skip
     ap.add_argument("--numpy-wide", action="store_true")
     ap.add_argument("--batches", type=int, default=84)
     ap.add_argument("--device", default="jetson-orin-nano-8gb")
     a = ap.parse_args()
-    import dataclasses
-
     import numba
 
     import rooflaw
     from rooflaw import Problem
 
-    # the device's own figures, no fitted engine: the generated kernel does not carry an engine's per-pass
-    # overhead yet; the whole space (as the published numbers), so extrapolation is allowed
-    dev = dataclasses.replace(rooflaw.get_device(a.device), achieved={})
-    prob = Problem(law="paper-2602.10377", device=dev, space="wide", allow_extrapolation=True)
+    # the defaults: the device's fitted engine profile, the law's fitted domain
+    dev = rooflaw.get_device(a.device)
+    prob = Problem(law="paper-2602.10377", device=dev, space="wide")
     out: dict = {"device": a.device, "cpus": os.cpu_count(), "numba": numba.__version__, "numpy": np.__version__}
     parts = a.parts.split(",")
     for part in parts:
@@ -238,6 +271,8 @@ def main() -> None:
             res = compile_times()
         elif part == "pareto":
             res = pareto_vs_moocore()
+        elif part == "fit":
+            res = fit(a.chinchilla)
         else:
             raise SystemExit(f"--parts: unknown part {part!r}")
         res["load_before_after"] = [before, _load()]
