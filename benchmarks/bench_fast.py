@@ -22,8 +22,9 @@ included) and, for the frontier parts, the law's fitted domain (no extrapolation
   (``--chinchilla PATH``, default ``../shared/data/chinchilla/svg_extracted_data.csv``).
 * pareto: the hand-written non-dominated filter / hypervolume against moocore's (thread CPU time).
 
-The scan and pareto parts time private implementations (the numpy scan, the hand-written Pareto code) against
-the public paths; they import those two modules directly, the only non-public imports of ``benchmarks/``.
+The scan, pareto and fit parts time private implementations (the numpy scan, the hand-written Pareto code, the
+L-BFGS block size) against the public paths; they import those three modules directly, the only non-public
+imports of ``benchmarks/``.
 
 Prints one JSON object; the machine's load average (1 min) is recorded before and after each part.
 """

@@ -15,10 +15,11 @@ LLVM option: more loops may get a vectorized version guarded by run-time checks;
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 _MEMO = re.compile(r"^(?:(t_pw\d+)_[xymh] =|if (t_pw\d+)_x == )")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_DONE = []
+_DONE: list[bool] = []
 
 
 def allow_alias_checks() -> None:
@@ -49,7 +50,7 @@ def rows_vec_source(
     init: list[str],
     n_out: int,
     params: tuple[str, ...],
-    var: object,
+    var: Callable[[str], str],
 ) -> list[str]:
     """Source of ``rows(x, cx, w, p, out)``: ``x`` the contiguous varying columns (``per_row`` minus ``const``, in
     order), ``cx`` the constant columns' values, ``w`` the scalars, ``p`` the energy parameters."""
@@ -93,7 +94,7 @@ def rows_vec_source(
         "@njit(**_JK)",
         "def rows(x, cx, w, p, out):",
         f"    {', '.join(params)} = {', '.join(f'p[{k}]' for k in range(len(params)))}",
-        *(f"    {var(a)} = w[{k}]" for k, a in enumerate(scalars)),  # type: ignore[operator]
+        *(f"    {var(a)} = w[{k}]" for k, a in enumerate(scalars)),
         *(f"    c_{a} = cx[{k}]" for k, a in enumerate(const)),
         *(f"    x{k} = x[{k}]" for k in range(len(vary))),
         *ind(init + once, 4),
