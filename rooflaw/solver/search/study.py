@@ -350,6 +350,7 @@ def search(
     if workers > 1 and safety.is_memory_storage(storage):
         raise bad("storage", storage, f"lives in one process; {workers} workers need a file or server storage")
     load_measure(measure)  # fail early on a bad spec
+    problem = problem.on_aligned_space()  # trials are drawn among aligned points only, like every solver
     tag = safety.fingerprint(safety.study_definition(problem, objs))
     name = study_name or f"rooflaw-{problem.space.name}-{'-'.join(objs)}-{sampler}-{tag}"
     t0 = time.perf_counter()
