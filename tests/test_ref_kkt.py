@@ -4,10 +4,10 @@ Findings recorded here (issue #16): removing the KKT sign check changes no answe
 (102 with the paper law, 66 with six user laws, latency / memory / dual budgets), and taking the
 first feasible regime instead of preferring a certified one changes none of the 66 -- the projected
 Newton of each regime already stops only where the bound multipliers have the right sign. The sign
-check acts only on variables pinned with ``fix=``, which it treats as lower bounds: it flags them
-whenever the loss would like them larger and sends every regime to the numerical fallback. The
-strict xfail below states the right behaviour; skipping the sign check altogether (a planted bug)
-flips it, so the suite notices.
+check acted only on variables pinned with ``fix=``, which it treated as lower bounds: it flagged them
+whenever the loss would like them larger and sent every regime to the numerical fallback. A pinned
+variable now has no sign condition (``at_bound`` says ``fixed``); the pinned problems below are
+certified in closed form and equal SLSQP's optimum.
 """
 
 from __future__ import annotations
@@ -72,6 +72,11 @@ def scipy_optimum(p: Problem, fix: dict[str, float], starts: int = 3) -> float:
 
 PINNED = [
     ({"d": 1024.0}, dict(latency_budget=0.02, phase="decode")),
+    ({"d": 2048.0}, dict(memory_budget=1e9)),
+    ({"l": 16.0}, dict(latency_budget=0.05, phase="prefill")),
+    ({"gqa": 4.0}, dict(latency_budget=0.02, phase="decode", memory_budget=1e9)),
+    ({"rho": 0.5}, dict(latency_budget=0.02, phase="decode")),
+    ({"d": 1536.0, "l": 8.0}, dict(memory_budget=2e9)),
 ]
 
 
@@ -79,17 +84,15 @@ PINNED = [
 def test_pinned_problems_reach_the_scipy_optimum(fix, kw):
     p = Problem(LAW, DEV, preset="paper", **kw)
     cf = closed_form(p, fix=fix)
+    assert cf.method == "closed-form", cf.notes  # certified: a pinned variable has no sign condition
     for k, v in fix.items():
-        assert cf.x[k] == v
+        assert cf.x[k] == v and cf.at_bound[k] == "fixed"
     assert cf.loss == pytest.approx(scipy_optimum(p, fix), rel=1e-7)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="found by issue #16: the KKT sign check treats a variable pinned with fix= as a lower bound, so "
-    "every regime of a fixed-width problem is refused and the numerical fallback answers",
-)
 def test_a_pinned_width_is_certified_in_closed_form():
+    # issue #16: the sign check took a variable pinned with fix= for a lower bound, refused every regime of a
+    # fixed-width problem and let the numerical fallback answer
     cf = closed_form(Problem(LAW, DEV, preset="paper", latency_budget=0.02, phase="decode"), fix={"d": 1024.0})
     assert cf.method == "closed-form", cf.notes
 

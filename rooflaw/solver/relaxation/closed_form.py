@@ -239,8 +239,12 @@ def budget_ratios(problem: Any) -> dict[str, float]:
     return {"F_p_bar": Fp, "M_d_bar": Md, "eta": Md / M, "eta_p": Fp / M}
 
 
-def _kkt(der: Derivation, x: dict[str, float], cvals, active, budgets, bounds):
-    """Multipliers μ ≥ 0 of the binding constraints from stationarity in log variables, and the residual."""
+def _kkt(der: Derivation, x: dict[str, float], cvals, active, budgets, bounds, fixed: frozenset[str] = frozenset()):
+    """Multipliers μ ≥ 0 of the binding constraints from stationarity in log variables, and the residual.
+
+    A variable at a bound of the box must have its loss gradient pointing out of the box (the sign condition of
+    its bound multiplier); a variable pinned with ``fix=`` (in ``fixed``) is no variable of the problem at all, so
+    it has neither a stationarity nor a sign condition (``at`` marks it ``fixed``)."""
     out = der.grads(*[x[v] for v in VARS], *cvals)
     n = len(VARS)
     gL = np.array(out[1 : 1 + n]) * np.array([x[v] for v in VARS])
@@ -254,7 +258,9 @@ def _kkt(der: Derivation, x: dict[str, float], cvals, active, budgets, bounds):
     interior = []
     for i, v in enumerate(VARS):
         lo, hi = bounds[v]
-        if x[v] <= lo * (1 + 1e-9):
+        if v in fixed:
+            at[v] = "fixed"
+        elif x[v] <= lo * (1 + 1e-9):
             at[v] = "lower"
         elif x[v] >= hi * (1 - 1e-9):
             at[v] = "upper"
@@ -352,7 +358,7 @@ def closed_form(problem: Any, fix: Mapping[str, float] | None = None) -> ClosedF
         if any(vals[k] > budgets[k] * (1 + _TOL_FEAS) for k in kinds):
             continue
         active = tuple(k for k in kinds if vals[k] >= budgets[k] * (1 - 1e-7))
-        mu, resid, at, sign_ok = _kkt(der, x, cvals, active, budgets, bounds)
+        mu, resid, at, sign_ok = _kkt(der, x, cvals, active, budgets, bounds, frozenset(fix))
         certified = (not mu or min(mu.values()) >= -1e-9) and resid < 1e-7 and sign_ok
         cand = {"regime": regime_name(spec.active, problem.phase), "solved_for": dict((v, c_) for c_, v in spec.elim),
                 "x": x, "loss": loss, "kkt": certified}  # fmt: skip
@@ -374,7 +380,7 @@ def closed_form(problem: Any, fix: Mapping[str, float] | None = None) -> ClosedF
         )
         x, loss, vals = _numerical_kkt(der, cvals, bounds, budgets, kinds, x)
         active = tuple(k for k in kinds if vals[k] >= budgets[k] * (1 - 1e-7))
-        mu, resid, at, sign_ok = _kkt(der, x, cvals, active, budgets, bounds)
+        mu, resid, at, sign_ok = _kkt(der, x, cvals, active, budgets, bounds, frozenset(fix))
         method = "numerical-kkt"
     name = regime_name(active, problem.phase)
     binding = "+".join(active) if active else "none"
