@@ -342,16 +342,21 @@ def closed_form(problem: Any, fix: Mapping[str, float] | None = None) -> ClosedF
     _, low = _constraint_values(der, _cheapest(bounds), cvals)
     if any(low[k] > budgets[k] for k in kinds):  # not even the cheapest corner of the box fits: skip the regimes
         raise _infeasible(problem, der, cvals, bounds, budgets)
+    # a variable the loss does not depend on sits where every constraint is smallest: that costs no loss and only
+    # frees budget (left to the regimes, its arbitrary value could break a budget an equal-loss point meets)
+    law_vars = {s.name for s in der.law.free_symbols}
+    pinned = {v: _cheapest(bounds)[v] for v in VARS if v not in law_vars and v not in fix}
+    box = {**bounds, **{v: (x_, x_) for v, x_ in pinned.items()}}
     best = None
     cands: list[dict[str, Any]] = []
     rest = [*cvals, *bvals]
     for spec in der.specs:
-        if any(e[1] in fix for e in spec.elim):
+        if any(e[1] in fix or e[1] in pinned for e in spec.elim):
             continue
         cr = der.regime(spec)
         if cr is None:
             continue
-        x = _solve_regime(cr, bounds, rest)
+        x = _solve_regime(cr, box, rest)
         if x is None:
             continue
         loss, vals = _constraint_values(der, x, cvals)
@@ -368,26 +373,32 @@ def closed_form(problem: Any, fix: Mapping[str, float] | None = None) -> ClosedF
         if certified:
             best = (cr, x, loss, vals, (active, mu, resid, at, certified))
             break
-    if best is None:
-        raise _infeasible(problem, der, cvals, bounds, budgets)
-    cr, x, loss, vals, (active, mu, resid, at, certified) = best
     notes = []
     method = "closed-form"
+    if best is None:
+        # the cheapest corner of the box fits (checked above), so the relaxation is feasible: no regime reached it
+        cr, x, certified = None, _cheapest(box), False
+        notes.append("no regime gave a feasible stationary point; solved by the numerical KKT fallback (SLSQP in "
+                     "log variables, many starts, one from the cheapest corner of the box)")  # fmt: skip
+    else:
+        cr, x, loss, vals, (active, mu, resid, at, certified) = best
+        if not certified:
+            notes.append(
+                f"no regime gave a certified KKT point (residual {resid:.2e}, multipliers {mu}); "
+                "solved by the numerical KKT fallback (SLSQP in log variables, many starts)"
+            )
     if not certified:
-        notes.append(
-            f"no regime gave a certified KKT point (residual {resid:.2e}, multipliers {mu}); "
-            "solved by the numerical KKT fallback (SLSQP in log variables, many starts)"
-        )
-        x, loss, vals = _numerical_kkt(der, cvals, bounds, budgets, kinds, x)
+        x, loss, vals = _numerical_kkt(der, cvals, box, budgets, kinds, x)
         active = tuple(k for k in kinds if vals[k] >= budgets[k] * (1 - 1e-7))
         mu, resid, at, sign_ok = _kkt(der, x, cvals, active, budgets, bounds, frozenset(fix))
         method = "numerical-kkt"
     name = regime_name(active, problem.phase)
     binding = "+".join(active) if active else "none"
     eta = budget_ratios(problem)
+    elim = dict(cr.elim_exprs) if cr is not None else {}
     out = ClosedForm(
         x=x, loss=loss, regime=name, active=active, binding=binding, at_bound=at, multipliers=mu, values=vals,
-        budgets=budgets, eliminated=dict(cr.elim_exprs), method=method, kkt_residual=resid, eta=eta,
+        budgets=budgets, eliminated=elim, method=method, kkt_residual=resid, eta=eta,
         paper_regime=paper_regime(eta, problem.phase), notes=notes, derivation_seconds=der.seconds,
         candidates=cands,
     )  # fmt: skip
