@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from rooflaw import Infeasible, Problem, evaluate_columns, get_device
+from rooflaw import Problem, evaluate_columns, get_device
 from rooflaw.objectives import parse_law
 from rooflaw.solver import closed_form
 

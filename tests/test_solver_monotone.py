@@ -28,8 +28,10 @@ DEV = dataclasses.replace(get_device("jetson-agx-orin-64gb"), achieved={})
 PAPER = "paper-2602.10377"
 # a user law increasing in d and independent of rho and gqa (the shape that broke monotonicity)
 USER = parse_law("L0 + a/l**0.5 + b*d**0.1 + c/r**0.2", values=dict(L0=2.0, a=3.0, b=0.2, c=0.1))
-SMALL = Space(name="small", layers=[4, 8, 12, 16, 24, 32], d_model=[768, 1024, 1536, 2048, 3072], head_dim=[128],
-              kv_heads=[1, 4, "heads"], moe=[(1, 1), (8, 2), (16, 1)], r_single=[0.5, 1, 2, 4], ffn_align=128)  # fmt: skip
+SMALL = Space(
+    name="small", layers=[4, 8, 12, 16, 24, 32], d_model=[768, 1024, 1536, 2048, 3072], head_dim=[128],
+    kv_heads=[1, 4, "heads"], moe=[(1, 1), (8, 2), (16, 1)], r_single=[0.5, 1, 2, 4], ffn_align=128,
+)  # fmt: skip
 # budget ranges (SI) wide enough to reach infeasible, binding and slack budgets
 RANGES = {"memory": (0.2e9, 10e9), "decode": (2e-3, 0.3), "prefill": (2e-3, 0.5), "total": (0.01, 1.5),
           "energy": (0.02, 20.0)}  # fmt: skip
