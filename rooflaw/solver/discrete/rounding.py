@@ -8,7 +8,7 @@ neighbourhood of a point is, evaluated vectorised with the problem's **full** co
   depth and for the FFN/expert choice, so the best width of another structure is often many steps away -- on a
   64-step width space the floor/ceil neighbourhood alone missed the optimum by 10 %);
 - depths within ``max(k, 2)`` steps each side; for every (experts, top_k) pair the ``k`` per-expert FFN ratios
-  nearest each side of r/top_k; the ``k`` kv_heads nearest each side of heads/gqa; every head_dim, vocabulary,
+  nearest each side of r/top_k; the ``k`` kv_heads nearest each side of heads/gqa and the fewest (MQA) and most (MHA); every head_dim, vocabulary,
   tied/untied and layer pattern of the space.
 
 The best feasible point is kept and the search moves to its neighbourhood until no neighbour is better (a
@@ -101,7 +101,8 @@ def _structures(grid: _Grid, x: Mapping[str, float], d: int, k: int) -> list[tup
         kvs = grid.space.kv_options(heads)
         if not kvs:
             continue
-        kvs = [kvs[i] for i in _nearest(kvs, max(heads / x["gqa"], 1e-9), k)]
+        near = _nearest(kvs, max(heads / x["gqa"], 1e-9), k)
+        kvs = [kvs[i] for i in sorted({0, len(kvs) - 1, *near})]  # MQA and MHA always (the usual answers)
         for E, Kk in grid.moe:
             rsel = [grid.r_single[i] for i in _nearest(grid.r_single, x["r"] / Kk, k)]
             out += [(hd, kv, rs, E, Kk) for kv in kvs for rs in rsel]
