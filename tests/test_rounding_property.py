@@ -66,7 +66,7 @@ def lattice(df: pd.DataFrame, x: dict) -> pd.Series:
     """Rows of ``df`` on the floor/ceil lattice of the continuous point ``x``."""
     ok = df["layers"].isin(bracket(df["layers"], x["l"])) & df["d_model"].isin(bracket(df["d_model"], x["d"]))
     keep = np.zeros(len(df), dtype=bool)
-    for (d, hd, E, K), g in df[ok].groupby(["d_model", "head_dim", "experts", "top_k"]):
+    for (d, hd, _E, K), g in df[ok].groupby(["d_model", "head_dim", "experts", "top_k"]):
         rs = g["ffn"] / g["d_model"]
         kv = bracket(g["kv_heads"], (d / hd) / x["gqa"])
         sel = rs.isin(bracket(rs, x["r"] / K)) & g["kv_heads"].isin(kv)

@@ -8,8 +8,8 @@ neighbourhood of a point is, evaluated vectorised with the problem's **full** co
   depth and for the FFN/expert choice, so the best width of another structure is often many steps away -- on a
   64-step width space the floor/ceil neighbourhood alone missed the optimum by 10 %);
 - depths within ``max(k, 2)`` steps each side; for every (experts, top_k) pair the ``k`` per-expert FFN ratios
-  nearest each side of r/top_k; the ``k`` kv_heads nearest each side of heads/gqa and the fewest (MQA) and most (MHA); every head_dim, vocabulary,
-  tied/untied and layer pattern of the space.
+  nearest each side of r/top_k; the ``k`` kv_heads nearest each side of heads/gqa and the fewest (MQA) and most
+  (MHA); every head_dim, vocabulary, tied/untied and layer pattern of the space.
 
 The best feasible point is kept and the search moves to its neighbourhood until no neighbour is better (a
 discrete local search), then looks once more with a wider window. If nothing near the relaxation is feasible the
