@@ -132,3 +132,28 @@ def test_no_regime_falls_back_to_the_numerical_solve_not_to_infeasible(monkeypat
     monkeypatch.setattr(cf_module.Derivation, "regime", lambda self, spec: None)  # no regime derived
     got = closed_form(p)
     assert got.method == "numerical-kkt" and got.loss == pytest.approx(want, rel=1e-6), got.notes
+
+
+def test_the_certificate_flags_a_bound_the_loss_pushes_into_and_never_a_pinned_variable():
+    # the sign condition of a bound multiplier, checked on the certificate itself: at the optimum rho sits at its
+    # lower bound with the loss pushing it lower (fine); declare that value the *upper* end of the box and the
+    # same gradient points into the box -- not a KKT point. Pinning rho there (fix=) has no sign condition.
+    from rooflaw.solver.relaxation.certificate import kkt_certificate
+    from rooflaw.solver.relaxation.closed_form import CONSTS, derive, problem_budgets
+    from rooflaw.solver.relaxation.kkt import constants, law_kwargs
+
+    p = Problem(LAW, DEV, preset="paper", latency_budget=0.02, phase="decode")
+    cf = closed_form(p)
+    assert cf.at_bound.get("rho") == "lower"
+    budgets = problem_budgets(p)
+    kinds = tuple(k for k in ("latency", "memory", "energy") if k in budgets)  # closed_form's order
+    der = derive(p.law, p.phase, kinds, **law_kwargs(p))
+    cvals = [constants(p)[s] for s in CONSTS]
+    box = dict(p.space.bounds())
+    *_, ok = kkt_certificate(der, cf.x, cvals, cf.active, budgets, box)
+    assert ok
+    box["rho"] = (cf.x["rho"] / 10, cf.x["rho"])
+    _, _, at, ok = kkt_certificate(der, cf.x, cvals, cf.active, budgets, box)
+    assert at["rho"] == "upper" and not ok
+    _, _, at, ok = kkt_certificate(der, cf.x, cvals, cf.active, budgets, box, fixed=frozenset({"rho"}))
+    assert at["rho"] == "fixed" and ok
