@@ -170,3 +170,12 @@ def test_every_enumerating_path_keeps_to_the_alignment(align):
         check_exact_frontier(f.frontier, aligned, ("loss", "latency"))
     t = search(p, sampler="random", n_trials=40, seed=1, objectives=("loss", "latency")).trials
     assert (t["d_model"] % align == 0).all() and (t["ffn"] % align == 0).all()
+
+
+@pytest.mark.parametrize("method", ["exhaustive", "closed-form"])
+def test_an_alignment_no_point_meets_is_bad_input_naming_align(method):
+    from rooflaw import RooflawError
+
+    p = Problem(LAW, DEV, space=ALIGN_SPACE, latency_budget=0.05, phase="decode", align=4096)
+    with pytest.raises(RooflawError, match=r"^align=4096: no point of space 'align-test'"):
+        solve(p, method)

@@ -397,8 +397,10 @@ class Space:
         if keep.all():
             return self
         if not keep.any():
+            ffn = sorted({int(x) for x in w[:, 4]})
+            ffn_text = ", ".join(map(str, ffn[:8])) + (", …" if len(ffn) > 8 else "")
             raise bad("align", align, f"no point of space {self.name!r} has d_model and ffn multiples of it "
-                      f"(d_model {self.d_model}, ffn {sorted({int(x) for x in w[:, 4]})[:8]}…)")  # fmt: skip
+                      f"(d_model {self.d_model}, ffn [{ffn_text}])")  # fmt: skip
         out = copy.copy(self)
         out._width = w[keep]
         out._radix = (len(out._width), *self._radix[1:])
