@@ -26,6 +26,7 @@ Built-ins (``rooflaw/arch/spaces/*.toml``): ``paper`` -- the paper's Table 5 wit
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -371,7 +372,11 @@ class Space:
         ffn = int(self.ffn_for(d, float(choice["r_single"])))
         e, k = (int(x) for x in choice["moe"])
         v, t = (int(x) for x in choice.get("vocab_tied", tuple(self._vt[0])))
-        iw = self._width_index[(d, hd, heads, kv, ffn)]
+        iw = self._width_index.get((d, hd, heads, kv, ffn))
+        if iw is None:  # an aligned space (see aligned) lacks this ffn: the nearest one it has (ties: smaller)
+            w = self._width
+            rows = np.flatnonzero((w[:, 0] == d) & (w[:, 1] == hd) & (w[:, 3] == kv))
+            iw = int(min(rows, key=lambda i: (abs(math.log(w[i, 4] / ffn)), w[i, 4])))
         im = int(np.flatnonzero((self._moe[:, 0] == e) & (self._moe[:, 1] == k))[0])
         il = int(np.flatnonzero(self._layers == int(choice["layers"]))[0])
         iv = int(np.flatnonzero((self._vt[:, 0] == v) & (self._vt[:, 1] == t))[0])
@@ -382,6 +387,27 @@ class Space:
         cols = {k2: int(v2[0]) for k2, v2 in self.columns_at(np.array([index])).items()}
         cols["index"] = int(index)
         return cols
+
+    def aligned(self, align: int) -> Space:
+        """The points whose ``d_model`` and ``ffn`` are multiples of ``align`` (hardware alignment), as a space of
+        its own with the same name and rules; ``self`` when every point already is. Raises ``RooflawError`` naming
+        ``align`` when no point is."""
+        w = self._width
+        keep = aligned_mask(w[:, 0], w[:, 4], align)
+        if keep.all():
+            return self
+        if not keep.any():
+            ffn = sorted({int(x) for x in w[:, 4]})
+            ffn_text = ", ".join(map(str, ffn[:8])) + (", …" if len(ffn) > 8 else "")
+            raise bad("align", align, f"no point of space {self.name!r} has d_model and ffn multiples of it "
+                      f"(d_model {self.d_model}, ffn [{ffn_text}])")  # fmt: skip
+        out = copy.copy(self)
+        out._width = w[keep]
+        out._radix = (len(out._width), *self._radix[1:])
+        out._width_index = {tuple(int(x) for x in row): i for i, row in enumerate(out._width)}
+        kept = {int(x) for x in out._width[:, 0]}
+        out.d_model = [d for d in self.d_model if d in kept]
+        return out
 
     def describe(self) -> str:
         kv = ", ".join(str(k) for k in self.kv_heads)
@@ -410,6 +436,11 @@ class Space:
             "description": self.description,
             **({"global_every": self.global_every, "window": self.window} if self.has_patterns else {}),
         }
+
+
+def aligned_mask(d_model: Any, ffn: Any, align: int) -> np.ndarray:
+    """Which (d_model, ffn) pairs are both multiples of ``align``."""
+    return (np.mod(d_model, align) == 0) & (np.mod(ffn, align) == 0)
 
 
 def add_paper_variables(df: pd.DataFrame) -> pd.DataFrame:

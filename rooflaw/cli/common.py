@@ -133,7 +133,7 @@ def build_problem(
     latency_budget: Optional[str],
     memory_budget: Optional[str],
     energy_budget: Optional[str],
-    align: int = 128,
+    align: Optional[int] = None,
     attention: str = DEFAULT_ATTENTION,
     allow_extrapolation: bool = False,
 ) -> Any:

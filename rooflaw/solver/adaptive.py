@@ -82,6 +82,7 @@ def adaptive_search(
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise bad(key, v, "must be a positive integer")
     t0 = time.perf_counter()
+    problem = problem.on_aligned_space()  # only aligned points, like every solver
     space = problem.space
     choices = space.choices()
     names = list(choices)

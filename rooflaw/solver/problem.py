@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 import os
 from collections.abc import Iterable, Mapping
@@ -45,7 +46,8 @@ class Problem:
       ``energy_budget`` (J or ``"5J"``), which build the same objects. The memory capacity of the device always
       applies; a memory budget can only tighten it.
 
-    ``preset`` is the cost model that judges feasibility; ``align`` the d_model/FFN multiple of the rounded answer;
+    ``preset`` is the cost model that judges feasibility; ``align`` the multiple every answer's d_model and FFN
+    size must be (every solver searches only those points, see :meth:`on_aligned_space`; None: the space as declared);
     ``tokens`` the training token count D for laws that use it. After construction the keyword attributes
     (``latency_budget``, ``phase``, ``memory_budget``, ``energy_budget``) and ``constraints`` agree; budgets are SI.
     Architectures outside the domain the law was fitted on are infeasible unless ``allow_extrapolation``.
@@ -61,7 +63,7 @@ class Problem:
     memory_budget: float | str | None = None
     energy_budget: float | str | None = None
     preset: str = DEFAULT_PRESET
-    align: int = 128
+    align: int | None = None
     tokens: float | None = None
     constraints: tuple[Constraint, ...] = ()
     allow_extrapolation: bool = False
@@ -106,8 +108,9 @@ class Problem:
         put("precision", Precision.parse(self.precision))
         if not isinstance(self.preset, str) or self.preset not in PRESETS:
             raise bad("preset", self.preset, f"must be one of {', '.join(PRESETS)}")
-        if isinstance(self.align, bool) or not isinstance(self.align, int) or self.align <= 0:
-            raise bad("align", self.align, "must be a positive integer")
+        if self.align is not None and (isinstance(self.align, bool) or not isinstance(self.align, int)
+                                       or self.align <= 0):  # fmt: skip
+            raise bad("align", self.align, "must be a positive integer (or None: the space's own values)")
         if self.tokens is not None:
             if isinstance(self.tokens, bool) or not isinstance(self.tokens, (int, float)):
                 raise bad("tokens", self.tokens, "must be a positive, finite number of training tokens")
@@ -178,6 +181,19 @@ class Problem:
         for c in self.constraints:
             if c.kind != "memory":
                 out[c.kind] = (c.column, float(c.bound))
+        return out
+
+    def on_aligned_space(self) -> Problem:
+        """This problem with ``space`` cut down to the points ``align`` admits (``self`` when that is all of them):
+        what the exhaustive, frontier, search and rounding solvers enumerate. Raises ``RooflawError`` (field
+        ``align``) when no point is aligned."""
+        if self.align is None:
+            return self
+        space = self.space.aligned(self.align)
+        if space is self.space:
+            return self
+        out = copy.copy(self)
+        object.__setattr__(out, "space", space)
         return out
 
     def constraint_label(self, kind: str) -> str:

@@ -99,8 +99,9 @@ def explain_closed_form(cf: ClosedForm, problem: Any) -> str:
         )
     lines.append("continuous optimum: " + ", ".join(f"{k} = {v:.6g}" for k, v in cf.x.items())
                  + f"; loss {cf.loss:.6f}")  # fmt: skip
-    if cf.at_bound:
-        lines.append("at a bound of the space: " + ", ".join(f"{k} ({v})" for k, v in cf.at_bound.items()))
+    at = {k: v for k, v in cf.at_bound.items() if v != "fixed"}
+    if at:
+        lines.append("at a bound of the space: " + ", ".join(f"{k} ({v})" for k, v in at.items()))
     lines.append("derived (sympy, from rooflaw's own law and theory-mode cost expressions):")
     for v, e in cf.eliminated.items():
         lines.append(f"  {v}* = {sp.sstr(e)}")

@@ -115,6 +115,7 @@ EXHAUSTIVE_MAX = 10**10
 
 def _run(problem: Problem, objectives: tuple[str, ...], n_jobs: int | None, cloud: int, sub_chunk: int,
          backend: str = "auto"):  # fmt: skip
+    problem = problem.on_aligned_space()  # every solver answers among aligned points only
     size = problem.space.size
     if size > EXHAUSTIVE_MAX:
         raise bad("space", problem.space.name, f"has {size:,} points; exhaustive enumerates at most {EXHAUSTIVE_MAX:,}")
@@ -162,8 +163,24 @@ def _run(problem: Problem, objectives: tuple[str, ...], n_jobs: int | None, clou
     return acc, timings
 
 
-def _raise_infeasible(problem: Problem, acc: _Acc) -> None:
+def _where(problem: Problem) -> str:
+    """``in space 'x'``, naming the alignment when it removed points."""
     where = f"in space {problem.space.name!r}"
+    if problem.align is not None and problem.on_aligned_space() is not problem:
+        where += f" with d_model and ffn multiples of {problem.align}"
+    return where
+
+
+def _aligned_note(problem: Problem) -> list[str]:
+    aligned = problem.on_aligned_space()
+    if aligned is problem:
+        return []
+    n, m = problem.space.size, aligned.space.size
+    return [f"align {problem.align}: {m:,} of the space's {n:,} points have d_model and ffn multiples of it"]
+
+
+def _raise_infeasible(problem: Problem, acc: _Acc) -> None:
+    where = _where(problem)
     if not acc.minimum:
         dom = (
             ""
@@ -297,7 +314,10 @@ def solve_exhaustive(problem: Problem, n_jobs: int | None = None, backend: str =
         acc.best_any,
         frontier=_frame(acc.front)[list(FRONTIER_COLUMNS)],
         timings={"evaluate": t["eval_seconds"], "pareto": t["pareto_seconds"]},
-        notes=[f"{acc.evaluated:,} points of space {problem.space.name!r} evaluated, {acc.feasible:,} feasible"],
+        notes=[
+            f"{acc.evaluated:,} points of space {problem.space.name!r} evaluated, {acc.feasible:,} feasible",
+            *_aligned_note(problem),
+        ],
         extra={"evaluated": acc.evaluated, "feasible": acc.feasible, "space": problem.space.name},
     )
     return res

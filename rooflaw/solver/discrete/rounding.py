@@ -1,24 +1,41 @@
 """Rounding a continuous optimum (l, d, r, ρ, gqa) to a real, hardware-aligned architecture of a space.
 
-The neighbourhood of the relaxation -- the nearest declared values of every dimension of the space (depth,
-width multiple of ``align``, head_dim, kv_heads dividing heads, per-expert FFN ratio, (experts, top_k)) -- is
-evaluated, vectorised, with the problem's **full** cost model; the best feasible point is kept and the search
-moves to its neighbourhood until no neighbour is better (a discrete local search). If nothing near the
-relaxation is feasible the window widens until something is.
+Only points of the problem's aligned space are candidates (d_model and ffn multiples of ``Problem.align``, see
+:meth:`Problem.on_aligned_space`), the same points the exhaustive solver and the search enumerate. The
+neighbourhood of a point is, evaluated vectorised with the problem's **full** cost model:
+
+- the whole *width line*: every aligned d_model within :data:`D_LINE` steps each side (a budget trades width for
+  depth and for the FFN/expert choice, so the best width of another structure is often many steps away -- on a
+  64-step width space the floor/ceil neighbourhood alone missed the optimum by 10 %);
+- depths within ``max(k, 2)`` steps each side; for every (experts, top_k) pair the ``k`` per-expert FFN ratios
+  nearest each side of r/top_k; the ``k`` kv_heads nearest each side of heads/gqa and the fewest (MQA) and most
+  (MHA); every head_dim, vocabulary, tied/untied and layer pattern of the space.
+
+The best feasible point is kept and the search moves to its neighbourhood until no neighbour is better (a
+discrete local search), then looks once more with a wider window. If nothing near the relaxation is feasible the
+window widens until something is. The answer is the best of everything evaluated, so it is never worse than the
+best point of the floor/ceil lattice around the relaxation; how far it can be from the global discrete optimum
+is measured in ``tests/test_rounding_property.py`` and docs/solver.md.
 """
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ...errors import RooflawError
+from ...arch.space import aligned_mask
 
 DIMS = ("layers", "d_model", "head_dim", "kv_ratio", "r_single", "moe")
+#: Aligned widths evaluated each side of the centre's d_model (the width line).
+D_LINE = 24
+#: Fewest depths evaluated each side of the centre's depth.
+L_WINDOW = 2
+#: Depths evaluated each side of the centre's depth at the widths nearest the centre (the depth line).
+L_LINE = 32
+_ROW = ("layers", "d_model", "head_dim", "kv_heads", "r_single", "experts", "top_k")
 
 
 def _nearest(values: list[float], target: float, k: int) -> list[int]:
@@ -31,66 +48,92 @@ def _nearest(values: list[float], target: float, k: int) -> list[int]:
 
 
 class _Grid:
-    """The space's per-dimension value lists, filtered for alignment."""
+    """The aligned space's per-dimension value lists."""
 
-    def __init__(self, space: Any, align: int) -> None:
+    def __init__(self, problem: Any) -> None:
+        space = problem.on_aligned_space().space  # raises naming `align` when no point is aligned
         ch = space.choices()
         self.space = space
+        self.align = problem.align
         self.layers = list(ch["layers"])
-        ds = [d for d in ch["d_model"] if d % align == 0]
-        if not ds:
-            raise RooflawError(
-                f"align={align}: no d_model of space {space.name!r} is a multiple of it ({ch['d_model']})"
-            )
-        self.d_model = ds
-        self.head_dim = [h for h in ch["head_dim"] if h in (64, 128)] or list(ch["head_dim"])
+        self.d_model = list(ch["d_model"])
+        self.head_dim = list(ch["head_dim"])
         self.r_single = list(ch["r_single"])
         self.moe = list(ch["moe"])
-        self.vt = list(ch["vocab_tied"])
-        self.align = align
+        self.vt = np.array(ch["vocab_tied"], dtype=float).reshape(-1, 2)
+        self.pattern = np.array(ch["pattern"], dtype=float).reshape(-1, 2)
 
 
-def _columns(grid: _Grid, rows: list[tuple]) -> dict[str, np.ndarray]:
-    """Architecture columns of (layers, d_model, head_dim, kv_heads, r_single, experts, top_k) rows; invalid rows
-    (head_dim ∤ d_model, kv_heads ∤ heads, misaligned ffn) are dropped."""
+def _columns(grid: _Grid, rows: np.ndarray) -> dict[str, np.ndarray]:
+    """Architecture columns of (layers, d_model, head_dim, kv_heads, r_single, experts, top_k) rows, crossed with
+    every (vocab, tied) and layer pattern of the space; rows that are not points of the aligned space (head_dim ∤
+    d_model, kv_heads ∤ heads, unaligned d_model or ffn) are dropped."""
     sp = grid.space
-    a = np.array(rows, dtype=float).reshape(-1, 7)
-    lay, d, hd, kv, rs, E, Kk = a.T
+    lay, d, hd, kv, rs, E, Kk = rows.reshape(-1, 7).T
     heads = d / hd
     ffn = np.asarray(sp.ffn_for(d, rs), dtype=float)
     ok = (np.mod(d, hd) == 0) & (kv >= 1) & (np.mod(heads, kv) == 0) & (Kk <= E)
-    if grid.align > sp.ffn_align:
-        ok &= np.mod(ffn, grid.align) == 0
-    v, t = grid.vt[0]
-    n = int(ok.sum())
-    cols = {
-        "layers": lay[ok], "d_model": d[ok], "heads": heads[ok], "kv_heads": kv[ok], "head_dim": hd[ok],
-        "ffn": ffn[ok], "experts": E[ok], "top_k": Kk[ok], "shared_experts": np.zeros(n), "shared_ffn": ffn[ok],
-        "vocab": np.full(n, float(v)), "tied": np.full(n, float(t)),
-    }  # fmt: skip
+    if grid.align is not None:
+        ok &= aligned_mask(d, ffn, grid.align)
+    base = {"layers": lay[ok], "d_model": d[ok], "heads": heads[ok], "kv_heads": kv[ok], "head_dim": hd[ok],
+            "ffn": ffn[ok], "experts": E[ok], "top_k": Kk[ok]}  # fmt: skip
+    n, nx = int(ok.sum()), len(grid.vt) * len(grid.pattern)
+    cols = {k: np.repeat(v, nx) for k, v in base.items()}
+    vt = np.tile(np.repeat(grid.vt, len(grid.pattern), axis=0), (n, 1))
+    pat = np.tile(grid.pattern, (n * len(grid.vt), 1))
+    cols |= {"vocab": vt[:, 0], "tied": vt[:, 1], "shared_experts": np.zeros(n * nx), "shared_ffn": cols["ffn"]}
     for k, val in sp.fixed.items():
-        cols[k] = np.full(n, float(val))
+        cols[k] = np.full(n * nx, float(val))
+    if sp.has_patterns:
+        every, cols["window"] = pat[:, 0], pat[:, 1]
+        cols["local_layers"] = cols["layers"] - np.floor(cols["layers"] / every)
+        cols["attn_layers"] = cols["ffn_layers"] = cols["layers"]
     return cols
 
 
-def _neighbourhood(grid: _Grid, x: Mapping[str, float], k: int) -> list[tuple]:
-    """Rows around a continuous point: ``k`` nearest values each side per dimension."""
-    ls = [grid.layers[i] for i in _nearest(grid.layers, x["l"], k)]
-    ds = [grid.d_model[i] for i in _nearest(grid.d_model, x["d"], k)]
-    rows = []
-    for d, hd in itertools.product(ds, grid.head_dim):
+def _structures(grid: _Grid, x: Mapping[str, float], d: int, k: int) -> list[tuple[int, int, float, int, int]]:
+    """(head_dim, kv_heads, r_single, experts, top_k) choices near ``x`` for one width."""
+    out = []
+    for hd in grid.head_dim:
         if d % hd:
             continue
         heads = d // hd
         kvs = grid.space.kv_options(heads)
-        kvs = [kvs[i] for i in _nearest(kvs, max(heads / x["gqa"], 1e-9), k)]
+        if not kvs:
+            continue
+        near = _nearest(kvs, max(heads / x["gqa"], 1e-9), k)
+        kvs = [kvs[i] for i in sorted({0, len(kvs) - 1, *near})]  # MQA and MHA always (the usual answers)
         for E, Kk in grid.moe:
-            if Kk > E:
-                continue
             rsel = [grid.r_single[i] for i in _nearest(grid.r_single, x["r"] / Kk, k)]
-            for kv, rs, lay in itertools.product(kvs, rsel, ls):
-                rows.append((lay, d, hd, kv, rs, E, Kk))
-    return rows
+            out += [(hd, kv, rs, E, Kk) for kv in kvs for rs in rsel]
+    return out
+
+
+def _neighbourhood(grid: _Grid, x: Mapping[str, float], k: int) -> np.ndarray:
+    """Rows around a continuous point (see the module docstring), as an (n, 7) array: the near structures on
+    (width line × near depths) ∪ (near widths × depth line)."""
+    near_l = set(_nearest(grid.layers, x["l"], max(k, L_WINDOW)))
+    line_l = _nearest(grid.layers, x["l"], max(k, L_LINE))
+    near_d = set(_nearest(grid.d_model, x["d"], k))
+    blocks = []
+    for i in _nearest(grid.d_model, x["d"], max(k, D_LINE)):
+        d = grid.d_model[i]
+        st = np.array(_structures(grid, x, d, k), dtype=float).reshape(-1, 5)
+        ls = np.array([grid.layers[j] for j in (line_l if i in near_d else sorted(near_l))], dtype=float)
+        if not len(st):
+            continue
+        b = np.empty((len(st) * len(ls), 7))
+        b[:, 0] = np.tile(ls, len(st))
+        b[:, 1] = d
+        b[:, 2:4] = np.repeat(st[:, :2], len(ls), axis=0)
+        b[:, 4:7] = np.repeat(st[:, 2:], len(ls), axis=0)
+        blocks.append(b)
+    return np.concatenate(blocks) if blocks else np.empty((0, 7))
+
+
+def _keys(rows: np.ndarray) -> np.ndarray:
+    """One exact key per row (the row's bytes), to skip rows already evaluated."""
+    return np.ascontiguousarray(rows).view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).ravel()
 
 
 def _point_of(row: Mapping[str, Any]) -> dict[str, float]:
@@ -104,23 +147,29 @@ def _point_of(row: Mapping[str, Any]) -> dict[str, float]:
 def round_solution(
     problem: Any, x: Mapping[str, float], k: int = 1, max_rounds: int = 20
 ) -> tuple[pd.Series | None, pd.DataFrame, dict[str, Any]]:
-    """Round the continuous point ``x`` to the best feasible aligned architecture of ``problem.space``.
+    """Round the continuous point ``x`` to the best feasible aligned architecture of ``problem.space`` found by
+    the neighbourhood search of the module docstring.
 
     Returns (best row or None, every evaluated candidate, stats: evaluated count, rounds, window).
     """
-    grid = _Grid(problem.space, problem.align)
-    seen: set[tuple] = set()
+    grid = _Grid(problem)
+    seen = np.empty(0, dtype=np.dtype((np.void, 56)))
     frames = []
     best = None
     centre = dict(x)
     rounds = 0
     window = k
     polished = False
+    widest = max(len(grid.layers), len(grid.d_model), len(grid.r_single))
     while rounds < max_rounds:
         rounds += 1
-        rows = [r for r in _neighbourhood(grid, centre, window) if r not in seen]
-        seen.update(rows)
-        if rows:
+        rows = _neighbourhood(grid, centre, window)
+        if len(rows):
+            keys = _keys(rows)
+            keys, first = np.unique(keys, return_index=True)
+            new = ~np.isin(keys, seen)
+            rows, seen = rows[first[new]], np.concatenate([seen, keys[new]])
+        if len(rows):
             cols = _columns(grid, rows)
             if len(cols["layers"]):
                 df = problem.evaluate(cols)
@@ -134,7 +183,7 @@ def round_solution(
                         continue
         if best is None:
             # nothing feasible yet: widen the window (up to the whole space)
-            if window > max(len(grid.layers), len(grid.d_model), len(grid.r_single)):
+            if window > widest:
                 break
             window *= 2
             continue
@@ -151,4 +200,4 @@ def arch_of(problem: Any, row: Mapping[str, Any]):
     return problem.space.architecture(row)
 
 
-__all__ = ["DIMS", "arch_of", "round_solution"]
+__all__ = ["D_LINE", "DIMS", "L_LINE", "L_WINDOW", "arch_of", "round_solution"]

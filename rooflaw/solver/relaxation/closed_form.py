@@ -34,6 +34,10 @@ import sympy as sp
 from ...errors import Infeasible, RooflawError
 from ..infeasible import report, space_name
 from . import kkt as K
+from .certificate import cheapest_corner as _cheapest
+from .certificate import constraint_values as _constraint_values
+from .certificate import kkt_certificate as _kkt
+from .certificate import numerical_kkt as _numerical_kkt
 from .kkt import BUDGET, CONSTS, VARS, X
 from .newton import projected_newton
 
@@ -239,49 +243,6 @@ def budget_ratios(problem: Any) -> dict[str, float]:
     return {"F_p_bar": Fp, "M_d_bar": Md, "eta": Md / M, "eta_p": Fp / M}
 
 
-def _kkt(der: Derivation, x: dict[str, float], cvals, active, budgets, bounds):
-    """Multipliers μ ≥ 0 of the binding constraints from stationarity in log variables, and the residual."""
-    out = der.grads(*[x[v] for v in VARS], *cvals)
-    n = len(VARS)
-    gL = np.array(out[1 : 1 + n]) * np.array([x[v] for v in VARS])
-    cols, names = [], []
-    for j, k in enumerate(der.kinds):
-        base = (1 + n) + j * (1 + n)
-        if k in active:
-            cols.append(np.array(out[base + 1 : base + 1 + n]) * np.array([x[v] for v in VARS]) / budgets[k])
-            names.append(k)
-    at = {}
-    interior = []
-    for i, v in enumerate(VARS):
-        lo, hi = bounds[v]
-        if x[v] <= lo * (1 + 1e-9):
-            at[v] = "lower"
-        elif x[v] >= hi * (1 - 1e-9):
-            at[v] = "upper"
-        else:
-            interior.append(i)
-    mu = np.zeros(len(cols))
-    if cols:
-        A = np.array(cols).T
-        if interior:
-            mu, *_ = np.linalg.lstsq(A[interior], -gL[interior], rcond=None)
-    res_vec = gL + (np.array(cols).T @ mu if cols else 0.0)
-    resid = float(np.max(np.abs(res_vec[interior]), initial=0.0))
-    sign_ok = True
-    for i, v in enumerate(VARS):
-        if at.get(v) == "lower" and res_vec[i] < -1e-7:
-            sign_ok = False
-        if at.get(v) == "upper" and res_vec[i] > 1e-7:
-            sign_ok = False
-    return {k: float(m) for k, m in zip(names, mu, strict=False)}, resid, at, sign_ok
-
-
-def _constraint_values(der: Derivation, x, cvals):
-    out = der.grads(*[x[v] for v in VARS], *cvals)
-    n = len(VARS)
-    return float(out[0]), {k: float(out[(1 + n) + j * (1 + n)]) for j, k in enumerate(der.kinds)}
-
-
 def _solve_regime(cr: CompiledRegime, bounds, rest) -> dict[str, float] | None:
     """Solve one regime's reduced stationarity conditions; None when it has no point inside the box."""
 
@@ -336,23 +297,28 @@ def closed_form(problem: Any, fix: Mapping[str, float] | None = None) -> ClosedF
     _, low = _constraint_values(der, _cheapest(bounds), cvals)
     if any(low[k] > budgets[k] for k in kinds):  # not even the cheapest corner of the box fits: skip the regimes
         raise _infeasible(problem, der, cvals, bounds, budgets)
+    # a variable the loss does not depend on sits where every constraint is smallest: that costs no loss and only
+    # frees budget (left to the regimes, its arbitrary value could break a budget an equal-loss point meets)
+    law_vars = {s.name for s in der.law.free_symbols}
+    pinned = {v: _cheapest(bounds)[v] for v in VARS if v not in law_vars and v not in fix}
+    box = {**bounds, **{v: (x_, x_) for v, x_ in pinned.items()}}
     best = None
     cands: list[dict[str, Any]] = []
     rest = [*cvals, *bvals]
     for spec in der.specs:
-        if any(e[1] in fix for e in spec.elim):
+        if any(e[1] in fix or e[1] in pinned for e in spec.elim):
             continue
         cr = der.regime(spec)
         if cr is None:
             continue
-        x = _solve_regime(cr, bounds, rest)
+        x = _solve_regime(cr, box, rest)
         if x is None:
             continue
         loss, vals = _constraint_values(der, x, cvals)
         if any(vals[k] > budgets[k] * (1 + _TOL_FEAS) for k in kinds):
             continue
         active = tuple(k for k in kinds if vals[k] >= budgets[k] * (1 - 1e-7))
-        mu, resid, at, sign_ok = _kkt(der, x, cvals, active, budgets, bounds)
+        mu, resid, at, sign_ok = _kkt(der, x, cvals, active, budgets, bounds, frozenset(fix))
         certified = (not mu or min(mu.values()) >= -1e-9) and resid < 1e-7 and sign_ok
         cand = {"regime": regime_name(spec.active, problem.phase), "solved_for": dict((v, c_) for c_, v in spec.elim),
                 "x": x, "loss": loss, "kkt": certified}  # fmt: skip
@@ -362,26 +328,32 @@ def closed_form(problem: Any, fix: Mapping[str, float] | None = None) -> ClosedF
         if certified:
             best = (cr, x, loss, vals, (active, mu, resid, at, certified))
             break
-    if best is None:
-        raise _infeasible(problem, der, cvals, bounds, budgets)
-    cr, x, loss, vals, (active, mu, resid, at, certified) = best
     notes = []
     method = "closed-form"
+    if best is None:
+        # the cheapest corner of the box fits (checked above), so the relaxation is feasible: no regime reached it
+        cr, x, certified = None, _cheapest(box), False
+        notes.append("no regime gave a feasible stationary point; solved by the numerical KKT fallback (SLSQP in "
+                     "log variables, many starts, one from the cheapest corner of the box)")  # fmt: skip
+    else:
+        cr, x, loss, vals, (active, mu, resid, at, certified) = best
+        if not certified:
+            notes.append(
+                f"no regime gave a certified KKT point (residual {resid:.2e}, multipliers {mu}); "
+                "solved by the numerical KKT fallback (SLSQP in log variables, many starts)"
+            )
     if not certified:
-        notes.append(
-            f"no regime gave a certified KKT point (residual {resid:.2e}, multipliers {mu}); "
-            "solved by the numerical KKT fallback (SLSQP in log variables, many starts)"
-        )
-        x, loss, vals = _numerical_kkt(der, cvals, bounds, budgets, kinds, x)
+        x, loss, vals = _numerical_kkt(der, cvals, box, budgets, kinds, x)
         active = tuple(k for k in kinds if vals[k] >= budgets[k] * (1 - 1e-7))
-        mu, resid, at, sign_ok = _kkt(der, x, cvals, active, budgets, bounds)
+        mu, resid, at, sign_ok = _kkt(der, x, cvals, active, budgets, bounds, frozenset(fix))
         method = "numerical-kkt"
     name = regime_name(active, problem.phase)
     binding = "+".join(active) if active else "none"
     eta = budget_ratios(problem)
+    elim = dict(cr.elim_exprs) if cr is not None else {}
     out = ClosedForm(
         x=x, loss=loss, regime=name, active=active, binding=binding, at_bound=at, multipliers=mu, values=vals,
-        budgets=budgets, eliminated=dict(cr.elim_exprs), method=method, kkt_residual=resid, eta=eta,
+        budgets=budgets, eliminated=elim, method=method, kkt_residual=resid, eta=eta,
         paper_regime=paper_regime(eta, problem.phase), notes=notes, derivation_seconds=der.seconds,
         candidates=cands,
     )  # fmt: skip
@@ -431,60 +403,6 @@ def _theorem_checks(der: Derivation, cf: ClosedForm, c) -> dict[str, float]:
             val = float(th.l_star[key].subs(subs))
             out[f"table_22_l_{key}"] = abs(val / x["l"] - 1)
     return out
-
-
-def _numerical_kkt(der, cvals, bounds, budgets, kinds, x0=None, starts: int = 12, seed: int = 0):
-    """Fallback: SLSQP in log variables from several starts (the problem is convex in log space)."""
-    from scipy.optimize import minimize
-
-    lo = np.log([bounds[v][0] for v in VARS])
-    hi = np.log([bounds[v][1] for v in VARS])
-    n = len(VARS)
-
-    def fobj(z):
-        out = der.grads(*np.exp(z), *cvals)
-        y = np.exp(z)
-        return float(out[0]), np.array(out[1 : 1 + n]) * y
-
-    cons = []
-    for j, k in enumerate(der.kinds):
-        base = (1 + n) + j * (1 + n)
-
-        def cf(z, base=base, k=k):
-            return 1.0 - der.grads(*np.exp(z), *cvals)[base] / budgets[k]
-
-        def cj(z, base=base, k=k):
-            out = der.grads(*np.exp(z), *cvals)
-            return -np.array(out[base + 1 : base + 1 + n]) * np.exp(z) / budgets[k]
-
-        cons.append({"type": "ineq", "fun": cf, "jac": cj})
-    rng = np.random.default_rng(seed)
-    pts = [0.5 * (lo + hi)] + [lo + (hi - lo) * rng.random(n) for _ in range(starts)]
-    if x0 is not None:
-        pts.insert(0, np.log([x0[v] for v in VARS]))
-    best = None
-    for z0 in pts:
-        res = minimize(fobj, z0, jac=True, method="SLSQP", bounds=list(zip(lo, hi, strict=False)), constraints=cons,
-                       options={"ftol": 1e-15, "maxiter": 500})  # fmt: skip
-        if not np.all(np.isfinite(res.x)):
-            continue
-        x = {v: float(np.exp(zv)) for v, zv in zip(VARS, np.clip(res.x, lo, hi), strict=False)}
-        loss, vals = _constraint_values(der, x, cvals)
-        if any(vals[k] > budgets[k] * (1 + 1e-7) for k in kinds):
-            continue
-        if best is None or loss < best[1]:
-            best = (x, loss, vals)
-    if best is None:
-        raise RooflawError("numerical KKT solve found no feasible point")
-    return best
-
-
-def _cheapest(bounds) -> dict[str, float]:
-    """The box corner where every theory-mode constraint is smallest (each increases in l, d, r, gqa⁻¹, ρ⁻¹)."""
-    x = {v: bounds[v][0] for v in VARS}
-    x["gqa"] = bounds["gqa"][1]
-    x["rho"] = bounds["rho"][1]
-    return x
 
 
 def _infeasible(problem, der, cvals, bounds, budgets) -> Infeasible:

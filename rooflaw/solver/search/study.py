@@ -360,6 +360,7 @@ def search(
     from ...constraints.backend_numba import resolve
 
     resolve(backend, 1)  # fail early on a bad or unavailable backend
+    problem = problem.on_aligned_space()  # trials are drawn among aligned points only, like every solver
     tag = safety.fingerprint(safety.study_definition(problem, objs))
     name = study_name or f"rooflaw-{problem.space.name}-{'-'.join(objs)}-{sampler}-{tag}"
     t0 = time.perf_counter()
