@@ -420,6 +420,8 @@ def rates(device: Any, precision: Any, app: Any = None) -> Rates:
         eff = app.eff(roof(c, device, precision)[0])
         if c == "linear" and mixed_input(precision):
             eff = min(1.0, eff * app.mixed)
+        if c == "attention":
+            eff = min(1.0, eff * app.attention)
         inv[c] = 1.0 / (raw[c] * eff)
     counted = app.kernels_per_layer is not None
     return Rates(

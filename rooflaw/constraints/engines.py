@@ -56,6 +56,7 @@ class EngineProfile:
     memory_factor: float = 1.0
     compute_factor: float = 1.0
     mixed_factor: float = 1.0
+    attention_factor: float = 1.0
     pass_s: float = 0.0
     attention: str = "fused"
     head: str | None = "bf16"
@@ -90,7 +91,10 @@ _BUILTIN: dict[str, EngineProfile] = {
     ),  # fmt: skip
     "tensorrt-llm": EngineProfile("tensorrt-llm", 7.0, 4.0, note="TensorRT-LLM / TensorRT Edge-LLM"),
     "vllm": EngineProfile("vllm", 9.0, 4.0),
-    "llama.cpp": EngineProfile("llama.cpp", 20.0, 6.0, head=None, note="GGUF: head quantised as in the file"),
+    "llama.cpp": EngineProfile(
+        "llama.cpp", 20.0, 6.0, attention="unfused", head=None,
+        note="GGUF: head quantised as in the file; attention unfused (flash attention is opt-in, -fa)",
+    ),  # fmt: skip
     "gpt-fast": EngineProfile("gpt-fast", 10.0, 4.0, head=None, note="torch.compile + CUDA graphs"),
     "torch-eager": EngineProfile("torch-eager", 36.0, 6.0, head=None, note="eager PyTorch, one kernel per op"),
 }
@@ -115,7 +119,7 @@ def get_engine(name: str | EngineProfile) -> EngineProfile:
     fit = _fitted().get(name)
     if not fit or name == "ideal":
         return base
-    keys = ("memory_factor", "compute_factor", "mixed_factor", "pass_s")
+    keys = ("memory_factor", "compute_factor", "mixed_factor", "attention_factor", "pass_s")
     changes = {k: float(fit[k]) for k in keys if k in fit}
     prov = {k: str(fit.get("provenance", "fitted")) for k in changes}
     return dataclasses.replace(base, **changes, provenance=prov, rows=tuple(fit.get("rows", ())))
@@ -143,7 +147,10 @@ class Applied:
     moe_kernels: float
     pass_s: float
     source: str
-    mixed: float = 1.0  #: extra factor on the linear roof for dequantising (weight-narrower) GEMMs
+    #: dequantising GEMMs reach ``compute[dtype] × mixed`` and attention matmuls ``compute[dtype] × attention``:
+    #: the engine's factor for that kernel class in place of its ``compute_factor`` (so these are ratios to it)
+    mixed: float = 1.0
+    attention: float = 1.0
 
     def eff(self, dtype: str) -> float:
         """Achieved fraction of the ``dtype`` roof (1 where nothing was fitted for that roof)."""
@@ -162,7 +169,7 @@ class Applied:
             )
         return (
             f"engine {self.engine}: bandwidth ×{self.memory:.3g}, compute ×({comp}), "
-            f"mixed-input GEMM ×{self.mixed:.3g}, {kernels}, {self.pass_s * 1e3:.3g} ms/pass [{self.source}]"
+            f"mixed-input GEMM ×{self.mixed:.3g}, attention ×{self.attention:.3g}, {kernels}, {self.pass_s * 1e3:.3g} ms/pass [{self.source}]"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -188,7 +195,9 @@ def applied(device: Device, engine: str | EngineProfile | None, preset: str = "f
         return Applied("device", me, comp, float(device.kernel_overhead), None, None, 0.0, 0.0, "device figures")
     ach = device.achieved or {}
     if not ach:  # no fitted family: the engine's kernel count, but none of the fitted figures
-        prof = dataclasses.replace(prof, memory_factor=1.0, compute_factor=1.0, mixed_factor=1.0, pass_s=0.0)
+        prof = dataclasses.replace(
+            prof, memory_factor=1.0, compute_factor=1.0, mixed_factor=1.0, attention_factor=1.0, pass_s=0.0
+        )
     comp = {}
     for k in COMPUTE_KEYS:
         if k in ach or ce != 1.0 or prof.compute_factor != 1.0:
@@ -204,12 +213,15 @@ def applied(device: Device, engine: str | EngineProfile | None, preset: str = "f
         source = f"no fitted efficiencies for {device.id}: peaks at efficiency 1"
     return Applied(
         prof.name, mem, comp, kernel_s, prof.kernels_per_layer, prof.kernels_per_pass, prof.moe_kernels,
-        prof.pass_s, source, prof.mixed_factor,
+        prof.pass_s, source, prof.mixed_factor / prof.compute_factor, prof.attention_factor / prof.compute_factor,
     )  # fmt: skip
 
 
 def mixed_input(precision) -> bool:
-    """True when the linear layers dequantise weights narrower than their activations (W4A16, W8A16)."""
+    """True when the linear layers dequantise their weights in the GEMM: weights narrower than the
+    activations (W4A16, W8A16), or block-quantised (``Format.dequant``: GGUF blocks on llama.cpp's
+    int8 MMQ kernels)."""
     from ..devices.device import DTYPES
 
-    return DTYPES.index(precision.weights.dtype) > DTYPES.index(precision.activations.dtype)
+    w = precision.weights
+    return w.dequant or DTYPES.index(w.dtype) > DTYPES.index(precision.activations.dtype)

@@ -38,6 +38,7 @@ PRIORS = {
     "memory_factor": (1.0, 2.0, 0.05, 2.0),
     "compute_factor": (1.0, 2.0, 0.05, 4.0),
     "mixed_factor": (1.0, 2.0, 0.02, 4.0),
+    "attention_factor": (1.0, 2.0, 0.02, 4.0),
     "pass_s": (3e-4, 5.0, 1e-7, 0.1),
 }
 OBS_SCALE = 0.1  #: relative error at which the robust loss turns linear
@@ -54,6 +55,7 @@ class _Feat:
     beta: float
     launches: dict[str, float]  # engine -> kernels per pass
     mixed: np.ndarray  # per op: 1 for a dequantising (mixed-input) linear GEMM
+    att: np.ndarray  # per op: 1 for an attention matmul (QKᵀ, scores·V)
 
 
 def _roof_classes() -> dict[str, str]:
@@ -82,7 +84,7 @@ def _features(case: Case, device: Device) -> _Feat:
             Fp[i], Bp[i] = o.flops, o.bytes
         else:  # summed over the S_out steps: the mean step (costs are affine in the step index)
             Fd[i], Bd[i] = o.flops / w.output_tokens, o.bytes / w.output_tokens
-    pis, dts, mixed = [], [], []
+    pis, dts, mixed, att = [], [], [], []
     for n in names:
         roof = classes.get(n, "memory")
         if roof in ("linear", "attention"):
@@ -95,13 +97,15 @@ def _features(case: Case, device: Device) -> _Feat:
         pis.append(p)
         dts.append(dt)
         mixed.append(1.0 if roof == "linear" and mixed_input(case.precision) else 0.0)
+        att.append(1.0 if roof == "attention" else 0.0)
     layers, moe = float(case.arch.layers), float(case.arch.experts > 1)
     launches = {}
     for name in ENGINE_NAMES:
         e = get_engine(name)
         if e.kernels_per_layer is not None:
             launches[name] = layers * (e.kernels_per_layer + e.moe_kernels * moe) + (e.kernels_per_pass or 0.0)
-    return _Feat((Fp, Bp), (Fd, Bd), np.array(pis), dts, float(device.memory_bandwidth), launches, np.array(mixed))
+    return _Feat((Fp, Bp), (Fd, Bd), np.array(pis), dts, float(device.memory_bandwidth), launches, np.array(mixed),
+                 np.array(att))  # fmt: skip
 
 
 class _Params:
@@ -120,6 +124,7 @@ class _Params:
             self._add("engine", c.engine, "pass_s")
             if f.mixed.any():
                 self._add("engine", c.engine, "mixed_factor")
+            self._add("engine", c.engine, "attention_factor")
         self.index = {k: i for i, k in enumerate(self.names)}
 
     def _add(self, *key: str) -> None:
@@ -143,9 +148,11 @@ def _predict(x: np.ndarray, P: _Params, case: Case, f: _Feat) -> float:
     mf = P.get(x, "engine", eng, "memory_factor")
     cf = P.get(x, "engine", eng, "compute_factor")
     eta_m = min(1.0, P.get(x, "family", fam, "memory") * mf)
-    eff = np.array([min(1.0, P.get(x, "family", fam, dt) * cf) if dt != "-" else 1.0 for dt in f.dtypes])
-    if f.mixed.any():
-        eff = np.where(f.mixed > 0, np.minimum(1.0, eff * P.get(x, "engine", eng, "mixed_factor")), eff)
+    # one engine factor per kernel class: dequantising GEMMs, attention matmuls, everything else
+    fam_eff = np.array([P.get(x, "family", fam, dt) if dt != "-" else 1.0 for dt in f.dtypes])
+    factor = np.where(f.mixed > 0, P.get(x, "engine", eng, "mixed_factor"),
+                      np.where(f.att > 0, P.get(x, "engine", eng, "attention_factor"), cf))  # fmt: skip
+    eff = np.where(np.array(f.dtypes) != "-", np.minimum(1.0, fam_eff * factor), 1.0)
     over = P.get(x, "family", fam, "kernel_s", 0.0) * f.launches[eng] + P.get(x, "engine", eng, "pass_s", 0.0)
 
     def t(F, B):
