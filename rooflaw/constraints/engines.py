@@ -57,6 +57,10 @@ class EngineProfile:
     compute_factor: float = 1.0
     mixed_factor: float = 1.0
     attention_factor: float = 1.0
+    #: prefill compute of a batch of B > 1 prompts per real token: sequences padded to the longest prompt
+    batch_pad: float = 1.0
+    #: decode batches up to this size run dequantising GEMMs as CUDA-core GEMV kernels on the vector roof
+    gemv_max_batch: int = 0
     pass_s: float = 0.0
     attention: str = "fused"
     head: str | None = "bf16"
@@ -89,7 +93,7 @@ _BUILTIN: dict[str, EngineProfile] = {
         head=None,
         note="the device file's own scalar efficiencies and kernel_overhead per operator launch, no fitted figures",
     ),  # fmt: skip
-    "tensorrt-llm": EngineProfile("tensorrt-llm", 7.0, 4.0, note="TensorRT-LLM / TensorRT Edge-LLM"),
+    "tensorrt-llm": EngineProfile("tensorrt-llm", 7.0, 4.0, gemv_max_batch=8, note="TensorRT-LLM / TensorRT Edge-LLM"),
     "vllm": EngineProfile("vllm", 9.0, 4.0),
     "llama.cpp": EngineProfile(
         "llama.cpp", 20.0, 6.0, attention="unfused", head=None,
@@ -119,7 +123,7 @@ def get_engine(name: str | EngineProfile) -> EngineProfile:
     fit = _fitted().get(name)
     if not fit or name == "ideal":
         return base
-    keys = ("memory_factor", "compute_factor", "mixed_factor", "attention_factor", "pass_s")
+    keys = ("memory_factor", "compute_factor", "mixed_factor", "attention_factor", "batch_pad", "pass_s")
     changes = {k: float(fit[k]) for k in keys if k in fit}
     prov = {k: str(fit.get("provenance", "fitted")) for k in changes}
     return dataclasses.replace(base, **changes, provenance=prov, rows=tuple(fit.get("rows", ())))
@@ -151,6 +155,8 @@ class Applied:
     #: the engine's factor for that kernel class in place of its ``compute_factor`` (so these are ratios to it)
     mixed: float = 1.0
     attention: float = 1.0
+    batch_pad: float = 1.0  #: prefill compute factor for a batch of B > 1 padded prompts
+    gemv_max_batch: int = 0  #: decode batches up to this size run dequantising GEMMs as GEMV on the vector roof
 
     def eff(self, dtype: str) -> float:
         """Achieved fraction of the ``dtype`` roof (1 where nothing was fitted for that roof)."""
@@ -169,7 +175,8 @@ class Applied:
             )
         return (
             f"engine {self.engine}: bandwidth ×{self.memory:.3g}, compute ×({comp}), "
-            f"mixed-input GEMM ×{self.mixed:.3g}, attention ×{self.attention:.3g}, {kernels}, {self.pass_s * 1e3:.3g} ms/pass [{self.source}]"
+            f"mixed-input GEMM ×{self.mixed:.3g}, attention ×{self.attention:.3g}, "
+            f"batched-prefill padding ×{self.batch_pad:.3g}, {kernels}, {self.pass_s * 1e3:.3g} ms/pass [{self.source}]"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -196,7 +203,8 @@ def applied(device: Device, engine: str | EngineProfile | None, preset: str = "f
     ach = device.achieved or {}
     if not ach:  # no fitted family: the engine's kernel count, but none of the fitted figures
         prof = dataclasses.replace(
-            prof, memory_factor=1.0, compute_factor=1.0, mixed_factor=1.0, attention_factor=1.0, pass_s=0.0
+            prof, memory_factor=1.0, compute_factor=1.0, mixed_factor=1.0, attention_factor=1.0, batch_pad=1.0,
+            pass_s=0.0,
         )
     comp = {}
     for k in COMPUTE_KEYS:
@@ -213,7 +221,8 @@ def applied(device: Device, engine: str | EngineProfile | None, preset: str = "f
         source = f"no fitted efficiencies for {device.id}: peaks at efficiency 1"
     return Applied(
         prof.name, mem, comp, kernel_s, prof.kernels_per_layer, prof.kernels_per_pass, prof.moe_kernels,
-        prof.pass_s, source, prof.mixed_factor / prof.compute_factor, prof.attention_factor / prof.compute_factor,
+        prof.pass_s, source, prof.mixed_factor / prof.compute_factor, prof.attention_factor / prof.compute_factor, prof.batch_pad,
+        prof.gemv_max_batch,
     )  # fmt: skip
 
 

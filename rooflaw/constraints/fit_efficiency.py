@@ -39,6 +39,7 @@ PRIORS = {
     "compute_factor": (1.0, 2.0, 0.05, 4.0),
     "mixed_factor": (1.0, 2.0, 0.02, 4.0),
     "attention_factor": (1.0, 2.0, 0.02, 4.0),
+    "batch_pad": (1.0, 1.5, 1.0, 3.0),
     "pass_s": (3e-4, 5.0, 1e-7, 0.1),
 }
 OBS_SCALE = 0.1  #: relative error at which the robust loss turns linear
@@ -56,6 +57,7 @@ class _Feat:
     launches: dict[str, float]  # engine -> kernels per pass
     mixed: np.ndarray  # per op: 1 for a dequantising (mixed-input) linear GEMM
     att: np.ndarray  # per op: 1 for an attention matmul (QKᵀ, scores·V)
+    vector: float  # the vector (FP32 CUDA-core) roof, FLOP/s: dequantising GEMVs of small decode batches
 
 
 def _roof_classes() -> dict[str, str]:
@@ -105,7 +107,7 @@ def _features(case: Case, device: Device) -> _Feat:
         if e.kernels_per_layer is not None:
             launches[name] = layers * (e.kernels_per_layer + e.moe_kernels * moe) + (e.kernels_per_pass or 0.0)
     return _Feat((Fp, Bp), (Fd, Bd), np.array(pis), dts, float(device.memory_bandwidth), launches, np.array(mixed),
-                 np.array(att))  # fmt: skip
+                 np.array(att), float(device.vector_flops))  # fmt: skip
 
 
 class _Params:
@@ -125,6 +127,8 @@ class _Params:
             if f.mixed.any():
                 self._add("engine", c.engine, "mixed_factor")
             self._add("engine", c.engine, "attention_factor")
+            if c.phase == "prefill" and c.workload.batch > 1:
+                self._add("engine", c.engine, "batch_pad")
         self.index = {k: i for i, k in enumerate(self.names)}
 
     def _add(self, *key: str) -> None:
@@ -155,17 +159,23 @@ def _predict(x: np.ndarray, P: _Params, case: Case, f: _Feat) -> float:
     eff = np.where(np.array(f.dtypes) != "-", np.minimum(1.0, fam_eff * factor), 1.0)
     over = P.get(x, "family", fam, "kernel_s", 0.0) * f.launches[eng] + P.get(x, "engine", eng, "pass_s", 0.0)
 
-    def t(F, B):
+    def t(F, B, pad=1.0, gemv=False):
+        pi, e = f.pi, eff
+        if gemv:  # dequantising GEMMs as GEMV on the vector roof at the family's fp32 fraction
+            pi = np.where(f.mixed > 0, f.vector, f.pi)
+            e = np.where(f.mixed > 0, min(1.0, P.get(x, "family", fam, "fp32") * cf), eff)
         with np.errstate(divide="ignore", invalid="ignore"):
-            tc = np.where(np.isfinite(f.pi), F / (f.pi * eff), 0.0)
+            tc = np.where(np.isfinite(pi), F / (pi * e), 0.0) * pad
         return float(np.sum(np.maximum(tc, B / (f.beta * eta_m)))) + over
 
     w = case.workload
+    pad = P.get(x, "engine", eng, "batch_pad") if w.batch > 1 else 1.0
+    gemv = bool(f.mixed.any()) and w.batch <= _BUILTIN[eng].gemv_max_batch
     if case.phase == "prefill":
-        return t(*f.pre)
+        return t(*f.pre, pad)
     if case.phase == "decode":
-        return t(*f.dec)
-    return (t(*f.pre) + w.output_tokens * t(*f.dec)) / (w.batch * (w.output_tokens + 1))
+        return t(*f.dec, gemv=gemv)
+    return (t(*f.pre, pad) + w.output_tokens * t(*f.dec, gemv=gemv)) / (w.batch * (w.output_tokens + 1))
 
 
 @dataclass

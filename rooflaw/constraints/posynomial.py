@@ -312,7 +312,9 @@ def build_branch(
         P = {k: _posy(tm, coef, f"{nm}.{k}") for k in ("pF", "pB", "dF0", "dF1", "dB0", "dB1")}
         if roof not in A.ROOF_CLASSES and (P["pF"] or P["dF0"] or P["dF1"]):
             raise RooflawError(f"operator {nm}: FLOPs on a memory-only roof")
-        br.pre.append((P["pF"].scale(ipi), P["pB"].scale(rates.inv_beta)))
+        br.pre.append((P["pF"].scale(ipi * float(A.prefill_pad(rates, wl.batch))), P["pB"].scale(rates.inv_beta)))
+        if roof == "linear":
+            ipi = float(A.decode_linear_inv(rates, wl.batch))
         if P["dF1"] or P["dB1"]:
             br.dec_step.append((P["dF0"].scale(ipi), P["dF1"].scale(ipi), P["dB0"].scale(rates.inv_beta),
                                 P["dB1"].scale(rates.inv_beta)))  # fmt: skip

@@ -104,8 +104,9 @@ def _args(cols: Mapping[str, np.ndarray], workload: Workload, precision: Precisi
 
 def _inverse_roofs(comp: Compiled, rates: A.Rates, device, args, n: int, tiles: bool):
     """Per part inverse roofs (s/FLOP) of prefill and decode; divided by the tile/wave efficiency with ``tiles``."""
-    ipp = [rates.inv.get(r, 0.0) for r in comp.roofs]
-    ipd = list(ipp)
+    batch = args[ARG_NAMES.index("B")]
+    ipp = [rates.inv.get(r, 0.0) * A.prefill_pad(rates, batch) for r in comp.roofs]
+    ipd = [A.decode_linear_inv(rates, batch) if r == "linear" else rates.inv.get(r, 0.0) for r in comp.roofs]
     if tiles:
         g = [np.broadcast_to(np.asarray(v, dtype=np.float64), (n,)) for v in comp.gemms(*args)]
         half = len(g) // 2

@@ -48,7 +48,8 @@ def evaluate_lean(problem: Problem, cols: dict[str, np.ndarray]) -> dict[str, np
     """
     from ...objectives import law_inputs
 
-    res = evaluate_columns(cols, problem.device, problem.workload, problem.precision, problem.preset)
+    res = evaluate_columns(cols, problem.device, problem.workload, problem.precision, problem.preset,
+                           engine=problem.engine)  # fmt: skip
     out = {k: res[k] for k in _VALUES if k in res}
     inputs = law_inputs(cols, tokens=problem.tokens)
     out["loss"] = problem.law.evaluate(inputs)
