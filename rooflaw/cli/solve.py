@@ -74,6 +74,7 @@ def solve(
         keys = ("method", "regime", "binding", "continuous", "continuous_loss", "architecture", "loss", "perplexity",
                 "latency_s", "memory_bytes", "energy_j", "slack", "seconds", "timings", "notes")  # fmt: skip
         obj = {k: out.get(k) for k in keys}
+        obj.update(preset=prob.preset, engine=prob.engine)
         if explain and res.explain:
             obj["explain"] = res.explain
         if explain:

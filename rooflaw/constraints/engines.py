@@ -1,15 +1,22 @@
 """Engine profiles: what a serving stack adds to the roofline, and the efficiencies it achieves.
 
 A pure roofline assumes every kernel reaches the device's peaks and costs nothing to launch.
-Real engines lose in four physical ways, each one named parameter:
+Real engines lose in these physical ways, each one named parameter:
 
 * **achieved bandwidth**: weight streaming reaches a fraction ``memory`` of the peak bandwidth
   (a device-family figure, ``Device.achieved["memory"]``, times the engine's ``memory_factor``);
-* **achieved compute**: GEMMs reach a fraction of the tensor roof they run on, per roof dtype
-  (``Device.achieved["fp16"]``, ``["fp4"]`` … times the engine's ``compute_factor``); a W4A16
-  GEMM runs on the 16-bit roof, NVFP4 on Blackwell on the FP4 roof (see :mod:`.precision`), and
-  a GEMM that dequantises narrower weights on the fly (W4A16, int8 weight-only) reaches a further
-  ``mixed_factor`` of it -- an engine figure, as it is a property of its mixed-input kernels;
+* **achieved compute, per kernel class**: the family's fraction of each tensor/vector roof
+  (``Device.achieved["fp16"]``, ``["fp4"]``, ``["int8"]``, ``["fp32"]`` -- the vector roof) times ONE
+  engine factor per kernel class: ``compute_factor`` for dense GEMMs and vector ops,
+  ``mixed_factor`` for GEMMs that dequantise their weights in the inner loop (W4A16 / int8
+  weight-only on the 16-bit roof; GGUF blocks on llama.cpp's int8 MMQ kernels: ``Format.dequant``),
+  ``attention_factor`` for unfused attention matmuls (an engine whose attention is fused runs it at
+  its GEMM efficiency). NVFP4 on Blackwell runs on the FP4 roof (see :mod:`.precision`);
+* **small-batch GEMV**: an engine with ``gemv_max_batch`` > 0 (TensorRT: 8) runs the dequantising
+  GEMMs of a decode step of at most that many sequences as CUDA-core GEMV kernels on the vector roof
+  (work grows with the batch: AWQ decode at batch 8 costs 2.5-3× batch 1 on Thor, NVFP4 1.4×);
+* **padded batched prefill**: ``batch_pad`` -- prefill compute per real token of a batch of B > 1
+  prompts, each padded to the longest (TensorRT Edge-LLM: batch-8 prefill takes 11-13× batch 1);
 * **per-kernel overhead**: ``kernel_s`` seconds (device family: launch latency, the tail of a
   kernel that does not fill the GPU, host sync) per kernel launched, times the number of kernels
   the engine launches per layer and per pass -- which depends on its fusion;
