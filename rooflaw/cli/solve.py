@@ -43,8 +43,10 @@ def solve(
     align: int = typer.Option(128, help="d_model (and FFN) multiple: 128 default; 256/512 per NVIDIA's tile guidance."),
     preset: str = typer.Option("full", help="Cost model that judges the architecture: full or paper."),
     engine: Optional[str] = typer.Option(
-        None, "--engine", help="Engine profile of the full preset: tensorrt-llm, vllm, llama.cpp, gpt-fast, "
-        "torch-eager or ideal (default: the device's)."
+        None,
+        "--engine",
+        help="Engine profile of the full preset: tensorrt-llm, vllm, llama.cpp, gpt-fast, "
+        "torch-eager or ideal (default: the device's).",
     ),  # fmt: skip
     tokens: Optional[float] = typer.Option(None, help="Training tokens D, for laws that use D."),
     trials: int = typer.Option(500, help="Trials for --method optuna."),
@@ -106,7 +108,8 @@ def solve(
         ["memory", fmt_bytes(res.memory_bytes)], ["energy", f"{res.energy_j:.3g} J"],
         ["time", f"{res.seconds * 1e3:.1f} ms"],
     ]  # fmt: skip
-    console.print(table(f"judged by the '{prob.preset}' cost model, engine {prob.engine}", ["quantity", "value"], summary))
+    title = f"judged by the '{prob.preset}' cost model, engine {prob.engine}"
+    console.print(table(title, ["quantity", "value"], summary))
     for n in res.notes:
         console.print(f"[dim]note: {esc(n)}[/dim]")
     if explain:

@@ -103,7 +103,11 @@ _BUILTIN: dict[str, EngineProfile] = {
     "tensorrt-llm": EngineProfile("tensorrt-llm", 7.0, 4.0, gemv_max_batch=8, note="TensorRT-LLM / TensorRT Edge-LLM"),
     "vllm": EngineProfile("vllm", 9.0, 4.0),
     "llama.cpp": EngineProfile(
-        "llama.cpp", 20.0, 6.0, attention="unfused", head=None,
+        "llama.cpp",
+        20.0,
+        6.0,
+        attention="unfused",
+        head=None,
         note="GGUF: head quantised as in the file; attention unfused (flash attention is opt-in, -fa)",
     ),  # fmt: skip
     "gpt-fast": EngineProfile("gpt-fast", 10.0, 4.0, head=None, note="torch.compile + CUDA graphs"),
@@ -210,7 +214,12 @@ def applied(device: Device, engine: str | EngineProfile | None, preset: str = "f
     ach = device.achieved or {}
     if not ach:  # no fitted family: the engine's kernel count, but none of the fitted figures
         prof = dataclasses.replace(
-            prof, memory_factor=1.0, compute_factor=1.0, mixed_factor=1.0, attention_factor=1.0, batch_pad=1.0,
+            prof,
+            memory_factor=1.0,
+            compute_factor=1.0,
+            mixed_factor=1.0,
+            attention_factor=1.0,
+            batch_pad=1.0,
             pass_s=0.0,
         )
     comp = {}
@@ -228,7 +237,8 @@ def applied(device: Device, engine: str | EngineProfile | None, preset: str = "f
         source = f"no fitted efficiencies for {device.id}: peaks at efficiency 1"
     return Applied(
         prof.name, mem, comp, kernel_s, prof.kernels_per_layer, prof.kernels_per_pass, prof.moe_kernels,
-        prof.pass_s, source, prof.mixed_factor / prof.compute_factor, prof.attention_factor / prof.compute_factor, prof.batch_pad,
+        prof.pass_s, source, prof.mixed_factor / prof.compute_factor, prof.attention_factor / prof.compute_factor,
+        prof.batch_pad,
         prof.gemv_max_batch,
     )  # fmt: skip
 

@@ -47,7 +47,8 @@ class Problem:
 
     ``preset`` is the cost model that judges feasibility and ``engine`` the serving stack's profile it applies
     (``tensorrt-llm``, ``vllm``, ``llama.cpp``, ``gpt-fast``, ``torch-eager``, ``ideal`` = pure roofline, ``device``;
-    default: the device's own, as ``rooflaw evaluate`` without ``--engine``; the ``paper`` presets apply none); ``align`` the d_model/FFN multiple of the rounded answer;
+    default: the device's own, as ``rooflaw evaluate`` without ``--engine``; the ``paper`` presets apply none);
+    ``align`` the d_model/FFN multiple of the rounded answer;
     ``tokens`` the training token count D for laws that use it. After construction the keyword attributes
     (``latency_budget``, ``phase``, ``memory_budget``, ``energy_budget``) and ``constraints`` agree; budgets are SI.
     Architectures outside the domain the law was fitted on are infeasible unless ``allow_extrapolation``.
