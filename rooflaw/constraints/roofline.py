@@ -104,9 +104,10 @@ def _args(cols: Mapping[str, np.ndarray], workload: Workload, precision: Precisi
 
 def _inverse_roofs(comp: Compiled, rates: A.Rates, device, args, n: int, tiles: bool):
     """Per part inverse roofs (s/FLOP) of prefill and decode; divided by the tile/wave efficiency with ``tiles``."""
-    batch = args[ARG_NAMES.index("B")]
-    ipp = [rates.inv.get(r, 0.0) * A.prefill_pad(rates, batch) for r in comp.roofs]
-    ipd = [A.decode_linear_inv(rates, batch) if r == "linear" else rates.inv.get(r, 0.0) for r in comp.roofs]
+    batch = args[ARG_NAMES.index("B")]  # the workload's (scalar) batch
+    pad, lin_dec = float(A.prefill_pad(rates, batch)), float(A.decode_linear_inv(rates, batch))
+    ipp = [rates.inv.get(r, 0.0) * pad for r in comp.roofs]
+    ipd = [lin_dec if r == "linear" else rates.inv.get(r, 0.0) for r in comp.roofs]
     if tiles:
         g = [np.broadcast_to(np.asarray(v, dtype=np.float64), (n,)) for v in comp.gemms(*args)]
         half = len(g) // 2
