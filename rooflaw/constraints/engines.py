@@ -11,7 +11,7 @@ Real engines lose in these physical ways, each one named parameter:
   ``mixed_factor`` for GEMMs that dequantise their weights in the inner loop (W4A16 / int8
   weight-only on the 16-bit roof; GGUF blocks on llama.cpp's int8 MMQ kernels: ``Format.dequant``),
   ``attention_factor`` for unfused attention matmuls (an engine whose attention is fused runs it at
-  its GEMM efficiency). NVFP4 on Blackwell runs on the FP4 roof (see :mod:`.precision`);
+  the family's fraction of the roof, factor 1). NVFP4 on Blackwell runs on the FP4 roof (see :mod:`.precision`);
 * **small-batch GEMV**: an engine with ``gemv_max_batch`` > 0 (TensorRT: 8) runs the dequantising
   GEMMs of a decode step of at most that many sequences as CUDA-core GEMV kernels on the vector roof
   (work grows with the batch: AWQ decode at batch 8 costs 2.5-3× batch 1 on Thor, NVFP4 1.4×);
@@ -184,10 +184,12 @@ class Applied:
                 f"{self.kernel_s * 1e6:.3g} µs/kernel × ({self.kernels_per_layer:g}/layer + "
                 f"{self.kernels_per_pass or 0:g}/pass)"
             )
+        gemv = f"dequantising GEMV on the vector roof up to batch {self.gemv_max_batch}, " * bool(self.gemv_max_batch)
         return (
             f"engine {self.engine}: bandwidth ×{self.memory:.3g}, compute ×({comp}), "
             f"mixed-input GEMM ×{self.mixed:.3g}, attention ×{self.attention:.3g}, "
-            f"batched-prefill padding ×{self.batch_pad:.3g}, {kernels}, {self.pass_s * 1e3:.3g} ms/pass [{self.source}]"
+            f"batched-prefill padding ×{self.batch_pad:.3g}, "
+            f"{gemv}{kernels}, {self.pass_s * 1e3:.3g} ms/pass [{self.source}]"
         )
 
     def to_dict(self) -> dict[str, Any]:

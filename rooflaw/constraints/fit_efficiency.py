@@ -132,7 +132,7 @@ class _Params:
             self._add("engine", c.engine, "pass_s")
             if f.mixed.any():
                 self._add("engine", c.engine, "mixed_factor")
-            if _BUILTIN[c.engine].attention == "unfused":  # fused attention runs at the GEMM efficiency
+            if _BUILTIN[c.engine].attention == "unfused":  # fused attention: the family fraction, factor 1
                 self._add("engine", c.engine, "attention_factor")
             if c.phase == "prefill" and c.workload.batch > 1:
                 self._add("engine", c.engine, "batch_pad")
