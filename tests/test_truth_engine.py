@@ -12,7 +12,7 @@ from rooflaw import Workload, evaluate, from_hf_config, get_device, solve
 from rooflaw.cli import main
 from rooflaw.constraints import assembly as A
 from rooflaw.constraints import fit_efficiency as fe
-from rooflaw.constraints.engines import applied, get_engine
+from rooflaw.constraints.engines import applied, decode_linear_inv, get_engine, prefill_pad
 from rooflaw.constraints.precision import Precision
 from rooflaw.constraints.published import load_cases
 from rooflaw.solver import Problem
@@ -32,7 +32,7 @@ def test_gemv_decode_runs_dequantising_gemms_on_the_vector_roof():
     r = A.rates(dev, prec, app)
     assert r.gemv_max_batch == 8 and r.inv_gemv == pytest.approx(1 / (dev.vector_flops * app.eff("fp32")))
     for b, want in ((1, r.inv_gemv), (8, r.inv_gemv), (9, r.inv["linear"]), (64, r.inv["linear"])):
-        assert float(A.decode_linear_inv(r, b)) == want
+        assert float(decode_linear_inv(r, b)) == want
     # a format the GEMM does not dequantise keeps the tensor roof at every batch; vLLM (Marlin) has no GEMV path
     assert A.rates(dev, Precision.parse("nvfp4"), app).inv_gemv == 0.0
     assert A.rates(dev, prec, applied(dev, "vllm")).inv_gemv == 0.0
@@ -52,8 +52,8 @@ def test_gemv_path_is_what_evaluate_charges():
 
 def test_batch_pad_scales_prefill_compute_only_for_batches():
     r = A.Rates({}, 1.0, {}, 1.0, 0.0, batch_pad=1.5)
-    assert float(A.prefill_pad(r, 1)) == 1.0 and float(A.prefill_pad(r, 2)) == 1.5
-    assert np.array_equal(A.prefill_pad(r, np.array([1.0, 8.0])), [1.0, 1.5])
+    assert float(prefill_pad(r, 1)) == 1.0 and float(prefill_pad(r, 2)) == 1.5
+    assert np.array_equal(prefill_pad(r, np.array([1.0, 8.0])), [1.0, 1.5])
     a, dev = from_hf_config("qwen3-8b"), get_device(THOR)
     prof = get_engine("tensorrt-llm")
     r = A.rates(dev, Precision.parse("nvfp4"), applied(dev, prof))

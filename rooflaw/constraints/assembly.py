@@ -442,19 +442,6 @@ def engine_overhead(r: Rates, layers: Any, moe: Any) -> Any:
     return r.kernel_s * (layers * (r.per_layer + r.per_moe_layer * moe) + r.per_pass) + r.pass_s
 
 
-def prefill_pad(r: Rates, batch: Any) -> Any:
-    """Factor on the prefill compute of ``batch`` prompts: ``r.batch_pad`` when batch > 1 (an engine that
-    pads every prompt of a batch to the longest), 1 for one prompt (a number or numpy array)."""
-    return 1.0 + (r.batch_pad - 1.0) * np.clip(np.asarray(batch, dtype=np.float64) - 1.0, 0.0, 1.0)
-
-
-def decode_linear_inv(r: Rates, batch: Any) -> Any:
-    """s/FLOP of the linear layers in a decode step of ``batch`` sequences: the GEMV path on the vector roof
-    (``r.inv_gemv``) up to ``r.gemv_max_batch`` sequences, else the GEMM roof (a number or numpy array)."""
-    b = np.asarray(batch, dtype=np.float64)
-    return np.where((r.inv_gemv > 0) & (b <= r.gemv_max_batch), r.inv_gemv, r.inv["linear"])
-
-
 @dataclass(frozen=True)
 class EnergyCoefficients:
     """E = p_idle·seconds + Σ_class per_flop[class]·FLOPs + per_byte·bytes (J); ``None`` when unknown."""

@@ -36,6 +36,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..devices.device import Device
 from ..errors import bad
 
@@ -253,3 +255,16 @@ def mixed_input(precision) -> bool:
 
     w = precision.weights
     return w.dequant or DTYPES.index(w.dtype) > DTYPES.index(precision.activations.dtype)
+
+
+def prefill_pad(r: Any, batch: Any) -> Any:
+    """Factor on the prefill compute of ``batch`` prompts: ``r.batch_pad`` when batch > 1 (an engine that
+    pads every prompt of a batch to the longest), 1 for one prompt (a number or numpy array)."""
+    return 1.0 + (r.batch_pad - 1.0) * np.clip(np.asarray(batch, dtype=np.float64) - 1.0, 0.0, 1.0)
+
+
+def decode_linear_inv(r: Any, batch: Any) -> Any:
+    """s/FLOP of the linear layers in a decode step of ``batch`` sequences: the GEMV path on the vector roof
+    (``r.inv_gemv``) up to ``r.gemv_max_batch`` sequences, else the GEMM roof (a number or numpy array)."""
+    b = np.asarray(batch, dtype=np.float64)
+    return np.where((r.inv_gemv > 0) & (b <= r.gemv_max_batch), r.inv_gemv, r.inv["linear"])
