@@ -136,6 +136,7 @@ def build_problem(
     align: Optional[int] = None,
     attention: str = DEFAULT_ATTENTION,
     allow_extrapolation: bool = False,
+    engine: Optional[str] = None,
 ) -> Any:
     """A :class:`~rooflaw.solver.Problem` from the options shared by ``solve``, ``frontier`` and ``search``."""
     from .. import api
@@ -155,6 +156,7 @@ def build_problem(
         tokens=check_tokens(tokens),
         align=align,
         allow_extrapolation=allow_extrapolation,
+        engine=engine,
     )
 
 

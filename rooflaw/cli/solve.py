@@ -42,6 +42,12 @@ def solve(
     method: str = typer.Option("closed-form", help="closed-form, gp, exhaustive or optuna."),
     align: int = typer.Option(128, help="d_model (and FFN) multiple: 128 default; 256/512 per NVIDIA's tile guidance."),
     preset: str = typer.Option("full", help="Cost model that judges the architecture: full or paper."),
+    engine: Optional[str] = typer.Option(
+        None,
+        "--engine",
+        help="Engine profile of the full preset: tensorrt-llm, vllm, llama.cpp, gpt-fast, "
+        "torch-eager or ideal (default: the device's).",
+    ),  # fmt: skip
     tokens: Optional[float] = typer.Option(None, help="Training tokens D, for laws that use D."),
     trials: int = typer.Option(500, help="Trials for --method optuna."),
     seed: int = typer.Option(0, help="Seed for --method optuna."),
@@ -57,7 +63,7 @@ def solve(
 
     prob = build_problem(device, law, space, phase, precision, batch, input_tokens, output_tokens, preset, tokens,
                          latency_budget, memory_budget, energy_budget, align, attention=attention,
-                         allow_extrapolation=allow_extrapolation)  # fmt: skip
+                         allow_extrapolation=allow_extrapolation, engine=engine)  # fmt: skip
     kw = {"n_trials": trials, "seed": seed} if method == "optuna" else {}
     if method == "exhaustive":
         kw = {"backend": backend}
@@ -70,6 +76,7 @@ def solve(
         keys = ("method", "regime", "binding", "continuous", "continuous_loss", "architecture", "loss", "perplexity",
                 "latency_s", "memory_bytes", "energy_j", "slack", "seconds", "timings", "notes")  # fmt: skip
         obj = {k: out.get(k) for k in keys}
+        obj.update(preset=prob.preset, engine=prob.engine)
         if explain and res.explain:
             obj["explain"] = res.explain
         if explain:
@@ -101,7 +108,8 @@ def solve(
         ["memory", fmt_bytes(res.memory_bytes)], ["energy", f"{res.energy_j:.3g} J"],
         ["time", f"{res.seconds * 1e3:.1f} ms"],
     ]  # fmt: skip
-    console.print(table(f"judged by the '{prob.preset}' cost model", ["quantity", "value"], summary))
+    title = f"judged by the '{prob.preset}' cost model, engine {prob.engine}"
+    console.print(table(title, ["quantity", "value"], summary))
     for n in res.notes:
         console.print(f"[dim]note: {esc(n)}[/dim]")
     if explain:

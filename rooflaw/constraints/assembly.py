@@ -401,6 +401,9 @@ class Rates:
     per_moe_layer: float = 0.0  # extra kernels per routed-expert layer
     per_pass: float = 0.0  # engine kernels per pass outside the layers
     pass_s: float = 0.0  # s per forward pass (sampling, host sync)
+    batch_pad: float = 1.0  # prefill compute per real token of a batch of B > 1 prompts (padding)
+    inv_gemv: float = 0.0  # s/FLOP of a dequantising GEMV on the vector roof (0: the engine has none)
+    gemv_max_batch: float = 0.0  # largest decode batch that takes the GEMV path
 
 
 def rates(device: Any, precision: Any, app: Any = None) -> Rates:
@@ -420,12 +423,17 @@ def rates(device: Any, precision: Any, app: Any = None) -> Rates:
         eff = app.eff(roof(c, device, precision)[0])
         if c == "linear" and mixed_input(precision):
             eff = min(1.0, eff * app.mixed)
+        if c == "attention":
+            eff = min(1.0, eff * app.attention)
         inv[c] = 1.0 / (raw[c] * eff)
     counted = app.kernels_per_layer is not None
+    gemv = mixed_input(precision) and app.gemv_max_batch > 0
+    inv_gemv = 1.0 / (raw["vector"] * app.eff("fp32")) if gemv else 0.0
     return Rates(
         raw, float(device.memory_bandwidth), inv, 1.0 / (device.memory_bandwidth * app.memory),
         0.0 if counted else app.kernel_s, app.kernel_s if counted else 0.0,
         app.kernels_per_layer or 0.0, app.moe_kernels if counted else 0.0, app.kernels_per_pass or 0.0, app.pass_s,
+        app.batch_pad, inv_gemv, float(app.gemv_max_batch) if gemv else 0.0,
     )  # fmt: skip
 
 

@@ -1,15 +1,22 @@
 """Engine profiles: what a serving stack adds to the roofline, and the efficiencies it achieves.
 
 A pure roofline assumes every kernel reaches the device's peaks and costs nothing to launch.
-Real engines lose in four physical ways, each one named parameter:
+Real engines lose in these physical ways, each one named parameter:
 
 * **achieved bandwidth**: weight streaming reaches a fraction ``memory`` of the peak bandwidth
   (a device-family figure, ``Device.achieved["memory"]``, times the engine's ``memory_factor``);
-* **achieved compute**: GEMMs reach a fraction of the tensor roof they run on, per roof dtype
-  (``Device.achieved["fp16"]``, ``["fp4"]`` … times the engine's ``compute_factor``); a W4A16
-  GEMM runs on the 16-bit roof, NVFP4 on Blackwell on the FP4 roof (see :mod:`.precision`), and
-  a GEMM that dequantises narrower weights on the fly (W4A16, int8 weight-only) reaches a further
-  ``mixed_factor`` of it -- an engine figure, as it is a property of its mixed-input kernels;
+* **achieved compute, per kernel class**: the family's fraction of each tensor/vector roof
+  (``Device.achieved["fp16"]``, ``["fp4"]``, ``["int8"]``, ``["fp32"]`` -- the vector roof) times ONE
+  engine factor per kernel class: ``compute_factor`` for dense GEMMs and vector ops,
+  ``mixed_factor`` for GEMMs that dequantise their weights in the inner loop (W4A16 / int8
+  weight-only on the 16-bit roof; GGUF blocks on llama.cpp's int8 MMQ kernels: ``Format.dequant``),
+  ``attention_factor`` for unfused attention matmuls (an engine whose attention is fused runs it at
+  the family's fraction of the roof, factor 1). NVFP4 on Blackwell runs on the FP4 roof (see :mod:`.precision`);
+* **small-batch GEMV**: an engine with ``gemv_max_batch`` > 0 (TensorRT: 8) runs the dequantising
+  GEMMs of a decode step of at most that many sequences as CUDA-core GEMV kernels on the vector roof
+  (work grows with the batch: AWQ decode at batch 8 costs 2.5-3× batch 1 on Thor, NVFP4 1.4×);
+* **padded batched prefill**: ``batch_pad`` -- prefill compute per real token of a batch of B > 1
+  prompts, each padded to the longest (TensorRT Edge-LLM: batch-8 prefill takes 11-13× batch 1);
 * **per-kernel overhead**: ``kernel_s`` seconds (device family: launch latency, the tail of a
   kernel that does not fill the GPU, host sync) per kernel launched, times the number of kernels
   the engine launches per layer and per pass -- which depends on its fusion;
@@ -28,6 +35,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from ..devices.device import Device
 from ..errors import bad
@@ -56,6 +65,11 @@ class EngineProfile:
     memory_factor: float = 1.0
     compute_factor: float = 1.0
     mixed_factor: float = 1.0
+    attention_factor: float = 1.0
+    #: prefill compute of a batch of B > 1 prompts per real token: sequences padded to the longest prompt
+    batch_pad: float = 1.0
+    #: decode batches up to this size run dequantising GEMMs as CUDA-core GEMV kernels on the vector roof
+    gemv_max_batch: int = 0
     pass_s: float = 0.0
     attention: str = "fused"
     head: str | None = "bf16"
@@ -88,9 +102,16 @@ _BUILTIN: dict[str, EngineProfile] = {
         head=None,
         note="the device file's own scalar efficiencies and kernel_overhead per operator launch, no fitted figures",
     ),  # fmt: skip
-    "tensorrt-llm": EngineProfile("tensorrt-llm", 7.0, 4.0, note="TensorRT-LLM / TensorRT Edge-LLM"),
+    "tensorrt-llm": EngineProfile("tensorrt-llm", 7.0, 4.0, gemv_max_batch=8, note="TensorRT-LLM / TensorRT Edge-LLM"),
     "vllm": EngineProfile("vllm", 9.0, 4.0),
-    "llama.cpp": EngineProfile("llama.cpp", 20.0, 6.0, head=None, note="GGUF: head quantised as in the file"),
+    "llama.cpp": EngineProfile(
+        "llama.cpp",
+        20.0,
+        6.0,
+        attention="unfused",
+        head=None,
+        note="GGUF: head quantised as in the file; attention unfused (flash attention is opt-in, -fa)",
+    ),  # fmt: skip
     "gpt-fast": EngineProfile("gpt-fast", 10.0, 4.0, head=None, note="torch.compile + CUDA graphs"),
     "torch-eager": EngineProfile("torch-eager", 36.0, 6.0, head=None, note="eager PyTorch, one kernel per op"),
 }
@@ -115,7 +136,7 @@ def get_engine(name: str | EngineProfile) -> EngineProfile:
     fit = _fitted().get(name)
     if not fit or name == "ideal":
         return base
-    keys = ("memory_factor", "compute_factor", "mixed_factor", "pass_s")
+    keys = ("memory_factor", "compute_factor", "mixed_factor", "attention_factor", "batch_pad", "pass_s")
     changes = {k: float(fit[k]) for k in keys if k in fit}
     prov = {k: str(fit.get("provenance", "fitted")) for k in changes}
     return dataclasses.replace(base, **changes, provenance=prov, rows=tuple(fit.get("rows", ())))
@@ -143,7 +164,12 @@ class Applied:
     moe_kernels: float
     pass_s: float
     source: str
-    mixed: float = 1.0  #: extra factor on the linear roof for dequantising (weight-narrower) GEMMs
+    #: dequantising GEMMs reach ``compute[dtype] × mixed`` and attention matmuls ``compute[dtype] × attention``:
+    #: the engine's factor for that kernel class in place of its ``compute_factor`` (so these are ratios to it)
+    mixed: float = 1.0
+    attention: float = 1.0
+    batch_pad: float = 1.0  #: prefill compute factor for a batch of B > 1 padded prompts
+    gemv_max_batch: int = 0  #: decode batches up to this size run dequantising GEMMs as GEMV on the vector roof
 
     def eff(self, dtype: str) -> float:
         """Achieved fraction of the ``dtype`` roof (1 where nothing was fitted for that roof)."""
@@ -160,9 +186,12 @@ class Applied:
                 f"{self.kernel_s * 1e6:.3g} µs/kernel × ({self.kernels_per_layer:g}/layer + "
                 f"{self.kernels_per_pass or 0:g}/pass)"
             )
+        gemv = f"dequantising GEMV on the vector roof up to batch {self.gemv_max_batch}, " * bool(self.gemv_max_batch)
         return (
             f"engine {self.engine}: bandwidth ×{self.memory:.3g}, compute ×({comp}), "
-            f"mixed-input GEMM ×{self.mixed:.3g}, {kernels}, {self.pass_s * 1e3:.3g} ms/pass [{self.source}]"
+            f"mixed-input GEMM ×{self.mixed:.3g}, attention ×{self.attention:.3g}, "
+            f"batched-prefill padding ×{self.batch_pad:.3g}, "
+            f"{gemv}{kernels}, {self.pass_s * 1e3:.3g} ms/pass [{self.source}]"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -188,7 +217,15 @@ def applied(device: Device, engine: str | EngineProfile | None, preset: str = "f
         return Applied("device", me, comp, float(device.kernel_overhead), None, None, 0.0, 0.0, "device figures")
     ach = device.achieved or {}
     if not ach:  # no fitted family: the engine's kernel count, but none of the fitted figures
-        prof = dataclasses.replace(prof, memory_factor=1.0, compute_factor=1.0, mixed_factor=1.0, pass_s=0.0)
+        prof = dataclasses.replace(
+            prof,
+            memory_factor=1.0,
+            compute_factor=1.0,
+            mixed_factor=1.0,
+            attention_factor=1.0,
+            batch_pad=1.0,
+            pass_s=0.0,
+        )
     comp = {}
     for k in COMPUTE_KEYS:
         if k in ach or ce != 1.0 or prof.compute_factor != 1.0:
@@ -204,12 +241,30 @@ def applied(device: Device, engine: str | EngineProfile | None, preset: str = "f
         source = f"no fitted efficiencies for {device.id}: peaks at efficiency 1"
     return Applied(
         prof.name, mem, comp, kernel_s, prof.kernels_per_layer, prof.kernels_per_pass, prof.moe_kernels,
-        prof.pass_s, source, prof.mixed_factor,
+        prof.pass_s, source, prof.mixed_factor / prof.compute_factor, prof.attention_factor / prof.compute_factor,
+        prof.batch_pad,
+        prof.gemv_max_batch,
     )  # fmt: skip
 
 
 def mixed_input(precision) -> bool:
-    """True when the linear layers dequantise weights narrower than their activations (W4A16, W8A16)."""
+    """True when the linear layers dequantise their weights in the GEMM: weights narrower than the
+    activations (W4A16, W8A16), or block-quantised (``Format.dequant``: GGUF blocks on llama.cpp's
+    int8 MMQ kernels)."""
     from ..devices.device import DTYPES
 
-    return DTYPES.index(precision.weights.dtype) > DTYPES.index(precision.activations.dtype)
+    w = precision.weights
+    return w.dequant or DTYPES.index(w.dtype) > DTYPES.index(precision.activations.dtype)
+
+
+def prefill_pad(r: Any, batch: Any) -> Any:
+    """Factor on the prefill compute of ``batch`` prompts: ``r.batch_pad`` when batch > 1 (an engine that
+    pads every prompt of a batch to the longest), 1 for one prompt (a number or numpy array)."""
+    return 1.0 + (r.batch_pad - 1.0) * np.clip(np.asarray(batch, dtype=np.float64) - 1.0, 0.0, 1.0)
+
+
+def decode_linear_inv(r: Any, batch: Any) -> Any:
+    """s/FLOP of the linear layers in a decode step of ``batch`` sequences: the GEMV path on the vector roof
+    (``r.inv_gemv``) up to ``r.gemv_max_batch`` sequences, else the GEMM roof (a number or numpy array)."""
+    b = np.asarray(batch, dtype=np.float64)
+    return np.where((r.inv_gemv > 0) & (b <= r.gemv_max_batch), r.inv_gemv, r.inv["linear"])

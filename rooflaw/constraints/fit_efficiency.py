@@ -6,7 +6,13 @@ Parameters, all physical and shared across rows (never one per model or per row)
   compute roof the family's rows run on (``fp16``, ``fp4``, ``int8``, ``fp32`` vector …);
   ``kernel_s`` seconds per kernel launch;
 * per engine: ``memory_factor`` and ``compute_factor`` (its kernels relative to the reference
-  engine, TensorRT-LLM, fixed at 1) and ``pass_s`` seconds per forward pass.
+  engine, TensorRT-LLM, fixed at 1), ``mixed_factor`` (dequantising GEMMs, where its rows have
+  any), ``attention_factor`` (only an engine with unfused attention: llama.cpp), ``batch_pad``
+  (only where its rows have batched prefills: TensorRT Edge-LLM) and ``pass_s`` seconds per pass.
+
+Fixed, documented, not fitted: kernel counts per layer and pass, each engine's attention kind and
+GEMV batch limit (:mod:`.engines`). With published.csv: 15 family + 16 engine parameters for 113
+compared quantities.
 
 Least squares on log(predicted / measured) with a robust (soft-L1) loss and weak log-normal
 priors, so a parameter no fitted row informs stays at its prior instead of drifting -- that is
@@ -38,6 +44,8 @@ PRIORS = {
     "memory_factor": (1.0, 2.0, 0.05, 2.0),
     "compute_factor": (1.0, 2.0, 0.05, 4.0),
     "mixed_factor": (1.0, 2.0, 0.02, 4.0),
+    "attention_factor": (1.0, 2.0, 0.02, 4.0),
+    "batch_pad": (1.0, 1.5, 1.0, 3.0),
     "pass_s": (3e-4, 5.0, 1e-7, 0.1),
 }
 OBS_SCALE = 0.1  #: relative error at which the robust loss turns linear
@@ -54,6 +62,8 @@ class _Feat:
     beta: float
     launches: dict[str, float]  # engine -> kernels per pass
     mixed: np.ndarray  # per op: 1 for a dequantising (mixed-input) linear GEMM
+    att: np.ndarray  # per op: 1 for an attention matmul (QKᵀ, scores·V)
+    vector: float  # the vector (FP32 CUDA-core) roof, FLOP/s: dequantising GEMVs of small decode batches
 
 
 def _roof_classes() -> dict[str, str]:
@@ -82,7 +92,7 @@ def _features(case: Case, device: Device) -> _Feat:
             Fp[i], Bp[i] = o.flops, o.bytes
         else:  # summed over the S_out steps: the mean step (costs are affine in the step index)
             Fd[i], Bd[i] = o.flops / w.output_tokens, o.bytes / w.output_tokens
-    pis, dts, mixed = [], [], []
+    pis, dts, mixed, att = [], [], [], []
     for n in names:
         roof = classes.get(n, "memory")
         if roof in ("linear", "attention"):
@@ -95,13 +105,15 @@ def _features(case: Case, device: Device) -> _Feat:
         pis.append(p)
         dts.append(dt)
         mixed.append(1.0 if roof == "linear" and mixed_input(case.precision) else 0.0)
+        att.append(1.0 if roof == "attention" else 0.0)
     layers, moe = float(case.arch.layers), float(case.arch.experts > 1)
     launches = {}
     for name in ENGINE_NAMES:
         e = get_engine(name)
         if e.kernels_per_layer is not None:
             launches[name] = layers * (e.kernels_per_layer + e.moe_kernels * moe) + (e.kernels_per_pass or 0.0)
-    return _Feat((Fp, Bp), (Fd, Bd), np.array(pis), dts, float(device.memory_bandwidth), launches, np.array(mixed))
+    return _Feat((Fp, Bp), (Fd, Bd), np.array(pis), dts, float(device.memory_bandwidth), launches, np.array(mixed),
+                 np.array(att), float(device.vector_flops))  # fmt: skip
 
 
 class _Params:
@@ -120,6 +132,10 @@ class _Params:
             self._add("engine", c.engine, "pass_s")
             if f.mixed.any():
                 self._add("engine", c.engine, "mixed_factor")
+            if _BUILTIN[c.engine].attention == "unfused":  # fused attention: the family fraction, factor 1
+                self._add("engine", c.engine, "attention_factor")
+            if c.phase == "prefill" and c.workload.batch > 1:
+                self._add("engine", c.engine, "batch_pad")
         self.index = {k: i for i, k in enumerate(self.names)}
 
     def _add(self, *key: str) -> None:
@@ -143,22 +159,30 @@ def _predict(x: np.ndarray, P: _Params, case: Case, f: _Feat) -> float:
     mf = P.get(x, "engine", eng, "memory_factor")
     cf = P.get(x, "engine", eng, "compute_factor")
     eta_m = min(1.0, P.get(x, "family", fam, "memory") * mf)
-    eff = np.array([min(1.0, P.get(x, "family", fam, dt) * cf) if dt != "-" else 1.0 for dt in f.dtypes])
-    if f.mixed.any():
-        eff = np.where(f.mixed > 0, np.minimum(1.0, eff * P.get(x, "engine", eng, "mixed_factor")), eff)
+    # one engine factor per kernel class: dequantising GEMMs, attention matmuls, everything else
+    fam_eff = np.array([P.get(x, "family", fam, dt) if dt != "-" else 1.0 for dt in f.dtypes])
+    factor = np.where(f.mixed > 0, P.get(x, "engine", eng, "mixed_factor"),
+                      np.where(f.att > 0, P.get(x, "engine", eng, "attention_factor"), cf))  # fmt: skip
+    eff = np.where(np.array(f.dtypes) != "-", np.minimum(1.0, fam_eff * factor), 1.0)
     over = P.get(x, "family", fam, "kernel_s", 0.0) * f.launches[eng] + P.get(x, "engine", eng, "pass_s", 0.0)
 
-    def t(F, B):
+    def t(F, B, pad=1.0, gemv=False):
+        pi, e = f.pi, eff
+        if gemv:  # dequantising GEMMs as GEMV on the vector roof at the family's fp32 fraction
+            pi = np.where(f.mixed > 0, f.vector, f.pi)
+            e = np.where(f.mixed > 0, min(1.0, P.get(x, "family", fam, "fp32") * cf), eff)
         with np.errstate(divide="ignore", invalid="ignore"):
-            tc = np.where(np.isfinite(f.pi), F / (f.pi * eff), 0.0)
+            tc = np.where(np.isfinite(pi), F / (pi * e), 0.0) * pad
         return float(np.sum(np.maximum(tc, B / (f.beta * eta_m)))) + over
 
     w = case.workload
+    pad = P.get(x, "engine", eng, "batch_pad") if w.batch > 1 else 1.0
+    gemv = bool(f.mixed.any()) and w.batch <= _BUILTIN[eng].gemv_max_batch
     if case.phase == "prefill":
-        return t(*f.pre)
+        return t(*f.pre, pad)
     if case.phase == "decode":
-        return t(*f.dec)
-    return (t(*f.pre) + w.output_tokens * t(*f.dec)) / (w.batch * (w.output_tokens + 1))
+        return t(*f.dec, gemv=gemv)
+    return (t(*f.pre, pad) + w.output_tokens * t(*f.dec, gemv=gemv)) / (w.batch * (w.output_tokens + 1))
 
 
 @dataclass
@@ -203,8 +227,15 @@ def fit(cases: Sequence[Case], devices: dict[str, Device] | None = None) -> FitR
         pred = np.array([_predict(x, P, c, f) for c, f in zip(cases, feats, strict=False)])
         return np.concatenate([(np.log(pred) - logm) / OBS_SCALE, (x - mu) / np.log(sd)])
 
-    x0 = np.clip(mu, lo + 1e-9, hi - 1e-9)
-    sol = least_squares(resid, x0, bounds=(lo, hi), loss="soft_l1", f_scale=1.0, x_scale=1.0, max_nfev=400)
+    # Two starts: the priors, and every compute fraction 4× lower. An op memory-bound at the start gives its
+    # compute parameters no gradient (the roofline's max), so one start alone can stall short of the optimum.
+    slow = np.array([P.kind(k) in ("compute", "compute_factor", "mixed_factor", "attention_factor") for k in P.names])
+    sol = None
+    for x0 in (mu, mu - np.log(4.0) * slow):
+        s = least_squares(resid, np.clip(x0, lo + 1e-9, hi - 1e-9), bounds=(lo, hi), loss="soft_l1", f_scale=1.0,
+                          x_scale=1.0, max_nfev=400)  # fmt: skip
+        if sol is None or s.cost < sol.cost:
+            sol = s
     fams: dict[str, dict[str, float]] = {}
     engs: dict[str, dict[str, float]] = {}
     for k, i in P.index.items():

@@ -297,7 +297,7 @@ def build_branch(
               b_a: prec.activations.bytes, b_kv: prec.kv.bytes, b_v: prec.vector_bytes, b_h: prec.head_format.bytes,
               unfused: 1.0 if wl.attention == "unfused" else 0.0}  # fmt: skip
     coef = np.asarray([float(np.asarray(v)) for v in tm.coef_fn(*[float(consts[s]) for s in CONSTS], float(K))])
-    from .engines import applied
+    from .engines import applied, decode_linear_inv, prefill_pad
 
     rates = A.rates(device, prec, applied(device, engine, "full"))
     n = int(wl.output_tokens)
@@ -312,7 +312,9 @@ def build_branch(
         P = {k: _posy(tm, coef, f"{nm}.{k}") for k in ("pF", "pB", "dF0", "dF1", "dB0", "dB1")}
         if roof not in A.ROOF_CLASSES and (P["pF"] or P["dF0"] or P["dF1"]):
             raise RooflawError(f"operator {nm}: FLOPs on a memory-only roof")
-        br.pre.append((P["pF"].scale(ipi), P["pB"].scale(rates.inv_beta)))
+        br.pre.append((P["pF"].scale(ipi * float(prefill_pad(rates, wl.batch))), P["pB"].scale(rates.inv_beta)))
+        if roof == "linear":
+            ipi = float(decode_linear_inv(rates, wl.batch))
         if P["dF1"] or P["dB1"]:
             br.dec_step.append((P["dF0"].scale(ipi), P["dF1"].scale(ipi), P["dB0"].scale(rates.inv_beta),
                                 P["dB1"].scale(rates.inv_beta)))  # fmt: skip

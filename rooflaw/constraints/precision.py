@@ -23,6 +23,9 @@ class Format:
     bytes: float
     dtype: str
     note: str = ""
+    #: block-quantised weights the GEMM dequantises in its inner loop (group scales: AWQ/GPTQ, GGUF
+    #: blocks) even when the multiply runs at the weights' own width (llama.cpp's int8 MMQ kernels)
+    dequant: bool = False
 
 
 FORMATS: dict[str, Format] = {
@@ -36,14 +39,22 @@ FORMATS: dict[str, Format] = {
     "nvfp4": Format("nvfp4", 0.5 + 1 / 16, "fp4", "fp8 (E4M3) scale per 16 elements"),
     "mxfp4": Format("mxfp4", 0.5 + 1 / 32, "fp4", "E8M0 scale per 32 elements"),
     # Weight formats deployments use (bits per weight averaged, scales and zeros included).
-    "awq": Format("awq", (4 + 16 / 128) / 8, "int4", "AWQ int4, group 128, fp16 scale (4.125 b/w)"),
-    "gptq": Format("gptq", (4 + 20 / 128) / 8, "int4", "GPTQ int4, group 128, fp16 scale + 4-bit zero (4.16 b/w)"),
-    "int4-g64": Format("int4-g64", (4 + 32 / 64) / 8, "int4", "torchao int4wo-64: bf16 scale + zero per 64 (4.5 b/w)"),
-    "int4-g32": Format("int4-g32", (4 + 32 / 32) / 8, "int4", "gpt-fast int4 g32: bf16 scale + zero per 32 (5.0 b/w)"),
+    "awq": Format("awq", (4 + 16 / 128) / 8, "int4", "AWQ int4, group 128, fp16 scale (4.125 b/w)", dequant=True),
+    "gptq": Format(
+        "gptq", (4 + 20 / 128) / 8, "int4", "GPTQ int4, group 128, fp16 scale + 4-bit zero (4.16 b/w)", dequant=True
+    ),
+    "int4-g64": Format(
+        "int4-g64", (4 + 32 / 64) / 8, "int4", "torchao int4wo-64: bf16 scale + zero per 64 (4.5 b/w)", dequant=True
+    ),
+    "int4-g32": Format(
+        "int4-g32", (4 + 32 / 32) / 8, "int4", "gpt-fast int4 g32: bf16 scale + zero per 32 (5.0 b/w)", dequant=True
+    ),
     "int8wo": Format("int8wo", 1.0, "int8", "int8 weight-only, per-channel scale (8.0 b/w)"),
-    "q4_k_m": Format("q4_k_m", 4.85 / 8, "int8", "llama.cpp Q4_K_M: Q4_K + Q6_K mix, ~4.85 b/w for 7-8B models"),
-    "q6_k": Format("q6_k", 6.5625 / 8, "int8", "llama.cpp Q6_K (6.5625 b/w)"),
-    "q8_0": Format("q8_0", 8.5 / 8, "int8", "llama.cpp Q8_0: 32 int8 + fp16 scale (8.5 b/w)"),
+    "q4_k_m": Format(
+        "q4_k_m", 4.85 / 8, "int8", "llama.cpp Q4_K_M: Q4_K + Q6_K mix, ~4.85 b/w for 7-8B models", dequant=True
+    ),
+    "q6_k": Format("q6_k", 6.5625 / 8, "int8", "llama.cpp Q6_K (6.5625 b/w)", dequant=True),
+    "q8_0": Format("q8_0", 8.5 / 8, "int8", "llama.cpp Q8_0: 32 int8 + fp16 scale (8.5 b/w)", dequant=True),
 }
 _BITS = {"32": "fp32", "16": "fp16", "8": "int8", "4": "int4"}
 

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from ..arch import Architecture, from_hf_config
 from ..errors import RooflawError
+from .engines import get_engine
 from .precision import FORMATS, Format, Precision
 from .workload import Workload
 
@@ -129,10 +130,11 @@ def _precision(row: dict[str, str], arch: Architecture, engine: str) -> Precisio
             return Precision(fp16, fp16, fp16)
         size = _file_bytes(row["weights_size_reported"] or "")
         bpw = size / arch.params_total if math.isfinite(size) else FORMATS["q4_k_m"].bytes
-        fmt = Format("gguf", bpw, "int8", f"GGUF {p.split()[1]}: {8 * bpw:.2f} b/w from the file size")
+        fmt = Format("gguf", bpw, "int8", f"GGUF {p.split()[1]}: {8 * bpw:.2f} b/w from the file size", True)
         return Precision(fmt, FORMATS["int8"], fp16, fmt)  # MMQ: int8 activations, f16 KV cache
-    if p == "nvfp4":
-        return Precision(FORMATS["nvfp4"], FORMATS["nvfp4"], fp16, head16)
+    if p == "nvfp4":  # TensorRT Edge-LLM's NVFP4 recipe quantises the LM head too (--lm_head_quantization nvfp4)
+        head = FORMATS["nvfp4"] if engine == "tensorrt-llm" else head16
+        return Precision(FORMATS["nvfp4"], FORMATS["nvfp4"], fp16, head)
     if "awq" in p:
         return Precision(FORMATS["awq"], fp16, fp16, head16)
     if "gptq" in p or "w4a16" in p:
@@ -153,6 +155,7 @@ def _cases(row: dict[str, str], arch: Architecture, device: str, engine: str) ->
     s_out_text = row["output_tokens"] or ""
     s_out = int(_num(s_out_text)) if s_out_text else 128  # output length not stated: 128
     mtype = row["measurement_type"].lower()
+    att = get_engine(engine).attention
     fam = FAMILY_OF.get(device.split("@")[0], "other")
     base = dict(row_id=row["row_id"], source=row["source_id"], device=device, family=fam, engine=engine,
                 model=_model(row["model_hf"]) or "", arch=arch, precision=prec)  # fmt: skip
@@ -161,18 +164,18 @@ def _cases(row: dict[str, str], arch: Architecture, device: str, engine: str) ->
     if "llama-bench" in mtype:  # separate pp512 and tg512 tests
         pp = _num(row["prefill_tok_s"])
         if math.isfinite(pp) and "tg only" not in row["use_for_validation"]:
-            out.append(Case(**base, workload=Workload(batch, s_in, 1), phase="prefill", measured_s=s_in / pp))
-        out.append(Case(**base, workload=Workload(batch, 1, s_out), phase="decode", measured_s=batch / tok_s))
+            out.append(Case(**base, workload=Workload(batch, s_in, 1, att), phase="prefill", measured_s=s_in / pp))
+        out.append(Case(**base, workload=Workload(batch, 1, s_out, att), phase="decode", measured_s=batch / tok_s))
         return out
     if "output token throughput" in mtype or "end-to-end" in mtype:
-        w = Workload(batch, s_in, max(1, s_out - 1))
+        w = Workload(batch, s_in, max(1, s_out - 1), att)
         return [Case(**base, workload=w, phase="e2e", measured_s=1.0 / tok_s)]
     pre = _num(row["prefill_ms"])
     if math.isfinite(pre):
-        out.append(Case(**base, workload=Workload(batch, s_in, 1), phase="prefill", measured_s=pre / 1e3))
+        out.append(Case(**base, workload=Workload(batch, s_in, 1, att), phase="prefill", measured_s=pre / 1e3))
     step = _num(row["decode_ms_per_token"])
     step = step / 1e3 if math.isfinite(step) else batch / tok_s
-    out.append(Case(**base, workload=Workload(batch, s_in, s_out), phase="decode", measured_s=step))
+    out.append(Case(**base, workload=Workload(batch, s_in, s_out, att), phase="decode", measured_s=step))
     return out
 
 

@@ -24,7 +24,7 @@ from . import assembly as A
 from . import operators as O
 from .assembly import sum_max_affine
 from .compile import ARG_NAMES, Compiled, compile_preset
-from .engines import Applied, EngineProfile, applied
+from .engines import Applied, EngineProfile, applied, decode_linear_inv, prefill_pad
 from .gemm import tile_efficiency
 from .precision import Precision
 from .workload import Workload
@@ -104,8 +104,10 @@ def _args(cols: Mapping[str, np.ndarray], workload: Workload, precision: Precisi
 
 def _inverse_roofs(comp: Compiled, rates: A.Rates, device, args, n: int, tiles: bool):
     """Per part inverse roofs (s/FLOP) of prefill and decode; divided by the tile/wave efficiency with ``tiles``."""
-    ipp = [rates.inv.get(r, 0.0) for r in comp.roofs]
-    ipd = list(ipp)
+    batch = args[ARG_NAMES.index("B")]  # the workload's (scalar) batch
+    pad, lin_dec = float(prefill_pad(rates, batch)), float(decode_linear_inv(rates, batch))
+    ipp = [rates.inv.get(r, 0.0) * pad for r in comp.roofs]
+    ipd = [lin_dec if r == "linear" else rates.inv.get(r, 0.0) for r in comp.roofs]
     if tiles:
         g = [np.broadcast_to(np.asarray(v, dtype=np.float64), (n,)) for v in comp.gemms(*args)]
         half = len(g) // 2

@@ -31,7 +31,7 @@ def compare(arch: Any, problem: Any, n_jobs: int | None = None) -> dict[str, Any
     loss ≤ the model's; None if none is that good), the relative gains, and the space's size.
     """
     prob = dataclasses.replace(problem, latency_budget=None)
-    rep = evaluate(arch, prob.device, prob.workload, prob.precision, prob.preset)
+    rep = evaluate(arch, prob.device, prob.workload, prob.precision, prob.preset, engine=prob.engine)
     cols = {k: [v] for k, v in arch.columns().items()}
     inputs = law_inputs(cols, tokens=prob.tokens)
     model_loss = float(prob.law.evaluate(inputs)[0])

@@ -46,8 +46,11 @@ class Problem:
       ``energy_budget`` (J or ``"5J"``), which build the same objects. The memory capacity of the device always
       applies; a memory budget can only tighten it.
 
-    ``preset`` is the cost model that judges feasibility; ``align`` the multiple every answer's d_model and FFN
-    size must be (every solver searches only those points, see :meth:`on_aligned_space`; None: the space as declared);
+    ``preset`` is the cost model that judges feasibility and ``engine`` the serving stack's profile it applies
+    (``tensorrt-llm``, ``vllm``, ``llama.cpp``, ``gpt-fast``, ``torch-eager``, ``ideal`` = pure roofline, ``device``;
+    default: the device's own, as ``rooflaw evaluate`` without ``--engine``; the ``paper`` presets apply none);
+    ``align`` the multiple every answer's d_model and FFN size must be (every solver searches only those points,
+    see :meth:`on_aligned_space`; None: the space as declared);
     ``tokens`` the training token count D for laws that use it. After construction the keyword attributes
     (``latency_budget``, ``phase``, ``memory_budget``, ``energy_budget``) and ``constraints`` agree; budgets are SI.
     Architectures outside the domain the law was fitted on are infeasible unless ``allow_extrapolation``.
@@ -67,6 +70,7 @@ class Problem:
     tokens: float | None = None
     constraints: tuple[Constraint, ...] = ()
     allow_extrapolation: bool = False
+    engine: str | None = None
 
     def __post_init__(self) -> None:
         from ..arch.space import Space, get_space
@@ -108,6 +112,12 @@ class Problem:
         put("precision", Precision.parse(self.precision))
         if not isinstance(self.preset, str) or self.preset not in PRESETS:
             raise bad("preset", self.preset, f"must be one of {', '.join(PRESETS)}")
+        from ..constraints.engines import ENGINE_NAMES, default_engine
+
+        if self.engine is None:
+            put("engine", default_engine(self.device))
+        elif not isinstance(self.engine, str) or self.engine not in ENGINE_NAMES:
+            raise bad("engine", self.engine, f"unknown engine profile; use one of {', '.join(ENGINE_NAMES)}")
         if self.align is not None and (isinstance(self.align, bool) or not isinstance(self.align, int)
                                        or self.align <= 0):  # fmt: skip
             raise bad("align", self.align, "must be a positive integer (or None: the space's own values)")
@@ -211,7 +221,7 @@ class Problem:
         from ..constraints import evaluate_columns
         from ..objectives import law_inputs
 
-        res = evaluate_columns(columns, self.device, self.workload, self.precision, self.preset)
+        res = evaluate_columns(columns, self.device, self.workload, self.precision, self.preset, engine=self.engine)
         df = pd.DataFrame({k: np.asarray(v) for k, v in columns.items()})
         for k, v in res.items():
             df[k] = v
@@ -232,7 +242,8 @@ class Problem:
 
     def describe(self) -> str:
         """One line: law, device, precision and the budgets, in human units."""
-        parts = [f"law {self.law.name}", f"device {self.device.id}", f"precision {self.precision.name}"]
+        parts = [f"law {self.law.name}", f"device {self.device.id}", f"precision {self.precision.name}",
+                 f"engine {self.engine}"]  # fmt: skip
         parts += [c.describe() for c in self.constraints]
         return ", ".join(parts)
 

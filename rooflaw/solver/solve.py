@@ -142,7 +142,18 @@ def solve(
         raise bad("method", method, f"must be one of {', '.join(METHODS)}")
     if explain_result is not None:  # the keyword's former name
         explain = explain_result
-    return fn(problem, explain=bool(explain), **kw)
+    res = fn(problem, explain=bool(explain), **kw)
+    engine = getattr(problem, "engine", None)
+    if isinstance(res, Result) and engine is not None:  # which cost model judged the answer
+        res.extra.setdefault("preset", problem.preset)
+        res.extra.setdefault("engine", engine)
+        if res.explain:
+            from ..constraints.engines import applied
+
+            pr = problem.preset
+            app = applied(problem.device, engine, pr if pr == "full" else "paper")
+            res.explain += f"\ncost model: preset {pr}; {app.describe()}"
+    return res
 
 
 @register_method("closed-form")

@@ -153,7 +153,7 @@ def _applied(problem: Problem) -> Any:
     from ...constraints import assembly as A
     from ...constraints.engines import applied
 
-    return applied(problem.device, None, problem.preset if A.get_preset(problem.preset).engine else "paper")
+    return applied(problem.device, problem.engine, problem.preset if A.get_preset(problem.preset).engine else "paper")
 
 
 def run_numba(problem: Problem, objectives: tuple[str, ...], n_jobs: int | None, cloud: int, backend: str):

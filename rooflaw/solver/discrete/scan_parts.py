@@ -48,7 +48,8 @@ def evaluate_lean(problem: Problem, cols: dict[str, np.ndarray], backend: str = 
     """
     from ...objectives import law_inputs
 
-    res = evaluate_columns(cols, problem.device, problem.workload, problem.precision, problem.preset, backend=backend)
+    res = evaluate_columns(cols, problem.device, problem.workload, problem.precision, problem.preset,
+                           engine=problem.engine, backend=backend)  # fmt: skip
     out = {k: res[k] for k in _VALUES if k in res}
     inputs = law_inputs(cols, tokens=problem.tokens)
     out["loss"] = problem.law.evaluate(inputs)

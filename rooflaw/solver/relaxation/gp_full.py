@@ -31,7 +31,7 @@ def build_branch(
 ) -> Branch:
     """The branch's posynomials (:func:`rooflaw.constraints.posynomial.build_branch`) for ``problem``."""
     return _build_branch(problem.device, problem.workload, problem.precision, space_fixed(problem.space), name, K,
-                         moe, bounds, decode_cover)  # fmt: skip
+                         moe, bounds, decode_cover, engine=problem.engine)  # fmt: skip
 
 
 def branches(problem: Any) -> list[Branch]:

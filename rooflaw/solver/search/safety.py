@@ -53,6 +53,7 @@ def study_definition(problem: Any, objectives: Sequence[str]) -> dict[str, Any]:
         "precision": problem.precision.name,
         "workload": problem.workload.to_dict(),
         "preset": problem.preset,
+        "engine": problem.engine,
         "latency_budget": problem.latency_budget,
         "memory_budget": problem.memory_budget,
         "energy_budget": problem.energy_budget,
