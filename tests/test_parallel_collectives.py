@@ -62,8 +62,10 @@ def test_hand_formulas():
     assert C.flat_all_reduce(small, n, bw, a) == pytest.approx(C.tree_all_reduce(small, n, bw, a))
     assert C.flat_all_reduce(large, n, bw, a) == pytest.approx(C.ring_all_reduce(large, n, bw, a))
     sizes = np.array([small, large])
-    assert np.allclose(C.flat_all_reduce(sizes, n, bw, a),
-                       np.minimum(C.tree_all_reduce(sizes, n, bw, a), C.ring_all_reduce(sizes, n, bw, a)))
+    assert np.allclose(
+        C.flat_all_reduce(sizes, n, bw, a),
+        np.minimum(C.tree_all_reduce(sizes, n, bw, a), C.ring_all_reduce(sizes, n, bw, a)),
+    )
 
 
 def test_hierarchical_all_reduce_across_nodes():
@@ -71,8 +73,11 @@ def test_hierarchical_all_reduce_across_nodes():
     assert sys16.node_size == 8 and sys16.nodes == 2
     S = 256e6
     up, a_up, out, a_out = sys16.link_bw, sys16.link_latency, sys16.scale_out_bw, sys16.scale_out_latency
-    hand = (7 * a_up + 7 / 8 * S / up) + min(2 * a_out + S / 8 / out, 2 * a_out + 2 * S / 8 / out) + (
-        7 * a_up + 7 / 8 * S / up)
+    hand = (
+        (7 * a_up + 7 / 8 * S / up)
+        + min(2 * a_out + S / 8 / out, 2 * a_out + 2 * S / 8 / out)
+        + (7 * a_up + 7 / 8 * S / up)
+    )
     assert C.all_reduce(S, 16, sys16, "auto") == pytest.approx(hand)
     # inside one node it is the flat collective on the NVLink figures
     assert C.all_reduce(S, 8, sys16, "ring") == pytest.approx(14 * a_up + 14 / 8 * S / up)
@@ -82,8 +87,17 @@ def test_hierarchical_all_reduce_across_nodes():
 
 def test_catalog_systems_and_specs():
     cat = system_catalog()
-    for sid in ("hgx-a100", "hgx-h100", "hgx-h200", "hgx-b200", "gb200-nvl72", "gb300-nvl72", "l4-pcie-8",
-                "rtx4090-pcie-8", "jetson-orin-pair"):
+    for sid in (
+        "hgx-a100",
+        "hgx-h100",
+        "hgx-h200",
+        "hgx-b200",
+        "gb200-nvl72",
+        "gb300-nvl72",
+        "l4-pcie-8",
+        "rtx4090-pcie-8",
+        "jetson-orin-pair",
+    ):
         assert sid in cat and cat[sid]["source"].startswith("https://")
         s = get_system(sid)
         assert s.count == cat[sid]["count"] and s.link_bw > 0
@@ -98,18 +112,24 @@ def test_catalog_systems_and_specs():
 
 def test_system_file(tmp_path):
     p = tmp_path / "box.toml"
-    p.write_text('device = "l4"\ncount = 4\nnode_size = 4\nlink_gbs = 32\nlink_latency_us = 10\n'
-                 'scale_out_gbs = 1.25\nscale_out_latency_us = 50\n')
+    p.write_text(
+        'device = "l4"\ncount = 4\nnode_size = 4\nlink_gbs = 32\nlink_latency_us = 10\n'
+        "scale_out_gbs = 1.25\nscale_out_latency_us = 50\n"
+    )
     s = get_system(str(p))
     assert (s.count, s.device.id, s.link_bw) == (4, "l4", 32e9)
-    p.write_text('device = "l4"\ncount = 4\nnode_size = 4\nlink_gbs = -1\nlink_latency_us = 10\n'
-                 'scale_out_gbs = 1\nscale_out_latency_us = 5\n')
+    p.write_text(
+        'device = "l4"\ncount = 4\nnode_size = 4\nlink_gbs = -1\nlink_latency_us = 10\n'
+        "scale_out_gbs = 1\nscale_out_latency_us = 5\n"
+    )
     with pytest.raises(RooflawError, match="link_gbs"):
         get_system(str(p))
 
 
-@pytest.mark.parametrize("spec, word", [("h100-sxm:0", "count"), ("h100-sxm:x", "count"), ("mi300x:8", "interconnect"),
-                                        ("nope.toml", "no such file")])
+@pytest.mark.parametrize(
+    "spec, word",
+    [("h100-sxm:0", "count"), ("h100-sxm:x", "count"), ("mi300x:8", "interconnect"), ("nope.toml", "no such file")],
+)
 def test_bad_systems(spec, word):
     with pytest.raises(RooflawError, match=word):
         get_system(spec)

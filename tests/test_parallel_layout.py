@@ -34,8 +34,19 @@ def test_parse_layouts():
     assert (pp.devices, pp.pp, pp.tp) == (8, 4, 2)
     hx = parse_layout("helix=kvp4,tpep8")
     assert (hx.devices, hx.kvp, hx.helix, hx.tp_attn) == (8, 4, 8, 2)
-    for bad in ("tp=0", "tp=x", "foo=2", "tp=2,tp=4", "helix=kvp3,tpep8", "helix=4", "dp_attn=2", "imbalance=0.5",
-                "tp=2,chunk=64", "", "tp"):
+    for bad in (
+        "tp=0",
+        "tp=x",
+        "foo=2",
+        "tp=2,tp=4",
+        "helix=kvp3,tpep8",
+        "helix=4",
+        "dp_attn=2",
+        "imbalance=0.5",
+        "tp=2,chunk=64",
+        "",
+        "tp",
+    ):
         with pytest.raises(RooflawError, match="layout"):
             parse_layout(bad)
 
@@ -138,13 +149,16 @@ def test_helix_shards_kv_along_the_sequence():
         evaluate_layout(a, nvl, "helix=kvp2,tpep32", wl)
 
 
-@pytest.mark.parametrize("model, layout, system, word", [
-    ("llama-3-70b", "tp=3", "h100-sxm:8", "does not divide heads"),
-    ("llama-3-70b", "ep=8", "h100-sxm:8", "needs an MoE"),
-    ("mixtral-8x7b", "ep=3,dp_attn=3", "h100-sxm:8", "ep does not divide experts"),
-    ("smollm2-135m", "pp=64", "gb200:72", "exceeds layers"),
-    ("llama-3-70b", "tp=16", "h100-sxm:8", "needs 16 devices"),
-])
+@pytest.mark.parametrize(
+    "model, layout, system, word",
+    [
+        ("llama-3-70b", "tp=3", "h100-sxm:8", "does not divide heads"),
+        ("llama-3-70b", "ep=8", "h100-sxm:8", "needs an MoE"),
+        ("mixtral-8x7b", "ep=3,dp_attn=3", "h100-sxm:8", "ep does not divide experts"),
+        ("smollm2-135m", "pp=64", "gb200:72", "exceeds layers"),
+        ("llama-3-70b", "tp=16", "h100-sxm:8", "needs 16 devices"),
+    ],
+)
 def test_layouts_that_do_not_divide(model, layout, system, word):
     with pytest.raises(RooflawError, match=word):
         evaluate_layout(R.load_architecture(model), get_system(system), layout, R.Workload(1, 128, 4))

@@ -80,7 +80,7 @@ def _int(key: str, val: str, text: str) -> int:
 
 
 def parse_layout(text: str) -> Layout:
-    """``tp=8`` · ``ep=8,dp_attn=8`` · ``pp=4,tp=2`` · ``helix=kvp4,tpep8`` (plus ``dp=``, ``chunk=``, ``imbalance=``)."""
+    """``tp=8`` · ``ep=8,dp_attn=8`` · ``pp=4,tp=2`` · ``helix=kvp4,tpep8`` (+ ``dp=``, ``chunk=``, ``imbalance=``)."""
     text = str(text).strip()
     if not text:
         raise bad("layout", text, "is empty; e.g. tp=8, ep=8,dp_attn=8, pp=4,tp=2, helix=kvp4,tpep8")

@@ -76,7 +76,8 @@ def _sum_group(res: dict, group: str, phase: str, exclude_overhead: bool = False
 
 def _device_phase(shp, device, wl, precision, app, helix: bool):
     """Seconds, FLOPs per class and bytes of one device's stage in both phases, and the evaluated shapes."""
-    res = {k: _ops(shp[k], device, wl[k], precision, app) for k in (("attn", "ctx", "ffn") if helix else ("attn", "ffn"))}
+    names = ("attn", "ctx", "ffn") if helix else ("attn", "ffn")
+    res = {k: _ops(shp[k], device, wl[k], precision, app) for k in names}
     res.setdefault("ctx", res["attn"])
     out = {}
     for phase in ("prefill", "decode"):
@@ -131,8 +132,9 @@ def _combine(compute, comm, overlap: bool):
 
 def _single(cols, system: System, wl: Workload, precision: Precision, engine, dp: int) -> dict[str, np.ndarray]:
     """The single-chip model itself (a one-device layout is exactly it)."""
-    return from_single(evaluate_columns(cols, system.device, wl, precision, "full", engine=engine, backend="numpy"),
-                       wl, dp)
+    return from_single(
+        evaluate_columns(cols, system.device, wl, precision, "full", engine=engine, backend="numpy"), wl, dp
+    )
 
 
 def from_single(r: Mapping[str, Any], wl: Workload, dp: int = 1) -> dict[str, np.ndarray]:

@@ -79,7 +79,7 @@ def problems(cols: Mapping[str, np.ndarray], lay: Layout) -> list[tuple[np.ndarr
         (cols["ffn"] % g.tp_ffn != 0, "FFN TP does not divide ffn"),
         ((g.ep > 1) & ~g.moe, f"ep={lay.ep or lay.helix} needs an MoE model (experts > 1)"),
         ((g.ep > 1) & (cols["experts"] % g.ep != 0), "ep does not divide experts"),
-        (L < lay.pp, f"pp={lay.pp} exceeds layers"),
+        (lay.pp > L, f"pp={lay.pp} exceeds layers"),
     ]
     if lay.helix:
         out.append((g.tp_attn > kv, f"Helix attention TP = tpep/kvp = {g.tp_attn} exceeds kv_heads"))

@@ -63,7 +63,7 @@ def evaluate_layout(
         out = {k: _scalar(v[slow]) for k, v in res.items()}
         per_stage = res["decode_s"]
         out["stage_balance"] = float(np.mean(per_stage) / np.max(per_stage))
-        out["stages"] = [{**st, "decode_s": float(t)} for st, t in zip(stages, per_stage)]
+        out["stages"] = [{**st, "decode_s": float(t)} for st, t in zip(stages, per_stage, strict=True)]
     else:
         res = layout_columns(cols, system, lay, wl, precision, engine, overlap)
         out = {k: _scalar(v[0]) for k, v in res.items()}
