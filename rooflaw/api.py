@@ -27,6 +27,10 @@ _MODULES: dict[str, str] = {
     "rooflaw.constraints": "ENGINE_NAMES FORMATS PRESETS CostReport EngineProfile Precision Workload "
     "complete_columns decode_steps evaluate_columns gemm get_engine",
     "rooflaw.devices": "Device calibrate device_ids get_device list_devices load_device_file save_device_toml",
+    "rooflaw.devices.system": "System get_system system_ids",
+    "rooflaw.constraints.parallel": "Layout batch_sweep evaluate_layout layout_columns max_batch parse_batches "
+    "parse_layout",
+    "rooflaw.plots.serving": "plot_serving",
     "rooflaw.objectives": "LossLaw builtin_laws fit_law gemstones get_law law_inputs list_laws load_table parse_law "
     "plot_fit",
     "rooflaw.solver": "AdaptiveResult adaptive_search FRONTIER_COLUMNS METHODS SAMPLERS ClosedForm Constraint "
