@@ -28,8 +28,12 @@ def plot_serving(curves: Mapping[str, Sequence[Mapping[str, Any]]], path: str | 
             for r, xi, yi in zip(fit, x, y, strict=True):
                 ax.plot(xi, yi, "o", ms=4, c=c, mfc=c if r.get("pareto") else "white")
                 ax.annotate(str(r["batch"]), (xi, yi), textcoords="offset points", xytext=(3, 3), fontsize=7, color=c)
+        from matplotlib.ticker import FuncFormatter
+
         ax.set_xscale("log")
         ax.set_yscale("log")
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         ax.set_xlabel("tokens/s per user (interactivity)")
         ax.set_ylabel("tokens/s per device (throughput)")
         ax.set_title(title(title_text, 7.5))
