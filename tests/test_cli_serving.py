@@ -9,8 +9,20 @@ import rooflaw as R
 from rooflaw.cli import main
 
 MODELS = Path(R.__file__).parent / "arch" / "models"
-SERVING_KEYS = {"memory_per_device_bytes", "comm_s_prefill", "comm_s_decode", "tokens_per_s", "tokens_per_s_per_user",
-                "tokens_per_s_per_device", "joules_per_token", "ttft_s", "tpot_s", "fits", "notes", "layout"}
+SERVING_KEYS = {
+    "memory_per_device_bytes",
+    "comm_s_prefill",
+    "comm_s_decode",
+    "tokens_per_s",
+    "tokens_per_s_per_user",
+    "tokens_per_s_per_device",
+    "joules_per_token",
+    "ttft_s",
+    "tpot_s",
+    "fits",
+    "notes",
+    "layout",
+}
 
 
 def _run(capsys, *args):
@@ -20,26 +32,69 @@ def _run(capsys, *args):
 
 
 def test_system_layout_json_matches_api(capsys):
-    code, out, _ = _run(capsys, "evaluate", "--hf-config", str(MODELS / "llama-3-70b.json"), "--system", "h100-sxm:8",
-                        "--layout", "tp=8", "--precision", "bf16", "--batch", "8", "--json")
+    code, out, _ = _run(
+        capsys,
+        "evaluate",
+        "--hf-config",
+        str(MODELS / "llama-3-70b.json"),
+        "--system",
+        "h100-sxm:8",
+        "--layout",
+        "tp=8",
+        "--precision",
+        "bf16",
+        "--batch",
+        "8",
+        "--json",
+    )
     assert code == 0
     d = json.loads(out)
-    assert SERVING_KEYS <= set(d) and d["fits"] and d["devices"] == 8
-    ref = R.evaluate_layout(R.from_hf_config(MODELS / "llama-3-70b.json"), R.get_system("h100-sxm:8"), "tp=8",
-                            R.Workload(8, 1024, 16), "bf16")
+    assert set(d) >= SERVING_KEYS and d["fits"] and d["devices"] == 8
+    ref = R.evaluate_layout(
+        R.from_hf_config(MODELS / "llama-3-70b.json"),
+        R.get_system("h100-sxm:8"),
+        "tp=8",
+        R.Workload(8, 1024, 16),
+        "bf16",
+    )
     for k in ("ttft_s", "tpot_s", "memory_per_device_bytes", "comm_s_decode", "tokens_per_s_per_device"):
         assert d[k] == ref[k]
 
 
 def test_one_device_does_not_fit_and_sweep_with_max_batch_and_plot(capsys, tmp_path):
-    code, out, _ = _run(capsys, "evaluate", "--hf-config", str(MODELS / "mixtral-8x7b.json"), "--system",
-                        "h100-sxm:1", "--precision", "bf16", "--json", "--max-batch")
+    code, out, _ = _run(
+        capsys,
+        "evaluate",
+        "--hf-config",
+        str(MODELS / "mixtral-8x7b.json"),
+        "--system",
+        "h100-sxm:1",
+        "--precision",
+        "bf16",
+        "--json",
+        "--max-batch",
+    )
     d = json.loads(out)
     assert code == 0 and not d["fits"] and d["max_batch"] == 0
     png = tmp_path / "pareto.png"
-    code, out, _ = _run(capsys, "evaluate", "--hf-config", str(MODELS / "mixtral-8x7b.json"), "--system", "h100-sxm:8",
-                        "--layout", "ep=8,dp_attn=8", "--precision", "bf16", "--batch", "8:64", "--max-batch",
-                        "--pareto-plot", str(png), "--json")
+    code, out, _ = _run(
+        capsys,
+        "evaluate",
+        "--hf-config",
+        str(MODELS / "mixtral-8x7b.json"),
+        "--system",
+        "h100-sxm:8",
+        "--layout",
+        "ep=8,dp_attn=8",
+        "--precision",
+        "bf16",
+        "--batch",
+        "8:64",
+        "--max-batch",
+        "--pareto-plot",
+        str(png),
+        "--json",
+    )
     d = json.loads(out)
     assert code == 0 and [r["batch"] for r in d["sweep"]] == [8, 16, 32, 64] and d["max_batch"] > 64
     assert png.stat().st_size > 1000 and d["pareto_batches"]
@@ -47,23 +102,38 @@ def test_one_device_does_not_fit_and_sweep_with_max_batch_and_plot(capsys, tmp_p
 
 
 def test_table_output(capsys):
-    code, out, _ = _run(capsys, "evaluate", "--hf-config", str(MODELS / "llama-3-8b.json"), "--system", "gb200:72",
-                        "--layout", "tp=16", "--batch", "1,4", "--max-batch")
+    code, out, _ = _run(
+        capsys,
+        "evaluate",
+        "--hf-config",
+        str(MODELS / "llama-3-8b.json"),
+        "--system",
+        "gb200:72",
+        "--layout",
+        "tp=16",
+        "--batch",
+        "1,4",
+        "--max-batch",
+    )
     assert code == 0 and "replicated 2x" in out and "largest batch" in out
 
 
-@pytest.mark.parametrize("args, word", [
-    (["--layout", "tp=3"], "does not divide heads"),
-    (["--layout", "tp=16"], "needs 16 devices"),
-    (["--layout", "ep=8"], "needs an MoE"),
-    (["--layout", "bogus=1"], "unknown key"),
-    (["--batch", "0"], "batch"),
-    (["--batch", "8", "--layout", "tp=8", "--steps"], "steps"),
-    (["--layout", "tp=8", "--preset", "paper"], "preset"),
-])
+@pytest.mark.parametrize(
+    "args, word",
+    [
+        (["--layout", "tp=3"], "does not divide heads"),
+        (["--layout", "tp=16"], "needs 16 devices"),
+        (["--layout", "ep=8"], "needs an MoE"),
+        (["--layout", "bogus=1"], "unknown key"),
+        (["--batch", "0"], "batch"),
+        (["--batch", "8", "--layout", "tp=8", "--steps"], "steps"),
+        (["--layout", "tp=8", "--preset", "paper"], "preset"),
+    ],
+)
 def test_bad_serving_input_exits_2(capsys, args, word):
-    code, _, err = _run(capsys, "evaluate", "--hf-config", str(MODELS / "llama-3-70b.json"), "--system", "h100-sxm:8",
-                        *args)
+    code, _, err = _run(
+        capsys, "evaluate", "--hf-config", str(MODELS / "llama-3-70b.json"), "--system", "h100-sxm:8", *args
+    )
     assert code == 2 and word in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
 
 

@@ -83,8 +83,24 @@ def evaluate(
         for flag, val in (("--steps", steps), ("--plot", plot), ("--csv", csv), ("--law", law)):
             if val:
                 raise bad(flag.lstrip("-"), val, "is for one device and one batch; drop --system/--layout/sweeps")
-        return serve(device, system, layout, load_arch(hf_config, arch, arch_file), precision, batch, input_tokens,
-                     output_tokens, attention, engine, preset, tiles, overlap, max_batch, pareto_plot, as_json)
+        return serve(
+            device,
+            system,
+            layout,
+            load_arch(hf_config, arch, arch_file),
+            precision,
+            batch,
+            input_tokens,
+            output_tokens,
+            attention,
+            engine,
+            preset,
+            tiles,
+            overlap,
+            max_batch,
+            pareto_plot,
+            as_json,
+        )
     if device is None:
         raise bad("device", None, "give --device (one chip) or --system (several)")
     batch = int(batch)  # type: ignore[assignment]

@@ -56,8 +56,10 @@ def serve(device, system, layout, arch, precision, batch, s_in, s_out, attention
     if as_json:
         print_json(out)
         return
-    console.print(f"[bold]{esc(arch.name or 'architecture')}[/bold] on [bold]{esc(sys_.describe())}[/bold] — layout "
-                  f"{esc(lay.describe())} ({lay.devices} devices), {esc(precision)}, S_in={s_in}, S_out={s_out}")
+    console.print(
+        f"[bold]{esc(arch.name or 'architecture')}[/bold] on [bold]{esc(sys_.describe())}[/bold] — layout "
+        f"{esc(lay.describe())} ({lay.devices} devices), {esc(precision)}, S_in={s_in}, S_out={s_out}"
+    )
     body = [[r["batch"], fmt_time(r["ttft_s"]), fmt_time(r["tpot_s"]), fmt_bytes(r["memory_per_device_bytes"]),
              fmt_time(r["comm_s_prefill"]), fmt_time(r["comm_s_decode"]), f"{r['tokens_per_s']:.4g}",
              f"{r['tokens_per_s_per_user']:.4g}", f"{r['tokens_per_s_per_device']:.4g}",
