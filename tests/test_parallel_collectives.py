@@ -53,7 +53,7 @@ def test_hand_formulas():
     S, n, bw, a = 64e6, 8, 450e9, 2e-6
     assert C.all_gather(S, n, bw, a) == pytest.approx(7 * a + 7 / 8 * S / bw)
     assert C.reduce_scatter(S, n, bw, a) == pytest.approx(7 * a + 7 / 8 * S / bw)
-    assert C.all_to_all(S, n, bw, a) == pytest.approx(7 * a + 7 / 8 * S / bw)
+    assert C.all_to_all(S, n, bw, a) == pytest.approx(a + 7 / 8 * S / bw)  # all peers at once over the switch
     assert C.tree_all_reduce(S, n, bw, a) == pytest.approx(2 * 3 * a + 2 * S / bw)
     assert C.point_to_point(S, bw, a) == pytest.approx(a + S / bw)
     assert C.ring_all_reduce(S, 1, bw, a) == 0 and C.all_to_all(S, 1, bw, a) == 0
@@ -82,7 +82,7 @@ def test_hierarchical_all_reduce_across_nodes():
     # inside one node it is the flat collective on the NVLink figures
     assert C.all_reduce(S, 8, sys16, "ring") == pytest.approx(14 * a_up + 14 / 8 * S / up)
     # an all-to-all over 16 ranks: 7 peers over NVLink, 8 over the network, S/16 each
-    assert C.all_to_all_sys(S, 16, sys16) == pytest.approx(7 * (a_up + S / 16 / up) + 8 * (a_out + S / 16 / out))
+    assert C.all_to_all_sys(S, 16, sys16) == pytest.approx(a_up + 7 * S / 16 / up + a_out + 8 * S / 16 / out)
 
 
 def test_catalog_systems_and_specs():

@@ -7,7 +7,7 @@ input of a reduce-scatter, everything one rank sends (to all peers) in an all-to
 - ring all-reduce: 2(n−1) steps, each rank sends and receives 2(n−1)/n·S: 2(n−1)·α + 2(n−1)/n·S/bw
 - tree all-reduce (pipelined reduce + broadcast, NCCL's double binary tree): 2⌈log2 n⌉·α + 2·S/bw
 - all-gather / reduce-scatter (ring): (n−1)·α + (n−1)/n·S/bw
-- all-to-all (pairwise over a switch): (n−1)·α + (n−1)/n·S/bw
+- all-to-all over a switch: every peer's share is posted at once (NCCL / DeepEP): α + (n−1)/n·S/bw
 - point-to-point: α + S/bw
 
 When the group spans nodes (n > node_size) the collectives are hierarchical: the scale-up part runs on the
@@ -54,7 +54,9 @@ reduce_scatter = all_gather  # the same traffic, reversed
 
 
 def all_to_all(nbytes: Any, n: int, bw: float, alpha: float) -> Any:
-    return all_gather(nbytes, n, bw, alpha)
+    if n <= 1:
+        return np.zeros_like(np.asarray(nbytes, dtype=float))
+    return alpha + (n - 1) / n * np.asarray(nbytes, dtype=float) / bw
 
 
 def point_to_point(nbytes: Any, bw: float, alpha: float) -> Any:
@@ -93,8 +95,8 @@ def all_to_all_sys(nbytes: Any, n: int, system: System) -> Any:
     if nodes == 1:
         return all_to_all(nbytes, n, system.link_bw, system.link_latency)
     s = np.asarray(nbytes, dtype=float)
-    on = (local - 1) * (system.link_latency + s / n / system.link_bw)
-    off = (n - local) * (system.scale_out_latency + s / n / system.scale_out_bw)
+    on = system.link_latency + (local - 1) / n * s / system.link_bw
+    off = system.scale_out_latency + (n - local) / n * s / system.scale_out_bw
     return on + off
 
 
