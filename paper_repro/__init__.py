@@ -9,7 +9,8 @@ Each section writes PNG figures into DIR, its part of ``DIR/REPORT.md`` and its 
 
 from __future__ import annotations
 
-SECTIONS = ("fig5", "fig7", "table2", "fig4", "theorems", "closed_forms", "search", "qwen", "seed", "beyond")
+SECTIONS = ("fig5", "fig7", "table2", "fig4", "theorems", "closed_forms", "search", "qwen", "seed", "beyond",
+            "guidelines_parallel")  # fmt: skip
 
 __all__ = ["SECTIONS", "main", "run"]
 
