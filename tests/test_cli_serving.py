@@ -140,3 +140,10 @@ def test_bad_serving_input_exits_2(capsys, args, word):
 def test_bad_system_exits_2(capsys):
     code, _, err = _run(capsys, "evaluate", "--hf-config", str(MODELS / "llama-3-70b.json"), "--system", "mi300x:8")
     assert code == 2 and "no interconnect" in err
+
+
+def test_devices_systems_lists_the_catalog(capsys):
+    code, out, _ = _run(capsys, "devices", "systems", "--json")
+    ids = [s["id"] for s in json.loads(out)]
+    assert code == 0 and {"hgx-h100", "gb200-nvl72", "jetson-orin-pair", "l4-pcie-8"} <= set(ids)
+    assert all(s["source"].startswith("https://") for s in json.loads(out))
