@@ -220,11 +220,15 @@ def _sharded(cols, system, lay: Layout, wl: Workload, prec: Precision, engine, o
     if lay.pp > 1:
         chunks = math.ceil(S_in / lay.chunk)
         p2p_pre = C.p2p_sys(ba * min(lay.chunk, S_in) * cols["d_model"] * b_a, system, cross)
+        p2p_dec = C.p2p_sys(mba * cols["d_model"] * b_a, system, cross)
         step = t_pre / chunks + p2p_pre
         ttft = (chunks + lay.pp - 1) * step
         prefill_rate = wl.batch * S_in / (chunks * step) / (lay.pp * lay.group)
-        tpot = lay.pp * (t_dec / S_out + C.p2p_sys(mba * cols["d_model"] * b_a, system, cross))
+        tpot = lay.pp * (t_dec / S_out + p2p_dec)
         decode_s = S_out * tpot
+        # communication on the critical path: every stage step's collectives and sends
+        comm_pre = (chunks + lay.pp - 1) * (comm_pre / chunks + p2p_pre)
+        comm_dec = lay.pp * (comm_dec + S_out * p2p_dec)
         bubble = np.full(len(ttft), (lay.pp - 1) / (chunks + lay.pp - 1))
     else:
         ttft, decode_s = t_pre, t_dec
