@@ -189,3 +189,28 @@ def test_vectorised_table_matches_row_by_row():
         for k in ("ttft_s", "decode_s", "memory_per_device_bytes", "comm_s_decode", "joules_per_token"):
             assert tab[k][i] == pytest.approx(row[k][0], rel=1e-12)
     del space
+
+
+def test_layout_cost_columns_for_a_joint_search():
+    from types import SimpleNamespace
+
+    from rooflaw.constraints.parallel.option import layout_cost_columns
+
+    a, b = R.load_architecture("llama-3-70b"), R.load_architecture("mixtral-8x7b")
+    both = {k: np.array([float(a.columns()[k]), float(b.columns()[k])]) for k in a.columns()}
+    wl = R.Workload(64, 1024, 64)
+    prob = SimpleNamespace(device=H8.device, workload=wl, precision=Precision.parse("bf16"))
+    ref = layout_columns(both, H8, "tp=8", wl, "bf16")
+    got = layout_cost_columns(H8, "tp=8")(both, prob)
+    assert np.array_equal(got["prefill_s"], ref["ttft_s"]) and np.array_equal(
+        got["memory_bytes"], ref["memory_per_device_bytes"]
+    )
+    assert got["params_total"][0] == a.params_total and got["params_total"][1] == b.params_total
+    assert got["valid"].all()
+    floor = float(ref["tokens_per_s_per_device"].mean())  # between the two: one passes, one does not
+    cut = layout_cost_columns(H8, "tp=8", min_tokens_per_s_per_device=floor)(both, prob)["valid"]
+    assert list(cut) == list(ref["tokens_per_s_per_device"] >= floor) and cut.sum() == 1
+    ep = layout_cost_columns(H8, "ep=8,dp_attn=8")(both, prob)["valid"]
+    assert list(ep) == [False, True]  # a dense model has no experts to spread
+    with pytest.raises(RooflawError, match="problem's device"):
+        layout_cost_columns(get_system("b200:8"), "tp=8")(both, prob)
