@@ -214,3 +214,13 @@ def test_layout_cost_columns_for_a_joint_search():
     assert list(ep) == [False, True]  # a dense model has no experts to spread
     with pytest.raises(RooflawError, match="problem's device"):
         layout_cost_columns(get_system("b200:8"), "tp=8")(both, prob)
+
+
+def test_overlap_hides_communication_behind_compute():
+    a = R.load_architecture("llama-3-70b")
+    wl = R.Workload(16, 1024, 32)
+    no = evaluate_layout(a, H8, "tp=8", wl)
+    yes = evaluate_layout(a, H8, "tp=8", wl, overlap=True)
+    assert yes["comm_s_decode"] == no["comm_s_decode"] > 0
+    assert yes["decode_s"] == pytest.approx(no["decode_s"] - no["comm_s_decode"], rel=1e-12)  # compute-dominated
+    assert any("fully overlapped" in n for n in yes["notes"])

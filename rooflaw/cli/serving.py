@@ -66,6 +66,11 @@ def serve(device, system, layout, arch, precision, batch, s_in, s_out, attention
              f"{r['joules_per_token']:.3g}" if r["joules_per_token"] == r["joules_per_token"] else "n/a",
              "yes" if r["fits"] else "NO", "*" if r["pareto"] else ""] for r in rows]  # fmt: skip
     console.print(table("serving (comm: summed over the phase; tok/s: generated tokens)", HEADERS, body))
+    if "stages" in first:
+        st = [[i, s["layers"], s["attn_layers"] + s["mla_layers"], s["mixer_layers"], s["dense_layers"],
+               fmt_time(s["decode_step_s"])] for i, s in enumerate(first["stages"])]  # fmt: skip
+        console.print(table(f"pipeline stages at batch {batches[0]} (stage balance {first['stage_balance']:.1%})",
+                            ["stage", "layers", "attention", "conv/SSM", "dense FFN", "decode step"], st))  # fmt: skip
     if want_max:
         mb = out["max_batch"]
         console.print(f"largest batch that fits each device: {mb}" if mb else

@@ -40,7 +40,7 @@ def evaluate_layout(
 ) -> dict[str, Any]:
     """Serving metrics of ``arch`` under ``layout`` (floats, SI units; see :func:`layout_columns`) plus
     ``notes`` (KV replication, stage imbalance, the assumptions in force) and ``stages`` (pipeline stages'
-    layer counts and decode seconds, from the actual layer pattern). Raises a one-line error when the layout
+    layer counts from the actual layer pattern, and each stage's seconds per micro-batch decode step). Raises a one-line error when the layout
     does not divide the architecture or needs more devices than the system has."""
     lay = parse_layout(layout) if isinstance(layout, str) else layout
     wl = workload or Workload()
@@ -63,7 +63,8 @@ def evaluate_layout(
         out = {k: _scalar(v[slow]) for k, v in res.items()}
         per_stage = res["decode_s"]
         out["stage_balance"] = float(np.mean(per_stage) / np.max(per_stage))
-        out["stages"] = [{**st, "decode_s": float(t)} for st, t in zip(stages, per_stage, strict=True)]
+        step = per_stage / (wl.output_tokens * lay.pp)  # one decode step of one micro-batch through the stage
+        out["stages"] = [{**st, "decode_step_s": float(t)} for st, t in zip(stages, step, strict=True)]
     else:
         res = layout_columns(cols, system, lay, wl, precision, engine, overlap)
         out = {k: _scalar(v[0]) for k, v in res.items()}
