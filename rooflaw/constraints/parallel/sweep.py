@@ -40,8 +40,8 @@ def evaluate_layout(
 ) -> dict[str, Any]:
     """Serving metrics of ``arch`` under ``layout`` (floats, SI units; see :func:`layout_columns`) plus
     ``notes`` (KV replication, stage imbalance, the assumptions in force) and ``stages`` (pipeline stages'
-    layer counts from the actual layer pattern, and each stage's seconds per micro-batch decode step). Raises a one-line error when the layout
-    does not divide the architecture or needs more devices than the system has."""
+    layer counts from the actual layer pattern, and each stage's seconds per micro-batch decode step). Raises a
+    one-line error when the layout does not divide the architecture or needs more devices than the system has."""
     lay = parse_layout(layout) if isinstance(layout, str) else layout
     wl = workload or Workload()
     cols = _columns(arch)
