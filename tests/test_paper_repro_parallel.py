@@ -38,5 +38,6 @@ def test_chunked_pp_cuts_ttft_at_flat_throughput(claims):
 def test_helix_beyond_kv_heads(claims):
     lay = claims["helix"]["layouts"]
     assert lay["tp=32"]["kv_gb"] == pytest.approx(lay["tp=8"]["kv_gb"])  # replicated beyond kv_heads
-    assert lay["helix=kvp4,tpep32"]["kv_gb"] == pytest.approx(lay["tp=8"]["kv_gb"] / 4)
+    # one KV head per GPU over 128K/4 prompt tokens + 64 generated: 80 layers, head_dim 128, bf16, K and V
+    assert lay["helix=kvp4,tpep32"]["kv_gb"] == pytest.approx(2 * 80 * 128 * 2 * (131072 // 4 + 64) / 1e9)
     assert claims["helix_users"] >= claims["tp_users"]

@@ -75,13 +75,19 @@ def _sum_group(res: dict, group: str, phase: str, exclude_overhead: bool = False
 
 
 def _device_phase(shp, device, wl, precision, app, helix: bool):
-    """Seconds, FLOPs per class and bytes of one device's stage in both phases, and the evaluated shapes."""
-    names = ("attn", "ctx", "ffn") if helix else ("attn", "ffn")
-    res = {k: _ops(shp[k], device, wl[k], precision, app) for k in names}
+    """Seconds, FLOPs per class and bytes of one device's stage in both phases, and the evaluated shapes.
+
+    Helix: prefill's context ops run on the ``ctx`` shape (heads/kvp: the whole prompt's queries against a 1/kvp
+    slice of the keys); decode's on the attention shape at a 1/kvp context (``ctxd``: every attention kind --
+    GQA, MLA latent, sliding window -- reads only its slice of the cache)."""
+    names = ("attn", "ctx", "ctxd", "ffn") if helix else ("attn", "ffn")
+    res = {k: _ops(shp["attn" if k == "ctxd" else k], device, wl[k], precision, app) for k in names}
     res.setdefault("ctx", res["attn"])
+    res.setdefault("ctxd", res["ctx"])
     out = {}
     for phase in ("prefill", "decode"):
-        parts = [_sum_group(res[g], g, phase) for g in ("attn", "ctx", "ffn")]
+        ctx = res["ctx"] if phase == "prefill" else res["ctxd"]
+        parts = [_sum_group(r, g, phase) for r, g in ((res["attn"], "attn"), (ctx, "ctx"), (res["ffn"], "ffn"))]
         out[phase] = (sum(p[0] for p in parts), {c: sum(p[1][c] for p in parts) for c in A.ROOF_CLASSES},
                       sum(p[2] for p in parts))  # fmt: skip
     return out, res
@@ -205,10 +211,11 @@ def _sharded(cols, system, lay: Layout, wl: Workload, prec: Precision, engine, o
     micro = lay.pp
     ba, bf = shard.batches(wl.batch, lay)
     mba, mbf = shard.batches(wl.batch, lay, micro)
-    w = lambda b: Workload(b, wl.input_tokens, wl.output_tokens, wl.attention)  # noqa: E731
-    pre, res = _device_phase(shp, dev, {"attn": w(ba), "ctx": w(ba), "ffn": w(bf)}, prec, app, bool(lay.helix))
-    dec = pre if micro == 1 else _device_phase(shp, dev, {"attn": w(mba), "ctx": w(mba), "ffn": w(mbf)}, prec, app,
-                                               bool(lay.helix))[0]  # fmt: skip
+    w = lambda b, s=wl.input_tokens: Workload(b, s, wl.output_tokens, wl.attention)  # noqa: E731
+    shard_in = math.ceil(wl.input_tokens / lay.kvp)  # Helix: each device holds 1/kvp of the prompt's KV
+    loads = lambda a, f: {"attn": w(a), "ctx": w(a), "ctxd": w(a, shard_in), "ffn": w(f)}  # noqa: E731
+    pre, res = _device_phase(shp, dev, loads(ba, bf), prec, app, bool(lay.helix))
+    dec = pre if micro == 1 else _device_phase(shp, dev, loads(mba, mbf), prec, app, bool(lay.helix))[0]
     b_a = prec.activations.bytes
     layers = shp["attn"]["layers"]
     S_in, S_out = wl.input_tokens, wl.output_tokens
@@ -235,7 +242,7 @@ def _sharded(cols, system, lay: Layout, wl: Workload, prec: Precision, engine, o
         prefill_rate = wl.batch * S_in / ttft / lay.group
         bubble = np.zeros(len(ttft))
     b_w = prec.weights.bytes
-    a, ctx, f = res["attn"], res["ctx"], res["ffn"]
+    a, ctx = res["attn"], res["ctxd"]
     weights = a["weight_bytes"] - _ffn_weights(shp["attn"], b_w) + _ffn_weights(shp["ffn"], b_w)
     kv = ctx["kv_cache_bytes"]
     act = a["activation_bytes"] - _ffn_workspace(shp["attn"], ba, S_in, b_a) + _ffn_workspace(shp["ffn"], bf, S_in, b_a)
@@ -247,7 +254,6 @@ def _sharded(cols, system, lay: Layout, wl: Workload, prec: Precision, engine, o
     latency = ttft + decode_s
     e_replica = per_replica * (dyn + (coef.p_idle * latency if coef else np.nan))
     tokens = lay.dp * wl.batch * S_out
-    del f
     return dict(
         ttft_s=ttft, decode_s=decode_s, tpot_s=decode_s / S_out, latency_s=latency,
         memory_per_device_bytes=memory, weight_bytes_per_device=weights, kv_cache_bytes_per_device=kv,

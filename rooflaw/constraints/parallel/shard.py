@@ -6,9 +6,9 @@ One replica's devices run three shapes (column tables the one assembly then pric
   (KV heads too, down to one whole KV head per device: beyond ``tp_attn = kv_heads`` the KV cache is
   replicated), the vocabulary split ``tp_attn`` ways (vocab-parallel embedding and LM head), conv/SSM
   widths and state split ``tp_attn`` ways; batch = the device's own sequences.
-- ``ctx`` (Helix only): the context-dependent attention (QKᵀ, softmax, ·V): heads split ``tp_attn`` ways and
-  the KV sequence ``kvp`` ways, written as kv_heads/(tp_attn·kvp) heads over the full context (the same
-  FLOPs and bytes as a 1/kvp slice of the context).
+- ``ctx`` (Helix only, prefill): the context-dependent attention (QKᵀ, softmax, ·V) of the whole prompt against
+  a 1/kvp slice of the keys, written as heads/(tp_attn·kvp) over the full context (the same FLOPs). In decode
+  Helix runs the attention shape at a 1/kvp context instead (:mod:`.serving`).
 - ``ffn``: the FFN of the stage's tokens -- every expert's columns split ``tp_ffn`` ways, experts/ep of
   them per device (top_k/ep per token on average: uniform routing, per-expert M = tokens·top_k/experts),
   first-k dense FFNs split over the whole group; batch = the group's tokens × the load-imbalance factor.
