@@ -99,3 +99,24 @@ def test_frontier_and_cli_use_the_bound_law():
     assert np.isfinite(direct)
     assert main(["laws", "show", "precision(chinchilla-epoch)", "--json"]) == 0
     assert main(["frontier", "--device", "h100-sxm", "--law", "precision(paper-2602.10377)"]) == 2
+
+
+def test_paper_repro_guideline4(tmp_path):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    import paper_repro
+
+    c = paper_repro.run(["guideline_precision"], tmp_path, quick=True, log=lambda *a: None)["guideline_precision"]
+    gs = (G_W, G_A, G_KV)
+    f = {b: math.prod(1 - math.exp(-x / g) for x, g in zip(b, gs, strict=True)) for b in [(16, 16, 16), (4.5, 4.5, 8)]}
+    # equal loss <=> equal N_eff: 0.996761 / 0.707656 (nvfp4 weights+activations, fp8 KV) = 1.40854
+    assert c["nvfp4"]["params_for_equal_loss_vs_bf16"] == pytest.approx(f[(16, 16, 16)] / f[(4.5, 4.5, 8)], rel=1e-12)
+    assert c["nvfp4"]["params_for_equal_loss_vs_bf16"] == pytest.approx(1.40854, abs=1e-4)
+    assert c["nvfp4"]["weight_bytes_for_equal_loss_vs_bf16"] == pytest.approx(1.40854 * 4.5 / 16, abs=1e-4)
+    # the lower precision still decodes faster at equal loss, and owns most of the joint frontier
+    assert c["nvfp4"]["decode_speedup_vs_bf16_median"] > c["fp8"]["decode_speedup_vs_bf16_median"] > 1.2
+    assert c["nvfp4"]["joint_frontier_share"] > 0.5
+    assert (tmp_path / "guideline4_precision.png").stat().st_size > 10_000
+    assert "section:guideline_precision" in (tmp_path / "REPORT.md").read_text()
