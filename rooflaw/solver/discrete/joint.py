@@ -186,15 +186,27 @@ def _filter(front: dict[str, np.ndarray], objectives: tuple[str, ...]) -> dict[s
 
 
 def evaluate_chunk(combos: Sequence[Combo], cols: Mapping[str, np.ndarray], extra: tuple[str, ...] = ()):
-    """For each combination: its evaluated columns (:data:`JOINT_KEEP` + ``extra``, ``feasible``, ``finite``),
-    from one set of architecture columns. Parameter counts and the law inputs are computed once per chunk."""
+    """For each combination: ``(combo, v, n)`` with ``v`` its evaluated columns (:data:`JOINT_KEEP` + ``extra``,
+    ``feasible``, ``finite``) and ``n`` the architectures of the chunk. Parameter counts and the law inputs are
+    computed once per chunk; architectures outside the law's fitted domain (which can be neither feasible nor part
+    of the diagnostics) are left out of ``v`` before the cost model runs (``v`` is None when none is left)."""
     from ...objectives import law_inputs
 
     base = combos[0].problem
+    n_all = len(cols["layers"])
     inputs = law_inputs(cols, tokens=base.tokens)
-    in_domain = np.broadcast_to(True if base.allow_extrapolation else base.law.in_domain(inputs), len(cols["layers"]))
-    losses: dict[str, np.ndarray] = {}
+    if not base.allow_extrapolation:
+        inside = np.broadcast_to(np.asarray(base.law.in_domain(inputs), dtype=bool), (n_all,))
+        if not inside.all():
+            idx = np.flatnonzero(inside)
+            cols = {k: np.asarray(v)[idx] if np.ndim(v) else v for k, v in cols.items()}
+            inputs = {k: np.asarray(v)[idx] if np.ndim(v) else v for k, v in inputs.items()}
     n = len(cols["layers"])
+    if n == 0:
+        for c in combos:
+            yield c, None, n_all
+        return
+    losses: dict[str, np.ndarray] = {}
     for c in combos:
         q = c.problem
         if c.precision not in losses:
@@ -205,7 +217,7 @@ def evaluate_chunk(combos: Sequence[Combo], cols: Mapping[str, np.ndarray], extr
         v["loss"] = losses[c.precision]
         v["latency_s"] = np.asarray(res[q.latency_column], dtype=float)
         valid = np.broadcast_to(np.asarray(res.get("valid", True), dtype=bool), (n,))
-        finite = np.isfinite(v["loss"]) & in_domain & valid
+        finite = np.isfinite(v["loss"]) & valid
         feas = finite.copy()
         for col, bound in q.budgets().values():
             feas &= v[col] <= bound
@@ -215,13 +227,17 @@ def evaluate_chunk(combos: Sequence[Combo], cols: Mapping[str, np.ndarray], extr
             v[k] = cols[k] if k in cols else np.zeros(n)
         v["combo"] = np.full(n, float(c.index))
         v["finite"], v["feasible"] = finite, feas
-        yield c, v
+        yield c, v, n_all
 
 
-def _account(acc: _Acc, q: Problem, v: dict[str, np.ndarray], objectives: tuple[str, ...], keep: tuple[str, ...]):
-    """Add one evaluated combination of a chunk to ``acc`` (counts, best points, diagnostics, frontier)."""
+def _account(acc: _Acc, q: Problem, v: dict[str, np.ndarray] | None, n: int, objectives: tuple[str, ...],
+             keep: tuple[str, ...]) -> None:  # fmt: skip
+    """Add one combination of a chunk of ``n`` architectures to ``acc`` (counts, best points, diagnostics,
+    frontier); ``v`` holds the evaluated ones (None: none was inside the law's domain)."""
+    acc.evaluated += n
+    if v is None:
+        return
     fi = np.flatnonzero(v["finite"])
-    acc.evaluated += len(v["loss"])
     feas = np.flatnonzero(v["feasible"])
     acc.feasible += len(feas)
     budgets = q.budgets()
@@ -269,11 +285,11 @@ def scan_range(problem: Problem, joint: JointSpace, start: int, stop: int, objec
     keep = JOINT_KEEP + extra
     acc = _Acc()
     for s in range(start, stop, sub_chunk):
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         cols = problem.space.columns_at(np.arange(s, min(s + sub_chunk, stop), dtype=np.int64), np.float64)
-        for c, v in evaluate_chunk(combos, cols, extra):
-            _account(acc, c.problem, v, objectives, keep)
-        acc.eval_s += time.perf_counter() - t0
+        for c, v, n in evaluate_chunk(combos, cols, extra):
+            _account(acc, c.problem, v, n, objectives, keep)
+        acc.eval_s += time.process_time() - t0  # CPU seconds of the worker
     if acc.front is not None:
         acc.front = _filter(acc.front, objectives)
     return acc
