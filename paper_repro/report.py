@@ -19,7 +19,7 @@ HEADER = (
     "(rooflaw's fuller roofline), and a verdict. `claims.json` holds the same numbers, keyed by preset.\n"
 )
 ORDER = ("setup", "fig5", "fig7", "table2", "fig4", "theorems", "closed_forms", "search", "qwen", "seed", "beyond",
-         "guidelines_parallel")  # fmt: skip
+         "guideline_precision", "guidelines_parallel")  # fmt: skip
 TABLE_HEAD = (
     "claim", "paper", "rooflaw (paper preset)", "rooflaw (paper-ops preset)", "rooflaw (full preset)", "verdict",
 )  # fmt: skip
