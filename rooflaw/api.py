@@ -39,6 +39,7 @@ _MODULES: dict[str, str] = {
     "hypervolume pareto_mask register_method round_solution search solve solve_exhaustive solve_gp solve_optuna",
     "rooflaw.solver.search.study": "search_frontier",
     "rooflaw.solver.discrete.joint": "JointFrontierResult JointSpace Option joint_frontier solve_joint",
+    "rooflaw.solver.discrete.layout_options": "layout_options parse_layouts",
     "rooflaw.objectives.precision_law": "bind_precision precision_aware precision_bits",
     "rooflaw.solver.compare": "compare",
     "rooflaw.solver.explain_discrete": "explain_discrete explain_text",

@@ -23,7 +23,18 @@ from .common import (
     esc,
     print_json,
 )
-from .joint_options import BATCHES_HELP, PRECISIONS_HELP, SCHEDULER_HELP, describe_joint, joint_space, wants_joint
+from .joint_options import (
+    BATCHES_HELP,
+    LAYOUTS_HELP,
+    MIN_TPS_HELP,
+    PRECISIONS_HELP,
+    SCHEDULER_HELP,
+    SYSTEM_HELP,
+    TPOT_HELP,
+    describe_joint,
+    joint_space,
+    wants_joint,
+)
 
 
 @app.command()
@@ -48,6 +59,10 @@ def frontier(
     precisions: Optional[str] = typer.Option(None, "--precisions", help=PRECISIONS_HELP),
     batches: Optional[str] = typer.Option(None, "--batches", help=BATCHES_HELP),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help=SCHEDULER_HELP),
+    system: Optional[str] = typer.Option(None, "--system", help=SYSTEM_HELP),
+    layouts: Optional[str] = typer.Option(None, "--layouts", help=LAYOUTS_HELP),
+    min_tokens_per_gpu: Optional[float] = typer.Option(None, "--min-tokens-per-gpu", help=MIN_TPS_HELP),
+    tpot_budget: Optional[str] = typer.Option(None, "--tpot-budget", help=TPOT_HELP),
     out: Optional[Path] = typer.Option(None, "--out", help="Write the frontier as CSV."),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Figure (.png/.svg): frontier over the feasible cloud."),
     allow_extrapolation: bool = typer.Option(False, "--allow-extrapolation", help=EXTRAPOLATION_HELP),
@@ -70,7 +85,7 @@ def frontier(
     prob = build_problem(device, law, space, phase, precision, batch, input_tokens, output_tokens, preset, tokens,
                          latency_budget, memory_budget, energy_budget, attention=attention,
                          allow_extrapolation=allow_extrapolation)  # fmt: skip
-    joint = joint_space(precisions, batches)
+    joint = joint_space(precisions, batches, system, layouts, min_tokens_per_gpu, tpot_budget)
     if wants_joint(joint, scheduler, objectives):
         if backend == "numba":
             raise bad("backend", backend, "the joint space (--precisions/--batches/--scheduler) runs on numpy")

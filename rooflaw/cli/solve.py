@@ -19,7 +19,18 @@ from .common import (
     print_json,
     table,
 )
-from .joint_options import BATCHES_HELP, PRECISIONS_HELP, SCHEDULER_HELP, describe_joint, joint_space, wants_joint
+from .joint_options import (
+    BATCHES_HELP,
+    LAYOUTS_HELP,
+    MIN_TPS_HELP,
+    PRECISIONS_HELP,
+    SCHEDULER_HELP,
+    SYSTEM_HELP,
+    TPOT_HELP,
+    describe_joint,
+    joint_space,
+    wants_joint,
+)
 
 METHODS = ("closed-form", "gp", "exhaustive", "optuna")
 
@@ -50,6 +61,10 @@ def solve(
     precisions: Optional[str] = typer.Option(None, "--precisions", help=PRECISIONS_HELP + " --method exhaustive."),
     batches: Optional[str] = typer.Option(None, "--batches", help=BATCHES_HELP + " --method exhaustive."),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help=SCHEDULER_HELP),
+    system: Optional[str] = typer.Option(None, "--system", help=SYSTEM_HELP),
+    layouts: Optional[str] = typer.Option(None, "--layouts", help=LAYOUTS_HELP),
+    min_tokens_per_gpu: Optional[float] = typer.Option(None, "--min-tokens-per-gpu", help=MIN_TPS_HELP),
+    tpot_budget: Optional[str] = typer.Option(None, "--tpot-budget", help=TPOT_HELP),
     explain: bool = typer.Option(False, "--explain", help="Derivation, slacks, rounding, runner-ups."),
     allow_extrapolation: bool = typer.Option(False, "--allow-extrapolation", help=EXTRAPOLATION_HELP),
     as_json: bool = typer.Option(False, "--json", help="One JSON object, SI units."),
@@ -65,7 +80,7 @@ def solve(
     kw = {"n_trials": trials, "seed": seed} if method == "optuna" else {}
     if method == "exhaustive":
         kw = {"backend": backend}
-    joint = joint_space(precisions, batches)
+    joint = joint_space(precisions, batches, system, layouts, min_tokens_per_gpu, tpot_budget)
     if wants_joint(joint, scheduler):
         if method != "exhaustive":
             raise api.RooflawError(f"method={method!r}: --precisions/--batches/--scheduler need --method exhaustive")
