@@ -1,6 +1,8 @@
 """Reproduce arXiv:2602.10377's frontiers, closed forms and claims with rooflaw — and say where they do not hold.
 
-    python -m paper_repro [all|fig4|fig5|fig7|table2|theorems|closed_forms|search|qwen|seed|beyond] --out DIR [--quick]
+    python -m paper_repro [all|SECTION ...] --out DIR [--quick]
+
+SECTION: fig4, fig5, fig7, table2, theorems, closed_forms, search, qwen, seed, beyond, guideline_precision.
 
 Each section writes PNG figures into DIR, its part of ``DIR/REPORT.md`` and its numbers into
 ``DIR/claims.json``. It uses the public ``rooflaw`` / ``rooflaw.solver`` API, plus ``rooflaw.constraints.theory``
@@ -9,7 +11,10 @@ Each section writes PNG figures into DIR, its part of ``DIR/REPORT.md`` and its 
 
 from __future__ import annotations
 
-SECTIONS = ("fig5", "fig7", "table2", "fig4", "theorems", "closed_forms", "search", "qwen", "seed", "beyond")
+SECTIONS = (
+    "fig5", "fig7", "table2", "fig4", "theorems", "closed_forms", "search", "qwen", "seed", "beyond",
+    "guideline_precision", "guidelines_parallel",
+)  # fmt: skip
 
 __all__ = ["SECTIONS", "main", "run"]
 

@@ -18,7 +18,8 @@ HEADER = (
     "preset (the paper's App. D per-operator roofline, with which it draws its frontiers) and the `full` preset "
     "(rooflaw's fuller roofline), and a verdict. `claims.json` holds the same numbers, keyed by preset.\n"
 )
-ORDER = ("setup", "fig5", "fig7", "table2", "fig4", "theorems", "closed_forms", "search", "qwen", "seed", "beyond")
+ORDER = ("setup", "fig5", "fig7", "table2", "fig4", "theorems", "closed_forms", "search", "qwen", "seed", "beyond",
+         "guideline_precision", "guidelines_parallel")  # fmt: skip
 TABLE_HEAD = (
     "claim", "paper", "rooflaw (paper preset)", "rooflaw (paper-ops preset)", "rooflaw (full preset)", "verdict",
 )  # fmt: skip

@@ -27,6 +27,10 @@ _MODULES: dict[str, str] = {
     "rooflaw.constraints": "ENGINE_NAMES FORMATS PRESETS CostReport EngineProfile Precision Workload "
     "complete_columns decode_steps evaluate_columns gemm get_engine",
     "rooflaw.devices": "Device calibrate device_ids get_device list_devices load_device_file save_device_toml",
+    "rooflaw.devices.system": "System get_system system_ids",
+    "rooflaw.constraints.parallel": "Layout batch_sweep evaluate_layout layout_columns max_batch parse_batches "
+    "parse_layout",
+    "rooflaw.plots.serving": "plot_serving",
     "rooflaw.objectives": "LossLaw builtin_laws fit_law gemstones get_law law_inputs list_laws load_table parse_law "
     "plot_fit",
     "rooflaw.solver": "AdaptiveResult adaptive_search FRONTIER_COLUMNS METHODS SAMPLERS ClosedForm Constraint "
@@ -34,6 +38,9 @@ _MODULES: dict[str, str] = {
     "FrontierResult LatencyBudget MemoryBudget Problem Result SearchResult closed_form derive_theorems frontier "
     "hypervolume pareto_mask register_method round_solution search solve solve_exhaustive solve_gp solve_optuna",
     "rooflaw.solver.search.study": "search_frontier",
+    "rooflaw.solver.discrete.joint": "JointFrontierResult JointSpace Option joint_frontier solve_joint",
+    "rooflaw.solver.discrete.layout_options": "layout_options parse_layouts",
+    "rooflaw.objectives.precision_law": "bind_precision precision_aware precision_bits",
     "rooflaw.solver.compare": "compare",
     "rooflaw.solver.explain_discrete": "explain_discrete explain_text",
     "rooflaw.constraints.breakdown": "OP_COLUMNS op_rows throughput",

@@ -122,8 +122,9 @@ def test_bad_expressions(text, msg):
 
 def test_law_inputs_from_columns():
     a = Architecture(layers=16, d_model=2048, heads=16, kv_heads=4, ffn=1024, experts=64, top_k=8, vocab=50304)
-    x = law_inputs(a.columns(), tokens=1e10)
+    x = law_inputs(a.columns(), tokens=1e10, precision="nvfp4")
     assert set(VARIABLES) <= set(x)
+    assert (x["P_w"], x["P_a"], x["P_kv"]) == (4.5, 4.5, 4.5)  # 4-bit E2M1 + one 8-bit scale per 16
     assert x["l"] == 16 and x["d"] == 2048 and x["r"] == 8 * 1024 / 2048 and x["rho"] == 8 / 64
     assert x["gqa"] == 4 and x["d_m"] == 4 * 128 and x["E"] == 64 and x["K"] == 8 and x["G"] == 8
     assert x["N"] == a.params_total and x["N_active"] == a.params_active

@@ -17,6 +17,7 @@ FIGURES = (
     "fig5_frontiers.png", "fig7_evolution_paper.png", "fig7_evolution_paper-ops.png", "fig7_evolution_full.png",
     "table2_targets.png", "fig4_fit.png",
     "theorems.png", "fig8_qwen.png", "seed_guidelines.png", "beyond_moe.png", "search_adaptive.png",
+    "guideline4_precision.png",
 )  # fmt: skip
 
 

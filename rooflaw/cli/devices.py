@@ -230,4 +230,5 @@ def calibrate_cmd(
 
 
 from . import fit_efficiency as _fit_efficiency  # noqa: E402,F401  (registers `devices fit-efficiency`)
+from . import systems as _systems  # noqa: E402,F401  (registers `devices systems`)
 from . import validate as _validate  # noqa: E402,F401  (registers `validate`)

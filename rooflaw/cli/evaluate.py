@@ -41,12 +41,14 @@ def load_arch(hf_config: Optional[Path], arch: Optional[str], arch_file: Optiona
 
 @app.command()
 def evaluate(
-    device: str = typer.Option(..., "--device", help="Catalog id (see `rooflaw devices list`) or a device TOML file."),
+    device: Optional[str] = typer.Option(
+        None, "--device", help="Catalog id (see `rooflaw devices list`) or a device TOML file."
+    ),
     hf_config: Optional[Path] = typer.Option(None, "--hf-config", help="A Hugging Face config.json."),
     arch: Optional[str] = typer.Option(None, "--arch", help="Spec string, e.g. layers=24,d_model=896,heads=14,..."),
     arch_file: Optional[Path] = typer.Option(None, "--arch-file", help="TOML/JSON file of architecture fields."),
     precision: str = typer.Option(DEFAULT_PRECISION, help="fp16, bf16, int8, fp8, w4a16, w4a16kv8, nvfp4, ..."),
-    batch: int = typer.Option(1, help="Sequences per batch."),
+    batch: str = typer.Option("1", help="Sequences per batch; with --system a sweep: 1,8,64 or 1:256 (powers of 2)."),
     input_tokens: int = typer.Option(1024, help="Prompt tokens per sequence (S_in)."),
     output_tokens: int = typer.Option(16, help="Generated tokens per sequence (S_out)."),
     attention: str = typer.Option(DEFAULT_ATTENTION, help="Attention kernel: fused (FlashAttention-style) or unfused."),
@@ -61,8 +63,47 @@ def evaluate(
     plot: Optional[Path] = typer.Option(None, "--plot", help="Write the roofline + time breakdown (.png or .svg)."),
     csv: Optional[Path] = typer.Option(None, "--csv", help="Write the per-operator table as CSV (SI units)."),
     as_json: bool = typer.Option(False, "--json", help="One JSON object, SI units."),
+    system: Optional[str] = typer.Option(
+        None, "--system", help="Devices + interconnect: h100-sxm:8, a systems-catalog id (hgx-h100) or a TOML file."
+    ),
+    layout: Optional[str] = typer.Option(
+        None, "--layout", help="tp=8 | ep=8,dp_attn=8 | pp=4,tp=2 | helix=kvp4,tpep8 (needs --system; default tp=1)."
+    ),
+    overlap: bool = typer.Option(False, "--overlap/--no-overlap", help="Hide communication behind compute."),
+    max_batch: bool = typer.Option(False, "--max-batch", help="Report the largest batch whose memory fits a device."),
+    pareto_plot: Optional[Path] = typer.Option(
+        None, "--pareto-plot", help="Write tokens/s per device vs per user over the --batch sweep (.png/.svg)."
+    ),
 ) -> None:
-    """Latency (prefill, every decode step, TTFT, TPOT), memory and energy of one architecture on one device."""
+    """Latency (prefill, every decode step, TTFT, TPOT), memory and energy of one architecture on one device;
+    with --system/--layout: serving across devices (per-device memory, communication, tokens/s, J/token)."""
+    if system is not None or layout is not None or max_batch or pareto_plot is not None or not batch.isdigit():
+        from .serving import serve
+
+        for flag, val in (("--steps", steps), ("--plot", plot), ("--csv", csv), ("--law", law)):
+            if val:
+                raise bad(flag.lstrip("-"), val, "is for one device and one batch; drop --system/--layout/sweeps")
+        return serve(
+            device,
+            system,
+            layout,
+            load_arch(hf_config, arch, arch_file),
+            precision,
+            batch,
+            input_tokens,
+            output_tokens,
+            attention,
+            engine,
+            preset,
+            tiles,
+            overlap,
+            max_batch,
+            pareto_plot,
+            as_json,
+        )
+    if device is None:
+        raise bad("device", None, "give --device (one chip) or --system (several)")
+    batch = int(batch)  # type: ignore[assignment]
     if plot is not None:
         api.check_figure_path(plot, "plot")
     if steps and output_tokens > MAX_STEPS:

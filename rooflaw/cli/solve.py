@@ -19,6 +19,18 @@ from .common import (
     print_json,
     table,
 )
+from .joint_options import (
+    BATCHES_HELP,
+    LAYOUTS_HELP,
+    MIN_TPS_HELP,
+    PRECISIONS_HELP,
+    SCHEDULER_HELP,
+    SYSTEM_HELP,
+    TPOT_HELP,
+    describe_joint,
+    joint_space,
+    wants_joint,
+)
 
 METHODS = ("closed-form", "gp", "exhaustive", "optuna")
 
@@ -52,6 +64,13 @@ def solve(
     trials: int = typer.Option(500, help="Trials for --method optuna."),
     seed: int = typer.Option(0, help="Seed for --method optuna."),
     backend: str = typer.Option("auto", "--backend", help="--method exhaustive: auto, numpy or numba (fast extra)."),
+    precisions: Optional[str] = typer.Option(None, "--precisions", help=PRECISIONS_HELP + " --method exhaustive."),
+    batches: Optional[str] = typer.Option(None, "--batches", help=BATCHES_HELP + " --method exhaustive."),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler", help=SCHEDULER_HELP),
+    system: Optional[str] = typer.Option(None, "--system", help=SYSTEM_HELP),
+    layouts: Optional[str] = typer.Option(None, "--layouts", help=LAYOUTS_HELP),
+    min_tokens_per_gpu: Optional[float] = typer.Option(None, "--min-tokens-per-gpu", help=MIN_TPS_HELP),
+    tpot_budget: Optional[str] = typer.Option(None, "--tpot-budget", help=TPOT_HELP),
     explain: bool = typer.Option(False, "--explain", help="Derivation, slacks, rounding, runner-ups."),
     allow_extrapolation: bool = typer.Option(False, "--allow-extrapolation", help=EXTRAPOLATION_HELP),
     as_json: bool = typer.Option(False, "--json", help="One JSON object, SI units."),
@@ -67,16 +86,28 @@ def solve(
     kw = {"n_trials": trials, "seed": seed} if method == "optuna" else {}
     if method == "exhaustive":
         kw = {"backend": backend}
-    res = (
-        run(prob, method, explain_result=explain, **kw) if method in ("closed-form", "gp") else run(prob, method, **kw)
-    )
+    joint = joint_space(precisions, batches, system, layouts, min_tokens_per_gpu, tpot_budget)
+    if wants_joint(joint, scheduler):
+        if method != "exhaustive":
+            raise api.RooflawError(f"method={method!r}: --precisions/--batches/--scheduler need --method exhaustive")
+        if explain:
+            raise api.RooflawError("--explain: not available for the joint space yet")
+        res = api.solve_joint(prob, joint, scheduler=scheduler)
+    else:
+        res = (
+            run(prob, method, explain_result=explain, **kw)
+            if method in ("closed-form", "gp")
+            else run(prob, method, **kw)
+        )
     out = res.to_dict()
+    joint_pick = {k: res.extra[k] for k in ("precision", "batch", "option") if k in (res.extra or {})}
     cont = out.get("continuous")
     if as_json:
         keys = ("method", "regime", "binding", "continuous", "continuous_loss", "architecture", "loss", "perplexity",
                 "latency_s", "memory_bytes", "energy_j", "slack", "seconds", "timings", "notes")  # fmt: skip
         obj = {k: out.get(k) for k in keys}
         obj.update(preset=prob.preset, engine=prob.engine)
+        obj |= joint_pick
         if explain and res.explain:
             obj["explain"] = res.explain
         if explain:
@@ -84,7 +115,8 @@ def solve(
         print_json(obj)
         return
     a = res.architecture
-    console.print(f"[bold]{esc(prob.describe())}[/bold] — space {esc(prob.space.name)}, method {res.method}")
+    desc = describe_joint(prob, joint) if joint_pick else prob.describe()
+    console.print(f"[bold]{esc(desc)}[/bold] — space {esc(prob.space.name)}, method {res.method}")
     if res.regime:
         console.print(f"regime: [bold]{res.regime}[/bold]; binding: {res.binding}")
     if cont:
@@ -92,6 +124,8 @@ def solve(
             "continuous optimum: " + ", ".join(f"{k} = {v:.4g}" for k, v in cont.items())
             + (f" (loss {res.continuous_loss:.4f})" if res.continuous_loss is not None else "")
         )  # fmt: skip
+    if joint_pick:
+        console.print("joint choice: " + ", ".join(f"{k} {v}" for k, v in joint_pick.items()))
     if a is not None:
         rows = [
             ["layers", a.layers], ["d_model", a.d_model], ["heads", a.heads], ["kv_heads", a.kv_heads],

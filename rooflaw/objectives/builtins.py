@@ -156,6 +156,27 @@ _BUILDERS: dict[str, Builtin] = {
     ),
 }
 
+
+def _chinchilla_precision(spec: Builtin) -> LossLaw:
+    import dataclasses
+
+    from .precision_law import precision_aware
+
+    return dataclasses.replace(precision_aware(get_law("chinchilla-hoffmann")), name=spec.name)
+
+
+_BUILDERS["chinchilla-precision"] = Builtin(
+    "chinchilla-precision",
+    None,
+    dict(_BUILDERS["chinchilla-hoffmann"].values) | {"gamma_w": 2.6745, "gamma_a": 2.2102, "gamma_kv": 0.9578},
+    ("N", "D", "P_w", "P_a", "P_kv"),
+    "precision(chinchilla-hoffmann): Hoffmann et al. 2022 approach 3 with N_eff = N·Π(1 − e^(−P_x/γ_x)) of "
+    "Kumar et al. 2024 (arXiv:2411.04330); γ values not checked against the paper's table here",
+    "as chinchilla-hoffmann; precision bits 3-16, models trained (or QAT) in that precision",
+    CHINCHILLA_DOMAIN | {"P_w": (3.0, 16.0), "P_a": (3.0, 16.0), "P_kv": (3.0, 16.0)},
+    build=_chinchilla_precision,
+)
+
 _CACHE: dict[str, LossLaw] = {}
 
 
@@ -174,6 +195,12 @@ def get_law(name_or_expr: str, **kwargs) -> LossLaw:
     if not isinstance(name_or_expr, str):
         raise RooflawError(f"law={name_or_expr!r}: expected a name or an expression string")
     key = name_or_expr.strip()
+    if key.startswith("precision") and "(" in key and not kwargs:
+        from .precision_law import parse_wrapper
+
+        wrapped = parse_wrapper(key)
+        if wrapped is not None:
+            return wrapped
     if key in _BUILDERS and not kwargs:
         if key not in _CACHE:
             _CACHE[key] = _BUILDERS[key]()

@@ -41,6 +41,8 @@ class LossLaw:
     source: str = ""
     validity: str = ""
     domain: dict[str, tuple[float, float]] = field(default_factory=dict)
+    #: for a law whose precision bits were set from a problem's precision: the law before (see precision_law)
+    unbound: LossLaw | None = None
 
     def __post_init__(self) -> None:
         free = {s.name for s in self.expr.free_symbols}

@@ -31,6 +31,9 @@ VARIABLES: dict[str, str] = {
     "E": "number of routed experts (in user expressions a bare additive E is the irreducible loss)",
     "K": "experts per token (top_k)",
     "G": "granularity (Krajewski 2024): 4*d_model/ffn, i.e. d_ff of the dense 4x FFN over the expert size",
+    "P_w": "weight bits per parameter, scales included (nvfp4 4.5, fp8 8, bf16 16): from the problem's precision",
+    "P_a": "activation bits per element, scales included: from the problem's precision",
+    "P_kv": "KV-cache bits per element, scales included: from the problem's precision",
 }
 
 
@@ -49,10 +52,11 @@ def _arr(v: Any, name: str) -> np.ndarray:
         raise RooflawError(f"{name}: not numeric ({e})") from None
 
 
-def law_inputs(columns: Mapping[str, Any], tokens: Any = None) -> dict[str, np.ndarray]:
+def law_inputs(columns: Mapping[str, Any], tokens: Any = None, precision: Any = None) -> dict[str, np.ndarray]:
     """Every law variable computable from architecture ``columns`` (keys of ``arch.COLUMNS``).
 
-    ``tokens`` (a number or an array broadcastable to the columns) feeds ``D``. Variables whose
+    ``tokens`` (a number or an array broadcastable to the columns) feeds ``D``; ``precision`` (a ``Precision`` or
+    its text) the bits ``P_w``, ``P_a``, ``P_kv`` (scale overhead included). Variables whose
     inputs are missing are left out (a law that needs them then names them when evaluated);
     the parameter counts need every column of ``COLUMNS``.
     """
@@ -86,4 +90,8 @@ def law_inputs(columns: Mapping[str, Any], tokens: Any = None) -> dict[str, np.n
         out["N_active_nonembed"] = out["N_active"] - emb
     if tokens is not None:
         out["D"] = _arr(tokens, "tokens")
+    if precision is not None:
+        from .precision_law import precision_bits
+
+        out |= {k: np.asarray(v) for k, v in precision_bits(precision).items()}
     return out

@@ -133,6 +133,10 @@ class Problem:
                           "allow_extrapolation (--allow-extrapolation) to use it anyway")  # fmt: skip
         if not isinstance(self.allow_extrapolation, bool):
             raise bad("allow_extrapolation", self.allow_extrapolation, "must be True or False")
+        from ..objectives.precision_law import bind_precision
+
+        # a precision-aware law (P_w/P_a/P_kv bits) takes its bits from this problem's precision
+        put("law", bind_precision(self.law, self.precision, self.allow_extrapolation))
         self._merge_constraints()
 
     def _merge_constraints(self) -> None:

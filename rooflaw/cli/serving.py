@@ -1,0 +1,81 @@
+"""``rooflaw evaluate --system/--layout/--batch sweep/--max-batch``: serving across devices (printing only)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+from .. import api
+from ..errors import bad
+from ..units import fmt_bytes, fmt_time
+from .common import atomic_output, console, esc, print_json, table
+
+HEADERS = ["batch", "TTFT", "TPOT", "mem/device", "comm prefill", "comm decode", "tok/s", "tok/s/user",
+           "tok/s/device", "J/token", "fits", "Pareto"]  # fmt: skip
+
+
+def _system(device: Optional[str], system: Optional[str]) -> Any:
+    if system is None:
+        if device is None:
+            raise bad("system", None, "give --system (e.g. h100-sxm:8) or --device")
+        return api.get_system(f"{device}:1") if ":" not in device and "/" not in device else api.get_system(device)
+    sys_ = api.get_system(system)
+    if device is not None and api.get_device(device).id != sys_.device.id:
+        raise bad("device", device, f"differs from the system's device {sys_.device.id}; give one of them")
+    return sys_
+
+
+def serve(device, system, layout, arch, precision, batch, s_in, s_out, attention, engine, preset, tiles, overlap,
+          want_max, pareto_plot: Optional[Path], as_json: bool) -> None:  # fmt: skip
+    """Evaluate ``arch`` on a system under a layout at each batch of the sweep and print or write the results."""
+    if preset != "full":
+        raise bad("preset", preset, "layouts use the full per-operator model (the paper presets have no shapes)")
+    if tiles:
+        raise bad("tiles", True, "the tile/wave model is not applied to sharded shapes; drop --tiles")
+    if pareto_plot is not None:
+        api.check_figure_path(pareto_plot, "pareto-plot")
+    sys_ = _system(device, system)
+    lay = api.parse_layout(layout or "tp=1")
+    batches = api.parse_batches(batch)
+    wl = api.Workload(batches[0], s_in, s_out, attention)
+    rows = api.batch_sweep(arch, sys_, lay, batches, wl, precision, engine, overlap)
+    first = api.evaluate_layout(arch, sys_, lay, api.Workload(batches[0], s_in, s_out, attention), precision, engine,
+                                overlap)  # fmt: skip
+    out: dict[str, Any] = {k: v for k, v in first.items() if k != "stages"}
+    out.update(architecture=arch.name or arch.spec(), system=sys_.to_dict(), precision=precision,
+               workload={"input_tokens": s_in, "output_tokens": s_out, "attention": attention},
+               engine=engine, sweep=rows, pareto_batches=[r["batch"] for r in rows if r["pareto"]])  # fmt: skip
+    if "stages" in first:
+        out["stages"] = first["stages"]
+    if want_max:
+        out["max_batch"] = api.max_batch(arch, sys_, lay, wl, precision)
+    if pareto_plot is not None:
+        with atomic_output(pareto_plot, "--pareto-plot") as tmp:
+            api.plot_serving({lay.describe(): rows}, tmp, f"{arch.name or 'architecture'} on {sys_.describe()}, "
+                             f"{lay.describe()}, {precision}, S_in={s_in}, S_out={s_out}")  # fmt: skip
+    if as_json:
+        print_json(out)
+        return
+    console.print(
+        f"[bold]{esc(arch.name or 'architecture')}[/bold] on [bold]{esc(sys_.describe())}[/bold] — layout "
+        f"{esc(lay.describe())} ({lay.devices} devices), {esc(precision)}, S_in={s_in}, S_out={s_out}"
+    )
+    body = [[r["batch"], fmt_time(r["ttft_s"]), fmt_time(r["tpot_s"]), fmt_bytes(r["memory_per_device_bytes"]),
+             fmt_time(r["comm_s_prefill"]), fmt_time(r["comm_s_decode"]), f"{r['tokens_per_s']:.4g}",
+             f"{r['tokens_per_s_per_user']:.4g}", f"{r['tokens_per_s_per_device']:.4g}",
+             f"{r['joules_per_token']:.3g}" if r["joules_per_token"] == r["joules_per_token"] else "n/a",
+             "yes" if r["fits"] else "NO", "*" if r["pareto"] else ""] for r in rows]  # fmt: skip
+    console.print(table("serving (comm: summed over the phase; tok/s: generated tokens)", HEADERS, body))
+    if "stages" in first:
+        st = [[i, s["layers"], s["attn_layers"] + s["mla_layers"], s["mixer_layers"], s["dense_layers"],
+               fmt_time(s["decode_step_s"])] for i, s in enumerate(first["stages"])]  # fmt: skip
+        console.print(table(f"pipeline stages at batch {batches[0]} (stage balance {first['stage_balance']:.1%})",
+                            ["stage", "layers", "attention", "conv/SSM", "dense FFN", "decode step"], st))  # fmt: skip
+    if want_max:
+        mb = out["max_batch"]
+        console.print(f"largest batch that fits each device: {mb}" if mb else
+                      "largest batch that fits: none (not even batch 1 fits one device's memory)")  # fmt: skip
+    for note in first["notes"]:
+        console.print(f"[dim]note: {esc(note)}[/dim]")
+    if pareto_plot is not None:
+        console.print(f"wrote {pareto_plot}", markup=False)

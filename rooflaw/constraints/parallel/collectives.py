@@ -1,0 +1,112 @@
+"""Collectives as α–β costs (seconds), vectorised over the message size.
+
+n ranks, per-GPU link bandwidth ``bw`` each way (bytes/s), per-step latency ``alpha`` (s). ``nbytes`` is the
+size of the buffer each rank holds: the vector being all-reduced, the gathered result of an all-gather, the
+input of a reduce-scatter, everything one rank sends (to all peers) in an all-to-all.
+
+- ring all-reduce: 2(n−1) steps, each rank sends and receives 2(n−1)/n·S: 2(n−1)·α + 2(n−1)/n·S/bw
+- tree all-reduce (pipelined reduce + broadcast, NCCL's double binary tree): 2⌈log2 n⌉·α + 2·S/bw
+- all-gather / reduce-scatter (ring): (n−1)·α + (n−1)/n·S/bw
+- all-to-all over a switch: every peer's share is posted at once (NCCL / DeepEP): α + (n−1)/n·S/bw
+- point-to-point: α + S/bw
+
+When the group spans nodes (n > node_size) the collectives are hierarchical: the scale-up part runs on the
+node's links and the scale-out part on the network (each GPU with its own NIC): all-reduce = reduce-scatter in
+the node, all-reduce of S/local across nodes, all-gather in the node; all-to-all sends the on-node share over
+the links and the off-node share over the network, one after the other.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ...devices.system import System
+
+ALGORITHMS = ("ring", "tree", "auto")
+
+
+def _steps(n: int) -> int:
+    return max(0, int(n) - 1)
+
+
+def ring_all_reduce(nbytes: Any, n: int, bw: float, alpha: float) -> Any:
+    if n <= 1:
+        return np.zeros_like(np.asarray(nbytes, dtype=float))
+    return 2 * (n - 1) * alpha + 2 * (n - 1) / n * np.asarray(nbytes, dtype=float) / bw
+
+
+def tree_all_reduce(nbytes: Any, n: int, bw: float, alpha: float) -> Any:
+    if n <= 1:
+        return np.zeros_like(np.asarray(nbytes, dtype=float))
+    return 2 * math.ceil(math.log2(n)) * alpha + 2 * np.asarray(nbytes, dtype=float) / bw
+
+
+def all_gather(nbytes: Any, n: int, bw: float, alpha: float) -> Any:
+    if n <= 1:
+        return np.zeros_like(np.asarray(nbytes, dtype=float))
+    return _steps(n) * alpha + (n - 1) / n * np.asarray(nbytes, dtype=float) / bw
+
+
+reduce_scatter = all_gather  # the same traffic, reversed
+
+
+def all_to_all(nbytes: Any, n: int, bw: float, alpha: float) -> Any:
+    if n <= 1:
+        return np.zeros_like(np.asarray(nbytes, dtype=float))
+    return alpha + (n - 1) / n * np.asarray(nbytes, dtype=float) / bw
+
+
+def point_to_point(nbytes: Any, bw: float, alpha: float) -> Any:
+    return alpha + np.asarray(nbytes, dtype=float) / bw
+
+
+def flat_all_reduce(nbytes: Any, n: int, bw: float, alpha: float, algorithm: str = "auto") -> Any:
+    """Ring, tree, or (``auto``) the faster of the two at each size, as NCCL's tuner picks."""
+    if algorithm == "ring":
+        return ring_all_reduce(nbytes, n, bw, alpha)
+    if algorithm == "tree":
+        return tree_all_reduce(nbytes, n, bw, alpha)
+    return np.minimum(ring_all_reduce(nbytes, n, bw, alpha), tree_all_reduce(nbytes, n, bw, alpha))
+
+
+def _split(system: System, n: int) -> tuple[int, int]:
+    """(ranks per node, nodes) of a group of ``n`` ranks packed onto whole nodes."""
+    local = min(n, system.node_size)
+    return local, math.ceil(n / local)
+
+
+def all_reduce(nbytes: Any, n: int, system: System, algorithm: str = "auto") -> Any:
+    """All-reduce of ``nbytes`` over ``n`` ranks of ``system`` (hierarchical across nodes)."""
+    local, nodes = _split(system, n)
+    if nodes == 1:
+        return flat_all_reduce(nbytes, n, system.link_bw, system.link_latency, algorithm)
+    s = np.asarray(nbytes, dtype=float)
+    intra = reduce_scatter(s, local, system.link_bw, system.link_latency)
+    inter = flat_all_reduce(s / local, nodes, system.scale_out_bw, system.scale_out_latency, algorithm)
+    return intra + inter + all_gather(s, local, system.link_bw, system.link_latency)
+
+
+def all_to_all_sys(nbytes: Any, n: int, system: System) -> Any:
+    """All-to-all where each rank sends ``nbytes`` in total (its share to itself stays put)."""
+    local, nodes = _split(system, n)
+    if nodes == 1:
+        return all_to_all(nbytes, n, system.link_bw, system.link_latency)
+    s = np.asarray(nbytes, dtype=float)
+    on = system.link_latency + (local - 1) / n * s / system.link_bw
+    off = system.scale_out_latency + (n - local) / n * s / system.scale_out_bw
+    return on + off
+
+
+def p2p_sys(nbytes: Any, system: System, across_nodes: bool) -> Any:
+    if across_nodes:
+        return point_to_point(nbytes, system.scale_out_bw, system.scale_out_latency)
+    return point_to_point(nbytes, system.link_bw, system.link_latency)
+
+
+__all__ = [
+    "ALGORITHMS", "all_gather", "all_reduce", "all_to_all", "all_to_all_sys", "flat_all_reduce", "p2p_sys",
+    "point_to_point", "reduce_scatter", "ring_all_reduce", "tree_all_reduce",
+]  # fmt: skip

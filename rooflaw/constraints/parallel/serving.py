@@ -1,0 +1,269 @@
+"""Serving a model under a layout on a :class:`~rooflaw.devices.system.System`: per-phase time, memory per
+device, communication, throughput and energy per token -- vectorised over architecture columns.
+
+Compute and memory time per device come from the one assembly (:mod:`..roofline`, the per-operator path)
+applied to the sharded shapes of :mod:`.shard`; communication from :mod:`.collectives`:
+
+- attention TP: one all-reduce of the layer output (tokens·d_model·b_a) over ``tp_attn`` devices per layer;
+- dense FFN TP: one all-reduce over ``tp`` per layer; EP: dispatch + combine all-to-all per layer, each device
+  sending its own tokens' top_k copies (tokens·top_k·d_model·b_a, split over its TP peers);
+- Helix: an all-to-all of the partial attention outputs and their log-sum-exp (fp32) over ``kvp`` devices,
+  then one all-reduce over all N devices, then the FFN's TP all-reduce or EP all-to-all over N;
+- PP: a point-to-point send of the activations per stage boundary (over the network when the replica spans
+  nodes).
+
+``overlap=False`` (default): a phase takes compute + communication; ``overlap=True``: max of the two (perfect
+overlap, an upper bound on what overlapping kernels achieve). Pipelines: prefill in chunks of ``chunk``
+tokens, each chunk costing 1/chunks of the stage's prefill (the attention share of later chunks is larger in
+reality), TTFT = (chunks + pp − 1) chunk steps; decode runs pp micro-batches, TPOT = pp stage steps.
+Model-level ops (embedding, final norm, LM head) are charged to the busiest stage. Energy: idle power over
+the wall time plus the per-FLOP/per-byte energies of each device's work (links' energy is not modelled);
+``joules_per_token`` divides a replica's energy (prefill included) by its generated tokens.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from ...arch.architecture import param_counts
+from ...devices.system import System
+from .. import assembly as A
+from .. import operators as O
+from ..engines import applied
+from ..precision import Precision
+from ..roofline import _evaluate_chunk, complete_columns, evaluate_columns
+from ..workload import Workload
+from . import collectives as C
+from . import shard
+from .layout import Layout, parse_layout
+
+CHUNK = 1 << 14
+_ROOF = {op.name: op.roof for ops in (O.FULL_OPS, *O.KIND_OPS.values()) for op in ops}
+OUTPUTS = ("ttft_s", "decode_s", "tpot_s", "latency_s", "memory_per_device_bytes", "weight_bytes_per_device",
+           "kv_cache_bytes_per_device", "comm_s_prefill", "comm_s_decode", "tokens_per_s", "tokens_per_s_per_user",
+           "tokens_per_s_per_device", "prefill_tokens_per_s_per_device", "joules_per_token", "energy_j",
+           "kv_replication", "stage_balance", "bubble_fraction", "fits", "divides", "valid")  # fmt: skip
+
+
+def _ops(cols, device, wl, precision, app) -> dict[str, Any]:
+    return _evaluate_chunk(complete_columns(cols), device, wl, precision, "full", False, True, app)
+
+
+def _sum_group(res: dict, group: str, phase: str, exclude_overhead: bool = False):
+    """(seconds, FLOPs per roof class, bytes) of the ops of ``group`` in ``phase``."""
+    n = len(res["weight_bytes"])
+    sec, nbytes = np.zeros(n), np.zeros(n)
+    flops = {c: np.zeros(n) for c in A.ROOF_CLASSES}
+    for o in res["_ops"]:
+        name = o["name"]
+        if name == "engine_overhead":
+            if group == "attn" and not exclude_overhead:
+                sec = sec + o[phase][2]
+            continue
+        if shard.group_of(name) != group:
+            continue
+        F, By, s, _ = o[phase]
+        sec, nbytes = sec + s, nbytes + By
+        roof = _ROOF[name[: -len("_local")] if name.endswith("_local") else name]
+        if roof in flops:
+            flops[roof] = flops[roof] + F
+    return sec, flops, nbytes
+
+
+def _device_phase(shp, device, wl, precision, app, helix: bool):
+    """Seconds, FLOPs per class and bytes of one device's stage in both phases, and the evaluated shapes.
+
+    Helix: prefill's context ops run on the ``ctx`` shape (heads/kvp: the whole prompt's queries against a 1/kvp
+    slice of the keys); decode's on the attention shape at a 1/kvp context (``ctxd``: every attention kind --
+    GQA, MLA latent, sliding window -- reads only its slice of the cache)."""
+    names = ("attn", "ctx", "ctxd", "ffn") if helix else ("attn", "ffn")
+    res = {k: _ops(shp["attn" if k == "ctxd" else k], device, wl[k], precision, app) for k in names}
+    res.setdefault("ctx", res["attn"])
+    res.setdefault("ctxd", res["ctx"])
+    out = {}
+    for phase in ("prefill", "decode"):
+        ctx = res["ctx"] if phase == "prefill" else res["ctxd"]
+        parts = [_sum_group(r, g, phase) for r, g in ((res["attn"], "attn"), (ctx, "ctx"), (res["ffn"], "ffn"))]
+        out[phase] = (sum(p[0] for p in parts), {c: sum(p[1][c] for p in parts) for c in A.ROOF_CLASSES},
+                      sum(p[2] for p in parts))  # fmt: skip
+    return out, res
+
+
+def _ffn_weights(cols: Mapping[str, np.ndarray], b_w: float) -> np.ndarray:
+    c = param_counts(cols)
+    n_mat = 2 + cols["gated"]
+    dense = cols["dense_layers"] * n_mat * cols["d_model"] * cols["dense_ffn"]
+    return (cols["ffn_layers"] * (cols["experts"] * c["expert"] + c["shared"]) + dense) * b_w
+
+
+def _ffn_workspace(cols: Mapping[str, np.ndarray], batch: int, S: int, b_a: float) -> np.ndarray:
+    """The FFN intermediates' share of the activation workspace (operators.activation_bytes_expr)."""
+    width = cols["top_k"] * cols["ffn"] + cols["shared_experts"] * cols["shared_ffn"]
+    return batch * S * (1 + cols["gated"]) * width * b_a
+
+
+def _comm_per_layer(cols, lay: Layout, system: System, tokens_attn: float, tokens_ffn: float, b_a: float):
+    """Seconds of one layer's collectives for ``tokens_attn`` tokens held by a device (``tokens_ffn`` in the FFN)."""
+    g = shard.degrees(cols, lay)
+    d = cols["d_model"]
+    msg = tokens_attn * d * b_a
+    t = np.zeros(np.shape(d))
+    if lay.helix:
+        heads_dev = cols["heads"] / g.tp_attn
+        t = t + C.all_to_all_sys(tokens_attn * heads_dev * (cols["head_dim"] * b_a + 4), g.kvp, system)
+        t = t + C.all_reduce(msg, lay.helix, system)
+        n = lay.helix
+        t = t + np.where(g.moe, 2 * C.all_to_all_sys(tokens_ffn / n * cols["top_k"] * d * b_a, n, system),
+                         C.all_reduce(tokens_ffn * d * b_a, n, system))  # fmt: skip
+        return t
+    if g.tp_attn > 1:
+        t = t + C.all_reduce(msg, g.tp_attn, system)
+    if lay.ep > 1:
+        own = tokens_attn / g.tp_attn  # each TP peer of an attention group dispatches its share
+        t = t + 2 * C.all_to_all_sys(own * cols["top_k"] * d * b_a, lay.ep, system)
+        if lay.tp > 1:
+            t = t + C.all_reduce(tokens_ffn * cols["top_k"] / lay.ep * d * b_a, lay.tp, system)
+    elif lay.tp > 1 and lay.dp_attn == 0:
+        t = t + C.all_reduce(tokens_ffn * d * b_a, lay.tp, system)
+    return t
+
+
+def _combine(compute, comm, overlap: bool):
+    return np.maximum(compute, comm) if overlap else compute + comm
+
+
+def _single(cols, system: System, wl: Workload, precision: Precision, engine, dp: int) -> dict[str, np.ndarray]:
+    """The single-chip model itself (a one-device layout is exactly it)."""
+    return from_single(
+        evaluate_columns(cols, system.device, wl, precision, "full", engine=engine, backend="numpy"), wl, dp
+    )
+
+
+def from_single(r: Mapping[str, Any], wl: Workload, dp: int = 1) -> dict[str, np.ndarray]:
+    """Serving metrics of the single-chip results ``r`` (:func:`evaluate_columns` arrays)."""
+    r = {k: np.atleast_1d(np.asarray(v, dtype=float)) for k, v in r.items() if k != "_ops"}
+    n = len(r["prefill_s"])
+    z = np.zeros(n)
+    tok = wl.batch * wl.output_tokens
+    out = dict(ttft_s=r["ttft_s"], decode_s=r["decode_s"], tpot_s=r["tpot_s"], latency_s=r["total_s"],
+               memory_per_device_bytes=r["memory_bytes"], weight_bytes_per_device=r["weight_bytes"],
+               kv_cache_bytes_per_device=r["kv_cache_bytes"], comm_s_prefill=z, comm_s_decode=z.copy(),
+               tokens_per_s=dp * tok / r["decode_s"], tokens_per_s_per_user=wl.output_tokens / r["decode_s"],
+               prefill_tokens_per_s_per_device=wl.batch * wl.input_tokens / r["prefill_s"],
+               joules_per_token=r["energy_j"] / tok, energy_j=dp * r["energy_j"], kv_replication=np.ones(n),
+               stage_balance=np.ones(n), bubble_fraction=z.copy())  # fmt: skip
+    out["tokens_per_s_per_device"] = out["tokens_per_s"] / dp
+    out["fits"] = r["fits_in_memory"].astype(bool)
+    return out
+
+
+def layout_columns(
+    columns: Mapping[str, Any],
+    system: System,
+    layout: str | Layout,
+    workload: Workload | None = None,
+    precision: str | Precision = "bf16",
+    engine: Any = None,
+    overlap: bool = False,
+    stage: Mapping[str, Any] | None = None,
+) -> dict[str, np.ndarray]:
+    """Serve every architecture of a column table under ``layout`` on ``system`` (arrays, SI units).
+
+    Returns :data:`OUTPUTS`: ttft_s, decode_s (all S_out steps), tpot_s, latency_s, memory_per_device_bytes
+    (weights + KV cache + activations of the busiest device), comm_s_prefill / comm_s_decode (the collectives'
+    seconds per phase), tokens_per_s (generated tokens per second, all replicas), tokens_per_s_per_user,
+    tokens_per_s_per_device, prefill_tokens_per_s_per_device, joules_per_token, kv_replication, stage_balance,
+    bubble_fraction, ``fits`` (memory), ``divides`` (the layout's divisibility rules) and ``valid`` (both).
+    ``workload.batch`` is the number of concurrent sequences per replica. ``stage``: per-row layer fraction
+    counts (``layers``, ``attn_layers``, ... of :data:`shard.COUNTS`) of the pipeline stage to price (default: the
+    busiest, ceil(layers/pp) layers with each kind in proportion).
+    """
+    lay = parse_layout(layout) if isinstance(layout, str) else layout
+    wl = workload or Workload()
+    prec = Precision.parse(precision)
+    cols = complete_columns(columns)
+    divides = shard.check(cols, lay, system.count)
+    if lay.trivial:
+        out = _single(cols, system, wl, prec, engine, 1)
+    else:
+        n = len(cols["layers"])
+        parts = []
+        for s in range(0, n, CHUNK):
+            sub = {k: v[s : s + CHUNK] for k, v in cols.items()}
+            st = None if stage is None else {k: np.broadcast_to(stage[k], (n,))[s : s + CHUNK] for k in shard.COUNTS}
+            parts.append(_sharded(sub, system, lay, wl, prec, engine, overlap, st))
+        out = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    out["divides"] = divides
+    out["valid"] = divides & out["fits"]
+    return out
+
+
+def _sharded(cols, system, lay: Layout, wl: Workload, prec: Precision, engine, overlap, stage):
+    dev = system.device
+    app = applied(dev, engine, "full")
+    if lay.pp > 1 and stage is None:
+        stage = shard.busiest_stage(cols, lay.pp)
+    shp = shard.shapes(cols, lay, stage if lay.pp > 1 else None)
+    micro = lay.pp
+    ba, bf = shard.batches(wl.batch, lay)
+    mba, mbf = shard.batches(wl.batch, lay, micro)
+    w = lambda b, s=wl.input_tokens: Workload(b, s, wl.output_tokens, wl.attention)  # noqa: E731
+    shard_in = math.ceil(wl.input_tokens / lay.kvp)  # Helix: each device holds 1/kvp of the prompt's KV
+    loads = lambda a, f: {"attn": w(a), "ctx": w(a), "ctxd": w(a, shard_in), "ffn": w(f)}  # noqa: E731
+    pre, res = _device_phase(shp, dev, loads(ba, bf), prec, app, bool(lay.helix))
+    dec = pre if micro == 1 else _device_phase(shp, dev, loads(mba, mbf), prec, app, bool(lay.helix))[0]
+    b_a = prec.activations.bytes
+    layers = shp["attn"]["layers"]
+    S_in, S_out = wl.input_tokens, wl.output_tokens
+    comm_pre = layers * _comm_per_layer(cols, lay, system, ba * S_in, bf * S_in, b_a)
+    comm_dec = S_out * layers * _comm_per_layer(cols, lay, system, mba, mbf, b_a)
+    t_pre = _combine(pre["prefill"][0], comm_pre, overlap)
+    t_dec = _combine(dec["decode"][0], comm_dec, overlap)
+    cross = lay.devices // lay.dp > system.node_size
+    if lay.pp > 1:
+        chunks = math.ceil(S_in / lay.chunk)
+        p2p_pre = C.p2p_sys(ba * min(lay.chunk, S_in) * cols["d_model"] * b_a, system, cross)
+        p2p_dec = C.p2p_sys(mba * cols["d_model"] * b_a, system, cross)
+        step = t_pre / chunks + p2p_pre
+        ttft = (chunks + lay.pp - 1) * step
+        prefill_rate = wl.batch * S_in / (chunks * step) / (lay.pp * lay.group)
+        tpot = lay.pp * (t_dec / S_out + p2p_dec)
+        decode_s = S_out * tpot
+        # communication on the critical path: every stage step's collectives and sends
+        comm_pre = (chunks + lay.pp - 1) * (comm_pre / chunks + p2p_pre)
+        comm_dec = lay.pp * (comm_dec + S_out * p2p_dec)
+        bubble = np.full(len(ttft), (lay.pp - 1) / (chunks + lay.pp - 1))
+    else:
+        ttft, decode_s = t_pre, t_dec
+        prefill_rate = wl.batch * S_in / ttft / lay.group
+        bubble = np.zeros(len(ttft))
+    b_w = prec.weights.bytes
+    a, ctx = res["attn"], res["ctxd"]
+    weights = a["weight_bytes"] - _ffn_weights(shp["attn"], b_w) + _ffn_weights(shp["ffn"], b_w)
+    kv = ctx["kv_cache_bytes"]
+    act = a["activation_bytes"] - _ffn_workspace(shp["attn"], ba, S_in, b_a) + _ffn_workspace(shp["ffn"], bf, S_in, b_a)
+    memory = weights + kv + act
+    coef = A.energy_coefficients(dev, prec)
+    per_replica = lay.pp * lay.group
+    dyn = A.energy(coef, 0.0, pre["prefill"][1], pre["prefill"][2])
+    dyn = dyn + micro * A.energy(coef, 0.0, dec["decode"][1], dec["decode"][2])
+    latency = ttft + decode_s
+    e_replica = per_replica * (dyn + (coef.p_idle * latency if coef else np.nan))
+    tokens = lay.dp * wl.batch * S_out
+    return dict(
+        ttft_s=ttft, decode_s=decode_s, tpot_s=decode_s / S_out, latency_s=latency,
+        memory_per_device_bytes=memory, weight_bytes_per_device=weights, kv_cache_bytes_per_device=kv,
+        comm_s_prefill=comm_pre, comm_s_decode=comm_dec, tokens_per_s=tokens / decode_s,
+        tokens_per_s_per_user=S_out / decode_s, tokens_per_s_per_device=tokens / decode_s / lay.devices,
+        prefill_tokens_per_s_per_device=prefill_rate, joules_per_token=e_replica / (wl.batch * S_out),
+        energy_j=lay.dp * e_replica, kv_replication=shard.kv_replication(cols, lay),
+        stage_balance=shard.stage_balance(cols, lay.pp), bubble_fraction=bubble,
+        fits=memory <= dev.memory_capacity,
+    )  # fmt: skip
+
+
+__all__ = ["OUTPUTS", "from_single", "layout_columns"]

@@ -1,0 +1,72 @@
+"""Chunks of an exhaustive scan on Dask: ``local:N`` (a ``dask.distributed`` LocalCluster of N worker processes)
+or the address of a running scheduler (``tcp://host:8786``; its workers need rooflaw importable).
+
+Each task scans a range of architecture indices and returns only its non-dominated rows and a few statistics
+(the reduction runs on the workers); the caller merges them exactly. The problem is sent to every worker once.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ...errors import RooflawError, bad
+
+_LOCAL = re.compile(r"local:(\d{1,4})")
+_ADDRESS = re.compile(r"(tcp|tls|inproc|ucx)://[A-Za-z0-9_.\-\[\]:]+")
+
+
+@dataclass(frozen=True)
+class Scheduler:
+    """Where the chunks run: ``workers`` local processes, or the scheduler at ``address``."""
+
+    text: str
+    workers: int | None = None
+    address: str | None = None
+
+
+def parse_scheduler(text: str) -> Scheduler:
+    """``local:N`` (1 ≤ N ≤ 256) or ``tcp://host:port``; anything else raises naming the field."""
+    s = str(text).strip()
+    m = _LOCAL.fullmatch(s)
+    if m:
+        n = int(m.group(1))
+        if not 1 <= n <= 256:
+            raise bad("scheduler", text, "local:N needs 1 ≤ N ≤ 256 worker processes")
+        return Scheduler(s, workers=n)
+    if _ADDRESS.fullmatch(s):
+        return Scheduler(s, address=s)
+    raise bad("scheduler", text, "use local:N (a Dask LocalCluster of N processes) or tcp://host:8786")
+
+
+def _client(sched: Scheduler) -> tuple[Any, Any]:
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise RooflawError("--scheduler needs dask.distributed: pip install 'rooflaw[dist]'") from None
+    if sched.workers is not None:
+        cluster = LocalCluster(n_workers=sched.workers, threads_per_worker=1, processes=True,
+                               dashboard_address=None, silence_logs=logging.ERROR)  # fmt: skip
+        return Client(cluster), cluster
+    try:
+        return Client(sched.address, timeout=10), None
+    except OSError as e:
+        raise bad("scheduler", sched.text, f"no Dask scheduler answers there ({e})") from None
+
+
+def map_ranges(sched: Scheduler, fn: Callable[..., Any], problem: Any, joint: Any,
+               ranges: Sequence[tuple[int, int]], *args: Any) -> tuple[list[Any], int]:  # fmt: skip
+    """``[fn(problem, joint, a, b, *args) for (a, b) in ranges]`` on Dask, in range order, and the worker count."""
+    client, cluster = _client(sched)
+    try:
+        workers = max(1, len(client.scheduler_info().get("workers", {})))
+        p, j = client.scatter([problem, joint], broadcast=True)
+        futures = [client.submit(fn, p, j, a, b, *args, pure=False) for a, b in ranges]
+        return client.gather(futures), workers
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()

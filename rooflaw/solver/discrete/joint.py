@@ -1,0 +1,440 @@
+"""The joint space: architecture × precision × batch × option, enumerated exactly.
+
+A :class:`JointSpace` crosses a problem's architecture space with a list of precisions, of batch sizes and of
+*options* — how an architecture is run (one device by default; multi-device layouts plug in here as
+:class:`Option` objects whose ``columns`` callable returns the cost columns of a layout). For every architecture
+chunk, each (precision, batch, option) combination is evaluated by the one cost assembly
+(:func:`~rooflaw.constraints.evaluate_columns`, vectorised) and the problem's loss law (bound to that precision,
+so a precision-aware law trades bits for effective parameters); each chunk keeps only its non-dominated rows and
+the union is filtered once more, which is exact. Chunks run in-process, on joblib processes or on Dask
+(:mod:`.distributed`, ``scheduler="local:N"`` or ``"tcp://host:8786"``).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ...errors import bad
+from ..problem import Problem
+from .exhaustive import FrontierResult, _frame, _raise_infeasible, _ranges, result_from_row
+from .pareto import pareto_mask
+from .scan_parts import _ARCH, _PATTERN, _VALUES, FRONTIER_COLUMNS, SUB_CHUNK, _Acc, _cat, _n_jobs
+
+#: Objective name -> (column, sign): the frontier minimises sign·column (throughput is maximised).
+JOINT_OBJECTIVES = {"loss": ("loss", 1.0), "latency": ("latency_s", 1.0), "memory": ("memory_bytes", 1.0),
+                    "energy": ("energy_j", 1.0), "throughput": ("tokens_per_s", -1.0)}  # fmt: skip
+#: Cost columns every option returns (per architecture; memory per device).
+COSTS = tuple(k for k in _VALUES if k not in ("loss", "latency_s"))
+#: Serving columns every option reports (the one-device option derives them from the decode time).
+SERVING = ("tokens_per_s", "tokens_per_s_per_user")
+#: What a joint frontier row keeps (numeric): architecture, costs, serving figures and the combination index.
+JOINT_KEEP = _ARCH + _VALUES + _PATTERN + SERVING + ("combo",)
+
+
+@dataclass(frozen=True)
+class Option:
+    """One value of the joint space's ``option`` dimension: how an architecture is run.
+
+    ``columns(cols, problem) -> {column: array}`` returns, for architecture columns ``cols`` under ``problem``
+    (its device, workload with the combination's batch, precision and preset), at least the cost columns
+    ``prefill_s, decode_s, total_s, tpot_s, memory_bytes`` (per device), ``energy_j, params_total,
+    params_active``; optionally ``valid`` (bool: the option applies to that architecture, e.g. a layout that
+    divides its heads), ``tokens_per_s`` / ``tokens_per_s_per_user`` (else derived from the decode time) and the
+    ``extra`` columns, which the frontier carries. ``columns=None`` is the single-device model. ``name`` labels
+    frontier rows (e.g. ``tp=8``); ``meta`` is free data for the option's owner.
+    """
+
+    name: str = "1 device"
+    columns: Callable[[Mapping[str, np.ndarray], Problem], Mapping[str, Any]] | None = None
+    extra: tuple[str, ...] = ()
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+    def evaluate(self, cols: Mapping[str, np.ndarray], problem: Problem) -> dict[str, np.ndarray]:
+        """Cost columns (+ ``valid``, serving and ``extra`` columns) of ``cols`` under ``problem``."""
+        if self.columns is None:
+            from ...constraints import evaluate_columns
+
+            res = dict(evaluate_columns(cols, problem.device, problem.workload, problem.precision, problem.preset))
+        else:
+            res = dict(self.columns(cols, problem))
+        missing = [k for k in COSTS if k not in res]
+        if missing:
+            raise bad("option", self.name, f"returned no {', '.join(missing)}")
+        w = problem.workload
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if "tokens_per_s_per_user" not in res:
+                res["tokens_per_s_per_user"] = w.output_tokens / np.asarray(res["decode_s"], dtype=float)
+            if "tokens_per_s" not in res:
+                res["tokens_per_s"] = w.batch * np.asarray(res["tokens_per_s_per_user"], dtype=float)
+        return res
+
+
+@dataclass(frozen=True)
+class Combo:
+    """One (precision, batch, option) combination and the problem variant that evaluates it."""
+
+    index: int
+    precision: str
+    batch: int
+    option: Option
+    problem: Problem
+
+
+@dataclass(frozen=True)
+class JointSpace:
+    """Precisions × batches × options to cross with a problem's architecture space.
+
+    Empty ``precisions`` / ``batches`` mean the problem's own; ``options`` defaults to the single device.
+    Precisions are texts or :class:`~rooflaw.constraints.Precision` objects (``bf16``, ``fp8``, ``nvfp4``,
+    ``w4a16kv8``…), batches positive integers.
+    """
+
+    precisions: tuple[Any, ...] = ()
+    batches: tuple[int, ...] = ()
+    options: tuple[Option, ...] = (Option(),)
+
+    def __post_init__(self) -> None:
+        from ...constraints import Precision
+
+        put = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731
+        put("precisions", tuple(Precision.parse(p) for p in _seq(self.precisions, "precisions")))
+        bs = _seq(self.batches, "batches")
+        for b in bs:
+            if isinstance(b, bool) or not isinstance(b, (int, np.integer)) or b <= 0:
+                raise bad("batches", b, "must be positive integers")
+        put("batches", tuple(int(b) for b in bs))
+        opts = _seq(self.options, "options")
+        if not opts or not all(isinstance(o, Option) for o in opts):
+            raise bad("options", self.options, "expected one or more Option objects")
+        names = [o.name for o in opts]
+        if len(set(names)) != len(names):
+            raise bad("options", ",".join(names), "option names must be distinct")
+        put("options", opts)
+        if len({p.name for p in self.precisions}) != len(self.precisions):
+            raise bad("precisions", ",".join(p.name for p in self.precisions), "given twice")
+        if len(set(self.batches)) != len(self.batches):
+            raise bad("batches", ",".join(map(str, self.batches)), "given twice")
+
+    def combos(self, problem: Problem) -> list[Combo]:
+        """Every (precision, batch, option) with its problem variant, precision-major then batch then option."""
+        precs = self.precisions or (problem.precision,)
+        batches = self.batches or (problem.workload.batch,)
+        out = []
+        for p in precs:
+            for b in batches:
+                q = variant(problem, p, b)
+                for o in self.options:
+                    out.append(Combo(len(out), p.name, b, o, q))
+        return out
+
+    def size(self, problem: Problem) -> int:
+        """Joint points: architectures × combinations."""
+        n = max(1, len(self.precisions)) * max(1, len(self.batches)) * len(self.options)
+        return problem.space.size * n
+
+
+def _seq(v: Any, name: str) -> tuple[Any, ...]:
+    if isinstance(v, (str, bytes)) or not isinstance(v, Sequence):
+        raise bad(name, v, "expected a list")
+    return tuple(v)
+
+
+def variant(problem: Problem, precision: Any, batch: int) -> Problem:
+    """``problem`` at another precision and batch: same law (bound again to the precision's bits), space,
+    device and budgets."""
+    from ...constraints import Precision
+    from ...objectives.precision_law import bind_precision
+
+    p = Precision.parse(precision)
+    q = copy.copy(problem)
+    put = lambda k, v: object.__setattr__(q, k, v)  # noqa: E731
+    put("precision", p)
+    put("workload", dataclasses.replace(problem.workload, batch=int(batch)))
+    put("law", bind_precision(problem.law, p, problem.allow_extrapolation))
+    return q
+
+
+def check_joint_objectives(objectives: Any) -> tuple[str, ...]:
+    """Objective names (``loss`` first, then distinct ones of latency, memory, energy, throughput)."""
+    if isinstance(objectives, str):
+        objectives = [o.strip() for o in objectives.split(",") if o.strip()]
+    objs = tuple(objectives)
+    if not objs or objs[0] != "loss" or len(set(objs)) != len(objs) or any(o not in JOINT_OBJECTIVES for o in objs):
+        raise bad("objectives", ",".join(objs), "must start with loss, then distinct ones of latency, memory, "
+                  "energy, throughput")  # fmt: skip
+    return objs
+
+
+def _matrix(d: Mapping[str, np.ndarray], objectives: tuple[str, ...], idx: Any = slice(None)) -> np.ndarray:
+    cols = (JOINT_OBJECTIVES[o] for o in objectives)
+    return np.column_stack([s * np.asarray(d[c], dtype=float)[idx] for c, s in cols])
+
+
+def _filter(front: dict[str, np.ndarray], objectives: tuple[str, ...]) -> dict[str, np.ndarray]:
+    if not len(front["loss"]):
+        return front
+    m = pareto_mask(_matrix(front, objectives))
+    return {k: v[m] for k, v in front.items()}
+
+
+def evaluate_chunk(combos: Sequence[Combo], cols: Mapping[str, np.ndarray], extra: tuple[str, ...] = ()):
+    """For each combination: ``(combo, v, n)`` with ``v`` its evaluated columns (:data:`JOINT_KEEP` + ``extra``,
+    ``feasible``, ``finite``) and ``n`` the architectures of the chunk. Parameter counts and the law inputs are
+    computed once per chunk; architectures outside the law's fitted domain (which can be neither feasible nor part
+    of the diagnostics) are left out of ``v`` before the cost model runs (``v`` is None when none is left)."""
+    from ...objectives import law_inputs
+
+    base = combos[0].problem
+    n_all = len(cols["layers"])
+    inputs = law_inputs(cols, tokens=base.tokens)
+    if not base.allow_extrapolation:
+        inside = np.broadcast_to(np.asarray(base.law.in_domain(inputs), dtype=bool), (n_all,))
+        if not inside.all():
+            idx = np.flatnonzero(inside)
+            cols = {k: np.asarray(v)[idx] if np.ndim(v) else v for k, v in cols.items()}
+            inputs = {k: np.asarray(v)[idx] if np.ndim(v) else v for k, v in inputs.items()}
+    n = len(cols["layers"])
+    if n == 0:
+        for c in combos:
+            yield c, None, n_all
+        return
+    losses: dict[str, np.ndarray] = {}
+    for c in combos:
+        q = c.problem
+        if c.precision not in losses:
+            losses[c.precision] = np.broadcast_to(q.law.evaluate(inputs), (n,))
+        res = c.option.evaluate(cols, q)
+        v = {k: np.asarray(res[k], dtype=float) for k in COSTS + SERVING}
+        v |= {k: np.broadcast_to(np.asarray(res.get(k, np.nan), dtype=float), (n,)) for k in extra}
+        v["loss"] = losses[c.precision]
+        v["latency_s"] = np.asarray(res[q.latency_column], dtype=float)
+        valid = np.broadcast_to(np.asarray(res.get("valid", True), dtype=bool), (n,))
+        finite = np.isfinite(v["loss"]) & valid
+        feas = finite.copy()
+        for col, bound in q.budgets().values():
+            feas &= v[col] <= bound
+        for k in _ARCH:
+            v[k] = cols[k]
+        for k in _PATTERN:
+            v[k] = cols[k] if k in cols else np.zeros(n)
+        v["combo"] = np.full(n, float(c.index))
+        v["finite"], v["feasible"] = finite, feas
+        yield c, v, n_all
+
+
+def _account(acc: _Acc, q: Problem, v: dict[str, np.ndarray] | None, n: int, objectives: tuple[str, ...],
+             keep: tuple[str, ...]) -> None:  # fmt: skip
+    """Add one combination of a chunk of ``n`` architectures to ``acc`` (counts, best points, diagnostics,
+    frontier); ``v`` holds the evaluated ones (None: none was inside the law's domain)."""
+    acc.evaluated += n
+    if v is None:
+        return
+    fi = np.flatnonzero(v["finite"])
+    feas = np.flatnonzero(v["feasible"])
+    acc.feasible += len(feas)
+    budgets = q.budgets()
+    if len(fi):
+        acc.best_any = _better_joint(acc.best_any, _row(v, _argbest(v, fi), keep))
+        ratio, ratios = None, {}
+        for name, (col, bound) in budgets.items():
+            vals = v[col][fi]
+            acc.minimum[name] = min(acc.minimum.get(name, math.inf), float(vals.min()))
+            if acc.feasible == 0:
+                ratios[name] = vals / bound
+                ratio = ratios[name] if ratio is None else np.maximum(ratio, ratios[name])
+        if ratio is not None:
+            j = int(np.argmin(ratio))
+            if acc.closest is None or ratio[j] < acc.closest[0]:
+                acc.closest = (float(ratio[j]), {nm: float(r[j]) for nm, r in ratios.items()}
+                               | {f"{nm}_value": float(v[budgets[nm][0]][fi[j]]) for nm in budgets})  # fmt: skip
+    if not len(feas):
+        return
+    acc.best = _better_joint(acc.best, _row(v, _argbest(v, feas), keep))
+    m = pareto_mask(_matrix(v, objectives, feas))
+    acc.front = _cat(acc.front, {k: np.asarray(v[k])[feas[m]] for k in keep})
+    if len(acc.front["loss"]) > 20_000:
+        acc.front = _filter(acc.front, objectives)
+
+
+def _row(v: Mapping[str, np.ndarray], i: int, keep: tuple[str, ...]) -> dict[str, float]:
+    return {k: float(v[k][i]) for k in keep}
+
+
+def _argbest(v: Mapping[str, np.ndarray], idx: np.ndarray) -> int:
+    loss = v["loss"][idx]
+    tie = idx[loss == loss.min()]
+    lat = v["latency_s"][tie]
+    tie = tie[lat == lat.min()]
+    return int(tie[np.argmin(v["combo"][tie])])
+
+
+def scan_range(problem: Problem, joint: JointSpace, start: int, stop: int, objectives: tuple[str, ...],
+               sub_chunk: int = SUB_CHUNK) -> _Acc:  # fmt: skip
+    """Architecture indices ``[start, stop)`` × every combination: an accumulator holding only non-dominated rows
+    (the unit of work of the in-process, joblib and Dask runs)."""
+    combos = joint.combos(problem)
+    extra = tuple(dict.fromkeys(k for o in joint.options for k in o.extra))
+    keep = JOINT_KEEP + extra
+    acc = _Acc()
+    for s in range(start, stop, sub_chunk):
+        t0 = time.process_time()
+        cols = problem.space.columns_at(np.arange(s, min(s + sub_chunk, stop), dtype=np.int64), np.float64)
+        for c, v, n in evaluate_chunk(combos, cols, extra):
+            _account(acc, c.problem, v, n, objectives, keep)
+        acc.eval_s += time.process_time() - t0  # CPU seconds of the worker
+    if acc.front is not None:
+        acc.front = _filter(acc.front, objectives)
+    return acc
+
+
+def merge(parts: Sequence[_Acc], objectives: tuple[str, ...]) -> _Acc:
+    """The exact union of per-range accumulators (parts in range order)."""
+    acc = _Acc()
+    for p in parts:
+        acc.evaluated += p.evaluated
+        acc.feasible += p.feasible
+        acc.best = _better_joint(acc.best, p.best)
+        acc.best_any = _better_joint(acc.best_any, p.best_any)
+        for k, m in p.minimum.items():
+            acc.minimum[k] = min(acc.minimum.get(k, math.inf), m)
+        if p.closest is not None and (acc.closest is None or p.closest[0] < acc.closest[0]):
+            acc.closest = p.closest
+        if p.front is not None:
+            acc.front = _cat(acc.front, p.front)
+        acc.eval_s += p.eval_s
+    if acc.front is not None:
+        acc.front = _filter(acc.front, objectives)
+    return acc
+
+
+def _better_joint(a: dict[str, float] | None, b: dict[str, float] | None) -> dict[str, float] | None:
+    if a is None or b is None:
+        return a if b is None else b
+    return a if (a["loss"], a["latency_s"], a["combo"]) <= (b["loss"], b["latency_s"], b["combo"]) else b
+
+
+def run(problem: Problem, joint: JointSpace, objectives: tuple[str, ...], n_jobs: int | None = None,
+        scheduler: str | None = None, chunk: int = SUB_CHUNK) -> tuple[_Acc, dict[str, float]]:  # fmt: skip
+    """Scan the joint space: in-process, on ``n_jobs`` joblib processes, or on Dask when ``scheduler`` is given."""
+    size = problem.space.size
+    combos = len(joint.combos(problem))
+    t0 = time.perf_counter()
+    if scheduler is not None:
+        from .distributed import map_ranges, parse_scheduler
+
+        sched = parse_scheduler(scheduler)
+        ranges = _ranges(size, max(2, sched.workers or 2) * 2, chunk)
+        parts, workers = map_ranges(sched, scan_range, problem, joint, ranges, objectives, chunk)
+        jobs = workers
+    else:
+        jobs = _n_jobs(n_jobs, size * combos)
+        ranges = _ranges(size, jobs, chunk)
+        if jobs == 1:
+            parts = [scan_range(problem, joint, a, b, objectives, chunk) for a, b in ranges]
+        else:
+            from joblib import Parallel, delayed
+
+            parts = Parallel(n_jobs=jobs, backend="loky")(
+                delayed(scan_range)(problem, joint, a, b, objectives, chunk) for a, b in ranges
+            )
+    wall = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    acc = merge(parts, objectives)
+    timings = {"eval_seconds": wall, "pareto_seconds": time.perf_counter() - t1, "eval_cpu_seconds": acc.eval_s,
+               "n_jobs": jobs, "tasks": len(ranges)}  # fmt: skip
+    return acc, timings
+
+
+def _joint_frame(problem: Problem, joint: JointSpace, d: dict[str, np.ndarray] | None) -> Any:
+    """The frontier table: :data:`FRONTIER_COLUMNS`, then precision, batch, option, the serving columns and the
+    options' extra columns; sorted by latency, loss, combination and architecture (deterministic)."""
+    combos = joint.combos(problem)
+    extra = tuple(dict.fromkeys(k for o in joint.options for k in o.extra))
+    if d is None:
+        d = {k: np.empty(0) for k in JOINT_KEEP + extra}
+    import pandas as pd
+
+    # sorted on the full key first, so that the rows do not depend on how the work was split
+
+    raw = pd.DataFrame({k: d[k] for k in JOINT_KEEP + extra})
+    order = ["latency_s", "loss", "combo", *_ARCH, *_PATTERN]
+    raw = raw.sort_values(order, kind="stable").reset_index(drop=True)
+    df = _frame({k: raw[k].to_numpy() for k in _ARCH + _VALUES + _PATTERN}, sort=("latency_s",))  # stable: kept
+    idx = raw["combo"].to_numpy().astype(np.int64)
+    df["precision"] = [combos[i].precision for i in idx]
+    df["batch"] = np.array([combos[i].batch for i in idx], dtype=np.int64)
+    df["option"] = [combos[i].option.name for i in idx]
+    for k in SERVING + extra:
+        df[k] = raw[k].to_numpy()
+    lead = list(FRONTIER_COLUMNS) + ["precision", "batch", "option", *SERVING, *extra]
+    return df[lead + [c for c in df.columns if c not in lead]]
+
+
+@dataclasses.dataclass(eq=False)
+class JointFrontierResult(FrontierResult):
+    """A :class:`FrontierResult` over a joint space; ``frontier`` rows say their precision, batch and option."""
+
+    combinations: int = 1
+    architectures: int = 0
+
+    def table(self) -> Any:
+        extra = [k for k in _PATTERN if k in self.frontier and self.frontier[k].any()]
+        cols = list(FRONTIER_COLUMNS) + ["precision", "batch", "option", *SERVING] + extra
+        cols += [c for c in self.frontier.columns if c not in cols and c not in ("vocab", "tied", "total_s",
+                 "tpot_s", "params_total", "params_active", "local_layers", "window", "d_m")]  # fmt: skip
+        return self.frontier[[c for c in cols if c in self.frontier]]
+
+    def to_dict(self) -> dict[str, Any]:
+        return super().to_dict() | {"combinations": self.combinations, "architectures": self.architectures}
+
+
+def joint_frontier(problem: Problem, joint: JointSpace | None = None, objectives: Any = ("loss", "latency"),
+                   n_jobs: int | None = None, scheduler: str | None = None,
+                   chunk: int = SUB_CHUNK) -> JointFrontierResult:  # fmt: skip
+    """The exact Pareto frontier of ``problem.space`` × ``joint`` over ``objectives`` (loss first; latency of the
+    problem's phase, memory, energy, throughput = aggregate tokens/s, maximised), feasible points only.
+    ``scheduler``: ``local:N`` (a Dask LocalCluster of N worker processes) or a Dask scheduler address
+    (``tcp://host:8786``); else ``n_jobs`` joblib processes. Raises :class:`Infeasible` when nothing is feasible."""
+    joint = JointSpace() if joint is None else joint
+    objs = check_joint_objectives(objectives)
+    acc, t = run(problem, joint, objs, n_jobs, scheduler, chunk)
+    if acc.feasible == 0:
+        _raise_infeasible(problem, acc)
+    combos = len(joint.combos(problem))
+    return JointFrontierResult(
+        frontier=_joint_frame(problem, joint, acc.front), objectives=objs, evaluated=acc.evaluated,
+        feasible=acc.feasible, eval_seconds=t["eval_seconds"], pareto_seconds=t["pareto_seconds"],
+        space=f"{problem.space.name} x {combos} combinations", phase=problem.phase, timings=t,
+        combinations=combos, architectures=problem.space.size,
+    )  # fmt: skip
+
+
+def solve_joint(problem: Problem, joint: JointSpace | None = None, n_jobs: int | None = None,
+                scheduler: str | None = None) -> Any:  # fmt: skip
+    """The lowest-loss feasible point of the joint space (ties: lower latency, then the earlier combination), with
+    its precision, batch and option in ``extra`` and the loss–latency frontier."""
+    joint = JointSpace() if joint is None else joint
+    acc, t = run(problem, joint, ("loss", "latency"), n_jobs, scheduler)
+    if acc.feasible == 0 or acc.best is None:
+        _raise_infeasible(problem, acc)
+    combos = joint.combos(problem)
+    c = combos[int(acc.best["combo"])]
+    res = result_from_row(
+        c.problem, acc.best, "exhaustive", acc.best_any,
+        frontier=_joint_frame(problem, joint, acc.front),
+        timings={"evaluate": t["eval_seconds"], "pareto": t["pareto_seconds"]},
+        notes=[f"{acc.evaluated:,} joint points ({problem.space.size:,} architectures x {len(combos)} precision/"
+               f"batch/option combinations) evaluated, {acc.feasible:,} feasible; best at precision {c.precision}, "
+               f"batch {c.batch}, option {c.option.name}"],
+        extra={"evaluated": acc.evaluated, "feasible": acc.feasible, "space": problem.space.name,
+               "precision": c.precision, "batch": c.batch, "option": c.option.name},
+    )  # fmt: skip
+    return res
