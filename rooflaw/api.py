@@ -37,6 +37,7 @@ _MODULES: dict[str, str] = {
     "rooflaw.solver.compare": "compare",
     "rooflaw.solver.explain_discrete": "explain_discrete explain_text",
     "rooflaw.constraints.breakdown": "OP_COLUMNS op_rows throughput",
+    "rooflaw.constraints.steps": "STEP_COLUMNS decode_step_table step_rows",
     "rooflaw.constraints.theory": "theory_expressions",
     "rooflaw.constraints.published": "load_cases",
     "rooflaw.constraints.fit_efficiency": "efficiency_errors fit_efficiencies held_out_errors median_abs_error",
