@@ -34,6 +34,7 @@ _MODULES: dict[str, str] = {
     "FrontierResult LatencyBudget MemoryBudget Problem Result SearchResult closed_form derive_theorems frontier "
     "hypervolume pareto_mask register_method round_solution search solve solve_exhaustive solve_gp solve_optuna",
     "rooflaw.solver.search.study": "search_frontier",
+    "rooflaw.solver.jobs": "cpu_count resolve_jobs",
     "rooflaw.solver.compare": "compare",
     "rooflaw.solver.explain_discrete": "explain_discrete explain_text",
     "rooflaw.constraints.breakdown": "OP_COLUMNS op_rows throughput",

@@ -32,6 +32,7 @@ from ...errors import ExternalError, Infeasible, RooflawError, bad
 from ..discrete.exhaustive import _KEEP, FRONTIER_COLUMNS, OBJECTIVES, check_objectives, evaluate_lean, result_from_row
 from ..discrete.pareto import hypervolume, pareto_mask
 from ..infeasible import no_finite_loss, report
+from ..jobs import cpu_count
 from ..problem import Problem
 from ..reference import space_reference
 from ..result import FrontierView, Result
@@ -345,6 +346,8 @@ def search(
         raise bad("n_trials", n_trials, "must be a positive integer")
     if isinstance(workers, bool) or not isinstance(workers, int) or workers <= 0:
         raise bad("workers", workers, "must be a positive integer")
+    if workers > cpu_count():  # more would only queue on the CPUs (and each holds a study connection)
+        raise bad("workers", workers, f"this machine has {cpu_count()} CPUs: use 1 to {cpu_count()}")
     if reference is not None and len(reference) != len(objs):
         raise bad("reference", list(reference), f"needs {len(objs)} values ({','.join(objs)})")
     if workers > 1 and safety.is_memory_storage(storage):
