@@ -210,19 +210,20 @@ def _run_worker(
     ran = 0
     if progress is not None:
         progress(done, n_trials)
-    while done < n_trials:
-        trial = study.ask()
-        try:
-            trial.set_user_attr("owner", safety.owner_tag())
-            values = obj(trial)
-        except BaseException:
-            study.tell(trial, state=TrialState.FAIL)
-            raise
-        study.tell(trial, values)
-        ran += 1
-        done = _n_complete(study) if shared else done + 1
-        if progress is not None:
-            progress(done, n_trials)
+    with safety.Heartbeat(study._storage) as beat:
+        while done < n_trials:
+            trial = study.ask()
+            try:
+                beat.start(trial)
+                values = obj(trial)
+            except BaseException:
+                beat.finish(lambda t=trial: study.tell(t, state=TrialState.FAIL))
+                raise
+            beat.finish(lambda t=trial, v=values: study.tell(t, v))
+            ran += 1
+            done = _n_complete(study) if shared else done + 1
+            if progress is not None:
+                progress(done, n_trials)
     return {"ran": ran, "evaluations": obj.evaluations, "measurements": obj.measurements}
 
 
