@@ -302,6 +302,8 @@ def fit_law(
         law = get_law(law)
     if method not in ("huber", "nls"):
         raise RooflawError(f"method={method!r}: use 'huber' or 'nls'")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**63:
+        raise RooflawError(f"seed={seed!r}: must be a non-negative integer")
     subsample = SUBSAMPLE_ROWS if subsample is None else subsample
     if isinstance(subsample, bool) or not isinstance(subsample, (int, np.integer)) or subsample < 0:
         raise RooflawError(f"subsample={subsample!r}: must be a number of rows (0: use every row)")

@@ -106,6 +106,11 @@ def step_nodes(n_steps: int, nodes: int | None = None) -> tuple[np.ndarray, np.n
     return tau, w
 
 
+def _nodes_note(n_steps: int) -> str:
+    return (f"decode steps priced at {len(step_nodes(n_steps)[0])} nodes of {n_steps} (an upper bound, exact except on "
+            "the segment where an operator switches bound; the rounded answer is checked on every step)")  # fmt: skip
+
+
 def _log_steps(y: Any, p0: Posy, p1: Posy, tau: np.ndarray, log_w: np.ndarray, log_ref: np.ndarray):
     """log of w_k·(p0 + τ_k·p1)(ref·e^y) for every node τ_k: a vector of convex expressions (one atom)."""
     import cvxpy as cp
@@ -311,14 +316,7 @@ def solve_gp_full(problem: Any, fix: Mapping[str, float] | None = None, solver: 
             if problem.workload.batch > 1
             else " (exact at batch 1)"
         ),
-        *(
-            [
-                f"decode steps priced at {len(step_nodes(br.S_out)[0])} nodes of {br.S_out} (an upper bound: exact except "
-                "on the segment where an operator switches bound; the rounded answer is checked on every step)"
-            ]
-            if br.S_out > STEP_NODES + 1
-            else []
-        ),  # fmt: skip
+        *([_nodes_note(br.S_out)] if br.S_out > STEP_NODES + 1 else []),
         f"branches: {', '.join(f'{k} {v:.6g}' if isinstance(v, float) else f'{k} {v}' for k, v in summary.items())}"
         + (f"; MoE branch at K = {br.K:g} (top_k enters {', '.join(br.k_dependent)})" if br.moe else ""),
     ]

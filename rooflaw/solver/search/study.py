@@ -347,6 +347,9 @@ def search(
         raise bad("n_trials", n_trials, "must be a positive integer")
     if isinstance(workers, bool) or not isinstance(workers, int) or workers <= 0:
         raise bad("workers", workers, "must be a positive integer")
+    top = 2**32 - 1 - 7919 * (workers - 1)  # worker i seeds its sampler with seed + 7919·i; optuna takes < 2³²
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= top):
+        raise bad("seed", seed, f"must be an integer from 0 to {top}")
     if workers > cpu_count():  # more would only queue on the CPUs (and each holds a study connection)
         raise bad("workers", workers, f"this machine has {cpu_count()} CPUs: use 1 to {cpu_count()}")
     if reference is not None and len(reference) != len(objs):
