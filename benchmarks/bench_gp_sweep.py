@@ -21,8 +21,7 @@ import time
 
 import numpy as np
 
-from rooflaw import Problem, Workload, evaluate_columns, get_device, solve
-from rooflaw.errors import ExternalError, Infeasible, RooflawError
+from rooflaw import Infeasible, Problem, RooflawError, Workload, evaluate_columns, get_device, solve
 
 DEVICES = ("jetson-agx-orin-64gb", "l4", "h100-sxm")
 BATCHES = (1, 8)
@@ -62,10 +61,8 @@ def run(quick: bool = False) -> list[dict]:
                            relaxed_latency_s=r.extra["gp"]["values"]["latency"])  # fmt: skip
             except Infeasible as e:
                 row.update(status=3, error=str(e)[:200])
-            except ExternalError as e:
-                row.update(status=4, error=str(e)[:200])
-            except RooflawError as e:
-                row.update(status=2, error=str(e)[:200])
+            except RooflawError as e:  # ExternalError (a solver failure) is exit 4, other errors exit 2
+                row.update(status=4 if type(e).__name__ == "ExternalError" else 2, error=str(e)[:200])
             row["seconds"] = time.perf_counter() - t0
             rows.append(row)
             print(json.dumps(row), flush=True)
