@@ -54,3 +54,48 @@ def test_unfailing_clarabel_is_used_first():
     assert solve_with_fallback(prob, None, ({},)) == "optimal"
     assert prob.solver_stats.solver_name == "CLARABEL"
     assert float(prob.value) == pytest.approx(4.0, rel=1e-6)
+
+
+# ---- the decode-step node bound and a CI subset of the 72-problem sweep (benchmarks/bench_gp_sweep.py) ----------
+def test_step_nodes_bound_every_convex_two_piece_cost_and_are_exact_on_affine_ones():
+    import numpy as np
+
+    from rooflaw.solver.relaxation.gp_full import STEP_NODES, step_nodes
+
+    rng = np.random.default_rng(0)
+    for S in (1, 2, STEP_NODES + 1, STEP_NODES + 2, 256, 1000, 4097):
+        tau, w = step_nodes(S)
+        t = np.arange(1, S + 1, dtype=float)
+        assert tau[0] == 1 and tau[-1] == S and np.all(w > 0) and w.sum() == pytest.approx(S, rel=1e-12)
+        if S <= STEP_NODES + 1:
+            assert len(tau) == S and np.all(w == 1)  # every step is a node: exact
+        for _ in range(50):
+            a0, b0 = rng.uniform(0, 10, 2)
+            a1, b1 = rng.uniform(0, 1, 2)
+            aff = a0 + a1 * t
+            assert (w * (a0 + a1 * tau)).sum() == pytest.approx(aff.sum(), rel=1e-12)
+            f = np.maximum(a0 + a1 * t, b0 + b1 * t)  # one kink: the shape of every decode cost
+            bound = (w * np.maximum(a0 + a1 * tau, b0 + b1 * tau)).sum()
+            assert bound >= f.sum() * (1 - 1e-12)
+            assert bound <= f.sum() * (1 + 4.0 / max(len(tau) - 1, 1))  # only the kink's segment over-states
+
+
+SWEEP = [  # (device, batch, input, output, attention, total-latency budget in s)
+    ("jetson-agx-orin-64gb", 8, 4096, 256, "fused", 0.5),  # the failing example
+    ("l4", 1, 4096, 256, "unfused", 0.27),
+    ("h100-sxm", 8, 1024, 16, "unfused", 0.03),
+]
+
+
+@pytest.mark.parametrize("dev,B,s_in,s_out,att,budget", SWEEP, ids=[f"{c[0]}-b{c[1]}-{c[3]}-{c[4]}" for c in SWEEP])
+def test_gp_sweep_subset_solves_with_clarabel_and_meets_the_budget(dev, B, s_in, s_out, att, budget):
+    from rooflaw import Problem, Workload, solve
+
+    p = Problem(device=dev, workload=Workload(B, s_in, s_out, att), latency_budget=budget, phase="total")
+    r = solve(p, "gp")
+    gp = r.extra["gp"]
+    assert gp["status"] == "optimal" and gp["solver"] == "CLARABEL"  # no fallback to SCS needed
+    assert r.latency_s["total"] <= budget * (1 + 1e-9)  # the rounded answer, exact cost model
+    # the relaxed optimum's exact latency (every decode step summed) meets the budget: the node bound is conservative
+    assert gp["values"]["latency"] <= budget * (1 + 1e-6)
+    assert r.continuous_loss is not None and r.continuous_loss <= r.loss + 0.05

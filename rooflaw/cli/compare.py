@@ -37,6 +37,7 @@ def compare(
     """Your model against the best of a space: lowest loss at its latency, fastest at its loss (paper Fig. 8a)."""
     from .evaluate import load_arch
 
+    api.resolve_jobs(n_jobs, "n-jobs")
     a = load_arch(hf_config, arch, arch_file)
     prob = build_problem(device, law, space, phase, precision, batch, input_tokens, output_tokens, preset, tokens,
                          None, memory_budget, None, attention=attention,

@@ -8,7 +8,7 @@ import typer
 
 from ..errors import RooflawError
 from . import app
-from .common import PLOT_SUFFIXES, atomic_output, check_output, console, esc, print_json, table
+from .common import PLOT_SUFFIXES, atomic_output, check_output, console, err_console, esc, print_json, table
 
 
 def _mapping(items: list[str]) -> dict[str, str]:
@@ -60,8 +60,8 @@ def fit_cmd(
     if not json and sys.stderr.isatty():
         from rich.progress import Progress
 
-        with Progress(transient=True, console=console) as prog:
-            task = prog.add_task("fitting", total=None)
+        with Progress(transient=True, console=err_console) as prog:  # stderr: stdout stays the answer
+            task = prog.add_task(f"fitting {len(df):,} rows", total=None)
 
             def cb(done: int, total: int) -> None:
                 prog.update(task, completed=done, total=total)
@@ -86,4 +86,7 @@ def fit_cmd(
     if res.n_holdout:
         line += f"   held out ({res.n_holdout}): R² {res.r2_holdout:.4f}   RMSE {res.rmse_holdout:.4g}"
     console.print(line, highlight=False)
-    console.print(f"starts {res.n_starts}, converged {res.n_converged}", highlight=False)
+    line = f"starts {res.n_starts}, converged {res.n_converged}"
+    if res.subsample:
+        line += f" (on a seeded subsample of {res.subsample:,} rows; the best refined on all {res.n_points:,})"
+    console.print(line, highlight=False)

@@ -8,7 +8,6 @@ from typing import Optional
 import typer
 
 from .. import api
-from ..errors import bad
 from ..units import fmt_bytes, fmt_time
 from . import app
 from .common import (
@@ -69,16 +68,12 @@ def frontier(
     as_json: bool = typer.Option(False, "--json", help="One JSON object, SI units."),
 ) -> None:
     """Evaluate every point of a space and print its exact Pareto frontier (feasible points only)."""
-    import os
-
     from ..api import frontier as run
 
     if plot is not None:
         api.check_figure_path(plot, "plot")
 
-    cpus = os.cpu_count() or 1
-    if n_jobs == 0 or not -cpus <= n_jobs <= cpus:
-        raise bad("n-jobs", n_jobs, f"this machine has {cpus} CPUs: use 1 to {cpus}, or -1 for all")
+    api.resolve_jobs(n_jobs, "n-jobs")
 
     if out is not None:
         check_output(out, "--out")

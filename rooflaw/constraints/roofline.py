@@ -389,21 +389,10 @@ def decode_steps(
 ) -> list[dict[str, float]]:
     """Latency of every decode step t = 1..S_out (context S_in + t), one dict per step.
 
-    Evaluates each step as a one-step decode at its own context, independently of the closed-form
-    sum used by :func:`evaluate` -- the two agree exactly (a test checks it).
+    Each step is a one-step decode at its own context, independently of the closed-form sum used by
+    :func:`evaluate` -- the two agree exactly (a test checks it). All steps are evaluated in one vectorised
+    pass (:func:`rooflaw.constraints.steps.decode_step_table`, which returns the same as arrays).
     """
-    workload = workload or Workload()
-    steps = []
-    for step in range(1, workload.output_tokens + 1):
-        w = Workload(workload.batch, workload.input_tokens + step - 1, 1, workload.attention)
-        rep = evaluate(arch, device, w, precision, preset, tiles, engine)
-        steps.append(
-            {
-                "step": step,
-                "context": workload.input_tokens + step,
-                "seconds": rep.decode_s,
-                "flops": rep.decode_flops,
-                "bytes": rep.decode_bytes,
-            }
-        )
-    return steps
+    from .steps import decode_step_table, step_rows
+
+    return step_rows(decode_step_table(arch, device, workload, precision, preset, tiles, engine))

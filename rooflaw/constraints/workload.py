@@ -6,6 +6,9 @@ from dataclasses import dataclass
 
 from ..errors import bad
 
+#: Largest batch or token count: every integer up to 2⁵³ is exact in the float64 cost model.
+MAX_COUNT = 2**53
+
 
 @dataclass(frozen=True)
 class Workload:
@@ -28,6 +31,8 @@ class Workload:
             v = getattr(self, key)
             if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
                 raise bad(key, v, "must be a positive integer")
+            if v > MAX_COUNT:  # beyond 2⁵³ float64 arithmetic would silently round it
+                raise bad(key, v, f"must be at most 2**53 = {MAX_COUNT:,}")
         if self.attention not in ("unfused", "fused"):
             raise bad("attention", self.attention, "must be unfused or fused")
 

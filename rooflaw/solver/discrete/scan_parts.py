@@ -3,7 +3,6 @@ evaluation of a chunk of candidates, the running accumulator and its small helpe
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -122,8 +121,7 @@ def _better(a: dict[str, float] | None, b: dict[str, float] | None) -> dict[str,
 
 
 def _n_jobs(n_jobs: int | None, size: int) -> int:
-    if n_jobs is None:
-        n_jobs = -1
-    if n_jobs < 0:
-        n_jobs = max(1, (os.cpu_count() or 1) + 1 + n_jobs)
-    return 1 if size < PARALLEL_MIN else max(1, int(n_jobs))
+    from ..jobs import resolve_jobs  # refuses 0 and more than the CPU count (exit 2), never clips
+
+    jobs = resolve_jobs(n_jobs)
+    return 1 if size < PARALLEL_MIN else jobs

@@ -19,8 +19,11 @@ _SETTINGS: dict[str, tuple[dict[str, Any], ...]] = {
 }
 
 
-def solve_with_fallback(prob: Any, solver: str | None, clarabel_ladder: Sequence[dict[str, Any]] = ({},)) -> str:
-    """Solve the DGP ``prob``; returns its status (``optimal``, ``infeasible``, ``optimal_inaccurate``).
+def solve_with_fallback(
+    prob: Any, solver: str | None, clarabel_ladder: Sequence[dict[str, Any]] = ({},), gp: bool = True
+) -> str:
+    """Solve ``prob`` (a DGP, or with ``gp=False`` a DCP program); returns its status (``optimal``,
+    ``infeasible``, ``optimal_inaccurate``).
 
     ``solver`` None or ``CLARABEL``: Clarabel over ``clarabel_ladder``, then SCS and ECOS if installed.
     Another named solver is used alone. Raises :class:`ExternalError` naming every solver tried.
@@ -41,7 +44,7 @@ def solve_with_fallback(prob: Any, solver: str | None, clarabel_ladder: Sequence
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    prob.solve(gp=True, **kw)
+                    prob.solve(gp=gp, **kw)
             except (cp.error.SolverError, ValueError, ArithmeticError) as e:
                 why = str(e).splitlines()[0][:120] if str(e) else type(e).__name__
                 continue

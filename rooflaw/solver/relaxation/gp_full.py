@@ -2,8 +2,11 @@
 
 The posynomials (one per operator and phase, memory, energy; dense and MoE branches) come from the posynomial
 backend of the cost model, :mod:`rooflaw.constraints.posynomial` (its docstring states the substitutions and the
-expert-coverage stand-in). This module splits the space into branches, builds the cvxpy problem of each, solves it
-and reports the best branch.
+expert-coverage stand-in). This module splits the space into branches, builds the convex program of each (the GP
+written in log space, see below), solves it and reports the best branch. Decodes longer than ``STEP_NODES + 1``
+steps are priced at ``STEP_NODES + 1`` nodes (:func:`step_nodes`: a conservative bound, exact away from the one
+segment per operator where it switches bound) -- pricing all 256 steps of a 4096/256 decode made a problem of
+7 000 cone rows on which Clarabel stalled and SCS needed ~100 s; 33 nodes make ~1 200 rows (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -63,77 +66,98 @@ def branches(problem: Any) -> list[Branch]:
     return out
 
 
-# ---- the GP --------------------------------------------------------------------------------------
-class _Basis:
-    """All monomials of one cvxpy problem, computed once with ``gmatmul``; posynomials index into it."""
-
-    def __init__(self) -> None:
-        self.keys: dict[tuple[float, ...], int] = {}
-
-    def idx(self, p: Posy) -> list[int]:
-        out = []
-        for row in p.A:
-            k = tuple(np.round(row, 12))
-            out.append(self.keys.setdefault(k, len(self.keys)))
-        return out
-
-    def expr(self, u: Any, log_ref: np.ndarray):
-        """Monomials of x = ref·u (u ~ 1 over the box: better conditioned exponential cones)."""
-        import cvxpy as cp
-
-        A = np.array(list(self.keys), dtype=float).reshape(-1, len(VARS))
-        self.log_ref = log_ref
-        self.M = cp.gmatmul(A, u)
-        return self.M
-
-    def factor(self, A: np.ndarray) -> np.ndarray:
-        return np.exp(A @ self.log_ref)
+# ---- the GP, written in log space -----------------------------------------------------------------
+# A posynomial p(x) = Σ_j c_j Π_i x_i^A_ji at x = ref·e^y is log p = LSE_j(A_j·y + log(c_j Π ref^A_j)): the problem
+# below is that convex (DCP) program in y, which is exactly the DGP cvxpy would build -- but written with a few
+# vectorised atoms (one log-sum-exp over an S_out × k matrix per operator for the per-step decode terms) instead
+# of one atom per step and monomial, so cvxpy compiles it in a fraction of the time (docs/benchmarks.md, GP sweep).
+def _log_coef(p: Posy, log_ref: np.ndarray) -> np.ndarray:
+    return np.log(p.c) + p.A @ log_ref
 
 
-def _cvx_posy(basis: _Basis, p: Posy, idx: list[int], s: float):
+def _log_posy(y: Any, p: Posy, log_ref: np.ndarray, shift: float = 0.0):
+    """log p(ref·e^y) + shift: affine for one monomial, else a log-sum-exp."""
     import cvxpy as cp
 
-    c = p.c * basis.factor(p.A) / s
-    if len(c) == 1:
-        return float(c[0]) * basis.M[idx[0]]
-    return cp.sum(cp.multiply(c, basis.M[idx]))
+    e = p.A @ y + (_log_coef(p, log_ref) + shift)
+    return e[0] if len(p.c) == 1 else cp.log_sum_exp(e)
 
 
-def _latency_exprs(br: Branch, basis: _Basis, s: float) -> dict[str, Any]:
-    """cvxpy expressions of prefill and decode latency / s, and the pending index lists (two passes)."""
+#: Decode steps priced one by one in the relaxation; longer decodes are priced at this many + 1 nodes (below).
+STEP_NODES = 32
+
+
+def step_nodes(n_steps: int, nodes: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes τ (1 = τ_0 < … < τ_G = n_steps) and weights w ≥ 0 with Σ_t f(t) ≤ Σ_k w_k f(τ_k) for every convex f on
+    [1, n_steps] (each step's linear interpolation between its two nodes bounds f from above), with equality for f
+    affine on every segment. A decode cost max(a + b·t, c + e·t) is convex in t and has at most one kink, so
+    the bound is exact except on the one segment holding the kink, where it over-states that segment's
+    sum by at most its length × the kink's gap. With n_steps ≤ ``nodes`` + 1 every step is a node (exact)."""
+    nodes = STEP_NODES if nodes is None else nodes
+    if n_steps <= nodes + 1:
+        return np.arange(1, n_steps + 1, dtype=float), np.ones(n_steps)
+    tau = np.unique(np.round(np.linspace(1, n_steps, nodes + 1)))
+    w = np.zeros(len(tau))
+    t = np.arange(1, n_steps + 1, dtype=float)
+    k = np.clip(np.searchsorted(tau, t, side="right") - 1, 0, len(tau) - 2)
+    frac = (t - tau[k]) / (tau[k + 1] - tau[k])
+    np.add.at(w, k, 1 - frac)
+    np.add.at(w, k + 1, frac)
+    return tau, w
+
+
+def _nodes_note(n_steps: int) -> str:
+    return (f"decode steps priced at {len(step_nodes(n_steps)[0])} nodes of {n_steps} (an upper bound, exact except on "
+            "the segment where an operator switches bound; the rounded answer is checked on every step)")  # fmt: skip
+
+
+def _log_steps(y: Any, p0: Posy, p1: Posy, tau: np.ndarray, log_w: np.ndarray, log_ref: np.ndarray):
+    """log of w_k·(p0 + τ_k·p1)(ref·e^y) for every node τ_k: a vector of convex expressions (one atom)."""
     import cvxpy as cp
 
-    def mx(f: Posy, b: Posy, mult: float = 1.0):
+    p = p0 + p1  # union of monomials; per-step coefficient c0 + c1·t > 0
+    c0 = np.array([_coef_of(p0, row) for row in p.A])
+    c1 = np.array([_coef_of(p1, row) for row in p.A])
+    C = c0[None, :] + c1[None, :] * tau[:, None]
+    logC = np.log(np.where(C > 0, C, 1e-300)) + (p.A @ log_ref)[None, :] + log_w[:, None]
+    ay = cp.reshape(p.A @ y, (1, len(p.c)), order="C")
+    M = logC + np.ones((len(tau), 1)) @ ay
+    return cp.log_sum_exp(M, axis=1) if len(p.c) > 1 else M[:, 0]
+
+
+def _latency_logs(br: Branch, y: Any, log_ref: np.ndarray) -> dict[str, list]:
+    """Per phase, the log of every additive latency piece (scalars or vectors of convex expressions)."""
+    import cvxpy as cp
+
+    def mx(f: Posy, b: Posy, shift: float = 0.0):
         if f and b:
-            return cp.maximum(_cvx_posy(basis, f, basis.idx(f), s / mult), _cvx_posy(basis, b, basis.idx(b), s / mult))
+            return cp.maximum(_log_posy(y, f, log_ref, shift), _log_posy(y, b, log_ref, shift))
         p = f or b
-        return _cvx_posy(basis, p, basis.idx(p), s / mult) if p else None
+        return _log_posy(y, p, log_ref, shift) if p else None
 
     pre = [mx(f, b) for f, b in br.pre]
     if br.overhead_pre:
-        pre.append(_cvx_posy(basis, br.overhead_pre, basis.idx(br.overhead_pre), s))
-    dec = [mx(f, b, br.S_out) for f, b in br.dec_const]
-    steps = np.arange(1, br.S_out + 1, dtype=float)
+        pre.append(_log_posy(y, br.overhead_pre, log_ref))
+    dec = [mx(f, b, math.log(br.S_out)) for f, b in br.dec_const]
+    tau, w = step_nodes(br.S_out)
+    log_w = np.log(w)
     for a0, a1, b0, b1 in br.dec_step:
-        side = []
-        for p0, p1 in ((a0, a1), (b0, b1)):
-            p = p0 + p1  # union of monomials; per-step coefficient c0 + c1·t > 0
-            if not p:
-                side.append(None)
-                continue
-            idx = basis.idx(p)
-            c0 = np.array([_coef_of(p0, row) for row in p.A])
-            c1 = np.array([_coef_of(p1, row) for row in p.A])
-            C = (c0[None, :] + c1[None, :] * steps[:, None]) * basis.factor(p.A)[None, :] / s
-            side.append(C @ basis.M[idx] if len(idx) > 1 else C[:, 0] * basis.M[idx[0]])
+        side = [_log_steps(y, p0, p1, tau, log_w, log_ref) if (p0 or p1) else None for p0, p1 in ((a0, a1), (b0, b1))]
         if side[0] is not None and side[1] is not None:
-            dec.append(cp.sum(cp.maximum(side[0], side[1])))
+            dec.append(cp.maximum(side[0], side[1]))
         else:
-            dec.append(cp.sum(side[0] if side[0] is not None else side[1]))
+            dec.append(side[0] if side[0] is not None else side[1])
     if br.overhead_dec:
-        dec.append(_cvx_posy(basis, br.overhead_dec, basis.idx(br.overhead_dec), s))
-    f = lambda xs: cp.sum(cp.hstack([e for e in xs if e is not None]))  # noqa: E731
-    return {"prefill": f(pre), "decode": f(dec)}
+        dec.append(_log_posy(y, br.overhead_dec, log_ref))
+    return {"prefill": [e for e in pre if e is not None], "decode": [e for e in dec if e is not None]}
+
+
+def _lse(pieces: list):
+    """log Σ exp of the pieces (scalars and vectors)."""
+    import cvxpy as cp
+
+    flat = [cp.reshape(e, (e.size,), order="C") if e.ndim else cp.reshape(e, (1,), order="C") for e in pieces]
+    return cp.log_sum_exp(cp.hstack(flat))
 
 
 def _coef_of(p: Posy, row: np.ndarray) -> float:
@@ -144,7 +168,7 @@ def _coef_of(p: Posy, row: np.ndarray) -> float:
 
 
 #: Compiled cvxpy problems, reused when only the budgets change (they are cvxpy Parameters): a budget
-#: sweep on one device/workload/space pays cvxpy's DGP compilation once.
+#: sweep on one device/workload/space pays cvxpy's compilation once.
 _COMPILED: OrderedDict[str, tuple] = OrderedDict()
 _COMPILED_MAX = 32
 
@@ -165,20 +189,20 @@ def _solve_branch(problem, br: Branch, lmons, budgets, fix, solver):
     key = None if fix else _compiled_key(problem, br, lmons, budgets, solver)
     if key is not None and key in _COMPILED:
         _COMPILED.move_to_end(key)
-        prob, x, named, ref, params = _COMPILED[key]
+        prob, y, named, ref, params = _COMPILED[key]
     else:
-        prob, x, named, ref, params = _build_branch_problem(problem, br, lmons, budgets, bounds)
+        prob, y, named, ref, params = _build_branch_problem(problem, br, lmons, budgets, bounds)
         if key is not None:
-            _COMPILED[key] = (prob, x, named, ref, params)
+            _COMPILED[key] = (prob, y, named, ref, params)
             while len(_COMPILED) > _COMPILED_MAX:
                 _COMPILED.popitem(last=False)
     for k, par in params.items():
-        par.value = float(budgets[k])
+        par.value = math.log(float(budgets[k]))
     status = _run(prob, solver)
     name = prob.solver_stats.solver_name if prob.solver_stats else ""
     out: dict[str, Any] = {"status": status, "bounds": bounds, "solver": name}
     if status in ("optimal", "optimal_inaccurate"):
-        xv = {v: min(max(float(x.value[i]) * ref[i], bounds[v][0]), bounds[v][1]) for i, v in enumerate(VARS)}
+        xv = {v: min(max(float(np.exp(y.value[i])) * ref[i], bounds[v][0]), bounds[v][1]) for i, v in enumerate(VARS)}
         out["x"] = xv
         out["duals"] = {
             k: float(np.atleast_1d(c.dual_value)[0]) if c.dual_value is not None else float("nan")
@@ -188,54 +212,40 @@ def _solve_branch(problem, br: Branch, lmons, budgets, fix, solver):
 
 
 def _build_branch_problem(problem, br: Branch, lmons, budgets, bounds):
-    """The cvxpy DGP of one branch, with the budgets as positive Parameters (set before each solve)."""
+    """The branch's relaxation as a convex program in y = log(x / ref), with log(budget) as Parameters."""
     import cvxpy as cp
 
-    x = cp.Variable(len(VARS), pos=True, name="u")  # x / ref
-    basis = _Basis()
-    params = {k: cp.Parameter(pos=True, name=f"{k}_budget", value=float(budgets[k])) for k in budgets}
-
-    def build():
-        cons = []
-        named = {}
-        lat = None
-        if "latency" in budgets or "energy" in budgets:
-            lat = _latency_exprs(br, basis, 1.0)
-        if "latency" in budgets:
-            e = {"prefill": lat["prefill"], "decode": lat["decode"], "total": lat["prefill"] + lat["decode"]}
-            named["latency"] = e[problem.phase] <= params["latency"]
-        named["memory"] = _cvx_posy(basis, br.memory, basis.idx(br.memory), 1.0) <= params["memory"]
-        if "energy" in budgets:
-            en = _cvx_posy(basis, br.energy_dyn, basis.idx(br.energy_dyn), 1.0)
-            if br.p_idle:
-                en = en + br.p_idle * (lat["prefill"] + lat["decode"])
-            named["energy"] = en <= params["energy"]
-        cons += list(named.values())
-        return named, cons
-
-    _register(br, basis)  # every monomial first, then one gmatmul for all of them
+    y = cp.Variable(len(VARS), name="y")  # log(x / ref); ref = geometric centre of the box (y ~ 0: well scaled)
     lo = np.array([bounds[v][0] for v in VARS])
     hi = np.array([bounds[v][1] for v in VARS])
     ref = np.sqrt(lo * hi)
-    basis.expr(x, np.log(ref))
-    named, cons = build()
-    fixed_mask = lo == hi
+    log_ref = np.log(ref)
+    params = {k: cp.Parameter(name=f"log_{k}_budget", value=math.log(float(budgets[k]))) for k in budgets}
+    named = {}
+    lat = None
+    if "latency" in budgets or "energy" in budgets:
+        lat = _latency_logs(br, y, log_ref)
+    if "latency" in budgets:
+        pieces = {"prefill": lat["prefill"], "decode": lat["decode"], "total": lat["prefill"] + lat["decode"]}
+        named["latency"] = _lse(pieces[problem.phase]) <= params["latency"]
+    named["memory"] = _log_posy(y, br.memory, log_ref) <= params["memory"]
+    if "energy" in budgets:
+        pieces = [_log_posy(y, br.energy_dyn, log_ref)]
+        if br.p_idle:
+            pieces += [e + math.log(br.p_idle) for e in lat["prefill"] + lat["decode"]]
+        named["energy"] = _lse(pieces) <= params["energy"]
+    cons = list(named.values())
     for i in range(len(VARS)):
-        if fixed_mask[i]:
-            cons.append(x[i] == 1.0)
+        if lo[i] == hi[i]:
+            cons.append(y[i] == 0.0)
         else:
-            cons += [x[i] >= lo[i] / ref[i], x[i] <= hi[i] / ref[i]]
+            cons += [y[i] >= math.log(lo[i] / ref[i]), y[i] <= math.log(hi[i] / ref[i])]
     x0 = {v: math.sqrt(bounds[v][0] * bounds[v][1]) for v in VARS}
     f0 = sum(cc * np.prod([x0[v] ** a for v, a in p.items()]) for cc, p in lmons)
-    terms = []
-    for cc, p in lmons:
-        m = cc / f0
-        for v, a in p.items():
-            i = VARS.index(v)
-            m = m * ref[i] ** a * (cp.power(x[i], a) if a != 1 else x[i])
-        terms.append(m)
-    obj = cp.sum(cp.hstack(terms)) if len(terms) > 1 else terms[0]
-    return cp.Problem(cp.Minimize(obj), cons), x, named, ref, params
+    A = np.array([[p.get(v, 0.0) for v in VARS] for _, p in lmons])
+    c = np.array([cc for cc, _ in lmons]) / f0
+    obj = _log_posy(y, Posy(c, A), log_ref)  # log of the law's variable part / f0: the same minimiser
+    return cp.Problem(cp.Minimize(obj), cons), y, named, ref, params
 
 
 #: Clarabel settings tried in turn (tight tolerances first; a shorter step or no equilibration when Clarabel stalls
@@ -246,18 +256,9 @@ _LADDER = (_TIGHT, {**_TIGHT, "max_step_fraction": 0.9}, {**_TIGHT, "equilibrate
 
 
 def _run(prob: Any, solver: str | None) -> str:
-    """Solve ``prob`` (DGP); the status of the first accurate solve, else the last one's. When Clarabel
+    """Solve ``prob`` (a DCP program); the status of the first accurate solve, else the last one's. When Clarabel
     fails on every rung of its ladder, the other installed conic solvers (SCS, ECOS) are tried in turn."""
-    return solve_with_fallback(prob, solver, _LADDER)
-
-
-def _register(br: Branch, basis: _Basis) -> None:
-    for f, b in br.pre + br.dec_const:
-        basis.idx(f), basis.idx(b)
-    for a0, a1, b0, b1 in br.dec_step:
-        basis.idx(a0 + a1), basis.idx(b0 + b1)
-    for p in (br.overhead_pre, br.overhead_dec, br.memory, br.energy_dyn):
-        basis.idx(p)
+    return solve_with_fallback(prob, solver, _LADDER, gp=False)
 
 
 def _corner(br: Branch) -> dict[str, float]:
@@ -315,6 +316,7 @@ def solve_gp_full(problem: Any, fix: Mapping[str, float] | None = None, solver: 
             if problem.workload.batch > 1
             else " (exact at batch 1)"
         ),
+        *([_nodes_note(br.S_out)] if br.S_out > STEP_NODES + 1 else []),
         f"branches: {', '.join(f'{k} {v:.6g}' if isinstance(v, float) else f'{k} {v}' for k, v in summary.items())}"
         + (f"; MoE branch at K = {br.K:g} (top_k enters {', '.join(br.k_dependent)})" if br.moe else ""),
     ]

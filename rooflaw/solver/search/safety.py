@@ -3,15 +3,18 @@
 * A study records everything that defines it (device, law, budgets, precision, workload, preset,
   space, objectives) as the user attribute ``rooflaw.definition``; resuming it with another
   definition is refused, and the default study name carries a hash of the definition.
-* Every trial records its owner (``host:pid``); a RUNNING trial whose owner process on this host
-  is gone (killed) is marked FAIL when the study is opened again.
+* Every trial records its owner (``host:pid``) and a heartbeat (UNIX time, refreshed every
+  :data:`HEARTBEAT_S` by a thread of the worker while the trial runs). When the study is opened again a
+  RUNNING trial is marked FAIL if its owner process on this host is gone (killed), or -- whatever the host,
+  since another machine's pid cannot be checked -- if its heartbeat is older than :data:`STALE_HEARTBEAT_S`
+  (hosts sharing a PostgreSQL study are assumed to keep their clocks within a minute, e.g. by NTP).
 * Worker processes die with their parent: ``PR_SET_PDEATHSIG`` (Linux) plus a watchdog thread that
   exits when the parent pid changes (every platform).
 """
 
 from __future__ import annotations
 
-import datetime as _dt
+import contextlib
 import hashlib
 import json
 import os
@@ -27,6 +30,10 @@ from ...errors import ExternalError, Infeasible, RooflawError, bad
 
 #: A RUNNING trial without an owner older than this (seconds) is stale.
 STALE_UNOWNED_S = 60.0
+#: Seconds between heartbeats of a running trial.
+HEARTBEAT_S = 20.0
+#: A RUNNING trial of another host (or a live-looking pid) whose last heartbeat is older than this is stale.
+STALE_HEARTBEAT_S = 120.0
 
 
 # ---- what defines a study -------------------------------------------------------------------------
@@ -94,30 +101,88 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _last_beat(t: Any) -> float | None:
+    """UNIX time of a trial's last heartbeat (its start time for trials that have none), or None."""
+    hb = t.user_attrs.get("heartbeat")
+    if isinstance(hb, (int, float)) and not isinstance(hb, bool):
+        return float(hb)
+    return t.datetime_start.timestamp() if t.datetime_start is not None else None
+
+
+def is_stale(t: Any, host: str, now: float) -> bool:
+    """Whether RUNNING trial ``t`` has no live owner: its owner on this host is dead, or its heartbeat
+    (any host) is older than :data:`STALE_HEARTBEAT_S`; untagged trials after :data:`STALE_UNOWNED_S`."""
+    owner = t.user_attrs.get("owner")
+    last = _last_beat(t)
+    if not owner:
+        return last is not None and now - last > STALE_UNOWNED_S
+    h, _, pid = str(owner).rpartition(":")
+    if h == host and pid.isdigit():
+        return not _alive(int(pid))
+    return last is not None and now - last > STALE_HEARTBEAT_S
+
+
 def fail_stale_running(study: Any) -> int:
-    """Mark FAIL the RUNNING trials whose owner process on this host is gone (or that have no owner
-    and started over :data:`STALE_UNOWNED_S` ago); returns how many. Trials of live processes or of
-    other hosts are left alone."""
+    """Mark FAIL the RUNNING trials :func:`is_stale` finds (killed here, or silent elsewhere); returns how many.
+    Trials of live processes on this host, or with a recent heartbeat on another, are left alone."""
     from optuna.trial import TrialState
 
     host = socket.gethostname()
-    now = _dt.datetime.now()
+    now = time.time()
     n = 0
     for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        owner = t.user_attrs.get("owner")
-        if owner:
-            h, _, pid = str(owner).rpartition(":")
-            stale = h == host and pid.isdigit() and not _alive(int(pid))
-        else:
-            start = t.datetime_start
-            stale = start is not None and (now - start).total_seconds() > STALE_UNOWNED_S
-        if stale:
+        if is_stale(t, host, now):
             try:
                 study._storage.set_trial_state_values(t._trial_id, TrialState.FAIL)
                 n += 1
             except Exception:  # noqa: BLE001 - finished meanwhile by its owner
                 pass
     return n
+
+
+class Heartbeat:
+    """Tags each trial with its owner and beats its ``heartbeat`` user attribute every :data:`HEARTBEAT_S`
+    from a daemon thread while it runs (so another host's resume can tell a live trial from a dead one).
+
+    Use ``with Heartbeat(storage) as hb:`` and ``hb.start(trial)`` / ``hb.finish(lambda: study.tell(...))``.
+    """
+
+    def __init__(self, storage: Any, interval: float | None = None) -> None:
+        self.storage = storage
+        self.interval = HEARTBEAT_S if interval is None else interval
+        self.lock = threading.Lock()
+        self.trial_id: int | None = None
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="rooflaw-trial-heartbeat", daemon=True)
+
+    def __enter__(self) -> Heartbeat:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop.set()
+        with self.lock:
+            self.trial_id = None
+
+    def start(self, trial: Any) -> None:
+        trial.set_user_attr("owner", owner_tag())
+        trial.set_user_attr("heartbeat", time.time())
+        with self.lock:
+            self.trial_id = trial._trial_id
+
+    def finish(self, tell: Callable[[], Any]) -> Any:
+        """Stop beating for the current trial, then run ``tell`` (no beat can land on a finished trial)."""
+        with self.lock:
+            self.trial_id = None
+            return tell()
+
+    def _run(self) -> None:
+        while not self.stop.wait(self.interval):
+            with self.lock:
+                if self.trial_id is None:
+                    continue
+                with contextlib.suppress(Exception):  # a missed beat only shortens the trial's grace
+                    self.storage.set_trial_user_attr(self.trial_id, "heartbeat", time.time())
 
 
 # ---- storage checks ---------------------------------------------------------------------------------

@@ -32,6 +32,7 @@ from ...errors import ExternalError, Infeasible, RooflawError, bad
 from ..discrete.exhaustive import _KEEP, FRONTIER_COLUMNS, OBJECTIVES, check_objectives, evaluate_lean, result_from_row
 from ..discrete.pareto import hypervolume, pareto_mask
 from ..infeasible import no_finite_loss, report
+from ..jobs import cpu_count
 from ..problem import Problem
 from ..reference import space_reference
 from ..result import FrontierView, Result
@@ -213,19 +214,20 @@ def _run_worker(
     ran = 0
     if progress is not None:
         progress(done, n_trials)
-    while done < n_trials:
-        trial = study.ask()
-        try:
-            trial.set_user_attr("owner", safety.owner_tag())
-            values = obj(trial)
-        except BaseException:
-            study.tell(trial, state=TrialState.FAIL)
-            raise
-        study.tell(trial, values)
-        ran += 1
-        done = _n_complete(study) if shared else done + 1
-        if progress is not None:
-            progress(done, n_trials)
+    with safety.Heartbeat(study._storage) as beat:
+        while done < n_trials:
+            trial = study.ask()
+            try:
+                beat.start(trial)
+                values = obj(trial)
+            except BaseException:
+                beat.finish(lambda t=trial: study.tell(t, state=TrialState.FAIL))
+                raise
+            beat.finish(lambda t=trial, v=values: study.tell(t, v))
+            ran += 1
+            done = _n_complete(study) if shared else done + 1
+            if progress is not None:
+                progress(done, n_trials)
     return {"ran": ran, "evaluations": obj.evaluations, "measurements": obj.measurements}
 
 
@@ -352,6 +354,11 @@ def search(
         raise bad("n_trials", n_trials, "must be a positive integer")
     if isinstance(workers, bool) or not isinstance(workers, int) or workers <= 0:
         raise bad("workers", workers, "must be a positive integer")
+    top = 2**32 - 1 - 7919 * (workers - 1)  # worker i seeds its sampler with seed + 7919·i; optuna takes < 2³²
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= top):
+        raise bad("seed", seed, f"must be an integer from 0 to {top}")
+    if workers > cpu_count():  # more would only queue on the CPUs (and each holds a study connection)
+        raise bad("workers", workers, f"this machine has {cpu_count()} CPUs: use 1 to {cpu_count()}")
     if reference is not None and len(reference) != len(objs):
         raise bad("reference", list(reference), f"needs {len(objs)} values ({','.join(objs)})")
     if workers > 1 and safety.is_memory_storage(storage):
