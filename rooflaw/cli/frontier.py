@@ -8,6 +8,7 @@ from typing import Optional
 import typer
 
 from .. import api
+from ..errors import bad
 from ..units import fmt_bytes, fmt_time
 from . import app
 from .common import (
