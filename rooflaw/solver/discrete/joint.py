@@ -62,8 +62,11 @@ class Option:
         if self.columns is None:
             from ...constraints import evaluate_columns
 
-            res = dict(evaluate_columns(cols, problem.device, problem.workload, problem.precision, problem.preset,
-                                         engine=problem.engine))
+            res = dict(
+                evaluate_columns(
+                    cols, problem.device, problem.workload, problem.precision, problem.preset, engine=problem.engine
+                )
+            )
         else:
             res = dict(self.columns(cols, problem))
         missing = [k for k in COSTS if k not in res]
