@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import cvxpy as cp
+import numpy as np
 import pytest
 
 from rooflaw.errors import ExternalError
@@ -80,18 +81,34 @@ def test_step_nodes_bound_every_convex_two_piece_cost_and_are_exact_on_affine_on
             assert bound <= f.sum() * (1 + 4.0 / max(len(tau) - 1, 1))  # only the kink's segment over-states
 
 
-SWEEP = [  # (device, batch, input, output, attention, total-latency budget in s)
-    ("jetson-agx-orin-64gb", 8, 4096, 256, "fused", 0.5),  # the issue's failing example
-    ("l4", 1, 4096, 256, "unfused", 0.27),
-    ("h100-sxm", 8, 1024, 16, "unfused", 0.03),
+SWEEP = [  # (device, batch, input, output, attention, total-latency budget as a multiple of the fastest point)
+    ("jetson-agx-orin-64gb", 8, 4096, 256, "fused", 1.5),  # the issue's failing example (500 ms then)
+    ("l4", 1, 4096, 256, "unfused", 3.0),
+    ("h100-sxm", 8, 1024, 16, "unfused", 10.0),
 ]
 
 
-@pytest.mark.parametrize("dev,B,s_in,s_out,att,budget", SWEEP, ids=[f"{c[0]}-b{c[1]}-{c[3]}-{c[4]}" for c in SWEEP])
-def test_gp_sweep_subset_solves_with_clarabel_and_meets_the_budget(dev, B, s_in, s_out, att, budget):
+def _fastest_total(problem) -> float:
+    """Smallest exact total latency over the problem's discrete space (enumerated), so the budgets follow the
+    fitted efficiencies instead of going stale when they are refitted."""
+    from rooflaw import evaluate_columns
+
+    best = np.inf
+    for cols in problem.space.iter_chunks(1 << 16):
+        r = evaluate_columns(cols, problem.device, problem.workload, problem.precision, engine=problem.engine)
+        ok = r["fits_in_memory"]
+        if ok.any():
+            best = min(best, float(r["total_s"][ok].min()))
+    return best
+
+
+@pytest.mark.parametrize("dev,B,s_in,s_out,att,factor", SWEEP, ids=[f"{c[0]}-b{c[1]}-{c[3]}-{c[4]}" for c in SWEEP])
+def test_gp_sweep_subset_solves_with_clarabel_and_meets_the_budget(dev, B, s_in, s_out, att, factor):
     from rooflaw import Problem, Workload, solve
 
-    p = Problem(device=dev, workload=Workload(B, s_in, s_out, att), latency_budget=budget, phase="total")
+    wl = Workload(B, s_in, s_out, att)
+    budget = factor * _fastest_total(Problem(device=dev, workload=wl, latency_budget=1.0, phase="total"))
+    p = Problem(device=dev, workload=wl, latency_budget=budget, phase="total")
     r = solve(p, "gp")
     gp = r.extra["gp"]
     assert gp["status"] == "optimal" and gp["solver"] == "CLARABEL"  # no fallback to SCS needed
