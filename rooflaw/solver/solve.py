@@ -200,7 +200,8 @@ def _gp_method(problem: Any, explain: bool = False, **kw: Any) -> Result:
     res = _round_to_result(problem, "gp", g["x"], g["loss"], regime, g["active"], timings, notes, extra)
     if explain:
         res.explain = (
-            f"geometric program over the '{g['preset']}' cost model (cvxpy, convex in log space, {g['solver']}): status "
+            f"geometric program over the '{g['preset']}' cost model (cvxpy, log-space convex form, {g['solver']}): "
+            f"status "
             f"{g['status']}, regime {regime}; "
             + ", ".join(f"{k} = {v:.6g}" for k, v in g["x"].items())
             + f"; loss {g['loss']:.6f}; built in {g['build_seconds'] * 1e3:.1f} ms, solved in "
