@@ -1,16 +1,22 @@
 """Measure this machine with numpy and write device files.
 
-:func:`calibrate` times three kernels within a small budget (a few seconds):
+:func:`calibrate` times these kernels within a small budget (a few seconds):
 
 * **GEMM**: an ``n×n @ n×n`` float32 matmul (BLAS), ``2n³`` FLOPs per call;
 * **memory bandwidth**: ``np.copyto`` of an array much larger than the caches (read + write =
   ``2 × nbytes`` counted; write-allocate traffic is *not* counted, so this is what a kernel sees)
   and ``ndarray.sum`` (``nbytes`` read); the better of the two;
 * **vector rate**: an elementwise float32 multiply on cache-resident arrays (1 FLOP/element);
-* **per-op overhead** (when PyTorch is installed): the median wall time per op of a layer-like
-  mix of tiny eager torch ops (linear, add, mul, mean, rsqrt, cat, neg): what each kernel launch
-  of an eager framework costs on this machine;
-* **16-bit GEMM** (when PyTorch is installed): a bf16 ``torch.matmul`` (numpy has none).
+With PyTorch installed, at a stated intra-op thread count (``threads``, default 1: a co-tenant on a
+small machine otherwise turns OpenMP barriers into the cost), also:
+
+* **eager kernel overhead**: the extra wall time of one more layer of a tiny eager decoder (d=16,
+  one token: :mod:`.eager_decoder`) divided by the aten kernels it launches (counted with a
+  ``TorchDispatchMode``): dispatch, Python and allocator cost per kernel, median of repeats;
+* **fp32 and bf16 GEMM**: ``F.linear`` of a 128-token chunk through 8 separate 4096×1024 weights
+  (above the caches, read from DRAM as in a forward pass), the kernel a decoder's projections run
+  (numpy has no 16-bit GEMM);
+* **GEMV bandwidth**: one token through the same cold weights, what a decode step streams at.
 
 The best (fastest) repetition of each is kept. Capacity comes from ``/proc/meminfo`` (else
 ``os.sysconf``). :func:`save_device_toml` writes the schema :func:`load_device_file` reads.
@@ -51,7 +57,20 @@ class Measurements:
     memory_capacity: float  #: bytes
     threads: int  #: logical CPUs
     op_overhead: float = 0.0  #: seconds per eager torch op (0: torch not installed)
-    gemm16_flops: float = 0.0  #: bf16 torch GEMM FLOP/s (0: torch not installed)
+    gemm16_flops: float = 0.0  #: bf16 torch ``F.linear`` FLOP/s (0: torch not installed)
+    torch_gemm_flops: float = 0.0  #: fp32 torch ``F.linear`` FLOP/s, 128 tokens, cold weights (0: no torch)
+    gemv_bandwidth: float = 0.0  #: bytes/s of a one-token fp32 GEMV over cold weights (0: no torch)
+    torch_threads: int = 0  #: torch intra-op threads the torch figures were measured with (0: no torch)
+
+    @property
+    def linear_flops(self) -> float:
+        """The fp32 GEMM roof: torch's rate when measured (what eager decoders run), else numpy's."""
+        return self.torch_gemm_flops or self.gemm_flops
+
+    @property
+    def stream_bandwidth(self) -> float:
+        """The bandwidth roof: torch's decode GEMV when measured, else numpy's copy/read."""
+        return self.gemv_bandwidth or self.memory_bandwidth
 
 
 def _time_best(fn: Callable[[], object], budget: float, min_reps: int = 3, max_reps: int = 1000) -> float:
@@ -120,70 +139,163 @@ def _vector(budget: float) -> float:
     return 8.0 * n / _time_best(kernel, budget)
 
 
+#: A tiny decoder (d=16, one token): each layer's time is all dispatch overhead, no bytes or FLOPs to speak of.
+_TINY = {"d_model": 16, "heads": 2, "kv_heads": 1, "head_dim": 8, "ffn": 32, "experts": 1, "top_k": 1, "vocab": 32}
+
+
+def eager_kernels(model, step) -> int:
+    """Aten kernels (views excluded) one call of ``step(model)`` dispatches, counted with a ``TorchDispatchMode``."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Count(TorchDispatchMode):
+        n = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if not func.is_view:
+                Count.n += 1
+            return func(*args, **(kwargs or {}))
+
+    with Count():
+        step(model)
+    return Count.n
+
+
 def _op_overhead(budget: float) -> float:
-    """Median wall time of one tiny eager torch op (dispatch + launch), 0 without torch."""
+    """Seconds per eager aten kernel launch (dispatch, Python, allocator): the extra wall time of one more
+    layer of a tiny eager decoder (d=16, one decode token, :mod:`.eager_decoder`) divided by the aten
+    kernels that layer launches; median of repeats. 0 without torch."""
     try:
         import torch
     except ImportError:
         return 0.0
-    x, w = torch.ones(1, 16), torch.ones(16, 16)
+    from types import SimpleNamespace
 
-    def kernel() -> None:
-        for _ in range(100):
-            y = torch.nn.functional.linear(x, w)
-            y = y + x
-            y = y * x
-            v = y.mean(-1, keepdim=True)
-            v = torch.rsqrt(v)
-            y = torch.cat([-y[..., 8:], y[..., :8]], -1)
-            y = y * v
+    from .eager_decoder import build
 
-    samples = []
-    start = time.perf_counter()
-    kernel()
-    while len(samples) < 5 or (time.perf_counter() - start < budget and len(samples) < 200):
-        t0 = time.perf_counter()
-        kernel()
-        samples.append((time.perf_counter() - t0) / 800)
-    return float(np.median(samples))
+    def setup(layers: int):
+        arch = SimpleNamespace(layers=layers, **_TINY)
+        model = build(arch, torch.float32)
+        caches = [(torch.zeros(1, 1, 32, 8), torch.zeros(1, 1, 32, 8)) for _ in range(layers)]
+        tok = torch.zeros(1, 1, dtype=torch.long)
+        return lambda m: m(tok, caches, 8), model
+
+    lo, hi = 1, 5
+    with torch.inference_mode():
+        (step_lo, m_lo), (step_hi, m_hi) = setup(lo), setup(hi)
+        kernels = (eager_kernels(m_hi, step_hi) - eager_kernels(m_lo, step_lo)) / (hi - lo)
+        samples: list[float] = []
+        start = time.perf_counter()
+        while len(samples) < 7 or (time.perf_counter() - start < budget and len(samples) < 200):
+            t0 = time.perf_counter()
+            step_lo(m_lo)
+            t1 = time.perf_counter()
+            step_hi(m_hi)
+            samples.append((time.perf_counter() - t1) - (t1 - t0))
+    return max(float(np.median(samples)) / (hi - lo) / kernels, 1e-9)
+
+
+#: The torch rates run ``F.linear`` over 8 separate 4096×1024 weights (128 MB in fp32, 64 MB in bf16:
+#: above the caches, so each call reads its weight from DRAM as a forward pass does), with M rows:
+#: a 128-token prompt chunk for the GEMM roofs, one token for the decode (GEMV) bandwidth.
+_WEIGHTS, _N, _K, _M_GEMM = 8, 4096, 1024, 128
+
+
+def _torch_linear_time(dtype_name: str, rows: int, budget: float) -> float:
+    """Best seconds of one ``F.linear`` of ``rows`` tokens through a cold 4096×1024 weight (``inf`` without torch)."""
+    try:
+        import torch
+    except ImportError:
+        return math.inf
+    dtype = getattr(torch, dtype_name)
+    ws = [torch.randn(_N, _K).to(dtype) for _ in range(_WEIGHTS)]
+    x = torch.randn(rows, _K).to(dtype)
+
+    def sweep() -> None:
+        for w in ws:
+            torch.nn.functional.linear(x, w)
+
+    with torch.inference_mode():
+        return _time_best(sweep, budget, min_reps=3) / _WEIGHTS
+
+
+def _torch_gemm(dtype_name: str, budget: float) -> float:
+    """FLOP/s of ``F.linear`` (the kernel a decoder's projections run) on a 128-token chunk, 0 without torch."""
+    return 2.0 * _M_GEMM * _N * _K / _torch_linear_time(dtype_name, _M_GEMM, budget)
+
+
+def _gemv_bandwidth(budget: float) -> float:
+    """Weight bytes/s of a one-token fp32 ``F.linear`` (a decode step's GEMV) on cold weights, 0 without torch."""
+    return 4.0 * _N * _K / _torch_linear_time("float32", 1, budget)
 
 
 def _gemm16(budget: float) -> float:
-    """bf16 GEMM FLOP/s with torch (0 without torch)."""
-    try:
-        import torch
-    except ImportError:
-        return 0.0
-    n = 512
-    a = torch.randn(n, n).to(torch.bfloat16)
-    b = torch.randn(n, n).to(torch.bfloat16)
-    with torch.inference_mode():
-        t = _time_best(lambda: torch.matmul(a, b), budget, min_reps=2)
-    return 2.0 * n**3 / t
+    """bf16 GEMM FLOP/s with torch (0 without torch); see :func:`_torch_gemm`."""
+    return _torch_gemm("bfloat16", budget)
 
 
 Progress = Callable[[str, float], None]
 
 
-def measure(seconds: float = 2.0, progress: Progress | None = None) -> Measurements:
+def _torch_threads(threads: int | None):
+    """Context: torch's intra-op thread count set to ``threads`` (None: leave it), restored on exit."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def ctx():
+        try:
+            import torch
+        except ImportError:
+            yield
+            return
+        before = torch.get_num_threads()
+        if threads is not None:
+            torch.set_num_threads(threads)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(before)
+
+    return ctx()
+
+
+def torch_threads_now() -> int:
+    """torch's current intra-op thread count (0 without torch)."""
+    try:
+        import torch
+    except ImportError:
+        return 0
+    return int(torch.get_num_threads())
+
+
+def measure(seconds: float = 2.0, progress: Progress | None = None, threads: int | None = 1) -> Measurements:
     """Time GEMM, memory bandwidth, the vector rate and the per-op overhead within about ``seconds``.
 
-    ``progress(step, fraction_done)`` is called before each step and once at the end (1.0).
+    The torch measurements run with ``threads`` intra-op threads (``None``: torch's current setting),
+    the count ``validate`` must run with too. ``progress(step, fraction_done)`` is called before
+    each step and once at the end (1.0).
     """
     if not (isinstance(seconds, (int, float)) and math.isfinite(seconds) and seconds > 0):
         raise bad("seconds", seconds, "must be a positive number")
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+        raise bad("threads", threads, "must be a positive integer")
     say = progress or (lambda step, frac: None)
     capacity = _memory_capacity()
-    say("fp32 GEMM", 0.0)
-    gemm, n = _gemm(0.4 * seconds)
-    say("memory bandwidth", 0.4)
-    copy_bw, read_bw, nbytes = _bandwidth(0.3 * seconds, capacity)
-    say("vector rate", 0.7)
-    vec = _vector(0.15 * seconds)
-    say("per-op overhead", 0.85)
-    overhead = _op_overhead(0.1 * seconds)
-    say("16-bit GEMM", 0.95)
-    gemm16 = _gemm16(0.05 * seconds)
+    say("fp32 GEMM (numpy)", 0.0)
+    gemm, n = _gemm(0.25 * seconds)
+    say("memory bandwidth", 0.25)
+    copy_bw, read_bw, nbytes = _bandwidth(0.2 * seconds, capacity)
+    say("vector rate", 0.45)
+    vec = _vector(0.1 * seconds)
+    with _torch_threads(threads):
+        used = torch_threads_now()
+        say("per-op overhead", 0.55)
+        overhead = _op_overhead(0.2 * seconds)
+        say("fp32 GEMM (torch)", 0.75)
+        tgemm = _torch_gemm("float32", 0.1 * seconds)
+        say("16-bit GEMM", 0.85)
+        gemm16 = _gemm16(0.1 * seconds)
+        say("GEMV bandwidth", 0.95)
+        gemv = _gemv_bandwidth(0.05 * seconds)
     say("done", 1.0)
     return Measurements(
         gemm_flops=gemm,
@@ -197,33 +309,47 @@ def measure(seconds: float = 2.0, progress: Progress | None = None) -> Measureme
         threads=os.cpu_count() or 1,
         op_overhead=overhead,
         gemm16_flops=gemm16,
+        torch_gemm_flops=tgemm,
+        gemv_bandwidth=gemv,
+        torch_threads=used,
     )
 
 
 def _summary(m: Measurements) -> str:
+    torch_part = (
+        f"; with torch ({m.torch_threads} threads): fp32 GEMM {m.linear_flops / 1e9:.1f} GFLOP/s "
+        f"(F.linear, {_M_GEMM} tokens x cold {_N}x{_K} weights), bf16 GEMM {m.gemm16_flops / 1e9:.1f} GFLOP/s, "
+        f"GEMV bandwidth {m.gemv_bandwidth / 1e9:.1f} GB/s, eager kernel {m.op_overhead * 1e6:.2f} us; "
+        f"threads={m.torch_threads}"
+        if m.torch_threads
+        else ""
+    )
     return (
         f"measured with numpy {np.__version__}: fp32 GEMM {m.gemm_flops / 1e9:.1f} GFLOP/s (n={m.gemm_n}), "
         f"bandwidth {m.memory_bandwidth / 1e9:.1f} GB/s (copy {m.copy_bandwidth / 1e9:.1f}, "
         f"read {m.read_bandwidth / 1e9:.1f}; {m.array_bytes / 1e6:.0f} MB array), "
-        f"vector fp32 {m.vector_flops / 1e9:.2f} GFLOP/s, eager op {m.op_overhead * 1e6:.2f} us, "
-        f"bf16 GEMM {m.gemm16_flops / 1e9:.1f} GFLOP/s"
+        f"vector fp32 {m.vector_flops / 1e9:.2f} GFLOP/s" + torch_part
     )
 
 
-def calibrate(base: Device | None = None, seconds: float = 2.0, progress: Progress | None = None) -> Device:
-    """Measure this machine (see module docstring).
+def calibrate(
+    base: Device | None = None, seconds: float = 2.0, progress: Progress | None = None, threads: int | None = 1
+) -> Device:
+    """Measure this machine (see module docstring); torch figures with ``threads`` intra-op threads.
 
     Without ``base``: a ``local-cpu`` device whose roofs are the measured rates (``fp32``, ``tf32``
-    and ``fp16`` = the float32 GEMM rate, since numpy has no fast 16-bit GEMM; ``vector_rate`` =
-    the elementwise rate), bandwidth, capacity and the per-op overhead (``kernel_overhead``), all
-    with provenance ``measured``. ``progress(step, fraction)`` reports progress (no terminal I/O here).
+    = torch's fp32 ``F.linear`` rate, else numpy's GEMM; ``fp16`` = torch's bf16 ``F.linear``, else the
+    fp32 rate; ``vector_rate`` = the elementwise rate), bandwidth (torch's decode GEMV, else numpy's
+    copy/read), capacity and the per-kernel eager overhead (``kernel_overhead``), all with provenance
+    ``measured``; the thread count is in the name and ``notes`` (``threads=N``).
+    ``progress(step, fraction)`` reports progress (no terminal I/O here).
 
     With ``base`` (the catalog device this machine is): ``<base.id>-calibrated``, the base's peaks
     kept, with ``compute_efficiency`` = measured GEMM / base fp32-GEMM roof (tf32 else fp32) and
     ``memory_efficiency`` = measured / peak bandwidth, tagged ``measured``. A ratio above 1 (the
     base does not describe this machine) is capped at 1.0 and said so in ``notes``.
     """
-    m = measure(seconds, progress)
+    m = measure(seconds, progress, threads)
     summary = _summary(m)
     if base is None:
         fields = (
@@ -238,14 +364,14 @@ def calibrate(base: Device | None = None, seconds: float = 2.0, progress: Progre
         prov = dict.fromkeys(fields, "measured")
         prov["sm_count"] = "measured"
         prov["tile"] = "assumed"
-        src = "rooflaw.devices.calibrate (numpy)"
+        src = "rooflaw.devices.calibrate (numpy" + (f", torch {m.torch_threads} threads)" if m.torch_threads else ")")
         return Device(
             id="local-cpu",
-            name=f"This machine ({platform.machine() or 'cpu'}, {m.threads} threads)",
-            peak_flops={"fp32": m.gemm_flops, "tf32": m.gemm_flops, "fp16": m.gemm16_flops or m.gemm_flops},
+            name=f"This machine ({platform.machine() or 'cpu'}, {m.threads} CPUs, {m.torch_threads} torch threads)",
+            peak_flops={"fp32": m.linear_flops, "tf32": m.linear_flops, "fp16": m.gemm16_flops or m.linear_flops},
             vector_rate=m.vector_flops,
             kernel_overhead=m.op_overhead,
-            memory_bandwidth=m.memory_bandwidth,
+            memory_bandwidth=m.stream_bandwidth,
             memory_capacity=m.memory_capacity,
             sm_count=m.threads,
             tile=(128, 128),
@@ -253,7 +379,8 @@ def calibrate(base: Device | None = None, seconds: float = 2.0, progress: Progre
             vendor="",
             provenance=prov,
             sources=dict.fromkeys(fields, src) | {"sm_count": "os.cpu_count()"},
-            notes=summary + "; tf32 roof = the fp32 GEMM rate; fp16 roof = the bf16 torch GEMM (else the fp32 rate)",
+            notes=summary + "; roofs: fp32/tf32 = the torch fp32 GEMM (else numpy's), fp16 = the bf16 torch GEMM "
+            "(else the fp32 rate), bandwidth = the torch GEMV (else numpy's copy/read)",
             achieved={},
         )
     roof_dtype, roof = base.roof("tf32")
