@@ -112,7 +112,7 @@ def run(
 ) -> dict[str, object]:
     """Measure and predict every config with ``threads`` torch intra-op threads (``None``: leave torch's
     setting; calibrate the device with the same count); returns the JSON-ready report."""
-    from .devices.calibrate import _torch_threads
+    from .devices.calibrate_torch import _torch_threads
 
     with _torch_threads(threads):
         return _run(device, quick, torch_device, progress)
