@@ -199,9 +199,10 @@ def calibrate_cmd(
         None, "--base", help="Catalog device this machine is: store efficiency factors (measured / peak)."
     ),
     seconds: float = typer.Option(2.0, "--seconds", help="Time budget of the measurements."),
+    threads: int = typer.Option(1, "--threads", min=1, help="torch intra-op threads (validate with the same)."),
     as_json: bool = typer.Option(False, "--json", help="One JSON object, SI units; no progress output."),
 ) -> None:
-    """Measure this machine with numpy: fp32 GEMM FLOP/s, memory bandwidth, vector rate, capacity."""
+    """Measure this machine: GEMM FLOP/s (fp32, bf16), bandwidth, vector rate, eager kernel overhead, capacity."""
     from ..api import calibrate, save_device_toml
 
     if out is not None:
@@ -213,10 +214,13 @@ def calibrate_cmd(
         with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=console) as bar:
             task = bar.add_task("measuring", total=1.0)
             dev = calibrate(
-                base_dev, seconds=seconds, progress=lambda step, f: bar.update(task, completed=f, description=step)
+                base_dev,
+                seconds=seconds,
+                progress=lambda step, f: bar.update(task, completed=f, description=step),
+                threads=threads,
             )
     else:
-        dev = calibrate(base_dev, seconds=seconds)
+        dev = calibrate(base_dev, seconds=seconds, threads=threads)
     if out is not None:
         with atomic_output(out, "--out", (".toml",)) as tmp:
             save_device_toml(dev, tmp)

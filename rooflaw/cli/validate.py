@@ -13,6 +13,9 @@ def validate(
     device: str = typer.Option("local", "--device", help="local (calibrate now), a catalog id, or a device TOML file."),
     quick: bool = typer.Option(False, "--quick", help="4 small configs, short runs (a smoke test, ~20 s)."),
     cuda: bool = typer.Option(False, "--cuda", help="Measure on the CUDA GPU (skipped cleanly without one)."),
+    threads: int = typer.Option(
+        1, "--threads", min=1, help="torch intra-op threads for calibration and measurement (CPU; default 1)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="One JSON object; no progress output."),
 ) -> None:
     """Build torch decoders from ≥ 10 architecture specs, time prefill and KV-cached decode, compare with rooflaw."""
@@ -31,7 +34,7 @@ def validate(
     if device == "local":
         if show:
             err_console.print("calibrating this machine (micro-benchmarks only) ...")
-        dev = api.calibrate(seconds=1.0 if quick else 3.0)
+        dev = api.calibrate(seconds=1.0 if quick else 3.0, threads=None if cuda else threads)
     else:
         dev = api.get_device(device)
     if show:
@@ -39,16 +42,20 @@ def validate(
 
         with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=console) as bar:
             task = bar.add_task("measuring", total=1.0)
-            rep = v.run(dev, quick, "cuda" if cuda else "cpu",
-                        lambda s, f: bar.update(task, completed=f, description=s))  # fmt: skip
+            step = lambda s, f: bar.update(task, completed=f, description=s)  # noqa: E731
+            rep = v.run(dev, quick, "cuda" if cuda else "cpu", step, None if cuda else threads)
     else:
-        rep = v.run(dev, quick, "cuda" if cuda else "cpu")
+        rep = v.run(dev, quick, "cuda" if cuda else "cpu", threads=None if cuda else threads)
     if as_json:
         print_json(rep)
         return
     rows = [[c["name"], c["phase"], f"{c['predicted_s'] * 1e3:.3g} ms", f"{c['measured_s'] * 1e3:.3g} ms",
              f"{c['error']:+.1%}"] for c in rep["configs"]]  # type: ignore[union-attr]  # fmt: skip
     console.print(
-        table(f"validate on {dev.id} (engine torch-eager)", ["config", "phase", "predicted", "measured", "error"], rows)
+        table(
+            f"validate on {dev.id} (engine torch-eager, {rep['threads']} torch threads)",
+            ["config", "phase", "predicted", "measured", "error"],
+            rows,
+        )
     )
     console.print(f"MAPE prefill {rep['mape_prefill']:.1%}, decode {rep['mape_decode']:.1%}")

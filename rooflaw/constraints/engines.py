@@ -90,8 +90,28 @@ class EngineProfile:
 #: llama.cpp: one ggml node per op: norm, mul, q, k, v, rope×2, cpy×2, attention, o, add, norm,
 #: mul, gate, up, silu, mul, down, add ≈ 20.
 #: gpt-fast: torch.compile (Inductor fuses pointwise ops) + CUDA graphs ≈ 10.
-#: torch-eager: a Hugging-Face-style layer in eager PyTorch: RMSNorm as 6 ops ×2, q, k, v, RoPE
-#: ≈ 10 ops, SDPA, o, 2 adds, gate, up, SiLU, mul, down, views/cat of the KV cache ≈ 36.
+#: torch-eager: one aten kernel per eager op, counted per rooflaw operator below (views excluded).
+
+#: Aten kernels eager PyTorch launches per operator of a dense layer (:mod:`rooflaw.devices.eager_decoder`,
+#: a Hugging-Face-style layer): a residual add + RMSNorm (pow, mean, add eps, rsqrt, mul, mul) = 7;
+#: one ``F.linear`` per projection; RoPE on q and k (mul, neg, cat, mul, add) = 10; SDPA fuses QKᵀ,
+#: softmax and ·V into 1; SwiGLU: gate + up, SiLU + mul. Two copies the operator list does not model:
+#: the K/V cache writes (2) and GQA's ``repeat_interleave`` of K and V (2, none for MHA).
+#: ``tests/test_truth_eager_kernels.py`` counts the real decoder's kernels with a ``TorchDispatchMode``.
+EAGER_LAYER_KERNELS: dict[str, int] = {
+    "attn_norm": 7, "q_proj": 1, "k_proj": 1, "v_proj": 1, "qk_norm_rope": 10, "kv_write": 2, "kv_repeat": 2,
+    "attn_scores": 1, "softmax": 0, "attn_values": 0, "o_proj": 1,
+    "ffn_norm": 7, "ffn_up": 2, "ffn_act": 2, "ffn_down": 1,
+}  # fmt: skip
+#: Per pass: embedding gather, the RoPE tables (arange, outer, cat, cos, sin; casting them to a 16-bit model
+#: dtype adds 2), final RMSNorm (no residual: 6), LM head.
+EAGER_PASS_KERNELS: dict[str, int] = {"embed": 1, "rope_tables": 5, "final_norm": 6, "lm_head": 1}
+#: A routed-expert layer: the dense FFN's 5 kernels become router glue (router GEMM, softmax, top-k,
+#: zeros, unique = 5) plus per expert the router picked: mask, nonzero, gather, gate, up, SiLU, mul,
+#: down, weight gather, mul, index_add = 11. A decode step of one token picks ``top_k`` experts; the
+#: profile charges the common top-2 (22 more kernels per MoE layer) since the count is per engine.
+EAGER_KERNELS_PER_EXPERT = 11
+EAGER_MOE_TOP_K = 2
 _BUILTIN: dict[str, EngineProfile] = {
     "ideal": EngineProfile("ideal", 0.0, 0.0, 0.0, head=None, note="pure roofline: efficiency 1, no overhead"),
     "device": EngineProfile(
@@ -113,7 +133,14 @@ _BUILTIN: dict[str, EngineProfile] = {
         note="GGUF: head quantised as in the file; attention unfused (flash attention is opt-in, -fa)",
     ),  # fmt: skip
     "gpt-fast": EngineProfile("gpt-fast", 10.0, 4.0, head=None, note="torch.compile + CUDA graphs"),
-    "torch-eager": EngineProfile("torch-eager", 36.0, 6.0, head=None, note="eager PyTorch, one kernel per op"),
+    "torch-eager": EngineProfile(
+        "torch-eager",
+        float(sum(EAGER_LAYER_KERNELS.values())),
+        float(sum(EAGER_PASS_KERNELS.values())),
+        float(EAGER_KERNELS_PER_EXPERT * EAGER_MOE_TOP_K),
+        head=None,
+        note="eager PyTorch, one aten kernel per op (EAGER_LAYER_KERNELS); GQA layer, top-2 MoE decode",
+    ),
 }
 ENGINE_NAMES = tuple(_BUILTIN)
 

@@ -1,16 +1,22 @@
 """Measure this machine with numpy and write device files.
 
-:func:`calibrate` times three kernels within a small budget (a few seconds):
+:func:`calibrate` times these kernels within a small budget (a few seconds):
 
 * **GEMM**: an ``n×n @ n×n`` float32 matmul (BLAS), ``2n³`` FLOPs per call;
 * **memory bandwidth**: ``np.copyto`` of an array much larger than the caches (read + write =
   ``2 × nbytes`` counted; write-allocate traffic is *not* counted, so this is what a kernel sees)
   and ``ndarray.sum`` (``nbytes`` read); the better of the two;
 * **vector rate**: an elementwise float32 multiply on cache-resident arrays (1 FLOP/element);
-* **per-op overhead** (when PyTorch is installed): the median wall time per op of a layer-like
-  mix of tiny eager torch ops (linear, add, mul, mean, rsqrt, cat, neg): what each kernel launch
-  of an eager framework costs on this machine;
-* **16-bit GEMM** (when PyTorch is installed): a bf16 ``torch.matmul`` (numpy has none).
+With PyTorch installed, at a stated intra-op thread count (``threads``, default 1: a co-tenant on a
+small machine otherwise turns OpenMP barriers into the cost), also:
+
+* **eager kernel overhead**: the extra wall time of one more layer of a tiny eager decoder (d=16,
+  one token: :mod:`.eager_decoder`) divided by the aten kernels it launches (counted with a
+  ``TorchDispatchMode``): dispatch, Python and allocator cost per kernel, median of repeats;
+* **fp32 and bf16 GEMM**: ``F.linear`` of a 128-token chunk through 8 separate 4096×1024 weights
+  (above the caches, read from DRAM as in a forward pass), the kernel a decoder's projections run
+  (numpy has no 16-bit GEMM);
+* **GEMV bandwidth**: one token through the same cold weights, what a decode step streams at.
 
 The best (fastest) repetition of each is kept. Capacity comes from ``/proc/meminfo`` (else
 ``os.sysconf``). :func:`save_device_toml` writes the schema :func:`load_device_file` reads.
@@ -23,7 +29,6 @@ import json
 import math
 import os
 import platform
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +36,18 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import RooflawError, bad
+from .calibrate_torch import (
+    _K,
+    _M_GEMM,
+    _N,
+    _gemm16,
+    _gemv_bandwidth,
+    _op_overhead,
+    _time_best,
+    _torch_gemm,
+    _torch_threads,
+    torch_threads_now,
+)
 from .device import DTYPES, Device
 from .device_file import _FIELD_TO_KEY, _SCALAR_KEYS, SCHEMA_VERSION
 
@@ -51,21 +68,20 @@ class Measurements:
     memory_capacity: float  #: bytes
     threads: int  #: logical CPUs
     op_overhead: float = 0.0  #: seconds per eager torch op (0: torch not installed)
-    gemm16_flops: float = 0.0  #: bf16 torch GEMM FLOP/s (0: torch not installed)
+    gemm16_flops: float = 0.0  #: bf16 torch ``F.linear`` FLOP/s (0: torch not installed)
+    torch_gemm_flops: float = 0.0  #: fp32 torch ``F.linear`` FLOP/s, 128 tokens, cold weights (0: no torch)
+    gemv_bandwidth: float = 0.0  #: bytes/s of a one-token fp32 GEMV over cold weights (0: no torch)
+    torch_threads: int = 0  #: torch intra-op threads the torch figures were measured with (0: no torch)
 
+    @property
+    def linear_flops(self) -> float:
+        """The fp32 GEMM roof: torch's rate when measured (what eager decoders run), else numpy's."""
+        return self.torch_gemm_flops or self.gemm_flops
 
-def _time_best(fn: Callable[[], object], budget: float, min_reps: int = 3, max_reps: int = 1000) -> float:
-    """Best wall time of ``fn`` over repetitions until ``budget`` seconds are spent (after a warm-up)."""
-    fn()
-    best = math.inf
-    start = time.perf_counter()
-    reps = 0
-    while reps < max_reps and (reps < min_reps or time.perf_counter() - start < budget):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-        reps += 1
-    return max(best, 1e-9)
+    @property
+    def stream_bandwidth(self) -> float:
+        """The bandwidth roof: torch's decode GEMV when measured, else numpy's copy/read."""
+        return self.gemv_bandwidth or self.memory_bandwidth
 
 
 def _memory_capacity() -> float:
@@ -120,70 +136,38 @@ def _vector(budget: float) -> float:
     return 8.0 * n / _time_best(kernel, budget)
 
 
-def _op_overhead(budget: float) -> float:
-    """Median wall time of one tiny eager torch op (dispatch + launch), 0 without torch."""
-    try:
-        import torch
-    except ImportError:
-        return 0.0
-    x, w = torch.ones(1, 16), torch.ones(16, 16)
-
-    def kernel() -> None:
-        for _ in range(100):
-            y = torch.nn.functional.linear(x, w)
-            y = y + x
-            y = y * x
-            v = y.mean(-1, keepdim=True)
-            v = torch.rsqrt(v)
-            y = torch.cat([-y[..., 8:], y[..., :8]], -1)
-            y = y * v
-
-    samples = []
-    start = time.perf_counter()
-    kernel()
-    while len(samples) < 5 or (time.perf_counter() - start < budget and len(samples) < 200):
-        t0 = time.perf_counter()
-        kernel()
-        samples.append((time.perf_counter() - t0) / 800)
-    return float(np.median(samples))
-
-
-def _gemm16(budget: float) -> float:
-    """bf16 GEMM FLOP/s with torch (0 without torch)."""
-    try:
-        import torch
-    except ImportError:
-        return 0.0
-    n = 512
-    a = torch.randn(n, n).to(torch.bfloat16)
-    b = torch.randn(n, n).to(torch.bfloat16)
-    with torch.inference_mode():
-        t = _time_best(lambda: torch.matmul(a, b), budget, min_reps=2)
-    return 2.0 * n**3 / t
-
-
 Progress = Callable[[str, float], None]
 
 
-def measure(seconds: float = 2.0, progress: Progress | None = None) -> Measurements:
+def measure(seconds: float = 2.0, progress: Progress | None = None, threads: int | None = 1) -> Measurements:
     """Time GEMM, memory bandwidth, the vector rate and the per-op overhead within about ``seconds``.
 
-    ``progress(step, fraction_done)`` is called before each step and once at the end (1.0).
+    The torch measurements run with ``threads`` intra-op threads (``None``: torch's current setting),
+    the count ``validate`` must run with too. ``progress(step, fraction_done)`` is called before
+    each step and once at the end (1.0).
     """
     if not (isinstance(seconds, (int, float)) and math.isfinite(seconds) and seconds > 0):
         raise bad("seconds", seconds, "must be a positive number")
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+        raise bad("threads", threads, "must be a positive integer")
     say = progress or (lambda step, frac: None)
     capacity = _memory_capacity()
-    say("fp32 GEMM", 0.0)
-    gemm, n = _gemm(0.4 * seconds)
-    say("memory bandwidth", 0.4)
-    copy_bw, read_bw, nbytes = _bandwidth(0.3 * seconds, capacity)
-    say("vector rate", 0.7)
-    vec = _vector(0.15 * seconds)
-    say("per-op overhead", 0.85)
-    overhead = _op_overhead(0.1 * seconds)
-    say("16-bit GEMM", 0.95)
-    gemm16 = _gemm16(0.05 * seconds)
+    say("fp32 GEMM (numpy)", 0.0)
+    gemm, n = _gemm(0.25 * seconds)
+    say("memory bandwidth", 0.25)
+    copy_bw, read_bw, nbytes = _bandwidth(0.2 * seconds, capacity)
+    say("vector rate", 0.45)
+    vec = _vector(0.1 * seconds)
+    with _torch_threads(threads):
+        used = torch_threads_now()
+        say("per-op overhead", 0.55)
+        overhead = _op_overhead(0.2 * seconds)
+        say("fp32 GEMM (torch)", 0.75)
+        tgemm = _torch_gemm("float32", 0.1 * seconds)
+        say("16-bit GEMM", 0.85)
+        gemm16 = _gemm16(0.1 * seconds)
+        say("GEMV bandwidth", 0.95)
+        gemv = _gemv_bandwidth(0.05 * seconds)
     say("done", 1.0)
     return Measurements(
         gemm_flops=gemm,
@@ -197,33 +181,47 @@ def measure(seconds: float = 2.0, progress: Progress | None = None) -> Measureme
         threads=os.cpu_count() or 1,
         op_overhead=overhead,
         gemm16_flops=gemm16,
+        torch_gemm_flops=tgemm,
+        gemv_bandwidth=gemv,
+        torch_threads=used,
     )
 
 
 def _summary(m: Measurements) -> str:
+    torch_part = (
+        f"; with torch ({m.torch_threads} threads): fp32 GEMM {m.linear_flops / 1e9:.1f} GFLOP/s "
+        f"(F.linear, {_M_GEMM} tokens x cold {_N}x{_K} weights), bf16 GEMM {m.gemm16_flops / 1e9:.1f} GFLOP/s, "
+        f"GEMV bandwidth {m.gemv_bandwidth / 1e9:.1f} GB/s, eager kernel {m.op_overhead * 1e6:.2f} us; "
+        f"threads={m.torch_threads}"
+        if m.torch_threads
+        else ""
+    )
     return (
         f"measured with numpy {np.__version__}: fp32 GEMM {m.gemm_flops / 1e9:.1f} GFLOP/s (n={m.gemm_n}), "
         f"bandwidth {m.memory_bandwidth / 1e9:.1f} GB/s (copy {m.copy_bandwidth / 1e9:.1f}, "
         f"read {m.read_bandwidth / 1e9:.1f}; {m.array_bytes / 1e6:.0f} MB array), "
-        f"vector fp32 {m.vector_flops / 1e9:.2f} GFLOP/s, eager op {m.op_overhead * 1e6:.2f} us, "
-        f"bf16 GEMM {m.gemm16_flops / 1e9:.1f} GFLOP/s"
+        f"vector fp32 {m.vector_flops / 1e9:.2f} GFLOP/s" + torch_part
     )
 
 
-def calibrate(base: Device | None = None, seconds: float = 2.0, progress: Progress | None = None) -> Device:
-    """Measure this machine (see module docstring).
+def calibrate(
+    base: Device | None = None, seconds: float = 2.0, progress: Progress | None = None, threads: int | None = 1
+) -> Device:
+    """Measure this machine (see module docstring); torch figures with ``threads`` intra-op threads.
 
     Without ``base``: a ``local-cpu`` device whose roofs are the measured rates (``fp32``, ``tf32``
-    and ``fp16`` = the float32 GEMM rate, since numpy has no fast 16-bit GEMM; ``vector_rate`` =
-    the elementwise rate), bandwidth, capacity and the per-op overhead (``kernel_overhead``), all
-    with provenance ``measured``. ``progress(step, fraction)`` reports progress (no terminal I/O here).
+    = torch's fp32 ``F.linear`` rate, else numpy's GEMM; ``fp16`` = torch's bf16 ``F.linear``, else the
+    fp32 rate; ``vector_rate`` = the elementwise rate), bandwidth (torch's decode GEMV, else numpy's
+    copy/read), capacity and the per-kernel eager overhead (``kernel_overhead``), all with provenance
+    ``measured``; the thread count is in the name and ``notes`` (``threads=N``).
+    ``progress(step, fraction)`` reports progress (no terminal I/O here).
 
     With ``base`` (the catalog device this machine is): ``<base.id>-calibrated``, the base's peaks
     kept, with ``compute_efficiency`` = measured GEMM / base fp32-GEMM roof (tf32 else fp32) and
     ``memory_efficiency`` = measured / peak bandwidth, tagged ``measured``. A ratio above 1 (the
     base does not describe this machine) is capped at 1.0 and said so in ``notes``.
     """
-    m = measure(seconds, progress)
+    m = measure(seconds, progress, threads)
     summary = _summary(m)
     if base is None:
         fields = (
@@ -238,14 +236,14 @@ def calibrate(base: Device | None = None, seconds: float = 2.0, progress: Progre
         prov = dict.fromkeys(fields, "measured")
         prov["sm_count"] = "measured"
         prov["tile"] = "assumed"
-        src = "rooflaw.devices.calibrate (numpy)"
+        src = "rooflaw.devices.calibrate (numpy" + (f", torch {m.torch_threads} threads)" if m.torch_threads else ")")
         return Device(
             id="local-cpu",
-            name=f"This machine ({platform.machine() or 'cpu'}, {m.threads} threads)",
-            peak_flops={"fp32": m.gemm_flops, "tf32": m.gemm_flops, "fp16": m.gemm16_flops or m.gemm_flops},
+            name=f"This machine ({platform.machine() or 'cpu'}, {m.threads} CPUs, {m.torch_threads} torch threads)",
+            peak_flops={"fp32": m.linear_flops, "tf32": m.linear_flops, "fp16": m.gemm16_flops or m.linear_flops},
             vector_rate=m.vector_flops,
             kernel_overhead=m.op_overhead,
-            memory_bandwidth=m.memory_bandwidth,
+            memory_bandwidth=m.stream_bandwidth,
             memory_capacity=m.memory_capacity,
             sm_count=m.threads,
             tile=(128, 128),
@@ -253,7 +251,8 @@ def calibrate(base: Device | None = None, seconds: float = 2.0, progress: Progre
             vendor="",
             provenance=prov,
             sources=dict.fromkeys(fields, src) | {"sm_count": "os.cpu_count()"},
-            notes=summary + "; tf32 roof = the fp32 GEMM rate; fp16 roof = the bf16 torch GEMM (else the fp32 rate)",
+            notes=summary + "; roofs: fp32/tf32 = the torch fp32 GEMM (else numpy's), fp16 = the bf16 torch GEMM "
+            "(else the fp32 rate), bandwidth = the torch GEMV (else numpy's copy/read)",
             achieved={},
         )
     roof_dtype, roof = base.roof("tf32")
