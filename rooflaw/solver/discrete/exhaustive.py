@@ -40,6 +40,7 @@ from .scan_parts import (  # noqa: F401 (re-exported: the search and the numba s
     _n_jobs,
     _row,
     _take,
+    absorb,
     check_objectives,
     evaluate_lean,
 )  # fmt: skip
@@ -141,20 +142,7 @@ def _run(problem: Problem, objectives: tuple[str, ...], n_jobs: int | None, clou
     acc = _Acc()
     ocols = tuple(OBJECTIVES[o] for o in objectives)
     for p in parts:
-        acc.evaluated += p.evaluated
-        acc.feasible += p.feasible
-        acc.best = _better(acc.best, p.best)
-        acc.best_any = _better(acc.best_any, p.best_any)
-        for k, m in p.minimum.items():
-            acc.minimum[k] = min(acc.minimum.get(k, math.inf), m)
-        if p.closest is not None and (acc.closest is None or p.closest[0] < acc.closest[0]):
-            acc.closest = p.closest
-        if p.front is not None:
-            acc.front = _cat(acc.front, p.front)
-        if p.cloud is not None:
-            acc.cloud = _cat(acc.cloud, p.cloud)
-        acc.eval_s += p.eval_s
-        acc.pareto_s += p.pareto_s
+        absorb(acc, p, _better)
     if acc.front is not None:
         acc.front = _filter(acc.front, ocols)
     merge = time.perf_counter() - t1

@@ -26,7 +26,7 @@ from ...errors import bad
 from ..problem import Problem
 from .exhaustive import FrontierResult, _frame, _raise_infeasible, _ranges, result_from_row
 from .pareto import pareto_mask
-from .scan_parts import _ARCH, _PATTERN, _VALUES, FRONTIER_COLUMNS, SUB_CHUNK, _Acc, _cat, _n_jobs
+from .scan_parts import _ARCH, _PATTERN, _VALUES, FRONTIER_COLUMNS, SUB_CHUNK, _Acc, _cat, _n_jobs, absorb
 
 #: Objective name -> (column, sign): the frontier minimises sign·column (throughput is maximised).
 JOINT_OBJECTIVES = {"loss": ("loss", 1.0), "latency": ("latency_s", 1.0), "memory": ("memory_bytes", 1.0),
@@ -303,17 +303,7 @@ def merge(parts: Sequence[_Acc], objectives: tuple[str, ...]) -> _Acc:
     """The exact union of per-range accumulators (parts in range order)."""
     acc = _Acc()
     for p in parts:
-        acc.evaluated += p.evaluated
-        acc.feasible += p.feasible
-        acc.best = _better_joint(acc.best, p.best)
-        acc.best_any = _better_joint(acc.best_any, p.best_any)
-        for k, m in p.minimum.items():
-            acc.minimum[k] = min(acc.minimum.get(k, math.inf), m)
-        if p.closest is not None and (acc.closest is None or p.closest[0] < acc.closest[0]):
-            acc.closest = p.closest
-        if p.front is not None:
-            acc.front = _cat(acc.front, p.front)
-        acc.eval_s += p.eval_s
+        absorb(acc, p, _better_joint)
     if acc.front is not None:
         acc.front = _filter(acc.front, objectives)
     return acc

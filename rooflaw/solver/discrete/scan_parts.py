@@ -3,6 +3,7 @@ evaluation of a chunk of candidates, the running accumulator and its small helpe
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,6 +83,25 @@ class _Acc:
     cloud: dict[str, np.ndarray] | None = None
     eval_s: float = 0.0
     pareto_s: float = 0.0
+
+
+def absorb(acc: _Acc, p: _Acc, better: Any) -> None:
+    """Add range ``p``'s report to ``acc`` (counts, best points chosen by ``better``, minima, least violation,
+    frontier and cloud rows concatenated: the caller filters the union once)."""
+    acc.evaluated += p.evaluated
+    acc.feasible += p.feasible
+    acc.best = better(acc.best, p.best)
+    acc.best_any = better(acc.best_any, p.best_any)
+    for k, m in p.minimum.items():
+        acc.minimum[k] = min(acc.minimum.get(k, math.inf), m)
+    if p.closest is not None and (acc.closest is None or p.closest[0] < acc.closest[0]):
+        acc.closest = p.closest
+    if p.front is not None:
+        acc.front = _cat(acc.front, p.front)
+    if p.cloud is not None:
+        acc.cloud = _cat(acc.cloud, p.cloud)
+    acc.eval_s += p.eval_s
+    acc.pareto_s += p.pareto_s
 
 
 def _take(d: dict[str, np.ndarray], idx: Any) -> dict[str, np.ndarray]:
