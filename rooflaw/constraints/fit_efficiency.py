@@ -34,6 +34,8 @@ from ..devices.device import Device
 from .engines import _BUILTIN, ENGINE_NAMES, EngineProfile, get_engine, mixed_input
 from .published import Case
 from .roofline import evaluate
+from .serving import VLLM_TOKEN_BUDGET, Schedule, assembly_step_cost
+from .workload import Workload
 
 REFERENCE_ENGINE = "tensorrt-llm"
 #: (prior median, prior spread as a factor, lower bound, upper bound) per parameter kind.
@@ -64,6 +66,9 @@ class _Feat:
     mixed: np.ndarray  # per op: 1 for a dequantising (mixed-input) linear GEMM
     att: np.ndarray  # per op: 1 for an attention matmul (QKᵀ, scores·V)
     vector: float  # the vector (FP32 CUDA-core) roof, FLOP/s: dequantising GEMVs of small decode batches
+    #: continuous batching (``Case.concurrent``): per steady-state step kind, (count, prefill F/B of its c + n
+    #: tokens or None, decode-step F/B of its n sequences or None, n)
+    steps: list[tuple[float, tuple | None, tuple | None, int]] | None = None
 
 
 def _roof_classes() -> dict[str, str]:
@@ -75,15 +80,12 @@ def _roof_classes() -> dict[str, str]:
     return out
 
 
-def _features(case: Case, device: Device) -> _Feat:
-    """Per-op FLOPs/bytes of the case's prefill and mean decode step, from the assembly's own breakdown."""
-    w = case.workload
+def _op_arrays(case: Case, device: Device, w: Workload, names: list[str] | None = None):
+    """Op names and per-op (F, B) of ``w``'s prefill and mean decode step (ideal engine)."""
     rep = evaluate(case.arch, device, w, case.precision, engine="ideal")
-    classes = _roof_classes()
-    names = list(dict.fromkeys(o.name for o in rep.ops if o.name != "engine_overhead"))
+    names = names or list(dict.fromkeys(o.name for o in rep.ops if o.name != "engine_overhead"))
     idx = {n: i for i, n in enumerate(names)}
-    k = len(names)
-    Fp, Bp, Fd, Bd = (np.zeros(k) for _ in range(4))
+    Fp, Bp, Fd, Bd = (np.zeros(len(names)) for _ in range(4))
     for o in rep.ops:
         if o.name not in idx:
             continue
@@ -92,6 +94,27 @@ def _features(case: Case, device: Device) -> _Feat:
             Fp[i], Bp[i] = o.flops, o.bytes
         else:  # summed over the S_out steps: the mean step (costs are affine in the step index)
             Fd[i], Bd[i] = o.flops / w.output_tokens, o.bytes / w.output_tokens
+    return names, (Fp, Bp), (Fd, Bd)
+
+
+def _schedule(case: Case) -> Schedule:
+    w = case.workload
+    return Schedule(w.batch, w.input_tokens, w.output_tokens + 1, VLLM_TOKEN_BUDGET)
+
+
+def _features(case: Case, device: Device) -> _Feat:
+    """Per-op FLOPs/bytes of the case's prefill and mean decode step, from the assembly's own breakdown."""
+    w = case.workload
+    names, (Fp, Bp), (Fd, Bd) = _op_arrays(case, device, w)
+    classes = _roof_classes()
+    steps = None
+    if case.concurrent:
+        steps = []
+        for c, n, count in _schedule(case).steps():
+            pre = _op_arrays(case, device, Workload(1, c + n, 1, w.attention), names)[1] if c else None
+            wd = Workload(n, w.input_tokens, w.output_tokens, w.attention) if n else None
+            dec = _op_arrays(case, device, wd, names)[2] if wd else None
+            steps.append((count, pre, dec, n))
     pis, dts, mixed, att = [], [], [], []
     for n in names:
         roof = classes.get(n, "memory")
@@ -113,7 +136,7 @@ def _features(case: Case, device: Device) -> _Feat:
         if e.kernels_per_layer is not None:
             launches[name] = layers * (e.kernels_per_layer + e.moe_kernels * moe) + (e.kernels_per_pass or 0.0)
     return _Feat((Fp, Bp), (Fd, Bd), np.array(pis), dts, float(device.memory_bandwidth), launches, np.array(mixed),
-                 np.array(att), float(device.vector_flops))  # fmt: skip
+                 np.array(att), float(device.vector_flops), steps)  # fmt: skip
 
 
 class _Params:
@@ -182,6 +205,13 @@ def _predict(x: np.ndarray, P: _Params, case: Case, f: _Feat) -> float:
         return t(*f.pre, pad)
     if case.phase == "decode":
         return t(*f.dec, gemv=gemv)
+    if f.steps is not None:  # continuous batching: steady-state steps per request (see .serving)
+        tot = 0.0
+        for count, pre, dec, n in f.steps:
+            tp = t(*pre) if pre is not None else 0.0
+            td = t(*dec, gemv=bool(f.mixed.any()) and n <= _BUILTIN[eng].gemv_max_batch) if dec is not None else 0.0
+            tot += count * max(tp, td)
+        return tot / (w.output_tokens + 1)
     return (t(*f.pre, pad) + w.output_tokens * t(*f.dec, gemv=gemv)) / (w.batch * (w.output_tokens + 1))
 
 
@@ -260,6 +290,10 @@ def predict(case: Case, result: FitResult | None, devices: dict[str, Device] | N
         dev = result.device(dev, case.family)
         engine = result.engine(case.engine)
     w = case.workload
+    if case.concurrent:
+        step = assembly_step_cost(case.arch, dev, case.precision, engine, w.input_tokens, w.output_tokens,
+                                  w.attention)  # fmt: skip
+        return _schedule(case).seconds_per_token(step)
     rep = evaluate(case.arch, dev, w, case.precision, engine=engine)
     if case.phase == "prefill":
         return rep.prefill_s

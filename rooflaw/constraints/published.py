@@ -10,8 +10,10 @@ README beside the data):
   server TTFT p50, llama-bench pp512 = 512 / tok/s);
 * ``decode``: the mean time of one decode step of the batch (TensorRT Edge-LLM batch / tok/s,
   llama.cpp ITL p50, llama-bench tg512 from an empty context);
-* ``e2e``: time per generated token *including* the prefill (vLLM "output token throughput",
-  gpt-fast tokens/s): (prefill + (S_out − 1) decode steps) / (batch · S_out).
+* ``e2e``: time per generated token *including* the prefill: gpt-fast tokens/s = (prefill +
+  (S_out − 1) decode steps) / (batch · S_out); vLLM "output token throughput" at ``max-concurrency``
+  N = the steady state of continuous batching with chunked prefill (:mod:`.serving`), whose steps
+  carry one request's prompt chunk with the other requests' decode tokens.
 """
 
 from __future__ import annotations
@@ -82,6 +84,9 @@ class Case:
     workload: Workload
     phase: str  #: prefill | decode | e2e
     measured_s: float
+    #: e2e measured as the aggregate throughput of a server kept at ``workload.batch`` requests in flight
+    #: (``vllm bench serve --max-concurrency``): continuous batching with chunked prefill (:mod:`.serving`)
+    concurrent: bool = False
 
 
 def _num(text: str) -> float:
@@ -169,7 +174,8 @@ def _cases(row: dict[str, str], arch: Architecture, device: str, engine: str) ->
         return out
     if "output token throughput" in mtype or "end-to-end" in mtype:
         w = Workload(batch, s_in, max(1, s_out - 1), att)
-        return [Case(**base, workload=w, phase="e2e", measured_s=1.0 / tok_s)]
+        served = "max-concurrency" in mtype
+        return [Case(**base, workload=w, phase="e2e", measured_s=1.0 / tok_s, concurrent=served)]
     pre = _num(row["prefill_ms"])
     if math.isfinite(pre):
         out.append(Case(**base, workload=Workload(batch, s_in, 1, att), phase="prefill", measured_s=pre / 1e3))

@@ -1,0 +1,144 @@
+"""Continuous batching with chunked prefill: the output throughput of a server kept at ``concurrency``
+requests in flight (``vllm bench serve --max-concurrency C``), as a steady state and as a brute-force
+discrete-event simulation of the same schedule.
+
+The schedule is vLLM's (V1 scheduler, chunked prefill on by default): every engine step has a budget of
+``token_budget`` tokens (``max_num_batched_tokens``; 2048 is vLLM's default for the OpenAI server on
+GPUs other than A100/H100-class). Running requests are served first, in arrival order: a decoding
+request takes 1 token, a request still in its prompt takes the next chunk of its prompt that fits;
+then waiting requests are admitted (FIFO) with a chunk each while budget is left. A request whose last
+prompt chunk runs in a step emits its first output token there and decodes one token per step after.
+The client sends a new request the moment one finishes, so ``concurrency`` are always in flight.
+
+A step's time is a caller-supplied ``step_s(prefill_tokens, decode_sequences)``;
+:func:`assembly_step_cost` builds it from the one cost model (:func:`rooflaw.evaluate`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+
+from ..errors import bad
+
+#: vLLM's default ``max_num_batched_tokens`` with chunked prefill for the OpenAI-compatible server
+#: (``EngineArgs`` V1 defaults: 2048, 8192 on A100/H100-class GPUs).
+VLLM_TOKEN_BUDGET = 2048
+
+StepCost = Callable[[int, int], float]  #: (prefill tokens in the step, decoding sequences) -> seconds
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """``concurrency`` requests in flight, each ``prompt_tokens`` in and ``output_tokens`` out."""
+
+    concurrency: int
+    prompt_tokens: int
+    output_tokens: int
+    token_budget: int = VLLM_TOKEN_BUDGET
+
+    def __post_init__(self) -> None:
+        for key in ("concurrency", "prompt_tokens", "output_tokens", "token_budget"):
+            v = getattr(self, key)
+            if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+                raise bad(key, v, "must be a positive integer")
+        if self.token_budget < self.concurrency:
+            raise bad("token_budget", self.token_budget, f"must be at least the concurrency ({self.concurrency})")
+
+    def steps(self) -> list[tuple[int, int, float]]:
+        """The steady state's steps per completed request: ``(prefill tokens, decoding sequences, count)``.
+
+        With ``C − 1`` other requests decoding, a prompt is cut into chunks of ``T − (C − 1)`` tokens:
+        ``m`` mixed steps, the last carrying the remainder. The other requests' ``O − 1`` decode tokens
+        not carried by those mixed steps run in pure decode steps of ``C`` sequences. When prompts are
+        so long that decoders never fill a step (``(C − 1)·m > O − 1``), prompts overlap and every step is
+        full: ``(P + O − 1)/T`` steps per request, each with ``T·(O − 1)/(P + O − 1)`` decoders.
+        """
+        C, P, O, T = self.concurrency, self.prompt_tokens, self.output_tokens, self.token_budget
+        chunk = T - (C - 1)
+        m = math.ceil(P / chunk)
+        rest = P - (m - 1) * chunk
+        pure = (O - 1 - (C - 1) * m) / C
+        if pure >= 0:
+            out = [(chunk, C - 1, float(m - 1)), (rest, C - 1, 1.0), (0, C, pure)]
+        else:  # prefill-bound: every step is full, its T tokens shared by prompt chunks and decoders
+            n = round(T * (O - 1) / (P + O - 1))
+            out = [(T - n, n, (P + O - 1) / T)]
+        return [s for s in out if s[2] > 0]
+
+    def seconds_per_token(self, step_s: StepCost) -> float:
+        """Steady-state seconds per output token (1 / aggregate output tokens/s)."""
+        return sum(k * step_s(c, n) for c, n, k in self.steps()) / self.output_tokens
+
+
+def simulate(s: Schedule, step_s: StepCost, n_requests: int, warmup: int = 0) -> float:
+    """Brute force: run the schedule step by step for ``n_requests`` requests; seconds per output token
+    between the ``warmup``-th completion and the last (all of the run when ``warmup`` is 0)."""
+    C, P, O, T = s.concurrency, s.prompt_tokens, s.output_tokens, s.token_budget
+    issued, done, t, t0 = 0, 0, 0.0, 0.0
+    waiting: deque[list[int]] = deque()
+    running: list[list[int]] = []  # [prompt tokens left, output tokens left]
+    for _ in range(min(C, n_requests)):
+        waiting.append([P, O])
+        issued += 1
+    while done < n_requests:
+        budget, prefill, decoding, plan = T, 0, 0, []
+        for r in running:
+            if budget == 0:
+                break
+            k = min(r[0], budget) if r[0] else 1
+            prefill += k if r[0] else 0
+            decoding += 0 if r[0] else 1
+            budget -= k
+            plan.append((r, k))
+        while waiting and budget > 0:
+            r = waiting.popleft()
+            running.append(r)
+            k = min(r[0], budget)
+            prefill += k
+            budget -= k
+            plan.append((r, k))
+        t += step_s(prefill, decoding)
+        for r, k in plan:
+            if r[0]:
+                r[0] -= k
+                if r[0] == 0:
+                    r[1] -= 1  # the last prompt chunk emits the first output token
+            else:
+                r[1] -= 1
+            if r[1] == 0:
+                running.remove(r)
+                done += 1
+                if done == warmup:
+                    t0 = t
+                if issued < n_requests:
+                    waiting.append([P, O])
+                    issued += 1
+    return (t - t0) / ((n_requests - warmup) * O)
+
+
+def assembly_step_cost(arch, device, precision, engine, prompt_tokens: int, output_tokens: int,
+                       attention: str = "fused") -> StepCost:  # fmt: skip
+    """A step's seconds from the one cost model: a step of ``c`` prompt tokens and ``n`` decoding sequences
+    takes ``max(prefill of c + n tokens, decode step of n sequences)`` -- its GEMMs process ``c + n`` rows
+    over weights read once, and it streams at least the ``n`` sequences' weights and KV cache (decode at
+    the schedule's mean context ``prompt + output/2``)."""
+    from .roofline import evaluate
+    from .workload import Workload
+
+    @cache
+    def pre(k: int) -> float:
+        return evaluate(arch, device, Workload(1, k, 1, attention), precision, engine=engine).prefill_s
+
+    @cache
+    def dec(n: int) -> float:
+        w = Workload(n, prompt_tokens, output_tokens, attention)
+        return evaluate(arch, device, w, precision, engine=engine).tpot_s
+
+    def step(c: int, n: int) -> float:
+        return max(pre(c + n) if c else 0.0, dec(n) if n else 0.0)
+
+    return step
