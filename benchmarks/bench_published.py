@@ -1,14 +1,19 @@
 """Accuracy of the achieved-performance model against published measurements (docs/benchmarks.md).
 
 Fits the per-family / per-engine figures on every usable row of published.csv, then refits
-without each source (and without each device) and predicts the held-out rows. Prints the median
-|predicted/measured − 1| per phase for the pure roofline, in-sample, and held out.
+without each source and without each board (a device with all its power modes) and predicts the
+held-out rows. Prints the median |predicted/measured − 1| per phase for the pure roofline,
+in-sample and held out; leave-one-board-out also split by what the fit still knew (the held-out
+board's engine and family fitted on other boards, or not); and one JSON line with every figure.
 
     python benchmarks/bench_published.py [PATH/published.csv]
 """
 
 from __future__ import annotations
 
+import json
+import os
+import resource
 import sys
 import time
 from collections import defaultdict
@@ -16,34 +21,57 @@ from collections import defaultdict
 import numpy as np
 
 import rooflaw as rl
+from rooflaw.constraints.fit_efficiency import coverage
 
 
-def _table(title: str, rows: list[dict[str, object]], key: str) -> None:
+def _table(title: str, rows: list[dict[str, object]], key) -> dict[str, float]:
     by: dict[tuple[str, str], list[float]] = defaultdict(list)
     for r in rows:
-        by[(str(r[key]), str(r["phase"]))].append(abs(float(r["error"])))  # type: ignore[arg-type]
+        g = key(r) if callable(key) else str(r[key])
+        by[(g, str(r["phase"]))].append(abs(float(r["error"])))  # type: ignore[arg-type]
+        by[(g, "all")].append(abs(float(r["error"])))  # type: ignore[arg-type]
     print(f"\n{title}")
     for (g, ph), v in sorted(by.items()):
         print(f"  {g:28s} {ph:8s} n={len(v):3d} median |err| {np.median(v):6.1%}")
+    return {f"{g}/{ph}": float(np.median(v)) for (g, ph), v in by.items()}
+
+
+def _pct(d: dict[str, float]) -> dict[str, str]:
+    return {k: f"{v:.1%}" for k, v in d.items()}
 
 
 def main() -> None:
     path = sys.argv[1] if len(sys.argv) > 1 else "../shared/data/measured/published.csv"
+    t_all, cpu0 = time.perf_counter(), time.process_time()
     cases, skipped = rl.load_cases(path)
     print(f"{len(cases)} cases from {len({c.row_id for c in cases})} rows; {len(skipped)} rows skipped")
     t = time.perf_counter()
     res = rl.fit_efficiencies(cases)
-    print(f"fit: {time.perf_counter() - t:.1f} s")
+    fit_s = time.perf_counter() - t
+    n_par = sum(len(v) for v in {**res.families, **res.engines}.values())
+    print(f"fit: {fit_s:.1f} s, {n_par} parameters")
     for name, vals in {**res.families, **res.engines}.items():
         print(f"  {name:26s} " + ", ".join(f"{k}={v:.3g}" for k, v in sorted(vals.items())))
     ideal, ins = rl.efficiency_errors(cases, None), rl.efficiency_errors(cases, res)
-    print("\nmedian |err|  pure roofline:", {k: f"{v:.1%}" for k, v in rl.median_abs_error(ideal).items()})
-    print("median |err|  fitted (in-sample):", {k: f"{v:.1%}" for k, v in rl.median_abs_error(ins).items()})
+    out: dict[str, object] = {"cases": len(cases), "parameters": n_par, "fit_s": round(fit_s, 1)}
+    out["pure_roofline"], out["in_sample"] = rl.median_abs_error(ideal), rl.median_abs_error(ins)
+    print("\nmedian |err|  pure roofline:", _pct(out["pure_roofline"]))  # type: ignore[arg-type]
+    print("median |err|  fitted (in-sample):", _pct(out["in_sample"]))  # type: ignore[arg-type]
     _table("in-sample, per family", ins, "family")
-    for key in ("source", "device"):
+    for key in ("source", "board"):
         ho = rl.held_out_errors(cases, key)
-        print(f"\nmedian |err|  leave one {key} out:", {k: f"{v:.1%}" for k, v in rl.median_abs_error(ho).items()})
-        _table(f"leave one {key} out, per held-out {key}", ho, "held_out")
+        out[f"leave_one_{key}_out"] = rl.median_abs_error(ho)
+        print(f"\nmedian |err|  leave one {key} out:", _pct(out[f"leave_one_{key}_out"]))  # type: ignore[arg-type]
+        out[f"leave_one_{key}_out_per_group"] = _table(f"leave one {key} out, per held-out {key}", ho, "held_out")
+        if key == "board":
+            out["leave_one_board_out_by_coverage"] = _table("leave one board out, by what the fit still knew", ho,
+                                                            coverage)  # fmt: skip
+    wall, cpu = time.perf_counter() - t_all, time.process_time() - cpu0
+    child = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out.update(wall_s=round(wall, 1), cpu_s=round(cpu + child.ru_utime + child.ru_stime, 1),
+               load_1min=round(os.getloadavg()[0], 2))  # fmt: skip
+    print(f"\nwall {wall:.1f} s, CPU {out['cpu_s']} s, load (1 min) {out['load_1min']}")
+    print(json.dumps(out, sort_keys=True))
 
 
 if __name__ == "__main__":

@@ -64,3 +64,29 @@ def test_engine_ideal_is_pure_roofline_and_paper_ignores_engines():
     assert paper["ideal"] == paper["llama.cpp"]
     assert evaluate(a, dev, w, "bf16").applied.engine == "tensorrt-llm"
     assert "fitted" in evaluate(a, dev, w, "bf16").provenance
+
+
+def test_held_out_fits_without_exactly_the_held_out_group(monkeypatch):
+    """Leave-one-X-out: each fit sees every case but those of one group, and predicts exactly those."""
+    import rooflaw.constraints.published as pub
+
+    a, prec = from_hf_config("smollm2-135m"), pub.Precision.parse("bf16")
+    mk = [("S1", "jetson-orin-nano-8gb", "llama.cpp"), ("S1", "jetson-orin-nano-8gb@Super", "llama.cpp"),
+          ("S2", "jetson-agx-thor", "tensorrt-llm"), ("S3", "jetson-agx-orin-64gb", "vllm")]  # fmt: skip
+    cases = [pub.Case(f"R{i}", s, d, pub.FAMILY_OF[d.split("@")[0]], e, "smollm2-135m", a, prec, Workload(1, 8, 2),
+                      "decode", 1e-3) for i, (s, d, e) in enumerate(mk)]  # fmt: skip
+    seen: list[set[str]] = []
+    monkeypatch.setattr(fe, "fit", lambda train: seen.append({c.row_id for c in train}))
+    monkeypatch.setattr(fe, "errors", lambda test, res: [{"row_id": c.row_id, "engine": c.engine,
+                                                          "family": c.family, "phase": c.phase, "error": 0.0}
+                                                         for c in test])  # fmt: skip
+    rows = fe.held_out(cases, "source")
+    assert seen == [{"R2", "R3"}, {"R0", "R1", "R3"}, {"R0", "R1", "R2"}]
+    assert [(r["row_id"], r["held_out"]) for r in rows] == [("R0", "S1"), ("R1", "S1"), ("R2", "S2"), ("R3", "S3")]
+    seen.clear()
+    rows = fe.held_out(cases, "board")  # a board goes out with all its power modes
+    assert seen[2] == {"R2", "R3"} and {r["row_id"] for r in rows if r["held_out"] == "jetson-orin-nano-8gb"} == {
+        "R0", "R1"}  # fmt: skip
+    cov = {r["row_id"]: fe.coverage(r) for r in rows}
+    # Thor out: TensorRT and the Blackwell family leave with it; AGX Orin out: vLLM leaves, Ampere stays (Nano)
+    assert cov == {"R0": "engine out", "R1": "engine out", "R2": "engine and family out", "R3": "engine out"}

@@ -74,3 +74,41 @@ def test_load_cases():
     assert smol.precision.weights.bytes == pytest.approx(101 * 2**20 / 134_515_008)
     vllm = next(c for c in cases if c.row_id == "R0171")
     assert vllm.phase == "e2e" and vllm.workload.batch == 8 and vllm.workload.input_tokens == 2048
+
+
+def _gguf_row(version: str, ref: str = "") -> dict[str, str]:
+    return {"engine_version": version, "source_ref": ref}
+
+
+def test_llamacpp_prompt_path_follows_the_build():
+    """Builds before llama.cpp PR #8075 (2024-06-24) dequantise GGUF to F16 and run cuBLAS for prompts > 32 tokens."""
+    from rooflaw.constraints.engines import mixed_input
+    from rooflaw.constraints.precision import FORMATS, Format, Precision
+    from rooflaw.constraints.published import llamacpp_prompt_precision
+
+    q = Format("gguf", 0.6, "int8", "Q4_K_M", True)
+    prec = Precision(q, FORMATS["int8"], FORMATS["fp16"], q)
+    old = llamacpp_prompt_precision(_gguf_row("build of May 2024 (commit not stated)"), prec, 512)
+    assert old.weights.dtype == "fp16" and old.activations.name == "fp16" and not mixed_input(old)
+    assert old.weights.bytes == pytest.approx(0.6 + 4.0)  # read quantised, write and read back F16
+    assert old.head_format.bytes == pytest.approx(4.6)
+    # the MMQ path: later builds, a build dated by its source only, undated builds, and batches of <= 32 tokens
+    ref = "SmolHub@48c9f3f _posts/2026-05-29-jetson-nano.md"
+    for row, tokens in ((_gguf_row("b3600, Aug 2024"), 512), (_gguf_row("commit not stated", ref), 2048),
+                        (_gguf_row("not stated"), 512), (_gguf_row("build of May 2024"), 32)):  # fmt: skip
+        assert llamacpp_prompt_precision(row, prec, tokens) is prec
+    f16 = Precision(FORMATS["fp16"], FORMATS["fp16"], FORMATS["fp16"])
+    assert llamacpp_prompt_precision(_gguf_row("build of May 2024"), f16, 512) is f16  # F16 GGUF: cuBLAS anyway
+
+
+@pytest.mark.skipif(not DATA.is_file(), reason="shared/data/measured/published.csv not present")
+def test_published_rows_map_to_their_schedule_and_kernel_path():
+    cases, _ = load_cases(DATA)
+    xjd = {(c.row_id, c.phase): c for c in cases if c.source == "XJD-LLAMACPP"}
+    assert xjd[("R0222", "prefill")].precision.weights.name == "gguf-cublas"  # May 2024 build, pp512
+    assert xjd[("R0222", "decode")].precision.weights.name == "gguf"  # tg512: batch 1, MMVQ in every build
+    assert all(c.precision.weights.name == "gguf" for c in cases if c.source == "SMOLHUB-NANO-SUPER" and
+               c.precision.weights.dequant)  # fmt: skip
+    served = {c.row_id for c in cases if c.concurrent}
+    assert served == {c.row_id for c in cases if c.source == "JETSONAILAB-VLLM"}
+    assert not any(c.concurrent for c in cases if c.source == "GPTFAST-A100")  # one stream, no server

@@ -19,7 +19,7 @@ def fit_efficiency_cmd(
         False, "--write-catalog", help="Store the figures in the bundled catalog ([achieved]) and engines.toml."
     ),
     held_out: bool = typer.Option(
-        False, "--held-out", help="Also fit without each source / device and predict it (slower)."
+        False, "--held-out", help="Also fit without each source / board (device, all power modes) and predict it (slower)."
     ),
     as_json: bool = typer.Option(False, "--json", help="One JSON object; no tables."),
 ) -> None:
@@ -44,7 +44,7 @@ def fit_efficiency_cmd(
         "skipped": [{"row_id": r, "reason": why} for r, why in skipped],
     }
     if held_out:
-        for key in ("source", "device"):
+        for key in ("source", "board"):
             ho = fe.held_out(cases, key)
             report[f"leave_one_{key}_out"] = fe.median_abs_error(ho)
             report[f"leave_one_{key}_out_cases"] = ho
@@ -67,7 +67,7 @@ def fit_efficiency_cmd(
         )
     )
     err_rows = [[k, f"{report['ideal'][k]:.1%}", f"{v:.1%}"] for k, v in report["in_sample"].items()]  # type: ignore[index]
-    for key in ("source", "device"):
+    for key in ("source", "board"):
         m = report.get(f"leave_one_{key}_out")
         if m:
             err_rows += [[f"{k} (leave one {key} out)", "—", f"{v:.1%}"] for k, v in m.items()]  # type: ignore[union-attr]

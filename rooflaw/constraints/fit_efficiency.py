@@ -325,17 +325,32 @@ def median_abs_error(rows: Sequence[dict[str, object]]) -> dict[str, float]:
     return {k: float(np.median(v)) for k, v in by.items()}
 
 
+def _group(case: Case, key: str) -> str:
+    return case.device.split("@")[0] if key == "board" else str(getattr(case, key))
+
+
 def held_out(cases: Sequence[Case], key: str) -> list[dict[str, object]]:
-    """Fit without each group of ``key`` (``source`` or ``device``), predict that group."""
+    """Fit without each group of ``key``, predict that group: ``source``, ``board`` (a device with all its power
+    modes) or ``device`` (one power mode). Each row says whether its engine and its device family still had
+    rows in the fit (``engine_in_training``, ``family_in_training``)."""
     rows: list[dict[str, object]] = []
-    groups = sorted({getattr(c, key) for c in cases})
-    for g in groups:
-        train = [c for c in cases if getattr(c, key) != g]
-        test = [c for c in cases if getattr(c, key) == g]
+    for g in sorted({_group(c, key) for c in cases}):
+        train = [c for c in cases if _group(c, key) != g]
+        test = [c for c in cases if _group(c, key) == g]
         res = fit(train)
+        engines, families = {c.engine for c in train}, {c.family for c in train}
         for r in errors(test, res):
-            rows.append({**r, "held_out": g})
+            rows.append({**r, "held_out": g, "engine_in_training": r["engine"] in engines,
+                         "family_in_training": r["family"] in families})  # fmt: skip
     return rows
+
+
+def coverage(row: dict[str, object]) -> str:
+    """What a held-out row's fit still knew: ``engine and family fitted``, ``engine out``, ``family out`` or
+    ``engine and family out``."""
+    e, f = bool(row.get("engine_in_training", True)), bool(row.get("family_in_training", True))
+    return {(True, True): "engine and family fitted", (False, True): "engine out", (True, False): "family out",
+            (False, False): "engine and family out"}[(e, f)]  # fmt: skip
 
 
 def _toml_value(v: object) -> str:

@@ -153,6 +153,43 @@ def _precision(row: dict[str, str], arch: Architecture, engine: str) -> Precisio
     raise RooflawError(f"precision={row['precision']!r}: not mapped to a format")
 
 
+#: llama.cpp's CUDA backend switched its prompt GEMMs on quantised weights from "dequantise to F16, then cuBLAS
+#: FP16 GEMM" (every batch of more than ``MMQ_MAX_BATCH_SIZE`` = 32 tokens) to its int8 tensor-core MMQ kernels by
+#: default in ggml-org/llama.cpp PR #8075 ("CUDA: use MMQ instead of cuBLAS by default", merged 2024-06-24).
+LLAMACPP_MMQ_SINCE = (2024, 6)
+LLAMACPP_MMQ_MIN_TOKENS = 33
+_MONTHS = {m: i + 1 for i, m in enumerate(("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct",
+                                           "nov", "dec"))}  # fmt: skip
+
+
+def _build_month(row: dict[str, str]) -> tuple[int, int] | None:
+    """(year, month) of the engine build: from ``engine_version`` ("build of May 2024"), else the source's date."""
+    m = re.search(r"\b([A-Za-z]{3})[a-z]*\.? (20\d\d)\b", row.get("engine_version") or "")
+    if m and m.group(1).lower() in _MONTHS:
+        return int(m.group(2)), _MONTHS[m.group(1).lower()]
+    m = re.search(
+        r"\b(20\d\d)-(\d\d)(?:-\d\d)?\b", (row.get("engine_version") or "") + " " + (row.get("source_ref") or "")
+    )
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def llamacpp_prompt_precision(row: dict[str, str], prec: Precision, tokens: int) -> Precision:
+    """The formats llama.cpp's prompt GEMMs of ``tokens`` rows run in. Builds before PR #8075 (dated before
+    June 2024) dequantise GGUF weights to F16 for batches over 32 tokens and run cuBLAS: the GEMM is FP16 x FP16
+    on the 16-bit roof, and each weight is read quantised, written and read again as F16 (+4 bytes) per pass.
+    Later builds (and undated ones) keep the int8 MMQ kernels (``prec`` unchanged)."""
+    w = prec.weights
+    when = _build_month(row)
+    if w.name != "gguf" or tokens < LLAMACPP_MMQ_MIN_TOKENS or when is None or when >= LLAMACPP_MMQ_SINCE:
+        return prec
+    fp16 = FORMATS["fp16"]
+    f16 = Format(
+        "gguf-cublas", w.bytes + 4.0, "fp16", f"{w.note}; dequantised to F16 for cuBLAS (llama.cpp before #8075)"
+    )
+    head = prec.head if prec.head is not None and prec.head.name != "gguf" else f16
+    return Precision(f16, fp16, fp16, head)
+
+
 def _cases(row: dict[str, str], arch: Architecture, device: str, engine: str) -> list[Case]:
     prec = _precision(row, arch, engine)
     batch = int(_num(row["batch"]))
@@ -165,11 +202,15 @@ def _cases(row: dict[str, str], arch: Architecture, device: str, engine: str) ->
     base = dict(row_id=row["row_id"], source=row["source_id"], device=device, family=fam, engine=engine,
                 model=_model(row["model_hf"]) or "", arch=arch, precision=prec)  # fmt: skip
     out = []
+    pre_base = base
+    if engine == "llama.cpp":  # the prompt GEMMs' kernel path depends on the build (PR #8075)
+        pre_base = {**base, "precision": llamacpp_prompt_precision(row, prec, batch * s_in)}
     tok_s = _num(row["decode_tok_s"])
     if "llama-bench" in mtype:  # separate pp512 and tg512 tests
         pp = _num(row["prefill_tok_s"])
         if math.isfinite(pp) and "tg only" not in row["use_for_validation"]:
-            out.append(Case(**base, workload=Workload(batch, s_in, 1, att), phase="prefill", measured_s=s_in / pp))
+            w = Workload(batch, s_in, 1, att)
+            out.append(Case(**pre_base, workload=w, phase="prefill", measured_s=s_in / pp))
         out.append(Case(**base, workload=Workload(batch, 1, s_out, att), phase="decode", measured_s=batch / tok_s))
         return out
     if "output token throughput" in mtype or "end-to-end" in mtype:
@@ -178,7 +219,7 @@ def _cases(row: dict[str, str], arch: Architecture, device: str, engine: str) ->
         return [Case(**base, workload=w, phase="e2e", measured_s=1.0 / tok_s, concurrent=served)]
     pre = _num(row["prefill_ms"])
     if math.isfinite(pre):
-        out.append(Case(**base, workload=Workload(batch, s_in, 1, att), phase="prefill", measured_s=pre / 1e3))
+        out.append(Case(**pre_base, workload=Workload(batch, s_in, 1, att), phase="prefill", measured_s=pre / 1e3))
     step = _num(row["decode_ms_per_token"])
     step = step / 1e3 if math.isfinite(step) else batch / tok_s
     out.append(Case(**base, workload=Workload(batch, s_in, s_out, att), phase="decode", measured_s=step))
