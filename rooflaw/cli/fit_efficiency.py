@@ -19,7 +19,9 @@ def fit_efficiency_cmd(
         False, "--write-catalog", help="Store the figures in the bundled catalog ([achieved]) and engines.toml."
     ),
     held_out: bool = typer.Option(
-        False, "--held-out", help="Also fit without each source / board (device, all power modes) and predict it (slower)."
+        False,
+        "--held-out",
+        help="Also fit without each source / board (with its power modes) and predict it.",
     ),
     as_json: bool = typer.Option(False, "--json", help="One JSON object; no tables."),
 ) -> None:
