@@ -240,15 +240,22 @@ class FitResult:
         return dataclasses.replace(base, **fit, provenance=prov, rows=tuple(self.rows.get(name, [])))
 
 
+def case_device(case: Case, devices: dict[str, Device] | None = None) -> Device:
+    """The catalog device of ``case`` (or ``devices[case.device]``), with the row's own FP16 roof where it has one
+    (``Case.fp16_flops``: llama.cpp's FP16-accumulate cuBLAS GEMMs)."""
+    from ..devices import get_device
+
+    dev = (devices or {}).get(case.device) or get_device(case.device)
+    if case.fp16_flops:
+        dev = dataclasses.replace(dev, peak_flops={**dev.peak_flops, "fp16": float(case.fp16_flops)})
+    return dev
+
+
 def fit(cases: Sequence[Case], devices: dict[str, Device] | None = None) -> FitResult:
     """Fit the family and engine parameters to ``cases`` (see the module docstring)."""
     from scipy.optimize import least_squares
 
-    from ..devices import get_device
-
-    devices = devices or {}
-    devs = {c.device: devices.get(c.device) or get_device(c.device) for c in cases}
-    feats = [_features(c, devs[c.device]) for c in cases]
+    feats = [_features(c, case_device(c, devices)) for c in cases]
     P = _Params(cases, feats)
     mu, sd, lo, hi = P.prior()
     logm = np.log([c.measured_s for c in cases])
@@ -281,9 +288,7 @@ def fit(cases: Sequence[Case], devices: dict[str, Device] | None = None) -> FitR
 
 def predict(case: Case, result: FitResult | None, devices: dict[str, Device] | None = None) -> float:
     """Seconds :func:`rooflaw.evaluate` predicts for ``case`` (``result=None``: pure roofline)."""
-    from ..devices import get_device
-
-    dev = (devices or {}).get(case.device) or get_device(case.device)
+    dev = case_device(case, devices)
     if result is None:
         engine: str | EngineProfile = "ideal"
     else:

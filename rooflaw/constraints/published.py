@@ -87,6 +87,9 @@ class Case:
     #: e2e measured as the aggregate throughput of a server kept at ``workload.batch`` requests in flight
     #: (``vllm bench serve --max-concurrency``): continuous batching with chunked prefill (:mod:`.serving`)
     concurrent: bool = False
+    #: the FP16 roof (FLOP/s) this row's 16-bit GEMMs run on when it is not the catalog's: llama.cpp's cuBLAS
+    #: path accumulates in FP16 (:data:`FP16_ACCUMULATE_FLOPS`)
+    fp16_flops: float | None = None
 
 
 def _num(text: str) -> float:
@@ -153,6 +156,11 @@ def _precision(row: dict[str, str], arch: Architecture, engine: str) -> Precisio
     raise RooflawError(f"precision={row['precision']!r}: not mapped to a format")
 
 
+#: FP16 tensor rate with FP16 accumulation, FLOP/s, where it exceeds the catalog's FP16 roof (FP32 accumulate):
+#: GeForce parts run FP16-accumulate MMA at twice the rate (Ada whitepaper, appendix A: RTX 4090 330.3 TFLOPS).
+#: llama.cpp's cuBLAS GEMMs use it: ``ggml_cuda_op_mul_mat_cublas`` "convert src0 and src1 to fp16, multiply as
+#: fp16" with ``CUBLAS_COMPUTE_16F`` (F16 GGUF prompts, and quantised prompts in builds before PR #8075).
+FP16_ACCUMULATE_FLOPS = {"rtx-4090": 330.3e12}
 #: llama.cpp's CUDA backend switched its prompt GEMMs on quantised weights from "dequantise to F16, then cuBLAS
 #: FP16 GEMM" (every batch of more than ``MMQ_MAX_BATCH_SIZE`` = 32 tokens) to its int8 tensor-core MMQ kernels by
 #: default in ggml-org/llama.cpp PR #8075 ("CUDA: use MMQ instead of cuBLAS by default", merged 2024-06-24).
@@ -204,7 +212,10 @@ def _cases(row: dict[str, str], arch: Architecture, device: str, engine: str) ->
     out = []
     pre_base = base
     if engine == "llama.cpp":  # the prompt GEMMs' kernel path depends on the build (PR #8075)
-        pre_base = {**base, "precision": llamacpp_prompt_precision(row, prec, batch * s_in)}
+        pp = llamacpp_prompt_precision(row, prec, batch * s_in)
+        cublas = pp.weights.dtype == "fp16" and batch * s_in >= LLAMACPP_MMQ_MIN_TOKENS  # F16 GGUF or cuBLAS path
+        acc16 = FP16_ACCUMULATE_FLOPS.get(device.split("@")[0]) if cublas else None
+        pre_base = {**base, "precision": pp, "fp16_flops": acc16}
     tok_s = _num(row["decode_tok_s"])
     if "llama-bench" in mtype:  # separate pp512 and tg512 tests
         pp = _num(row["prefill_tok_s"])
