@@ -90,3 +90,17 @@ def test_held_out_fits_without_exactly_the_held_out_group(monkeypatch):
     cov = {r["row_id"]: fe.coverage(r) for r in rows}
     # Thor out: TensorRT and the Blackwell family leave with it; AGX Orin out: vLLM leaves, Ampere stays (Nano)
     assert cov == {"R0": "engine out", "R1": "engine out", "R2": "engine and family out", "R3": "engine out"}
+
+
+def test_case_device_applies_the_rows_fp16_roof():
+    import rooflaw.constraints.published as pub
+
+    a = from_hf_config("llama-3-8b")
+    c = pub.Case("R", "S", "rtx-4090", "datacenter-ampere-hopper", "llama.cpp", "llama-3-8b", a,
+                 pub.Precision.parse("fp16"), Workload(1, 512, 1), "prefill", 1e-3, fp16_flops=330.3e12)  # fmt: skip
+    dev = fe.case_device(c)
+    assert dev.roof("fp16") == ("fp16", 330.3e12)
+    assert dev.roof("fp32") == get_device("rtx-4090").roof("fp32")
+    plain = dataclasses.replace(c, fp16_flops=None)
+    # a compute-bound prefill: twice the roof, about half the pure-roofline time
+    assert fe.predict(c, None) < 0.6 * fe.predict(plain, None)

@@ -107,6 +107,9 @@ def test_published_rows_map_to_their_schedule_and_kernel_path():
     xjd = {(c.row_id, c.phase): c for c in cases if c.source == "XJD-LLAMACPP"}
     assert xjd[("R0222", "prefill")].precision.weights.name == "gguf-cublas"  # May 2024 build, pp512
     assert xjd[("R0222", "decode")].precision.weights.name == "gguf"  # tg512: batch 1, MMVQ in every build
+    # cuBLAS with FP16 accumulation: 2x the FP32-accumulate roof on the GeForce RTX 4090, the same on the A100
+    assert xjd[("R0225", "prefill")].fp16_flops == xjd[("R0226", "prefill")].fp16_flops == 330.3e12
+    assert xjd[("R0222", "prefill")].fp16_flops is None and xjd[("R0225", "decode")].fp16_flops is None
     assert all(c.precision.weights.name == "gguf" for c in cases if c.source == "SMOLHUB-NANO-SUPER" and
                c.precision.weights.dequant)  # fmt: skip
     served = {c.row_id for c in cases if c.concurrent}
