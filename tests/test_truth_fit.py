@@ -104,3 +104,21 @@ def test_case_device_applies_the_rows_fp16_roof():
     plain = dataclasses.replace(c, fp16_flops=None)
     # a compute-bound prefill: twice the roof, about half the pure-roofline time
     assert fe.predict(c, None) < 0.6 * fe.predict(plain, None)
+
+
+@needs_data
+def test_fit_predictor_equals_evaluate_for_served_and_cublas_rows():
+    """The fit's own fast predictor and rooflaw.evaluate agree on the rows priced by the continuous-batching
+    schedule (vLLM, concurrency 1 and 8) and by llama.cpp's FP16-accumulate cuBLAS path (RTX 4090 prompts)."""
+    cases, _ = load_cases(DATA)
+    pick = [c for c in cases if c.row_id in ("R0184", "R0185", "R0191")] + [c for c in cases if c.fp16_flops]
+    feats = [fe._features(c, fe.case_device(c)) for c in pick]
+    P = fe._Params(pick, feats)
+    x = np.log(np.linspace(0.3, 0.9, len(P.names)))  # arbitrary figures: the two paths must agree for any
+    fams: dict = {}
+    engs: dict = {}
+    for (scope, owner, key), v in zip(P.names, np.exp(x), strict=True):
+        (fams if scope == "family" else engs).setdefault(owner, {})[key] = float(v)
+    res = fe.FitResult(fams, engs, {}, 0.0)
+    for c, f in zip(pick, feats, strict=True):
+        assert fe._predict(x, P, c, f) == pytest.approx(fe.predict(c, res), rel=1e-9), c.row_id
