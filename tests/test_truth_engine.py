@@ -100,12 +100,13 @@ def test_catalog_figures_are_the_fit_command_output(cases):
 
 @needs_data
 def test_held_out_source_error_bound(cases):
-    """Leave SMOLHUB (llama.cpp on Orin Nano) out of the fit and predict it: the median |pred/meas - 1|
-    stays at the level docs/benchmarks.md reports for it (measured 0.159 prefill, 0.156 decode)."""
-    train = [c for c in cases if c.source != "SMOLHUB-NANO-SUPER"]
-    test = [c for c in cases if c.source == "SMOLHUB-NANO-SUPER"]
+    """Leave XJD (llama.cpp on A100 / RTX 4090, a May-2024 build: cuBLAS prompts) out of the fit and predict it:
+    the median |pred/meas - 1| stays at the level docs/benchmarks.md reports (measured 0.137 prefill, 0.115
+    decode; 0.51 prefill before its prompts ran on their build's kernel path)."""
+    train = [c for c in cases if c.source != "XJD-LLAMACPP"]
+    test = [c for c in cases if c.source == "XJD-LLAMACPP"]
     med = fe.median_abs_error(fe.errors(test, fe.fit(train)))
-    assert med["prefill"] < 0.21 and med["decode"] < 0.21
+    assert med["prefill"] < 0.2 and med["decode"] < 0.2
     # and the pure roofline is far off on the same rows: the fitted physics is what closes the gap
     ideal = fe.median_abs_error(fe.errors(test, None))
     assert ideal["prefill"] > 0.5
