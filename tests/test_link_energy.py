@@ -14,7 +14,7 @@ from rooflaw.constraints.parallel import layout_columns
 from rooflaw.constraints.roofline import complete_columns
 from rooflaw.devices.system import get_system, system_catalog
 
-# Llama-3-8B config.json: hidden 4096, 32 layers, 32 heads, 8 KV heads, intermediate 14336; Mixtral-8x7B: 8 experts top-2
+# Llama-3-8B config.json: hidden 4096, 32 layers, 32 heads, 8 KV heads, FFN 14336; Mixtral-8x7B: 8 experts, top-2
 LLAMA, MIX = R.load_architecture("llama-3-8b"), R.load_architecture("mixtral-8x7b")
 WL = R.Workload(4, 512, 32)
 BA = 2  # bf16 activations: bytes
