@@ -138,7 +138,7 @@ def explain_joint_text(ex: dict[str, Any], top: int = 12) -> str:
         f"why precision {p['precision']}, batch {p['batch']}, option {p['option']}: the lowest loss ({p['loss']:.4f}) "
         f"among {ex['feasible']:,} feasible of {ex['evaluated']:,} joint points",
         f"  architecture: {a['layers']} x {a['d_model']}, {a['heads']} heads / {a['kv_heads']} KV, ffn {a['ffn']}, "
-        f"{a['experts']} experts top-{a['top_k']}",
+        + (f"{a['experts']} experts top-{a['top_k']}" if a["experts"] > 1 else "dense"),
         f"  per device: memory {fmt_bytes(p['memory_per_device_bytes'])}, "
         f"{p['tokens_per_s_per_device']:,.0f} tokens/s; "
         f"{p['tokens_per_s_per_user']:,.1f} tokens/s per user; decode communication {fmt_time(p['comm_s_decode'])} "
@@ -157,9 +157,10 @@ def explain_joint_text(ex: dict[str, Any], top: int = 12) -> str:
         if "best" in r:
             b = r["best"]
             tag = "  <- pick" if r["picked"] else f"  (loss {100 * b['loss_change']:+.2f} %)"
-            lines.append(head + f"loss {b['loss']:.4f}, {b['layers']} x {b['d_model']}, {b['experts']}E top-"
-                         f"{b['top_k']}, latency {fmt_time(b['latency_s'])}, {b['tokens_per_s_per_device']:,.0f} "
-                         f"tok/s/device, comm {100 * b['comm_share_decode']:.1f} %{tag}")  # fmt: skip
+            moe = f"{b['experts']}E top-{b['top_k']}" if b["experts"] > 1 else "dense"
+            lines.append(head + f"loss {b['loss']:.4f}, {b['layers']} x {b['d_model']}, {moe}, latency "
+                         f"{fmt_time(b['latency_s'])}, {b['tokens_per_s_per_device']:,.0f} tok/s/device, comm "
+                         f"{100 * b['comm_share_decode']:.1f} %{tag}")  # fmt: skip
         else:
             lines.append(head + _why_not(r))
     if len(ex["combinations"]) > top:

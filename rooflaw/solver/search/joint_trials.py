@@ -154,7 +154,7 @@ def trials_frame(study: Any, problem: Problem, joint: JointSpace) -> pd.DataFram
     lead = ["trial", "feasible", "valid", *FRONTIER_COLUMNS, "precision", "batch", "option", "tokens_per_s",
             "tokens_per_s_per_user", *extra]  # fmt: skip
     tail = ["cached", "measured", "index", "combo", "vocab", "tied", "total_s", "tpot_s", "params_total",
-            "params_active"]  # fmt: skip
+            "params_active", "local_layers", "window"]  # fmt: skip
     if not rows:
         return pd.DataFrame({c: [] for c in lead + tail})
     df = pd.DataFrame(rows)
