@@ -60,10 +60,12 @@ def main() -> None:
         print(json.dumps(run), flush=True)
     out["load_1min"] = os.getloadavg()[0]
     print(json.dumps(out))
-    print(f"\n| sampler | " + " | ".join(f"{n} trials" for n in counts) + f" | seconds ({max(counts)}) |")
-    print("|---|" + "---|" * len(counts) + "---|")
+    n = max(counts)
+    print("\n| sampler | " + " | ".join(f"{c} trials" for c in counts) + f" | wall s ({n}) | CPU s ({n}) |")
+    print("|---|" + "---|" * len(counts) + "---|---|")
     for r in out["runs"]:
-        print(f"| {r['sampler']} | " + " | ".join(f"{r['ratios'][n]:.4f}" for n in counts) + f" | {r['seconds']} |")
+        cells = " | ".join(f"{r['ratios'][c]:.4f}" for c in counts)
+        print(f"| {r['sampler']} | {cells} | {r['seconds']} | {r['cpu_seconds']} |")
 
 
 if __name__ == "__main__":
