@@ -14,8 +14,10 @@ applied to the sharded shapes of :mod:`.shard`; communication from :mod:`.collec
 
 ``overlap=False`` (default): a phase takes compute + communication; ``overlap=True``: max of the two (perfect
 overlap, an upper bound on what overlapping kernels achieve). Pipelines: prefill in chunks of ``chunk``
-tokens, each chunk costing 1/chunks of the stage's prefill (the attention share of later chunks is larger in
-reality), TTFT = (chunks + pp − 1) chunk steps; decode runs pp micro-batches, TPOT = pp stage steps.
+tokens scheduled through the pp stages (:func:`pipeline_makespan`); each chunk's stage time is its share of the
+linear part of the stage's prefill plus its attention context, which grows with its position
+(:func:`chunk_steps`); bubble = (pp − 1)·slowest chunk step / TTFT. Decode runs pp micro-batches, TPOT = pp stage
+steps.
 Model-level ops (embedding, final norm, LM head) are charged to the busiest stage. Energy: idle power over
 the wall time plus the per-FLOP/per-byte energies of each device's work, plus the links' energy (every bit the
 collectives and stage sends move, at the system's pJ/bit per tier: :func:`link_energy`);
@@ -156,6 +158,41 @@ def link_energy(cols, lay: Layout, system: System, wl: Workload, b_a: float) -> 
     return e
 
 
+def chunk_sizes(prompt: int, chunk: int) -> np.ndarray:
+    """Tokens of each prefill chunk (the last one may be shorter)."""
+    ends = np.minimum(np.arange(1, math.ceil(prompt / chunk) + 1) * chunk, prompt)
+    return np.diff(np.concatenate([[0], ends])).astype(float)
+
+
+def chunk_steps(compute, ctx, ctx_half, prompt: int, half: int, sizes: np.ndarray) -> np.ndarray:
+    """A stage's compute seconds per prefill chunk, shape (rows, chunks), summing to ``compute`` (the stage's
+    unchunked prefill seconds of a ``prompt``-token prompt).
+
+    The context part (attention scores, softmax, ·V: ``ctx`` seconds at the whole prompt, ``ctx_half`` at ``half``
+    tokens) is fitted as A(S) = a·S + b·S² through both (linear where it is bandwidth-bound, quadratic where causal
+    attention is FLOP-bound); chunk i is charged A(end_i) − A(start_i) (its queries against every earlier key),
+    scaled so the chunks add up to ``ctx``. The rest is linear in tokens: each chunk its share of it."""
+    ctx, ctx_half, compute = (np.asarray(x, dtype=float).reshape(-1, 1) for x in (ctx, ctx_half, compute))
+    ends = np.cumsum(sizes)
+    starts = ends - sizes
+    if half < prompt:
+        b = (ctx / prompt - ctx_half / half) / (prompt - half)
+        a = ctx / prompt - b * prompt
+    else:
+        a, b = ctx / prompt, np.zeros_like(ctx)
+    grow = np.maximum(a * (ends - starts) + b * (ends**2 - starts**2), 0.0)
+    total = grow.sum(axis=1, keepdims=True)
+    share = np.divide(grow, total, out=np.broadcast_to(sizes / prompt, grow.shape).copy(), where=total > 0)
+    return (compute - ctx) * (sizes / prompt) + ctx * share
+
+
+def pipeline_makespan(steps: np.ndarray, stages: int) -> np.ndarray:
+    """Seconds until the last chunk leaves the last of ``stages`` identical stages, chunks in order, each chunk
+    taking ``steps[:, i]`` on every stage: Σ steps + (stages − 1)·max steps (the proportionate flow shop: the
+    critical path runs every chunk through the first stage and the slowest chunk through the others)."""
+    return steps.sum(axis=1) + (stages - 1) * steps.max(axis=1)
+
+
 def _combine(compute, comm, overlap: bool):
     return np.maximum(compute, comm) if overlap else compute + comm
 
@@ -249,18 +286,27 @@ def _sharded(cols, system, lay: Layout, wl: Workload, prec: Precision, engine, o
     t_dec = _combine(dec["decode"][0], comm_dec, overlap)
     cross = lay.devices // lay.dp > system.node_size
     if lay.pp > 1:
-        chunks = math.ceil(S_in / lay.chunk)
-        p2p_pre = C.p2p_sys(ba * min(lay.chunk, S_in) * cols["d_model"] * b_a, system, cross)
+        sizes = chunk_sizes(S_in, lay.chunk)
+        ctx = _sum_group(res["ctx"], "ctx", "prefill")[0]
+        half = max(1, S_in // 2)
+        ctx_shape = shp["ctx"] if lay.helix else shp["attn"]
+        ctx_half = _sum_group(_ops(ctx_shape, dev, w(ba, half), prec, app), "ctx", "prefill")[0] if half < S_in else ctx
+        comp = chunk_steps(pre["prefill"][0], ctx, ctx_half, S_in, half, sizes)
+        comm_c = comm_pre[:, None] * (sizes / S_in)
+        p2p_c = C.p2p_sys(ba * sizes * cols["d_model"][:, None] * b_a, system, cross)
+        steps = _combine(comp, comm_c, overlap) + p2p_c  # a stage's seconds per chunk, its send included
+        ttft = pipeline_makespan(steps, lay.pp)
+        prefill_rate = wl.batch * S_in / steps.sum(axis=1) / (lay.pp * lay.group)
         p2p_dec = C.p2p_sys(mba * cols["d_model"] * b_a, system, cross)
-        step = t_pre / chunks + p2p_pre
-        ttft = (chunks + lay.pp - 1) * step
-        prefill_rate = wl.batch * S_in / (chunks * step) / (lay.pp * lay.group)
         tpot = lay.pp * (t_dec / S_out + p2p_dec)
         decode_s = S_out * tpot
-        # communication on the critical path: every stage step's collectives and sends
-        comm_pre = (chunks + lay.pp - 1) * (comm_pre / chunks + p2p_pre)
+        # communication on the critical path: every chunk's collectives and sends on one stage, then the slowest
+        # chunk's on the other pp - 1 stages
+        comm_steps = comm_c + p2p_c
+        slow = np.argmax(steps, axis=1)
+        comm_pre = comm_steps.sum(axis=1) + (lay.pp - 1) * comm_steps[np.arange(len(slow)), slow]
         comm_dec = lay.pp * (comm_dec + S_out * p2p_dec)
-        bubble = np.full(len(ttft), (lay.pp - 1) / (chunks + lay.pp - 1))
+        bubble = (lay.pp - 1) * steps.max(axis=1) / ttft
     else:
         ttft, decode_s = t_pre, t_dec
         prefill_rate = wl.batch * S_in / ttft / lay.group
@@ -292,4 +338,4 @@ def _sharded(cols, system, lay: Layout, wl: Workload, prec: Precision, engine, o
     )  # fmt: skip
 
 
-__all__ = ["OUTPUTS", "from_single", "layout_columns"]
+__all__ = ["OUTPUTS", "chunk_sizes", "chunk_steps", "from_single", "layout_columns", "link_energy", "pipeline_makespan"]
