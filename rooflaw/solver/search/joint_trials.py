@@ -90,7 +90,7 @@ class JointObjective:
         if v is None:  # outside the law's fitted domain: no cost model run, never feasible
             row = {k: math.nan for k in JOINT_KEEP + self.extra}
             row |= {k: float(np.asarray(cols[k])[0]) for k in cols if k in row and np.ndim(cols[k])}
-            row |= {"combo": float(combo), "feasible": False, "valid": False}
+            row |= {"combo": float(combo), "feasible": False, "valid": True}  # whether the option applies: untested
         else:
             row = {k: float(np.asarray(v[k])[0]) for k in JOINT_KEEP + self.extra}
             row["feasible"] = bool(v["feasible"][0])
