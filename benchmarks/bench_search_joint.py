@@ -18,9 +18,22 @@ import json
 import os
 import time
 
+import numpy as np
+
 import rooflaw as R
-from rooflaw.solver.discrete.pareto import hypervolume
-from rooflaw.solver.search.joint_trials import matrix, search_frontier
+
+#: objective -> (column, sign): minimised sign·column (throughput is maximised)
+COLUMNS = {"loss": ("loss", 1.0), "latency": ("latency_s", 1.0), "throughput": ("tokens_per_s", -1.0)}
+
+
+def matrix(df, objs):
+    return np.column_stack([s * df[c].to_numpy(dtype=float) for c, s in (COLUMNS[o] for o in objs)])
+
+
+def search_frontier(trials, objs):
+    """Feasible, non-dominated, distinct (architecture, combination) points of the trials."""
+    f = trials[trials["feasible"]].drop_duplicates(["index", "combo"])
+    return f[R.pareto_mask(matrix(f, objs))] if len(f) else f
 
 
 def main() -> None:
@@ -40,7 +53,7 @@ def main() -> None:
     t_ex, c_ex = time.perf_counter() - t0, time.process_time() - c0
     v = matrix(ex.frontier, objs)
     ref = v.max(axis=0) + 0.1 * (v.max(axis=0) - v.min(axis=0))
-    hv_ex = hypervolume(v, ref)
+    hv_ex = R.hypervolume(v, ref)
     out = {"joint_points": ex.evaluated, "feasible": ex.feasible, "exact_frontier": len(ex.frontier),
            "exact_seconds": round(t_ex, 1), "exact_cpu_seconds": round(c_ex, 1), "reference_minimised": ref.tolist(),
            "runs": []}  # fmt: skip
@@ -51,7 +64,7 @@ def main() -> None:
         ratios = {}
         for n in counts:
             f = search_frontier(res.trials[res.trials["trial"] < n], objs)
-            ratios[n] = round(hypervolume(matrix(f, objs), ref) / hv_ex, 4) if len(f) else 0.0
+            ratios[n] = round(R.hypervolume(matrix(f, objs), ref) / hv_ex, 4) if len(f) else 0.0
         best = res.trials[res.trials["feasible"]]["loss"].min()
         run = {"sampler": sampler, "ratios": ratios, "seconds": round(secs, 1), "cpu_seconds": round(cpu, 1),
                "unique": res.to_dict()["unique"], "best_loss": float(best), "exact_best_loss":

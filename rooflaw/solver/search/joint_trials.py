@@ -21,6 +21,7 @@ import pandas as pd
 from ..discrete.joint import JOINT_KEEP, JOINT_OBJECTIVES, Combo, JointSpace, evaluate_chunk
 from ..discrete.pareto import pareto_mask
 from ..problem import Problem
+from .params import suggest_architecture
 
 #: Trial user attribute holding a joint trial's row.
 ATTR = "rooflaw_joint"
@@ -72,9 +73,7 @@ class JointObjective:
 
     def suggest(self, trial: Any) -> tuple[dict[str, Any], int]:
         """The architecture choice and the combination index of a trial."""
-        from .study import _Objective
-
-        arch = _Objective.suggest(self, trial)  # same architecture parameters as the single-space search
+        arch = suggest_architecture(trial, self.choices)  # the same architecture parameters as one space's search
         pick = []
         for name, vals in (("precision", self.precisions), ("batch", self.batches), ("option", self.options)):
             pick.append(vals.index(trial.suggest_categorical(name, vals)) if len(vals) > 1 else 0)
@@ -246,7 +245,7 @@ def joint_result(problem: Problem, joint: JointSpace, res: Any) -> Any:
     with its precision, batch and option in ``extra``; raises :class:`Infeasible` when no trial is feasible."""
     from ..discrete.exhaustive import result_from_row
     from ..discrete.scan_parts import _KEEP
-    from .study import infeasible_from_trials
+    from .infeasible_trials import infeasible_from_trials
 
     best = best_row(res.trials)
     if best is None:

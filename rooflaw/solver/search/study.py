@@ -28,16 +28,17 @@ import numpy as np
 import pandas as pd
 
 from ...arch.space import add_paper_variables
-from ...errors import ExternalError, Infeasible, RooflawError, bad
+from ...errors import ExternalError, RooflawError, bad
 from ..discrete.exhaustive import _KEEP, FRONTIER_COLUMNS, OBJECTIVES, check_objectives, evaluate_lean, result_from_row
 from ..discrete.pareto import hypervolume, pareto_mask
-from ..infeasible import no_finite_loss, report
 from ..jobs import cpu_count
 from ..problem import Problem
 from ..reference import space_reference
 from ..result import FrontierView, Result
 from . import joint_trials, safety
+from .infeasible_trials import infeasible_from_trials
 from .measure import load_measure
+from .params import suggest_architecture
 from .samplers import SAMPLERS, make_sampler
 from .storage import open_storage
 
@@ -59,19 +60,7 @@ class _Objective:
         self.measurements = 0
 
     def suggest(self, trial: Any) -> dict[str, Any]:
-        ch = self.choices
-        out: dict[str, Any] = {}
-        for dim in ("layers", "d_model", "head_dim", "kv_heads", "r_single"):
-            vals = ch[dim]
-            out[dim] = vals[trial.suggest_int(f"{dim}_i", 0, len(vals) - 1)] if len(vals) > 1 else vals[0]
-        for dim in ("moe", "vocab_tied", "pattern"):
-            vals = ch[dim]
-            labels = ["x".join(str(x) for x in v) for v in vals]
-            if len(vals) > 1:
-                out[dim] = vals[labels.index(trial.suggest_categorical(dim, labels))]
-            else:
-                out[dim] = vals[0]
-        return out
+        return suggest_architecture(trial, self.choices)
 
     def evaluate(self, index: int) -> dict[str, Any]:
         p = self.problem
@@ -448,22 +437,6 @@ def search(
         measurements=sum(s["measurements"] for s in stats),
         extra=extra | ({"stale_trials_failed": stale} if stale else {}),
     )
-
-
-def infeasible_from_trials(problem: Problem, trials: pd.DataFrame) -> Infeasible:
-    """The :class:`Infeasible` error for a search whose trials meet no budget (one report, as every solver):
-    the smallest value of each constraint seen, and the trial closest to meeting all of them."""
-    t = trials[np.isfinite(trials["loss"].to_numpy(dtype=float))] if len(trials) else trials
-    where = f"among the {len(trials)} trials of the search on space {problem.space.name!r}"
-    if not len(t):
-        return no_finite_loss(problem, where)
-    budgets = {k: b for k, (_, b) in problem.budgets().items()}
-    cols = {k: c for k, (c, _) in problem.budgets().items()}
-    smallest = {k: float(t[cols[k]].min()) for k in budgets}
-    ratio = np.max([t[cols[k]].to_numpy(dtype=float) / budgets[k] for k in budgets], axis=0)
-    j = int(np.argmin(ratio))
-    closest = {k: float(t[cols[k]].iloc[j]) for k in budgets}
-    return report(problem, smallest, budgets, where, closest)
 
 
 def solve_optuna(
