@@ -178,8 +178,8 @@ def run(ctx: C.Context) -> dict:
         + f"\nTTFT falls {p61[0]['ttft_s'] / p61[-1]['ttft_s']:.1f}× from PP 1 to PP {p61[-1]['pp']} while "
         f"tokens/s per GPU stays at {p61[-1]['tok_s_gpu'] / p61[0]['tok_s_gpu']:.0%} of PP 1; 61 layers split "
         f"{'/'.join(map(str, p61[-1]['stages']))} (balance {p61[-1]['balance']:.1%}) against 64 layers' even 8s "
-        f"(balance {p64[-1]['balance']:.0%}). Chunks are priced at 1/chunks of the stage's prefill each (later chunks "
-        "attend to more context in reality).\n\n"
+        f"(balance {p64[-1]['balance']:.0%}). Each chunk's stage time grows with the context it attends to (the "
+        "pipeline's makespan: every chunk through one stage, the slowest through the others).\n\n"
         f"**Guideline 7 — Helix.** Decode at {hx['input_tokens'] // 1024}K context; users served within a "
         f"{hx['target_tpot_s'] * 1e3:.0f} ms TPOT (batches {hx['batches']}):\n\n"
         + md_table(

@@ -31,6 +31,8 @@ _MODULES: dict[str, str] = {
     "rooflaw.constraints.parallel": "Layout batch_sweep evaluate_layout layout_columns max_batch parse_batches "
     "parse_layout",
     "rooflaw.plots.serving": "plot_serving",
+    "rooflaw.plots.joint": "plot_joint_frontier",
+    "rooflaw.solver.explain_joint": "explain_joint explain_joint_text",
     "rooflaw.objectives": "LossLaw builtin_laws fit_law gemstones get_law law_inputs list_laws load_table parse_law "
     "plot_fit",
     "rooflaw.solver": "AdaptiveResult adaptive_search FRONTIER_COLUMNS METHODS SAMPLERS ClosedForm Constraint "

@@ -25,6 +25,7 @@ from .common import (
 )
 from .joint_options import (
     BATCHES_HELP,
+    ENGINE_HELP,
     LAYOUTS_HELP,
     MIN_TPS_HELP,
     PRECISIONS_HELP,
@@ -53,6 +54,7 @@ def frontier(
     output_tokens: int = typer.Option(16, help="Generated tokens per sequence (S_out)."),
     attention: str = typer.Option(DEFAULT_ATTENTION, help="Attention kernel: fused (FlashAttention-style) or unfused."),
     preset: str = typer.Option("full", help="Cost model: full or paper."),
+    engine: Optional[str] = typer.Option(None, "--engine", help=ENGINE_HELP),
     tokens: Optional[float] = typer.Option(None, help="Training tokens D, for laws that use D."),
     n_jobs: int = typer.Option(-1, "--n-jobs", help="Processes (-1: all cores)."),
     backend: str = typer.Option("auto", "--backend", help="auto, numpy or numba (the fast extra; same frontier)."),
@@ -64,7 +66,9 @@ def frontier(
     min_tokens_per_gpu: Optional[float] = typer.Option(None, "--min-tokens-per-gpu", help=MIN_TPS_HELP),
     tpot_budget: Optional[str] = typer.Option(None, "--tpot-budget", help=TPOT_HELP),
     out: Optional[Path] = typer.Option(None, "--out", help="Write the frontier as CSV."),
-    plot: Optional[Path] = typer.Option(None, "--plot", help="Figure (.png/.svg): frontier over the feasible cloud."),
+    plot: Optional[Path] = typer.Option(
+        None, "--plot", help="Figure (.png/.svg): frontier over the feasible cloud (joint: coloured by combination)."
+    ),
     allow_extrapolation: bool = typer.Option(False, "--allow-extrapolation", help=EXTRAPOLATION_HELP),
     as_json: bool = typer.Option(False, "--json", help="One JSON object, SI units."),
 ) -> None:
@@ -80,13 +84,11 @@ def frontier(
         check_output(out, "--out")
     prob = build_problem(device, law, space, phase, precision, batch, input_tokens, output_tokens, preset, tokens,
                          latency_budget, memory_budget, energy_budget, attention=attention,
-                         allow_extrapolation=allow_extrapolation)  # fmt: skip
+                         allow_extrapolation=allow_extrapolation, engine=engine)  # fmt: skip
     joint = joint_space(precisions, batches, system, layouts, min_tokens_per_gpu, tpot_budget)
     if wants_joint(joint, scheduler, objectives):
         if backend == "numba":
             raise bad("backend", backend, "the joint space (--precisions/--batches/--scheduler) runs on numpy")
-        if plot is not None:
-            raise bad("plot", str(plot), "not drawn for the joint space yet; use --out and plot the CSV")
         res = api.joint_frontier(prob, joint, objectives, n_jobs=n_jobs, scheduler=scheduler)
     else:
         res = run(prob, objectives, n_jobs=n_jobs, cloud=20_000 if plot is not None else 0, backend=backend)
@@ -95,9 +97,13 @@ def frontier(
         with atomic_output(out, "--out") as tmp:
             tab.to_csv(tmp, index=False)
     if plot is not None:
-        title = f"{prob.describe()} — space {prob.space.name}, {res.evaluated:,} points, {res.feasible:,} feasible"
+        desc = describe_joint(prob, joint) if "precision" in res.frontier else prob.describe()
+        title = f"{desc} — space {prob.space.name}, {res.evaluated:,} points, {res.feasible:,} feasible"
         with atomic_output(plot, "--plot") as tmp:
-            api.plot_frontier(res.frontier, res.cloud, tmp, title, prob.latency_column)
+            if "precision" in res.frontier:
+                api.plot_joint_frontier(res.frontier, tmp, title, prob.latency_column)
+            else:
+                api.plot_frontier(res.frontier, res.cloud, tmp, title, prob.latency_column)
     if as_json:
         print_json(res.to_dict())
         return

@@ -22,6 +22,17 @@ from .common import (
     esc,
     print_json,
 )
+from .joint_options import (
+    BATCHES_HELP,
+    ENGINE_HELP,
+    LAYOUTS_HELP,
+    MIN_TPS_HELP,
+    PRECISIONS_HELP,
+    SYSTEM_HELP,
+    TPOT_HELP,
+    describe_joint,
+    joint_space,
+)
 from .progress import ProgressBar
 
 
@@ -33,7 +44,8 @@ def search(
     phase: str = typer.Option("decode", help="Latency objective: prefill, decode (all output tokens) or total."),
     precision: str = typer.Option(DEFAULT_PRECISION, help="fp16, bf16, int8, fp8, w4a16, w4a16kv8, ..."),
     objectives: str = typer.Option(
-        "loss,latency", help="loss,latency[,memory][,energy]; 'loss' alone = min loss s.t. the budgets."
+        "loss,latency",
+        help="loss,latency[,memory][,energy][,throughput (joint)]; 'loss' alone = min loss s.t. the budgets.",
     ),
     latency_budget: Optional[str] = typer.Option(None, "--latency-budget", help="e.g. 20ms."),
     memory_budget: Optional[str] = typer.Option(None, "--memory-budget", help="e.g. 8GB (capacity always applies)."),
@@ -43,6 +55,7 @@ def search(
     output_tokens: int = typer.Option(16, help="Generated tokens per sequence (S_out)."),
     attention: str = typer.Option(DEFAULT_ATTENTION, help="Attention kernel: fused (FlashAttention-style) or unfused."),
     preset: str = typer.Option("full", help="Cost model: full or paper."),
+    engine: Optional[str] = typer.Option(None, "--engine", help=ENGINE_HELP),
     tokens: Optional[float] = typer.Option(None, help="Training tokens D, for laws that use D."),
     sampler: str = typer.Option("tpe", help="nsga2, tpe, gp or random."),
     n_trials: int = typer.Option(200, "--n-trials", help="Completed trials the study should reach."),
@@ -60,6 +73,12 @@ def search(
     allow_extrapolation: bool = typer.Option(False, "--allow-extrapolation", help=EXTRAPOLATION_HELP),
     as_json: bool = typer.Option(False, "--json", help="One JSON object, SI units."),
     backend: str = typer.Option("auto", "--backend", help="Cost model: auto, numpy or numba (the fast extra)."),
+    precisions: Optional[str] = typer.Option(None, "--precisions", help=PRECISIONS_HELP),
+    batches: Optional[str] = typer.Option(None, "--batches", help=BATCHES_HELP),
+    system: Optional[str] = typer.Option(None, "--system", help=SYSTEM_HELP),
+    layouts: Optional[str] = typer.Option(None, "--layouts", help=LAYOUTS_HELP),
+    min_tokens_per_gpu: Optional[float] = typer.Option(None, "--min-tokens-per-gpu", help=MIN_TPS_HELP),
+    tpot_budget: Optional[str] = typer.Option(None, "--tpot-budget", help=TPOT_HELP),
 ) -> None:
     """Search a space with Optuna; report the feasible frontier of the trials and its hypervolume."""
     from ..api import search as run
@@ -71,7 +90,14 @@ def search(
         check_out_not_storage(out, storage)
     prob = build_problem(device, law, space, phase, precision, batch, input_tokens, output_tokens, preset, tokens,
                          latency_budget, memory_budget, energy_budget, attention=attention,
-                         allow_extrapolation=allow_extrapolation)  # fmt: skip
+                         allow_extrapolation=allow_extrapolation, engine=engine)  # fmt: skip
+    joint = joint_space(precisions, batches, system, layouts, min_tokens_per_gpu, tpot_budget)
+    if joint is None and "throughput" in objectives:
+        from .. import api
+
+        joint = api.JointSpace()  # throughput is a joint-space objective; the joint search of one combination
+    if joint is not None and backend == "numba":
+        raise bad("backend", backend, "the joint space (--precisions/--batches/--layouts) runs on numpy")
     ref = None
     if reference is not None:
         try:
@@ -82,19 +108,24 @@ def search(
         res = run(
             prob, sampler=sampler, n_trials=n_trials, seed=seed, storage=storage, study_name=study_name,
             workers=workers, objectives=objectives, measure=measure, reference=ref,
-            progress=None if as_json else bar, backend=backend,
+            progress=None if as_json else bar, backend=backend, joint=joint,
         )  # fmt: skip
     if out is not None:
         with atomic_output(out, "--out") as tmp:
             res.trials.to_csv(tmp, index=False)
-    if (prob.latency_budget or prob.memory_budget or prob.energy_budget) and not len(res.frontier):
+    if (prob.latency_budget or prob.memory_budget or prob.energy_budget or joint is not None) and not len(res.frontier):
+        if joint is not None:
+            from ..solver.search.joint_trials import joint_result
+
+            joint_result(prob, joint, res)  # raises Infeasible naming what no trial met (exit 3)
         raise infeasible_from_trials(prob, res.trials)  # exit 3, like solve
     if as_json:
         print_json(res.to_dict())
         return
     d = res.to_dict()
+    desc = prob.describe() if joint is None else describe_joint(prob, joint)
     console.print(
-        f"[bold]{esc(prob.describe())}[/bold] — space {esc(prob.space.name)}, sampler {esc(sampler)}: "
+        f"[bold]{esc(desc)}[/bold] — space {esc(prob.space.name)}, sampler {esc(sampler)}: "
         f"{d['trials']} trials "
         f"({d['unique']} distinct, {d['ran']} run now), frontier {d['frontier_size']}, hypervolume "
         f"{d['hypervolume']:.4g} (reference {', '.join(f'{x:.4g}' for x in d['reference_point'])}), "
@@ -102,6 +133,12 @@ def search(
     )
     values = [("loss", lambda r: f"{r['loss']:.4f}"), ("latency", lambda r: fmt_time(r["latency_s"])),
               ("memory", lambda r: fmt_bytes(r["memory_bytes"]))]  # fmt: skip
+    if joint is not None:
+        values = [("prec", lambda r: r["precision"]), ("B", lambda r: str(r["batch"]))] + values[:2]
+        if len(joint.options) > 1:
+            values.insert(2, ("option", lambda r: r["option"]))
+        if "throughput" in res.objectives:
+            values.append(("tok/s", lambda r: f"{r['tokens_per_s']:,.0f}"))
     values.append(("trial", lambda r: str(int(r["trial"]))))
     t, same = arch_table("feasible frontier of the trials", res.frontier, values, 30)
     console.print(t)

@@ -64,8 +64,10 @@ def solve(
     trials: int = typer.Option(500, help="Trials for --method optuna."),
     seed: int = typer.Option(0, help="Seed for --method optuna."),
     backend: str = typer.Option("auto", "--backend", help="--method exhaustive: auto, numpy or numba (fast extra)."),
-    precisions: Optional[str] = typer.Option(None, "--precisions", help=PRECISIONS_HELP + " --method exhaustive."),
-    batches: Optional[str] = typer.Option(None, "--batches", help=BATCHES_HELP + " --method exhaustive."),
+    precisions: Optional[str] = typer.Option(
+        None, "--precisions", help=PRECISIONS_HELP + " --method exhaustive or optuna."
+    ),
+    batches: Optional[str] = typer.Option(None, "--batches", help=BATCHES_HELP + " --method exhaustive or optuna."),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help=SCHEDULER_HELP),
     system: Optional[str] = typer.Option(None, "--system", help=SYSTEM_HELP),
     layouts: Optional[str] = typer.Option(None, "--layouts", help=LAYOUTS_HELP),
@@ -87,12 +89,17 @@ def solve(
     if method == "exhaustive":
         kw = {"backend": backend}
     joint = joint_space(precisions, batches, system, layouts, min_tokens_per_gpu, tpot_budget)
+    joint_explain = None
     if wants_joint(joint, scheduler):
-        if method != "exhaustive":
-            raise api.RooflawError(f"method={method!r}: --precisions/--batches/--scheduler need --method exhaustive")
+        if method not in ("exhaustive", "optuna") or (method == "optuna" and scheduler is not None):
+            raise api.RooflawError(f"method={method!r}: the joint space (--precisions/--batches/--layouts) needs "
+                                   "--method exhaustive or optuna (--scheduler: exhaustive)")  # fmt: skip
+        if method == "optuna":
+            res = api.solve_optuna(prob, n_trials=trials, seed=seed, joint=joint or api.JointSpace())
+        else:
+            res = api.solve_joint(prob, joint, scheduler=scheduler)
         if explain:
-            raise api.RooflawError("--explain: not available for the joint space yet")
-        res = api.solve_joint(prob, joint, scheduler=scheduler)
+            joint_explain = api.explain_joint(prob.on_aligned_space(), joint or api.JointSpace(), res)
     else:
         res = (
             run(prob, method, explain_result=explain, **kw)
@@ -110,7 +117,9 @@ def solve(
         obj |= joint_pick
         if explain and res.explain:
             obj["explain"] = res.explain
-        if explain:
+        if joint_explain is not None:
+            obj["explain_joint"] = joint_explain
+        elif explain:
             obj["explain_discrete"] = api.explain_discrete(prob, res)
         print_json(obj)
         return
@@ -150,4 +159,7 @@ def solve(
         if res.explain:
             console.print("the continuous relaxation:", style="bold")
             console.print(res.explain, markup=False, highlight=False)
-        console.print(api.explain_text(api.explain_discrete(prob, res), prob.phase), markup=False, highlight=False)
+        if joint_explain is not None:
+            console.print(api.explain_joint_text(joint_explain), markup=False, highlight=False)
+        else:
+            console.print(api.explain_text(api.explain_discrete(prob, res), prob.phase), markup=False, highlight=False)

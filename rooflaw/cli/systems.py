@@ -18,7 +18,9 @@ def systems_cmd(as_json: bool = typer.Option(False, "--json", help="A JSON list 
         print_json([s.to_dict() for s in systems])
         return
     rows = [[s.id, f"{s.count}x {s.device.id}", str(s.node_size), s.link or "—", f"{s.link_bw / 1e9:.4g} GB/s",
-             f"{s.link_latency * 1e6:.3g} µs", f"{s.scale_out_bw / 1e9:.4g} GB/s", s.source.split(" ")[0]]
+             f"{s.link_latency * 1e6:.3g} µs", f"{s.scale_out_bw / 1e9:.4g} GB/s",
+             f"{s.link_pj_per_bit:.3g} / {s.scale_out_pj_per_bit:.3g}", s.source.split(" ")[0]]
             for s in systems]  # fmt: skip
-    head = ["id", "devices", "node", "link", "link each way", "latency", "scale-out", "source"]
-    console.print(table("systems (--system ID, ID:COUNT or DEVICE:COUNT; latencies assumed)", head, rows))
+    head = ["id", "devices", "node", "link", "link each way", "latency", "scale-out", "pJ/bit link / out", "source"]
+    title = "systems (--system ID, ID:COUNT or DEVICE:COUNT; latencies assumed, pJ/bit estimates: --json for sources)"
+    console.print(table(title, head, rows))

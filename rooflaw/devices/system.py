@@ -26,6 +26,7 @@ FIELDS = {
     "name": False, "device": False, "devices": False, "count": True, "node_size": True, "link": False,
     "link_gbs": True, "link_latency_us": True, "scale_out": False, "scale_out_gbs": True,
     "scale_out_latency_us": True, "latency_provenance": False, "source": False, "schema": False,
+    "link_pj_per_bit": False, "scale_out_pj_per_bit": False, "energy_provenance": False, "energy_source": False,
 }  # fmt: skip
 
 
@@ -34,7 +35,8 @@ class System:
     """``count`` identical ``device`` s; groups of ``node_size`` share the scale-up links.
 
     ``link_bw``/``link_latency``: per-GPU bandwidth each way (bytes/s) and per-step latency (s) inside a node;
-    ``scale_out_bw``/``scale_out_latency``: the same between nodes.
+    ``scale_out_bw``/``scale_out_latency``: the same between nodes. ``link_pj_per_bit`` / ``scale_out_pj_per_bit``:
+    energy per bit sent on each tier (pJ/bit, end to end: both ports and any switch; 0 = not modelled).
     """
 
     id: str
@@ -50,13 +52,18 @@ class System:
     scale_out: str = ""
     source: str = ""
     latency_provenance: str = ""
+    link_pj_per_bit: float = 0.0
+    scale_out_pj_per_bit: float = 0.0
+    energy_provenance: str = ""
+    energy_source: str = ""
 
     def __post_init__(self) -> None:
         for key in ("count", "node_size"):
             v = getattr(self, key)
             if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
                 raise bad(key, v, "must be a positive integer")
-        for key in ("link_bw", "link_latency", "scale_out_bw", "scale_out_latency"):
+        for key in ("link_bw", "link_latency", "scale_out_bw", "scale_out_latency", "link_pj_per_bit",
+                    "scale_out_pj_per_bit"):  # fmt: skip
             v = getattr(self, key)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
                 raise bad(key, v, "must be a finite non-negative number")
@@ -86,6 +93,8 @@ class System:
             "link_latency_s": self.link_latency, "scale_out": self.scale_out,
             "scale_out_bytes_per_s": self.scale_out_bw, "scale_out_latency_s": self.scale_out_latency,
             "latency_provenance": self.latency_provenance, "source": self.source,
+            "link_pj_per_bit": self.link_pj_per_bit, "scale_out_pj_per_bit": self.scale_out_pj_per_bit,
+            "energy_provenance": self.energy_provenance, "energy_source": self.energy_source,
         }  # fmt: skip
 
 
@@ -139,6 +148,10 @@ def _build(sid: str, entry: dict[str, Any], device: Device, count: int | None, w
         scale_out_latency=_number(entry, "scale_out_latency_us", where) * 1e-6,
         link=str(entry.get("link", "")), scale_out=str(entry.get("scale_out", "")), source=str(entry.get("source", "")),
         latency_provenance=str(entry.get("latency_provenance", "")),
+        link_pj_per_bit=_number(entry, "link_pj_per_bit", where) if "link_pj_per_bit" in entry else 0.0,
+        scale_out_pj_per_bit=_number(entry, "scale_out_pj_per_bit", where) if "scale_out_pj_per_bit" in entry else 0.0,
+        energy_provenance=str(entry.get("energy_provenance", "" if "link_pj_per_bit" in entry else "not given")),
+        energy_source=str(entry.get("energy_source", "")),
     )  # fmt: skip
 
 

@@ -14,11 +14,19 @@ When the group spans nodes (n > node_size) the collectives are hierarchical: the
 node's links and the scale-out part on the network (each GPU with its own NIC): all-reduce = reduce-scatter in
 the node, all-reduce of S/local across nodes, all-gather in the node; all-to-all sends the on-node share over
 the links and the off-node share over the network, one after the other.
+
+Link energy (``*_j``): the bits each rank sends, times the system's energy per bit of the tier they cross
+(``link_pj_per_bit`` inside a node, ``scale_out_pj_per_bit`` between nodes); latency terms carry no energy.
+Bytes sent per rank: ring all-reduce 2(n−1)/n·S, tree all-reduce 2·S (the algorithm ``auto`` picks at that size),
+all-gather / reduce-scatter (n−1)/n·S, all-to-all (n−1)/n·S, point-to-point S; across nodes the same split as the
+time (reduce-scatter + all-gather in the node on the links, the all-reduce of S/local on the network).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -106,7 +114,66 @@ def p2p_sys(nbytes: Any, system: System, across_nodes: bool) -> Any:
     return point_to_point(nbytes, system.link_bw, system.link_latency)
 
 
+# ---- link energy: joules per rank ------------------------------------------------------------------
+def _joules(nbytes: Any, pj_per_bit: float) -> Any:
+    return np.asarray(nbytes, dtype=float) * 8.0 * pj_per_bit * 1e-12
+
+
+def _flat_all_reduce_bytes(s: np.ndarray, n: int, bw: float, alpha: float, algorithm: str) -> Any:
+    ring, tree = 2 * (n - 1) / n * s, 2 * s
+    if algorithm == "ring":
+        return ring
+    if algorithm == "tree":
+        return tree
+    return np.where(ring_all_reduce(s, n, bw, alpha) <= tree_all_reduce(s, n, bw, alpha), ring, tree)
+
+
+def all_reduce_j(nbytes: Any, n: int, system: System, algorithm: str = "auto") -> Any:
+    """Link energy (J) one rank spends sending its share of an all-reduce of ``nbytes`` over ``n`` ranks."""
+    s = np.asarray(nbytes, dtype=float)
+    if n <= 1:
+        return np.zeros_like(s)
+    local, nodes = _split(system, n)
+    if nodes == 1:
+        return _joules(_flat_all_reduce_bytes(s, n, system.link_bw, system.link_latency, algorithm),
+                       system.link_pj_per_bit)  # fmt: skip
+    intra = 2 * (local - 1) / local * s  # reduce-scatter + all-gather inside the node
+    inter = _flat_all_reduce_bytes(s / local, nodes, system.scale_out_bw, system.scale_out_latency, algorithm)
+    return _joules(intra, system.link_pj_per_bit) + _joules(inter, system.scale_out_pj_per_bit)
+
+
+def all_to_all_j(nbytes: Any, n: int, system: System) -> Any:
+    """Link energy (J) of one rank's all-to-all sending ``nbytes`` in total (its own share stays put)."""
+    s = np.asarray(nbytes, dtype=float)
+    if n <= 1:
+        return np.zeros_like(s)
+    local, nodes = _split(system, n)
+    if nodes == 1:
+        return _joules((n - 1) / n * s, system.link_pj_per_bit)
+    return _joules((local - 1) / n * s, system.link_pj_per_bit) + _joules((n - local) / n * s,
+                                                                           system.scale_out_pj_per_bit)  # fmt: skip
+
+
+def p2p_j(nbytes: Any, system: System, across_nodes: bool) -> Any:
+    """Link energy (J) of one point-to-point send of ``nbytes``."""
+    return _joules(nbytes, system.scale_out_pj_per_bit if across_nodes else system.link_pj_per_bit)
+
+
+@dataclass(frozen=True)
+class Costs:
+    """The collectives one cost is priced by: seconds (:data:`TIME`) or a rank's link joules (:data:`ENERGY`)."""
+
+    all_reduce: Callable[..., Any]
+    all_to_all: Callable[..., Any]
+    p2p: Callable[..., Any]
+
+
+TIME = Costs(all_reduce, all_to_all_sys, p2p_sys)
+ENERGY = Costs(all_reduce_j, all_to_all_j, p2p_j)
+
+
 __all__ = [
-    "ALGORITHMS", "all_gather", "all_reduce", "all_to_all", "all_to_all_sys", "flat_all_reduce", "p2p_sys",
+    "ALGORITHMS", "ENERGY", "TIME", "Costs", "all_gather", "all_reduce_j", "all_to_all_j", "p2p_j",
+    "all_reduce", "all_to_all", "all_to_all_sys", "flat_all_reduce", "p2p_sys",
     "point_to_point", "reduce_scatter", "ring_all_reduce", "tree_all_reduce",
 ]  # fmt: skip

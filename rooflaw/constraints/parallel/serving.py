@@ -14,11 +14,15 @@ applied to the sharded shapes of :mod:`.shard`; communication from :mod:`.collec
 
 ``overlap=False`` (default): a phase takes compute + communication; ``overlap=True``: max of the two (perfect
 overlap, an upper bound on what overlapping kernels achieve). Pipelines: prefill in chunks of ``chunk``
-tokens, each chunk costing 1/chunks of the stage's prefill (the attention share of later chunks is larger in
-reality), TTFT = (chunks + pp − 1) chunk steps; decode runs pp micro-batches, TPOT = pp stage steps.
+tokens scheduled through the pp stages (:func:`pipeline_makespan`); each chunk's stage time is its share of the
+linear part of the stage's prefill plus its attention context, which grows with its position
+(:func:`chunk_steps`); bubble = (pp − 1)·slowest chunk step / TTFT. Decode runs pp micro-batches, TPOT = pp stage
+steps.
 Model-level ops (embedding, final norm, LM head) are charged to the busiest stage. Energy: idle power over
-the wall time plus the per-FLOP/per-byte energies of each device's work (links' energy is not modelled);
-``joules_per_token`` divides a replica's energy (prefill included) by its generated tokens.
+the wall time plus the per-FLOP/per-byte energies of each device's work, plus the links' energy (every bit the
+collectives and stage sends move, at the system's pJ/bit per tier: :func:`link_energy`);
+``joules_per_token`` divides a replica's energy (prefill included) by its generated tokens
+(``link_joules_per_token``: the links' part).
 """
 
 from __future__ import annotations
@@ -45,8 +49,9 @@ CHUNK = 1 << 14
 _ROOF = {op.name: op.roof for ops in (O.FULL_OPS, *O.KIND_OPS.values()) for op in ops}
 OUTPUTS = ("ttft_s", "decode_s", "tpot_s", "latency_s", "memory_per_device_bytes", "weight_bytes_per_device",
            "kv_cache_bytes_per_device", "comm_s_prefill", "comm_s_decode", "tokens_per_s", "tokens_per_s_per_user",
-           "tokens_per_s_per_device", "prefill_tokens_per_s_per_device", "joules_per_token", "energy_j",
-           "kv_replication", "stage_balance", "bubble_fraction", "fits", "divides", "valid")  # fmt: skip
+           "tokens_per_s_per_device", "prefill_tokens_per_s_per_device", "joules_per_token",
+           "link_joules_per_token", "energy_j", "kv_replication", "stage_balance", "bubble_fraction", "fits",
+           "divides", "valid")  # fmt: skip
 
 
 def _ops(cols, device, wl, precision, app) -> dict[str, Any]:
@@ -106,30 +111,86 @@ def _ffn_workspace(cols: Mapping[str, np.ndarray], batch: int, S: int, b_a: floa
     return batch * S * (1 + cols["gated"]) * width * b_a
 
 
-def _comm_per_layer(cols, lay: Layout, system: System, tokens_attn: float, tokens_ffn: float, b_a: float):
-    """Seconds of one layer's collectives for ``tokens_attn`` tokens held by a device (``tokens_ffn`` in the FFN)."""
+def _comm_per_layer(cols, lay: Layout, system: System, tokens_attn: float, tokens_ffn: float, b_a: float,
+                    c: C.Costs = C.TIME):  # fmt: skip
+    """Seconds (``c = C.TIME``) or one device's link joules (``C.ENERGY``) of one layer's collectives for
+    ``tokens_attn`` tokens held by a device (``tokens_ffn`` in the FFN)."""
     g = shard.degrees(cols, lay)
     d = cols["d_model"]
     msg = tokens_attn * d * b_a
     t = np.zeros(np.shape(d))
     if lay.helix:
         heads_dev = cols["heads"] / g.tp_attn
-        t = t + C.all_to_all_sys(tokens_attn * heads_dev * (cols["head_dim"] * b_a + 4), g.kvp, system)
-        t = t + C.all_reduce(msg, lay.helix, system)
+        t = t + c.all_to_all(tokens_attn * heads_dev * (cols["head_dim"] * b_a + 4), g.kvp, system)
+        t = t + c.all_reduce(msg, lay.helix, system)
         n = lay.helix
-        t = t + np.where(g.moe, 2 * C.all_to_all_sys(tokens_ffn / n * cols["top_k"] * d * b_a, n, system),
-                         C.all_reduce(tokens_ffn * d * b_a, n, system))  # fmt: skip
+        t = t + np.where(g.moe, 2 * c.all_to_all(tokens_ffn / n * cols["top_k"] * d * b_a, n, system),
+                         c.all_reduce(tokens_ffn * d * b_a, n, system))  # fmt: skip
         return t
     if g.tp_attn > 1:
-        t = t + C.all_reduce(msg, g.tp_attn, system)
+        t = t + c.all_reduce(msg, g.tp_attn, system)
     if lay.ep > 1:
         own = tokens_attn / g.tp_attn  # each TP peer of an attention group dispatches its share
-        t = t + 2 * C.all_to_all_sys(own * cols["top_k"] * d * b_a, lay.ep, system)
+        t = t + 2 * c.all_to_all(own * cols["top_k"] * d * b_a, lay.ep, system)
         if lay.tp > 1:
-            t = t + C.all_reduce(tokens_ffn * cols["top_k"] / lay.ep * d * b_a, lay.tp, system)
+            t = t + c.all_reduce(tokens_ffn * cols["top_k"] / lay.ep * d * b_a, lay.tp, system)
     elif lay.tp > 1 and lay.dp_attn == 0:
-        t = t + C.all_reduce(tokens_ffn * d * b_a, lay.tp, system)
+        t = t + c.all_reduce(tokens_ffn * d * b_a, lay.tp, system)
     return t
+
+
+def link_energy(cols, lay: Layout, system: System, wl: Workload, b_a: float) -> np.ndarray:
+    """Joules one replica's links spend serving its batch (prefill + every decode step): each of the
+    ``group`` devices of a stage sends its share of every layer's collectives (all micro-batches), and each
+    stage boundary's point-to-point sends carry every token's activations (pp − 1 boundaries, from each
+    device of the group)."""
+    ba, bf = shard.batches(wl.batch, lay)
+    mba, mbf = shard.batches(wl.batch, lay, lay.pp)
+    S_in, S_out = wl.input_tokens, wl.output_tokens
+    layers = np.asarray(cols["layers"], dtype=float)  # every layer, on whichever stage holds it
+    pre = _comm_per_layer(cols, lay, system, ba * S_in, bf * S_in, b_a, C.ENERGY)
+    dec = lay.pp * _comm_per_layer(cols, lay, system, mba, mbf, b_a, C.ENERGY)
+    e = lay.group * layers * (pre + S_out * dec)
+    if lay.pp > 1:
+        cross = lay.devices // lay.dp > system.node_size
+        sends = ba * S_in + S_out * lay.pp * mba  # tokens crossing each boundary
+        e = e + lay.group * (lay.pp - 1) * C.p2p_j(sends * cols["d_model"] * b_a, system, cross)
+    return e
+
+
+def chunk_sizes(prompt: int, chunk: int) -> np.ndarray:
+    """Tokens of each prefill chunk (the last one may be shorter)."""
+    ends = np.minimum(np.arange(1, math.ceil(prompt / chunk) + 1) * chunk, prompt)
+    return np.diff(np.concatenate([[0], ends])).astype(float)
+
+
+def chunk_steps(compute, ctx, ctx_half, prompt: int, half: int, sizes: np.ndarray) -> np.ndarray:
+    """A stage's compute seconds per prefill chunk, shape (rows, chunks), summing to ``compute`` (the stage's
+    unchunked prefill seconds of a ``prompt``-token prompt).
+
+    The context part (attention scores, softmax, ·V: ``ctx`` seconds at the whole prompt, ``ctx_half`` at ``half``
+    tokens) is fitted as A(S) = a·S + b·S² through both (linear where it is bandwidth-bound, quadratic where causal
+    attention is FLOP-bound); chunk i is charged A(end_i) − A(start_i) (its queries against every earlier key),
+    scaled so the chunks add up to ``ctx``. The rest is linear in tokens: each chunk its share of it."""
+    ctx, ctx_half, compute = (np.asarray(x, dtype=float).reshape(-1, 1) for x in (ctx, ctx_half, compute))
+    ends = np.cumsum(sizes)
+    starts = ends - sizes
+    if half < prompt:
+        b = (ctx / prompt - ctx_half / half) / (prompt - half)
+        a = ctx / prompt - b * prompt
+    else:
+        a, b = ctx / prompt, np.zeros_like(ctx)
+    grow = np.maximum(a * (ends - starts) + b * (ends**2 - starts**2), 0.0)
+    total = grow.sum(axis=1, keepdims=True)
+    share = np.divide(grow, total, out=np.broadcast_to(sizes / prompt, grow.shape).copy(), where=total > 0)
+    return (compute - ctx) * (sizes / prompt) + ctx * share
+
+
+def pipeline_makespan(steps: np.ndarray, stages: int) -> np.ndarray:
+    """Seconds until the last chunk leaves the last of ``stages`` identical stages, chunks in order, each chunk
+    taking ``steps[:, i]`` on every stage: Σ steps + (stages − 1)·max steps (the proportionate flow shop: the
+    critical path runs every chunk through the first stage and the slowest chunk through the others)."""
+    return steps.sum(axis=1) + (stages - 1) * steps.max(axis=1)
 
 
 def _combine(compute, comm, overlap: bool):
@@ -155,7 +216,7 @@ def from_single(r: Mapping[str, Any], wl: Workload, dp: int = 1) -> dict[str, np
                tokens_per_s=dp * tok / r["decode_s"], tokens_per_s_per_user=wl.output_tokens / r["decode_s"],
                prefill_tokens_per_s_per_device=wl.batch * wl.input_tokens / r["prefill_s"],
                joules_per_token=r["energy_j"] / tok, energy_j=dp * r["energy_j"], kv_replication=np.ones(n),
-               stage_balance=np.ones(n), bubble_fraction=z.copy())  # fmt: skip
+               link_joules_per_token=z.copy(), stage_balance=np.ones(n), bubble_fraction=z.copy())  # fmt: skip
     out["tokens_per_s_per_device"] = out["tokens_per_s"] / dp
     out["fits"] = r["fits_in_memory"].astype(bool)
     return out
@@ -225,18 +286,27 @@ def _sharded(cols, system, lay: Layout, wl: Workload, prec: Precision, engine, o
     t_dec = _combine(dec["decode"][0], comm_dec, overlap)
     cross = lay.devices // lay.dp > system.node_size
     if lay.pp > 1:
-        chunks = math.ceil(S_in / lay.chunk)
-        p2p_pre = C.p2p_sys(ba * min(lay.chunk, S_in) * cols["d_model"] * b_a, system, cross)
+        sizes = chunk_sizes(S_in, lay.chunk)
+        ctx = _sum_group(res["ctx"], "ctx", "prefill")[0]
+        half = max(1, S_in // 2)
+        ctx_shape = shp["ctx"] if lay.helix else shp["attn"]
+        ctx_half = _sum_group(_ops(ctx_shape, dev, w(ba, half), prec, app), "ctx", "prefill")[0] if half < S_in else ctx
+        comp = chunk_steps(pre["prefill"][0], ctx, ctx_half, S_in, half, sizes)
+        comm_c = comm_pre[:, None] * (sizes / S_in)
+        p2p_c = C.p2p_sys(ba * sizes * cols["d_model"][:, None] * b_a, system, cross)
+        steps = _combine(comp, comm_c, overlap) + p2p_c  # a stage's seconds per chunk, its send included
+        ttft = pipeline_makespan(steps, lay.pp)
+        prefill_rate = wl.batch * S_in / steps.sum(axis=1) / (lay.pp * lay.group)
         p2p_dec = C.p2p_sys(mba * cols["d_model"] * b_a, system, cross)
-        step = t_pre / chunks + p2p_pre
-        ttft = (chunks + lay.pp - 1) * step
-        prefill_rate = wl.batch * S_in / (chunks * step) / (lay.pp * lay.group)
         tpot = lay.pp * (t_dec / S_out + p2p_dec)
         decode_s = S_out * tpot
-        # communication on the critical path: every stage step's collectives and sends
-        comm_pre = (chunks + lay.pp - 1) * (comm_pre / chunks + p2p_pre)
+        # communication on the critical path: every chunk's collectives and sends on one stage, then the slowest
+        # chunk's on the other pp - 1 stages
+        comm_steps = comm_c + p2p_c
+        slow = np.argmax(steps, axis=1)
+        comm_pre = comm_steps.sum(axis=1) + (lay.pp - 1) * comm_steps[np.arange(len(slow)), slow]
         comm_dec = lay.pp * (comm_dec + S_out * p2p_dec)
-        bubble = np.full(len(ttft), (lay.pp - 1) / (chunks + lay.pp - 1))
+        bubble = (lay.pp - 1) * steps.max(axis=1) / ttft
     else:
         ttft, decode_s = t_pre, t_dec
         prefill_rate = wl.batch * S_in / ttft / lay.group
@@ -252,7 +322,8 @@ def _sharded(cols, system, lay: Layout, wl: Workload, prec: Precision, engine, o
     dyn = A.energy(coef, 0.0, pre["prefill"][1], pre["prefill"][2])
     dyn = dyn + micro * A.energy(coef, 0.0, dec["decode"][1], dec["decode"][2])
     latency = ttft + decode_s
-    e_replica = per_replica * (dyn + (coef.p_idle * latency if coef else np.nan))
+    e_link = link_energy(cols, lay, system, wl, b_a)
+    e_replica = per_replica * (dyn + (coef.p_idle * latency if coef else np.nan)) + e_link
     tokens = lay.dp * wl.batch * S_out
     return dict(
         ttft_s=ttft, decode_s=decode_s, tpot_s=decode_s / S_out, latency_s=latency,
@@ -260,10 +331,11 @@ def _sharded(cols, system, lay: Layout, wl: Workload, prec: Precision, engine, o
         comm_s_prefill=comm_pre, comm_s_decode=comm_dec, tokens_per_s=tokens / decode_s,
         tokens_per_s_per_user=S_out / decode_s, tokens_per_s_per_device=tokens / decode_s / lay.devices,
         prefill_tokens_per_s_per_device=prefill_rate, joules_per_token=e_replica / (wl.batch * S_out),
-        energy_j=lay.dp * e_replica, kv_replication=shard.kv_replication(cols, lay),
+        energy_j=lay.dp * e_replica, link_joules_per_token=e_link / (wl.batch * S_out),
+        kv_replication=shard.kv_replication(cols, lay),
         stage_balance=shard.stage_balance(cols, lay.pp), bubble_fraction=bubble,
         fits=memory <= dev.memory_capacity,
     )  # fmt: skip
 
 
-__all__ = ["OUTPUTS", "from_single", "layout_columns"]
+__all__ = ["OUTPUTS", "chunk_sizes", "chunk_steps", "from_single", "layout_columns", "link_energy", "pipeline_makespan"]

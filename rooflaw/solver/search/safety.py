@@ -78,6 +78,13 @@ def check_definition(study_name: str, have: dict[str, Any] | None, want: dict[st
     """Refuse to resume a study recorded with another definition (names the first differing field)."""
     if not have:
         return
+    if _canon(have.get("joint")) != _canon(want.get("joint")):  # joint dimensions: none on one side differs too
+        got, this = (("joint " + _canon(d.get("joint"))) if d.get("joint") else "no joint dimensions"
+                     for d in (have, want))  # fmt: skip
+        raise RooflawError(
+            f"study_name={study_name!r}: exists with {got:.160}; this search has {this:.160} "
+            "(choose another --study-name, or omit it to get a study named for this problem)"
+        )
     for key, value in want.items():
         if key in have and _canon(have[key]) != _canon(value):
             raise RooflawError(

@@ -28,16 +28,17 @@ import numpy as np
 import pandas as pd
 
 from ...arch.space import add_paper_variables
-from ...errors import ExternalError, Infeasible, RooflawError, bad
+from ...errors import ExternalError, RooflawError, bad
 from ..discrete.exhaustive import _KEEP, FRONTIER_COLUMNS, OBJECTIVES, check_objectives, evaluate_lean, result_from_row
 from ..discrete.pareto import hypervolume, pareto_mask
-from ..infeasible import no_finite_loss, report
 from ..jobs import cpu_count
 from ..problem import Problem
 from ..reference import space_reference
 from ..result import FrontierView, Result
-from . import safety
+from . import joint_trials, safety
+from .infeasible_trials import infeasible_from_trials
 from .measure import load_measure
+from .params import suggest_architecture
 from .samplers import SAMPLERS, make_sampler
 from .storage import open_storage
 
@@ -59,19 +60,7 @@ class _Objective:
         self.measurements = 0
 
     def suggest(self, trial: Any) -> dict[str, Any]:
-        ch = self.choices
-        out: dict[str, Any] = {}
-        for dim in ("layers", "d_model", "head_dim", "kv_heads", "r_single"):
-            vals = ch[dim]
-            out[dim] = vals[trial.suggest_int(f"{dim}_i", 0, len(vals) - 1)] if len(vals) > 1 else vals[0]
-        for dim in ("moe", "vocab_tied", "pattern"):
-            vals = ch[dim]
-            labels = ["x".join(str(x) for x in v) for v in vals]
-            if len(vals) > 1:
-                out[dim] = vals[labels.index(trial.suggest_categorical(dim, labels))]
-            else:
-                out[dim] = vals[0]
-        return out
+        return suggest_architecture(trial, self.choices)
 
     def evaluate(self, index: int) -> dict[str, Any]:
         p = self.problem
@@ -129,12 +118,13 @@ class _Objective:
 
 
 # ---- study handling ---------------------------------------------------------------------------
-def _open_study(problem: Problem, objectives: tuple[str, ...], storage: Any, study_name: str, sampler: Any) -> Any:
+def _open_study(problem: Problem, objectives: tuple[str, ...], storage: Any, study_name: str, sampler: Any,
+                joint: Any = None) -> Any:  # fmt: skip
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    directions = ["minimize"] * len(objectives)
-    definition = safety.study_definition(problem, objectives)
+    directions = ["minimize"] * len(objectives) if joint is None else joint_trials.directions(objectives)
+    definition = _definition(problem, objectives, joint)
     meta = {"objectives": list(objectives), "space": problem.space.name, "phase": problem.phase,
             "definition": definition}  # fmt: skip
     try:
@@ -171,6 +161,12 @@ def _open_study(problem: Problem, objectives: tuple[str, ...], storage: Any, stu
     return study
 
 
+def _definition(problem: Problem, objectives: tuple[str, ...], joint: Any) -> dict[str, Any]:
+    """The study definition; a joint search adds its joint dimensions (precisions, batches, options)."""
+    d = safety.study_definition(problem, objectives)
+    return d if joint is None else d | {"joint": joint_trials.joint_definition(problem, joint)}
+
+
 def _n_complete(study: Any) -> int:
     from optuna.trial import TrialState
 
@@ -200,15 +196,21 @@ def _run_worker(
     measure: Any,
     progress: Callable[[int, int], None] | None = None,
     backend: str = "auto",
+    joint: Any = None,
 ) -> dict[str, int]:
     """Run trials until the study has ``n_trials`` completed trials; returns how many this process ran."""
     from optuna.trial import TrialState
 
     storage = storage_obj if storage_obj is not None else open_storage(storage_url)
     sampler = make_sampler(sampler_name, seed)
-    study = _open_study(problem, objectives, storage, study_name, sampler)
-    obj = _Objective(problem, objectives, load_measure(measure), backend)
-    _load_cache(study, obj)
+    study = _open_study(problem, objectives, storage, study_name, sampler, joint)
+    obj: Any
+    if joint is None:
+        obj = _Objective(problem, objectives, load_measure(measure), backend)
+        _load_cache(study, obj)
+    else:
+        obj = joint_trials.JointObjective(problem, joint, objectives)
+        obj.load(study)
     shared = storage_url is not None
     done = _n_complete(study)
     ran = 0
@@ -333,6 +335,7 @@ def search(
     reference: Sequence[float] | None = None,
     progress: Callable[[int, int], None] | None = None,
     backend: str = "auto",
+    joint: Any = None,
 ) -> SearchResult:
     """Optuna search of ``problem.space``. ``objectives`` (loss first) are minimised; ``("loss",)`` is the
     constrained single-objective problem (min loss s.t. the problem's budgets). ``measure`` (a callable
@@ -342,8 +345,19 @@ def search(
     :func:`space_reference`, the same for every run of the same problem). ``progress(done, total)`` is called
     after each completed trial of this process (the CLI draws a bar with it); the solver itself prints nothing.
     ``backend``: the cost model's backend (``auto``, ``numpy``, ``numba``; each trial is one candidate, so ``auto``
-    stays on numpy)."""
-    objs = check_objectives(objectives)
+    stays on numpy). ``joint`` (a :class:`~rooflaw.solver.discrete.joint.JointSpace`) searches architecture ×
+    precision × batch × option (layout) as one space (:mod:`.joint_trials`): objectives may add ``throughput``
+    (maximised); ``measure`` is not available there."""
+    if joint is not None:
+        from ..discrete.joint import JointSpace, check_joint_objectives
+
+        if not isinstance(joint, JointSpace):
+            raise bad("joint", joint, "expected a JointSpace")
+        if measure is not None:
+            raise bad("measure", measure, "measures one device's latency; not available for the joint space")
+        objs = check_joint_objectives(objectives)
+    else:
+        objs = check_objectives(objectives)
     if progress is False:
         progress = None
     if progress is not None and not callable(progress):
@@ -368,8 +382,9 @@ def search(
 
     resolve(backend, 1)  # fail early on a bad or unavailable backend
     problem = problem.on_aligned_space()  # trials are drawn among aligned points only, like every solver
-    tag = safety.fingerprint(safety.study_definition(problem, objs))
-    name = study_name or f"rooflaw-{problem.space.name}-{'-'.join(objs)}-{sampler}-{tag}"
+    tag = safety.fingerprint(_definition(problem, objs, joint))
+    kind = "" if joint is None else "joint-"
+    name = study_name or f"rooflaw-{kind}{problem.space.name}-{'-'.join(objs)}-{sampler}-{tag}"
     t0 = time.perf_counter()
     tmp = None
     url = storage
@@ -381,26 +396,32 @@ def search(
         import optuna
 
         # validate the study (what defines it) before any worker starts; fail trials of killed runs
-        first = _open_study(problem, objs, store, name, optuna.samplers.RandomSampler(seed=seed))
+        first = _open_study(problem, objs, store, name, optuna.samplers.RandomSampler(seed=seed), joint)
         stale = safety.fail_stale_running(first)
         if workers == 1:
-            stats = [_run_worker(problem, objs, sampler, seed, url, store, name, n_trials, measure, progress, backend)]
+            stats = [_run_worker(problem, objs, sampler, seed, url, store, name, n_trials, measure, progress, backend,
+                                 joint)]  # fmt: skip
         else:
             seeds = [None if seed is None else seed + 7919 * i for i in range(workers)]
             m = measure if measure is None or callable(measure) else str(measure)
             stats = safety.run_workers(
-                _run_worker, [(problem, objs, sampler, s, url, None, name, n_trials, m, None, backend) for s in seeds]
+                _run_worker,
+                [(problem, objs, sampler, s, url, None, name, n_trials, m, None, backend, joint) for s in seeds],
             )
         import optuna
 
         study = optuna.load_study(study_name=name, storage=store)
-        trials = trials_frame(study)
+        trials = trials_frame(study) if joint is None else joint_trials.trials_frame(study, problem, joint)
     finally:
         if tmp is not None:
             tmp.cleanup()
-    front = search_frontier(trials, objs)
-    ref = list(reference) if reference is not None else space_reference(problem, objs, backend)
-    hv = hypervolume(front[[OBJECTIVES[o] for o in objs]].to_numpy(dtype=float), ref) if len(front) else 0.0
+    extra: dict[str, Any] = {}
+    if joint is None:
+        front = search_frontier(trials, objs)
+        ref = list(reference) if reference is not None else space_reference(problem, objs, backend)
+        hv = hypervolume(front[[OBJECTIVES[o] for o in objs]].to_numpy(dtype=float), ref) if len(front) else 0.0
+    else:
+        front, ref, hv, extra = joint_trials.summary(problem, joint, trials, objs, reference)
     return SearchResult(
         trials=trials,
         frontier=front,
@@ -414,24 +435,8 @@ def search(
         ran=sum(s["ran"] for s in stats),
         evaluations=sum(s["evaluations"] for s in stats),
         measurements=sum(s["measurements"] for s in stats),
-        extra={"stale_trials_failed": stale} if stale else {},
+        extra=extra | ({"stale_trials_failed": stale} if stale else {}),
     )
-
-
-def infeasible_from_trials(problem: Problem, trials: pd.DataFrame) -> Infeasible:
-    """The :class:`Infeasible` error for a search whose trials meet no budget (one report, as every solver):
-    the smallest value of each constraint seen, and the trial closest to meeting all of them."""
-    t = trials[np.isfinite(trials["loss"].to_numpy(dtype=float))] if len(trials) else trials
-    where = f"among the {len(trials)} trials of the search on space {problem.space.name!r}"
-    if not len(t):
-        return no_finite_loss(problem, where)
-    budgets = {k: b for k, (_, b) in problem.budgets().items()}
-    cols = {k: c for k, (c, _) in problem.budgets().items()}
-    smallest = {k: float(t[cols[k]].min()) for k in budgets}
-    ratio = np.max([t[cols[k]].to_numpy(dtype=float) / budgets[k] for k in budgets], axis=0)
-    j = int(np.argmin(ratio))
-    closest = {k: float(t[cols[k]].iloc[j]) for k in budgets}
-    return report(problem, smallest, budgets, where, closest)
 
 
 def solve_optuna(
@@ -443,10 +448,14 @@ def solve_optuna(
     study_name: str | None = None,
     workers: int = 1,
     measure: Any = None,
+    joint: Any = None,
 ) -> Result:
     """Constrained single-objective search: min loss s.t. the problem's budgets. The best feasible trial as a
-    :class:`Result` (method ``optuna``); raises :class:`~rooflaw.errors.Infeasible` if no trial is feasible."""
-    res = search(problem, sampler, n_trials, seed, storage, study_name, workers, ("loss",), measure)
+    :class:`Result` (method ``optuna``); raises :class:`~rooflaw.errors.Infeasible` if no trial is feasible.
+    ``joint``: over architecture × precision × batch × option (the pick's choice in ``extra``)."""
+    res = search(problem, sampler, n_trials, seed, storage, study_name, workers, ("loss",), measure, joint=joint)
+    if joint is not None:
+        return joint_trials.joint_result(problem.on_aligned_space(), joint, res)
     best = res.best()
     if best is None:
         raise infeasible_from_trials(problem, res.trials)
