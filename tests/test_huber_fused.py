@@ -77,6 +77,7 @@ def test_fit_takes_the_fused_path_and_finds_the_numpy_optimum(monkeypatch):
     ref = fit_law("E + A/N**alpha + B/D**beta", data, starts=400)
     assert not calls
     want = {"E": 1.7, "A": 400.0, "alpha": 0.34, "B": 2000.0, "beta": 0.37}
-    assert fused.objective < 1e-10 and ref.objective < 1e-10, (fused.objective, ref.objective)  # 30 exact points: zero residual at the optimum
+    # 30 exact points: zero residual at the optimum
+    assert fused.objective < 1e-10 and ref.objective < 1e-10, (fused.objective, ref.objective)
     for k, v in want.items():
         assert fused.params[k] == pytest.approx(v, rel=1e-4) and ref.params[k] == pytest.approx(v, rel=1e-4), k
