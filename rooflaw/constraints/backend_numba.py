@@ -49,6 +49,7 @@ BACKENDS = ("auto", "numpy", "numba")
 _LOCK = threading.Lock()
 _LOADED: dict[str, ModuleType] = {}
 _MEMO: dict[tuple, Kernels] = {}  # (preset, cost source, law source) -> kernels, to skip regenerating
+_SOURCES: dict[Any, str] = {}  # lambdified function -> its source
 #: Seconds spent importing numba, generating, and compiling (or loading) each kernel, for reports.
 TIMINGS: dict[str, float] = {}
 
@@ -116,7 +117,11 @@ def _law_inputs() -> dict[str, str]:
 def source_of(fn: Any) -> str:
     """The generated source of a lambdified function (also when it was rebuilt from rooflaw's disk cache)."""
     src = getattr(fn, "__source__", None)
-    return src if isinstance(src, str) else inspect.getsource(fn)
+    if isinstance(src, str):
+        return src
+    if fn not in _SOURCES:  # inspect.getsource re-tokenizes the file on every call (~40 ms for the cost model)
+        _SOURCES[fn] = inspect.getsource(fn)
+    return _SOURCES[fn]
 
 
 def _source(
@@ -406,10 +411,10 @@ def call_values(
     """Argument name -> value of the compiled ``fast`` function, exactly as ``roofline._evaluate_chunk`` builds it."""
     from . import assembly as A
     from .compile import compile_preset
-    from .roofline import _args, _inverse_roofs, stack_kinds
+    from .roofline import _args, _inverse_roofs
 
     pr = A.get_preset(k.preset)
-    comp = compile_preset(k.preset, stack_kinds(cols) if pr.kinds else frozenset())
+    comp = compile_preset(k.preset, k.kinds)  # the kernels were generated for this table's stack kinds
     rates = A.rates(device, precision, None if pr.theory else app)
     from .numba_trace import rate_values
 

@@ -81,10 +81,18 @@ def complete_columns(columns: Mapping[str, Any]) -> dict[str, np.ndarray]:
 
 def stack_kinds(cols: Mapping[str, np.ndarray]) -> frozenset[str]:
     """Layer kinds present in a completed table (empty for uniform stacks: the fastest compiled model)."""
-    kinds = {k for k, c in O.KIND_COUNT.items() if np.any(cols[c] > 0)}
+    kinds = {k for k, c in O.KIND_COUNT.items() if _any_positive(cols[c])}
     if not kinds and (np.any(cols["attn_layers"] != cols["layers"]) or np.any(cols["ffn_layers"] != cols["layers"])):
         kinds.add("stack")  # per-kind counts without extra ops
     return frozenset(kinds)
+
+
+def _any_positive(c: np.ndarray) -> bool:
+    """``np.any(c > 0)``, reading one value of a broadcast column (stride 0) instead of every row."""
+    c = np.asarray(c)
+    if c.ndim == 1 and c.strides[0] == 0 and c.size:
+        c = c[:1]
+    return bool(np.any(c > 0))
 
 
 def _args(cols: Mapping[str, np.ndarray], workload: Workload, precision: Precision) -> list:

@@ -31,6 +31,7 @@ from ..arch.architecture import COLUMNS
 from ..errors import RooflawError
 from .builtins import get_law
 from .huber import LogHuberObjective
+from .huber_fused import usable
 from .identifiable import check_identifiable
 from .law import LossLaw
 from .lbfgs import batched_lbfgs
@@ -249,7 +250,12 @@ def start_grid(obj: LogHuberObjective, starts: Any = "grid", seed: int = 0) -> n
     return arr
 
 
-def _chunked(obj: LogHuberObjective, weights: np.ndarray | None, chunk: int = 1 << 21):
+def _chunked(obj: LogHuberObjective, weights: np.ndarray | None, chunk: int = 1 << 21, starts: int = 0):
+    """``fg(theta, rows)`` for :func:`batched_lbfgs`: the fused numba kernel for ``starts`` starts of a sum of power
+    laws when it applies (:func:`huber_fused.usable`), else the numpy objective ``chunk`` values at a time."""
+    if usable(obj.linear, starts, obj.n, weights):
+        return obj.fused(weights)
+
     def fg(x: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         step = max(1, chunk // max(obj.n, 1))
         fs, gs = [], []
@@ -261,6 +267,11 @@ def _chunked(obj: LogHuberObjective, weights: np.ndarray | None, chunk: int = 1 
         return np.concatenate(fs), np.concatenate(gs)
 
     return fg
+
+
+def _block(obj: LogHuberObjective, starts: int) -> int | None:
+    """Starts per objective call: all of them for the fused kernel (no temporaries), else L-BFGS's default."""
+    return starts if usable(obj.linear, starts, obj.n, None) else None
 
 
 def _polish(obj: LogHuberObjective, theta: np.ndarray) -> tuple[np.ndarray, float]:
@@ -383,7 +394,7 @@ def fit_law(
 
 def _multistart(obj: LogHuberObjective, law: LossLaw, x0: np.ndarray, progress: Callable | None):
     """Every start on every row, the best end point polished: (theta, objective, converged starts, basins)."""
-    batch = batched_lbfgs(_chunked(obj, None), x0, progress=progress)
+    batch = batched_lbfgs(_chunked(obj, None, starts=len(x0)), x0, progress=progress, block=_block(obj, len(x0)))
     okm = np.isin(batch.status, (1, 2)) & np.isfinite(batch.f)
     if not okm.any():
         raise RooflawError(f"fit of {law.name} did not converge from any of {len(x0)} starts")
@@ -401,7 +412,7 @@ def _fit_subsampled(obj, law, xt, yt, delta, x0, rows: int, seed: int, progress:
     sub = LogHuberObjective(law, {v: a[pick] for v, a in xt.items()}, yt[pick], delta)
     total = len(x0) + REFINE_STARTS
     p1 = None if progress is None else (lambda done, _s: progress(done, total))
-    batch = batched_lbfgs(_chunked(sub, None), x0, progress=p1)
+    batch = batched_lbfgs(_chunked(sub, None, starts=len(x0)), x0, progress=p1, block=_block(sub, len(x0)))
     okm = np.isin(batch.status, (1, 2)) & np.isfinite(batch.f)
     if not okm.any():
         raise RooflawError(f"fit of {law.name} did not converge from any of {len(x0)} starts (on {rows} rows)")

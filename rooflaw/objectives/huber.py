@@ -99,6 +99,17 @@ class LogHuberObjective:
 
         return us, back
 
+    def fused(self, weights: np.ndarray | None = None) -> Callable[[np.ndarray, np.ndarray], tuple]:
+        """``fg(theta, rows)`` for the batched L-BFGS from the numba kernel of :mod:`.huber_fused` (a sum of power
+        laws only; the same objective and gradient to rounding)."""
+        from .huber_fused import fused_fg
+
+        if not self.linear:
+            raise ValueError("the fused objective needs a sum of power laws")
+        phi = np.ascontiguousarray(np.stack(self.phi))
+        c0 = np.ascontiguousarray(np.stack(self.c0))
+        return lambda theta, rows: fused_fg(theta, phi, c0, self.logy, self.delta, weights)
+
     def log_pred(self, theta: np.ndarray) -> np.ndarray:
         theta = np.atleast_2d(np.asarray(theta, float))
         with np.errstate(all="ignore"):

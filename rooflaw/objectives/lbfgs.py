@@ -88,7 +88,7 @@ def _batched_lbfgs(
         # two-loop recursion, newest pair first
         q = gi.copy()
         order = [(slot[idx] - 1 - j) % m for j in range(m)]
-        alph = []
+        alph, hist = [], []
         for sl in order:
             S_ = sh[sl, idx]
             Y_ = yh[sl, idx]
@@ -96,11 +96,10 @@ def _batched_lbfgs(
             a = R_ * np.einsum("ij,ij->i", S_, q)
             q -= a[:, None] * Y_
             alph.append(a)
+            hist.append((S_, Y_, R_))  # gathered once for both loops
         z = gamma[idx, None] * q
-        for sl, a in zip(reversed(order), reversed(alph), strict=False):
-            S_ = sh[sl, idx]
-            Y_ = yh[sl, idx]
-            b = rh[sl, idx] * np.einsum("ij,ij->i", Y_, z)
+        for (S_, Y_, R_), a in zip(reversed(hist), reversed(alph), strict=True):
+            b = R_ * np.einsum("ij,ij->i", Y_, z)
             z += S_ * (a - b)[:, None]
         d = -z
         gd = np.einsum("ij,ij->i", gi, d)
