@@ -92,7 +92,7 @@ def solve(
             raise api.RooflawError(f"method={method!r}: --precisions/--batches/--scheduler need --method exhaustive")
         if explain:
             raise api.RooflawError("--explain: not available for the joint space yet")
-        res = api.solve_joint(prob, joint, scheduler=scheduler)
+        res = api.solve_joint(prob, joint, scheduler=scheduler, backend=backend)
     else:
         res = (
             run(prob, method, explain_result=explain, **kw)
