@@ -2,10 +2,12 @@
 
 Usage: python benchmarks/bench_joint.py [--cases joint,giga] [--space wide] [--device h100-sxm]
        [--precisions bf16,fp8,nvfp4] [--batches 1,8,64] [--giga-batches 28] [--scheduler local:2 | --n-jobs 2]
-       [--objectives loss,latency,throughput] [--backend numba|numpy|auto]
+       [--objectives loss,latency,throughput] [--backend numba|numpy|auto] [--check-numpy]
 
 * joint (#11): ``wide`` × {bf16, fp8, nvfp4} × batch {1, 8, 64} = 107 M points on a Dask LocalCluster of 2 worker
   processes (``--scheduler``; ``--n-jobs N`` runs it in-process instead).
+* joint-numpy (``--check-numpy``): the joint case again, in-process on the numpy backend; the two frontiers must be
+  identical (``pd.testing.assert_frame_equal``).
 * giga (#15): ``wide`` × {bf16, fp8, nvfp4} × batch 1…``--giga-batches`` (28: 1.0 × 10⁹ points), in-process on 2
   threads, with this process's peak memory (VmHWM; no worker processes).
 
@@ -28,6 +30,8 @@ import json
 import os
 import time
 
+import pandas as pd
+
 import rooflaw as rl
 
 
@@ -42,13 +46,20 @@ def _peak_rss_gb() -> float | None:
     return None
 
 
-def case(a: argparse.Namespace, name: str, batches: tuple[int, ...], sched: str | None, n_jobs: int | None) -> dict:
+def case(
+    a: argparse.Namespace,
+    name: str,
+    batches: tuple[int, ...],
+    sched: str | None,
+    n_jobs: int | None,
+    backend: str | None = None,
+) -> dict:
     prob = rl.Problem(law="chinchilla-precision", device=a.device, space=a.space, tokens=1e11,
                       latency_budget=a.latency_budget)  # fmt: skip
     joint = rl.JointSpace(tuple(a.precisions.split(",")), batches)
     load0 = os.getloadavg()[0]
     t0, c0 = time.perf_counter(), time.process_time()
-    res = rl.joint_frontier(prob, joint, a.objectives, n_jobs=n_jobs, scheduler=sched, backend=a.backend)
+    res = rl.joint_frontier(prob, joint, a.objectives, n_jobs=n_jobs, scheduler=sched, backend=backend or a.backend)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     counts = {f"{p}/{b}": int(n) for (p, b), n in res.frontier.groupby(["precision", "batch"]).size().items()}
     t = res.timings
@@ -64,6 +75,7 @@ def case(a: argparse.Namespace, name: str, batches: tuple[int, ...], sched: str 
         "peak_rss_gb": _peak_rss_gb() if sched is None else None,
         "frontier_by_precision_batch": counts if len(counts) <= 12 else f"{len(counts)} combinations on it",
         "cpus": os.cpu_count(), "load_before": round(load0, 2), "load_after": round(os.getloadavg()[0], 2),
+        "_frontier": res.frontier,
     }  # fmt: skip
 
 
@@ -80,17 +92,27 @@ def main() -> None:
     ap.add_argument("--scheduler", default="local:2")
     ap.add_argument("--n-jobs", type=int, default=None, help="the joint case in-process (threads / joblib)")
     ap.add_argument("--backend", default="numba", help="numba (the scan kernel), numpy or auto")
+    ap.add_argument(
+        "--check-numpy",
+        action="store_true",
+        help="also run the joint case in-process on numpy and require the identical frontier (~2-3 min)",
+    )
     a = ap.parse_args()
     out = []
     for name in a.cases.split(","):
         if name == "joint":
             sched = None if a.n_jobs is not None else a.scheduler
-            out.append(case(a, name, tuple(int(b) for b in a.batches.split(",")), sched, a.n_jobs))
+            batches = tuple(int(b) for b in a.batches.split(","))
+            out.append(case(a, name, batches, sched, a.n_jobs))
+            if a.check_numpy:
+                ref = case(a, "joint-numpy", batches, None, 2, "numpy")
+                pd.testing.assert_frame_equal(out[-1]["_frontier"], ref["_frontier"])  # raises if they differ
+                out.append(ref | {"identical_frontier": True})
         elif name == "giga":
             out.append(case(a, name, tuple(range(1, a.giga_batches + 1)), None, 2))
         else:
             raise SystemExit(f"--cases: unknown case {name!r} (joint, giga)")
-    print(json.dumps(out, indent=1))
+    print(json.dumps([{k: v for k, v in o.items() if k != "_frontier"} for o in out], indent=1))
 
 
 if __name__ == "__main__":
