@@ -11,7 +11,7 @@ and one column remain, the kernel's staircase drops points that another feasible
 beats with a strictly lower loss and a no-worse column: dominated on every joint objective, hence never on the joint
 frontier. With more columns the kernel keeps every feasible point (still exact, only slower).
 
-The survivors are evaluated again by the numpy reference of the joint space (:func:`.joint.evaluate_chunk`, the
+The survivors are evaluated again by the numpy reference of the joint space (:func:`.joint_eval.evaluate_chunk`, the
 same values as the numpy path) and filtered on the joint objectives, so rows, best points and diagnostics are built
 by the same code as there; the union over tasks is filtered once more by the caller (:func:`.joint.merge`).
 """
@@ -31,7 +31,7 @@ from ...errors import RooflawError
 from ..problem import Problem
 from .exhaustive import _ranges
 from .exhaustive_fast import NBINS, OUT_CAP, PIECE, REDUCE_AT, _loss_range, _merge, _new_stats, _setup
-from .joint import JOINT_KEEP, Combo, _filter, evaluate_chunk
+from .joint_eval import JOINT_KEEP, _filter, evaluate_chunk
 from .scan_parts import _Acc, _cat
 
 #: Joint objective -> the cost column that orders it inside one combination (None: the problem's latency phase).
@@ -102,7 +102,7 @@ def plan(q: Problem, objectives: Sequence[str], strict: bool = False, lohi: np.n
 
 def scan_blocks(combo: Any, pl: Plan, a: int, b: int, objectives: tuple[str, ...], keep: tuple[str, ...]) -> _Acc:
     """Blocks ``[a, b)`` of one combination through the kernel: counts, best points, budget minima, least
-    violating point and the non-dominated rows (:data:`.joint.JOINT_KEEP` + ``keep``'s extra columns)."""
+    violating point and the non-dominated rows (:data:`.joint_eval.JOINT_KEEP` + ``keep``'s extra columns)."""
     c0 = time.thread_time()
     k = pl.kernels
     stats = _new_stats()
@@ -178,7 +178,7 @@ def block_ranges(blocks: int, parts: int) -> list[tuple[int, int]]:
     return [(s, min(s + step, blocks)) for s in range(0, blocks, step)]
 
 
-def kernel_combinations(problem: Problem, combos: Sequence[Combo], objectives: tuple[str, ...], backend: str,
+def kernel_combinations(problem: Problem, combos: Sequence[Any], objectives: tuple[str, ...], backend: str,
                         size: int) -> dict[int, tuple[int, Any]]:  # fmt: skip
     """Combination index -> (kernel blocks, loss range of the staircase) for the single-device combinations the
     numba scan runs (``auto``: numba when installed, the joint space is large and the kernel can express the
@@ -198,7 +198,7 @@ def kernel_combinations(problem: Problem, combos: Sequence[Combo], objectives: t
     return out
 
 
-def tasks_of(problem: Problem, combos: Sequence[Combo], fast: dict[int, tuple[int, Any]], workers: int,
+def tasks_of(problem: Problem, combos: Sequence[Any], fast: dict[int, tuple[int, Any]], workers: int,
              chunk: int) -> list[tuple]:  # fmt: skip
     """numpy tasks (architecture ranges × the other combinations), then numba tasks (combinations × block ranges,
     at least two per worker in all)."""
