@@ -106,17 +106,6 @@ def test_options_plug_in():
         JointSpace(batches=(0,))
 
 
-def test_dask_local_cluster_equals_single_process():
-    pytest.importorskip("distributed")
-    prob = Problem(**KW, latency_budget="12ms")
-    joint = JointSpace(PRECS, BATCHES)
-    one = joint_frontier(prob, joint, ("loss", "latency", "throughput"), n_jobs=1, chunk=64)
-    dask = joint_frontier(prob, joint, ("loss", "latency", "throughput"), scheduler="local:2", chunk=64)
-    assert dask.timings["n_jobs"] == 2 and dask.timings["tasks"] > 1
-    pd.testing.assert_frame_equal(one.frontier, dask.frontier)
-    assert (one.evaluated, one.feasible) == (dask.evaluated, dask.feasible)
-
-
 def test_cli(capsys):
     args = ["frontier", "--device", "h100-sxm", "--law", "chinchilla-precision", "--tokens", "1e11",
             "--latency-budget", "8ms", "--precisions", "bf16,fp8,nvfp4", "--batches", "1,8"]  # fmt: skip

@@ -87,9 +87,7 @@ def frontier(
                          allow_extrapolation=allow_extrapolation, engine=engine)  # fmt: skip
     joint = joint_space(precisions, batches, system, layouts, min_tokens_per_gpu, tpot_budget)
     if wants_joint(joint, scheduler, objectives):
-        if backend == "numba":
-            raise bad("backend", backend, "the joint space (--precisions/--batches/--scheduler) runs on numpy")
-        res = api.joint_frontier(prob, joint, objectives, n_jobs=n_jobs, scheduler=scheduler)
+        res = api.joint_frontier(prob, joint, objectives, n_jobs=n_jobs, scheduler=scheduler, backend=backend)
     else:
         res = run(prob, objectives, n_jobs=n_jobs, cloud=20_000 if plot is not None else 0, backend=backend)
     tab = res.table()

@@ -97,7 +97,7 @@ def solve(
         if method == "optuna":
             res = api.solve_optuna(prob, n_trials=trials, seed=seed, joint=joint or api.JointSpace())
         else:
-            res = api.solve_joint(prob, joint, scheduler=scheduler)
+            res = api.solve_joint(prob, joint, scheduler=scheduler, backend=backend)
         if explain:
             joint_explain = api.explain_joint(prob.on_aligned_space(), joint or api.JointSpace(), res)
     else:

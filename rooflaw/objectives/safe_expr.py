@@ -137,7 +137,7 @@ def _bad_number(e: sympy.Expr) -> str | None:
         return "is undefined or infinite (division by zero, log(0), ...)"
     if e.has(sympy.I):
         return "is complex-valued; a loss must be real"
-    if e.is_Number and e != 0 and abs(float(sympy.log(abs(e), 10).evalf(5))) > MAX_LOG10:
+    if e.is_Number and not e.is_zero and abs(float(sympy.log(abs(e), 10).evalf(5))) > MAX_LOG10:  # 0.0 != 0 in sympy
         return f"has a constant outside ±1e{MAX_LOG10:.0f}"
     return None
 

@@ -60,11 +60,22 @@ def _client(sched: Scheduler) -> tuple[Any, Any]:
 def map_ranges(sched: Scheduler, fn: Callable[..., Any], problem: Any, joint: Any,
                ranges: Sequence[tuple[int, int]], *args: Any) -> tuple[list[Any], int]:  # fmt: skip
     """``[fn(problem, joint, a, b, *args) for (a, b) in ranges]`` on Dask, in range order, and the worker count."""
+    return _map(sched, fn, problem, joint, [(a, b) for a, b in ranges], args)
+
+
+def map_tasks(sched: Scheduler, fn: Callable[..., Any], problem: Any, joint: Any, tasks: Sequence[Any],
+              *args: Any) -> tuple[list[Any], int]:  # fmt: skip
+    """``[fn(problem, joint, task, *args) for task in tasks]`` on Dask, in task order, and the worker count."""
+    return _map(sched, fn, problem, joint, [(t,) for t in tasks], args)
+
+
+def _map(sched: Scheduler, fn: Callable[..., Any], problem: Any, joint: Any, heads: Sequence[tuple],
+         args: tuple) -> tuple[list[Any], int]:  # fmt: skip
     client, cluster = _client(sched)
     try:
         workers = max(1, len(client.scheduler_info().get("workers", {})))
         p, j = client.scatter([problem, joint], broadcast=True)
-        futures = [client.submit(fn, p, j, a, b, *args, pure=False) for a, b in ranges]
+        futures = [client.submit(fn, p, j, *h, *args, pure=False) for h in heads]
         return client.gather(futures), workers
     finally:
         client.close()

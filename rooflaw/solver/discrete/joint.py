@@ -6,8 +6,10 @@ A :class:`JointSpace` crosses a problem's architecture space with a list of prec
 chunk, each (precision, batch, option) combination is evaluated by the one cost assembly
 (:func:`~rooflaw.constraints.evaluate_columns`, vectorised) and the problem's loss law (bound to that precision,
 so a precision-aware law trades bits for effective parameters); each chunk keeps only its non-dominated rows and
-the union is filtered once more, which is exact. Chunks run in-process, on joblib processes or on Dask
-(:mod:`.distributed`, ``scheduler="local:N"`` or ``"tcp://host:8786"``).
+the union is filtered once more, which is exact. With ``backend="numba"`` (or ``auto`` on large spaces) the
+single-device combinations run on the generated scan kernel instead (:mod:`.joint_scan`), one combination per
+task. Tasks run in-process, on joblib processes / threads or on Dask (:mod:`.distributed`, ``scheduler="local:N"``
+or ``"tcp://host:8786"``).
 """
 
 from __future__ import annotations
@@ -24,19 +26,10 @@ import numpy as np
 
 from ...errors import bad
 from ..problem import Problem
-from .exhaustive import FrontierResult, _frame, _raise_infeasible, _ranges, result_from_row
+from .exhaustive import FrontierResult, _frame, _raise_infeasible, result_from_row
+from .joint_eval import COSTS, JOINT_KEEP, JOINT_OBJECTIVES, SERVING, _filter, _matrix, evaluate_chunk
 from .pareto import pareto_mask
 from .scan_parts import _ARCH, _PATTERN, _VALUES, FRONTIER_COLUMNS, SUB_CHUNK, _Acc, _cat, _n_jobs, absorb
-
-#: Objective name -> (column, sign): the frontier minimises sign·column (throughput is maximised).
-JOINT_OBJECTIVES = {"loss": ("loss", 1.0), "latency": ("latency_s", 1.0), "memory": ("memory_bytes", 1.0),
-                    "energy": ("energy_j", 1.0), "throughput": ("tokens_per_s", -1.0)}  # fmt: skip
-#: Cost columns every option returns (per architecture; memory per device).
-COSTS = tuple(k for k in _VALUES if k not in ("loss", "latency_s"))
-#: Serving columns every option reports (the one-device option derives them from the decode time).
-SERVING = ("tokens_per_s", "tokens_per_s_per_user")
-#: What a joint frontier row keeps (numeric): architecture, costs, serving figures and the combination index.
-JOINT_KEEP = _ARCH + _VALUES + _PATTERN + SERVING + ("combo",)
 
 
 @dataclass(frozen=True)
@@ -133,8 +126,9 @@ class JointSpace:
         batches = self.batches or (problem.workload.batch,)
         out = []
         for p in precs:
+            first = variant(problem, p, batches[0])  # the law bound once per precision (compiled once)
             for b in batches:
-                q = variant(problem, p, b)
+                q = first if b == batches[0] else _with_batch(first, b)
                 for o in self.options:
                     out.append(Combo(len(out), p.name, b, o, q))
         return out
@@ -166,6 +160,13 @@ def variant(problem: Problem, precision: Any, batch: int) -> Problem:
     return q
 
 
+def _with_batch(q: Problem, batch: int) -> Problem:
+    """``q`` at another batch (same law object, so its compiled function is shared)."""
+    r = copy.copy(q)
+    object.__setattr__(r, "workload", dataclasses.replace(q.workload, batch=int(batch)))
+    return r
+
+
 def check_joint_objectives(objectives: Any) -> tuple[str, ...]:
     """Objective names (``loss`` first, then distinct ones of latency, memory, energy, throughput)."""
     if isinstance(objectives, str):
@@ -175,63 +176,6 @@ def check_joint_objectives(objectives: Any) -> tuple[str, ...]:
         raise bad("objectives", ",".join(objs), "must start with loss, then distinct ones of latency, memory, "
                   "energy, throughput")  # fmt: skip
     return objs
-
-
-def _matrix(d: Mapping[str, np.ndarray], objectives: tuple[str, ...], idx: Any = slice(None)) -> np.ndarray:
-    cols = (JOINT_OBJECTIVES[o] for o in objectives)
-    return np.column_stack([s * np.asarray(d[c], dtype=float)[idx] for c, s in cols])
-
-
-def _filter(front: dict[str, np.ndarray], objectives: tuple[str, ...]) -> dict[str, np.ndarray]:
-    if not len(front["loss"]):
-        return front
-    m = pareto_mask(_matrix(front, objectives))
-    return {k: v[m] for k, v in front.items()}
-
-
-def evaluate_chunk(combos: Sequence[Combo], cols: Mapping[str, np.ndarray], extra: tuple[str, ...] = ()):
-    """For each combination: ``(combo, v, n)`` with ``v`` its evaluated columns (:data:`JOINT_KEEP` + ``extra``,
-    ``feasible``, ``finite``) and ``n`` the architectures of the chunk. Parameter counts and the law inputs are
-    computed once per chunk; architectures outside the law's fitted domain (which can be neither feasible nor part
-    of the diagnostics) are left out of ``v`` before the cost model runs (``v`` is None when none is left)."""
-    from ...objectives import law_inputs
-
-    base = combos[0].problem
-    n_all = len(cols["layers"])
-    inputs = law_inputs(cols, tokens=base.tokens)
-    if not base.allow_extrapolation:
-        inside = np.broadcast_to(np.asarray(base.law.in_domain(inputs), dtype=bool), (n_all,))
-        if not inside.all():
-            idx = np.flatnonzero(inside)
-            cols = {k: np.asarray(v)[idx] if np.ndim(v) else v for k, v in cols.items()}
-            inputs = {k: np.asarray(v)[idx] if np.ndim(v) else v for k, v in inputs.items()}
-    n = len(cols["layers"])
-    if n == 0:
-        for c in combos:
-            yield c, None, n_all
-        return
-    losses: dict[str, np.ndarray] = {}
-    for c in combos:
-        q = c.problem
-        if c.precision not in losses:
-            losses[c.precision] = np.broadcast_to(q.law.evaluate(inputs), (n,))
-        res = c.option.evaluate(cols, q)
-        v = {k: np.asarray(res[k], dtype=float) for k in COSTS + SERVING}
-        v |= {k: np.broadcast_to(np.asarray(res.get(k, np.nan), dtype=float), (n,)) for k in extra}
-        v["loss"] = losses[c.precision]
-        v["latency_s"] = np.asarray(res[q.latency_column], dtype=float)
-        valid = np.broadcast_to(np.asarray(res.get("valid", True), dtype=bool), (n,))
-        finite = np.isfinite(v["loss"]) & valid
-        feas = finite.copy()
-        for col, bound in q.budgets().values():
-            feas &= v[col] <= bound
-        for k in _ARCH:
-            v[k] = cols[k]
-        for k in _PATTERN:
-            v[k] = cols[k] if k in cols else np.zeros(n)
-        v["combo"] = np.full(n, float(c.index))
-        v["finite"], v["feasible"] = finite, feas
-        yield c, v, n_all
 
 
 def _account(acc: _Acc, q: Problem, v: dict[str, np.ndarray] | None, n: int, objectives: tuple[str, ...],
@@ -281,10 +225,12 @@ def _argbest(v: Mapping[str, np.ndarray], idx: np.ndarray) -> int:
 
 
 def scan_range(problem: Problem, joint: JointSpace, start: int, stop: int, objectives: tuple[str, ...],
-               sub_chunk: int = SUB_CHUNK) -> _Acc:  # fmt: skip
-    """Architecture indices ``[start, stop)`` × every combination: an accumulator holding only non-dominated rows
-    (the unit of work of the in-process, joblib and Dask runs)."""
+               sub_chunk: int = SUB_CHUNK, only: Sequence[int] | None = None) -> _Acc:  # fmt: skip
+    """Architecture indices ``[start, stop)`` × every combination (or the combinations numbered ``only``): an
+    accumulator holding only non-dominated rows (the numpy unit of work of the in-process, joblib and Dask runs)."""
     combos = joint.combos(problem)
+    if only is not None:
+        combos = [combos[i] for i in only]
     extra = tuple(dict.fromkeys(k for o in joint.options for k in o.extra))
     keep = JOINT_KEEP + extra
     acc = _Acc()
@@ -297,6 +243,21 @@ def scan_range(problem: Problem, joint: JointSpace, start: int, stop: int, objec
     if acc.front is not None:
         acc.front = _filter(acc.front, objectives)
     return acc
+
+
+def run_task(problem: Problem, joint: JointSpace, task: tuple, objectives: tuple[str, ...],
+             sub_chunk: int = SUB_CHUNK) -> _Acc:  # fmt: skip
+    """One unit of work: ``("numpy", combos, start, stop)`` (architecture indices × those combinations, numpy) or
+    ``("numba", combo, first_block, stop_block, loss_range)`` (one single-device combination on the scan kernel)."""
+    kind, which, a, b = task[:4]
+    if kind == "numpy":
+        return scan_range(problem, joint, a, b, objectives, sub_chunk, which)
+    from .joint_scan import plan, scan_blocks
+
+    combo = joint.combos(problem)[which]
+    pl = plan(combo.problem, objectives, strict=True, lohi=task[4])
+    keep = JOINT_KEEP + tuple(dict.fromkeys(k for o in joint.options for k in o.extra))
+    return scan_blocks(combo, pl, a, b, objectives, keep)
 
 
 def merge(parts: Sequence[_Acc], objectives: tuple[str, ...]) -> _Acc:
@@ -316,34 +277,47 @@ def _better_joint(a: dict[str, float] | None, b: dict[str, float] | None) -> dic
 
 
 def run(problem: Problem, joint: JointSpace, objectives: tuple[str, ...], n_jobs: int | None = None,
-        scheduler: str | None = None, chunk: int = SUB_CHUNK) -> tuple[_Acc, dict[str, float]]:  # fmt: skip
-    """Scan the joint space: in-process, on ``n_jobs`` joblib processes, or on Dask when ``scheduler`` is given."""
+        scheduler: str | None = None, chunk: int = SUB_CHUNK,
+        backend: str = "auto") -> tuple[_Acc, dict[str, float]]:  # fmt: skip
+    """Scan the joint space: in-process, on ``n_jobs`` joblib processes (numba tasks: threads), or on Dask when
+    ``scheduler`` is given; single-device combinations on the numba scan kernel per ``backend``."""
     size = problem.space.size
-    combos = len(joint.combos(problem))
+    combos = joint.combos(problem)
     t0 = time.perf_counter()
+    from .joint_scan import kernel_combinations, tasks_of
+
+    fast = kernel_combinations(problem, combos, objectives, backend, size * len(combos))
+    setup = time.perf_counter() - t0
     if scheduler is not None:
-        from .distributed import map_ranges, parse_scheduler
+        from .distributed import map_tasks, parse_scheduler
 
         sched = parse_scheduler(scheduler)
-        ranges = _ranges(size, max(2, sched.workers or 2) * 2, chunk)
-        parts, workers = map_ranges(sched, scan_range, problem, joint, ranges, objectives, chunk)
-        jobs = workers
+        tasks = tasks_of(problem, combos, fast, max(2, sched.workers or 2) * (1 if fast else 2), chunk)
+        parts, jobs = map_tasks(sched, run_task, problem, joint, tasks, objectives, chunk)
     else:
-        jobs = _n_jobs(n_jobs, size * combos)
-        ranges = _ranges(size, jobs, chunk)
-        if jobs == 1:
-            parts = [scan_range(problem, joint, a, b, objectives, chunk) for a, b in ranges]
+        jobs = _n_jobs(n_jobs, size * len(combos))
+        tasks = tasks_of(problem, combos, fast, jobs, chunk)
+        slow = [t for t in tasks if t[0] == "numpy"]
+        if jobs == 1 or len(slow) <= 1:
+            parts = [run_task(problem, joint, t, objectives, chunk) for t in slow]
         else:
             from joblib import Parallel, delayed
 
             parts = Parallel(n_jobs=jobs, backend="loky")(
-                delayed(scan_range)(problem, joint, a, b, objectives, chunk) for a, b in ranges
+                delayed(run_task)(problem, joint, t, objectives, chunk) for t in slow
             )
+        quick = [t for t in tasks if t[0] == "numba"]
+        if quick:
+            from concurrent.futures import ThreadPoolExecutor  # the kernel releases the GIL
+
+            with ThreadPoolExecutor(jobs) as ex:
+                parts += list(ex.map(lambda t: run_task(problem, joint, t, objectives, chunk), quick))
     wall = time.perf_counter() - t0
     t1 = time.perf_counter()
     acc = merge(parts, objectives)
     timings = {"eval_seconds": wall, "pareto_seconds": time.perf_counter() - t1, "eval_cpu_seconds": acc.eval_s,
-               "n_jobs": jobs, "tasks": len(ranges)}  # fmt: skip
+               "n_jobs": jobs, "tasks": len(tasks), "kernel_combinations": len(fast), "setup_seconds": setup,
+               "backend": "numba" if len(fast) == len(combos) else "numpy" if not fast else "numba+numpy"}  # fmt: skip
     return acc, timings
 
 
@@ -391,15 +365,18 @@ class JointFrontierResult(FrontierResult):
 
 
 def joint_frontier(problem: Problem, joint: JointSpace | None = None, objectives: Any = ("loss", "latency"),
-                   n_jobs: int | None = None, scheduler: str | None = None,
-                   chunk: int = SUB_CHUNK) -> JointFrontierResult:  # fmt: skip
+                   n_jobs: int | None = None, scheduler: str | None = None, chunk: int = SUB_CHUNK,
+                   backend: str = "auto") -> JointFrontierResult:  # fmt: skip
     """The exact Pareto frontier of ``problem.space`` × ``joint`` over ``objectives`` (loss first; latency of the
     problem's phase, memory, energy, throughput = aggregate tokens/s, maximised), feasible points only.
     ``scheduler``: ``local:N`` (a Dask LocalCluster of N worker processes) or a Dask scheduler address
-    (``tcp://host:8786``); else ``n_jobs`` joblib processes. Raises :class:`Infeasible` when nothing is feasible."""
+    (``tcp://host:8786``); else ``n_jobs`` joblib processes. ``backend``: ``numba`` runs every single-device
+    combination on the generated scan kernel (:mod:`.joint_scan`; layouts stay on numpy), ``numpy`` none,
+    ``auto`` the kernel when numba is installed and the joint space has at least 10⁵ points; the frontier is the
+    same. Raises :class:`Infeasible` when nothing is feasible."""
     joint = JointSpace() if joint is None else joint
     objs = check_joint_objectives(objectives)
-    acc, t = run(problem, joint, objs, n_jobs, scheduler, chunk)
+    acc, t = run(problem, joint, objs, n_jobs, scheduler, chunk, backend)
     if acc.feasible == 0:
         _raise_infeasible(problem, acc)
     combos = len(joint.combos(problem))
@@ -412,11 +389,11 @@ def joint_frontier(problem: Problem, joint: JointSpace | None = None, objectives
 
 
 def solve_joint(problem: Problem, joint: JointSpace | None = None, n_jobs: int | None = None,
-                scheduler: str | None = None) -> Any:  # fmt: skip
+                scheduler: str | None = None, backend: str = "auto") -> Any:  # fmt: skip
     """The lowest-loss feasible point of the joint space (ties: lower latency, then the earlier combination), with
     its precision, batch and option in ``extra`` and the loss–latency frontier."""
     joint = JointSpace() if joint is None else joint
-    acc, t = run(problem, joint, ("loss", "latency"), n_jobs, scheduler)
+    acc, t = run(problem, joint, ("loss", "latency"), n_jobs, scheduler, backend=backend)
     if acc.feasible == 0 or acc.best is None:
         _raise_infeasible(problem, acc)
     combos = joint.combos(problem)

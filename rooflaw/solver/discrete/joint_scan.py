@@ -1,0 +1,212 @@
+"""The joint space's single-device combinations on the numba scan kernel.
+
+Each (precision, batch) combination of the one-device option is a :class:`~rooflaw.solver.problem.Problem` of its
+own (:func:`.joint.variant`: the law bound to the precision's bits, the workload at that batch), so the generated
+scan kernel of the exhaustive solver (:mod:`.exhaustive_fast`) prices it at its single-device speed, with the
+engine overhead and the law's fitted domain. The kernel's in-loop pre-filter gets, per joint objective, the one
+cost column that decides it *inside a combination*: loss, the phase's latency, memory, energy and, for throughput
+(``batch · S_out / decode_s``, maximised), ``decode_s`` -- within a combination batch and ``S_out`` are constants,
+so a lower ``decode_s`` never means a lower throughput. Objectives that share a column count once; when only loss
+and one column remain, the kernel's staircase drops points that another feasible point of the same combination
+beats with a strictly lower loss and a no-worse column: dominated on every joint objective, hence never on the joint
+frontier. With more columns the kernel keeps every feasible point (still exact, only slower).
+
+The survivors are evaluated again by the numpy reference of the joint space (:func:`.joint_eval.evaluate_chunk`, the
+same values as the numpy path) and filtered on the joint objectives, so rows, best points and diagnostics are built
+by the same code as there; the union over tasks is filtered once more by the caller (:func:`.joint.merge`).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ...constraints import backend_numba as bn
+from ...errors import RooflawError
+from ..problem import Problem
+from .exhaustive import _ranges
+from .exhaustive_fast import NBINS, OUT_CAP, PIECE, REDUCE_AT, _loss_range, _merge, _new_stats, _setup
+from .joint_eval import JOINT_KEEP, _filter, evaluate_chunk
+from .scan_parts import _Acc, _cat
+
+#: Joint objective -> the cost column that orders it inside one combination (None: the problem's latency phase).
+KERNEL_COLUMN = {"loss": "loss", "latency": None, "memory": "memory_bytes", "energy": "energy_j",
+                 "throughput": "decode_s"}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything one combination's scan passes to the kernel (built in the process that runs it)."""
+
+    kernels: Any
+    tabs: tuple[np.ndarray, ...]
+    radix: np.ndarray
+    params: np.ndarray
+    tokens: float
+    obj: np.ndarray
+    latc: int
+    bcol: np.ndarray
+    bval: np.ndarray
+    lohi: np.ndarray
+
+    @property
+    def block(self) -> int:
+        """Points per (width, experts) block: the kernel's unit of work."""
+        return int(self.radix[0] * self.radix[1])
+
+
+def kernel_objectives(q: Problem, objectives: Sequence[str]) -> tuple[int, ...]:
+    """Indices into the kernel's outputs (16 = loss) of the columns deciding ``objectives`` within a combination,
+    each once, loss first."""
+    out: list[int] = []
+    for o in objectives:
+        col = KERNEL_COLUMN[o] or q.latency_column
+        code = 16 if col == "loss" else bn.OUTPUTS.index(col)
+        if code not in out:
+            out.append(code)
+    return tuple(out)
+
+
+def plan(q: Problem, objectives: Sequence[str], strict: bool = False, lohi: np.ndarray | None = None) -> Plan | None:
+    """The kernel's arguments for combination problem ``q``, or None when the kernel cannot price it (then the
+    numpy path runs it; with ``strict`` this raises instead, naming why). ``lohi``: the staircase's loss range
+    (any range is exact; default: from a sample of ``q``'s feasible points)."""
+    obj = np.array(kernel_objectives(q, objectives), dtype=np.int64)
+    budgets = q.budgets()
+    bcol = np.array([bn.OUTPUTS.index(c) for c, _ in budgets.values()], dtype=np.int64)
+    bval = np.array([b for _, b in budgets.values()], dtype=np.float64)
+    latc = bn.OUTPUTS.index(q.latency_column)
+    need = tuple(sorted({int(c) for c in (*obj.tolist(), *bcol.tolist(), latc) if c != 16}))
+    try:
+        setup = _setup(q, need)
+    except bn.Unsupported as e:
+        if strict:
+            raise RooflawError(f"backend='numba': the generated kernel cannot express this problem ({e})") from None
+        return None
+    if setup is None:
+        if strict:
+            raise RooflawError(f"backend='numba': space {q.space.name!r} has no index tables the kernel reads")
+        return None
+    k, tabs, radix = setup
+    if "D" in k.law_vars and q.tokens is None:
+        return None  # the numpy path raises the law's own error message
+    tokens = float(q.tokens) if q.tokens is not None else 0.0
+    p = bn.params(q.device, q.workload, q.precision)
+    return Plan(k, tabs, radix, p, tokens, obj, latc, bcol, bval, _loss_range(q) if lohi is None else lohi)
+
+
+def scan_blocks(combo: Any, pl: Plan, a: int, b: int, objectives: tuple[str, ...], keep: tuple[str, ...]) -> _Acc:
+    """Blocks ``[a, b)`` of one combination through the kernel: counts, best points, budget minima, least
+    violating point and the non-dominated rows (:data:`.joint_eval.JOINT_KEEP` + ``keep``'s extra columns)."""
+    c0 = time.thread_time()
+    k = pl.kernels
+    stats = _new_stats()
+    stair = np.full(NBINS, np.inf)
+    cap = max(OUT_CAP, 4 * (8192 + 2 * pl.block))
+    out = np.empty(cap, dtype=np.int64)
+    survivors: list[np.ndarray] = []
+    held, front = 0, None
+    for s in range(a, b, max(1, PIECE // pl.block)):
+        pos, stop = s, min(b, s + max(1, PIECE // pl.block))
+        while pos < stop:
+            t = _new_stats()
+            k.scan(pos, stop, *pl.tabs, pl.params, pl.tokens, pl.radix, pl.obj, pl.latc, pl.bcol, pl.bval, pl.lohi,
+                   stair, out, t)  # fmt: skip
+            _merge(stats, t)
+            n = int(t[14])
+            if n:
+                survivors.append(out[:n].copy())
+                held += n
+            pos = int(t[13])
+        if held > REDUCE_AT:
+            front, survivors, held = _reduce(combo, front, survivors, objectives, keep), [], 0
+    front = _reduce(combo, front, survivors, objectives, keep)
+    acc = _Acc(evaluated=int(stats[0]), feasible=int(stats[1]))
+    acc.front = front
+    acc.best = _point(combo, stats[2], keep)
+    acc.best_any = _point(combo, stats[5], keep)
+    budgets = combo.problem.budgets()
+    if stats[5] >= 0:
+        acc.minimum = {name: float(stats[8 + j]) for j, name in enumerate(budgets)}
+    if acc.feasible == 0 and stats[12] >= 0:
+        v = _evaluate(combo, np.array([int(stats[12])]), keep)
+        ratios = {name: float(v[col][0] / bound) for name, (col, bound) in budgets.items()}
+        acc.closest = (max(ratios.values()), ratios | {f"{n}_value": float(v[c][0]) for n, (c, _) in budgets.items()})
+    acc.eval_s = time.thread_time() - c0
+    return acc
+
+
+def _evaluate(combo: Any, idx: np.ndarray, keep: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """The numpy joint evaluation of architecture indices ``idx`` (all inside the law's domain)."""
+    cols = combo.problem.space.columns_at(idx, np.float64)
+    extra = tuple(x for x in keep if x not in JOINT_KEEP)
+    ((_, v, _),) = list(evaluate_chunk([combo], cols, extra))
+    if v is None or len(v["loss"]) != len(idx):
+        raise RooflawError("numba joint scan: a survivor lies outside the law's domain")  # kernel/numpy disagree
+    return v
+
+
+def _reduce(combo: Any, front: dict[str, np.ndarray] | None, survivors: list[np.ndarray],
+            objectives: tuple[str, ...], keep: tuple[str, ...]) -> dict[str, np.ndarray] | None:  # fmt: skip
+    """``front`` plus the survivors' rows, cut to their non-dominated rows on the joint objectives."""
+    if survivors:
+        idx = np.concatenate(survivors)
+        v = _evaluate(combo, idx, keep)
+        feas = np.flatnonzero(v["feasible"])
+        if len(feas) != len(idx):
+            raise RooflawError("numba joint scan: a survivor is infeasible under numpy")  # kernel/numpy disagree
+        front = _cat(front, {x: np.asarray(v[x]) for x in keep})
+    return None if front is None else _filter(front, objectives)
+
+
+def _point(combo: Any, index: float, keep: tuple[str, ...]) -> dict[str, float] | None:
+    if index < 0:
+        return None
+    v = _evaluate(combo, np.array([int(index)]), keep)
+    return {x: float(v[x][0]) for x in keep}
+
+
+def block_ranges(blocks: int, parts: int) -> list[tuple[int, int]]:
+    """``[0, blocks)`` cut into ``parts`` contiguous ranges of near-equal size (none empty)."""
+    parts = max(1, min(parts, blocks))
+    step = math.ceil(blocks / parts)
+    return [(s, min(s + step, blocks)) for s in range(0, blocks, step)]
+
+
+def kernel_combinations(problem: Problem, combos: Sequence[Any], objectives: tuple[str, ...], backend: str,
+                        size: int) -> dict[int, tuple[int, Any]]:  # fmt: skip
+    """Combination index -> (kernel blocks, loss range of the staircase) for the single-device combinations the
+    numba scan runs (``auto``: numba when installed, the joint space is large and the kernel can express the
+    problem; ``numba``: raises where it cannot). Whether the kernel applies, and the loss range (any range is
+    exact), are settled once per precision: batch sizes change only the kernel's scalar arguments."""
+    if bn.resolve(backend, size) == "numpy":
+        return {}
+    out, by_precision = {}, {}
+    for c in combos:
+        if c.option.columns is not None:
+            continue  # a layout: its cost columns come from numpy (constraints.parallel)
+        if c.precision not in by_precision:
+            pl = plan(c.problem, objectives, strict=backend == "numba")
+            by_precision[c.precision] = None if pl is None else (problem.space.size // pl.block, pl.lohi)
+        if by_precision[c.precision] is not None:
+            out[c.index] = by_precision[c.precision]
+    return out
+
+
+def tasks_of(problem: Problem, combos: Sequence[Any], fast: dict[int, tuple[int, Any]], workers: int,
+             chunk: int) -> list[tuple]:  # fmt: skip
+    """numpy tasks (architecture ranges × the other combinations), then numba tasks (combinations × block ranges,
+    at least two per worker in all)."""
+    rest = tuple(c.index for c in combos if c.index not in fast)
+    out: list[tuple] = []
+    if rest:
+        out += [("numpy", rest, a, b) for a, b in _ranges(problem.space.size, workers, chunk)]
+    per = math.ceil(2 * workers / len(fast)) if fast else 0
+    for ci, (blocks, lohi) in fast.items():
+        out += [("numba", ci, a, b, lohi) for a, b in block_ranges(blocks, per)]
+    return out
