@@ -387,8 +387,8 @@ class Rates:
     """Raw peaks and the efficiency-derated inverse rates the time expressions take.
 
     ``overhead`` is charged per operator launch (one per op with work); an engine profile with its own
-    kernel count instead charges ``kernel_s`` × (layers·(per_layer + moe·per_moe_layer) + per_pass) +
-    ``pass_s`` per forward pass (:func:`engine_overhead`), and ``overhead`` is then 0.
+    kernel count instead charges ``kernel_s`` × (layers·(per_layer + moe·(per_moe_layer + per_expert·E_cov))
+    + per_pass) + ``pass_s`` per forward pass (:func:`engine_overhead`), and ``overhead`` is then 0.
     """
 
     raw: dict[str, float]  # FLOP/s per compute class
@@ -404,6 +404,7 @@ class Rates:
     batch_pad: float = 1.0  # prefill compute per real token of a batch of B > 1 prompts (padding)
     inv_gemv: float = 0.0  # s/FLOP of a dequantising GEMV on the vector roof (0: the engine has none)
     gemv_max_batch: float = 0.0  # largest decode batch that takes the GEMV path
+    per_expert: float = 0.0  # extra kernels per distinct routed expert touched, per MoE layer and pass
 
 
 def rates(device: Any, precision: Any, app: Any = None) -> Rates:
@@ -434,12 +435,34 @@ def rates(device: Any, precision: Any, app: Any = None) -> Rates:
         0.0 if counted else app.kernel_s, app.kernel_s if counted else 0.0,
         app.kernels_per_layer or 0.0, app.moe_kernels if counted else 0.0, app.kernels_per_pass or 0.0, app.pass_s,
         app.batch_pad, inv_gemv, float(app.gemv_max_batch) if gemv else 0.0,
+        app.kernels_per_expert if counted else 0.0,
     )  # fmt: skip
 
 
-def engine_overhead(r: Rates, layers: Any, moe: Any) -> Any:
-    """Seconds per forward pass the engine adds: kernels × kernel_s + pass_s (any backend's numbers)."""
-    return r.kernel_s * (layers * (r.per_layer + r.per_moe_layer * moe) + r.per_pass) + r.pass_s
+def experts_touched(experts: Any, top_k: Any, tokens: Any) -> Any:
+    """Expected distinct experts a top-``top_k`` router over ``experts`` picks for ``tokens`` tokens, each token's
+    choice uniform and independent: E·(1 − (1 − K/E)^T) (the byte model's ``operators.EXPERTS_TOUCHED``).
+    Plain arithmetic (numbers, numpy arrays, the numba tracer)."""
+    return experts * (1.0 - (1.0 - top_k / experts) ** tokens)
+
+
+def engine_overhead(r: Rates, layers: Any, moe: Any, touched: Any = 0.0) -> Any:
+    """Seconds per forward pass the engine adds: kernels × kernel_s + pass_s (any backend's numbers).
+
+    ``touched``: distinct routed experts per MoE layer in this pass (:func:`experts_touched` of the pass's
+    tokens: B·S_in in prefill, B in a decode step), charged ``per_expert`` kernels each."""
+    return r.kernel_s * (layers * (r.per_layer + r.per_moe_layer * moe + r.per_expert * moe * touched) + r.per_pass) + (
+        r.pass_s
+    )
+
+
+def phase_overheads(r: Rates, cols: Mapping[str, Any], batch: float, input_tokens: float) -> tuple[Any, Any]:
+    """(prefill, one decode step) engine overhead of candidate columns ``cols`` (``layers, moe, experts,
+    top_k``): :func:`engine_overhead` with the experts touched by B·S_in and by B tokens."""
+    E, K = cols["experts"], cols["top_k"]
+    pre = engine_overhead(r, cols["layers"], cols["moe"], experts_touched(E, K, float(batch) * float(input_tokens)))
+    dec = engine_overhead(r, cols["layers"], cols["moe"], experts_touched(E, K, float(batch)))
+    return pre, dec
 
 
 @dataclass(frozen=True)
@@ -488,7 +511,9 @@ __all__ = [
     "energy",
     "energy_coefficients",
     "engine_overhead",
+    "experts_touched",
     "paper_variable_map",
+    "phase_overheads",
     "place",
     "prefill",
     "rates",

@@ -123,7 +123,10 @@ def _evaluate_chunk(cols, device, workload, precision, preset, tiles, per_op, ap
     pr = A.get_preset(preset)
     comp = compile_preset(preset, stack_kinds(cols) if pr.kinds else frozenset())
     rates = A.rates(device, precision, None if pr.theory else app)
-    extra = 0.0 if pr.theory else A.engine_overhead(rates, cols["layers"], cols["moe"])
+    if pr.theory:
+        extra, extra_dec = 0.0, 0.0
+    else:
+        extra, extra_dec = A.phase_overheads(rates, cols, workload.batch, workload.input_tokens)
     args = _args(cols, workload, precision)
     n = len(cols["layers"])
     ipp, ipd = _inverse_roofs(comp, rates, device, args, n, tiles and not pr.theory)
@@ -137,7 +140,7 @@ def _evaluate_chunk(cols, device, workload, precision, preset, tiles, per_op, ap
             cnt, steps, a0, a1, b0, b1 = (arr(v) for v in vals[k : k + 6])
             dec_t = dec_t + cnt * sum_max_affine(a0, a1, b0, b1, steps)[0]
             k += 6
-        pre_t, dec_t = pre_t + extra, dec_t + workload.output_tokens * extra
+        pre_t, dec_t = pre_t + extra, dec_t + workload.output_tokens * extra_dec
         return _finish(device, precision, pr, workload, pre_t, dec_t, [arr(v) for v in vals[k:]])
     vals = comp.parts(*call)
     S_out = workload.output_tokens
@@ -161,10 +164,10 @@ def _evaluate_chunk(cols, device, workload, precision, preset, tiles, per_op, ap
         })  # fmt: skip
     if not pr.theory:
         z = np.zeros(n)
-        e = arr(extra)
+        e, ed = arr(extra), arr(extra_dec)
         ops_out.append({"name": "engine_overhead", "roof": "-", "scope": "model",
-                        "prefill": (z, z, e, z), "decode": (z, z, S_out * e, z)})  # fmt: skip
-        pre_t, dec_t = pre_t + e, dec_t + S_out * e
+                        "prefill": (z, z, e, z), "decode": (z, z, S_out * ed, z)})  # fmt: skip
+        pre_t, dec_t = pre_t + e, dec_t + S_out * ed
     out = _finish(device, precision, pr, workload, pre_t, dec_t, [arr(v) for v in vals[k:]])
     out["_ops"] = ops_out
     return out
