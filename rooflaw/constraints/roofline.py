@@ -25,7 +25,7 @@ from . import operators as O
 from .assembly import sum_max_affine
 from .compile import ARG_NAMES, Compiled, compile_preset
 from .engines import Applied, EngineProfile, applied, decode_linear_inv, prefill_pad
-from .gemm import tile_efficiency
+from .gemm import gemv_inverse_rate, tile_efficiency
 from .precision import Precision
 from .workload import Workload
 
@@ -111,11 +111,16 @@ def _inverse_roofs(comp: Compiled, rates: A.Rates, device, args, n: int, tiles: 
     if tiles:
         g = [np.broadcast_to(np.asarray(v, dtype=np.float64), (n,)) for v in comp.gemms(*args)]
         half = len(g) // 2
+        half_k = float(getattr(device, "gemv_half_k", 0.0))
+        b_w, b_h = (float(args[ARG_NAMES.index(k)]) for k in ("b_w", "b_h"))
         for j, i in enumerate(comp.gemm_parts):
             for off, ip in ((0, ipp), (half, ipd)):
-                M, N, _, grp = g[off + 4 * j : off + 4 * j + 4]
+                M, N, K, grp = g[off + 4 * j : off + 4 * j + 4]
                 te, we = tile_efficiency(M, N, grp, device)
                 ip[i] = ip[i] / (te * we)
+                if half_k and comp.roofs[i] == "linear":  # a one-token GEMV's weight stream, slower for short rows
+                    b = b_h if comp.names[i] == "lm_head" else b_w
+                    ip[i] = np.maximum(ip[i], gemv_inverse_rate(M, K, b, rates.inv_beta, half_k))
     return ipp, ipd
 
 
