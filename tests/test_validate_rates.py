@@ -108,3 +108,27 @@ def test_clock_context_and_bad_clock():
     assert ct._clock[0] is ct.CLOCKS["wall"]
     with pytest.raises(RooflawError, match="clock"):
         ct.use_clock("sundial")
+
+
+def test_gp_branch_charges_kernels_per_expert_with_its_coverage_stand_ins():
+    """The posynomial engine overhead of a MoE branch under torch-eager: 11 kernels per expert with E = K/ρ in
+    prefill and B·K in a decode step (the byte model's stand-ins), against the hand formula."""
+    from rooflaw import Space
+    from rooflaw.constraints.posynomial import build_branch, space_fixed
+
+    dev, K, rho, l = _cpu(), 2.0, 0.25, 4.0
+    space = Space(name="s", layers=[2, 4], d_model=[256, 512], head_dim=[64], kv_heads=["heads"], moe=[(8, 2)],
+                  r_single=[2.0])  # fmt: skip
+    bounds = {"l": (2, 4), "d": (256, 512), "r": (2, 2), "rho": (rho, rho), "gqa": (1, 1)}
+    wl = Workload(2, 16, 3)
+    x = {"l": l, "d": 256.0, "r": 2.0, "rho": rho, "gqa": 1.0}
+    from rooflaw.constraints.precision import Precision
+
+    prec = Precision.parse("fp32")
+    eager = build_branch(dev, wl, prec, space_fixed(space), "moe", K, 1, bounds, engine="torch-eager")
+    base = 1e-5 * (l * 38 + 13)
+    assert eager.overhead_pre(x) == pytest.approx(base + 1e-5 * 11 * l * K / rho, rel=1e-12)
+    assert eager.overhead_dec(x) == pytest.approx(3 * (base + 1e-5 * 11 * l * 2 * K), rel=1e-12)
+    fused = build_branch(dev, wl, prec, space_fixed(space), "moe", K, 1, bounds, engine="vllm")
+    # vllm: 4 kernels per MoE layer, none per expert
+    assert fused.overhead_pre(x) == pytest.approx(1e-5 * (l * (9 + 4) + 4), rel=1e-12)

@@ -10,15 +10,19 @@
 With PyTorch installed, at a stated intra-op thread count (``threads``, default 1: a co-tenant on a
 small machine otherwise turns OpenMP barriers into the cost), also:
 
-* **eager kernel overhead**: the extra wall time of one more layer of a tiny eager decoder (d=16,
-  one token: :mod:`.eager_decoder`) divided by the aten kernels it launches (counted with a
-  ``TorchDispatchMode``): dispatch, Python and allocator cost per kernel, median of repeats;
 * **fp32 and bf16 GEMM**: ``F.linear`` of a 128-token chunk through 8 separate 4096×1024 weights
   (above the caches, read from DRAM as in a forward pass), the kernel a decoder's projections run
-  (numpy has no 16-bit GEMM);
-* **GEMV bandwidth**: one token through the same cold weights, what a decode step streams at.
+  (numpy has no 16-bit GEMM); fp32 also at 16 and 32 rows, fitted to r(M) = R·M/(M + h)
+  (``gemm_half_rows`` = h: a MoE expert's GEMM of ~T·K/E rows runs slower than a 128-row one);
+* **GEMV bandwidth**: one token through the same cold weights, what a decode step streams at, and
+  through 4096×512 ones: bytes/s ∝ K/(K + k½) (``gemv_half_k``: a fixed cost per output row);
+* **eager kernel overhead**: the extra time of one more layer of a probe decoder whose 2.4 MB
+  layers exceed the L2 (d=256, one token: :mod:`.eager_decoder`), less that layer's weight reads at
+  the GEMV bandwidth, divided by the aten kernels it launches (counted with a ``TorchDispatchMode``):
+  dispatch, Python, allocator and cold-cache cost per kernel.
 
-The best (fastest) repetition of each is kept. Capacity comes from ``/proc/meminfo`` (else
+The best (fastest) repetition of each is kept (``validate`` compares best against best), on the
+wall clock or, with ``clock="cpu"``, the calling thread's CPU time. Capacity comes from ``/proc/meminfo`` (else
 ``os.sysconf``). :func:`save_device_toml` writes the schema :func:`load_device_file` reads.
 """
 
