@@ -458,10 +458,15 @@ def engine_overhead(r: Rates, layers: Any, moe: Any, touched: Any = 0.0) -> Any:
 
 def phase_overheads(r: Rates, cols: Mapping[str, Any], batch: float, input_tokens: float) -> tuple[Any, Any]:
     """(prefill, one decode step) engine overhead of candidate columns ``cols`` (``layers, moe, experts,
-    top_k``): :func:`engine_overhead` with the experts touched by B·S_in and by B tokens."""
+    top_k``): :func:`engine_overhead` with the experts touched by B·S_in and by B tokens (scalars or arrays)."""
     E, K = cols["experts"], cols["top_k"]
-    pre = engine_overhead(r, cols["layers"], cols["moe"], experts_touched(E, K, float(batch) * float(input_tokens)))
-    dec = engine_overhead(r, cols["layers"], cols["moe"], experts_touched(E, K, float(batch)))
+
+    def num(v: Any) -> Any:  # a scalar as a Python float (numpy's scalar-power path), else a float array
+        a = np.asarray(v, dtype=np.float64)
+        return float(a) if a.ndim == 0 else a
+
+    pre = engine_overhead(r, cols["layers"], cols["moe"], experts_touched(E, K, num(batch) * num(input_tokens)))
+    dec = engine_overhead(r, cols["layers"], cols["moe"], experts_touched(E, K, num(batch)))
     return pre, dec
 
 
