@@ -386,9 +386,8 @@ def roof(op_roof: str, device: Any, precision: Any) -> tuple[str, float]:
 class Rates:
     """Raw peaks and the efficiency-derated inverse rates the time expressions take.
 
-    ``overhead`` is charged per operator launch (one per op with work); an engine profile with its own
-    kernel count instead charges ``kernel_s`` × (layers·(per_layer + moe·(per_moe_layer + per_expert·E_cov))
-    + per_pass) + ``pass_s`` per forward pass (:func:`engine_overhead`), and ``overhead`` is then 0.
+    ``overhead``: s per op launch (one per op with work); an engine with its own kernel count charges instead (and
+    ``overhead`` 0) kernel_s·(layers·(per_layer + moe·(per_moe_layer + per_expert·E_cov)) + per_pass) + pass_s.
     """
 
     raw: dict[str, float]  # FLOP/s per compute class
@@ -439,35 +438,10 @@ def rates(device: Any, precision: Any, app: Any = None) -> Rates:
     )  # fmt: skip
 
 
-def experts_touched(experts: Any, top_k: Any, tokens: Any) -> Any:
-    """Expected distinct experts a top-``top_k`` router over ``experts`` picks for ``tokens`` tokens, each token's
-    choice uniform and independent: E·(1 − (1 − K/E)^T) (the byte model's ``operators.EXPERTS_TOUCHED``).
-    Plain arithmetic (numbers, numpy arrays, the numba tracer)."""
-    return experts * (1.0 - (1.0 - top_k / experts) ** tokens)
-
-
 def engine_overhead(r: Rates, layers: Any, moe: Any, touched: Any = 0.0) -> Any:
-    """Seconds per forward pass the engine adds: kernels × kernel_s + pass_s (any backend's numbers).
-
-    ``touched``: distinct routed experts per MoE layer in this pass (:func:`experts_touched` of the pass's
-    tokens: B·S_in in prefill, B in a decode step), charged ``per_expert`` kernels each."""
-    return r.kernel_s * (layers * (r.per_layer + r.per_moe_layer * moe + r.per_expert * moe * touched) + r.per_pass) + (
-        r.pass_s
-    )
-
-
-def phase_overheads(r: Rates, cols: Mapping[str, Any], batch: float, input_tokens: float) -> tuple[Any, Any]:
-    """(prefill, one decode step) engine overhead of candidate columns ``cols`` (``layers, moe, experts,
-    top_k``): :func:`engine_overhead` with the experts touched by B·S_in and by B tokens (scalars or arrays)."""
-    E, K = cols["experts"], cols["top_k"]
-
-    def num(v: Any) -> Any:  # a scalar as a Python float (numpy's scalar-power path), else a float array
-        a = np.asarray(v, dtype=np.float64)
-        return float(a) if a.ndim == 0 else a
-
-    pre = engine_overhead(r, cols["layers"], cols["moe"], experts_touched(E, K, num(batch) * num(input_tokens)))
-    dec = engine_overhead(r, cols["layers"], cols["moe"], experts_touched(E, K, num(batch)))
-    return pre, dec
+    """Seconds per pass the engine adds (any backend's numbers); ``touched``: experts per MoE layer in the pass."""
+    kernels = layers * (r.per_layer + r.per_moe_layer * moe + r.per_expert * moe * touched) + r.per_pass
+    return r.kernel_s * kernels + r.pass_s
 
 
 @dataclass(frozen=True)
@@ -516,9 +490,7 @@ __all__ = [
     "energy",
     "energy_coefficients",
     "engine_overhead",
-    "experts_touched",
     "paper_variable_map",
-    "phase_overheads",
     "place",
     "prefill",
     "rates",

@@ -280,6 +280,13 @@ def applied(device: Device, engine: str | EngineProfile | None, preset: str = "f
     )  # fmt: skip
 
 
+def experts_touched(experts: Any, top_k: Any, tokens: Any) -> Any:
+    """Expected distinct experts of top-``top_k`` routing over ``experts`` for ``tokens`` uniform, independent
+    tokens: E·(1 − (1 − K/E)^T) (``operators.EXPERTS_TOUCHED``); plain arithmetic (numbers, arrays, the numba
+    tracer). The engines with ``kernels_per_expert`` launch that many kernels per expert touched."""
+    return experts * (1.0 - (1.0 - top_k / experts) ** tokens)
+
+
 def mixed_input(precision) -> bool:
     """True when the linear layers dequantise their weights in the GEMM: weights narrower than the
     activations (W4A16, W8A16), or block-quantised (``Format.dequant``: GGUF blocks on llama.cpp's

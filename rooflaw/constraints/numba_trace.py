@@ -112,12 +112,13 @@ def trace_engine_overhead(
     tokens: str = "c_B",
 ) -> tuple[str, tuple[str, ...]]:  # fmt: skip
     """(scalar expression of :func:`assembly.engine_overhead` over ``r_<field>`` and the column names, with the
-    experts touched by ``tokens`` tokens (:func:`assembly.experts_touched`), the Rates fields it reads, in order)."""
+    experts touched by ``tokens`` tokens (:func:`engines.experts_touched`), the Rates fields it reads, in order)."""
     from . import assembly as A
+    from .engines import experts_touched
 
     proxy = _RatesProxy(_numeric_fields())
     try:
-        touched = A.experts_touched(Traced(experts), Traced(top_k), Traced(tokens))
+        touched = experts_touched(Traced(experts), Traced(top_k), Traced(tokens))
         out = A.engine_overhead(proxy, Traced(layers), Traced(moe), touched)
     except (TypeError, AttributeError) as e:  # an operation the tracer does not record
         raise Unsupported(f"engine_overhead: {e}") from None

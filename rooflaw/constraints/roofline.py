@@ -24,7 +24,7 @@ from . import assembly as A
 from . import operators as O
 from .assembly import sum_max_affine
 from .compile import ARG_NAMES, Compiled, compile_preset
-from .engines import Applied, EngineProfile, applied, decode_linear_inv, prefill_pad
+from .engines import Applied, EngineProfile, applied, decode_linear_inv, experts_touched, prefill_pad
 from .gemm import gemv_inverse_rate, tile_efficiency
 from .precision import Precision
 from .workload import Workload
@@ -124,6 +124,20 @@ def _inverse_roofs(comp: Compiled, rates: A.Rates, device, args, n: int, tiles: 
     return ipp, ipd
 
 
+def phase_overheads(r: A.Rates, cols: Mapping[str, Any], batch: Any, input_tokens: Any) -> tuple[Any, Any]:
+    """(prefill, one decode step) engine overhead of candidate columns ``cols`` (``layers, moe, experts, top_k``):
+    :func:`assembly.engine_overhead` with the experts touched by B·S_in and by B tokens (scalars or arrays)."""
+    E, K = cols["experts"], cols["top_k"]
+
+    def num(v: Any) -> Any:  # a scalar as a Python float (numpy's scalar-power path), else a float array
+        a = np.asarray(v, dtype=np.float64)
+        return float(a) if a.ndim == 0 else a
+
+    pre = A.engine_overhead(r, cols["layers"], cols["moe"], experts_touched(E, K, num(batch) * num(input_tokens)))
+    dec = A.engine_overhead(r, cols["layers"], cols["moe"], experts_touched(E, K, num(batch)))
+    return pre, dec
+
+
 def _evaluate_chunk(cols, device, workload, precision, preset, tiles, per_op, app: Applied):
     pr = A.get_preset(preset)
     comp = compile_preset(preset, stack_kinds(cols) if pr.kinds else frozenset())
@@ -131,7 +145,7 @@ def _evaluate_chunk(cols, device, workload, precision, preset, tiles, per_op, ap
     if pr.theory:
         extra, extra_dec = 0.0, 0.0
     else:
-        extra, extra_dec = A.phase_overheads(rates, cols, workload.batch, workload.input_tokens)
+        extra, extra_dec = phase_overheads(rates, cols, workload.batch, workload.input_tokens)
     args = _args(cols, workload, precision)
     n = len(cols["layers"])
     ipp, ipd = _inverse_roofs(comp, rates, device, args, n, tiles and not pr.theory)
