@@ -2,7 +2,8 @@
 
 Builds eager PyTorch decoders from :class:`~rooflaw.Architecture` specs (RMSNorm, RoPE, GQA
 attention with a KV cache, SwiGLU or a top-k MoE FFN, LM head), times a prefill of ``S_in``
-tokens and ``S_out`` KV-cached decode steps (warm-up, median of repeats), and predicts the same
+tokens and ``S_out`` KV-cached decode steps (warm-up, best of repeats on the chosen clock -- wall by
+default, or the thread's CPU time -- with the median and the spread reported), and predicts the same
 runs with :func:`rooflaw.evaluate` on the given (calibrated) device under engine ``torch-eager``.
 The device's figures come from micro-benchmarks (``rooflaw devices calibrate``), never from
 these models. Only the CPU path runs without CUDA; ``cuda`` is used when asked and available.
@@ -11,6 +12,7 @@ these models. Only the CPU path runs without CUDA; ``cuda`` is used when asked a
 from __future__ import annotations
 
 import math
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -47,35 +49,62 @@ QUICK = ("gqa-deep-256x16", "gqa-wide-1024x2", "moe-8x2-384x4")
 
 
 @dataclass(frozen=True)
+class Timing:
+    """Repeats of one timed call: the best and median wall seconds, and the best thread-CPU seconds (the
+    calling thread's CPU time: with one torch thread, the work itself without the time descheduled)."""
+
+    best_s: float
+    median_s: float
+    cpu_s: float
+
+    @property
+    def spread(self) -> float:
+        """median / best − 1 over the repeats: how much co-tenants or noise moved this measurement."""
+        return self.median_s / self.best_s - 1.0
+
+    def per(self, n: int) -> Timing:
+        return Timing(self.best_s / n, self.median_s / n, self.cpu_s / n)
+
+
+@dataclass(frozen=True)
 class Run:
     name: str
     phase: str
     predicted_s: float
-    measured_s: float
+    timing: Timing
+    clock: str = "wall"
+
+    @property
+    def measured_s(self) -> float:
+        """Best time of the repeats on the run's clock: the statistic calibration keeps for its micro-benchmarks."""
+        return self.timing.cpu_s if self.clock == "cpu" else self.timing.best_s
 
     @property
     def error(self) -> float:
         return self.predicted_s / self.measured_s - 1.0
 
     def to_dict(self) -> dict[str, object]:
+        t = self.timing
         return {"name": self.name, "phase": self.phase, "predicted_s": self.predicted_s,
-                "measured_s": self.measured_s, "error": self.error}  # fmt: skip
+                "measured_s": self.measured_s, "error": self.error, "wall_best_s": t.best_s,
+                "wall_median_s": t.median_s, "spread": t.spread, "cpu_s": t.cpu_s}  # fmt: skip
 
 
-def _time(fn: Callable[[], None], sync: Callable[[], None], repeats: int) -> float:
+def _time(fn: Callable[[], None], sync: Callable[[], None], repeats: int) -> Timing:
     fn()
     sync()
-    times = []
+    wall, cpu = [], []
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        c0, t0 = time.thread_time(), time.perf_counter()
         fn()
         sync()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+        wall.append(time.perf_counter() - t0)
+        cpu.append(time.thread_time() - c0)
+    return Timing(min(wall), statistics.median(wall), min(cpu))
 
 
 def measure(arch: Architecture, precision: str, workload: Workload, device: str = "cpu", repeats: int = 3):
-    """Measured (prefill seconds, mean decode-step seconds) of an eager decoder of ``arch``."""
+    """Measured (prefill, mean decode step) :class:`Timing` of an eager decoder of ``arch``."""
     import torch
 
     dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
@@ -99,7 +128,7 @@ def measure(arch: Architecture, precision: str, workload: Workload, device: str 
 
     with torch.inference_mode():
         pre = _time(prefill, sync, repeats)
-        dec = _time(decode, sync, repeats) / S_out
+        dec = _time(decode, sync, repeats).per(S_out)
     return pre, dec
 
 
@@ -109,16 +138,22 @@ def run(
     torch_device: str = "cpu",
     progress: Callable[[str, float], None] | None = None,
     threads: int | None = 1,
+    clock: str = "wall",
 ) -> dict[str, object]:
     """Measure and predict every config with ``threads`` torch intra-op threads (``None``: leave torch's
-    setting; calibrate the device with the same count); returns the JSON-ready report."""
-    from .devices.calibrate_torch import _torch_threads
+    setting; calibrate the device with the same count and ``clock``); returns the JSON-ready report.
+    ``clock``: ``wall`` compares best wall times, ``cpu`` the thread's CPU time (see
+    :data:`rooflaw.devices.calibrate_torch.CLOCKS`); both are in every row."""
+    from .devices.calibrate_torch import CLOCKS, _torch_threads
+    from .errors import bad
 
+    if clock not in CLOCKS:
+        raise bad("clock", clock, f"must be one of {', '.join(CLOCKS)}")
     with _torch_threads(threads):
-        return _run(device, quick, torch_device, progress)
+        return _run(device, quick, torch_device, progress, clock)
 
 
-def _run(device: Device, quick: bool, torch_device: str, progress: Callable[[str, float], None] | None):
+def _run(device: Device, quick: bool, torch_device: str, progress: Callable[[str, float], None] | None, clock: str):
     import torch
 
     from .api import from_mapping
@@ -133,8 +168,9 @@ def _run(device: Device, quick: bool, torch_device: str, progress: Callable[[str
             progress(name, i / len(names))
         arch = from_mapping(spec, name=name)
         pre, dec = measure(arch, prec, wl, torch_device, repeats)
-        rep = evaluate(arch, device, wl, "fp32" if prec == "fp32" else prec, engine="torch-eager")
-        runs += [Run(name, "prefill", rep.prefill_s, pre), Run(name, "decode", rep.tpot_s, dec)]
+        # tiles: the device's GEMM rate curve in M (calibrate's gemm_half_rows; a (1, 1) tile pads nothing)
+        rep = evaluate(arch, device, wl, "fp32" if prec == "fp32" else prec, engine="torch-eager", tiles=True)
+        runs += [Run(name, "prefill", rep.prefill_s, pre, clock), Run(name, "decode", rep.tpot_s, dec, clock)]
     if progress:
         progress("done", 1.0)
 
@@ -150,4 +186,17 @@ def _run(device: Device, quick: bool, torch_device: str, progress: Callable[[str
         "configs": [r.to_dict() for r in runs],
         "mape_prefill": mape("prefill"),
         "mape_decode": mape("decode"),
+        "clock": clock,
+        "statistic": f"best {clock} time of {repeats} repeats (calibration keeps the best too)",
+        # noise: median over rows of (median / best wall time − 1), and the machine's load at the end
+        "median_spread": statistics.median(r.timing.spread for r in runs) if runs else math.nan,
+        "load_avg_1min": _load(),
     }
+
+
+def _load() -> float | None:
+    """The 1-minute load average (co-tenants), None where the OS has none."""
+    try:
+        return float(os.getloadavg()[0])
+    except (AttributeError, OSError):
+        return None

@@ -75,7 +75,8 @@ def test_identical_on_random_candidates(preset):
     ]
     for dev in devices():
         for w, prec in cases:
-            for engine in ("device", None, "vllm"):  # None: the device's default (fitted) engine profile
+            # None: the device's default (fitted) engine profile; torch-eager: kernels per routed expert touched
+            for engine in ("device", None, "vllm", "torch-eager"):
                 a = evaluate_columns(cols, dev, w, prec, preset, backend="numpy", engine=engine)
                 b = evaluate_columns(cols, dev, w, prec, preset, backend="numba", engine=engine)
                 assert_identical(a, b)

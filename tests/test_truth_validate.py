@@ -40,7 +40,12 @@ def test_validate_quick_json(capsys):
     for c in rep["configs"]:
         assert c["measured_s"] > 0 and c["predicted_s"] > 0
         assert c["error"] == pytest.approx(c["predicted_s"] / c["measured_s"] - 1)
+        # wall clock: measured is the best wall time; the median, its spread and the thread CPU time come along
+        assert c["measured_s"] == c["wall_best_s"] <= c["wall_median_s"] and c["cpu_s"] > 0
+        assert c["spread"] == pytest.approx(c["wall_median_s"] / c["wall_best_s"] - 1)
     assert math.isfinite(rep["mape_prefill"]) and math.isfinite(rep["mape_decode"])
+    assert rep["clock"] == "wall" and rep["median_spread"] >= 0 and "load_avg_1min" in rep
+    assert main(["validate", "--clock", "sundial", "--quick", "--json"]) == 2
 
 
 def test_validate_cuda_skips_cleanly_without_gpu(capsys):

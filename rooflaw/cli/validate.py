@@ -16,17 +16,22 @@ def validate(
     threads: int = typer.Option(
         1, "--threads", min=1, help="torch intra-op threads for calibration and measurement (CPU; default 1)."
     ),
+    clock: str = typer.Option(
+        "wall", "--clock", help="wall (latency, default) or cpu (thread CPU time: ignores time lost to co-tenants)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="One JSON object; no progress output."),
 ) -> None:
     """Build torch decoders from ≥ 10 architecture specs, time prefill and KV-cached decode, compare with rooflaw."""
     from .. import api
     from .. import validate as v
-    from ..errors import RooflawError
+    from ..errors import RooflawError, bad
 
     try:
         import torch
     except ImportError:
         raise RooflawError("validate needs PyTorch (pip install torch)") from None
+    if clock not in ("wall", "cpu"):
+        raise bad("clock", clock, "must be wall or cpu")
     if cuda and not torch.cuda.is_available():
         err_console.print("no CUDA device: GPU validation skipped")
         raise typer.Exit(0)
@@ -34,7 +39,7 @@ def validate(
     if device == "local":
         if show:
             err_console.print("calibrating this machine (micro-benchmarks only) ...")
-        dev = api.calibrate(seconds=1.0 if quick else 3.0, threads=None if cuda else threads)
+        dev = api.calibrate(seconds=1.0 if quick else 3.0, threads=None if cuda else threads, clock=clock)
     else:
         dev = api.get_device(device)
     if show:
@@ -43,19 +48,22 @@ def validate(
         with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=console) as bar:
             task = bar.add_task("measuring", total=1.0)
             step = lambda s, f: bar.update(task, completed=f, description=s)  # noqa: E731
-            rep = v.run(dev, quick, "cuda" if cuda else "cpu", step, None if cuda else threads)
+            rep = v.run(dev, quick, "cuda" if cuda else "cpu", step, None if cuda else threads, clock)
     else:
-        rep = v.run(dev, quick, "cuda" if cuda else "cpu", threads=None if cuda else threads)
+        rep = v.run(dev, quick, "cuda" if cuda else "cpu", threads=None if cuda else threads, clock=clock)
     if as_json:
         print_json(rep)
         return
     rows = [[c["name"], c["phase"], f"{c['predicted_s'] * 1e3:.3g} ms", f"{c['measured_s'] * 1e3:.3g} ms",
-             f"{c['error']:+.1%}"] for c in rep["configs"]]  # type: ignore[union-attr]  # fmt: skip
+             f"{c['error']:+.1%}", f"{c['spread']:.0%}"] for c in rep["configs"]]  # type: ignore[union-attr]  # fmt: skip
     console.print(
         table(
-            f"validate on {dev.id} (engine torch-eager, {rep['threads']} torch threads)",
-            ["config", "phase", "predicted", "measured", "error"],
+            f"validate on {dev.id} (engine torch-eager, {rep['threads']} torch threads, {rep['statistic']})",
+            ["config", "phase", "predicted", "measured", "error", "spread (median/best − 1)"],
             rows,
         )
     )
-    console.print(f"MAPE prefill {rep['mape_prefill']:.1%}, decode {rep['mape_decode']:.1%}")
+    console.print(
+        f"MAPE prefill {rep['mape_prefill']:.1%}, decode {rep['mape_decode']:.1%} "
+        f"(load average {rep['load_avg_1min']}, median spread {rep['median_spread']:.0%})"
+    )

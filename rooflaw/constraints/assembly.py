@@ -386,9 +386,8 @@ def roof(op_roof: str, device: Any, precision: Any) -> tuple[str, float]:
 class Rates:
     """Raw peaks and the efficiency-derated inverse rates the time expressions take.
 
-    ``overhead`` is charged per operator launch (one per op with work); an engine profile with its own
-    kernel count instead charges ``kernel_s`` × (layers·(per_layer + moe·per_moe_layer) + per_pass) +
-    ``pass_s`` per forward pass (:func:`engine_overhead`), and ``overhead`` is then 0.
+    ``overhead``: s per op launch (one per op with work); an engine with its own kernel count charges instead (and
+    ``overhead`` 0) kernel_s·(layers·(per_layer + moe·(per_moe_layer + per_expert·E_cov)) + per_pass) + pass_s.
     """
 
     raw: dict[str, float]  # FLOP/s per compute class
@@ -404,6 +403,7 @@ class Rates:
     batch_pad: float = 1.0  # prefill compute per real token of a batch of B > 1 prompts (padding)
     inv_gemv: float = 0.0  # s/FLOP of a dequantising GEMV on the vector roof (0: the engine has none)
     gemv_max_batch: float = 0.0  # largest decode batch that takes the GEMV path
+    per_expert: float = 0.0  # extra kernels per distinct routed expert touched, per MoE layer and pass
 
 
 def rates(device: Any, precision: Any, app: Any = None) -> Rates:
@@ -434,12 +434,14 @@ def rates(device: Any, precision: Any, app: Any = None) -> Rates:
         0.0 if counted else app.kernel_s, app.kernel_s if counted else 0.0,
         app.kernels_per_layer or 0.0, app.moe_kernels if counted else 0.0, app.kernels_per_pass or 0.0, app.pass_s,
         app.batch_pad, inv_gemv, float(app.gemv_max_batch) if gemv else 0.0,
+        app.kernels_per_expert if counted else 0.0,
     )  # fmt: skip
 
 
-def engine_overhead(r: Rates, layers: Any, moe: Any) -> Any:
-    """Seconds per forward pass the engine adds: kernels × kernel_s + pass_s (any backend's numbers)."""
-    return r.kernel_s * (layers * (r.per_layer + r.per_moe_layer * moe) + r.per_pass) + r.pass_s
+def engine_overhead(r: Rates, layers: Any, moe: Any, touched: Any = 0.0) -> Any:
+    """Seconds per pass the engine adds (any backend's numbers); ``touched``: experts per MoE layer in the pass."""
+    kernels = layers * (r.per_layer + r.per_moe_layer * moe + r.per_expert * moe * touched) + r.per_pass
+    return r.kernel_s * kernels + r.pass_s
 
 
 @dataclass(frozen=True)

@@ -140,8 +140,10 @@ def _source(
     fn_args = tuple(a.arg for a in ast.parse(fast_src).body[0].args.args)  # type: ignore[attr-defined]
     per_row = tuple(a for a in fn_args if a in COLUMNS or a in STACK_COLUMNS)
     # the engine's per-pass overhead, which roofline._evaluate_chunk adds after the generated function
-    ovh, rate_fields = ("0.0", ()) if pr.theory else trace_engine_overhead("c_layers", "c_moe")
-    per_row += tuple(a for a in ("layers", "moe") if a not in per_row)
+    # per phase: the experts touched by B·S_in prefill tokens and by the B tokens of a decode step
+    ovh, rate_fields = ("0.0", ()) if pr.theory else trace_engine_overhead(tokens="(c_B * c_S_in)")
+    ovh_dec = "0.0" if pr.theory else trace_engine_overhead(tokens="c_B")[0]
+    per_row += tuple(a for a in ("layers", "moe", "experts", "top_k") if a not in per_row)
     scalars = tuple(a for a in fn_args if a not in per_row) + tuple(f"r_{f}" for f in rate_fields)
     cost = scalarize(fast_src, {a: f"c_{a}" for a in fn_args}, "t_")
     nseg = sum(comp.n_varying)
@@ -156,7 +158,7 @@ def _source(
     if pr.theory:
         lines += ["pre_t = v0", f"dec_t = dec_{nseg}"]
     else:
-        lines += [f"ovh = {ovh}", "pre_t = v0 + ovh", f"dec_t = dec_{nseg} + p_sout * ovh"]
+        lines += [f"ovh = {ovh}", f"ovh_dec = {ovh_dec}", "pre_t = v0 + ovh", f"dec_t = dec_{nseg} + p_sout * ovh_dec"]
     t = {key: f"v{2 + 6 * nseg + i}" for i, key in enumerate(A.TOTAL_KEYS)}
     fl = {c: f"({t['fpre_' + c]} + {t['fdec_' + c]})" for c in A.ROOF_CLASSES}
     lines += [

@@ -54,14 +54,18 @@ COMPUTE_KEYS = ("fp32", "tf32", "fp16", "fp8", "int8", "int4", "fp4")
 @dataclass(frozen=True)
 class EngineProfile:
     """One serving stack. ``kernels_per_layer``: kernels launched per transformer layer per forward
-    pass for a dense layer (``moe_kernels`` more for a routed-expert layer); ``kernels_per_pass``:
-    embedding, final norm, LM head, sampling. ``head``: the format it keeps the token embedding and
-    LM head in when weights are quantised (``None``: quantised like the weights)."""
+    pass for a dense layer (``moe_kernels`` more for a routed-expert layer, plus ``kernels_per_expert`` per
+    distinct expert the layer's router picks in that pass: an engine that loops over experts, not one grouped
+    MoE kernel); ``kernels_per_pass``: embedding, final norm, LM head, sampling. ``head``: the format it keeps
+    the token embedding and LM head in when weights are quantised (``None``: quantised like the weights)."""
 
     name: str
     kernels_per_layer: float | None  #: None: one kernel per operator with work
     kernels_per_pass: float | None
     moe_kernels: float = 4.0
+    #: kernels per distinct routed expert touched in a pass (0: fused/grouped MoE kernels -- TensorRT-LLM,
+    #: vLLM fused_moe, llama.cpp mul_mat_id); the expected count per phase is E·(1 − (1 − K/E)^T)
+    kernels_per_expert: float = 0.0
     memory_factor: float = 1.0
     compute_factor: float = 1.0
     mixed_factor: float = 1.0
@@ -108,10 +112,9 @@ EAGER_LAYER_KERNELS: dict[str, int] = {
 EAGER_PASS_KERNELS: dict[str, int] = {"embed": 1, "rope_tables": 5, "final_norm": 6, "lm_head": 1}
 #: A routed-expert layer: the dense FFN's 5 kernels become router glue (router GEMM, softmax, top-k,
 #: zeros, unique = 5) plus per expert the router picked: mask, nonzero, gather, gate, up, SiLU, mul,
-#: down, weight gather, mul, index_add = 11. A decode step of one token picks ``top_k`` experts; the
-#: profile charges the common top-2 (22 more kernels per MoE layer) since the count is per engine.
+#: down, weight gather, mul, index_add = 11. The profile charges them per *distinct* expert touched in the
+#: pass (``kernels_per_expert``): top-k in a one-token decode step, all E in a long prefill.
 EAGER_KERNELS_PER_EXPERT = 11
-EAGER_MOE_TOP_K = 2
 _BUILTIN: dict[str, EngineProfile] = {
     "ideal": EngineProfile("ideal", 0.0, 0.0, 0.0, head=None, note="pure roofline: efficiency 1, no overhead"),
     "device": EngineProfile(
@@ -137,9 +140,10 @@ _BUILTIN: dict[str, EngineProfile] = {
         "torch-eager",
         float(sum(EAGER_LAYER_KERNELS.values())),
         float(sum(EAGER_PASS_KERNELS.values())),
-        float(EAGER_KERNELS_PER_EXPERT * EAGER_MOE_TOP_K),
+        0.0,
+        kernels_per_expert=float(EAGER_KERNELS_PER_EXPERT),
         head=None,
-        note="eager PyTorch, one aten kernel per op (EAGER_LAYER_KERNELS); GQA layer, top-2 MoE decode",
+        note="eager PyTorch, one aten kernel per op (EAGER_LAYER_KERNELS); GQA layer, 11 per routed expert touched",
     ),
 }
 ENGINE_NAMES = tuple(_BUILTIN)
@@ -191,6 +195,8 @@ class Applied:
     moe_kernels: float
     pass_s: float
     source: str
+    #: kernels per distinct routed expert touched in a pass (see :attr:`EngineProfile.kernels_per_expert`)
+    kernels_per_expert: float = 0.0
     #: dequantising GEMMs reach ``compute[dtype] × mixed`` and attention matmuls ``compute[dtype] × attention``:
     #: the engine's factor for that kernel class in place of its ``compute_factor`` (so these are ratios to it)
     mixed: float = 1.0
@@ -209,8 +215,9 @@ class Applied:
         if self.kernels_per_layer is None:
             kernels = f"{self.kernel_s * 1e6:.3g} µs per operator launch"
         else:
+            per_expert = f" + {self.kernels_per_expert:g}/routed expert touched" * bool(self.kernels_per_expert)
             kernels = (
-                f"{self.kernel_s * 1e6:.3g} µs/kernel × ({self.kernels_per_layer:g}/layer + "
+                f"{self.kernel_s * 1e6:.3g} µs/kernel × ({self.kernels_per_layer:g}/layer{per_expert} + "
                 f"{self.kernels_per_pass or 0:g}/pass)"
             )
         gemv = f"dequantising GEMV on the vector roof up to batch {self.gemv_max_batch}, " * bool(self.gemv_max_batch)
@@ -268,10 +275,16 @@ def applied(device: Device, engine: str | EngineProfile | None, preset: str = "f
         source = f"no fitted efficiencies for {device.id}: peaks at efficiency 1"
     return Applied(
         prof.name, mem, comp, kernel_s, prof.kernels_per_layer, prof.kernels_per_pass, prof.moe_kernels,
-        prof.pass_s, source, prof.mixed_factor / prof.compute_factor, prof.attention_factor / prof.compute_factor,
-        prof.batch_pad,
-        prof.gemv_max_batch,
+        prof.pass_s, source, prof.kernels_per_expert, prof.mixed_factor / prof.compute_factor,
+        prof.attention_factor / prof.compute_factor, prof.batch_pad, prof.gemv_max_batch,
     )  # fmt: skip
+
+
+def experts_touched(experts: Any, top_k: Any, tokens: Any) -> Any:
+    """Expected distinct experts of top-``top_k`` routing over ``experts`` for ``tokens`` uniform, independent
+    tokens: E·(1 − (1 − K/E)^T) (``operators.EXPERTS_TOUCHED``); plain arithmetic (numbers, arrays, the numba
+    tracer). The engines with ``kernels_per_expert`` launch that many kernels per expert touched."""
+    return experts * (1.0 - (1.0 - top_k / experts) ** tokens)
 
 
 def mixed_input(precision) -> bool:

@@ -53,6 +53,12 @@ class Traced:
     def __rtruediv__(self, o: Any) -> Traced:
         return self._op("/", o, True)
 
+    def __pow__(self, o: Any) -> Traced:
+        return Traced(_power(self.code, _code(o)))
+
+    def __rpow__(self, o: Any) -> Traced:
+        return Traced(_power(_code(o), self.code))
+
     def __neg__(self) -> Traced:
         return Traced(f"(-{self.code})")
 
@@ -64,6 +70,12 @@ class Traced:
 
     def __float__(self) -> float:
         raise Unsupported("a traced value converted to a number")
+
+
+def _power(base: str, ex: str) -> str:
+    """``base ** ex`` as numpy computes an array to a runtime scalar power: its fast path squares for an exponent
+    of 2 (the other fast paths, 1, 0.5 and -1, give libm pow's result or never occur for a token count)."""
+    return f"(({base}) * ({base}) if ({ex}) == 2.0 else ({base}) ** ({ex}))"
 
 
 def _code(x: Any) -> str:
@@ -95,14 +107,19 @@ def _numeric_fields() -> frozenset[str]:
     return frozenset(f.name for f in dataclasses.fields(A.Rates) if f.type in ("float", float))
 
 
-def trace_engine_overhead(layers: str = "c_layers", moe: str = "c_moe") -> tuple[str, tuple[str, ...]]:
-    """(scalar expression of :func:`assembly.engine_overhead` over ``r_<field>`` and the two column names,
-    the Rates fields it reads, in order)."""
+def trace_engine_overhead(
+    layers: str = "c_layers", moe: str = "c_moe", experts: str = "c_experts", top_k: str = "c_top_k",
+    tokens: str = "c_B",
+) -> tuple[str, tuple[str, ...]]:  # fmt: skip
+    """(scalar expression of :func:`assembly.engine_overhead` over ``r_<field>`` and the column names, with the
+    experts touched by ``tokens`` tokens (:func:`engines.experts_touched`), the Rates fields it reads, in order)."""
     from . import assembly as A
+    from .engines import experts_touched
 
     proxy = _RatesProxy(_numeric_fields())
     try:
-        out = A.engine_overhead(proxy, Traced(layers), Traced(moe))
+        touched = experts_touched(Traced(experts), Traced(top_k), Traced(tokens))
+        out = A.engine_overhead(proxy, Traced(layers), Traced(moe), touched)
     except (TypeError, AttributeError) as e:  # an operation the tracer does not record
         raise Unsupported(f"engine_overhead: {e}") from None
     return _code(out), tuple(proxy.used)

@@ -330,8 +330,14 @@ def build_branch(
     eng = Posy.const(rates.kernel_s * (rates.per_layer + rates.per_moe_layer * moe)).times_l() + Posy.const(
         rates.kernel_s * rates.per_pass + rates.pass_s
     )  # the engine's kernels and per-pass overhead (assembly.engine_overhead)
-    br.overhead_pre = launches.scale(rates.overhead) + eng
-    br.overhead_dec = launches.scale(rates.overhead * n) + eng.scale(n)
+    # kernels per routed expert touched, with the byte model's coverage stand-ins: E = K/ρ in prefill, B·K or E in
+    # a decode step (each at least the expected coverage, so the relaxation stays a bound)
+    per_e = rates.kernel_s * rates.per_expert * moe
+    e_all = Posy(np.array([per_e * K]), np.array([[1.0 if v == "l" else -1.0 if v == "rho" else 0.0 for v in VARS]]))
+    e_dec = e_all if decode_cover == "E" else Posy.const(per_e * wl.batch * K).times_l()
+    eng_pre, eng_dec = (eng + e_all, eng + e_dec) if per_e else (eng, eng)
+    br.overhead_pre = launches.scale(rates.overhead) + eng_pre
+    br.overhead_dec = launches.scale(rates.overhead * n) + eng_dec.scale(n)
     br.memory = _posy(tm, coef, "weights") + _posy(tm, coef, "kv") + _posy(tm, coef, "act")
     ecoef = A.energy_coefficients(device, prec)
     if ecoef is None:

@@ -24,8 +24,8 @@ from . import assembly as A
 from . import operators as O
 from .assembly import sum_max_affine
 from .compile import ARG_NAMES, Compiled, compile_preset
-from .engines import Applied, EngineProfile, applied, decode_linear_inv, prefill_pad
-from .gemm import tile_efficiency
+from .engines import Applied, EngineProfile, applied, decode_linear_inv, experts_touched, prefill_pad
+from .gemm import gemv_inverse_rate, tile_efficiency
 from .precision import Precision
 from .workload import Workload
 
@@ -119,19 +119,41 @@ def _inverse_roofs(comp: Compiled, rates: A.Rates, device, args, n: int, tiles: 
     if tiles:
         g = [np.broadcast_to(np.asarray(v, dtype=np.float64), (n,)) for v in comp.gemms(*args)]
         half = len(g) // 2
+        half_k = float(getattr(device, "gemv_half_k", 0.0))
+        b_w, b_h = (float(args[ARG_NAMES.index(k)]) for k in ("b_w", "b_h"))
         for j, i in enumerate(comp.gemm_parts):
             for off, ip in ((0, ipp), (half, ipd)):
-                M, N, _, grp = g[off + 4 * j : off + 4 * j + 4]
+                M, N, K, grp = g[off + 4 * j : off + 4 * j + 4]
                 te, we = tile_efficiency(M, N, grp, device)
                 ip[i] = ip[i] / (te * we)
+                if half_k and comp.roofs[i] == "linear":  # a one-token GEMV's weight stream, slower for short rows
+                    b = b_h if comp.names[i] == "lm_head" else b_w
+                    ip[i] = np.maximum(ip[i], gemv_inverse_rate(M, K, b, rates.inv_beta, half_k))
     return ipp, ipd
+
+
+def phase_overheads(r: A.Rates, cols: Mapping[str, Any], batch: Any, input_tokens: Any) -> tuple[Any, Any]:
+    """(prefill, one decode step) engine overhead of candidate columns ``cols`` (``layers, moe, experts, top_k``):
+    :func:`assembly.engine_overhead` with the experts touched by B·S_in and by B tokens (scalars or arrays)."""
+    E, K = cols["experts"], cols["top_k"]
+
+    def num(v: Any) -> Any:  # a scalar as a Python float (numpy's scalar-power path), else a float array
+        a = np.asarray(v, dtype=np.float64)
+        return float(a) if a.ndim == 0 else a
+
+    pre = A.engine_overhead(r, cols["layers"], cols["moe"], experts_touched(E, K, num(batch) * num(input_tokens)))
+    dec = A.engine_overhead(r, cols["layers"], cols["moe"], experts_touched(E, K, num(batch)))
+    return pre, dec
 
 
 def _evaluate_chunk(cols, device, workload, precision, preset, tiles, per_op, app: Applied):
     pr = A.get_preset(preset)
     comp = compile_preset(preset, stack_kinds(cols) if pr.kinds else frozenset())
     rates = A.rates(device, precision, None if pr.theory else app)
-    extra = 0.0 if pr.theory else A.engine_overhead(rates, cols["layers"], cols["moe"])
+    if pr.theory:
+        extra, extra_dec = 0.0, 0.0
+    else:
+        extra, extra_dec = phase_overheads(rates, cols, workload.batch, workload.input_tokens)
     args = _args(cols, workload, precision)
     n = len(cols["layers"])
     ipp, ipd = _inverse_roofs(comp, rates, device, args, n, tiles and not pr.theory)
@@ -145,7 +167,7 @@ def _evaluate_chunk(cols, device, workload, precision, preset, tiles, per_op, ap
             cnt, steps, a0, a1, b0, b1 = (arr(v) for v in vals[k : k + 6])
             dec_t = dec_t + cnt * sum_max_affine(a0, a1, b0, b1, steps)[0]
             k += 6
-        pre_t, dec_t = pre_t + extra, dec_t + workload.output_tokens * extra
+        pre_t, dec_t = pre_t + extra, dec_t + workload.output_tokens * extra_dec
         return _finish(device, precision, pr, workload, pre_t, dec_t, [arr(v) for v in vals[k:]])
     vals = comp.parts(*call)
     S_out = workload.output_tokens
@@ -169,10 +191,10 @@ def _evaluate_chunk(cols, device, workload, precision, preset, tiles, per_op, ap
         })  # fmt: skip
     if not pr.theory:
         z = np.zeros(n)
-        e = arr(extra)
+        e, ed = arr(extra), arr(extra_dec)
         ops_out.append({"name": "engine_overhead", "roof": "-", "scope": "model",
-                        "prefill": (z, z, e, z), "decode": (z, z, S_out * e, z)})  # fmt: skip
-        pre_t, dec_t = pre_t + e, dec_t + S_out * e
+                        "prefill": (z, z, e, z), "decode": (z, z, S_out * ed, z)})  # fmt: skip
+        pre_t, dec_t = pre_t + e, dec_t + S_out * ed
     out = _finish(device, precision, pr, workload, pre_t, dec_t, [arr(v) for v in vals[k:]])
     out["_ops"] = ops_out
     return out

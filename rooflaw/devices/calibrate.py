@@ -10,15 +10,19 @@
 With PyTorch installed, at a stated intra-op thread count (``threads``, default 1: a co-tenant on a
 small machine otherwise turns OpenMP barriers into the cost), also:
 
-* **eager kernel overhead**: the extra wall time of one more layer of a tiny eager decoder (d=16,
-  one token: :mod:`.eager_decoder`) divided by the aten kernels it launches (counted with a
-  ``TorchDispatchMode``): dispatch, Python and allocator cost per kernel, median of repeats;
 * **fp32 and bf16 GEMM**: ``F.linear`` of a 128-token chunk through 8 separate 4096×1024 weights
   (above the caches, read from DRAM as in a forward pass), the kernel a decoder's projections run
-  (numpy has no 16-bit GEMM);
-* **GEMV bandwidth**: one token through the same cold weights, what a decode step streams at.
+  (numpy has no 16-bit GEMM); fp32 also at 16 and 32 rows, fitted to r(M) = R·M/(M + h)
+  (``gemm_half_rows`` = h: a MoE expert's GEMM of ~T·K/E rows runs slower than a 128-row one);
+* **GEMV bandwidth**: one token through the same cold weights, what a decode step streams at, and
+  through 4096×512 ones: bytes/s ∝ K/(K + k½) (``gemv_half_k``: a fixed cost per output row);
+* **eager kernel overhead**: the extra time of one more layer of a probe decoder whose 2.4 MB
+  layers exceed the L2 (d=256, one token: :mod:`.eager_decoder`), less that layer's weight reads at
+  the GEMV bandwidth, divided by the aten kernels it launches (counted with a ``TorchDispatchMode``):
+  dispatch, Python, allocator and cold-cache cost per kernel.
 
-The best (fastest) repetition of each is kept. Capacity comes from ``/proc/meminfo`` (else
+The best (fastest) repetition of each is kept (``validate`` compares best against best), on the
+wall clock or, with ``clock="cpu"``, the calling thread's CPU time. Capacity comes from ``/proc/meminfo`` (else
 ``os.sysconf``). :func:`save_device_toml` writes the schema :func:`load_device_file` reads.
 """
 
@@ -42,11 +46,15 @@ from .calibrate_torch import (
     _N,
     _gemm16,
     _gemv_bandwidth,
+    _gemv_half_k,
+    _half_rows,
     _op_overhead,
     _time_best,
     _torch_gemm,
     _torch_threads,
+    release_weights,
     torch_threads_now,
+    use_clock,
 )
 from .device import DTYPES, Device
 from .device_file import _FIELD_TO_KEY, _SCALAR_KEYS, SCHEMA_VERSION
@@ -72,6 +80,9 @@ class Measurements:
     torch_gemm_flops: float = 0.0  #: fp32 torch ``F.linear`` FLOP/s, 128 tokens, cold weights (0: no torch)
     gemv_bandwidth: float = 0.0  #: bytes/s of a one-token fp32 GEMV over cold weights (0: no torch)
     torch_threads: int = 0  #: torch intra-op threads the torch figures were measured with (0: no torch)
+    gemm_half_rows: float = 0.0  #: rows at which torch fp32 ``F.linear`` runs at half its large-M rate (0: none)
+    gemv_half_k: float = 0.0  #: inner dimension at which a one-token GEMV streams at half its long-row rate
+    clock: str = "wall"  #: the clock the timings read (``wall`` or thread ``cpu`` time)
 
     @property
     def linear_flops(self) -> float:
@@ -139,13 +150,24 @@ def _vector(budget: float) -> float:
 Progress = Callable[[str, float], None]
 
 
-def measure(seconds: float = 2.0, progress: Progress | None = None, threads: int | None = 1) -> Measurements:
+def measure(
+    seconds: float = 2.0, progress: Progress | None = None, threads: int | None = 1, clock: str = "wall"
+) -> Measurements:
     """Time GEMM, memory bandwidth, the vector rate and the per-op overhead within about ``seconds``.
 
     The torch measurements run with ``threads`` intra-op threads (``None``: torch's current setting),
-    the count ``validate`` must run with too. ``progress(step, fraction_done)`` is called before
-    each step and once at the end (1.0).
+    the count ``validate`` must run with too; every timing reads ``clock`` (``wall``, or the thread's
+    ``cpu`` time: see :data:`.calibrate_torch.CLOCKS`). ``progress(step, fraction_done)`` is called
+    before each step and once at the end (1.0).
     """
+    try:
+        with use_clock(clock):
+            return _measure(seconds, progress, threads, clock)
+    finally:
+        release_weights()
+
+
+def _measure(seconds: float, progress: Progress | None, threads: int | None, clock: str) -> Measurements:
     if not (isinstance(seconds, (int, float)) and math.isfinite(seconds) and seconds > 0):
         raise bad("seconds", seconds, "must be a positive number")
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
@@ -160,14 +182,17 @@ def measure(seconds: float = 2.0, progress: Progress | None = None, threads: int
     vec = _vector(0.1 * seconds)
     with _torch_threads(threads):
         used = torch_threads_now()
-        say("per-op overhead", 0.55)
-        overhead = _op_overhead(0.2 * seconds)
-        say("fp32 GEMM (torch)", 0.75)
+        say("fp32 GEMM (torch)", 0.55)
         tgemm = _torch_gemm("float32", 0.1 * seconds)
-        say("16-bit GEMM", 0.85)
-        gemm16 = _gemm16(0.1 * seconds)
-        say("GEMV bandwidth", 0.95)
+        say("GEMM rate vs rows", 0.6)
+        half_rows = _half_rows(0.08 * seconds, tgemm)
+        say("GEMV bandwidth", 0.66)
         gemv = _gemv_bandwidth(0.05 * seconds)
+        half_k = _gemv_half_k(0.05 * seconds, gemv)
+        say("16-bit GEMM", 0.72)
+        gemm16 = _gemm16(0.08 * seconds)
+        say("per-op overhead", 0.8)
+        overhead = _op_overhead(0.2 * seconds, gemv)
     say("done", 1.0)
     return Measurements(
         gemm_flops=gemm,
@@ -184,6 +209,9 @@ def measure(seconds: float = 2.0, progress: Progress | None = None, threads: int
         torch_gemm_flops=tgemm,
         gemv_bandwidth=gemv,
         torch_threads=used,
+        gemm_half_rows=half_rows,
+        gemv_half_k=half_k,
+        clock=clock,
     )
 
 
@@ -191,7 +219,8 @@ def _summary(m: Measurements) -> str:
     torch_part = (
         f"; with torch ({m.torch_threads} threads): fp32 GEMM {m.linear_flops / 1e9:.1f} GFLOP/s "
         f"(F.linear, {_M_GEMM} tokens x cold {_N}x{_K} weights), bf16 GEMM {m.gemm16_flops / 1e9:.1f} GFLOP/s, "
-        f"GEMV bandwidth {m.gemv_bandwidth / 1e9:.1f} GB/s, eager kernel {m.op_overhead * 1e6:.2f} us; "
+        f"GEMV bandwidth {m.gemv_bandwidth / 1e9:.1f} GB/s, eager kernel {m.op_overhead * 1e6:.2f} us, "
+        f"GEMM half-rate rows {m.gemm_half_rows:.3g}, GEMV half-rate K {m.gemv_half_k:.3g}; "
         f"threads={m.torch_threads}"
         if m.torch_threads
         else ""
@@ -200,12 +229,16 @@ def _summary(m: Measurements) -> str:
         f"measured with numpy {np.__version__}: fp32 GEMM {m.gemm_flops / 1e9:.1f} GFLOP/s (n={m.gemm_n}), "
         f"bandwidth {m.memory_bandwidth / 1e9:.1f} GB/s (copy {m.copy_bandwidth / 1e9:.1f}, "
         f"read {m.read_bandwidth / 1e9:.1f}; {m.array_bytes / 1e6:.0f} MB array), "
-        f"vector fp32 {m.vector_flops / 1e9:.2f} GFLOP/s" + torch_part
+        f"vector fp32 {m.vector_flops / 1e9:.2f} GFLOP/s" + torch_part + f"; clock={m.clock}"
     )
 
 
 def calibrate(
-    base: Device | None = None, seconds: float = 2.0, progress: Progress | None = None, threads: int | None = 1
+    base: Device | None = None,
+    seconds: float = 2.0,
+    progress: Progress | None = None,
+    threads: int | None = 1,
+    clock: str = "wall",
 ) -> Device:
     """Measure this machine (see module docstring); torch figures with ``threads`` intra-op threads.
 
@@ -213,7 +246,10 @@ def calibrate(
     = torch's fp32 ``F.linear`` rate, else numpy's GEMM; ``fp16`` = torch's bf16 ``F.linear``, else the
     fp32 rate; ``vector_rate`` = the elementwise rate), bandwidth (torch's decode GEMV, else numpy's
     copy/read), capacity and the per-kernel eager overhead (``kernel_overhead``), all with provenance
-    ``measured``; the thread count is in the name and ``notes`` (``threads=N``).
+    ``measured``; the thread count is in the name and ``notes`` (``threads=N``). Its GEMM tile is (1, 1) (a CPU
+    GEMM pads no output tiles), ``gemm_half_rows`` the fitted GEMM rate curve in M and ``gemv_half_k`` the
+    one-token GEMV's bandwidth curve in K, all used with ``tiles=True``.
+    ``clock``: ``wall`` (default) or the thread's ``cpu`` time for every timing (``clock=cpu`` in ``notes``).
     ``progress(step, fraction)`` reports progress (no terminal I/O here).
 
     With ``base`` (the catalog device this machine is): ``<base.id>-calibrated``, the base's peaks
@@ -221,7 +257,7 @@ def calibrate(
     ``memory_efficiency`` = measured / peak bandwidth, tagged ``measured``. A ratio above 1 (the
     base does not describe this machine) is capped at 1.0 and said so in ``notes``.
     """
-    m = measure(seconds, progress, threads)
+    m = measure(seconds, progress, threads, clock)
     summary = _summary(m)
     if base is None:
         fields = (
@@ -232,7 +268,11 @@ def calibrate(
             "memory_capacity",
             "vector_rate",
             "kernel_overhead",
+            "gemm_half_rows",
+            "gemv_half_k",
         )
+        # a curve the fit found flat (0) is not written to a device file, nor is its provenance
+        fields = tuple(f for f in fields if f not in ("gemm_half_rows", "gemv_half_k") or getattr(m, f) > 0)
         prov = dict.fromkeys(fields, "measured")
         prov["sm_count"] = "measured"
         prov["tile"] = "assumed"
@@ -243,14 +283,16 @@ def calibrate(
             peak_flops={"fp32": m.linear_flops, "tf32": m.linear_flops, "fp16": m.gemm16_flops or m.linear_flops},
             vector_rate=m.vector_flops,
             kernel_overhead=m.op_overhead,
+            gemm_half_rows=m.gemm_half_rows,
+            gemv_half_k=m.gemv_half_k,
             memory_bandwidth=m.stream_bandwidth,
             memory_capacity=m.memory_capacity,
-            sm_count=m.threads,
-            tile=(128, 128),
+            sm_count=m.torch_threads or m.threads,
+            tile=(1, 1),
             kind="cpu",
             vendor="",
             provenance=prov,
-            sources=dict.fromkeys(fields, src) | {"sm_count": "os.cpu_count()"},
+            sources=dict.fromkeys(fields, src) | {"sm_count": "torch threads (else os.cpu_count())"},
             notes=summary + "; roofs: fp32/tf32 = the torch fp32 GEMM (else numpy's), fp16 = the bf16 torch GEMM "
             "(else the fp32 rate), bandwidth = the torch GEMV (else numpy's copy/read)",
             achieved={},
@@ -340,9 +382,11 @@ def device_toml(device: Device) -> str:
         "memory_efficiency",
         "kernel_overhead",
         "vector_rate",
+        "gemm_half_rows",
+        "gemv_half_k",
     ):
         v = getattr(device, field)
-        if v is None or (field == "kernel_overhead" and v == 0):
+        if v is None or (field in ("kernel_overhead", "gemm_half_rows", "gemv_half_k") and v == 0):
             continue
         if field.endswith("_efficiency") and v == 1.0 and field not in device.provenance:
             continue

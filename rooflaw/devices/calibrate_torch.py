@@ -11,19 +11,53 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["eager_kernels", "torch_threads_now"]
+__all__ = ["CLOCKS", "eager_kernels", "now", "torch_threads_now", "use_clock"]
+
+
+#: The clock every calibration (and ``validate``) timing reads: ``wall`` (``time.perf_counter``, the default: the
+#: latency a user sees) or ``cpu`` (``time.thread_time``: the calling thread's CPU time, which time spent
+#: descheduled by co-tenants does not count; meaningful with one torch thread, whose work runs on that thread).
+CLOCKS: dict[str, Callable[[], float]] = {"wall": time.perf_counter, "cpu": time.thread_time}
+_clock: list[Callable[[], float]] = [time.perf_counter]
+
+
+def now() -> float:
+    """Seconds on the current calibration clock (see :data:`CLOCKS` and :func:`use_clock`)."""
+    return _clock[0]()
+
+
+def use_clock(name: str):
+    """Context: calibration timings read clock ``name`` (``wall`` or ``cpu``), restored on exit."""
+    import contextlib
+
+    from ..errors import bad
+
+    if name not in CLOCKS:
+        raise bad("clock", name, f"must be one of {', '.join(CLOCKS)}")
+
+    @contextlib.contextmanager
+    def ctx():
+        before = _clock[0]
+        _clock[0] = CLOCKS[name]
+        try:
+            yield
+        finally:
+            _clock[0] = before
+
+    return ctx()
 
 
 def _time_best(fn: Callable[[], object], budget: float, min_reps: int = 3, max_reps: int = 1000) -> float:
-    """Best wall time of ``fn`` over repetitions until ``budget`` seconds are spent (after a warm-up)."""
+    """Best time of ``fn`` (on the calibration clock) over repetitions until ``budget`` wall seconds are spent
+    (after a warm-up)."""
     fn()
     best = math.inf
     start = time.perf_counter()
     reps = 0
     while reps < max_reps and (reps < min_reps or time.perf_counter() - start < budget):
-        t0 = time.perf_counter()
+        t0 = now()
         fn()
-        best = min(best, time.perf_counter() - t0)
+        best = min(best, now() - t0)
         reps += 1
     return max(best, 1e-9)
 
@@ -59,8 +93,11 @@ def torch_threads_now() -> int:
     return int(torch.get_num_threads())
 
 
-#: A tiny decoder (d=16, one token): each layer's time is all dispatch overhead, no bytes or FLOPs to speak of.
-_TINY = {"d_model": 16, "heads": 2, "kv_heads": 1, "head_dim": 8, "ffn": 32, "experts": 1, "top_k": 1, "vocab": 32}
+#: The overhead probe: a decoder layer (d=256, GQA 4/2, FFN 512) whose 2.4 MB of fp32 weights exceed the
+#: 1-2 MB L2 of a core, so that, as in a real decode step, each layer's weights evict the previous layer's
+#: code and data; its one-token step is mostly dispatch (≈ 38 kernels vs 2.4 MB of GEMV reads).
+_PROBE = {"d_model": 256, "heads": 4, "kv_heads": 2, "head_dim": 64, "ffn": 512, "experts": 1, "top_k": 1,
+          "vocab": 64}  # fmt: skip
 
 
 def eager_kernels(model, step) -> int:
@@ -80,10 +117,11 @@ def eager_kernels(model, step) -> int:
     return Count.n
 
 
-def _op_overhead(budget: float) -> float:
-    """Seconds per eager aten kernel launch (dispatch, Python, allocator): the extra wall time of one more
-    layer of a tiny eager decoder (d=16, one decode token, :mod:`.eager_decoder`) divided by the aten
-    kernels that layer launches; median of repeats. 0 without torch."""
+def _op_overhead(budget: float, stream_bandwidth: float) -> float:
+    """Seconds per eager aten kernel launch (dispatch, Python, allocator, cold caches): the extra time of one
+    more layer of the probe decoder (:data:`_PROBE`, one decode token, :mod:`.eager_decoder`) less its weight
+    reads at ``stream_bandwidth`` (the GEMV rate, bytes/s), divided by the aten kernels that layer launches
+    (counted). Each depth's best time over interleaved repeats. 0 without torch."""
     try:
         import torch
     except ImportError:
@@ -93,25 +131,31 @@ def _op_overhead(budget: float) -> float:
     from .eager_decoder import build
 
     def setup(layers: int):
-        arch = SimpleNamespace(layers=layers, **_TINY)
+        arch = SimpleNamespace(layers=layers, **_PROBE)
         model = build(arch, torch.float32)
-        caches = [(torch.zeros(1, 1, 32, 8), torch.zeros(1, 1, 32, 8)) for _ in range(layers)]
+        caches = [(torch.zeros(1, 2, 32, 64), torch.zeros(1, 2, 32, 64)) for _ in range(layers)]
         tok = torch.zeros(1, 1, dtype=torch.long)
         return lambda m: m(tok, caches, 8), model
 
     lo, hi = 1, 5
+    d, f, kv = _PROBE["d_model"], _PROBE["ffn"], _PROBE["kv_heads"] * _PROBE["head_dim"]
+    layer_bytes = 4.0 * (2 * d * d + 2 * d * kv + 3 * d * f + 2 * d)  # q, o, k, v, gate/up/down, two norms
     with torch.inference_mode():
         (step_lo, m_lo), (step_hi, m_hi) = setup(lo), setup(hi)
         kernels = (eager_kernels(m_hi, step_hi) - eager_kernels(m_lo, step_lo)) / (hi - lo)
-        samples: list[float] = []
-        start = time.perf_counter()
-        while len(samples) < 7 or (time.perf_counter() - start < budget and len(samples) < 200):
-            t0 = time.perf_counter()
+        best_lo = best_hi = math.inf
+        start, n = time.perf_counter(), 0
+        while n < 7 or (time.perf_counter() - start < budget and n < 200):
+            t0 = now()
             step_lo(m_lo)
-            t1 = time.perf_counter()
+            t1 = now()
             step_hi(m_hi)
-            samples.append((time.perf_counter() - t1) - (t1 - t0))
-    return max(float(np.median(samples)) / (hi - lo) / kernels, 1e-9)
+            t2 = now()
+            best_lo, best_hi = min(best_lo, t1 - t0), min(best_hi, t2 - t1)
+            n += 1
+    per_layer = (best_hi - best_lo) / (hi - lo)
+    reads = layer_bytes / stream_bandwidth if stream_bandwidth > 0 else 0.0
+    return max((per_layer - reads) / kernels, 1e-9)
 
 
 #: The torch rates run ``F.linear`` over 8 separate 4096×1024 weights (128 MB in fp32, 64 MB in bf16:
@@ -120,15 +164,25 @@ def _op_overhead(budget: float) -> float:
 _WEIGHTS, _N, _K, _M_GEMM = 8, 4096, 1024, 128
 
 
-def _torch_linear_time(dtype_name: str, rows: int, budget: float) -> float:
-    """Best seconds of one ``F.linear`` of ``rows`` tokens through a cold 4096×1024 weight (``inf`` without torch)."""
+_last_weights: list = [None, None]  # (dtype name, K), the weights -- emptied by :func:`release_weights`
+
+
+def release_weights() -> None:
+    """Free the cached cold weights (128 MB) once a calibration is done."""
+    _last_weights[:] = [None, None]
+
+
+def _torch_linear_time(dtype_name: str, rows: int, budget: float, k: int = _K) -> float:
+    """Best seconds of one ``F.linear`` of ``rows`` tokens through a cold 4096×``k`` weight (``inf`` without torch)."""
     try:
         import torch
     except ImportError:
         return math.inf
     dtype = getattr(torch, dtype_name)
-    ws = [torch.randn(_N, _K).to(dtype) for _ in range(_WEIGHTS)]
-    x = torch.randn(rows, _K).to(dtype)
+    if _last_weights[0] != (dtype_name, k):  # the last set is kept: M sweeps on one set build it once
+        _last_weights[:] = [(dtype_name, k), [torch.randn(_N, k).to(dtype) for _ in range(_WEIGHTS)]]
+    ws = _last_weights[1]
+    x = torch.randn(rows, k).to(dtype)
 
     def sweep() -> None:
         for w in ws:
@@ -143,9 +197,37 @@ def _torch_gemm(dtype_name: str, budget: float) -> float:
     return 2.0 * _M_GEMM * _N * _K / _torch_linear_time(dtype_name, _M_GEMM, budget)
 
 
+def _half_rows(budget: float, rate_128: float) -> float:
+    """Rows at which fp32 ``F.linear`` on the cold weights runs at half its large-M rate: r(M) = R·M/(M + h)
+    fitted (least squares in 1/r against 1/M) to M = 16, 32 and the 128-row rate ``rate_128``; 0 when the rate
+    does not fall with M (or without torch)."""
+    if not rate_128 or not math.isfinite(rate_128):
+        return 0.0
+    ms, inv = [float(_M_GEMM)], [1.0 / rate_128]
+    for m in (16, 32):
+        t = _torch_linear_time("float32", m, budget / 2)
+        if not math.isfinite(t):
+            return 0.0
+        ms.append(float(m))
+        inv.append(t / (2.0 * m * _N * _K))
+    b, a = np.polyfit(1.0 / np.asarray(ms), np.asarray(inv), 1)  # 1/r = a + b/M, a = 1/R, b = h/R
+    return float(b / a) if a > 0 and b > 0 else 0.0
+
+
 def _gemv_bandwidth(budget: float) -> float:
     """Weight bytes/s of a one-token fp32 ``F.linear`` (a decode step's GEMV) on cold weights, 0 without torch."""
     return 4.0 * _N * _K / _torch_linear_time("float32", 1, budget)
+
+
+def _gemv_half_k(budget: float, bandwidth_1024: float) -> float:
+    """Inner dimension K at which a one-token fp32 GEMV streams its weights at half its long-row rate: each
+    output row is a dot product with a fixed cost, so bytes/s ∝ K/(K + k½); from the cold 4096×512 GEMV's rate
+    and ``bandwidth_1024`` (the 4096×1024 one). 0 when the rate does not rise with K (or without torch)."""
+    t = _torch_linear_time("float32", 1, budget, k=_K // 2)
+    if not (bandwidth_1024 > 0 and math.isfinite(t)):
+        return 0.0
+    q = bandwidth_1024 / (4.0 * _N * (_K // 2) / t)  # = 2 (512 + k½) / (1024 + k½)
+    return float(_K * (q - 1.0) / (2.0 - q)) if 1.0 < q < 2.0 else 0.0
 
 
 def _gemm16(budget: float) -> float:

@@ -64,6 +64,14 @@ class Device:
     #: Non-tensor (vector) rate in FLOP/s for softmax/norms/activations when it differs from the
     #: ``fp32`` GEMM roof (a CPU: BLAS GEMM ≫ elementwise numpy). ``None``: the ``fp32`` roof.
     vector_rate: float | None = None
+    #: Rows (tokens) at which a GEMM runs at half its large-M rate, fitted by ``calibrate`` from ``F.linear`` at a
+    #: few M: with ``tiles`` on, a GEMM of M > 1 rows runs at (M/(M + h)) / (128/(128 + h)) (capped at 1) of the
+    #: roof measured at 128 rows (one-row GEMVs are memory-bound kernels of their own). 0: no such curve.
+    gemm_half_rows: float = 0.0
+    #: Inner dimension K at which a one-token GEMV streams weights at half its long-row rate (a fixed cost per
+    #: output row, fitted by ``calibrate``): with ``tiles`` on, a GEMV reads its weights at
+    #: ``memory_bandwidth`` × (K/(K + k))/(1024/(1024 + k)) (capped at 1; the bandwidth is measured at K = 1024).
+    gemv_half_k: float = 0.0
 
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not self.id.strip():
@@ -102,6 +110,10 @@ class Device:
                 raise bad(f"{self.id}.{k}", v, "must be in (0, 1]")
         if self.vector_rate is not None and not (_real(self.vector_rate) and self.vector_rate > 0):
             raise bad(f"{self.id}.vector_rate", self.vector_rate, "must be a positive number (FLOP/s)")
+        if not (_real(self.gemm_half_rows) and self.gemm_half_rows >= 0):
+            raise bad(f"{self.id}.gemm_half_rows", self.gemm_half_rows, "must be a number of rows ≥ 0")
+        if not (_real(self.gemv_half_k) and self.gemv_half_k >= 0):
+            raise bad(f"{self.id}.gemv_half_k", self.gemv_half_k, "must be a number of elements ≥ 0")
         if not (_real(self.kernel_overhead) and 0 <= self.kernel_overhead < 1):
             raise bad(f"{self.id}.kernel_overhead", self.kernel_overhead, "must be in [0, 1) seconds")
         for k, v in self.achieved.items():

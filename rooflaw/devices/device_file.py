@@ -69,6 +69,8 @@ _SCALAR_KEYS: dict[str, tuple[str, float]] = {
     "compute_efficiency": ("compute_efficiency", 1.0),
     "memory_efficiency": ("memory_efficiency", 1.0),
     "kernel_overhead_us": ("kernel_overhead", 1e-6),
+    "gemm_half_rows": ("gemm_half_rows", 1.0),
+    "gemv_half_k": ("gemv_half_k", 1.0),
     "vector_gflops": ("vector_rate", 1e9),
 }
 for _dt in DTYPES:
@@ -104,6 +106,8 @@ _FIELD_TO_KEY: dict[str, str] = {
     "compute_efficiency": "compute_efficiency",
     "memory_efficiency": "memory_efficiency",
     "kernel_overhead": "kernel_overhead_us",
+    "gemm_half_rows": "gemm_half_rows",
+    "gemv_half_k": "gemv_half_k",
     "vector_rate": "vector_gflops",
     "sm_count": "sm_count",
     "tile": "tile",
