@@ -31,8 +31,11 @@ install-test: $(VENV)/.test
 demo: install
 	$(BIN)/rooflaw solve --device jetson-agx-orin-64gb --latency-budget 20ms --phase decode --explain
 
+# pytest-xdist: one worker per core, each test module whole on one worker, costliest modules first (tests/conftest.py).
+PYTEST_ARGS ?= -n auto --dist loadfile --no-loadscope-reorder
+
 test: install-test
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 lint: install-test
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .

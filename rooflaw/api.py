@@ -26,7 +26,9 @@ _MODULES: dict[str, str] = {
     "get_space list_spaces param_counts",
     "rooflaw.constraints": "ENGINE_NAMES FORMATS PRESETS CostReport EngineProfile Precision Workload "
     "complete_columns decode_steps evaluate_columns gemm get_engine",
-    "rooflaw.devices": "Device calibrate device_ids get_device list_devices load_device_file save_device_toml",
+    "rooflaw.devices": "Device device_ids get_device list_devices load_device_file save_device_toml",
+    # the function, from its module: the package attribute ``rooflaw.devices.calibrate`` is that module
+    "rooflaw.devices.calibrate": "calibrate",
     "rooflaw.devices.system": "System get_system system_ids",
     "rooflaw.constraints.parallel": "Layout batch_sweep evaluate_layout layout_columns max_batch parse_batches "
     "parse_layout",

@@ -14,7 +14,6 @@ from rooflaw.devices import (
     DTYPES,
     PROVENANCE,
     Device,
-    calibrate,
     clear_cache,
     device_ids,
     devices_from_entry_point,
@@ -24,6 +23,7 @@ from rooflaw.devices import (
     save_device_toml,
 )
 from rooflaw.devices import catalog as catalog_mod
+from rooflaw.devices.calibrate import calibrate  # rooflaw.devices.calibrate is the module (rooflaw.calibrate)
 from rooflaw.errors import RooflawError
 
 REQUIRED_IDS = [

@@ -23,6 +23,11 @@ from ..errors import ExternalError, bad
 DEFAULT_PRECISION = "fp16"
 #: The attention kernel every command assumes (the Workload default: fused, as every measured serving engine).
 DEFAULT_ATTENTION = "fused"
+#: ``--engine``'s help, the same on every command that prices with the full preset.
+ENGINE_HELP = (
+    "Engine profile of the full preset: tensorrt-llm, vllm, llama.cpp, gpt-fast, torch-eager or ideal "
+    "(default: the device's)."
+)
 
 console = Console()
 err_console = Console(stderr=True)

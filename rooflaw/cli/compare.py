@@ -10,7 +10,16 @@ import typer
 from .. import api
 from ..units import fmt_bytes, fmt_count, fmt_time
 from . import app
-from .common import DEFAULT_ATTENTION, DEFAULT_PRECISION, EXTRAPOLATION_HELP, build_problem, console, print_json, table
+from .common import (
+    DEFAULT_ATTENTION,
+    DEFAULT_PRECISION,
+    ENGINE_HELP,
+    EXTRAPOLATION_HELP,
+    build_problem,
+    console,
+    print_json,
+    table,
+)
 
 
 @app.command()
@@ -29,6 +38,7 @@ def compare(
     output_tokens: int = typer.Option(16, help="Generated tokens per sequence (S_out)."),
     attention: str = typer.Option(DEFAULT_ATTENTION, help="Attention kernel: fused (FlashAttention-style) or unfused."),
     preset: str = typer.Option("full", help="Cost model: full or paper."),
+    engine: Optional[str] = typer.Option(None, "--engine", help=ENGINE_HELP),
     tokens: Optional[float] = typer.Option(None, help="Training tokens D, for laws that use D."),
     n_jobs: int = typer.Option(-1, "--n-jobs", help="Processes (-1: all cores)."),
     allow_extrapolation: bool = typer.Option(False, "--allow-extrapolation", help=EXTRAPOLATION_HELP),
@@ -41,7 +51,7 @@ def compare(
     a = load_arch(hf_config, arch, arch_file)
     prob = build_problem(device, law, space, phase, precision, batch, input_tokens, output_tokens, preset, tokens,
                          None, memory_budget, None, attention=attention,
-                         allow_extrapolation=allow_extrapolation)  # fmt: skip
+                         allow_extrapolation=allow_extrapolation, engine=engine)  # fmt: skip
     res = api.compare(a, prob, n_jobs=n_jobs)
     if as_json:
         print_json(res)
@@ -49,7 +59,7 @@ def compare(
     m = res["model"]
     console.print(
         f"{m['name'] or 'model'} against space {res['space']} ({res['feasible']:,} of {res['evaluated']:,} points "
-        f"fit) — {prob.describe()}, {phase} latency",
+        f"fit) — {prob.describe()}, {phase} latency, engine {res['engine']}",
         markup=False,
     )
     rows = [_row("your model", m)]

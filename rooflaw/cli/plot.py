@@ -9,7 +9,7 @@ import typer
 
 from .. import api
 from . import app
-from .common import DEFAULT_ATTENTION, DEFAULT_PRECISION, atomic_output, console
+from .common import DEFAULT_ATTENTION, DEFAULT_PRECISION, ENGINE_HELP, atomic_output, console
 
 plot_app = typer.Typer(
     name="plot",
@@ -32,16 +32,17 @@ _S_OUT = typer.Option(16, help="Generated tokens per sequence (S_out).")
 _ATTENTION = typer.Option(DEFAULT_ATTENTION, help="Attention kernel: fused (FlashAttention-style) or unfused.")
 _PRESET = typer.Option("full", help="Cost model: full, paper-ops or paper.")
 _TILES = typer.Option(False, "--tiles/--no-tiles", help="Apply the GEMM tile/wave quantisation model.")
+_ENGINE = typer.Option(None, "--engine", help=ENGINE_HELP)
 
 
 def report_for(device, hf_config, arch, arch_file, precision, batch, input_tokens, output_tokens, attention, preset,
-               tiles):  # fmt: skip
-    """The :class:`CostReport` the plot commands draw (same options as ``evaluate``)."""
+               tiles, engine=None):  # fmt: skip
+    """The :class:`CostReport` the plot commands draw (same options as ``evaluate``; ``engine`` None: the device's)."""
     from .evaluate import load_arch
 
     a = load_arch(hf_config, arch, arch_file)
     wl = api.Workload(batch, input_tokens, output_tokens, attention)
-    return api.evaluate(a, api.get_device(device), wl, precision, preset, tiles)
+    return api.evaluate(a, api.get_device(device), wl, precision, preset, tiles, engine)
 
 
 @plot_app.command("roofline")
@@ -58,11 +59,12 @@ def roofline_cmd(
     attention: str = _ATTENTION,
     preset: str = _PRESET,
     tiles: bool = _TILES,
+    engine: Optional[str] = _ENGINE,
 ) -> None:
     """Log-log FLOP/byte vs FLOP/s: the device's roofs per format with ridge points, every operator as a point."""
     api.check_figure_path(out)
     rep = report_for(device, hf_config, arch, arch_file, precision, batch, input_tokens, output_tokens, attention,
-                     preset, tiles)  # fmt: skip
+                     preset, tiles, engine)  # fmt: skip
     with atomic_output(out, "--out") as tmp:
         data = api.plot_roofline(rep, tmp)
     ridges = ", ".join(f"{r['dtype']} {r['ridge']:,.0f}" if r["ridge"] >= 1000 else f"{r['dtype']} {r['ridge']:.3g}"
@@ -84,11 +86,12 @@ def breakdown_cmd(
     attention: str = _ATTENTION,
     preset: str = _PRESET,
     tiles: bool = _TILES,
+    engine: Optional[str] = _ENGINE,
 ) -> None:
     """Stacked time per operator for prefill and for decode (all steps)."""
     api.check_figure_path(out)
     rep = report_for(device, hf_config, arch, arch_file, precision, batch, input_tokens, output_tokens, attention,
-                     preset, tiles)  # fmt: skip
+                     preset, tiles, engine)  # fmt: skip
     with atomic_output(out, "--out") as tmp:
         res = api.plot_breakdown(rep, tmp)
     t = res["totals"]

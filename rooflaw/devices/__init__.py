@@ -1,6 +1,8 @@
 """Devices: the ``Device`` record, the TOML catalog (with power modes), user/plug-in devices, calibration.
 
-Calibration (numpy) loads on first use.
+Calibration (numpy) loads on first use. ``rooflaw.devices.calibrate`` is the calibration *module* (its function is
+``rooflaw.calibrate`` or ``rooflaw.devices.calibrate.calibrate``): a package attribute named like a submodule would
+be rebound by whichever import came last.
 """
 
 from __future__ import annotations
@@ -21,14 +23,14 @@ from .catalog import (
 )
 from .device import DTYPES, PROVENANCE, Device
 
-_LAZY = {"calibrate": ".calibrate", "save_device_toml": ".calibrate"}
+_LAZY = {"save_device_toml": ".calibrate"}
 
 
 def __getattr__(name: str) -> Any:
     if name not in _LAZY:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(importlib.import_module(_LAZY[name], __name__), name)
-    globals()[name] = value  # after the submodule import, which bound the package attribute to the module
+    globals()[name] = value
     return value
 
 
@@ -38,7 +40,6 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "PROVENANCE",
     "Device",
-    "calibrate",
     "clear_cache",
     "device_ids",
     "devices_from_entry_point",

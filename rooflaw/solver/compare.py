@@ -26,7 +26,8 @@ def compare(arch: Any, problem: Any, n_jobs: int | None = None) -> dict[str, Any
     """``arch`` against ``problem.space`` under ``problem``'s law, device, workload, precision, preset and memory
     limits (its latency budget, if any, is ignored: the model's own latency is the budget). SI units.
 
-    Returns ``model`` (the model's loss, latency of ``problem.phase``, memory, …), ``equal_latency`` (lowest-loss
+    Returns ``engine`` (the engine profile that priced both sides), ``model`` (the model's loss, latency of
+    ``problem.phase``, memory, …), ``equal_latency`` (lowest-loss
     architecture with latency ≤ the model's; None if none is that fast), ``equal_loss`` (fastest architecture with
     loss ≤ the model's; None if none is that good), the relative gains, and the space's size.
     """
@@ -47,7 +48,8 @@ def compare(arch: Any, problem: Any, n_jobs: int | None = None) -> dict[str, Any
     eq_lat = f[f["latency_s"] <= model["latency_s"]]
     eq_loss = f[f["loss"] <= model_loss]
     out: dict[str, Any] = {"model": model, "phase": prob.phase, "space": prob.space.name, "law": prob.law.name,
-                           "device": prob.device.id, "evaluated": res.evaluated, "feasible": res.feasible}  # fmt: skip
+                           "device": prob.device.id, "engine": prob.engine, "evaluated": res.evaluated,
+                           "feasible": res.feasible}  # fmt: skip
     if len(eq_lat):
         best = eq_lat.sort_values(["loss", "latency_s"]).iloc[0]
         e = _entry(best, "latency_s")
