@@ -27,7 +27,7 @@ from rooflaw.devices.device import Device
 from rooflaw.errors import RooflawError
 
 torch = pytest.importorskip("torch")
-from rooflaw import calibrate  # noqa: E402  (the function: importing the submodule would shadow it)
+from rooflaw import calibrate  # noqa: E402  (the function; rooflaw.devices.calibrate is its module)
 from rooflaw.devices.calibrate_torch import eager_kernels  # noqa: E402
 from rooflaw.devices.eager_decoder import build  # noqa: E402
 

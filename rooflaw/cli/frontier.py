@@ -8,12 +8,12 @@ from typing import Optional
 import typer
 
 from .. import api
-from ..errors import bad
 from ..units import fmt_bytes, fmt_time
 from . import app
 from .common import (
     DEFAULT_ATTENTION,
     DEFAULT_PRECISION,
+    ENGINE_HELP,
     EXTRAPOLATION_HELP,
     arch_table,
     atomic_output,
@@ -25,7 +25,6 @@ from .common import (
 )
 from .joint_options import (
     BATCHES_HELP,
-    ENGINE_HELP,
     LAYOUTS_HELP,
     MIN_TPS_HELP,
     PRECISIONS_HELP,

@@ -13,8 +13,6 @@ SYSTEM_HELP = "Joint space: the system the --layouts run on, e.g. h100-sxm:8 (it
 LAYOUTS_HELP = "Joint space: layouts to pick with the architecture, ';'-separated, e.g. 'tp=8;ep=8,dp_attn=8'."
 MIN_TPS_HELP = "With --layouts: keep only points with at least this many generated tokens/s per device."
 TPOT_HELP = "With --layouts: keep only points whose time per output token is at most this (e.g. 50ms)."
-ENGINE_HELP = ("Engine profile of the full preset: tensorrt-llm, vllm, llama.cpp, gpt-fast, torch-eager or ideal "
-               "(default: the device's).")  # fmt: skip
 
 
 def _items(text: str, name: str) -> list[str]:

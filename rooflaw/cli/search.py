@@ -13,6 +13,7 @@ from . import app
 from .common import (
     DEFAULT_ATTENTION,
     DEFAULT_PRECISION,
+    ENGINE_HELP,
     EXTRAPOLATION_HELP,
     arch_table,
     atomic_output,
@@ -24,7 +25,6 @@ from .common import (
 )
 from .joint_options import (
     BATCHES_HELP,
-    ENGINE_HELP,
     LAYOUTS_HELP,
     MIN_TPS_HELP,
     PRECISIONS_HELP,

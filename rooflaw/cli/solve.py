@@ -12,6 +12,7 @@ from . import app
 from .common import (
     DEFAULT_ATTENTION,
     DEFAULT_PRECISION,
+    ENGINE_HELP,
     EXTRAPOLATION_HELP,
     build_problem,
     console,
@@ -54,12 +55,7 @@ def solve(
     method: str = typer.Option("closed-form", help="closed-form, gp, exhaustive or optuna."),
     align: int = typer.Option(128, help="d_model (and FFN) multiple: 128 default; 256/512 per NVIDIA's tile guidance."),
     preset: str = typer.Option("full", help="Cost model that judges the architecture: full or paper."),
-    engine: Optional[str] = typer.Option(
-        None,
-        "--engine",
-        help="Engine profile of the full preset: tensorrt-llm, vllm, llama.cpp, gpt-fast, "
-        "torch-eager or ideal (default: the device's).",
-    ),  # fmt: skip
+    engine: Optional[str] = typer.Option(None, "--engine", help=ENGINE_HELP),
     tokens: Optional[float] = typer.Option(None, help="Training tokens D, for laws that use D."),
     trials: int = typer.Option(500, help="Trials for --method optuna."),
     seed: int = typer.Option(0, help="Seed for --method optuna."),
