@@ -106,3 +106,27 @@ def test_resume_fails_a_silent_other_host_trial(tmp_path, beat_age, failed):
     assert res.extra.get("stale_trials_failed", 0) == failed
     st = {x.number: x.state for x in optuna.load_study(study_name="r", storage=url).get_trials(deepcopy=False)}
     assert st[t.number] == (TrialState.FAIL if failed else TrialState.RUNNING)
+
+
+@pytest.mark.skipif(not __import__("os").path.exists("/proc/self/stat"), reason="needs procfs to see a zombie")
+def test_a_zombie_owner_on_this_host_is_dead(tmp_path):
+    """A killed worker that nobody reaped yet is a zombie: kill(pid, 0) still succeeds, but its trial is stale."""
+    import subprocess
+    import sys
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    deadline = time.time() + 30
+    while time.time() < deadline:  # exited, not waited for: a zombie
+        with open(f"/proc/{child.pid}/stat") as f:
+            if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                break
+        time.sleep(0.05)
+    try:
+        study = _study(tmp_path)
+        zombie = _running(study, f"{socket.gethostname()}:{child.pid}", time.time())
+        live = _running(study, f"{socket.gethostname()}:1", time.time())
+        assert safety.fail_stale_running(study) == 1
+        st = _states(study)
+        assert st[zombie] == TrialState.FAIL and st[live] == TrialState.RUNNING
+    finally:
+        child.wait()

@@ -99,13 +99,19 @@ def owner_tag() -> str:
 
 
 def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs on this host. A zombie (dead, not yet reaped: an orphaned worker whose new
+    parent does not reap it) is dead -- ``kill(pid, 0)`` alone would call it alive."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):  # no procfs (macOS): kill(pid, 0) is all there is
+        return True
 
 
 def _last_beat(t: Any) -> float | None:
