@@ -12,6 +12,7 @@ import math
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -156,20 +157,36 @@ def _applied(problem: Problem) -> Any:
     return applied(problem.device, problem.engine, problem.preset if A.get_preset(problem.preset).engine else "paper")
 
 
-def run_numba(problem: Problem, objectives: tuple[str, ...], n_jobs: int | None, cloud: int, backend: str):
-    """``(acc, timings)`` like ``exhaustive._run``, or None when the numpy path should run instead."""
-    size = problem.space.size
-    if bn.resolve(backend, size) == "numpy":
-        return None
-    strict = backend == "numba"
-    out_code = {"loss": 16, "latency": bn.OUTPUTS.index(problem.latency_column)}
-    out_code |= {o: bn.OUTPUTS.index(c) for o, c in OBJECTIVES.items() if o not in out_code}
-    obj = np.array([out_code[o] for o in objectives], dtype=np.int64)
+@dataclass(frozen=True)
+class Plan:
+    """Everything one scan passes to the kernel for one problem (built in the process that runs it)."""
+
+    kernels: Any
+    tabs: tuple[np.ndarray, ...]
+    radix: np.ndarray
+    params: np.ndarray
+    tokens: float
+    obj: np.ndarray
+    latc: int
+    bcol: np.ndarray
+    bval: np.ndarray
+    lohi: np.ndarray
+
+    @property
+    def block(self) -> int:
+        """Points per (width, experts) block: the kernel's unit of work."""
+        return int(self.radix[0] * self.radix[1])
+
+
+def kernel_plan(problem: Problem, obj: np.ndarray, strict: bool = False, lohi: np.ndarray | None = None) -> Plan | None:
+    """The scan kernel's arguments for ``problem`` with objective output codes ``obj`` (16 = loss), or None when
+    the kernel cannot price it and the numpy path should run (with ``strict`` this raises instead, naming why).
+    ``lohi``: the staircase's loss range (any range is exact; default: from a sample of feasible points)."""
     budgets = problem.budgets()
     bcol = np.array([bn.OUTPUTS.index(c) for c, _ in budgets.values()], dtype=np.int64)
     bval = np.array([b for _, b in budgets.values()], dtype=np.float64)
-    latc = out_code["latency"]
-    need = tuple(int(c) for c in {*obj.tolist(), *bcol.tolist(), latc} if c != 16)
+    latc = bn.OUTPUTS.index(problem.latency_column)
+    need = tuple(sorted({int(c) for c in (*obj.tolist(), *bcol.tolist(), latc) if c != 16}))
     try:
         setup = _setup(problem, need)
     except bn.Unsupported as e:
@@ -183,9 +200,24 @@ def run_numba(problem: Problem, objectives: tuple[str, ...], n_jobs: int | None,
     k, tabs, radix = setup
     if "D" in k.law_vars and problem.tokens is None:
         return None  # the numpy path raises the law's own error message
-    p = bn.params(problem.device, problem.workload, problem.precision)
-    lohi = _loss_range(problem)
     tokens = float(problem.tokens) if problem.tokens is not None else 0.0
+    p = bn.params(problem.device, problem.workload, problem.precision)
+    return Plan(k, tabs, radix, p, tokens, obj, latc, bcol, bval, _loss_range(problem) if lohi is None else lohi)
+
+
+def run_numba(problem: Problem, objectives: tuple[str, ...], n_jobs: int | None, cloud: int, backend: str):
+    """``(acc, timings)`` like ``exhaustive._run``, or None when the numpy path should run instead."""
+    size = problem.space.size
+    if bn.resolve(backend, size) == "numpy":
+        return None
+    out_code = {"loss": 16, "latency": bn.OUTPUTS.index(problem.latency_column)}
+    out_code |= {o: bn.OUTPUTS.index(c) for o, c in OBJECTIVES.items() if o not in out_code}
+    pl = kernel_plan(problem, np.array([out_code[o] for o in objectives], dtype=np.int64), backend == "numba")
+    if pl is None:
+        return None
+    k, tabs, radix, p, tokens = pl.kernels, pl.tabs, pl.radix, pl.params, pl.tokens
+    obj, latc, bcol, bval, lohi = pl.obj, pl.latc, pl.bcol, pl.bval, pl.lohi
+    budgets = problem.budgets()
     ocols = tuple(OBJECTIVES[o] for o in objectives)
     jobs = max(1, _n_jobs(n_jobs, max(size, 1 << 30)))
     lock, nxt = threading.Lock(), [0]

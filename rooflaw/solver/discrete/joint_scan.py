@@ -21,7 +21,6 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -30,34 +29,13 @@ from ...constraints import backend_numba as bn
 from ...errors import RooflawError
 from ..problem import Problem
 from .exhaustive import _ranges
-from .exhaustive_fast import NBINS, OUT_CAP, PIECE, REDUCE_AT, _loss_range, _merge, _new_stats, _setup
+from .exhaustive_fast import NBINS, OUT_CAP, PIECE, REDUCE_AT, Plan, _merge, _new_stats, kernel_plan
 from .joint_eval import JOINT_KEEP, _filter, evaluate_chunk
 from .scan_parts import _Acc, _cat
 
 #: Joint objective -> the cost column that orders it inside one combination (None: the problem's latency phase).
 KERNEL_COLUMN = {"loss": "loss", "latency": None, "memory": "memory_bytes", "energy": "energy_j",
                  "throughput": "decode_s"}  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Plan:
-    """Everything one combination's scan passes to the kernel (built in the process that runs it)."""
-
-    kernels: Any
-    tabs: tuple[np.ndarray, ...]
-    radix: np.ndarray
-    params: np.ndarray
-    tokens: float
-    obj: np.ndarray
-    latc: int
-    bcol: np.ndarray
-    bval: np.ndarray
-    lohi: np.ndarray
-
-    @property
-    def block(self) -> int:
-        """Points per (width, experts) block: the kernel's unit of work."""
-        return int(self.radix[0] * self.radix[1])
 
 
 def kernel_objectives(q: Problem, objectives: Sequence[str]) -> tuple[int, ...]:
@@ -73,31 +51,9 @@ def kernel_objectives(q: Problem, objectives: Sequence[str]) -> tuple[int, ...]:
 
 
 def plan(q: Problem, objectives: Sequence[str], strict: bool = False, lohi: np.ndarray | None = None) -> Plan | None:
-    """The kernel's arguments for combination problem ``q``, or None when the kernel cannot price it (then the
-    numpy path runs it; with ``strict`` this raises instead, naming why). ``lohi``: the staircase's loss range
-    (any range is exact; default: from a sample of ``q``'s feasible points)."""
-    obj = np.array(kernel_objectives(q, objectives), dtype=np.int64)
-    budgets = q.budgets()
-    bcol = np.array([bn.OUTPUTS.index(c) for c, _ in budgets.values()], dtype=np.int64)
-    bval = np.array([b for _, b in budgets.values()], dtype=np.float64)
-    latc = bn.OUTPUTS.index(q.latency_column)
-    need = tuple(sorted({int(c) for c in (*obj.tolist(), *bcol.tolist(), latc) if c != 16}))
-    try:
-        setup = _setup(q, need)
-    except bn.Unsupported as e:
-        if strict:
-            raise RooflawError(f"backend='numba': the generated kernel cannot express this problem ({e})") from None
-        return None
-    if setup is None:
-        if strict:
-            raise RooflawError(f"backend='numba': space {q.space.name!r} has no index tables the kernel reads")
-        return None
-    k, tabs, radix = setup
-    if "D" in k.law_vars and q.tokens is None:
-        return None  # the numpy path raises the law's own error message
-    tokens = float(q.tokens) if q.tokens is not None else 0.0
-    p = bn.params(q.device, q.workload, q.precision)
-    return Plan(k, tabs, radix, p, tokens, obj, latc, bcol, bval, _loss_range(q) if lohi is None else lohi)
+    """The kernel's arguments for combination problem ``q`` (:func:`.exhaustive_fast.kernel_plan` with the columns
+    that order ``objectives`` inside the combination), or None when the numpy path runs it."""
+    return kernel_plan(q, np.array(kernel_objectives(q, objectives), dtype=np.int64), strict, lohi)
 
 
 def scan_blocks(combo: Any, pl: Plan, a: int, b: int, objectives: tuple[str, ...], keep: tuple[str, ...]) -> _Acc:
