@@ -147,3 +147,29 @@ def store(key: str, obj: Any) -> None:
         if tmp is not None:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
+
+
+def load_generated(stem: str, src: str, name: str | None = None) -> ModuleType:
+    """Write generated source ``src`` to ``<cache>/numba/<stem>.py`` (atomically, only if it differs; a private
+    temporary directory when caching is off) and import it as module ``name`` (default ``stem``): numba's
+    ``cache=True`` keeps its machine code beside the file, so a later process loads instead of compiling. Keep
+    ``stem`` and ``name`` stable: numba's cached code refers to the module by name."""
+    import importlib.util
+    import sys
+
+    d = cache_dir()
+    d = (Path(tempfile.mkdtemp(prefix="rooflaw-numba-")) if d is None else d) / "numba"
+    d.mkdir(parents=True, exist_ok=True)
+    path = d / f"{stem}.py"
+    name = name or stem
+    if not path.is_file() or path.read_text(encoding="utf-8") != src:
+        fd, tmp = tempfile.mkstemp(dir=d, suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(src)
+        os.replace(tmp, path)
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod

@@ -16,14 +16,11 @@ import dataclasses
 import hashlib
 import importlib.util
 import inspect
-import os
 import re
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -331,15 +328,6 @@ def _key(src: str) -> str:
     return h.hexdigest()[:20]
 
 
-def _kernel_dir() -> Path:
-    from .. import cache
-
-    d = cache.cache_dir()
-    if d is None:  # caching disabled: a private temporary directory for this process
-        d = Path(tempfile.mkdtemp(prefix="rooflaw-numba-"))
-    return d / "numba"
-
-
 def kernels(
     preset: str,
     law: Any = None,
@@ -372,24 +360,13 @@ def kernels(
     with _LOCK:
         mod = _LOADED.get(key)
         if mod is None:
-            d = _kernel_dir()
-            d.mkdir(parents=True, exist_ok=True)
-            path = d / f"rl_{key}.py"
-            if not path.is_file() or path.read_text(encoding="utf-8") != src:
-                fd, tmp = tempfile.mkstemp(dir=d, suffix=".tmp")
-                with os.fdopen(fd, "w", encoding="utf-8") as f:
-                    f.write(src)
-                os.replace(tmp, path)
             if const is not None:
                 from .numba_rows import allow_alias_checks
 
                 allow_alias_checks()  # before numba compiles the module's loop
-            name = f"rooflaw_kernel_{key}"
-            spec = importlib.util.spec_from_file_location(name, path)
-            assert spec is not None and spec.loader is not None
-            mod = importlib.util.module_from_spec(spec)
-            sys.modules[name] = mod
-            spec.loader.exec_module(mod)
+            from .. import cache
+
+            mod = cache.load_generated(f"rl_{key}", src, f"rooflaw_kernel_{key}")
             _LOADED[key] = mod
     _MEMO[memo] = dataclasses.replace(meta, module=mod, key=key)
     return _MEMO[memo]

@@ -20,10 +20,8 @@ import hashlib
 import importlib.util
 import os
 import sys
-import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -177,24 +175,11 @@ def _kernel(terms: int, p: int) -> Any:
     with _LOCK:
         if (terms, p) in _KERNELS:
             return _KERNELS[(terms, p)]
-        d = cache.cache_dir()
-        d = (Path(tempfile.mkdtemp(prefix="rooflaw-numba-")) if d is None else d) / "numba"
-        d.mkdir(parents=True, exist_ok=True)
-        path = d / f"{name}.py"
-        if not path.is_file() or path.read_text(encoding="utf-8") != src:
-            fd, tmp = tempfile.mkstemp(dir=d, suffix=".tmp")
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(src)
-            os.replace(tmp, path)
         # the loop reads and writes ~10 arrays: let LLVM's vectoriser emit the run-time overlap checks it needs
-        # (the same option as constraints.numba_rows; it only lets more loops get a checked vector version)
+        # (the same option as constraints.numba_rows, set here because objectives do not import constraints)
         llb.set_option("rooflaw", "-runtime-memory-check-threshold=4096")
         llb.set_option("rooflaw", "-vectorize-memory-check-threshold=8192")
-        spec = importlib.util.spec_from_file_location(name, path)
-        assert spec is not None and spec.loader is not None
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
+        mod = cache.load_generated(name, src)
         _KERNELS[(terms, p)] = mod.fg
     return mod.fg
 
