@@ -427,6 +427,15 @@ def test_cli_calibrate(tmp_path, capsys):
     assert load_device_file(out).id == "local-cpu"
 
 
+def test_cli_calibrate_clock(capsys):
+    """--clock cpu times on the thread's CPU clock and says so in the device's notes; a bad clock exits 2."""
+    assert _cli()(["devices", "calibrate", "--json", "--seconds", "0.3", "--clock", "cpu"]) == 0
+    assert "clock=cpu" in json.loads(capsys.readouterr().out)["notes"]
+    assert _cli()(["devices", "calibrate", "--clock", "sundial"]) == 2
+    err = capsys.readouterr().err
+    assert "clock" in err and "sundial" in err and len(err.strip().splitlines()) == 1
+
+
 def test_docs_full_example_loads(tmp_path):
     from pathlib import Path
 

@@ -29,6 +29,16 @@ ENGINE_HELP = (
     "(default: the device's)."
 )
 
+#: ``--clock``'s help, the same on ``devices calibrate`` and ``validate``.
+CLOCK_HELP = "wall (latency, default) or cpu (thread CPU time: ignores time lost to co-tenants)."
+
+
+def check_clock(clock: str) -> None:
+    """Refuse a ``--clock`` other than wall or cpu (exit 2, naming the value)."""
+    if clock not in ("wall", "cpu"):
+        raise bad("clock", clock, "must be wall or cpu")
+
+
 console = Console()
 err_console = Console(stderr=True)
 

@@ -11,7 +11,7 @@ import typer
 from ..api import Device, get_device, list_devices
 from ..errors import bad
 from . import app
-from .common import atomic_output, check_output, console, err_console, esc, print_json, table
+from .common import CLOCK_HELP, atomic_output, check_clock, check_output, console, err_console, esc, print_json, table
 
 devices_app = typer.Typer(
     name="devices",
@@ -200,11 +200,13 @@ def calibrate_cmd(
     ),
     seconds: float = typer.Option(2.0, "--seconds", help="Time budget of the measurements."),
     threads: int = typer.Option(1, "--threads", min=1, help="torch intra-op threads (validate with the same)."),
+    clock: str = typer.Option("wall", "--clock", help=CLOCK_HELP),
     as_json: bool = typer.Option(False, "--json", help="One JSON object, SI units; no progress output."),
 ) -> None:
     """Measure this machine: GEMM FLOP/s (fp32, bf16), bandwidth, vector rate, eager kernel overhead, capacity."""
     from ..api import calibrate, save_device_toml
 
+    check_clock(clock)
     if out is not None:
         check_output(out, "--out", (".toml",))
     base_dev = get_device(base) if base is not None else None
@@ -218,9 +220,10 @@ def calibrate_cmd(
                 seconds=seconds,
                 progress=lambda step, f: bar.update(task, completed=f, description=step),
                 threads=threads,
+                clock=clock,
             )
     else:
-        dev = calibrate(base_dev, seconds=seconds, threads=threads)
+        dev = calibrate(base_dev, seconds=seconds, threads=threads, clock=clock)
     if out is not None:
         with atomic_output(out, "--out", (".toml",)) as tmp:
             save_device_toml(dev, tmp)

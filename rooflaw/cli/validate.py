@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from . import app
-from .common import console, err_console, print_json, table
+from .common import CLOCK_HELP, check_clock, console, err_console, print_json, table
 
 
 @app.command()
@@ -16,22 +16,19 @@ def validate(
     threads: int = typer.Option(
         1, "--threads", min=1, help="torch intra-op threads for calibration and measurement (CPU; default 1)."
     ),
-    clock: str = typer.Option(
-        "wall", "--clock", help="wall (latency, default) or cpu (thread CPU time: ignores time lost to co-tenants)."
-    ),
+    clock: str = typer.Option("wall", "--clock", help=CLOCK_HELP),
     as_json: bool = typer.Option(False, "--json", help="One JSON object; no progress output."),
 ) -> None:
     """Build torch decoders from ≥ 10 architecture specs, time prefill and KV-cached decode, compare with rooflaw."""
     from .. import api
     from .. import validate as v
-    from ..errors import RooflawError, bad
+    from ..errors import RooflawError
 
     try:
         import torch
     except ImportError:
         raise RooflawError("validate needs PyTorch (pip install torch)") from None
-    if clock not in ("wall", "cpu"):
-        raise bad("clock", clock, "must be wall or cpu")
+    check_clock(clock)
     if cuda and not torch.cuda.is_available():
         err_console.print("no CUDA device: GPU validation skipped")
         raise typer.Exit(0)
