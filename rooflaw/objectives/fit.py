@@ -274,13 +274,25 @@ def _block(obj: LogHuberObjective, starts: int) -> int | None:
     return starts if usable(obj.linear, starts, obj.n, None) else None
 
 
-def _polish(obj: LogHuberObjective, theta: np.ndarray) -> tuple[np.ndarray, float]:
+def _polish(obj: LogHuberObjective, theta: np.ndarray, f0: float) -> tuple[np.ndarray, float]:
+    """scipy's L-BFGS-B from ``theta`` (objective ``f0``); the start itself when polishing does not improve it."""
+
     def fun(t):
         f, g = obj(t[None, :])
         return float(f[0]), g[0]
 
     res = optimize.minimize(fun, theta, jac=True, method="L-BFGS-B")
-    return res.x, float(res.fun)
+    if np.isfinite(res.fun) and res.fun <= f0:
+        return res.x, float(res.fun)
+    return theta, float(f0)
+
+
+def _converged(batch: Any, why: str) -> tuple[np.ndarray, int]:
+    """Mask of the starts that converged to a finite objective, and the best one's index; ``why`` if none did."""
+    ok = np.isin(batch.status, (1, 2)) & np.isfinite(batch.f)
+    if not ok.any():
+        raise RooflawError(why)
+    return ok, int(np.flatnonzero(ok)[np.argmin(batch.f[ok])])
 
 
 def fit_law(
@@ -395,13 +407,8 @@ def fit_law(
 def _multistart(obj: LogHuberObjective, law: LossLaw, x0: np.ndarray, progress: Callable | None):
     """Every start on every row, the best end point polished: (theta, objective, converged starts, basins)."""
     batch = batched_lbfgs(_chunked(obj, None, starts=len(x0)), x0, progress=progress, block=_block(obj, len(x0)))
-    okm = np.isin(batch.status, (1, 2)) & np.isfinite(batch.f)
-    if not okm.any():
-        raise RooflawError(f"fit of {law.name} did not converge from any of {len(x0)} starts")
-    best = np.flatnonzero(okm)[np.argmin(batch.f[okm])]
-    theta, fbest = _polish(obj, batch.x[best])
-    if not (np.isfinite(fbest) and fbest <= batch.f[best]):
-        theta, fbest = batch.x[best], float(batch.f[best])
+    okm, best = _converged(batch, f"fit of {law.name} did not converge from any of {len(x0)} starts")
+    theta, fbest = _polish(obj, batch.x[best], batch.f[best])
     return theta, fbest, int(okm.sum()), _basins(batch.x[okm], batch.f[okm], theta)
 
 
@@ -413,20 +420,12 @@ def _fit_subsampled(obj, law, xt, yt, delta, x0, rows: int, seed: int, progress:
     total = len(x0) + REFINE_STARTS
     p1 = None if progress is None else (lambda done, _s: progress(done, total))
     batch = batched_lbfgs(_chunked(sub, None, starts=len(x0)), x0, progress=p1, block=_block(sub, len(x0)))
-    okm = np.isin(batch.status, (1, 2)) & np.isfinite(batch.f)
-    if not okm.any():
-        raise RooflawError(f"fit of {law.name} did not converge from any of {len(x0)} starts (on {rows} rows)")
-    best = np.flatnonzero(okm)[np.argmin(batch.f[okm])]
+    okm, best = _converged(batch, f"fit of {law.name} did not converge from any of {len(x0)} starts (on {rows} rows)")
     seeds = _basins(batch.x[okm], batch.f[okm], batch.x[best], k=REFINE_STARTS)
     p2 = None if progress is None else (lambda done, _s: progress(len(x0) + done, total))
     ref = batched_lbfgs(_chunked(obj, None), seeds, progress=p2)
-    ok2 = np.isin(ref.status, (1, 2)) & np.isfinite(ref.f)
-    if not ok2.any():
-        raise RooflawError(f"fit of {law.name}: no refined start converged on all {obj.n} rows")
-    b2 = np.flatnonzero(ok2)[np.argmin(ref.f[ok2])]
-    theta, fbest = _polish(obj, ref.x[b2])
-    if not (np.isfinite(fbest) and fbest <= ref.f[b2]):
-        theta, fbest = ref.x[b2], float(ref.f[b2])
+    ok2, b2 = _converged(ref, f"fit of {law.name}: no refined start converged on all {obj.n} rows")
+    theta, fbest = _polish(obj, ref.x[b2], ref.f[b2])
     if progress is not None:
         progress(total, total)
     return theta, fbest, int(okm.sum()), _basins(ref.x[ok2], ref.f[ok2], theta)
