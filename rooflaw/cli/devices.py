@@ -201,6 +201,9 @@ def calibrate_cmd(
     seconds: float = typer.Option(2.0, "--seconds", help="Time budget of the measurements."),
     threads: int = typer.Option(1, "--threads", min=1, help="torch intra-op threads (validate with the same)."),
     clock: str = typer.Option("wall", "--clock", help=CLOCK_HELP),
+    cuda: bool = typer.Option(
+        False, "--cuda", help="Measure the CUDA GPU instead (torch micro-benchmarks; skipped cleanly without one)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="One JSON object, SI units; no progress output."),
 ) -> None:
     """Measure this machine: GEMM FLOP/s (fp32, bf16), bandwidth, vector rate, eager kernel overhead, capacity."""
@@ -209,6 +212,9 @@ def calibrate_cmd(
     check_clock(clock)
     if out is not None:
         check_output(out, "--out", (".toml",))
+    if cuda:
+        _calibrate_cuda(out, base, as_json)
+        return
     base_dev = get_device(base) if base is not None else None
     if not as_json and console.is_terminal:
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -224,6 +230,36 @@ def calibrate_cmd(
             )
     else:
         dev = calibrate(base_dev, seconds=seconds, threads=threads, clock=clock)
+    if out is not None:
+        with atomic_output(out, "--out", (".toml",)) as tmp:
+            save_device_toml(dev, tmp)
+    if as_json:
+        print_json(dev.to_dict())
+        return
+    console.print(table(f"{dev.name} ({dev.id})", ["field", "value", "provenance", "source"], _show_rows(dev)))
+    console.print(f"notes: {dev.notes}", markup=False)
+    if out is not None:
+        err_console.print(f"wrote {out}", markup=False)
+
+
+def _calibrate_cuda(out: Optional[Path], base: Optional[str], as_json: bool) -> None:
+    """``devices calibrate --cuda``: the ``local-cuda`` device (:mod:`rooflaw.devices.calibrate_cuda`)."""
+    from ..api import save_device_toml
+    from ..devices.calibrate_cuda import calibrate_cuda, cuda_available
+
+    if base is not None:
+        raise bad("--base", base, "not used with --cuda (the GPU's roofs are its own measured rates)")
+    if not cuda_available():
+        err_console.print("no CUDA device: GPU calibration skipped")
+        raise typer.Exit(0)
+    if not as_json and console.is_terminal:
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+        with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=console) as bar:
+            task = bar.add_task("measuring the GPU", total=1.0)
+            dev = calibrate_cuda(lambda step, f: bar.update(task, completed=f, description=step))
+    else:
+        dev = calibrate_cuda()
     if out is not None:
         with atomic_output(out, "--out", (".toml",)) as tmp:
             save_device_toml(dev, tmp)

@@ -12,7 +12,12 @@ from .common import CLOCK_HELP, check_clock, console, err_console, print_json, t
 def validate(
     device: str = typer.Option("local", "--device", help="local (calibrate now), a catalog id, or a device TOML file."),
     quick: bool = typer.Option(False, "--quick", help="4 small configs, short runs (a smoke test, ~20 s)."),
-    cuda: bool = typer.Option(False, "--cuda", help="Measure on the CUDA GPU (skipped cleanly without one)."),
+    cuda: bool = typer.Option(
+        False,
+        "--cuda",
+        help="Measure 12 GPU-sized decoders (0.3-8 B) on the CUDA GPU; --device local calibrates the GPU "
+        "(skipped cleanly without one).",
+    ),
     threads: int = typer.Option(
         1, "--threads", min=1, help="torch intra-op threads for calibration and measurement (CPU; default 1)."
     ),
@@ -33,29 +38,25 @@ def validate(
         err_console.print("no CUDA device: GPU validation skipped")
         raise typer.Exit(0)
     show = not as_json and console.is_terminal
-    if device == "local":
+    if cuda:
+        rep, dev = _run_cuda(device, quick, show)
+    elif device == "local":
         if show:
             err_console.print("calibrating this machine (micro-benchmarks only) ...")
-        dev = api.calibrate(seconds=1.0 if quick else 3.0, threads=None if cuda else threads, clock=clock)
+        dev = api.calibrate(seconds=1.0 if quick else 3.0, threads=threads, clock=clock)
+        rep = _measure(lambda step=None: v.run(dev, quick, "cpu", step, threads, clock), show)
     else:
         dev = api.get_device(device)
-    if show:
-        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-        with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=console) as bar:
-            task = bar.add_task("measuring", total=1.0)
-            step = lambda s, f: bar.update(task, completed=f, description=s)  # noqa: E731
-            rep = v.run(dev, quick, "cuda" if cuda else "cpu", step, None if cuda else threads, clock)
-    else:
-        rep = v.run(dev, quick, "cuda" if cuda else "cpu", threads=None if cuda else threads, clock=clock)
+        rep = _measure(lambda step=None: v.run(dev, quick, "cpu", step, threads, clock), show)
     if as_json:
         print_json(rep)
         return
     rows = [[c["name"], c["phase"], f"{c['predicted_s'] * 1e3:.3g} ms", f"{c['measured_s'] * 1e3:.3g} ms",
              f"{c['error']:+.1%}", f"{c['spread']:.0%}"] for c in rep["configs"]]  # type: ignore[union-attr]  # fmt: skip
+    where = f"the GPU ({rep['gpu']})" if cuda else f"{rep['threads']} torch threads"
     console.print(
         table(
-            f"validate on {dev.id} (engine torch-eager, {rep['threads']} torch threads, {rep['statistic']})",
+            f"validate on {dev.id} (engine torch-eager, {where}, {rep['statistic']})",
             ["config", "phase", "predicted", "measured", "error", "spread (median/best − 1)"],
             rows,
         )
@@ -64,3 +65,31 @@ def validate(
         f"MAPE prefill {rep['mape_prefill']:.1%}, decode {rep['mape_decode']:.1%} "
         f"(load average {rep['load_avg_1min']}, median spread {rep['median_spread']:.0%})"
     )
+
+
+def _measure(call, show: bool):
+    """``call(progress)`` under a progress bar on a terminal, else ``call()``."""
+    if not show:
+        return call()
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=console) as bar:
+        task = bar.add_task("measuring", total=1.0)
+        return call(lambda s, f: bar.update(task, completed=f, description=s))
+
+
+def _run_cuda(device: str, quick: bool, show: bool):
+    """(report, predicting device) of ``validate --cuda``: ``local`` calibrates the GPU (micro-benchmarks only),
+    else a catalog id or device file predicts with its own (e.g. published-fitted) figures."""
+    from .. import api
+    from .. import validate_cuda as vc
+    from ..devices.calibrate_cuda import calibrate_cuda
+
+    if device == "local":
+        if show:
+            err_console.print("calibrating the GPU (micro-benchmarks only) ...")
+        dev = calibrate_cuda()
+    else:
+        dev = api.get_device(device)
+    names = vc.QUICK_CUDA if quick else None
+    return _measure(lambda step=None: vc.run_cuda(dev, step, names), show), dev

@@ -3,11 +3,23 @@
 RMSNorm, Hugging-Face-style RoPE, GQA attention with a preallocated KV cache (``repeat_interleave``
 + SDPA), SwiGLU or a top-k MoE FFN (one loop over the experts the router picked), an LM head on the
 last token. ``arch`` needs ``layers, d_model, heads, kv_heads, head_dim, ffn, experts, top_k, vocab``.
+
+The weights are created on ``device`` in ``dtype`` (an 8 B-parameter bf16 model is 16 GB on the GPU, never a
+32 GB fp32 copy on the host), and the RoPE frequencies live on ``device`` (no host-to-device copy, hence no
+host sync, per pass). The MoE path does sync the host on a GPU: ``unique(...).tolist()`` once per routed layer
+and ``nonzero`` once per expert picked (:func:`host_syncs`), as eager Hugging-Face-style MoE code does.
 """
 
 from __future__ import annotations
 
-__all__ = ["build"]
+__all__ = ["build", "host_syncs"]
+
+
+def host_syncs(moe_layers: int, experts_touched: float) -> float:
+    """Host-device synchronisations of one forward pass on a GPU: per routed layer ``unique`` (which reads its
+    output size back) and ``.tolist()`` of the experts picked, plus one ``nonzero`` per expert picked
+    (``experts_touched`` distinct experts per layer)."""
+    return float(moe_layers) * (2.0 + float(experts_touched))
 
 
 def build(arch, dtype, device: str = "cpu"):
@@ -16,17 +28,18 @@ def build(arch, dtype, device: str = "cpu"):
     from torch import nn
 
     d, hd, nh, nkv = arch.d_model, arch.head_dim, arch.heads, arch.kv_heads
+    kw = {"device": device, "dtype": dtype}
 
     class RMSNorm(nn.Module):
         def __init__(self, n):
             super().__init__()
-            self.w = nn.Parameter(torch.ones(n))
+            self.w = nn.Parameter(torch.ones(n, **kw))
 
         def forward(self, x):
             v = x.pow(2).mean(-1, keepdim=True)
             return x * torch.rsqrt(v + 1e-6) * self.w
 
-    inv_freq = 1.0 / (10000 ** (torch.arange(0, hd, 2, dtype=torch.float32) / hd))
+    inv_freq = 1.0 / (10000 ** (torch.arange(0, hd, 2, dtype=torch.float32, device=device) / hd))
 
     def rope(x, cos, sin):  # Hugging Face style: x·cos + rotate_half(x)·sin
         half = x.shape[-1] // 2
@@ -35,8 +48,8 @@ def build(arch, dtype, device: str = "cpu"):
     class FFN(nn.Module):
         def __init__(self, width):
             super().__init__()
-            self.gate, self.up = nn.Linear(d, width, bias=False), nn.Linear(d, width, bias=False)
-            self.down = nn.Linear(width, d, bias=False)
+            self.gate, self.up = nn.Linear(d, width, bias=False, **kw), nn.Linear(d, width, bias=False, **kw)
+            self.down = nn.Linear(width, d, bias=False, **kw)
 
         def forward(self, x):
             return self.down(nn.functional.silu(self.gate(x)) * self.up(x))
@@ -44,7 +57,7 @@ def build(arch, dtype, device: str = "cpu"):
     class MoE(nn.Module):
         def __init__(self):
             super().__init__()
-            self.router = nn.Linear(d, arch.experts, bias=False)
+            self.router = nn.Linear(d, arch.experts, bias=False, **kw)
             self.experts = nn.ModuleList(FFN(arch.ffn) for _ in range(arch.experts))
 
         def forward(self, x):
@@ -60,8 +73,8 @@ def build(arch, dtype, device: str = "cpu"):
         def __init__(self):
             super().__init__()
             self.n1, self.n2 = RMSNorm(d), RMSNorm(d)
-            self.q, self.k = nn.Linear(d, nh * hd, bias=False), nn.Linear(d, nkv * hd, bias=False)
-            self.v, self.o = nn.Linear(d, nkv * hd, bias=False), nn.Linear(nh * hd, d, bias=False)
+            self.q, self.k = nn.Linear(d, nh * hd, bias=False, **kw), nn.Linear(d, nkv * hd, bias=False, **kw)
+            self.v, self.o = nn.Linear(d, nkv * hd, bias=False, **kw), nn.Linear(nh * hd, d, bias=False, **kw)
             self.ffn = MoE() if arch.experts > 1 else FFN(arch.ffn)
 
         def forward(self, x, cos, sin, cache, start):
@@ -82,14 +95,14 @@ def build(arch, dtype, device: str = "cpu"):
     class Decoder(nn.Module):
         def __init__(self):
             super().__init__()
-            self.emb = nn.Embedding(arch.vocab, d)
+            self.emb = nn.Embedding(arch.vocab, d, **kw)
             self.layers = nn.ModuleList(Layer() for _ in range(arch.layers))
             self.norm = RMSNorm(d)
-            self.head = nn.Linear(d, arch.vocab, bias=False)
+            self.head = nn.Linear(d, arch.vocab, bias=False, **kw)
 
         def forward(self, ids, caches, start):
             pos = torch.arange(start, start + ids.shape[1], device=ids.device, dtype=torch.float32)
-            ang = torch.outer(pos, inv_freq.to(ids.device))
+            ang = torch.outer(pos, inv_freq)
             ang = torch.cat([ang, ang], -1)
             x = self.emb(ids)
             cos, sin = ang.cos().to(x.dtype), ang.sin().to(x.dtype)
