@@ -20,7 +20,8 @@ from collections.abc import Callable
 from .api import Architecture, Device, Workload, evaluate
 
 #: name -> (spec, precision): dense and MoE, MHA/GQA/MQA, narrow/wide, shallow/deep, bf16 and fp16, 0.3-8 B
-#: parameters, vocab 32k-128k. Every one weighs ≥ 4 × the 60 MB L2 of an H200 (tests check it).
+#: parameters, vocab 32k-128k. Every one weighs ≥ 4 × the 60 MB L2 of an H200 (tests check it). The MoE configs are
+#: bf16: random fp16 weights could overflow to NaN, and a NaN router would change which experts run.
 CONFIGS_CUDA: dict[str, tuple[dict[str, int], str]] = {
     "llama3-8b": ({"layers": 32, "d_model": 4096, "heads": 32, "kv_heads": 8, "ffn": 14336, "vocab": 128256}, "bf16"),
     "gqa-3072x28": ({"layers": 28, "d_model": 3072, "heads": 24, "kv_heads": 8, "ffn": 8192, "vocab": 128256}, "bf16"),
@@ -37,7 +38,7 @@ CONFIGS_CUDA: dict[str, tuple[dict[str, int], str]] = {
         {"layers": 16, "d_model": 2048, "heads": 16, "kv_heads": 4, "ffn": 5632, "experts": 8, "top_k": 2,
          "vocab": 32000}, "bf16"),
     "moe-16x4-1024x12": (
-        {"layers": 12, "d_model": 1024, "heads": 8, "ffn": 1408, "experts": 16, "top_k": 4, "vocab": 50304}, "fp16"),
+        {"layers": 12, "d_model": 1024, "heads": 8, "ffn": 1408, "experts": 16, "top_k": 4, "vocab": 50304}, "bf16"),
     "moe-64x6-1024x8": (
         {"layers": 8, "d_model": 1024, "heads": 16, "ffn": 512, "experts": 64, "top_k": 6, "vocab": 32000}, "bf16"),
 }  # fmt: skip
