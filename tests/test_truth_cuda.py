@@ -110,17 +110,30 @@ def test_moe_host_syncs_are_what_validate_reports() -> None:
     assert dec == syncs(arch, 1) == arch.layers * (2 + arch.top_k)
 
 
-def test_probe_decoder_layer_is_the_one_calibration_counts() -> None:
-    """The probe's kernel count (what ``kernel_overhead`` divides by) is the same on the GPU as on the CPU."""
-    from rooflaw.devices.calibrate_torch import _PROBE, eager_kernels
+def _kernels(dev: str, layers: int, tokens: int, experts: int = 1, top_k: int = 1) -> int:
+    from rooflaw.devices.calibrate_torch import eager_kernels
 
-    counts = []
-    for dev in ("cpu", "cuda"):
-        arch = SimpleNamespace(layers=2, **_PROBE)
-        model = build(arch, torch.bfloat16, dev)
-        shape = (1, 2, 32, 64)
-        caches = [(torch.zeros(shape, dtype=torch.bfloat16, device=dev),) * 2 for _ in range(2)]
-        tok = torch.zeros(1, 1, dtype=torch.long, device=dev)
-        with torch.inference_mode():
-            counts.append(eager_kernels(model, lambda m, tok=tok, caches=caches: m(tok, caches, 8)))
-    assert counts[0] == counts[1]
+    arch = SimpleNamespace(layers=layers, d_model=256, heads=4, kv_heads=2, head_dim=64, ffn=512, experts=experts,
+                           top_k=top_k, vocab=512)  # fmt: skip
+    model = build(arch, torch.bfloat16, dev)
+    kv = lambda: torch.zeros(1, 2, 40, 64, dtype=torch.bfloat16, device=dev)  # noqa: E731
+    caches = [(kv(), kv()) for _ in range(layers)]
+    ids = torch.arange(tokens, device=dev).view(1, tokens) * 7 % 512
+    with torch.inference_mode():
+        return eager_kernels(model, lambda m: m(ids, caches, 0 if tokens > 1 else 8))
+
+
+@pytest.mark.parametrize("tokens", [1, 5])
+def test_gpu_eager_kernel_counts_are_the_torch_eager_profiles(tokens: int) -> None:
+    """What ``kernel_overhead`` multiplies on the GPU: the aten kernels per layer the torch-eager profile counts
+    (derived on the CPU) are the ones the decoder launches on CUDA too, and 11 per routed expert touched."""
+    from rooflaw.constraints.engines import EAGER_KERNELS_PER_EXPERT, EAGER_LAYER_KERNELS
+
+    per_layer = _kernels("cuda", 3, tokens) - _kernels("cuda", 2, tokens)
+    assert per_layer == sum(EAGER_LAYER_KERNELS.values()) == _kernels("cpu", 3, tokens) - _kernels("cpu", 2, tokens)
+    moe = _kernels("cuda", 1, tokens, experts=8, top_k=1) - _kernels("cuda", 1, tokens)
+    touched = 1 if tokens == 1 else None
+    if touched is not None:
+        assert moe == EAGER_KERNELS_PER_EXPERT * touched
+    else:  # 5 tokens, top-1 of 8: between 1 and 5 distinct experts
+        assert moe % EAGER_KERNELS_PER_EXPERT == 0 and 1 <= moe // EAGER_KERNELS_PER_EXPERT <= 5
