@@ -29,6 +29,7 @@ _MODULES: dict[str, str] = {
     "rooflaw.devices": "Device device_ids get_device list_devices load_device_file save_device_toml",
     # the function, from its module: the package attribute ``rooflaw.devices.calibrate`` is that module
     "rooflaw.devices.calibrate": "calibrate",
+    "rooflaw.devices.calibrate_cuda": "calibrate_cuda",
     "rooflaw.devices.system": "System get_system system_ids",
     "rooflaw.constraints.parallel": "Layout batch_sweep evaluate_layout layout_columns max_batch parse_batches "
     "parse_layout",

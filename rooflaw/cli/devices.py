@@ -244,8 +244,8 @@ def calibrate_cmd(
 
 def _calibrate_cuda(out: Optional[Path], base: Optional[str], as_json: bool) -> None:
     """``devices calibrate --cuda``: the ``local-cuda`` device (:mod:`rooflaw.devices.calibrate_cuda`)."""
-    from ..api import save_device_toml
-    from ..devices.calibrate_cuda import calibrate_cuda, cuda_available
+    from ..api import calibrate_cuda, save_device_toml
+    from ..devices.calibrate_cuda import cuda_available
 
     if base is not None:
         raise bad("--base", base, "not used with --cuda (the GPU's roofs are its own measured rates)")

@@ -83,12 +83,11 @@ def _run_cuda(device: str, quick: bool, show: bool):
     else a catalog id or device file predicts with its own (e.g. published-fitted) figures."""
     from .. import api
     from .. import validate_cuda as vc
-    from ..devices.calibrate_cuda import calibrate_cuda
 
     if device == "local":
         if show:
             err_console.print("calibrating the GPU (micro-benchmarks only) ...")
-        dev = calibrate_cuda()
+        dev = api.calibrate_cuda()
     else:
         dev = api.get_device(device)
     names = vc.QUICK_CUDA if quick else None
