@@ -93,10 +93,30 @@ def count_syncs(fn: Callable[[], object]) -> int | None:
     return sum("synchroniz" in str(w.message) for w in caught)
 
 
-def measure(arch: Architecture, precision: str, wl: Workload, torch_device: str, repeats: int):
+def _capture(fn: Callable[[], object], pool=None):
+    """``fn`` captured as a CUDA graph after a warm-up on a side stream (the PyTorch recipe); the graph."""
+    import torch
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, pool=pool):
+        fn()
+    return graph
+
+
+def measure(arch: Architecture, precision: str, wl: Workload, torch_device: str, repeats: int, graphs: bool = False):
     """(prefill, decode step) :class:`~rooflaw.validate.Timing` of an eager decoder of ``arch`` built on
     ``torch_device`` in ``precision`` (as :func:`rooflaw.validate.measure`), and the host syncs one prefill and one
-    decode step make (None off CUDA)."""
+    decode step make (None off CUDA or with ``graphs``).
+
+    ``graphs``: the prefill and each of the decode steps captured as CUDA graphs (one graph per step position: the
+    KV-cache slice of step t is baked into graph t; the decode graphs share one memory pool and replay in capture
+    order), so that the GPU runs the same kernels without the host's per-kernel launch cost. Only for a model
+    without host syncs (no MoE routing): a sync cannot be captured."""
     import torch
 
     from .devices.eager_decoder import build
@@ -110,21 +130,52 @@ def measure(arch: Architecture, precision: str, wl: Workload, torch_device: str,
     caches = [(kv(), kv()) for _ in range(arch.layers)]
     ids = torch.randint(0, arch.vocab, (B, S_in), device=torch_device)
     tok = torch.randint(0, arch.vocab, (B, 1), device=torch_device)
-    sync = torch.cuda.synchronize if torch_device == "cuda" else (lambda: None)
+    on_gpu = torch_device == "cuda"
+    sync = torch.cuda.synchronize if on_gpu else (lambda: None)
 
     def prefill() -> None:
         model(ids, caches, 0)
 
+    def step(t: int) -> Callable[[], None]:
+        return lambda: model(tok, caches, S_in + t)
+
+    steps = [step(t) for t in range(S_out)]
+    if graphs:
+        with torch.no_grad():
+            pre_graph = _capture(prefill)
+            pool = torch.cuda.graph_pool_handle()
+            steps = [_capture(f, pool).replay for f in steps]
+        prefill = pre_graph.replay  # noqa: F811
+
     def decode() -> None:
-        for t in range(S_out):
-            model(tok, caches, S_in + t)
+        for f in steps:
+            f()
 
     with torch.inference_mode():
         pre = _time(prefill, sync, repeats)
         dec = _time(decode, sync, repeats).per(S_out)
-        syncs_pre = count_syncs(prefill)
-        syncs_dec = count_syncs(lambda: model(tok, caches, S_in))
+        counted = on_gpu and not graphs
+        syncs_pre = count_syncs(prefill) if counted else None
+        syncs_dec = count_syncs(steps[0]) if counted else None
     return pre, dec, syncs_pre, syncs_dec
+
+
+def measured_rows(path: str) -> dict[tuple[str, str], tuple[object, int | None]]:
+    """(name, phase) -> (:class:`~rooflaw.validate.Timing`, host syncs counted) of an earlier ``validate --cuda
+    --json`` report: the measurements another device's predictions can be compared with (no GPU work)."""
+    import json
+
+    from .errors import RooflawError
+    from .validate import Timing
+
+    try:
+        from pathlib import Path
+
+        rep = json.loads(Path(path).read_text(encoding="utf-8"))
+        return {(c["name"], c["phase"]): (Timing(c["wall_best_s"], c["wall_median_s"], c["cpu_s"]),
+                                          c.get("host_syncs_counted")) for c in rep["configs"]}  # fmt: skip
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise RooflawError(f"--measured={path!r}: not a validate --cuda --json report ({e})") from None
 
 
 def run_cuda(
@@ -135,29 +186,52 @@ def run_cuda(
     configs: dict[str, tuple[dict[str, int], str]] | None = None,
     workload: Workload = WORKLOAD_CUDA,
     torch_device: str = "cuda",
+    graphs: bool = False,
+    measured: dict[tuple[str, str], tuple[object, int | None]] | None = None,
 ) -> dict[str, object]:
     """Measure every GPU config (or ``names``) on ``torch_device`` and predict it on ``device``; the JSON-ready
     report (the keys of :func:`rooflaw.validate.run`, and per row the predicting device and engine).
-    ``configs``/``workload``/``torch_device``: other sets, sizes and devices (tests run tiny ones on the CPU)."""
+    ``configs``/``workload``/``torch_device``: other sets, sizes and devices (tests run tiny ones on the CPU).
+    ``graphs``: time CUDA-graph replays (:func:`measure`); the MoE configs, whose routing syncs the host, are left
+    out. ``measured``: reuse these measurements (:func:`measured_rows`) instead of measuring: the same runs
+    predicted on another device."""
     import torch
 
     from .api import from_mapping
     from .validate import Run, _load
 
     wl, table = workload, configs or CONFIGS_CUDA
-    names = tuple(names or table)
+    names = tuple(n for n in (names or table) if not (graphs and table[n][0].get("experts", 1) > 1))
     on_gpu = torch_device == "cuda"
+    # CUDA graphs: no host launch per kernel, only the device-side cost per kernel (the device's achieved kernel_s:
+    # calibrate --cuda's graph replay, or the catalog's published fit)
+    pdev = dataclasses.replace(device, kernel_overhead=0.0) if graphs else device
     rows: list[dict[str, object]] = []
     runs: list[Run] = []
+    skipped: dict[str, str] = {}
     for i, name in enumerate(names):
         spec, prec = table[name]
         if progress:
             progress(name, i / len(names))
         arch = from_mapping(spec, name=name)
-        p = predict(arch, prec, device, wl)
-        pre, dec, syncs_pre, syncs_dec = measure(arch, prec, wl, torch_device, REPEATS_CUDA)
-        if on_gpu:
-            torch.cuda.empty_cache()
+        p = predict(arch, prec, pdev, wl)
+        if measured is not None:
+            if (name, "prefill") not in measured or (name, "decode") not in measured:
+                from .errors import RooflawError
+
+                raise RooflawError(f"--measured: the report has no measurement of {name!r}")
+            (pre, syncs_pre), (dec, syncs_dec) = measured[(name, "prefill")], measured[(name, "decode")]
+        else:
+            try:
+                pre, dec, syncs_pre, syncs_dec = measure(arch, prec, wl, torch_device, REPEATS_CUDA, graphs)
+            except RuntimeError as e:  # a graph capture torch refuses: say so, measure the others
+                if not graphs:
+                    raise
+                skipped[name] = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
+                continue
+            finally:
+                if on_gpu:
+                    torch.cuda.empty_cache()
         for phase, timing, tokens, counted in (("prefill", pre, wl.batch * wl.input_tokens, syncs_pre),
                                                ("decode", dec, wl.batch, syncs_dec)):  # fmt: skip
             r = Run(name, phase, p[f"{phase}_s"], timing, "wall")
@@ -178,12 +252,16 @@ def run_cuda(
         "device": device.id,
         "device_name": device.name,
         "engine": ENGINE,
+        "graphs": graphs,
+        "kernel_s": float(pdev.kernel_overhead or pdev.achieved.get("kernel_s", 0.0)),
+        "measured_here": measured is None,
         "torch_device": torch_device,
         "gpu": torch.cuda.get_device_name(0) if on_gpu else torch_device,
         "versions": f"torch {torch.__version__}, CUDA {torch.version.cuda}",
         "threads": torch.get_num_threads(),
         "workload": wl.to_dict(),
         "configs": rows,
+        "skipped": skipped,
         "mape_prefill": mape("prefill"),
         "mape_decode": mape("decode"),
         "clock": "wall",

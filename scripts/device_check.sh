@@ -5,10 +5,12 @@
 #   OUT=/empty/dir bash scripts/device_check.sh      # from the repository root; rooflaw need not be installed
 #   DEVICE_CHECK_DRY=1 OUT=/tmp/dc bash scripts/device_check.sh   # the same steps with CUDA hidden (< 60 s, CPU)
 #
-# Writes to $OUT (flat, 4 files): log.txt (everything), calibrate_cuda.toml (the measured device),
-# validate_cuda_calibrated.json (predicted on it), validate_cuda_catalog.json (predicted on $CATALOG_DEVICE,
-# default h200-sxm). Each step has its own timeout and a failed step does not stop the next; the whole run stays
-# under $BUDGET_S seconds (default 420). Needs python3 with torch, numpy, scipy, sympy, pandas, typer, rich,
+# Writes to $OUT (flat, at most 7 files): log.txt (everything), calibrate_cuda.toml (the measured device),
+# validate_cuda_calibrated.json (eager decoders measured, predicted on it), validate_cuda_catalog.json (the same
+# measurements predicted on $CATALOG_DEVICE, default h200-sxm), validate_cuda_graphs_{calibrated,catalog}.json (the
+# dense decoders replayed as CUDA graphs), validate_cuda_calibrated_repeat.json (the eager pass again, when time is
+# left). Each step has its own timeout and a failed step does not stop the next; the whole run stays under $BUDGET_S
+# seconds (default 420). Needs python3 with torch, numpy, scipy, sympy, pandas, typer, rich,
 # pytest (no cvxpy, optuna, moocore, distributed: rooflaw's calibrate and validate do not import them).
 set -u
 export PYTHONUNBUFFERED=1
@@ -58,32 +60,40 @@ else
   CAL=local  # validate calibrates the GPU itself
 fi
 
-step "validate on the calibrated GPU: rooflaw validate --cuda --device $CAL (timeout $(left 200) s)"
-timeout "$(left 200)" "$PY" -m rooflaw validate --cuda --device "$CAL" --json > "$OUT/validate_cuda_calibrated.json" \
-  || echo "step validate-calibrated failed rc=$?"
+# validate: measure once per mode on the GPU (predicted on the calibrated device), then predict the SAME measurements
+# on the catalog device (--measured: no GPU work)
+validate() {  # validate NAME TIMEOUT ARGS...: rooflaw validate --cuda --json ARGS > $OUT/NAME.json
+  local name=$1 cap=$2; shift 2
+  step "$name: rooflaw validate --cuda $* (timeout $(left "$cap") s)"
+  timeout "$(left "$cap")" "$PY" -m rooflaw validate --cuda --json "$@" > "$OUT/$name.json" \
+    || echo "step $name failed rc=$?"
+  [ -s "$OUT/$name.json" ] || rm -f "$OUT/$name.json"
+}
+again() {  # again NAME FROM TIMEOUT ARGS...: predict the measurements of $OUT/FROM.json on other devices
+  local name=$1 from=$2; shift 2
+  if [ -s "$OUT/$from.json" ]; then
+    validate "$name" "$@" --measured "$OUT/$from.json"
+  else
+    step "$name: skipped (no $from.json to reuse)"
+  fi
+}
+
+validate validate_cuda_calibrated 200 --device "$CAL"
+again validate_cuda_catalog validate_cuda_calibrated 60 --device "$CATALOG_DEVICE"
+validate validate_cuda_graphs_calibrated 150 --graphs --device "$CAL"
+again validate_cuda_graphs_catalog validate_cuda_graphs_calibrated 60 --graphs --device "$CATALOG_DEVICE"
 
 step "GPU tests: pytest tests/test_truth_cuda*.py (timeout $(left 120) s)"
 timeout "$(left 120)" "$PY" -m pytest -q -p no:cacheprovider -rs tests/test_truth_cuda*.py \
   || echo "step pytest failed rc=$?"
 
-step "validate on the catalog device: rooflaw validate --cuda --device $CATALOG_DEVICE (timeout $(left 200) s)"
-timeout "$(left 200)" "$PY" -m rooflaw validate --cuda --device "$CATALOG_DEVICE" --json \
-  > "$OUT/validate_cuda_catalog.json" || echo "step validate-catalog failed rc=$?"
+if [ "$(left 200)" -ge 100 ]; then  # run-to-run reproducibility: the eager pass once more, if time is left
+  validate validate_cuda_calibrated_repeat 200 --device "$CAL"
+else
+  step "validate_cuda_calibrated_repeat: skipped ($(left 200) s left)"
+fi
 
-step "summary"
-for f in "$OUT"/validate_cuda_calibrated.json "$OUT"/validate_cuda_catalog.json; do
-  [ -s "$f" ] || { rm -f "$f"; echo "$(basename "$f"): no result"; continue; }
-  "$PY" - "$f" <<'EOF' || echo "summary of $f failed rc=$?"
-import json, sys
-rep = json.load(open(sys.argv[1]))
-print(f"{sys.argv[1].rsplit('/', 1)[-1]}: device {rep['device']} on {rep['gpu']}, workload {rep['workload']}")
-print(f"{'config':20} {'phase':8} {'pred ms':>9} {'meas ms':>9} {'error':>7} {'roof ms':>8} {'launch ms':>9} syncs")
-for c in rep["configs"]:
-    print(f"{c['name']:20} {c['phase']:8} {c['predicted_s'] * 1e3:9.3f} {c['measured_s'] * 1e3:9.3f} "
-          f"{c['error']:+7.1%} {c['roofline_s'] * 1e3:8.3f} {c['launch_s'] * 1e3:9.3f} "
-          f"{c["host_syncs"]:.3g}/{c["host_syncs_counted"]}")
-print(f"MAPE prefill {rep['mape_prefill']:.1%}, decode {rep['mape_decode']:.1%}; spread {rep['median_spread']:.1%}")
-EOF
-done
+step "summary: python3 scripts/gpu_report.py \$OUT"
+"$PY" scripts/gpu_report.py "$OUT" || echo "step summary failed rc=$?"
 echo "total ${SECONDS}s"
 ls -la "$OUT"

@@ -6,6 +6,7 @@ The checks that need a GPU are in ``tests/test_truth_cuda.py``.
 
 from __future__ import annotations
 
+import json
 import math
 import subprocess
 import sys
@@ -18,7 +19,7 @@ import pytest
 from rooflaw.api import from_mapping, get_device, load_device_file
 from rooflaw.devices import calibrate_cuda as cc
 from rooflaw.devices.calibrate import save_device_toml
-from rooflaw.validate_cuda import CONFIGS_CUDA, QUICK_CUDA, WORKLOAD_CUDA, predict, run_cuda, syncs
+from rooflaw.validate_cuda import CONFIGS_CUDA, QUICK_CUDA, WORKLOAD_CUDA, measured_rows, predict, run_cuda, syncs
 
 ROOT = Path(__file__).resolve().parents[1]
 H200_L2 = 60e6  # bytes: the larger of the published 50 MB (catalog) and 60 MB figures, to be safe
@@ -98,6 +99,7 @@ def test_device_from_measurements_and_toml_round_trip(tmp_path: Path) -> None:
     assert dev.peak_flops == {"fp32": 5.1e13, "tf32": 4.1e14, "fp16": 7.2e14}  # fp16 roof: the lower 16-bit rate
     assert (dev.memory_bandwidth, dev.kernel_overhead, dev.gemm_half_rows) == (4.0e12, 7.5e-6, 80.0)
     assert (dev.sm_count, dev.l2_bytes, dev.memory_capacity) == (132, 62914560.0, 150e9)
+    assert dev.achieved["kernel_s"] == 1.9e-6 and dev.achieved["provenance"] == "measured"  # the CUDA-graph gap
     assert dev.tile == get_device("h100-sxm").tile and dev.provenance["tile"] == "assumed"
     for f in ("peak_flops.fp16", "memory_bandwidth", "kernel_overhead", "gemm_half_rows", "sm_count"):
         assert dev.provenance[f] == "measured" and "calibrate_cuda" in dev.sources[f] or f == "sm_count"
@@ -105,7 +107,7 @@ def test_device_from_measurements_and_toml_round_trip(tmp_path: Path) -> None:
         assert figure in dev.notes, figure
     back = load_device_file(save_device_toml(dev, tmp_path / "gpu.toml"))
     for f in ("peak_flops", "memory_bandwidth", "memory_capacity", "sm_count", "tile", "kernel_overhead",
-              "gemm_half_rows", "l2_bytes", "kind", "provenance"):  # fmt: skip
+              "gemm_half_rows", "l2_bytes", "kind", "provenance", "achieved"):  # fmt: skip
         a, b = getattr(back, f), getattr(dev, f)
         assert a == (pytest.approx(b, rel=1e-12) if isinstance(b, float) else b), f
     assert back.notes == dev.notes
@@ -162,13 +164,10 @@ def fake_cuda(monkeypatch):
              "GEMV_K": 128, "GEMV_WEIGHTS": 2, "CHAIN": 50, "_graph": lambda fn: fn}  # fmt: skip
     for name, value in sizes.items():
         monkeypatch.setattr(cc, name, value)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny kernels: threads only add barriers on a shared machine
-    yield torch
-    torch.set_num_threads(threads)
+    return torch
 
 
-def test_calibrate_cuda_code_path_runs_with_stand_ins(fake_cuda) -> None:
+def test_calibrate_cuda_code_path_runs_with_stand_ins(fake_cuda, one_thread) -> None:
     steps: list[str] = []
     m = cc.measure_cuda(lambda step, frac: steps.append(step))
     assert steps[0].startswith("GEMM") and steps[-1] == "done"
@@ -181,25 +180,34 @@ def test_calibrate_cuda_code_path_runs_with_stand_ins(fake_cuda) -> None:
     assert dev.tile == get_device("h100-sxm").tile and dev.sm_count == 4 and "Fake GPU" in dev.name
 
 
-def test_validate_cuda_code_path_runs_on_the_cpu() -> None:
+TINY = {
+    "tiny-gqa": ({"layers": 2, "d_model": 64, "heads": 4, "kv_heads": 2, "ffn": 128, "vocab": 256}, "bf16"),
+    "tiny-moe": ({"layers": 2, "d_model": 64, "heads": 4, "ffn": 64, "experts": 4, "top_k": 2, "vocab": 256}, "fp16"),
+}
+
+
+@pytest.fixture
+def one_thread():
     torch = pytest.importorskip("torch")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny kernels: threads only add barriers on a shared machine
+    yield torch
+    torch.set_num_threads(threads)
+
+
+def _tiny_run(**kw) -> dict:
     from rooflaw.api import Workload
 
-    tiny = {
-        "tiny-gqa": ({"layers": 2, "d_model": 64, "heads": 4, "kv_heads": 2, "ffn": 128, "vocab": 256}, "bf16"),
-        "tiny-moe": ({"layers": 2, "d_model": 64, "heads": 4, "ffn": 64, "experts": 4, "top_k": 2, "vocab": 256},
-                     "fp16"),
-    }  # fmt: skip
-    dev = cc.device_from(_fake())
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        rep = run_cuda(dev, configs=tiny, workload=Workload(1, 16, 4), torch_device="cpu")
-    finally:
-        torch.set_num_threads(threads)
+    return run_cuda(kw.pop("device", cc.device_from(_fake())), configs=TINY, workload=Workload(1, 16, 4),
+                    torch_device="cpu", **kw)  # fmt: skip
+
+
+def test_validate_cuda_code_path_runs_on_the_cpu(one_thread, tmp_path: Path) -> None:
+    rep = _tiny_run()
     assert (rep["device"], rep["engine"], rep["torch_device"]) == ("local-cuda", "torch-eager", "cpu")
+    assert rep["kernel_s"] == 7.5e-6 and rep["graphs"] is False and rep["measured_here"] is True
     rows = rep["configs"]
-    assert [(r["name"], r["phase"]) for r in rows] == [(n, p) for n in tiny for p in ("prefill", "decode")]
+    assert [(r["name"], r["phase"]) for r in rows] == [(n, p) for n in TINY for p in ("prefill", "decode")]
     for r in rows:
         assert r["predicted_by"] == "local-cuda" and r["measured_s"] > 0
         assert r["roofline_s"] + r["launch_s"] == pytest.approx(r["predicted_s"], rel=1e-12)
@@ -208,11 +216,47 @@ def test_validate_cuda_code_path_runs_on_the_cpu() -> None:
     syn = {(r["name"], r["phase"]): r["host_syncs"] for r in rows}
     assert syn[("tiny-gqa", "prefill")] == syn[("tiny-gqa", "decode")] == 0
     assert syn[("tiny-moe", "decode")] == 2 * (2 + 2)  # per layer: unique, .tolist(), a nonzero per expert picked
-    moe = from_mapping(tiny["tiny-moe"][0], name="m")
+    moe = from_mapping(TINY["tiny-moe"][0], name="m")
     assert syn[("tiny-moe", "prefill")] == pytest.approx(syncs(moe, 16)) and 2 * 5 < syncs(moe, 16) <= 2 * 6
     for phase in ("prefill", "decode"):
         errs = [abs(r["error"]) for r in rows if r["phase"] == phase]
         assert rep[f"mape_{phase}"] == pytest.approx(sum(errs) / len(errs))
+    # the same measurements predicted on the catalog H200: no new measurement, other predictions
+    path = tmp_path / "rep.json"
+    path.write_text(json.dumps(rep))
+    again = _tiny_run(device=get_device("h200-sxm"), measured=measured_rows(str(path)))
+    assert again["measured_here"] is False and again["device"] == "h200-sxm"
+    for r0, r1 in zip(rows, again["configs"], strict=True):
+        assert r1["measured_s"] == r0["measured_s"] and r1["wall_median_s"] == r0["wall_median_s"]
+        assert r1["predicted_by"] == "h200-sxm" and r1["predicted_s"] != r0["predicted_s"]
+    path.write_text('{"configs": [{"name": "x"}]}')
+    with pytest.raises(cc.RooflawError, match="--measured"):
+        measured_rows(str(path))
+
+
+def test_validate_cuda_graphs_code_path_runs_on_the_cpu(one_thread, monkeypatch) -> None:
+    """``--graphs`` with a stand-in for graph capture (replay = the eager call): the MoE config is left out, and the
+    predictions charge the device-side cost per kernel (``achieved.kernel_s``), not the host's."""
+    import rooflaw.validate_cuda as vc
+
+    monkeypatch.setattr(vc, "_capture", lambda fn, pool=None: SimpleNamespace(replay=fn))
+    monkeypatch.setattr(one_thread.cuda, "graph_pool_handle", lambda: None)
+    rep = _tiny_run(graphs=True)
+    assert rep["graphs"] is True and rep["kernel_s"] == 1.9e-6
+    assert [(r["name"], r["phase"]) for r in rep["configs"]] == [("tiny-gqa", "prefill"), ("tiny-gqa", "decode")]
+    eager = _tiny_run()["configs"][:2]
+    for g, e in zip(rep["configs"], eager, strict=True):
+        assert g["roofline_s"] == pytest.approx(e["roofline_s"], rel=1e-12)
+        assert g["launch_s"] == pytest.approx(e["launch_s"] * 1.9e-6 / 7.5e-6, rel=1e-9)
+
+
+def test_validate_flags_that_need_cuda(capsys) -> None:
+    from rooflaw.cli import main
+
+    for argv in (["validate", "--graphs"], ["validate", "--measured", "x.json"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].endswith("needs --cuda"), err
 
 
 BLOCKER = """

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Optional
+
 import typer
 
+from ..errors import bad
 from . import app
 from .common import CLOCK_HELP, check_clock, console, err_console, print_json, table
 
@@ -22,6 +26,12 @@ def validate(
         1, "--threads", min=1, help="torch intra-op threads for calibration and measurement (CPU; default 1)."
     ),
     clock: str = typer.Option("wall", "--clock", help=CLOCK_HELP),
+    graphs: bool = typer.Option(
+        False, "--graphs", help="With --cuda: time CUDA-graph replays of the dense configs (no host launch cost)."
+    ),
+    measured: Optional[Path] = typer.Option(
+        None, "--measured", help="With --cuda: no GPU work, predict the runs of this earlier validate --cuda --json."
+    ),
     as_json: bool = typer.Option(False, "--json", help="One JSON object; no progress output."),
 ) -> None:
     """Build torch decoders from ≥ 10 architecture specs, time prefill and KV-cached decode, compare with rooflaw."""
@@ -34,12 +44,15 @@ def validate(
     except ImportError:
         raise RooflawError("validate needs PyTorch (pip install torch)") from None
     check_clock(clock)
-    if cuda and not torch.cuda.is_available():
+    for flag, value in (("--graphs", graphs), ("--measured", measured)):
+        if value and not cuda:
+            raise bad(flag, str(value), "needs --cuda")
+    if cuda and measured is None and not torch.cuda.is_available():
         err_console.print("no CUDA device: GPU validation skipped")
         raise typer.Exit(0)
     show = not as_json and console.is_terminal
     if cuda:
-        rep, dev = _run_cuda(device, quick, show)
+        rep, dev = _run_cuda(device, quick, show, graphs, measured)
     elif device == "local":
         if show:
             err_console.print("calibrating this machine (micro-benchmarks only) ...")
@@ -78,7 +91,7 @@ def _measure(call, show: bool):
         return call(lambda s, f: bar.update(task, completed=f, description=s))
 
 
-def _run_cuda(device: str, quick: bool, show: bool):
+def _run_cuda(device: str, quick: bool, show: bool, graphs: bool, measured: Optional[Path]):
     """(report, predicting device) of ``validate --cuda``: ``local`` calibrates the GPU (micro-benchmarks only),
     else a catalog id or device file predicts with its own (e.g. published-fitted) figures."""
     from .. import api
@@ -91,4 +104,6 @@ def _run_cuda(device: str, quick: bool, show: bool):
     else:
         dev = api.get_device(device)
     names = vc.QUICK_CUDA if quick else None
-    return _measure(lambda step=None: vc.run_cuda(dev, step, names), show), dev
+    done = vc.measured_rows(str(measured)) if measured is not None else None
+    run = lambda step=None: vc.run_cuda(dev, step, names, graphs=graphs, measured=done)  # noqa: E731
+    return _measure(run, show), dev

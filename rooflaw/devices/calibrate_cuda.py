@@ -368,8 +368,10 @@ def device_from(m: CudaMeasurements) -> Device:
     """The ``local-cuda`` :class:`Device` of measurements ``m``: roofs fp32 = strict fp32 GEMM, tf32 = TF32 GEMM,
     fp16 = the lower of the bf16 and fp16 GEMMs (both 16-bit formats run on it); ``memory_bandwidth`` = the decode
     GEMV's weight stream; ``gemm_half_rows`` = h of the rate curve; ``kernel_overhead`` = the probe decoder's
-    host cost per kernel; capacity, SMs, L2 from the driver; tile from the catalog GPU of the same architecture
-    (``assumed``). No vector rate of its own: the strict fp32 roof (elementwise kernels are memory-bound here)."""
+    host cost per kernel; ``achieved.kernel_s`` = the CUDA-graph replay's cost per kernel (device-side, what
+    ``validate --cuda --graphs`` predicts with); capacity, SMs, L2 from the driver; tile from the catalog GPU of the
+    same architecture (``assumed``). No vector rate of its own: the strict fp32 roof (elementwise kernels are
+    memory-bound here)."""
     tile, tile_src = _tile(m.capability)
     fields = ["peak_flops.fp32", "peak_flops.tf32", "peak_flops.fp16", "memory_bandwidth", "memory_capacity",
               "kernel_overhead", "sm_count"]  # fmt: skip
@@ -404,6 +406,9 @@ def device_from(m: CudaMeasurements) -> Device:
         provenance=prov,
         sources={k: v for k, v in src.items() if k in prov},
         notes=_summary(m),
+        # the device-side cost per kernel (CUDA-graph replay of tiny kernels): what an engine that launches from a
+        # graph pays per kernel; eager PyTorch pays kernel_overhead (host-side) instead
+        achieved={"family": "local-cuda", "provenance": "measured", "kernel_s": m.launch_graph_s},
     )
 
 
