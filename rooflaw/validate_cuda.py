@@ -56,12 +56,21 @@ def _without_launch(device: Device) -> Device:
     return dataclasses.replace(device, kernel_overhead=0.0, achieved=ach)
 
 
-def predict(arch: Architecture, precision: str, device: Device, wl: Workload) -> dict[str, float]:
-    """Predicted prefill and decode-step seconds, and their launch-overhead and roofline parts."""
-    rep = evaluate(arch, device, wl, precision, engine=ENGINE, tiles=True)
-    bare = evaluate(arch, _without_launch(device), wl, precision, engine=ENGINE, tiles=True)
+def predict(arch: Architecture, precision: str, device: Device, wl: Workload, graphs: bool = False) -> dict:
+    """Predicted prefill and decode-step seconds, their roofline part and their launch overhead (all of it: on a GPU
+    the model takes max(roofline, launch) for a host-launching engine, ``combine`` = max, on a CPU the sum).
+    ``graphs``: the kernels replay from CUDA graphs: their cost is device-side and adds (``launch`` = device)."""
+    from .constraints.engines import applied, get_engine
+
+    summed = dataclasses.replace(get_engine(ENGINE), launch="device")  # the same kernels, their cost added
+    engine = summed if graphs else get_engine(ENGINE)
+    rep = evaluate(arch, device, wl, precision, engine=engine, tiles=True)  # type: ignore[arg-type]
+    bare = evaluate(arch, _without_launch(device), wl, precision, engine=engine, tiles=True)  # type: ignore[arg-type]
+    add = evaluate(arch, device, wl, precision, engine=summed, tiles=True)  # type: ignore[arg-type]
     return {"prefill_s": rep.prefill_s, "decode_s": rep.tpot_s, "prefill_roofline_s": bare.prefill_s,
-            "decode_roofline_s": bare.tpot_s, "weight_bytes": float(rep.values["weight_bytes"])}  # fmt: skip
+            "decode_roofline_s": bare.tpot_s, "prefill_launch_s": add.prefill_s - bare.prefill_s,
+            "decode_launch_s": add.tpot_s - bare.tpot_s, "weight_bytes": float(rep.values["weight_bytes"]),
+            "combine": "max" if applied(device, engine).overlap else "sum"}  # fmt: skip
 
 
 def syncs(arch: Architecture, tokens: int) -> float:
@@ -214,7 +223,7 @@ def run_cuda(
         if progress:
             progress(name, i / len(names))
         arch = from_mapping(spec, name=name)
-        p = predict(arch, prec, pdev, wl)
+        p = predict(arch, prec, pdev, wl, graphs)
         if measured is not None:
             if (name, "prefill") not in measured or (name, "decode") not in measured:
                 from .errors import RooflawError
@@ -238,7 +247,8 @@ def run_cuda(
             runs.append(r)
             roof = p[f"{phase}_roofline_s"]
             extra = {"predicted_by": device.id, "engine": ENGINE, "precision": prec, "params": int(arch.params_total),
-                     "weight_bytes": p["weight_bytes"], "roofline_s": roof, "launch_s": p[f"{phase}_s"] - roof,
+                     "weight_bytes": p["weight_bytes"], "roofline_s": roof, "launch_s": p[f"{phase}_launch_s"],
+                     "combine": p["combine"],
                      "host_syncs": syncs(arch, tokens), "host_syncs_counted": counted}  # fmt: skip
             rows.append(r.to_dict() | extra)
     if progress:

@@ -6,6 +6,7 @@ The checks that need a GPU are in ``tests/test_truth_cuda.py``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import subprocess
@@ -56,7 +57,35 @@ def test_prefill_is_compute_bound_and_decode_memory_bound_on_the_catalog_h200() 
     assert p["prefill_roofline_s"] > flops / h200.peak("fp16")  # at least the dense GEMM work at peak
     stream = p["weight_bytes"] / h200.memory_bandwidth
     assert stream < p["decode_roofline_s"] < 1.5 * stream / h200.achieved["memory"]
-    assert p["decode_s"] > p["decode_roofline_s"] and p["prefill_s"] > p["prefill_roofline_s"]
+    # eager PyTorch on a GPU: the host launches while the GPU runs -- the longer of the two
+    assert p["combine"] == "max" and p["prefill_launch_s"] < p["prefill_roofline_s"] == p["prefill_s"]
+    assert p["decode_s"] == pytest.approx(max(p["decode_roofline_s"], p["decode_launch_s"]), rel=1e-12)
+
+
+def test_host_launch_overlaps_the_roofline_only_on_an_accelerator() -> None:
+    """torch-eager (host launch) on a GPU: max(roofline, launches); on a CPU (host = device) and for the engines
+    whose per-kernel cost is on the device (graphs, fused engines): roofline + launches."""
+    from rooflaw.api import Workload, evaluate, get_engine
+    from rooflaw.constraints.engines import applied
+
+    h200 = get_device("h200-sxm")
+    cpu = dataclasses.replace(h200, id="cpu-like", kind="cpu")
+    assert get_engine("torch-eager").launch == "host"
+    assert [get_engine(e).launch for e in ("tensorrt-llm", "vllm", "llama.cpp", "gpt-fast")] == ["device"] * 4
+    assert applied(h200, "torch-eager").overlap and not applied(cpu, "torch-eager").overlap
+    assert not applied(h200, "tensorrt-llm").overlap
+    arch = from_mapping(CONFIGS_CUDA["mha-narrow-1024x12"][0], name="n")
+    wl = Workload(1, 1024, 32)
+    for dev, combine in ((h200, max), (cpu, lambda a, b: a + b)):
+        full = evaluate(arch, dev, wl, "bf16", engine="torch-eager")
+        no_launch = dataclasses.replace(dev, achieved={**dev.achieved, "kernel_s": 0.0})
+        bare = evaluate(arch, no_launch, wl, "bf16", engine="torch-eager")
+        eager = get_engine("torch-eager")
+        launch = h200.achieved["kernel_s"] * (12 * eager.kernels_per_layer + eager.kernels_per_pass)
+        assert full.prefill_s == pytest.approx(combine(bare.prefill_s, launch), rel=1e-12), dev.kind
+        assert full.tpot_s == pytest.approx(combine(bare.tpot_s, launch), rel=1e-12), dev.kind
+        ops = full.to_frame()
+        assert ops.seconds.sum() == pytest.approx(full.prefill_s + full.decode_s, rel=1e-9)
 
 
 @pytest.mark.parametrize("R,h", [(7.0e14, 96.0), (5.0e14, 0.5), (3.0e13, 1500.0)])
@@ -210,7 +239,8 @@ def test_validate_cuda_code_path_runs_on_the_cpu(one_thread, tmp_path: Path) -> 
     assert [(r["name"], r["phase"]) for r in rows] == [(n, p) for n in TINY for p in ("prefill", "decode")]
     for r in rows:
         assert r["predicted_by"] == "local-cuda" and r["measured_s"] > 0
-        assert r["roofline_s"] + r["launch_s"] == pytest.approx(r["predicted_s"], rel=1e-12)
+        # eager PyTorch on a GPU: the host launches while the GPU runs, the longer of the two counts
+        assert r["combine"] == "max" and r["predicted_s"] == pytest.approx(max(r["roofline_s"], r["launch_s"]))
         assert r["host_syncs_counted"] is None  # counted on CUDA only
         assert r["launch_s"] > 0 and r["error"] == pytest.approx(r["predicted_s"] / r["measured_s"] - 1)
     syn = {(r["name"], r["phase"]): r["host_syncs"] for r in rows}
@@ -247,6 +277,7 @@ def test_validate_cuda_graphs_code_path_runs_on_the_cpu(one_thread, monkeypatch)
     eager = _tiny_run()["configs"][:2]
     for g, e in zip(rep["configs"], eager, strict=True):
         assert g["roofline_s"] == pytest.approx(e["roofline_s"], rel=1e-12)
+        assert g["combine"] == "sum" and g["predicted_s"] == pytest.approx(g["roofline_s"] + g["launch_s"], rel=1e-12)
         assert g["launch_s"] == pytest.approx(e["launch_s"] * 1.9e-6 / 7.5e-6, rel=1e-9)
 
 

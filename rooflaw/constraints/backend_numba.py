@@ -140,6 +140,7 @@ def _source(
     # per phase: the experts touched by B·S_in prefill tokens and by the B tokens of a decode step
     ovh, rate_fields = ("0.0", ()) if pr.theory else trace_engine_overhead(tokens="(c_B * c_S_in)")
     ovh_dec = "0.0" if pr.theory else trace_engine_overhead(tokens="c_B")[0]
+    rate_fields = rate_fields if pr.theory else (*rate_fields, "overlap")
     per_row += tuple(a for a in ("layers", "moe", "experts", "top_k") if a not in per_row)
     scalars = tuple(a for a in fn_args if a not in per_row) + tuple(f"r_{f}" for f in rate_fields)
     cost = scalarize(fast_src, {a: f"c_{a}" for a in fn_args}, "t_")
@@ -155,7 +156,13 @@ def _source(
     if pr.theory:
         lines += ["pre_t = v0", f"dec_t = dec_{nseg}"]
     else:
-        lines += [f"ovh = {ovh}", f"ovh_dec = {ovh_dec}", "pre_t = v0 + ovh", f"dec_t = dec_{nseg} + p_sout * ovh_dec"]
+        # assembly.with_overhead: the sum, or the max when the host launches while an accelerator runs
+        lines += [
+            f"ovh = {ovh}",
+            f"ovh_dec = {ovh_dec}",
+            "pre_t = max(v0, ovh) if r_overlap else v0 + ovh",
+            f"dec_t = max(dec_{nseg}, p_sout * ovh_dec) if r_overlap else dec_{nseg} + p_sout * ovh_dec",
+        ]
     t = {key: f"v{2 + 6 * nseg + i}" for i, key in enumerate(A.TOTAL_KEYS)}
     fl = {c: f"({t['fpre_' + c]} + {t['fdec_' + c]})" for c in A.ROOF_CLASSES}
     lines += [

@@ -80,6 +80,11 @@ class EngineProfile:
     note: str = ""
     provenance: dict[str, str] = field(default_factory=dict)
     rows: tuple[str, ...] = ()
+    #: where the per-kernel cost is paid: ``device`` (gaps between kernels on the accelerator: CUDA graphs, fused
+    #: engines -- it adds to the roofline) or ``host`` (eager PyTorch: Python and dispatch launch each kernel; on an
+    #: accelerator the host launches while the device runs, so a pass takes max(roofline, launches); on a CPU host
+    #: and device are the same cores and they add)
+    launch: str = "device"
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -143,6 +148,7 @@ _BUILTIN: dict[str, EngineProfile] = {
         0.0,
         kernels_per_expert=float(EAGER_KERNELS_PER_EXPERT),
         head=None,
+        launch="host",
         note="eager PyTorch, one aten kernel per op (EAGER_LAYER_KERNELS); GQA layer, 11 per routed expert touched",
     ),
 }
@@ -203,6 +209,9 @@ class Applied:
     attention: float = 1.0
     batch_pad: float = 1.0  #: prefill compute factor for a batch of B > 1 padded prompts
     gemv_max_batch: int = 0  #: decode batches up to this size run dequantising GEMMs as GEMV on the vector roof
+    #: the engine launches from the host while an accelerator runs (``EngineProfile.launch`` = host, device kind not
+    #: cpu): a pass takes max(roofline, launch overhead) instead of their sum
+    overlap: bool = False
 
     def eff(self, dtype: str) -> float:
         """Achieved fraction of the ``dtype`` roof (1 where nothing was fitted for that roof)."""
@@ -225,7 +234,8 @@ class Applied:
             f"engine {self.engine}: bandwidth ×{self.memory:.3g}, compute ×({comp}), "
             f"mixed-input GEMM ×{self.mixed:.3g}, attention ×{self.attention:.3g}, "
             f"batched-prefill padding ×{self.batch_pad:.3g}, "
-            f"{gemv}{kernels}, {self.pass_s * 1e3:.3g} ms/pass [{self.source}]"
+            f"{gemv}{kernels}, {self.pass_s * 1e3:.3g} ms/pass"
+            f"{' (host launch: max with the roofline)' if self.overlap else ''} [{self.source}]"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -277,6 +287,7 @@ def applied(device: Device, engine: str | EngineProfile | None, preset: str = "f
         prof.name, mem, comp, kernel_s, prof.kernels_per_layer, prof.kernels_per_pass, prof.moe_kernels,
         prof.pass_s, source, prof.kernels_per_expert, prof.mixed_factor / prof.compute_factor,
         prof.attention_factor / prof.compute_factor, prof.batch_pad, prof.gemv_max_batch,
+        prof.launch == "host" and device.kind != "cpu",
     )  # fmt: skip
 
 

@@ -167,7 +167,8 @@ def _evaluate_chunk(cols, device, workload, precision, preset, tiles, per_op, ap
             cnt, steps, a0, a1, b0, b1 = (arr(v) for v in vals[k : k + 6])
             dec_t = dec_t + cnt * sum_max_affine(a0, a1, b0, b1, steps)[0]
             k += 6
-        pre_t, dec_t = pre_t + extra, dec_t + workload.output_tokens * extra_dec
+        pre_t = A.with_overhead(rates, pre_t, extra)
+        dec_t = A.with_overhead(rates, dec_t, workload.output_tokens * extra_dec)
         return _finish(device, precision, pr, workload, pre_t, dec_t, [arr(v) for v in vals[k:]])
     vals = comp.parts(*call)
     S_out = workload.output_tokens
@@ -191,10 +192,12 @@ def _evaluate_chunk(cols, device, workload, precision, preset, tiles, per_op, ap
         })  # fmt: skip
     if not pr.theory:
         z = np.zeros(n)
-        e, ed = arr(extra), arr(extra_dec)
+        e, ed = arr(extra), S_out * arr(extra_dec)
+        if rates.overlap:  # host launch on an accelerator: the part of the overhead the roofline does not hide
+            e, ed = A.with_overhead(rates, pre_t, e) - pre_t, A.with_overhead(rates, dec_t, ed) - dec_t
         ops_out.append({"name": "engine_overhead", "roof": "-", "scope": "model",
-                        "prefill": (z, z, e, z), "decode": (z, z, S_out * ed, z)})  # fmt: skip
-        pre_t, dec_t = pre_t + e, dec_t + S_out * ed
+                        "prefill": (z, z, e, z), "decode": (z, z, ed, z)})  # fmt: skip
+        pre_t, dec_t = pre_t + e, dec_t + ed
     out = _finish(device, precision, pr, workload, pre_t, dec_t, [arr(v) for v in vals[k:]])
     out["_ops"] = ops_out
     return out
