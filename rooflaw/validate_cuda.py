@@ -169,22 +169,25 @@ def measure(arch: Architecture, precision: str, wl: Workload, torch_device: str,
     return pre, dec, syncs_pre, syncs_dec
 
 
-def measured_rows(path: str) -> dict[tuple[str, str], tuple[object, int | None]]:
+def measured_rows(path: str) -> dict:
     """(name, phase) -> (:class:`~rooflaw.validate.Timing`, host syncs counted) of an earlier ``validate --cuda
-    --json`` report: the measurements another device's predictions can be compared with (no GPU work)."""
+    --json`` report: the measurements another device's predictions can be compared with (no GPU work); the key
+    ``"meta"`` holds the report's ``gpu``, ``versions``, ``graphs`` and ``workload``."""
     import json
+    from pathlib import Path
 
     from .errors import RooflawError
     from .validate import Timing
 
     try:
-        from pathlib import Path
-
         rep = json.loads(Path(path).read_text(encoding="utf-8"))
-        return {(c["name"], c["phase"]): (Timing(c["wall_best_s"], c["wall_median_s"], c["cpu_s"]),
-                                          c.get("host_syncs_counted")) for c in rep["configs"]}  # fmt: skip
+        rows: dict = {(c["name"], c["phase"]): (Timing(c["wall_best_s"], c["wall_median_s"], c["cpu_s"]),
+                                                c.get("host_syncs_counted")) for c in rep["configs"]}  # fmt: skip
+        rows["meta"] = {"gpu": rep["gpu"], "versions": rep["versions"], "graphs": bool(rep.get("graphs", False)),
+                        "workload": rep["workload"]}  # fmt: skip
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise RooflawError(f"--measured={path!r}: not a validate --cuda --json report ({e})") from None
+    return rows
 
 
 def run_cuda(
@@ -196,7 +199,7 @@ def run_cuda(
     workload: Workload = WORKLOAD_CUDA,
     torch_device: str = "cuda",
     graphs: bool = False,
-    measured: dict[tuple[str, str], tuple[object, int | None]] | None = None,
+    measured: dict | None = None,
 ) -> dict[str, object]:
     """Measure every GPU config (or ``names``) on ``torch_device`` and predict it on ``device``; the JSON-ready
     report (the keys of :func:`rooflaw.validate.run`, and per row the predicting device and engine).
@@ -210,6 +213,13 @@ def run_cuda(
     from .validate import Run, _load
 
     wl, table = workload, configs or CONFIGS_CUDA
+    meta = (measured or {}).get("meta")
+    if meta is not None:  # the runs were measured with these settings: predict the same
+        from .errors import bad
+
+        wl = Workload(**meta["workload"])
+        if bool(meta["graphs"]) != graphs:
+            raise bad("--measured", "graphs" if meta["graphs"] else "eager", f"needs --graphs={meta['graphs']}")
     names = tuple(n for n in (names or table) if not (graphs and table[n][0].get("experts", 1) > 1))
     on_gpu = torch_device == "cuda"
     # CUDA graphs: no host launch per kernel, only the device-side cost per kernel (the device's achieved kernel_s:
@@ -266,8 +276,8 @@ def run_cuda(
         "kernel_s": float(pdev.kernel_overhead or pdev.achieved.get("kernel_s", 0.0)),
         "measured_here": measured is None,
         "torch_device": torch_device,
-        "gpu": torch.cuda.get_device_name(0) if on_gpu else torch_device,
-        "versions": f"torch {torch.__version__}, CUDA {torch.version.cuda}",
+        "gpu": meta["gpu"] if meta else torch.cuda.get_device_name(0) if on_gpu else torch_device,
+        "versions": meta["versions"] if meta else f"torch {torch.__version__}, CUDA {torch.version.cuda}",
         "threads": torch.get_num_threads(),
         "workload": wl.to_dict(),
         "configs": rows,

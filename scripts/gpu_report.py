@@ -2,11 +2,12 @@
 
     python scripts/gpu_report.py OUT_DIR
 
-For each ``validate_cuda_*.json``: per config and phase the prediction, the measurement, the error, and the two
-parts of the prediction (roofline, launch = kernels × seconds per kernel), then two diagnostics computed from the
-same figures -- no factor fitted to the measurements: **overlap**, max(roofline, launch) (the host launching
-while the GPU runs, as in eager PyTorch without syncs), and **+syncs**, the prediction plus the host syncs torch
-counted times one sync round trip measured by ``calibrate --cuda`` (in ``calibrate_cuda.toml``'s notes).
+For each ``validate_cuda_*.json``: per config and phase the prediction, the measurement, the error, the two parts
+of the prediction (roofline, launch = kernels × seconds per kernel) and how the model combined them (``max`` for a
+host-launching engine on a GPU, else ``sum``), then three diagnostics computed from the same figures -- no factor
+fitted to the measurements: **sum** (roofline + launch), **max** (max(roofline, launch)) and **+syncs** (the
+prediction plus the host syncs torch counted times one sync round trip measured by ``calibrate --cuda``, from
+``calibrate_cuda.toml``'s notes).
 Only the standard library.
 """
 
@@ -47,19 +48,21 @@ def report(path: Path, sync_s: float | None) -> str:
         f"{rep.get('versions', '')}; batch {wl['batch']}, {wl['input_tokens']} prompt tokens, "
         f"{wl['output_tokens']} decode steps; {rep['statistic']}; median spread {rep['median_spread']:.1%}.",
         "",
-        "| config | phase | predicted ms | measured ms | error | roofline ms | launch ms | overlap err | "
+        "| config | phase | predicted ms | measured ms | error | roofline ms | launch ms | model | sum err | max err | "
         "syncs (counted) | +syncs err |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     diag: dict[str, list[float]] = {}
     for c in rep["configs"]:
         meas, roof, launch = c["measured_s"], c["roofline_s"], c["launch_s"]
         over = max(roof, launch) / meas - 1
+        summed = (roof + launch) / meas - 1
         counted = c.get("host_syncs_counted")
         with_syncs = (c["predicted_s"] + counted * sync_s) / meas - 1 if sync_s and counted is not None else None
         for key, err in (
             (c["phase"], c["error"]),
-            (f"{c['phase']} overlap", over),
+            (f"{c['phase']} sum", summed),
+            (f"{c['phase']} max", over),
             (f"{c['phase']} +syncs", with_syncs),
         ):
             if err is not None:
@@ -67,7 +70,8 @@ def report(path: Path, sync_s: float | None) -> str:
         ws = f"{with_syncs:+.1%}" if with_syncs is not None else "—"
         lines.append(
             f"| {c['name']} | {c['phase']} | {c['predicted_s'] * 1e3:.3f} | {meas * 1e3:.3f} | {c['error']:+.1%} | "
-            f"{roof * 1e3:.3f} | {launch * 1e3:.3f} | {over:+.1%} | {c['host_syncs']:.3g} ({counted}) | {ws} |"
+            f"{roof * 1e3:.3f} | {launch * 1e3:.3f} | {c.get('combine', 'sum')} | {summed:+.1%} | {over:+.1%} | "
+            f"{c['host_syncs']:.3g} ({counted}) | {ws} |"
         )
     lines += ["", "MAPE " + ", ".join(f"{k} {mape(v):.1%}" for k, v in sorted(diag.items()))]
     return "\n".join(lines)
