@@ -74,6 +74,7 @@ def report(path: Path, sync_s: float | None) -> str:
             f"{c['host_syncs']:.3g} ({counted}) | {ws} |"
         )
     lines += ["", "MAPE " + ", ".join(f"{k} {mape(v):.1%}" for k, v in sorted(diag.items()))]
+    lines += [f"skipped {name}: {why}" for name, why in rep.get("skipped", {}).items()]
     return "\n".join(lines)
 
 
