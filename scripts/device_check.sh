@@ -9,7 +9,7 @@
 # validate_cuda_calibrated.json (eager decoders measured, predicted on it), validate_cuda_catalog.json (the same
 # measurements predicted on $CATALOG_DEVICE, default h200-sxm), validate_cuda_graphs_{calibrated,catalog}.json (the
 # dense decoders replayed as CUDA graphs), validate_cuda_calibrated_repeat.json (the eager pass again, when time is
-# left). Each step has its own timeout and a failed step does not stop the next; the whole run stays under $BUDGET_S
+# left). STEPS=calibrate,graphs,pytest (say) runs only those. Each step has its own timeout and a failed step does not stop the next; the whole run stays under $BUDGET_S
 # seconds (default 420). Needs python3 with torch, numpy, scipy, sympy, pandas, typer, rich,
 # pytest (no cvxpy, optuna, moocore, distributed: rooflaw's calibrate and validate do not import them).
 set -u
@@ -25,6 +25,10 @@ if [ "${DEVICE_CHECK_DRY:-0}" = "1" ]; then
   export CUDA_VISIBLE_DEVICES=""  # torch sees no GPU: every CUDA step must skip cleanly
 fi
 exec > >(tee -a "$OUT/log.txt") 2>&1
+
+# STEPS: a comma-separated subset of calibrate,eager,graphs,pytest,repeat (default: all of them)
+STEPS=${STEPS:-calibrate,eager,graphs,pytest,repeat}
+want() { case ",$STEPS," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 
 # seconds a step may run: its cap, or what is left of the budget (less 15 s for the summary)
 left() { local cap=$1 rest=$((BUDGET_S - SECONDS - 15)); [ "$rest" -lt "$cap" ] && cap=$rest; [ "$cap" -lt 1 ] && cap=1; echo "$cap"; }
@@ -51,9 +55,11 @@ print(", ".join(f"{m} {'present' if find_spec(m) else 'absent'}" for m in
                 ("cvxpy", "optuna", "moocore", "distributed", "scipy", "sympy", "pandas", "numba")))
 EOF
 
-step "calibrate the GPU: rooflaw devices calibrate --cuda (timeout $(left 90) s)"
-timeout "$(left 90)" "$PY" -m rooflaw devices calibrate --cuda --out "$OUT/calibrate_cuda.toml" \
-  || echo "step calibrate failed rc=$?"
+if want calibrate; then
+  step "calibrate the GPU: rooflaw devices calibrate --cuda (timeout $(left 90) s)"
+  timeout "$(left 90)" "$PY" -m rooflaw devices calibrate --cuda --out "$OUT/calibrate_cuda.toml" \
+    || echo "step calibrate failed rc=$?"
+fi
 if [ -s "$OUT/calibrate_cuda.toml" ]; then
   CAL="$OUT/calibrate_cuda.toml"
 else
@@ -78,18 +84,24 @@ again() {  # again NAME FROM TIMEOUT ARGS...: predict the measurements of $OUT/F
   fi
 }
 
-validate validate_cuda_calibrated 200 --device "$CAL"
-again validate_cuda_catalog validate_cuda_calibrated 60 --device "$CATALOG_DEVICE"
-validate validate_cuda_graphs_calibrated 150 --graphs --device "$CAL"
-again validate_cuda_graphs_catalog validate_cuda_graphs_calibrated 60 --graphs --device "$CATALOG_DEVICE"
+if want eager; then
+  validate validate_cuda_calibrated 200 --device "$CAL"
+  again validate_cuda_catalog validate_cuda_calibrated 60 --device "$CATALOG_DEVICE"
+fi
+if want graphs; then
+  validate validate_cuda_graphs_calibrated 150 --graphs --device "$CAL"
+  again validate_cuda_graphs_catalog validate_cuda_graphs_calibrated 60 --graphs --device "$CATALOG_DEVICE"
+fi
 
-step "GPU tests: pytest tests/test_truth_cuda*.py (timeout $(left 120) s)"
-timeout "$(left 120)" "$PY" -m pytest -q -p no:cacheprovider -rs tests/test_truth_cuda*.py \
-  || echo "step pytest failed rc=$?"
+if want pytest; then
+  step "GPU tests: pytest tests/test_truth_cuda*.py (timeout $(left 120) s)"
+  timeout "$(left 120)" "$PY" -m pytest -q -p no:cacheprovider -rs tests/test_truth_cuda*.py \
+    || echo "step pytest failed rc=$?"
+fi
 
-if [ "$(left 200)" -ge 100 ]; then  # run-to-run reproducibility: the eager pass once more, if time is left
+if want repeat && [ "$(left 200)" -ge 100 ]; then  # run-to-run reproducibility: the eager pass once more
   validate validate_cuda_calibrated_repeat 200 --device "$CAL"
-else
+elif want repeat; then
   step "validate_cuda_calibrated_repeat: skipped ($(left 200) s left)"
 fi
 

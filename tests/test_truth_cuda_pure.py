@@ -205,7 +205,9 @@ def test_calibrate_cuda_code_path_runs_with_stand_ins(fake_cuda, one_thread) -> 
               "gemv_bandwidth", "launch_host_s", "launch_event_s", "kernel_overhead"):  # fmt: skip
         assert 0 < getattr(m, f) < math.inf, f
     assert m.probe_kernels > 20  # the probe decoder's layer launches tens of aten kernels (counted)
+    assert m.probe_graph_s > 0
     dev = cc.device_from(m)
+    assert dev.achieved["kernel_s"] == m.probe_graph_s  # the decoder's device-side cost per kernel
     assert dev.tile == get_device("h100-sxm").tile and dev.sm_count == 4 and "Fake GPU" in dev.name
 
 

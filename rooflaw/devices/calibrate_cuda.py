@@ -14,7 +14,9 @@ median is in ``notes``). Bytes and FLOPs are counted from the shapes, never from
   clock with one sync at the end, on CUDA events, and replayed as a CUDA graph (the GPU's own cost per kernel);
   (b) the extra host time of 8 more layers of the probe decoder (:data:`.calibrate_torch._PROBE`, bf16, one
   token) per aten kernel they launch (counted): ``kernel_overhead``, the figure the ``torch-eager`` engine
-  charges per kernel (an eager decode step of a small model is bound by the host's launch rate);
+  charges per kernel (an eager decode step of a small model is bound by the host's launch rate); and the same
+  layers replayed as CUDA graphs (less their weight reads at the GEMV bandwidth) per kernel: ``achieved.kernel_s``,
+  the device-side cost per kernel an engine launching from graphs pays;
 * **host sync**: one ``.item()`` round trip after a tiny kernel (what ``nonzero``/``.tolist()`` cost), in notes;
 * capacity, SM count, L2 size and compute capability from ``torch.cuda.get_device_properties``.
 
@@ -79,6 +81,8 @@ class CudaMeasurements:
     sync_s: float  #: one host sync round trip (``.item()`` after a tiny kernel), less that kernel's launch
     medians: dict[str, float]  #: the median of the repeats of each best-of figure above
     versions: str  #: torch / CUDA / driver-visible versions
+    #: probe decoder replayed as CUDA graphs: device seconds per aten kernel (0: not measured)
+    probe_graph_s: float = 0.0
 
 
 def cuda_available() -> bool:
@@ -242,8 +246,10 @@ def _graph(fn: Callable[[], None]) -> Callable[[], None]:
     return graph.replay
 
 
-def _probe(reps: int) -> tuple[float, float, float]:
-    """(host seconds per aten kernel best, median, kernels per layer) from the probe decoder on the GPU."""
+def _probe(reps: int, stream_bandwidth: float) -> tuple[float, float, float, float, float]:
+    """The probe decoder (bf16, one token) at PROBE_LAYERS depths on the GPU: (host seconds per aten kernel, best
+    and median; kernels per layer, counted; device seconds per kernel replayed as a CUDA graph, best and median --
+    the extra layers' replay time less their weight reads at ``stream_bandwidth``, over their kernels)."""
     from types import SimpleNamespace
 
     import torch
@@ -260,12 +266,18 @@ def _probe(reps: int) -> tuple[float, float, float]:
         return (lambda m=model: m(tok, caches, 8)), model
 
     lo, hi = PROBE_LAYERS
+    (step_lo, m_lo), (step_hi, m_hi) = setup(lo), setup(hi)
     with torch.inference_mode():
-        (step_lo, m_lo), (step_hi, m_hi) = setup(lo), setup(hi)
         kernels = (eager_kernels(m_hi, lambda m: step_hi()) - eager_kernels(m_lo, lambda m: step_lo())) / (hi - lo)
         t_lo, t_hi = _host(step_lo, reps), _host(step_hi, reps)
+    with torch.no_grad():
+        g_lo, g_hi = _events(_graph(step_lo), reps), _events(_graph(step_hi), reps)
+    d, f, kv = _PROBE["d_model"], _PROBE["ffn"], _PROBE["kv_heads"] * _PROBE["head_dim"]
+    layer_bytes = 2.0 * (2 * d * d + 2 * d * kv + 3 * d * f + 2 * d)  # bf16 q, o, k, v, gate/up/down, two norms
+    reads = layer_bytes / stream_bandwidth if stream_bandwidth > 0 else 0.0
     per = [(h - lo_) / (hi - lo) / kernels for h, lo_ in zip(t_hi, t_lo, strict=True)]
-    return max(per[0], 1e-9), max(per[1], 1e-9), kernels
+    dev = [((h - lo_) / (hi - lo) - reads) / kernels for h, lo_ in zip(g_hi, g_lo, strict=True)]
+    return max(per[0], 1e-9), max(per[1], 1e-9), kernels, max(dev[0], 1e-9), max(dev[1], 1e-9)
 
 
 def measure_cuda(progress: Progress | None = None) -> CudaMeasurements:
@@ -296,7 +308,7 @@ def measure_cuda(progress: Progress | None = None) -> CudaMeasurements:
     say("launch chain", 0.65)
     host, med["launch_host_s"], event, graph, sync = _launch_chain(7)
     say("probe decoder", 0.8)
-    overhead, med["kernel_overhead"], kernels = _probe(15)
+    overhead, med["kernel_overhead"], kernels, probe_graph, med["probe_graph_s"] = _probe(15, gemv)
     torch.cuda.empty_cache()
     say("done", 1.0)
     versions = f"torch {torch.__version__}, CUDA {torch.version.cuda}, cuDNN {torch.backends.cudnn.version()}"
@@ -322,6 +334,7 @@ def measure_cuda(progress: Progress | None = None) -> CudaMeasurements:
         launch_graph_s=graph,
         kernel_overhead=overhead,
         probe_kernels=kernels,
+        probe_graph_s=probe_graph,
         sync_s=sync,
         medians=med,
         versions=versions,
@@ -359,8 +372,9 @@ def _summary(m: CudaMeasurements) -> str:
         f"{m.launch_host_s * 1e6:.2f} us/kernel, events {m.launch_event_s * 1e6:.2f}, CUDA graph "
         f"{m.launch_graph_s * 1e6:.2f}; probe decoder (bf16, one token, layers {PROBE_LAYERS[0]}->"
         f"{PROBE_LAYERS[1]}, {m.probe_kernels:g} kernels/layer): {m.kernel_overhead * 1e6:.2f} "
-        f"({md.get('kernel_overhead', 0) * 1e6:.2f}) us/kernel on the host; host sync round trip "
-        f"{m.sync_s * 1e6:.1f} us (not priced)"
+        f"({md.get('kernel_overhead', 0) * 1e6:.2f}) us/kernel on the host, {m.probe_graph_s * 1e6:.2f} "
+        f"({md.get('probe_graph_s', 0) * 1e6:.2f}) us/kernel on the device replayed as CUDA graphs; "
+        f"host sync round trip {m.sync_s * 1e6:.1f} us (not priced)"
     )
 
 
@@ -368,7 +382,7 @@ def device_from(m: CudaMeasurements) -> Device:
     """The ``local-cuda`` :class:`Device` of measurements ``m``: roofs fp32 = strict fp32 GEMM, tf32 = TF32 GEMM,
     fp16 = the lower of the bf16 and fp16 GEMMs (both 16-bit formats run on it); ``memory_bandwidth`` = the decode
     GEMV's weight stream; ``gemm_half_rows`` = h of the rate curve; ``kernel_overhead`` = the probe decoder's
-    host cost per kernel; ``achieved.kernel_s`` = the CUDA-graph replay's cost per kernel (device-side, what
+    host cost per kernel; ``achieved.kernel_s`` = its device-side cost per kernel replayed as CUDA graphs (what
     ``validate --cuda --graphs`` predicts with); capacity, SMs, L2 from the driver; tile from the catalog GPU of the
     same architecture (``assumed``). No vector rate of its own: the strict fp32 roof (elementwise kernels are
     memory-bound here)."""
@@ -406,9 +420,9 @@ def device_from(m: CudaMeasurements) -> Device:
         provenance=prov,
         sources={k: v for k, v in src.items() if k in prov},
         notes=_summary(m),
-        # the device-side cost per kernel (CUDA-graph replay of tiny kernels): what an engine that launches from a
-        # graph pays per kernel; eager PyTorch pays kernel_overhead (host-side) instead
-        achieved={"family": "local-cuda", "provenance": "measured", "kernel_s": m.launch_graph_s},
+        # the device-side cost per kernel (the probe decoder's kernels replayed as CUDA graphs): what an engine that
+        # launches from a graph pays per kernel; eager PyTorch pays kernel_overhead (host-side) instead
+        achieved={"family": "local-cuda", "provenance": "measured", "kernel_s": m.probe_graph_s or m.launch_graph_s},
     )
 
 
