@@ -1,0 +1,132 @@
+"""Option groups several commands share, each declared once.
+
+A group is a frozen dataclass whose fields carry their typer option (flag, default, help). :func:`with_options`
+puts a group's options in place of a command parameter annotated with the group, and calls the command with the
+group built from what was typed, so ``solve``, ``frontier`` and ``search`` cannot drift apart in the options they
+share.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import typing
+from collections.abc import Callable, Mapping
+from typing import Any, Optional, TypeVar
+
+import typer
+
+from .common import DEFAULT_ATTENTION, DEFAULT_PRECISION, ENGINE_HELP, EXTRAPOLATION_HELP, build_problem
+from .joint_options import (
+    BATCHES_HELP,
+    LAYOUTS_HELP,
+    MIN_TPS_HELP,
+    PRECISIONS_HELP,
+    SCHEDULER_HELP,
+    SYSTEM_HELP,
+    TPOT_HELP,
+    joint_space,
+)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: ``--device`` of every command that takes one device.
+DEVICE = typer.Option(..., "--device", help="Catalog id (see `rooflaw devices list`) or a device TOML file.")
+#: ``--json`` of every command that can print one JSON object.
+JSON = typer.Option(False, "--json", help="One JSON object, SI units.")
+#: ``--scheduler`` of ``solve`` and ``frontier`` (the exhaustive scans; ``search`` has none).
+SCHEDULER = typer.Option(None, "--scheduler", help=SCHEDULER_HELP)
+
+
+def _option(default: Any, *decls: str, help: str) -> Any:
+    """A dataclass field (no default: the command always passes it) carrying its typer option."""
+    return dataclasses.field(metadata={"option": typer.Option(default, *decls, help=help)})
+
+
+@dataclasses.dataclass(frozen=True)
+class ProblemOptions:
+    """What defines the problem: device, law, space, workload, budgets and cost model."""
+
+    device: str = dataclasses.field(metadata={"option": DEVICE})
+    law: str = _option("paper-2602.10377", help="Loss law: a built-in name or an expression.")
+    space: str = _option("paper", help="Search space: a built-in name (paper, wide) or a TOML file.")
+    phase: str = _option("decode", help="Latency that counts: prefill, decode (all output tokens) or total.")
+    precision: str = _option(DEFAULT_PRECISION, help="fp16, bf16, int8, fp8, w4a16, w4a16kv8, ...")
+    latency_budget: Optional[str] = _option(None, "--latency-budget", help="e.g. 20ms.")
+    memory_budget: Optional[str] = _option(None, "--memory-budget", help="e.g. 8GB (capacity always applies).")
+    energy_budget: Optional[str] = _option(None, "--energy-budget", help="e.g. 2J per request.")
+    batch: int = _option(1, help="Sequences per batch.")
+    input_tokens: int = _option(1024, help="Prompt tokens per sequence (S_in).")
+    output_tokens: int = _option(16, help="Generated tokens per sequence (S_out).")
+    attention: str = _option(DEFAULT_ATTENTION, help="Attention kernel: fused (FlashAttention-style) or unfused.")
+    preset: str = _option("full", help="Cost model: full or paper.")
+    engine: Optional[str] = _option(None, "--engine", help=ENGINE_HELP)
+    tokens: Optional[float] = _option(None, help="Training tokens D, for laws that use D.")
+    allow_extrapolation: bool = _option(False, "--allow-extrapolation", help=EXTRAPOLATION_HELP)
+
+    def problem(self, align: Optional[int] = None) -> Any:
+        """The :class:`~rooflaw.solver.Problem` of these options (``align``: d_model multiple; None: as declared)."""
+        return build_problem(self.device, self.law, self.space, self.phase, self.precision, self.batch,
+                             self.input_tokens, self.output_tokens, self.preset, self.tokens, self.latency_budget,
+                             self.memory_budget, self.energy_budget, align, attention=self.attention,
+                             allow_extrapolation=self.allow_extrapolation, engine=self.engine)  # fmt: skip
+
+
+@dataclasses.dataclass(frozen=True)
+class JointOptions:
+    """The joint space searched with the architecture: precisions, batches and layouts on a system."""
+
+    precisions: Optional[str] = _option(None, "--precisions", help=PRECISIONS_HELP)
+    batches: Optional[str] = _option(None, "--batches", help=BATCHES_HELP)
+    system: Optional[str] = _option(None, "--system", help=SYSTEM_HELP)
+    layouts: Optional[str] = _option(None, "--layouts", help=LAYOUTS_HELP)
+    min_tokens_per_gpu: Optional[float] = _option(None, "--min-tokens-per-gpu", help=MIN_TPS_HELP)
+    tpot_budget: Optional[str] = _option(None, "--tpot-budget", help=TPOT_HELP)
+
+    def space(self) -> Any:
+        """The :class:`~rooflaw.solver.discrete.joint.JointSpace` asked for (None: no joint option was given)."""
+        return joint_space(self.precisions, self.batches, self.system, self.layouts, self.min_tokens_per_gpu,
+                           self.tpot_budget)  # fmt: skip
+
+
+def _parameters(group: type, more_help: Mapping[str, str]) -> list[inspect.Parameter]:
+    """The keyword parameters typer reads for the fields of ``group`` (``more_help``: text added to a help)."""
+    hints = typing.get_type_hints(group)
+    out = []
+    for f in dataclasses.fields(group):
+        info = f.metadata["option"]
+        if f.name in more_help:
+            info = typer.Option(info.default, *info.param_decls, help=f"{info.help} {more_help[f.name]}")
+        out.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=info, annotation=hints[f.name]))
+    return out
+
+
+def with_options(more_help: Optional[Mapping[str, str]] = None) -> Callable[[F], F]:
+    """Decorate a command (under ``@app.command()``) whose parameters annotated with an option group (e.g.
+    ``problem: ProblemOptions``) stand for that group's options, in that place of ``--help``; the command is
+    called with the group built from them. ``more_help`` adds a command's note to a shared option's help."""
+    more_help = dict(more_help or {})
+
+    def decorate(fn: F) -> F:
+        sig = inspect.signature(fn, eval_str=True)
+        groups = {p.name: p.annotation for p in sig.parameters.values() if dataclasses.is_dataclass(p.annotation)}
+        params: list[inspect.Parameter] = []
+        for p in sig.parameters.values():
+            params += _parameters(p.annotation, more_help) if p.name in groups else [p.replace(kind=p.KEYWORD_ONLY)]
+        names = [p.name for p in params]
+        clash = {n for n in names if names.count(n) > 1} | (set(more_help) - set(names))
+        if clash:
+            raise TypeError(f"{fn.__name__}: options {sorted(clash)} clash or are unknown")
+
+        @functools.wraps(fn)
+        def command(**kw: Any) -> Any:
+            for name, group in groups.items():
+                kw[name] = group(**{f.name: kw.pop(f.name) for f in dataclasses.fields(group)})
+            return fn(**kw)
+
+        command.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+        command.__annotations__ = {p.name: p.annotation for p in params} | {"return": sig.return_annotation}
+        return command  # type: ignore[return-value]
+
+    return decorate
