@@ -28,6 +28,8 @@ FLAGS = {
     "--input-tokens --json --latency-budget --law --layouts --measure --memory-budget --min-tokens-per-gpu "
     "--n-trials --objectives --out --output-tokens --phase --precision --precisions --preset --reference "
     "--sampler --seed --space --storage --study-name --system --tokens --tpot-budget --workers",
+    "plot": "--arch --arch-file --attention --batch --device --engine --hf-config --input-tokens --no-tiles --out "
+    "--output-tokens --precision --preset --tiles",
 }
 #: Defaults of the shared options, as the commands had them at f5289ed.
 DEFAULTS = {"device": None, "law": "paper-2602.10377", "space": "paper", "phase": "decode", "precision": "fp16",
@@ -98,3 +100,11 @@ def test_with_options_refuses_a_clash_or_an_unknown_note():
         with_options()(clash)
     with pytest.raises(TypeError, match="'c'"):
         with_options(more_help={"c": "?"})(unknown)
+
+
+def test_plot_roofline_and_breakdown_share_their_options():
+    cmds = typer.main.get_command(app).commands["plot"].commands
+    opts = [{p.name: (p.opts, p.secondary_opts, p.default, p.help, p.required) for p in cmds[c].params}
+            for c in ("roofline", "breakdown")]  # fmt: skip
+    assert opts[0] == opts[1]
+    assert sorted(o for v in opts[0].values() for o in v[0] + v[1]) == FLAGS["plot"].split()

@@ -39,31 +39,33 @@ JSON = typer.Option(False, "--json", help="One JSON object, SI units.")
 SCHEDULER = typer.Option(None, "--scheduler", help=SCHEDULER_HELP)
 
 
-def _option(default: Any, *decls: str, help: str) -> Any:
-    """A dataclass field (no default: the command always passes it) carrying its typer option."""
-    return dataclasses.field(metadata={"option": typer.Option(default, *decls, help=help)})
+def option(default: Any, *decls: str, help: Optional[str] = None) -> Any:
+    """A field of an option group carrying its typer option (``default`` an option declared already: that one).
+    The field itself has no default: the command always passes it."""
+    info = default if isinstance(default, typer.models.OptionInfo) else typer.Option(default, *decls, help=help)
+    return dataclasses.field(metadata={"option": info})
 
 
 @dataclasses.dataclass(frozen=True)
 class ProblemOptions:
     """What defines the problem: device, law, space, workload, budgets and cost model."""
 
-    device: str = dataclasses.field(metadata={"option": DEVICE})
-    law: str = _option("paper-2602.10377", help="Loss law: a built-in name or an expression.")
-    space: str = _option("paper", help="Search space: a built-in name (paper, wide) or a TOML file.")
-    phase: str = _option("decode", help="Latency that counts: prefill, decode (all output tokens) or total.")
-    precision: str = _option(DEFAULT_PRECISION, help="fp16, bf16, int8, fp8, w4a16, w4a16kv8, ...")
-    latency_budget: Optional[str] = _option(None, "--latency-budget", help="e.g. 20ms.")
-    memory_budget: Optional[str] = _option(None, "--memory-budget", help="e.g. 8GB (capacity always applies).")
-    energy_budget: Optional[str] = _option(None, "--energy-budget", help="e.g. 2J per request.")
-    batch: int = _option(1, help="Sequences per batch.")
-    input_tokens: int = _option(1024, help="Prompt tokens per sequence (S_in).")
-    output_tokens: int = _option(16, help="Generated tokens per sequence (S_out).")
-    attention: str = _option(DEFAULT_ATTENTION, help="Attention kernel: fused (FlashAttention-style) or unfused.")
-    preset: str = _option("full", help="Cost model: full or paper.")
-    engine: Optional[str] = _option(None, "--engine", help=ENGINE_HELP)
-    tokens: Optional[float] = _option(None, help="Training tokens D, for laws that use D.")
-    allow_extrapolation: bool = _option(False, "--allow-extrapolation", help=EXTRAPOLATION_HELP)
+    device: str = option(DEVICE)
+    law: str = option("paper-2602.10377", help="Loss law: a built-in name or an expression.")
+    space: str = option("paper", help="Search space: a built-in name (paper, wide) or a TOML file.")
+    phase: str = option("decode", help="Latency that counts: prefill, decode (all output tokens) or total.")
+    precision: str = option(DEFAULT_PRECISION, help="fp16, bf16, int8, fp8, w4a16, w4a16kv8, ...")
+    latency_budget: Optional[str] = option(None, "--latency-budget", help="e.g. 20ms.")
+    memory_budget: Optional[str] = option(None, "--memory-budget", help="e.g. 8GB (capacity always applies).")
+    energy_budget: Optional[str] = option(None, "--energy-budget", help="e.g. 2J per request.")
+    batch: int = option(1, help="Sequences per batch.")
+    input_tokens: int = option(1024, help="Prompt tokens per sequence (S_in).")
+    output_tokens: int = option(16, help="Generated tokens per sequence (S_out).")
+    attention: str = option(DEFAULT_ATTENTION, help="Attention kernel: fused (FlashAttention-style) or unfused.")
+    preset: str = option("full", help="Cost model: full or paper.")
+    engine: Optional[str] = option(None, "--engine", help=ENGINE_HELP)
+    tokens: Optional[float] = option(None, help="Training tokens D, for laws that use D.")
+    allow_extrapolation: bool = option(False, "--allow-extrapolation", help=EXTRAPOLATION_HELP)
 
     def problem(self, align: Optional[int] = None) -> Any:
         """The :class:`~rooflaw.solver.Problem` of these options (``align``: d_model multiple; None: as declared)."""
@@ -77,12 +79,12 @@ class ProblemOptions:
 class JointOptions:
     """The joint space searched with the architecture: precisions, batches and layouts on a system."""
 
-    precisions: Optional[str] = _option(None, "--precisions", help=PRECISIONS_HELP)
-    batches: Optional[str] = _option(None, "--batches", help=BATCHES_HELP)
-    system: Optional[str] = _option(None, "--system", help=SYSTEM_HELP)
-    layouts: Optional[str] = _option(None, "--layouts", help=LAYOUTS_HELP)
-    min_tokens_per_gpu: Optional[float] = _option(None, "--min-tokens-per-gpu", help=MIN_TPS_HELP)
-    tpot_budget: Optional[str] = _option(None, "--tpot-budget", help=TPOT_HELP)
+    precisions: Optional[str] = option(None, "--precisions", help=PRECISIONS_HELP)
+    batches: Optional[str] = option(None, "--batches", help=BATCHES_HELP)
+    system: Optional[str] = option(None, "--system", help=SYSTEM_HELP)
+    layouts: Optional[str] = option(None, "--layouts", help=LAYOUTS_HELP)
+    min_tokens_per_gpu: Optional[float] = option(None, "--min-tokens-per-gpu", help=MIN_TPS_HELP)
+    tpot_budget: Optional[str] = option(None, "--tpot-budget", help=TPOT_HELP)
 
     def space(self) -> Any:
         """The :class:`~rooflaw.solver.discrete.joint.JointSpace` asked for (None: no joint option was given)."""
