@@ -28,6 +28,9 @@ FLAGS = {
     "--input-tokens --json --latency-budget --law --layouts --measure --memory-budget --min-tokens-per-gpu "
     "--n-trials --objectives --out --output-tokens --phase --precision --precisions --preset --reference "
     "--sampler --seed --space --storage --study-name --system --tokens --tpot-budget --workers",
+    "compare": "--allow-extrapolation --arch --arch-file --attention --batch --device --engine --hf-config "
+    "--input-tokens --json --law --memory-budget --n-jobs --output-tokens --phase --precision --preset --space "
+    "--tokens",
     "plot": "--arch --arch-file --attention --batch --device --engine --hf-config --input-tokens --no-tiles --out "
     "--output-tokens --precision --preset --tiles",
 }
@@ -64,6 +67,17 @@ def test_shared_options_are_the_same_on_solve_frontier_and_search():
     assert opts["solve"]["as_json"] == opts["frontier"]["as_json"] == opts["search"]["as_json"]
 
 
+def test_compare_shares_the_problem_options_but_the_latency_and_energy_budgets():
+    got, ref = _options("compare"), _options("frontier")
+    assert sorted(o for v in got.values() for o in v["opts"]) == FLAGS["compare"].split()
+    for f in dataclasses.fields(ProblemOptions):
+        if f.name in ("latency_budget", "energy_budget"):  # compared at the model's own latency: no budget
+            assert f.name not in got
+        else:
+            assert got[f.name] == ref[f.name], f.name
+    assert got["n_jobs"] == ref["n_jobs"] and got["as_json"] == ref["as_json"]
+
+
 @dataclasses.dataclass(frozen=True)
 class _Pair:
     a: int = dataclasses.field(metadata={"option": typer.Option(1, "--a", help="A.")})
@@ -88,6 +102,17 @@ def test_with_options_hands_the_command_its_groups():
     res = CliRunner().invoke(toy, ["--a", "x"])
     assert res.exit_code == 2 and "--a" in res.output  # typed as the field: click refuses a non-integer
 
+    left = typer.Typer(add_completion=False)
+
+    @left.command()
+    @with_options(omit=("a",))
+    def without_a(*, pair: _Pair):
+        seen.update(pair=pair)
+
+    assert [p.name for p in typer.main.get_command(left).params] == ["b"]
+    assert CliRunner().invoke(left, ["--b", "z"]).exit_code == 0 and seen["pair"] == _Pair(a=1, b="z")
+    assert CliRunner().invoke(left, ["--a", "2"]).exit_code == 2  # no such option
+
 
 def test_with_options_refuses_a_clash_or_an_unknown_note():
     def clash(*, a: int = 0, pair: _Pair):
@@ -100,6 +125,8 @@ def test_with_options_refuses_a_clash_or_an_unknown_note():
         with_options()(clash)
     with pytest.raises(TypeError, match="'c'"):
         with_options(more_help={"c": "?"})(unknown)
+    with pytest.raises(TypeError, match="'c'"):
+        with_options(omit=("c",))(unknown)
 
 
 def test_plot_roofline_and_breakdown_share_their_options():

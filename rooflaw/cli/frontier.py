@@ -12,7 +12,7 @@ from ..units import fmt_bytes, fmt_time
 from . import app
 from .common import arch_table, atomic_output, check_output, console, esc, print_json
 from .joint_options import describe_joint, wants_joint
-from .options import JSON, SCHEDULER, JointOptions, ProblemOptions, with_options
+from .options import JSON, N_JOBS, SCHEDULER, JointOptions, ProblemOptions, with_options
 
 
 @app.command()
@@ -21,7 +21,7 @@ def frontier(
     *,
     opts: ProblemOptions,
     objectives: str = typer.Option("loss,latency", help="loss,latency[,memory][,energy][,throughput (joint)]."),
-    n_jobs: int = typer.Option(-1, "--n-jobs", help="Processes (-1: all cores)."),
+    n_jobs: int = N_JOBS,
     backend: str = typer.Option("auto", "--backend", help="auto, numpy or numba (the fast extra; same frontier)."),
     joint_opts: JointOptions,
     scheduler: Optional[str] = SCHEDULER,

@@ -12,7 +12,7 @@ import dataclasses
 import functools
 import inspect
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Optional, TypeVar
 
 import typer
@@ -33,8 +33,14 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 #: ``--device`` of every command that takes one device.
 DEVICE = typer.Option(..., "--device", help="Catalog id (see `rooflaw devices list`) or a device TOML file.")
+#: The architecture of ``compare`` and ``plot``: one of a Hugging Face config, a spec string or a file.
+HF_CONFIG = typer.Option(None, "--hf-config", help="A Hugging Face config.json.")
+ARCH = typer.Option(None, "--arch", help="Spec string, e.g. layers=24,d_model=896,heads=14,...")
+ARCH_FILE = typer.Option(None, "--arch-file", help="TOML/JSON file of architecture fields.")
 #: ``--json`` of every command that can print one JSON object.
 JSON = typer.Option(False, "--json", help="One JSON object, SI units.")
+#: ``--n-jobs`` of the commands that evaluate a whole space on this machine.
+N_JOBS = typer.Option(-1, "--n-jobs", help="Processes (-1: all cores).")
 #: ``--scheduler`` of ``solve`` and ``frontier`` (the exhaustive scans; ``search`` has none).
 SCHEDULER = typer.Option(None, "--scheduler", help=SCHEDULER_HELP)
 
@@ -92,39 +98,51 @@ class JointOptions:
                            self.tpot_budget)  # fmt: skip
 
 
-def _parameters(group: type, more_help: Mapping[str, str]) -> list[inspect.Parameter]:
-    """The keyword parameters typer reads for the fields of ``group`` (``more_help``: text added to a help)."""
+def _parameters(group: type, more_help: Mapping[str, str], omit: frozenset[str]) -> list[inspect.Parameter]:
+    """The keyword parameters typer reads for the fields of ``group`` (``more_help``: text added to a help; ``omit``:
+    fields that are no option of this command)."""
     hints = typing.get_type_hints(group)
     out = []
     for f in dataclasses.fields(group):
         info = f.metadata["option"]
+        if f.name in omit:
+            continue
         if f.name in more_help:
             info = typer.Option(info.default, *info.param_decls, help=f"{info.help} {more_help[f.name]}")
         out.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=info, annotation=hints[f.name]))
     return out
 
 
-def with_options(more_help: Optional[Mapping[str, str]] = None) -> Callable[[F], F]:
+def with_options(more_help: Optional[Mapping[str, str]] = None, omit: Iterable[str] = ()) -> Callable[[F], F]:
     """Decorate a command (under ``@app.command()``) whose parameters annotated with an option group (e.g.
-    ``problem: ProblemOptions``) stand for that group's options, in that place of ``--help``; the command is
-    called with the group built from them. ``more_help`` adds a command's note to a shared option's help."""
-    more_help = dict(more_help or {})
+    ``opts: ProblemOptions``) stand for that group's options, in that place of ``--help``; the command is called
+    with the group built from them. ``more_help`` adds a command's note to a shared option's help; ``omit`` names
+    fields the command does not offer (the group gets their default)."""
+    more_help, omitted = dict(more_help or {}), frozenset(omit)
 
     def decorate(fn: F) -> F:
         sig = inspect.signature(fn, eval_str=True)
         groups = {p.name: p.annotation for p in sig.parameters.values() if dataclasses.is_dataclass(p.annotation)}
         params: list[inspect.Parameter] = []
         for p in sig.parameters.values():
-            params += _parameters(p.annotation, more_help) if p.name in groups else [p.replace(kind=p.KEYWORD_ONLY)]
+            if p.name in groups:
+                params += _parameters(p.annotation, more_help, omitted)
+            else:
+                params.append(p.replace(kind=p.KEYWORD_ONLY))
         names = [p.name for p in params]
-        clash = {n for n in names if names.count(n) > 1} | (set(more_help) - set(names))
+        fields = {f.name: f for g in groups.values() for f in dataclasses.fields(g)}
+        unknown = (set(more_help) - set(names)) | {n for n in omitted if fields.get(n) is None
+                                                   or fields[n].metadata["option"].default is ...}  # fmt: skip
+        clash = {n for n in names if names.count(n) > 1} | unknown
         if clash:
-            raise TypeError(f"{fn.__name__}: options {sorted(clash)} clash or are unknown")
+            raise TypeError(f"{fn.__name__}: options {sorted(clash)} clash, are unknown or cannot be left out")
 
         @functools.wraps(fn)
         def command(**kw: Any) -> Any:
             for name, group in groups.items():
-                kw[name] = group(**{f.name: kw.pop(f.name) for f in dataclasses.fields(group)})
+                given = {f.name: kw.pop(f.name) if f.name not in omitted else f.metadata["option"].default
+                         for f in dataclasses.fields(group)}  # fmt: skip
+                kw[name] = group(**given)
             return fn(**kw)
 
         command.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]

@@ -11,7 +11,7 @@ import typer
 from .. import api
 from . import app
 from .common import DEFAULT_ATTENTION, DEFAULT_PRECISION, ENGINE_HELP, atomic_output, console
-from .options import DEVICE, option, with_options
+from .options import ARCH, ARCH_FILE, DEVICE, HF_CONFIG, option, with_options
 
 plot_app = typer.Typer(
     name="plot",
@@ -28,9 +28,9 @@ class ModelOptions:
     """The architecture, device, workload and cost model a figure draws (the options of ``evaluate``)."""
 
     device: str = option(DEVICE)
-    hf_config: Optional[Path] = option(None, "--hf-config", help="A Hugging Face config.json.")
-    arch: Optional[str] = option(None, "--arch", help="Spec string, e.g. layers=24,d_model=896,heads=14,...")
-    arch_file: Optional[Path] = option(None, "--arch-file", help="TOML/JSON file of architecture fields.")
+    hf_config: Optional[Path] = option(HF_CONFIG)
+    arch: Optional[str] = option(ARCH)
+    arch_file: Optional[Path] = option(ARCH_FILE)
     precision: str = option(DEFAULT_PRECISION, help="fp16, bf16, int8, fp8, w4a16, w4a16kv8, nvfp4, ...")
     batch: int = option(1, help="Sequences per batch.")
     input_tokens: int = option(1024, help="Prompt tokens per sequence (S_in).")
