@@ -31,13 +31,13 @@ from .joint_options import (
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-#: ``--device`` of every command that takes one device.
+#: ``--device`` of the commands that need one (catalog) device.
 DEVICE = typer.Option(..., "--device", help="Catalog id (see `rooflaw devices list`) or a device TOML file.")
 #: The architecture of ``compare`` and ``plot``: one of a Hugging Face config, a spec string or a file.
 HF_CONFIG = typer.Option(None, "--hf-config", help="A Hugging Face config.json.")
 ARCH = typer.Option(None, "--arch", help="Spec string, e.g. layers=24,d_model=896,heads=14,...")
 ARCH_FILE = typer.Option(None, "--arch-file", help="TOML/JSON file of architecture fields.")
-#: ``--json`` of every command that can print one JSON object.
+#: ``--json`` of solve, frontier, search and compare.
 JSON = typer.Option(False, "--json", help="One JSON object, SI units.")
 #: ``--n-jobs`` of the commands that evaluate a whole space on this machine.
 N_JOBS = typer.Option(-1, "--n-jobs", help="Processes (-1: all cores).")
