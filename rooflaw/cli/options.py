@@ -2,12 +2,13 @@
 
 A group is a frozen dataclass whose fields carry their typer option (flag, default, help). :func:`with_options`
 puts a group's options in place of a command parameter annotated with the group, and calls the command with the
-group built from what was typed, so ``solve``, ``frontier`` and ``search`` cannot drift apart in the options they
-share.
+group built from what was typed, so the commands that share a group (``solve``, ``frontier``, ``search`` and
+``compare``; ``plot roofline`` and ``plot breakdown``) cannot drift apart.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import inspect
@@ -108,7 +109,8 @@ def _parameters(group: type, more_help: Mapping[str, str], omit: frozenset[str])
         if f.name in omit:
             continue
         if f.name in more_help:
-            info = typer.Option(info.default, *info.param_decls, help=f"{info.help} {more_help[f.name]}")
+            info = copy.copy(info)
+            info.help = f"{info.help} {more_help[f.name]}"
         out.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=info, annotation=hints[f.name]))
     return out
 
