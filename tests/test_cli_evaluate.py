@@ -5,9 +5,9 @@ import subprocess
 import sys
 
 import pytest
+from cli_helpers import run_cli
 
 from rooflaw import evaluate, from_hf_config, get_device
-from rooflaw.cli import main
 
 KEYS = {
     "params_total",
@@ -28,14 +28,8 @@ KEYS = {
 }
 
 
-def _run(capsys, *args):
-    code = main(list(args))
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
 def test_evaluate_json_matches_api(capsys):
-    code, out, _ = _run(
+    code, out, _ = run_cli(
         capsys,
         "evaluate",
         "--hf-config",
@@ -59,7 +53,7 @@ def test_evaluate_json_matches_api(capsys):
 
 
 def test_evaluate_spec_and_law(capsys):
-    code, out, _ = _run(
+    code, out, _ = run_cli(
         capsys,
         "evaluate",
         "--arch",
@@ -76,7 +70,7 @@ def test_evaluate_spec_and_law(capsys):
 
 
 def test_evaluate_table_output(capsys):
-    code, out, _ = _run(capsys, "evaluate", "--hf-config", "olmoe-1b-7b", "--device", "h100-sxm")
+    code, out, _ = run_cli(capsys, "evaluate", "--hf-config", "olmoe-1b-7b", "--device", "h100-sxm")
     assert code == 0
     assert "ffn_up" in out and "TPOT" in out
 
@@ -95,7 +89,7 @@ def test_evaluate_table_output(capsys):
     ],
 )
 def test_evaluate_bad_input_exits_2_with_one_line(capsys, args, field):
-    code, out, err = _run(capsys, "evaluate", *args)
+    code, out, err = run_cli(capsys, "evaluate", *args)
     assert code == 2
     lines = err.strip().splitlines()
     assert len(lines) == 1 and field in lines[0] and "Traceback" not in err
@@ -104,12 +98,12 @@ def test_evaluate_bad_input_exits_2_with_one_line(capsys, args, field):
 def test_unsupported_model_type_exits_2(capsys, tmp_path):
     cfg = tmp_path / "config.json"
     cfg.write_text(json.dumps({"model_type": "gpt_neox", "hidden_size": 64}))
-    code, _, err = _run(capsys, "evaluate", "--hf-config", str(cfg), "--device", "h100-sxm")
+    code, _, err = run_cli(capsys, "evaluate", "--hf-config", str(cfg), "--device", "h100-sxm")
     assert code == 2 and "model_type" in err
 
 
 def test_gemm_json_pins_correct_fp32_intensities(capsys):
-    code, out, _ = _run(capsys, "gemm", "--m", "2048", "--n", "8192", "--k", "512", "--dtype", "fp32", "--json")
+    code, out, _ = run_cli(capsys, "gemm", "--m", "2048", "--n", "8192", "--k", "512", "--dtype", "fp32", "--json")
     assert code == 0
     d = json.loads(out)
     assert {"flops", "bytes", "arithmetic_intensity", "bound", "seconds", "tile_efficiency", "wave_efficiency"} <= set(
@@ -131,13 +125,13 @@ def test_console_script_runs_without_traceback():
 
 @pytest.mark.parametrize("args", [["frontier", "--bogus"], ["evaluate", "--device", "h100-sxm", "--batch", "x"]])
 def test_usage_errors_exit_2_without_traceback(capsys, args):
-    code, _, err = _run(capsys, *args)
+    code, _, err = run_cli(capsys, *args)
     assert code == 2
     assert "Traceback" not in err and err.startswith("rooflaw: error:") and len(err.strip().splitlines()) == 1
 
 
 def test_evaluate_lists_every_decode_step(capsys):
-    code, out, _ = _run(capsys, "evaluate", "--hf-config", "qwen2.5-0.5b", "--device", "jetson-agx-orin-64gb",
+    code, out, _ = run_cli(capsys, "evaluate", "--hf-config", "qwen2.5-0.5b", "--device", "jetson-agx-orin-64gb",
                         "--output-tokens", "5", "--steps", "--json")  # fmt: skip
     assert code == 0
     d = json.loads(out)

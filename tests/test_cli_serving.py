@@ -4,9 +4,9 @@ import json
 from pathlib import Path
 
 import pytest
+from cli_helpers import run_cli
 
 import rooflaw as R
-from rooflaw.cli import main
 
 MODELS = Path(R.__file__).parent / "arch" / "models"
 SERVING_KEYS = {
@@ -25,14 +25,8 @@ SERVING_KEYS = {
 }
 
 
-def _run(capsys, *args):
-    code = main(list(args))
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
 def test_system_layout_json_matches_api(capsys):
-    code, out, _ = _run(
+    code, out, _ = run_cli(
         capsys,
         "evaluate",
         "--hf-config",
@@ -62,7 +56,7 @@ def test_system_layout_json_matches_api(capsys):
 
 
 def test_one_device_does_not_fit_and_sweep_with_max_batch_and_plot(capsys, tmp_path):
-    code, out, _ = _run(
+    code, out, _ = run_cli(
         capsys,
         "evaluate",
         "--hf-config",
@@ -77,7 +71,7 @@ def test_one_device_does_not_fit_and_sweep_with_max_batch_and_plot(capsys, tmp_p
     d = json.loads(out)
     assert code == 0 and not d["fits"] and d["max_batch"] == 0
     png = tmp_path / "pareto.png"
-    code, out, _ = _run(
+    code, out, _ = run_cli(
         capsys,
         "evaluate",
         "--hf-config",
@@ -102,7 +96,7 @@ def test_one_device_does_not_fit_and_sweep_with_max_batch_and_plot(capsys, tmp_p
 
 
 def test_table_output(capsys):
-    code, out, _ = _run(
+    code, out, _ = run_cli(
         capsys,
         "evaluate",
         "--hf-config",
@@ -131,19 +125,19 @@ def test_table_output(capsys):
     ],
 )
 def test_bad_serving_input_exits_2(capsys, args, word):
-    code, _, err = _run(
+    code, _, err = run_cli(
         capsys, "evaluate", "--hf-config", str(MODELS / "llama-3-70b.json"), "--system", "h100-sxm:8", *args
     )
     assert code == 2 and word in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
 
 
 def test_bad_system_exits_2(capsys):
-    code, _, err = _run(capsys, "evaluate", "--hf-config", str(MODELS / "llama-3-70b.json"), "--system", "mi300x:8")
+    code, _, err = run_cli(capsys, "evaluate", "--hf-config", str(MODELS / "llama-3-70b.json"), "--system", "mi300x:8")
     assert code == 2 and "no interconnect" in err
 
 
 def test_devices_systems_lists_the_catalog(capsys):
-    code, out, _ = _run(capsys, "devices", "systems", "--json")
+    code, out, _ = run_cli(capsys, "devices", "systems", "--json")
     ids = [s["id"] for s in json.loads(out)]
     assert code == 0 and {"hgx-h100", "gb200-nvl72", "jetson-orin-pair", "l4-pcie-8"} <= set(ids)
     assert all(s["source"].startswith("https://") for s in json.loads(out))

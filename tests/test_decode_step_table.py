@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from cli_helpers import run_cli
 
 from rooflaw import Workload, decode_steps, evaluate, from_hf_config, get_device
 from rooflaw.constraints.steps import decode_step_table
@@ -62,14 +63,6 @@ def test_steps_sum_to_the_closed_form_decode_at_a_million_steps():
     assert tab["bytes"].sum() == pytest.approx(rep.decode_bytes, rel=1e-9)
 
 
-def _cli(capsys, *args):
-    from rooflaw.cli import main
-
-    code = main(list(args))
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
 QWEN = ("evaluate", "--hf-config", "qwen2.5-0.5b", "--device", "jetson-agx-orin-64gb")
 
 
@@ -80,7 +73,7 @@ def test_cli_steps_csv_and_summary_above_the_json_listing_limit(capsys, tmp_path
 
     n = ev.JSON_STEPS + 1
     path = tmp_path / "steps.csv"
-    code, out, err = _cli(capsys, *QWEN, "--output-tokens", str(n), "--steps-csv", str(path), "--json")
+    code, out, err = run_cli(capsys, *QWEN, "--output-tokens", str(n), "--steps-csv", str(path), "--json")
     assert code == 0, err
     d = json.loads(out)
     assert "steps" not in d  # too many to list in JSON: the summary and the CSV carry them
@@ -95,7 +88,7 @@ def test_cli_steps_csv_and_summary_above_the_json_listing_limit(capsys, tmp_path
 
 
 def test_cli_steps_table_shows_both_ends(capsys):
-    code, out, _ = _cli(capsys, *QWEN, "--output-tokens", "1000", "--steps")
+    code, out, _ = run_cli(capsys, *QWEN, "--output-tokens", "1000", "--steps")
     assert code == 0
     assert "decode steps (1,000)" in out and "… 800 more" in out
     head, tail = out.split("… 800 more")
@@ -106,6 +99,6 @@ def test_cli_steps_table_shows_both_ends(capsys):
 def test_cli_steps_over_the_limit_is_refused_with_the_reason(capsys):
     from rooflaw.cli import evaluate as ev
 
-    code, _, err = _cli(capsys, *QWEN, "--output-tokens", str(ev.MAX_STEPS + 1), "--steps")
+    code, _, err = run_cli(capsys, *QWEN, "--output-tokens", str(ev.MAX_STEPS + 1), "--steps")
     assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert "output-tokens" in err and f"{ev.MAX_STEPS:,}" in err

@@ -9,13 +9,13 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from cli_helpers import TINY_SPACE
 
 from rooflaw.cli import main
 
 DEV = "jetson-orin-nano-8gb"
 ARCH = "layers=2,d_model=256,heads=4,kv_heads=1,ffn=512"
 EV = ["evaluate", "--device", DEV, "--arch", ARCH]
-TINY = "layers = [4, 8]\nd_model = [768]\nhead_dim = [64]\nkv_heads = [1]\nmoe = [[1, 1]]\nr_single = [2]\n"
 NOPOWER = 'id = "nopower"\nfp16_tflops = 10\nfp32_tflops = 1\nbandwidth_gbs = 100\nmemory_gb = 8\n'
 LAW = "E + A/N**alpha + B/D**beta"
 
@@ -26,7 +26,7 @@ def f(tmp_path_factory):
     rng = np.random.default_rng(0)
     N, D = 10 ** rng.uniform(7.5, 10, 60), 10 ** rng.uniform(9, 11.5, 60)
     pd.DataFrame({"N": N, "D": D, "loss": 1.9 + 300 / N**0.31 + 900 / D**0.29}).to_csv(d / "runs.csv", index=False)
-    (d / "tiny.toml").write_text(TINY)
+    (d / "tiny.toml").write_text(TINY_SPACE)
     (d / "nopower.toml").write_text(NOPOWER)
     return {"dir": str(d), **{k: str(d / n) for k, n in (("runs", "runs.csv"), ("tiny", "tiny.toml"),
                                                        ("nopower", "nopower.toml"))}}  # fmt: skip

@@ -9,12 +9,11 @@ import os
 from pathlib import Path
 
 import pytest
+from cli_helpers import TINY_SPACE
 
 from rooflaw.cli import main
 
 DEV = "jetson-orin-nano-8gb"
-# TINY_SPACE lies inside the paper law's domain (l 4-32, d 768-3072), so frontier/search run on it
-TINY_SPACE = "layers = [4, 8]\nd_model = [768]\nhead_dim = [64]\nkv_heads = [1]\nmoe = [[1, 1]]\nr_single = [2]\n"
 ARCH = "layers=2,d_model=256,heads=4,kv_heads=1,ffn=512"
 GOOD_HF = {"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4, "num_hidden_layers": 2,
            "num_key_value_heads": 1, "vocab_size": 1000, "intermediate_size": 512}  # fmt: skip

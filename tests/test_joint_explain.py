@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from cli_helpers import run_cli, space_file
 
 import rooflaw as R
 from rooflaw.arch import Space
-from rooflaw.cli import main
 
 SPACE = Space(name="tiny-joint", layers=[4, 8], d_model=[512, 1024], head_dim=[128], kv_heads=[1, "heads"],
               moe=[(1, 1), (8, 2)], r_single=[1.0, 3.0], vocab=[32000], tied=[False])  # fmt: skip
@@ -59,27 +59,19 @@ def test_explain_joint_against_each_combination_solved_alone():
     assert "why precision" in R.explain_joint_text(ex)
 
 
-def _cli(capsys, *args):
-    code = main(list(args))
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
 def test_cli_joint_explain_and_plot(tmp_path, capsys):
-    space = tmp_path / "tiny.toml"
-    space.write_text('layers = [4, 8]\nd_model = [512, 1024]\nhead_dim = [128]\nkv_heads = [1, "heads"]\n'
-                     'moe = [[1, 1], [8, 2]]\nr_single = [1.0, 3.0]\nvocab = [32000]\ntied = [false]\n')  # fmt: skip
+    space = space_file(tmp_path)
     common = ["--device", "h100-sxm", "--space", str(space), "--law", "chinchilla-precision", "--tokens", "1e11",
               "--allow-extrapolation", "--batch", "16", "--input-tokens", "256", "--system", "h100-sxm:8",
               "--layouts", "tp=4;ep=8,dp_attn=8", "--precisions", "bf16,fp8"]  # fmt: skip
-    code, out, err = _cli(capsys, "solve", "--method", "exhaustive", *common, "--explain", "--json")
+    code, out, err = run_cli(capsys, "solve", "--method", "exhaustive", *common, "--explain", "--json")
     assert code == 0, err
     d = json.loads(out)
     assert d["explain_joint"]["pick"]["option"] == d["option"] and len(d["explain_joint"]["combinations"]) == 4
-    code, out, err = _cli(capsys, "solve", "--method", "exhaustive", *common, "--explain")
+    code, out, err = run_cli(capsys, "solve", "--method", "exhaustive", *common, "--explain")
     assert code == 0 and "best point of each combination" in out and "<- pick" in out
     png = tmp_path / "joint.png"
-    code, out, err = _cli(capsys, "frontier", *common, "--objectives", "loss,latency,throughput", "--plot", str(png),
+    code, out, err = run_cli(capsys, "frontier", *common, "--objectives", "loss,latency,throughput", "--plot", str(png),
                           "--engine", "vllm")  # fmt: skip
     assert code == 0, err
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000

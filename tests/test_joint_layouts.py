@@ -7,10 +7,10 @@ import json
 
 import numpy as np
 import pytest
+from cli_helpers import run_cli
 
 import rooflaw as R
 from rooflaw.arch import Space
-from rooflaw.cli import main
 from rooflaw.constraints import complete_columns
 from rooflaw.objectives import law_inputs
 
@@ -69,14 +69,8 @@ def test_frontier_rows_meet_the_serving_floors():
     assert (fr["tokens_per_s_per_device"] >= FLOOR).all() and (fr["tpot_s"] <= TPOT + 1e-15).all()
 
 
-def _run(capsys, *args):
-    code = main(list(args))
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
 def test_cli_solve_with_layouts(capsys):
-    code, out, _ = _run(capsys, "solve", "--device", "h100-sxm", "--method", "exhaustive", "--space", "paper",
+    code, out, _ = run_cli(capsys, "solve", "--device", "h100-sxm", "--method", "exhaustive", "--space", "paper",
                         "--precision", "bf16", "--batch", "64", "--system", "h100-sxm:8",
                         "--layouts", "tp=8;ep=8,dp_attn=8", "--tpot-budget", "50ms", "--min-tokens-per-gpu", "2000",
                         "--json")  # fmt: skip
@@ -99,5 +93,5 @@ def test_cli_solve_with_layouts(capsys):
     (["--system", "h100-sxm:8", "--layouts", "tp=16"], "needs 16 devices"),
 ])  # fmt: skip
 def test_cli_layout_errors_exit_2(capsys, args, word):
-    code, _, err = _run(capsys, "solve", "--device", "h100-sxm", "--method", "exhaustive", "--space", "paper", *args)
+    code, _, err = run_cli(capsys, "solve", "--device", "h100-sxm", "--method", "exhaustive", "--space", "paper", *args)
     assert code == 2 and word in err and "Traceback" not in err

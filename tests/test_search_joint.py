@@ -8,10 +8,10 @@ import json
 
 import numpy as np
 import pytest
+from cli_helpers import run_cli, space_file
 
 import rooflaw as R
 from rooflaw.arch import Space
-from rooflaw.cli import main
 from rooflaw.solver.discrete.pareto import hypervolume
 from rooflaw.solver.search.joint_trials import matrix, minimised
 
@@ -84,20 +84,12 @@ def test_a_study_is_defined_by_its_joint_dimensions(tmp_path):
         R.search(prob, n_trials=2, joint=joint(), measure=lambda a, w: 1.0)
 
 
-def _cli(capsys, *args):
-    code = main(list(args))
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
 def test_cli_search_joint(tmp_path, capsys):
-    space = tmp_path / "tiny.toml"
-    space.write_text('layers = [4, 8]\nd_model = [512, 1024]\nhead_dim = [128]\nkv_heads = [1, "heads"]\n'
-                     'moe = [[1, 1], [8, 2]]\nr_single = [1.0, 3.0]\nvocab = [32000]\ntied = [false]\n')  # fmt: skip
+    space = space_file(tmp_path)
     base = ["search", "--device", "h100-sxm", "--space", str(space), "--law", "chinchilla-precision", "--tokens",
             "1e11", "--allow-extrapolation", "--batch", "16", "--input-tokens", "256", "--system", "h100-sxm:8",
             "--sampler", "random", "--n-trials", "12"]  # fmt: skip
-    code, out, err = _cli(capsys, *base, "--layouts", "tp=4;ep=8,dp_attn=8", "--precisions", "bf16,fp8",
+    code, out, err = run_cli(capsys, *base, "--layouts", "tp=4;ep=8,dp_attn=8", "--precisions", "bf16,fp8",
                           "--objectives", "loss,latency,throughput", "--engine", "vllm", "--json")  # fmt: skip
     assert code == 0, err
     d = json.loads(out)
@@ -105,7 +97,7 @@ def test_cli_search_joint(tmp_path, capsys):
     # a layout that divides no architecture of the space: every trial infeasible -> exit 3 naming the option
     dense = tmp_path / "dense.toml"
     dense.write_text(space.read_text().replace("[[1, 1], [8, 2]]", "[[1, 1]]"))
-    code, _, err = _cli(capsys, *[a if a != str(space) else str(dense) for a in base], "--layouts", "ep=8,dp_attn=8")
+    code, _, err = run_cli(capsys, *[a if a != str(space) else str(dense) for a in base], "--layouts", "ep=8,dp_attn=8")
     assert code == 3 and "option" in err and "Traceback" not in err
-    code, _, err = _cli(capsys, *base, "--layouts", "tp=4", "--backend", "numba")
+    code, _, err = run_cli(capsys, *base, "--layouts", "tp=4", "--backend", "numba")
     assert code == 2 and "backend" in err

@@ -5,53 +5,30 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-import typer
-
 from .. import api
 from ..units import fmt_bytes, fmt_count, fmt_time
 from . import app
-from .common import (
-    DEFAULT_ATTENTION,
-    DEFAULT_PRECISION,
-    ENGINE_HELP,
-    EXTRAPOLATION_HELP,
-    build_problem,
-    console,
-    print_json,
-    table,
-)
+from .common import console, print_json, table
+from .options import ARCH, ARCH_FILE, HF_CONFIG, JSON, N_JOBS, ProblemOptions, with_options
 
 
 @app.command()
+@with_options(omit=("latency_budget", "energy_budget"))  # compared at the model's own latency
 def compare(
-    device: str = typer.Option(..., "--device", help="Catalog id (see `rooflaw devices list`) or a device TOML file."),
-    hf_config: Optional[Path] = typer.Option(None, "--hf-config", help="A Hugging Face config.json."),
-    arch: Optional[str] = typer.Option(None, "--arch", help="Spec string, e.g. layers=24,d_model=896,heads=14,..."),
-    arch_file: Optional[Path] = typer.Option(None, "--arch-file", help="TOML/JSON file of architecture fields."),
-    law: str = typer.Option("paper-2602.10377", help="Loss law: a built-in name or an expression."),
-    space: str = typer.Option("paper", help="Space: paper, wide or a space TOML file."),
-    phase: str = typer.Option("decode", help="Latency compared: prefill, decode (all output tokens) or total."),
-    precision: str = typer.Option(DEFAULT_PRECISION, help="fp16, bf16, int8, fp8, w4a16, w4a16kv8, ..."),
-    memory_budget: Optional[str] = typer.Option(None, "--memory-budget", help="e.g. 8GB (capacity always applies)."),
-    batch: int = typer.Option(1, help="Sequences per batch."),
-    input_tokens: int = typer.Option(1024, help="Prompt tokens per sequence (S_in)."),
-    output_tokens: int = typer.Option(16, help="Generated tokens per sequence (S_out)."),
-    attention: str = typer.Option(DEFAULT_ATTENTION, help="Attention kernel: fused (FlashAttention-style) or unfused."),
-    preset: str = typer.Option("full", help="Cost model: full or paper."),
-    engine: Optional[str] = typer.Option(None, "--engine", help=ENGINE_HELP),
-    tokens: Optional[float] = typer.Option(None, help="Training tokens D, for laws that use D."),
-    n_jobs: int = typer.Option(-1, "--n-jobs", help="Processes (-1: all cores)."),
-    allow_extrapolation: bool = typer.Option(False, "--allow-extrapolation", help=EXTRAPOLATION_HELP),
-    as_json: bool = typer.Option(False, "--json", help="One JSON object, SI units."),
+    *,
+    opts: ProblemOptions,
+    hf_config: Optional[Path] = HF_CONFIG,
+    arch: Optional[str] = ARCH,
+    arch_file: Optional[Path] = ARCH_FILE,
+    n_jobs: int = N_JOBS,
+    as_json: bool = JSON,
 ) -> None:
     """Your model against the best of a space: lowest loss at its latency, fastest at its loss (paper Fig. 8a)."""
     from .evaluate import load_arch
 
     api.resolve_jobs(n_jobs, "n-jobs")
     a = load_arch(hf_config, arch, arch_file)
-    prob = build_problem(device, law, space, phase, precision, batch, input_tokens, output_tokens, preset, tokens,
-                         None, memory_budget, None, attention=attention,
-                         allow_extrapolation=allow_extrapolation, engine=engine)  # fmt: skip
+    prob = opts.problem()
     res = api.compare(a, prob, n_jobs=n_jobs)
     if as_json:
         print_json(res)
@@ -59,7 +36,7 @@ def compare(
     m = res["model"]
     console.print(
         f"{m['name'] or 'model'} against space {res['space']} ({res['feasible']:,} of {res['evaluated']:,} points "
-        f"fit) — {prob.describe()}, {phase} latency, engine {res['engine']}",
+        f"fit) — {prob.describe()}, {opts.phase} latency, engine {res['engine']}",
         markup=False,
     )
     rows = [_row("your model", m)]

@@ -10,53 +10,21 @@ import typer
 from ..errors import bad
 from ..units import fmt_bytes, fmt_time
 from . import app
-from .common import (
-    DEFAULT_ATTENTION,
-    DEFAULT_PRECISION,
-    ENGINE_HELP,
-    EXTRAPOLATION_HELP,
-    arch_table,
-    atomic_output,
-    build_problem,
-    check_output,
-    console,
-    esc,
-    print_json,
-)
-from .joint_options import (
-    BATCHES_HELP,
-    LAYOUTS_HELP,
-    MIN_TPS_HELP,
-    PRECISIONS_HELP,
-    SYSTEM_HELP,
-    TPOT_HELP,
-    describe_joint,
-    joint_space,
-)
+from .common import arch_table, atomic_output, check_output, console, esc, print_json
+from .joint_options import describe_joint
+from .options import JSON, JointOptions, ProblemOptions, with_options
 from .progress import ProgressBar
 
 
 @app.command()
+@with_options()
 def search(
-    device: str = typer.Option(..., "--device", help="Catalog id (see `rooflaw devices list`) or a device TOML file."),
-    law: str = typer.Option("paper-2602.10377", help="Loss law: a built-in name or an expression."),
-    space: str = typer.Option("paper", help="Space: paper, wide or a space TOML file."),
-    phase: str = typer.Option("decode", help="Latency objective: prefill, decode (all output tokens) or total."),
-    precision: str = typer.Option(DEFAULT_PRECISION, help="fp16, bf16, int8, fp8, w4a16, w4a16kv8, ..."),
+    *,
+    opts: ProblemOptions,
     objectives: str = typer.Option(
         "loss,latency",
         help="loss,latency[,memory][,energy][,throughput (joint)]; 'loss' alone = min loss s.t. the budgets.",
     ),
-    latency_budget: Optional[str] = typer.Option(None, "--latency-budget", help="e.g. 20ms."),
-    memory_budget: Optional[str] = typer.Option(None, "--memory-budget", help="e.g. 8GB (capacity always applies)."),
-    energy_budget: Optional[str] = typer.Option(None, "--energy-budget", help="e.g. 2J per request."),
-    batch: int = typer.Option(1, help="Sequences per batch."),
-    input_tokens: int = typer.Option(1024, help="Prompt tokens per sequence (S_in)."),
-    output_tokens: int = typer.Option(16, help="Generated tokens per sequence (S_out)."),
-    attention: str = typer.Option(DEFAULT_ATTENTION, help="Attention kernel: fused (FlashAttention-style) or unfused."),
-    preset: str = typer.Option("full", help="Cost model: full or paper."),
-    engine: Optional[str] = typer.Option(None, "--engine", help=ENGINE_HELP),
-    tokens: Optional[float] = typer.Option(None, help="Training tokens D, for laws that use D."),
     sampler: str = typer.Option("tpe", help="nsga2, tpe, gp or random."),
     n_trials: int = typer.Option(200, "--n-trials", help="Completed trials the study should reach."),
     seed: int = typer.Option(0, help="Sampler seed."),
@@ -70,15 +38,9 @@ def search(
     ),
     reference: Optional[str] = typer.Option(None, help="Hypervolume reference point, comma-separated (SI units)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Write all completed trials as CSV."),
-    allow_extrapolation: bool = typer.Option(False, "--allow-extrapolation", help=EXTRAPOLATION_HELP),
-    as_json: bool = typer.Option(False, "--json", help="One JSON object, SI units."),
+    as_json: bool = JSON,
     backend: str = typer.Option("auto", "--backend", help="Cost model: auto, numpy or numba (the fast extra)."),
-    precisions: Optional[str] = typer.Option(None, "--precisions", help=PRECISIONS_HELP),
-    batches: Optional[str] = typer.Option(None, "--batches", help=BATCHES_HELP),
-    system: Optional[str] = typer.Option(None, "--system", help=SYSTEM_HELP),
-    layouts: Optional[str] = typer.Option(None, "--layouts", help=LAYOUTS_HELP),
-    min_tokens_per_gpu: Optional[float] = typer.Option(None, "--min-tokens-per-gpu", help=MIN_TPS_HELP),
-    tpot_budget: Optional[str] = typer.Option(None, "--tpot-budget", help=TPOT_HELP),
+    joint_opts: JointOptions,
 ) -> None:
     """Search a space with Optuna; report the feasible frontier of the trials and its hypervolume."""
     from ..api import search as run
@@ -88,10 +50,8 @@ def search(
     if out is not None:
         check_output(out, "--out")
         check_out_not_storage(out, storage)
-    prob = build_problem(device, law, space, phase, precision, batch, input_tokens, output_tokens, preset, tokens,
-                         latency_budget, memory_budget, energy_budget, attention=attention,
-                         allow_extrapolation=allow_extrapolation, engine=engine)  # fmt: skip
-    joint = joint_space(precisions, batches, system, layouts, min_tokens_per_gpu, tpot_budget)
+    prob = opts.problem()
+    joint = joint_opts.space()
     if joint is None and "throughput" in objectives:
         from .. import api
 

@@ -9,82 +9,40 @@ import typer
 from .. import api
 from ..units import fmt_bytes, fmt_count, fmt_time
 from . import app
-from .common import (
-    DEFAULT_ATTENTION,
-    DEFAULT_PRECISION,
-    ENGINE_HELP,
-    EXTRAPOLATION_HELP,
-    build_problem,
-    console,
-    esc,
-    print_json,
-    table,
-)
-from .joint_options import (
-    BATCHES_HELP,
-    LAYOUTS_HELP,
-    MIN_TPS_HELP,
-    PRECISIONS_HELP,
-    SCHEDULER_HELP,
-    SYSTEM_HELP,
-    TPOT_HELP,
-    describe_joint,
-    joint_space,
-    wants_joint,
-)
+from .common import console, esc, print_json, table
+from .joint_options import describe_joint, wants_joint
+from .options import JSON, SCHEDULER, JointOptions, ProblemOptions, with_options
 
 METHODS = ("closed-form", "gp", "exhaustive", "optuna")
+#: What ``--precisions`` and ``--batches`` add to their help on ``solve``.
+_JOINT_METHODS = "--method exhaustive or optuna."
 
 
 @app.command()
+@with_options(more_help={"precisions": _JOINT_METHODS, "batches": _JOINT_METHODS})
 def solve(
-    device: str = typer.Option(..., "--device", help="Catalog id (see `rooflaw devices list`) or a device TOML file."),
-    law: str = typer.Option("paper-2602.10377", help="Loss law: a built-in name or an expression."),
-    latency_budget: Optional[str] = typer.Option(None, "--latency-budget", help="e.g. 20ms."),
-    phase: str = typer.Option("decode", help="Latency of: prefill, decode (all output tokens) or total."),
-    memory_budget: Optional[str] = typer.Option(
-        None, "--memory-budget", help="e.g. 8GB (the device capacity always applies)."
-    ),
-    energy_budget: Optional[str] = typer.Option(None, "--energy-budget", help="e.g. 2J per request."),
-    space: str = typer.Option("paper", help="Search space: a built-in name (paper, wide) or a TOML file."),
-    precision: str = typer.Option(DEFAULT_PRECISION, help="fp16, bf16, int8, fp8, w4a16, w4a16kv8, ..."),
-    batch: int = typer.Option(1, help="Sequences per batch."),
-    input_tokens: int = typer.Option(1024, help="Prompt tokens per sequence (S_in)."),
-    output_tokens: int = typer.Option(16, help="Generated tokens per sequence (S_out)."),
-    attention: str = typer.Option(DEFAULT_ATTENTION, help="Attention kernel: fused (FlashAttention-style) or unfused."),
+    *,
+    opts: ProblemOptions,
     method: str = typer.Option("closed-form", help="closed-form, gp, exhaustive or optuna."),
     align: int = typer.Option(128, help="d_model (and FFN) multiple: 128 default; 256/512 per NVIDIA's tile guidance."),
-    preset: str = typer.Option("full", help="Cost model that judges the architecture: full or paper."),
-    engine: Optional[str] = typer.Option(None, "--engine", help=ENGINE_HELP),
-    tokens: Optional[float] = typer.Option(None, help="Training tokens D, for laws that use D."),
     trials: int = typer.Option(500, help="Trials for --method optuna."),
     seed: int = typer.Option(0, help="Seed for --method optuna."),
     backend: str = typer.Option("auto", "--backend", help="--method exhaustive: auto, numpy or numba (fast extra)."),
-    precisions: Optional[str] = typer.Option(
-        None, "--precisions", help=PRECISIONS_HELP + " --method exhaustive or optuna."
-    ),
-    batches: Optional[str] = typer.Option(None, "--batches", help=BATCHES_HELP + " --method exhaustive or optuna."),
-    scheduler: Optional[str] = typer.Option(None, "--scheduler", help=SCHEDULER_HELP),
-    system: Optional[str] = typer.Option(None, "--system", help=SYSTEM_HELP),
-    layouts: Optional[str] = typer.Option(None, "--layouts", help=LAYOUTS_HELP),
-    min_tokens_per_gpu: Optional[float] = typer.Option(None, "--min-tokens-per-gpu", help=MIN_TPS_HELP),
-    tpot_budget: Optional[str] = typer.Option(None, "--tpot-budget", help=TPOT_HELP),
+    joint_opts: JointOptions,
+    scheduler: Optional[str] = SCHEDULER,
     explain: bool = typer.Option(False, "--explain", help="Derivation, slacks, rounding, runner-ups."),
-    allow_extrapolation: bool = typer.Option(False, "--allow-extrapolation", help=EXTRAPOLATION_HELP),
-    as_json: bool = typer.Option(False, "--json", help="One JSON object, SI units."),
+    as_json: bool = JSON,
 ) -> None:
     """Choose the architecture with the lowest loss that meets the budgets (closed form, GP, exhaustive, Optuna)."""
     if method not in METHODS:
         raise api.RooflawError(f"method={method!r}: must be one of {', '.join(METHODS)}")
     from ..api import solve as run
 
-    prob = build_problem(device, law, space, phase, precision, batch, input_tokens, output_tokens, preset, tokens,
-                         latency_budget, memory_budget, energy_budget, align, attention=attention,
-                         allow_extrapolation=allow_extrapolation, engine=engine)  # fmt: skip
+    prob = opts.problem(align)
     kw = {"n_trials": trials, "seed": seed} if method == "optuna" else {}
     if method == "exhaustive":
         kw = {"backend": backend}
-    joint = joint_space(precisions, batches, system, layouts, min_tokens_per_gpu, tpot_budget)
+    joint = joint_opts.space()
     joint_explain = None
     if wants_joint(joint, scheduler):
         if method not in ("exhaustive", "optuna") or (method == "optuna" and scheduler is not None):

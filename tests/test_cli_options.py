@@ -1,0 +1,137 @@
+"""The options `solve`, `frontier` and `search` share are declared once (cli/options.py): read back from the click
+commands, they have the same flags, defaults, types and help on all three; each command keeps its flags."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from rooflaw.cli import app
+from rooflaw.cli.options import JointOptions, ProblemOptions, with_options
+
+COMMANDS = ("solve", "frontier", "search")
+SHARED = [f.name for f in dataclasses.fields(ProblemOptions)] + [f.name for f in dataclasses.fields(JointOptions)]
+#: Every flag of each command at f5289ed, before the options were shared (a rename or a lost option fails here).
+FLAGS = {
+    "solve": "--align --allow-extrapolation --attention --backend --batch --batches --device --energy-budget --engine "
+    "--explain --input-tokens --json --latency-budget --law --layouts --memory-budget --method --min-tokens-per-gpu "
+    "--output-tokens --phase --precision --precisions --preset --scheduler --seed --space --system --tokens "
+    "--tpot-budget --trials",
+    "frontier": "--allow-extrapolation --attention --backend --batch --batches --device --energy-budget --engine "
+    "--input-tokens --json --latency-budget --law --layouts --memory-budget --min-tokens-per-gpu --n-jobs "
+    "--objectives --out --output-tokens --phase --plot --precision --precisions --preset --scheduler --space "
+    "--system --tokens --tpot-budget",
+    "search": "--allow-extrapolation --attention --backend --batch --batches --device --energy-budget --engine "
+    "--input-tokens --json --latency-budget --law --layouts --measure --memory-budget --min-tokens-per-gpu "
+    "--n-trials --objectives --out --output-tokens --phase --precision --precisions --preset --reference "
+    "--sampler --seed --space --storage --study-name --system --tokens --tpot-budget --workers",
+    "compare": "--allow-extrapolation --arch --arch-file --attention --batch --device --engine --hf-config "
+    "--input-tokens --json --law --memory-budget --n-jobs --output-tokens --phase --precision --preset --space "
+    "--tokens",
+    "plot": "--arch --arch-file --attention --batch --device --engine --hf-config --input-tokens --no-tiles --out "
+    "--output-tokens --precision --preset --tiles",
+}
+#: Defaults of the shared options, as the commands had them at f5289ed.
+DEFAULTS = {"device": None, "law": "paper-2602.10377", "space": "paper", "phase": "decode", "precision": "fp16",
+            "latency_budget": None, "memory_budget": None, "energy_budget": None, "batch": 1, "input_tokens": 1024,
+            "output_tokens": 16, "attention": "fused", "preset": "full", "engine": None, "tokens": None,
+            "allow_extrapolation": False, "precisions": None, "batches": None, "system": None, "layouts": None,
+            "min_tokens_per_gpu": None, "tpot_budget": None}  # fmt: skip
+
+
+def _options(name: str) -> dict[str, dict]:
+    cmd = typer.main.get_command(app).commands[name]
+    return {p.name: {"opts": p.opts, "default": p.default, "help": p.help, "type": p.type_descriptor.annotation,
+                     "required": p.required, "flag": p.is_flag} for p in cmd.params}  # fmt: skip
+
+
+def test_shared_options_are_the_same_on_solve_frontier_and_search():
+    opts = {c: _options(c) for c in COMMANDS}
+    for c in COMMANDS:
+        assert sorted(o for v in opts[c].values() for o in v["opts"]) == FLAGS[c].split(), c
+    for name in SHARED:
+        ref = opts["frontier"][name]
+        assert ref["default"] == DEFAULTS[name], name
+        assert ref["required"] == (name == "device"), name
+        for c in ("solve", "search"):
+            got = dict(opts[c][name])
+            if c == "solve" and name in ("precisions", "batches"):  # solve's note: which methods take them
+                assert got["help"] == ref["help"] + " --method exhaustive or optuna."
+                got["help"] = ref["help"]
+            assert got == ref, (c, name)
+    # the options only some of them have are declared once too
+    assert opts["solve"]["scheduler"] == opts["frontier"]["scheduler"] and "scheduler" not in opts["search"]
+    assert opts["solve"]["as_json"] == opts["frontier"]["as_json"] == opts["search"]["as_json"]
+
+
+def test_compare_shares_the_problem_options_but_the_latency_and_energy_budgets():
+    got, ref = _options("compare"), _options("frontier")
+    assert sorted(o for v in got.values() for o in v["opts"]) == FLAGS["compare"].split()
+    for f in dataclasses.fields(ProblemOptions):
+        if f.name in ("latency_budget", "energy_budget"):  # compared at the model's own latency: no budget
+            assert f.name not in got
+        else:
+            assert got[f.name] == ref[f.name], f.name
+    assert got["n_jobs"] == ref["n_jobs"] and got["as_json"] == ref["as_json"]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Pair:
+    a: int = dataclasses.field(metadata={"option": typer.Option(1, "--a", help="A.")})
+    b: str = dataclasses.field(metadata={"option": typer.Option("x", "--b", help="B.")})
+
+
+def test_with_options_hands_the_command_its_groups():
+    seen = {}
+    toy = typer.Typer(add_completion=False)
+
+    @toy.command()
+    @with_options(more_help={"b": "More."})
+    def cmd(*, first: int = typer.Option(0, "--first"), pair: _Pair, last: bool = typer.Option(False, "--last")):
+        seen.update(first=first, pair=pair, last=last)
+
+    res = CliRunner().invoke(toy, ["--b", "y", "--first", "3", "--last"])
+    assert res.exit_code == 0, res.output
+    assert seen == {"first": 3, "pair": _Pair(a=1, b="y"), "last": True}
+    params = typer.main.get_command(toy).params
+    assert [p.name for p in params] == ["first", "a", "b", "last"]  # the group's options stand in its place
+    assert [p.help for p in params if p.name == "b"] == ["B. More."]
+    res = CliRunner().invoke(toy, ["--a", "x"])
+    assert res.exit_code == 2 and "--a" in res.output  # typed as the field: click refuses a non-integer
+
+    left = typer.Typer(add_completion=False)
+
+    @left.command()
+    @with_options(omit=("a",))
+    def without_a(*, pair: _Pair):
+        seen.update(pair=pair)
+
+    assert [p.name for p in typer.main.get_command(left).params] == ["b"]
+    assert CliRunner().invoke(left, ["--b", "z"]).exit_code == 0 and seen["pair"] == _Pair(a=1, b="z")
+    assert CliRunner().invoke(left, ["--a", "2"]).exit_code == 2  # no such option
+
+
+def test_with_options_refuses_a_clash_or_an_unknown_note():
+    def clash(*, a: int = 0, pair: _Pair):
+        pass
+
+    def unknown(*, pair: _Pair):
+        pass
+
+    with pytest.raises(TypeError, match="'a'"):
+        with_options()(clash)
+    with pytest.raises(TypeError, match="'c'"):
+        with_options(more_help={"c": "?"})(unknown)
+    with pytest.raises(TypeError, match="'c'"):
+        with_options(omit=("c",))(unknown)
+
+
+def test_plot_roofline_and_breakdown_share_their_options():
+    cmds = typer.main.get_command(app).commands["plot"].commands
+    opts = [{p.name: (p.opts, p.secondary_opts, p.default, p.help, p.required) for p in cmds[c].params}
+            for c in ("roofline", "breakdown")]  # fmt: skip
+    assert opts[0] == opts[1]
+    assert sorted(o for v in opts[0].values() for o in v[0] + v[1]) == FLAGS["plot"].split()
