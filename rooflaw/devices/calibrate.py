@@ -15,7 +15,9 @@ small machine otherwise turns OpenMP barriers into the cost), also:
   (numpy has no 16-bit GEMM); fp32 also at 16 and 32 rows, fitted to r(M) = R·M/(M + h)
   (``gemm_half_rows`` = h: a MoE expert's GEMM of ~T·K/E rows runs slower than a 128-row one);
 * **GEMV bandwidth**: one token through the same cold weights, what a decode step streams at, and
-  through 4096×512 ones: bytes/s ∝ K/(K + k½) (``gemv_half_k``: a fixed cost per output row);
+  through 4096×512 ones: bytes/s ∝ K/(K + k½) (``gemv_half_k``: a fixed cost per output row); the same in
+  bf16 (``gemv16_bandwidth``, ``gemv16_half_k``): the roof of a 16-bit decode step's GEMVs (a CPU without
+  native bf16 math converts every weight and streams them at half the fp32 GEMV's bytes/s or less);
 * **eager kernel overhead**: the extra time of one more layer of a probe decoder whose 2.4 MB
   layers exceed the L2 (d=256, one token: :mod:`.eager_decoder`), less that layer's weight reads at
   the GEMV bandwidth, divided by the aten kernels it launches (counted with a ``TorchDispatchMode``):
@@ -83,6 +85,8 @@ class Measurements:
     gemm_half_rows: float = 0.0  #: rows at which torch fp32 ``F.linear`` runs at half its large-M rate (0: none)
     gemv_half_k: float = 0.0  #: inner dimension at which a one-token GEMV streams at half its long-row rate
     clock: str = "wall"  #: the clock the timings read (``wall`` or thread ``cpu`` time)
+    gemv16_bandwidth: float = 0.0  #: bytes/s of a one-token bf16 GEMV over cold weights (0: no torch)
+    gemv16_half_k: float = 0.0  #: its K curve, as ``gemv_half_k``
 
     @property
     def linear_flops(self) -> float:
@@ -148,6 +152,8 @@ def _vector(budget: float) -> float:
 
 
 Progress = Callable[[str, float], None]
+#: Device figures written only when measured (a flat curve fits 0; no torch: no GEMV rates).
+_OPTIONAL = ("gemm_half_rows", "gemv_half_k", "gemv16_bandwidth", "gemv16_half_k")
 
 
 def measure(
@@ -189,6 +195,9 @@ def _measure(seconds: float, progress: Progress | None, threads: int | None, clo
         say("GEMV bandwidth", 0.66)
         gemv = _gemv_bandwidth(0.05 * seconds)
         half_k = _gemv_half_k(0.05 * seconds, gemv)
+        say("16-bit GEMV bandwidth", 0.69)
+        gemv16 = _gemv_bandwidth(0.04 * seconds, "bfloat16")
+        half_k16 = _gemv_half_k(0.04 * seconds, gemv16, "bfloat16")
         say("16-bit GEMM", 0.72)
         gemm16 = _gemm16(0.08 * seconds)
         say("per-op overhead", 0.8)
@@ -212,6 +221,8 @@ def _measure(seconds: float, progress: Progress | None, threads: int | None, clo
         gemm_half_rows=half_rows,
         gemv_half_k=half_k,
         clock=clock,
+        gemv16_bandwidth=gemv16,
+        gemv16_half_k=half_k16,
     )
 
 
@@ -219,8 +230,9 @@ def _summary(m: Measurements) -> str:
     torch_part = (
         f"; with torch ({m.torch_threads} threads): fp32 GEMM {m.linear_flops / 1e9:.1f} GFLOP/s "
         f"(F.linear, {_M_GEMM} tokens x cold {_N}x{_K} weights), bf16 GEMM {m.gemm16_flops / 1e9:.1f} GFLOP/s, "
-        f"GEMV bandwidth {m.gemv_bandwidth / 1e9:.1f} GB/s, eager kernel {m.op_overhead * 1e6:.2f} us, "
-        f"GEMM half-rate rows {m.gemm_half_rows:.3g}, GEMV half-rate K {m.gemv_half_k:.3g}; "
+        f"GEMV bandwidth {m.gemv_bandwidth / 1e9:.1f} GB/s (bf16 {m.gemv16_bandwidth / 1e9:.1f} GB/s), eager kernel {m.op_overhead * 1e6:.2f} us, "
+        f"GEMM half-rate rows {m.gemm_half_rows:.3g}, GEMV half-rate K {m.gemv_half_k:.3g} "
+        f"(bf16 {m.gemv16_half_k:.3g}); "
         f"threads={m.torch_threads}"
         if m.torch_threads
         else ""
@@ -270,9 +282,11 @@ def calibrate(
             "kernel_overhead",
             "gemm_half_rows",
             "gemv_half_k",
+            "gemv16_bandwidth",
+            "gemv16_half_k",
         )
-        # a curve the fit found flat (0) is not written to a device file, nor is its provenance
-        fields = tuple(f for f in fields if f not in ("gemm_half_rows", "gemv_half_k") or getattr(m, f) > 0)
+        # a curve the fit found flat (0) or a rate not measured is not written to a device file, nor its provenance
+        fields = tuple(f for f in fields if f not in _OPTIONAL or getattr(m, f) > 0)
         prov = dict.fromkeys(fields, "measured")
         prov["sm_count"] = "measured"
         prov["tile"] = "assumed"
@@ -285,6 +299,8 @@ def calibrate(
             kernel_overhead=m.op_overhead,
             gemm_half_rows=m.gemm_half_rows,
             gemv_half_k=m.gemv_half_k,
+            gemv16_bandwidth=m.gemv16_bandwidth,
+            gemv16_half_k=m.gemv16_half_k,
             memory_bandwidth=m.stream_bandwidth,
             memory_capacity=m.memory_capacity,
             sm_count=m.torch_threads or m.threads,
@@ -294,7 +310,7 @@ def calibrate(
             provenance=prov,
             sources=dict.fromkeys(fields, src) | {"sm_count": "torch threads (else os.cpu_count())"},
             notes=summary + "; roofs: fp32/tf32 = the torch fp32 GEMM (else numpy's), fp16 = the bf16 torch GEMM "
-            "(else the fp32 rate), bandwidth = the torch GEMV (else numpy's copy/read)",
+            "(else the fp32 rate), bandwidth = the torch GEMV (else numpy's copy/read), 16-bit decode GEMVs at the bf16 GEMV",
             achieved={},
         )
     roof_dtype, roof = base.roof("tf32")
@@ -384,9 +400,11 @@ def device_toml(device: Device) -> str:
         "vector_rate",
         "gemm_half_rows",
         "gemv_half_k",
+        "gemv16_bandwidth",
+        "gemv16_half_k",
     ):
         v = getattr(device, field)
-        if v is None or (field in ("kernel_overhead", "gemm_half_rows", "gemv_half_k") and v == 0):
+        if v is None or (field in ("kernel_overhead", *_OPTIONAL) and v == 0):
             continue
         if field.endswith("_efficiency") and v == 1.0 and field not in device.provenance:
             continue

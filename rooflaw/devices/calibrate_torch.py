@@ -214,19 +214,25 @@ def _half_rows(budget: float, rate_128: float) -> float:
     return float(b / a) if a > 0 and b > 0 else 0.0
 
 
-def _gemv_bandwidth(budget: float) -> float:
-    """Weight bytes/s of a one-token fp32 ``F.linear`` (a decode step's GEMV) on cold weights, 0 without torch."""
-    return 4.0 * _N * _K / _torch_linear_time("float32", 1, budget)
+#: bytes per element of the dtypes the GEMV probes run
+_BYTES = {"float32": 4.0, "bfloat16": 2.0, "float16": 2.0}
 
 
-def _gemv_half_k(budget: float, bandwidth_1024: float) -> float:
-    """Inner dimension K at which a one-token fp32 GEMV streams its weights at half its long-row rate: each
+def _gemv_bandwidth(budget: float, dtype_name: str = "float32") -> float:
+    """Weight bytes/s of a one-token ``F.linear`` (a decode step's GEMV) on cold weights of ``dtype_name``
+    (``bfloat16``: the 16-bit GEMV roof; a CPU without native bf16 converts every weight), 0 without torch."""
+    return _BYTES[dtype_name] * _N * _K / _torch_linear_time(dtype_name, 1, budget)
+
+
+def _gemv_half_k(budget: float, bandwidth_1024: float, dtype_name: str = "float32") -> float:
+    """Inner dimension K at which a one-token GEMV streams its weights at half its long-row rate: each
     output row is a dot product with a fixed cost, so bytes/s ∝ K/(K + k½); from the cold 4096×512 GEMV's rate
-    and ``bandwidth_1024`` (the 4096×1024 one). 0 when the rate does not rise with K (or without torch)."""
-    t = _torch_linear_time("float32", 1, budget, k=_K // 2)
+    and ``bandwidth_1024`` (the 4096×1024 one), both in ``dtype_name``. 0 when the rate does not rise with K (or
+    without torch)."""
+    t = _torch_linear_time(dtype_name, 1, budget, k=_K // 2)
     if not (bandwidth_1024 > 0 and math.isfinite(t)):
         return 0.0
-    q = bandwidth_1024 / (4.0 * _N * (_K // 2) / t)  # = 2 (512 + k½) / (1024 + k½)
+    q = bandwidth_1024 / (_BYTES[dtype_name] * _N * (_K // 2) / t)  # = 2 (512 + k½) / (1024 + k½)
     return float(_K * (q - 1.0) / (2.0 - q)) if 1.0 < q < 2.0 else 0.0
 
 
