@@ -230,7 +230,8 @@ def _summary(m: Measurements) -> str:
     torch_part = (
         f"; with torch ({m.torch_threads} threads): fp32 GEMM {m.linear_flops / 1e9:.1f} GFLOP/s "
         f"(F.linear, {_M_GEMM} tokens x cold {_N}x{_K} weights), bf16 GEMM {m.gemm16_flops / 1e9:.1f} GFLOP/s, "
-        f"GEMV bandwidth {m.gemv_bandwidth / 1e9:.1f} GB/s (bf16 {m.gemv16_bandwidth / 1e9:.1f} GB/s), eager kernel {m.op_overhead * 1e6:.2f} us, "
+        f"GEMV bandwidth {m.gemv_bandwidth / 1e9:.1f} GB/s (bf16 {m.gemv16_bandwidth / 1e9:.1f} GB/s), "
+        f"eager kernel {m.op_overhead * 1e6:.2f} us, "
         f"GEMM half-rate rows {m.gemm_half_rows:.3g}, GEMV half-rate K {m.gemv_half_k:.3g} "
         f"(bf16 {m.gemv16_half_k:.3g}); "
         f"threads={m.torch_threads}"
@@ -310,7 +311,8 @@ def calibrate(
             provenance=prov,
             sources=dict.fromkeys(fields, src) | {"sm_count": "torch threads (else os.cpu_count())"},
             notes=summary + "; roofs: fp32/tf32 = the torch fp32 GEMM (else numpy's), fp16 = the bf16 torch GEMM "
-            "(else the fp32 rate), bandwidth = the torch GEMV (else numpy's copy/read), 16-bit decode GEMVs at the bf16 GEMV",
+            "(else the fp32 rate), bandwidth = the torch GEMV (else numpy's copy/read), "
+            "16-bit decode GEMVs at the bf16 GEMV",
             achieved={},
         )
     roof_dtype, roof = base.roof("tf32")
