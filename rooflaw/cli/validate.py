@@ -11,7 +11,7 @@ from .common import CLOCK_HELP, check_clock, console, err_console, print_json, t
 @app.command()
 def validate(
     device: str = typer.Option("local", "--device", help="local (calibrate now), a catalog id, or a device TOML file."),
-    quick: bool = typer.Option(False, "--quick", help="4 small configs, short runs (a smoke test, ~20 s)."),
+    quick: bool = typer.Option(False, "--quick", help="3 small configs, short runs (a smoke test, ~30 s)."),
     cuda: bool = typer.Option(False, "--cuda", help="Measure on the CUDA GPU (skipped cleanly without one)."),
     threads: int = typer.Option(
         1, "--threads", min=1, help="torch intra-op threads for calibration and measurement (CPU; default 1)."
@@ -33,11 +33,12 @@ def validate(
         err_console.print("no CUDA device: GPU validation skipped")
         raise typer.Exit(0)
     show = not as_json and console.is_terminal
-    if device == "local":
+    dev = None  # local CPU: calibrated by validate itself, one round among each round of measurements
+    if device == "local" and cuda:
         if show:
             err_console.print("calibrating this machine (micro-benchmarks only) ...")
-        dev = api.calibrate(seconds=1.0 if quick else 3.0, threads=None if cuda else threads, clock=clock)
-    else:
+        dev = api.calibrate(seconds=1.0 if quick else 3.0, threads=None, clock=clock)
+    elif device != "local":
         dev = api.get_device(device)
     if show:
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -55,12 +56,14 @@ def validate(
              f"{c['error']:+.1%}", f"{c['spread']:.0%}"] for c in rep["configs"]]  # type: ignore[union-attr]  # fmt: skip
     console.print(
         table(
-            f"validate on {dev.id} (engine torch-eager, {rep['threads']} torch threads, {rep['statistic']})",
+            f"validate on {rep['device']} (engine torch-eager, {rep['threads']} torch threads, {rep['statistic']}; "
+            f"calibration {rep['calibration']})",
             ["config", "phase", "predicted", "measured", "error", "spread (median/best − 1)"],
             rows,
         )
     )
     console.print(
-        f"MAPE prefill {rep['mape_prefill']:.1%}, decode {rep['mape_decode']:.1%} "
-        f"(load average {rep['load_avg_1min']}, median spread {rep['median_spread']:.0%})"
+        f"MAPE prefill {rep['mape_prefill']:.1%}, decode {rep['mape_decode']:.1%}; mean error prefill "
+        f"{rep['mean_error_prefill']:+.1%}, decode {rep['mean_error_decode']:+.1%} (load average "
+        f"{rep['load_avg_1min_start']} → {rep['load_avg_1min']}, median spread {rep['median_spread']:.0%})"
     )
