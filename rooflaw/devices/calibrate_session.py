@@ -11,6 +11,7 @@ state -- and both keep their best. The figures (:class:`.calibrate.Measurements`
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import time
@@ -33,18 +34,20 @@ _LINEAR = {
 }  # fmt: skip
 
 
-def _mean_call(fn: Callable[[], object], seconds: float) -> float:
-    """Mean seconds per call (calibration clock) of one sample: ``fn`` called back to back for about ``seconds``
-    of wall time (at least 2 calls), after one warm-up call -- a sample as long as ``validate``'s, so that best
-    of the rounds means the same on both sides."""
-    t0 = time.perf_counter()
-    fn()
-    warm = max(time.perf_counter() - t0, 1e-9)
-    n = max(2, int(seconds / warm))
-    c0 = ct.now()
+def _mean_call(fn: Callable[[], object], seconds: float, last: float | None = None) -> tuple[float, float]:
+    """(mean seconds per call on the calibration clock, mean wall seconds) of one sample: ``fn`` called back to
+    back for about ``seconds`` of wall time (at least once) -- a sample as long as ``validate``'s, so that best of
+    the rounds means the same on both sides. ``last``: the wall time per call of the previous sample, which sizes
+    this one (``None``: a first, untimed warm-up call sizes it)."""
+    if last is None:
+        t0 = time.perf_counter()
+        fn()
+        last = time.perf_counter() - t0
+    n = max(1, int(seconds / max(last, 1e-9)))
+    c0, t0 = ct.now(), time.perf_counter()
     for _ in range(n):
         fn()
-    return max((ct.now() - c0) / n, 1e-12)
+    return max((ct.now() - c0) / n, 1e-12), (time.perf_counter() - t0) / n
 
 
 class Session:
@@ -57,6 +60,7 @@ class Session:
     def __init__(self, capacity: float, threads: int | None = 1, gemm_budget: float = 0.5) -> None:
         self.capacity, self.threads = capacity, threads
         self.best: dict[object, float] = {}
+        self.wall: dict[object, float] = {}  # wall seconds per call of each timer's last sample (sizes the next)
         self.rounds = 0
         rng = np.random.default_rng(0)
         self.n = self._gemm_size(rng, gemm_budget)
@@ -102,21 +106,26 @@ class Session:
     def _keep(self, key: object, t: float) -> None:
         self.best[key] = min(self.best.get(key, math.inf), t)
 
+    def _sample(self, key: object, fn: Callable[[], object], seconds: float) -> None:
+        """One sample of timer ``key`` (see :func:`_mean_call`), kept if it is the best so far."""
+        t, self.wall[key] = _mean_call(fn, seconds, self.wall.get(key))
+        self._keep(key, t)
+
     def sample(self, seconds: float, progress: Progress | None = None) -> None:
         """One round: one sample of every timer, for its share of ``seconds`` (wall), each keeping its best."""
         say = progress or (lambda step, frac: None)
         say("fp32 GEMM (numpy)", 0.0)
-        self._keep("gemm", _mean_call(lambda: np.matmul(self.a, self.b, out=self.c), 0.12 * seconds))
+        self._sample("gemm", lambda: np.matmul(self.a, self.b, out=self.c), 0.12 * seconds)
         say("memory bandwidth", 0.2)
-        self._keep("copy", _mean_call(lambda: np.copyto(self.dst, self.src), 0.1 * seconds))
-        self._keep("sum", _mean_call(lambda: self.src.sum(), 0.08 * seconds))
+        self._sample("copy", lambda: np.copyto(self.dst, self.src), 0.1 * seconds)
+        self._sample("sum", lambda: self.src.sum(), 0.08 * seconds)
         say("vector rate", 0.4)
 
         def vector() -> None:
             for _ in range(8):
                 np.multiply(self.va, self.vb, out=self.vc)
 
-        self._keep("vector", _mean_call(vector, 0.1 * seconds))
+        self._sample("vector", vector, 0.1 * seconds)
         if self.torch is not None:
             with ct._torch_threads(self.threads):
                 self._sample_torch(seconds, say)
@@ -131,12 +140,10 @@ class Session:
             for i, ((dtype, k, rows), share) in enumerate(_LINEAR.items()):
                 say(f"F.linear {dtype} K={k} rows={rows}", 0.45 + 0.3 * i / len(_LINEAR))
                 ws, x = weights[(dtype, k)], torch.randn(rows, k).to(getattr(torch, dtype))
-
-                def sweep(ws=ws, x=x) -> None:
-                    for w in ws:
-                        torch.nn.functional.linear(x, w)
-
-                self._keep((dtype, k, rows), _mean_call(sweep, share * seconds) / len(ws))
+                nxt = itertools.cycle(ws)  # one call per weight in turn: each read cold (8 weights > the caches)
+                self._sample(
+                    (dtype, k, rows), lambda x=x, nxt=nxt: torch.nn.functional.linear(x, next(nxt)), share * seconds
+                )
             say("per-op overhead", 0.8)
             s_lo, m_lo, s_hi, m_hi = self.torch["probe"]
             s_lo(m_lo), s_hi(m_hi)  # warm-up
