@@ -1,12 +1,15 @@
 """``rooflaw validate``: measure real torch decoders on this machine and compare with predictions.
 
 Builds eager PyTorch decoders from :class:`~rooflaw.Architecture` specs (RMSNorm, RoPE, GQA
-attention with a KV cache, SwiGLU or a top-k MoE FFN, LM head), times a prefill of ``S_in``
-tokens and ``S_out`` KV-cached decode steps (warm-up, best of repeats on the chosen clock -- wall by
-default, or the thread's CPU time -- with the median and the spread reported), and predicts the same
-runs with :func:`rooflaw.evaluate` on the given (calibrated) device under engine ``torch-eager``.
-The device's figures come from micro-benchmarks (``rooflaw devices calibrate``), never from
-these models. Only the CPU path runs without CUDA; ``cuda`` is used when asked and available.
+attention with a KV cache, SwiGLU or a top-k MoE FFN, LM head), all of them first (weights written, one
+warm-up pass each), then times, in rounds, a prefill of ``S_in`` tokens and ``S_out`` KV-cached decode
+steps of each, in a new seeded shuffled order every round; on this machine (``device=None``) one round
+of the calibration micro-benchmarks (:class:`~rooflaw.devices.calibrate_session.Session`) runs among the
+configs of every round, so calibration and measurement sample the same stretch of time. Both sides keep
+their best sample on the chosen clock (wall by default, or the thread's CPU time); the median and the
+spread are reported. The same runs are predicted with :func:`rooflaw.evaluate` under engine
+``torch-eager``. The device's figures come from micro-benchmarks only, never from these models. Only the
+CPU path runs without CUDA; ``cuda`` is used when asked and available.
 """
 
 from __future__ import annotations
