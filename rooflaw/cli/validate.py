@@ -65,5 +65,10 @@ def validate(
     console.print(
         f"MAPE prefill {rep['mape_prefill']:.1%}, decode {rep['mape_decode']:.1%}; mean error prefill "
         f"{rep['mean_error_prefill']:+.1%}, decode {rep['mean_error_decode']:+.1%} (load average "
-        f"{rep['load_avg_1min_start']} → {rep['load_avg_1min']}, median spread {rep['median_spread']:.0%})"
+        f"{_load(rep['load_avg_1min_start'])} → {_load(rep['load_avg_1min'])}, "
+        f"median spread {rep['median_spread']:.0%}, {rep['rounds']} rounds)"
     )
+
+
+def _load(v: object) -> str:
+    return "n/a" if v is None else f"{v:.1f}"
