@@ -1,12 +1,15 @@
 """``rooflaw validate``: measure real torch decoders on this machine and compare with predictions.
 
 Builds eager PyTorch decoders from :class:`~rooflaw.Architecture` specs (RMSNorm, RoPE, GQA
-attention with a KV cache, SwiGLU or a top-k MoE FFN, LM head), times a prefill of ``S_in``
-tokens and ``S_out`` KV-cached decode steps (warm-up, best of repeats on the chosen clock -- wall by
-default, or the thread's CPU time -- with the median and the spread reported), and predicts the same
-runs with :func:`rooflaw.evaluate` on the given (calibrated) device under engine ``torch-eager``.
-The device's figures come from micro-benchmarks (``rooflaw devices calibrate``), never from
-these models. Only the CPU path runs without CUDA; ``cuda`` is used when asked and available.
+attention with a KV cache, SwiGLU or a top-k MoE FFN, LM head), all of them first (weights written, one
+warm-up pass each), then times, in rounds, a prefill of ``S_in`` tokens and ``S_out`` KV-cached decode
+steps of each, in a new seeded shuffled order every round; on this machine (``device=None``) one round
+of the calibration micro-benchmarks (:class:`~rooflaw.devices.calibrate_session.Session`) runs among the
+configs of every round, so calibration and measurement sample the same stretch of time. Both sides keep
+their best sample on the chosen clock (wall by default, or the thread's CPU time); the median and the
+spread are reported. The same runs are predicted with :func:`rooflaw.evaluate` under engine
+``torch-eager``. The device's figures come from micro-benchmarks only, never from these models. Only the
+CPU path runs without CUDA; ``cuda`` is used when asked and available.
 """
 
 from __future__ import annotations
@@ -90,50 +93,79 @@ class Run:
                 "wall_median_s": t.median_s, "spread": t.spread, "cpu_s": t.cpu_s}  # fmt: skip
 
 
-def _time(fn: Callable[[], None], sync: Callable[[], None], repeats: int) -> Timing:
+def _once(fn: Callable[[], None], sync: Callable[[], None]) -> tuple[float, float]:
+    """(wall, thread CPU) seconds of one call of ``fn``."""
+    c0, t0 = time.thread_time(), time.perf_counter()
     fn()
     sync()
-    wall, cpu = [], []
-    for _ in range(repeats):
-        c0, t0 = time.thread_time(), time.perf_counter()
-        fn()
-        sync()
-        wall.append(time.perf_counter() - t0)
-        cpu.append(time.thread_time() - c0)
-    return Timing(min(wall), statistics.median(wall), min(cpu))
+    return time.perf_counter() - t0, time.thread_time() - c0
+
+
+def _timing(samples: list[tuple[float, float]], n: int = 1) -> Timing:
+    wall = [w / n for w, _ in samples]
+    return Timing(min(wall), statistics.median(wall), min(c for _, c in samples) / n)
+
+
+class Bench:
+    """One config's eager decoder, its KV cache and inputs, built and warmed up once (weights written, pages
+    faulted in, allocator primed); :meth:`sample` times one prefill and one ``S_out``-step decode."""
+
+    def __init__(self, arch: Architecture, precision: str, workload: Workload, device: str = "cpu") -> None:
+        import torch
+
+        from .devices.eager_decoder import build
+
+        dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
+        self.model = build(arch, dtype, device)
+        B, S_in, self.S_out = workload.batch, workload.input_tokens, workload.output_tokens
+        shape = (B, arch.kv_heads, S_in + self.S_out + 1, arch.head_dim)
+        self.caches = [(torch.zeros(shape, dtype=dtype, device=device), torch.zeros(shape, dtype=dtype, device=device))
+                       for _ in range(arch.layers)]  # fmt: skip
+        self.ids = torch.randint(0, arch.vocab, (B, S_in), device=device)
+        self.tok = torch.randint(0, arch.vocab, (B, 1), device=device)
+        self.S_in = S_in
+        self.sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+        self.pre: list[tuple[float, float]] = []
+        self.dec: list[tuple[float, float]] = []
+        with torch.inference_mode():
+            self.prefill()
+            self.decode()
+            self.sync()
+
+    def prefill(self) -> None:
+        self.model(self.ids, self.caches, 0)
+
+    def decode(self) -> None:
+        for t in range(self.S_out):
+            self.model(self.tok, self.caches, self.S_in + t)
+
+    def sample(self) -> None:
+        import torch
+
+        with torch.inference_mode():
+            self.pre.append(_once(self.prefill, self.sync))
+            self.dec.append(_once(self.decode, self.sync))
+
+    def timings(self) -> tuple[Timing, Timing]:
+        """(prefill, mean decode step) over the samples so far."""
+        return _timing(self.pre), _timing(self.dec, self.S_out)
 
 
 def measure(arch: Architecture, precision: str, workload: Workload, device: str = "cpu", repeats: int = 3):
-    """Measured (prefill, mean decode step) :class:`Timing` of an eager decoder of ``arch``."""
-    import torch
+    """Measured (prefill, mean decode step) :class:`Timing` of an eager decoder of ``arch`` (``repeats`` samples
+    after a warm-up)."""
+    bench = Bench(arch, precision, workload, device)
+    for _ in range(repeats):
+        bench.sample()
+    return bench.timings()
 
-    dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
-    from .devices.eager_decoder import build
 
-    model = build(arch, dtype, device)
-    B, S_in, S_out = workload.batch, workload.input_tokens, workload.output_tokens
-    shape = (B, arch.kv_heads, S_in + S_out + 1, arch.head_dim)
-    caches = [(torch.zeros(shape, dtype=dtype, device=device), torch.zeros(shape, dtype=dtype, device=device))
-              for _ in range(arch.layers)]  # fmt: skip
-    ids = torch.randint(0, arch.vocab, (B, S_in), device=device)
-    tok = torch.randint(0, arch.vocab, (B, 1), device=device)
-    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
-
-    def prefill() -> None:
-        model(ids, caches, 0)
-
-    def decode() -> None:
-        for t in range(S_out):
-            model(tok, caches, S_in + t)
-
-    with torch.inference_mode():
-        pre = _time(prefill, sync, repeats)
-        dec = _time(decode, sync, repeats).per(S_out)
-    return pre, dec
+#: (min rounds, max rounds, seconds after which no new round starts, calibration seconds in all) per mode
+ROUNDS = {"quick": (3, 6, 15.0, 1.5), "full": (5, 12, 60.0, 3.0)}
 
 
 def run(
-    device: Device,
+    device: Device | None,
     quick: bool = False,
     torch_device: str = "cpu",
     progress: Callable[[str, float], None] | None = None,
@@ -142,40 +174,79 @@ def run(
 ) -> dict[str, object]:
     """Measure and predict every config with ``threads`` torch intra-op threads (``None``: leave torch's
     setting; calibrate the device with the same count and ``clock``); returns the JSON-ready report.
+    ``device=None``: calibrate this machine here, one calibration round (:class:`.calibrate_session.Session`)
+    among the configs of every measurement round, so both sides sample the same stretch of time.
     ``clock``: ``wall`` compares best wall times, ``cpu`` the thread's CPU time (see
     :data:`rooflaw.devices.calibrate_torch.CLOCKS`); both are in every row."""
-    from .devices.calibrate_torch import CLOCKS, _torch_threads
+    from .devices.calibrate_torch import CLOCKS, _torch_threads, use_clock
     from .errors import bad
 
     if clock not in CLOCKS:
         raise bad("clock", clock, f"must be one of {', '.join(CLOCKS)}")
-    with _torch_threads(threads):
+    with _torch_threads(threads), use_clock(clock):
         return _run(device, quick, torch_device, progress, clock)
 
 
-def _run(device: Device, quick: bool, torch_device: str, progress: Callable[[str, float], None] | None, clock: str):
+def _rounds(benches: dict[str, Bench], session, mode: str, say: Callable[[str, float], None]) -> int:
+    """Sample every bench (and the calibration session, if any) once per round, in a new shuffled order each
+    round (seeded), for at least the mode's minimum rounds and then while its time budget lasts."""
+    import random
+
+    lo, hi, budget, cal_seconds = ROUNDS[mode]
+    items: list[object] = [*benches, *(["calibration"] if session is not None else [])]
+    rng, start, r = random.Random(0), time.perf_counter(), 0
+    while r < lo or (r < hi and time.perf_counter() - start < budget):
+        rng.shuffle(items)
+        for j, item in enumerate(items):
+            say(f"round {r + 1}: {item}", min(0.99, (r + j / len(items)) / lo))
+            if item == "calibration":
+                session.sample(cal_seconds / lo)
+            else:
+                benches[item].sample()  # type: ignore[index]
+        r += 1
+    return r
+
+
+def _run(device: Device | None, quick: bool, torch_device: str, progress, clock: str) -> dict[str, object]:
     import torch
 
     from .api import from_mapping
+    from .devices.calibrate import _memory_capacity, local_device
 
+    say = progress or (lambda step, frac: None)
+    load_start = _load()
     names = list(QUICK if quick else CONFIGS)
     wl = Workload(1, 64 if quick else 128, 8 if quick else 16)
-    repeats = 3 if quick else 5
+    archs = {name: from_mapping(CONFIGS[name][0], name=name) for name in names}
+    benches = {}
+    for name in names:  # all built first: every round then samples each of them
+        say(f"building {name}", 0.0)
+        benches[name] = Bench(archs[name], CONFIGS[name][1], wl, torch_device)
+    session = None
+    if device is None:
+        from .devices.calibrate_session import Session
+
+        say("setting up calibration", 0.0)
+        session = Session(_memory_capacity(), None, gemm_budget=0.25 * ROUNDS["quick" if quick else "full"][3])
+    rounds = _rounds(benches, session, "quick" if quick else "full", say)
+    if session is not None:
+        device = local_device(session.measurements(clock))
+    assert device is not None
     runs: list[Run] = []
-    for i, name in enumerate(names):
+    for name in names:
         spec, prec = CONFIGS[name]
-        if progress:
-            progress(name, i / len(names))
-        arch = from_mapping(spec, name=name)
-        pre, dec = measure(arch, prec, wl, torch_device, repeats)
+        pre, dec = benches[name].timings()
         # tiles: the device's GEMM rate curve in M (calibrate's gemm_half_rows; a (1, 1) tile pads nothing)
-        rep = evaluate(arch, device, wl, "fp32" if prec == "fp32" else prec, engine="torch-eager", tiles=True)
+        rep = evaluate(archs[name], device, wl, prec, engine="torch-eager", tiles=True)
         runs += [Run(name, "prefill", rep.prefill_s, pre, clock), Run(name, "decode", rep.tpot_s, dec, clock)]
-    if progress:
-        progress("done", 1.0)
+    say("done", 1.0)
 
     def mape(phase: str) -> float:
         errs = [abs(r.error) for r in runs if r.phase == phase]
+        return float(sum(errs) / len(errs)) if errs else math.nan
+
+    def mean_error(phase: str) -> float:
+        errs = [r.error for r in runs if r.phase == phase]
         return float(sum(errs) / len(errs)) if errs else math.nan
 
     return {
@@ -186,12 +257,26 @@ def _run(device: Device, quick: bool, torch_device: str, progress: Callable[[str
         "configs": [r.to_dict() for r in runs],
         "mape_prefill": mape("prefill"),
         "mape_decode": mape("decode"),
+        "mean_error_prefill": mean_error("prefill"),
+        "mean_error_decode": mean_error("decode"),
         "clock": clock,
-        "statistic": f"best {clock} time of {repeats} repeats (calibration keeps the best too)",
-        # noise: median over rows of (median / best wall time − 1), and the machine's load at the end
+        "rounds": rounds,
+        "statistic": f"best {clock} time of {rounds} rounds (calibration keeps the best too)",
+        "calibration": "interleaved: one round per measurement round, shuffled order" if session else "given",
+        "device_figures": _figures(device),
+        # noise: median over rows of (median / best wall time − 1), and the machine's load at start and end
         "median_spread": statistics.median(r.timing.spread for r in runs) if runs else math.nan,
+        "load_avg_1min_start": load_start,
         "load_avg_1min": _load(),
     }
+
+
+def _figures(device: Device) -> dict[str, float]:
+    """The calibrated figures the predictions rest on (SI units), to compare runs."""
+    return {"fp32_flops": device.peak("fp32"), "fp16_flops": device.peak("fp16"),
+            "gemv_bandwidth": device.memory_bandwidth, "gemv16_bandwidth": device.gemv16_bandwidth,
+            "kernel_overhead_s": device.kernel_overhead, "vector_flops": device.vector_flops,
+            "gemm_half_rows": device.gemm_half_rows, "gemv_half_k": device.gemv_half_k}  # fmt: skip
 
 
 def _load() -> float | None:

@@ -17,9 +17,12 @@ from rooflaw.cli import main
 from rooflaw.constraints import backend_numba as bn
 from rooflaw.constraints import evaluate_columns
 from rooflaw.constraints.engines import (
+    EAGER_EXPERT_KERNELS,
     EAGER_KERNELS_PER_EXPERT,
     EAGER_LAYER_KERNELS,
+    EAGER_MOE_KERNELS,
     EAGER_PASS_KERNELS,
+    EAGER_ROUTER_KERNELS,
     experts_touched,
     get_engine,
 )
@@ -83,6 +86,68 @@ def test_moe_layer_kernels_per_distinct_routed_expert(tokens, experts, top_k):
     assert (eng.kernels_per_expert, eng.moe_kernels) == (EAGER_KERNELS_PER_EXPERT, 0)
     # the fused-MoE engines the published data was fitted on launch no kernels per expert
     assert all(get_engine(e).kernels_per_expert == 0 for e in ("tensorrt-llm", "vllm", "llama.cpp", "gpt-fast"))
+
+
+#: the aten kernel each counted entry of the router / per-expert tables is (views excluded)
+_ROUTER_ATEN = {
+    "gate_gemv": "linear",
+    "softmax": "softmax",
+    "topk": "topk",
+    "zeros": "zeros_like",
+    "unique": "_unique2",
+}
+_EXPERT_ATEN = {"mask": ["eq"], "nonzero": ["nonzero_numpy"], "gather_rows": ["index"], "ffn_up": ["linear"] * 2,
+                "ffn_act": ["silu", "mul"], "ffn_down": ["linear"], "gather_weights": ["index"], "weight_mul": ["mul"],
+                "index_add": ["index_add_"]}  # fmt: skip
+
+
+def _ops_of_ffn(experts: int, top_k: int) -> dict[str, int]:
+    """Aten kernels, by name, of one call of a layer's FFN module (MoE or dense) on one token."""
+    from collections import Counter
+
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    spec = {"d_model": 32, "heads": 4, "kv_heads": 2, "head_dim": 8, "ffn": 48, "vocab": 64, "layers": 1}
+    ffn = build(SimpleNamespace(**spec, experts=experts, top_k=top_k), torch.float32).layers[0].ffn
+    seen: Counter = Counter()
+
+    class ByName(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if not func.is_view:
+                seen[func.overloadpacket.__name__] += 1
+            return func(*args, **(kwargs or {}))
+
+    x = torch.randn(1, 1, 32, generator=torch.Generator().manual_seed(1))
+    with torch.inference_mode(), ByName():
+        ffn(x)
+    return dict(seen)
+
+
+def test_moe_router_and_per_expert_kernels_on_the_real_module():
+    """One token through the real MoE FFN module with top-1, 2, 3 of 8: each aten kernel's count is a + b·k; the
+    k-independent part a is the router's own kernels (gate GEMV, softmax, top-k, zeros, unique:
+    ``EAGER_ROUTER_KERNELS``), the slope b the per-expert ones (``EAGER_EXPERT_KERNELS``), and the router minus the
+    dense FFN module's kernels is the profile's ``moe_kernels``."""
+    counts = {k: _ops_of_ffn(8, k) for k in (1, 2, 3)}
+    names = set().union(*counts.values())
+    slope = {n: counts[2].get(n, 0) - counts[1].get(n, 0) for n in names}
+    assert all(counts[3].get(n, 0) - counts[2].get(n, 0) == slope[n] for n in names)  # linear in k
+    fixed = {n: counts[1].get(n, 0) - slope[n] for n in names}
+    want_router: dict[str, int] = {}
+    for key, n in EAGER_ROUTER_KERNELS.items():
+        want_router[_ROUTER_ATEN[key]] = want_router.get(_ROUTER_ATEN[key], 0) + n
+    want_expert: dict[str, int] = {}
+    for key, n in EAGER_EXPERT_KERNELS.items():
+        assert len(_EXPERT_ATEN[key]) == n
+        for op in _EXPERT_ATEN[key]:
+            want_expert[op] = want_expert.get(op, 0) + 1
+    assert {n: c for n, c in fixed.items() if c} == want_router
+    assert {n: c for n, c in slope.items() if c} == want_expert
+    dense = _ops_of_ffn(1, 1)
+    assert dense == {"linear": 3, "silu": 1, "mul": 1}
+    assert sum(dense.values()) == sum(EAGER_LAYER_KERNELS[k] for k in ("ffn_up", "ffn_act", "ffn_down"))
+    assert sum(want_router.values()) - sum(dense.values()) == EAGER_MOE_KERNELS
+    assert get_engine("torch-eager").moe_kernels == EAGER_MOE_KERNELS
 
 
 def _distinct_by_enumeration(E: int, K: int, T: int) -> float:

@@ -15,7 +15,7 @@ from .common import CLOCK_HELP, check_clock, console, err_console, print_json, t
 @app.command()
 def validate(
     device: str = typer.Option("local", "--device", help="local (calibrate now), a catalog id, or a device TOML file."),
-    quick: bool = typer.Option(False, "--quick", help="4 small configs, short runs (a smoke test, ~20 s)."),
+    quick: bool = typer.Option(False, "--quick", help="3 small configs, short runs (a smoke test, ~30 s)."),
     cuda: bool = typer.Option(
         False,
         "--cuda",
@@ -53,31 +53,30 @@ def validate(
     show = not as_json and console.is_terminal
     if cuda:
         rep, dev = _run_cuda(device, quick, show, graphs, measured)
-    elif device == "local":
-        if show:
-            err_console.print("calibrating this machine (micro-benchmarks only) ...")
-        dev = api.calibrate(seconds=1.0 if quick else 3.0, threads=threads, clock=clock)
-        rep = _measure(lambda step=None: v.run(dev, quick, "cpu", step, threads, clock), show)
     else:
-        dev = api.get_device(device)
+        # local CPU: validate calibrates this machine itself, one calibration round among each round of measurements
+        dev = None if device == "local" else api.get_device(device)
         rep = _measure(lambda step=None: v.run(dev, quick, "cpu", step, threads, clock), show)
     if as_json:
         print_json(rep)
         return
     rows = [[c["name"], c["phase"], f"{c['predicted_s'] * 1e3:.3g} ms", f"{c['measured_s'] * 1e3:.3g} ms",
              f"{c['error']:+.1%}", f"{c['spread']:.0%}"] for c in rep["configs"]]  # type: ignore[union-attr]  # fmt: skip
-    where = f"the GPU ({rep['gpu']})" if cuda else f"{rep['threads']} torch threads"
-    console.print(
-        table(
-            f"validate on {dev.id} (engine torch-eager, {where}, {rep['statistic']})",
-            ["config", "phase", "predicted", "measured", "error", "spread (median/best − 1)"],
-            rows,
-        )
-    )
-    console.print(
-        f"MAPE prefill {rep['mape_prefill']:.1%}, decode {rep['mape_decode']:.1%} "
-        f"(load average {rep['load_avg_1min']}, median spread {rep['median_spread']:.0%})"
-    )
+    if cuda:
+        title = f"validate on {rep['device']} (engine torch-eager, the GPU ({rep['gpu']}), {rep['statistic']})"
+        tail = f"(load average {_load(rep['load_avg_1min'])}, median spread {rep['median_spread']:.0%})"
+    else:
+        title = (f"validate on {rep['device']} (engine torch-eager, {rep['threads']} torch threads, "
+                 f"{rep['statistic']}; calibration {rep['calibration']})")  # fmt: skip
+        tail = (f"; mean error prefill {rep['mean_error_prefill']:+.1%}, decode {rep['mean_error_decode']:+.1%} "
+                f"(load average {_load(rep['load_avg_1min_start'])} → {_load(rep['load_avg_1min'])}, "
+                f"median spread {rep['median_spread']:.0%}, {rep['rounds']} rounds)")  # fmt: skip
+    console.print(table(title, ["config", "phase", "predicted", "measured", "error", "spread (median/best − 1)"], rows))
+    console.print(f"MAPE prefill {rep['mape_prefill']:.1%}, decode {rep['mape_decode']:.1%} " + tail)
+
+
+def _load(v: object) -> str:
+    return "n/a" if v is None else f"{v:.1f}"
 
 
 def _measure(call, show: bool):

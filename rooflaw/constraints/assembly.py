@@ -405,6 +405,7 @@ class Rates:
     gemv_max_batch: float = 0.0  # largest decode batch that takes the GEMV path
     per_expert: float = 0.0  # extra kernels per distinct routed expert touched, per MoE layer and pass
     overlap: float = 0.0  # 1: the engine overhead overlaps the roofline time (host launch on an accelerator)
+    inv_beta16: float = 0.0  # s/byte of a one-token 16-bit GEMV's weights (Device.gemv16_bandwidth; 0: none)
 
 
 def rates(device: Any, precision: Any, app: Any = None) -> Rates:
@@ -427,15 +428,14 @@ def rates(device: Any, precision: Any, app: Any = None) -> Rates:
         if c == "attention":
             eff = min(1.0, eff * app.attention)
         inv[c] = 1.0 / (raw[c] * eff)
-    counted = app.kernels_per_layer is not None
-    gemv = mixed_input(precision) and app.gemv_max_batch > 0
-    inv_gemv = 1.0 / (raw["vector"] * app.eff("fp32")) if gemv else 0.0
+    counted, gemv = app.kernels_per_layer is not None, mixed_input(precision) and app.gemv_max_batch > 0
+    inv_gemv, bw16 = 1.0 / (raw["vector"] * app.eff("fp32")) if gemv else 0.0, getattr(device, "gemv16_bandwidth", 0)
     return Rates(
         raw, float(device.memory_bandwidth), inv, 1.0 / (device.memory_bandwidth * app.memory),
         0.0 if counted else app.kernel_s, app.kernel_s if counted else 0.0,
         app.kernels_per_layer or 0.0, app.moe_kernels if counted else 0.0, app.kernels_per_pass or 0.0, app.pass_s,
         app.batch_pad, inv_gemv, float(app.gemv_max_batch) if gemv else 0.0,
-        app.kernels_per_expert if counted else 0.0, float(app.overlap),
+        app.kernels_per_expert if counted else 0.0, float(app.overlap), 1.0 / (bw16 * app.memory) if bw16 else 0.0,
     )  # fmt: skip
 
 

@@ -115,11 +115,22 @@ EAGER_LAYER_KERNELS: dict[str, int] = {
 #: Per pass: embedding gather, the RoPE tables (arange, outer, cat, cos, sin; casting them to a 16-bit model
 #: dtype adds 2), final RMSNorm (no residual: 6), LM head.
 EAGER_PASS_KERNELS: dict[str, int] = {"embed": 1, "rope_tables": 5, "final_norm": 6, "lm_head": 1}
-#: A routed-expert layer: the dense FFN's 5 kernels become router glue (router GEMM, softmax, top-k,
-#: zeros, unique = 5) plus per expert the router picked: mask, nonzero, gather, gate, up, SiLU, mul,
-#: down, weight gather, mul, index_add = 11. The profile charges them per *distinct* expert touched in the
-#: pass (``kernels_per_expert``): top-k in a one-token decode step, all E in a long prefill.
-EAGER_KERNELS_PER_EXPERT = 11
+#: A routed-expert layer runs, in place of the dense FFN's ``ffn_up`` + ``ffn_act`` + ``ffn_down`` (5), the router's
+#: own kernels once per pass: the gate GEMV (``F.linear`` d → E), softmax, top-k, the zeroed output and
+#: ``unique`` over the picks; and per expert the router picked: the mask (``==``), ``nonzero``, the gather of its
+#: rows, gate, up, SiLU, mul, down, the gather of its routing weights, their mul and ``index_add``. The profile
+#: charges the router per MoE layer (``moe_kernels``: router − dense FFN) and the rest per *distinct* expert
+#: touched in the pass (``kernels_per_expert``): top-k in a one-token decode step, all E in a long prefill.
+EAGER_ROUTER_KERNELS: dict[str, int] = {"gate_gemv": 1, "softmax": 1, "topk": 1, "zeros": 1, "unique": 1}
+EAGER_EXPERT_KERNELS: dict[str, int] = {
+    "mask": 1, "nonzero": 1, "gather_rows": 1, "ffn_up": 2, "ffn_act": 2, "ffn_down": 1, "gather_weights": 1,
+    "weight_mul": 1, "index_add": 1,
+}  # fmt: skip
+EAGER_KERNELS_PER_EXPERT = sum(EAGER_EXPERT_KERNELS.values())
+#: extra kernels of a MoE layer's router over the dense FFN it replaces (5 − 5 = 0 in eager PyTorch)
+EAGER_MOE_KERNELS = sum(EAGER_ROUTER_KERNELS.values()) - sum(
+    EAGER_LAYER_KERNELS[k] for k in ("ffn_up", "ffn_act", "ffn_down")
+)
 _BUILTIN: dict[str, EngineProfile] = {
     "ideal": EngineProfile("ideal", 0.0, 0.0, 0.0, head=None, note="pure roofline: efficiency 1, no overhead"),
     "device": EngineProfile(
@@ -145,7 +156,7 @@ _BUILTIN: dict[str, EngineProfile] = {
         "torch-eager",
         float(sum(EAGER_LAYER_KERNELS.values())),
         float(sum(EAGER_PASS_KERNELS.values())),
-        0.0,
+        float(EAGER_MOE_KERNELS),
         kernels_per_expert=float(EAGER_KERNELS_PER_EXPERT),
         head=None,
         launch="host",

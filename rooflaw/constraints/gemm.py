@@ -39,12 +39,13 @@ def rows_efficiency(M, half_rows: float):
 CALIBRATION_K = 1024.0
 
 
-def gemv_inverse_rate(M, K, weight_bytes: float, inv_beta: float, half_k: float):
+def gemv_inverse_rate(M, K, weight_bytes: float, inv_beta: float, half_k: float, flat: bool = False):
     """s/FLOP of a one-token GEMV (M ≤ 1) streaming weights of ``weight_bytes`` each at the calibrated bandwidth
     (``inv_beta`` s/byte, measured at K = 1024) scaled by the K curve (K/(K + half_k))/(1024/(1024 + half_k)),
-    capped at 1: 2 FLOPs per weight. 0 for M > 1 or ``half_k`` = 0 (the plain roofline then applies)."""
+    capped at 1: 2 FLOPs per weight. 0 for M > 1, or for ``half_k`` = 0 (the plain roofline then applies) unless
+    ``flat``: then ``inv_beta`` is a GEMV roof of its own (the 16-bit GEMV's) with a flat curve."""
     M, K = np.asarray(M, dtype=np.float64), np.asarray(K, dtype=np.float64)
-    if not half_k:
+    if not half_k and not flat:
         return np.zeros(np.broadcast(M, K).shape)
     h, ref = float(half_k), CALIBRATION_K
     with np.errstate(divide="ignore", invalid="ignore"):

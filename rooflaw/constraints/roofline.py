@@ -120,15 +120,18 @@ def _inverse_roofs(comp: Compiled, rates: A.Rates, device, args, n: int, tiles: 
         g = [np.broadcast_to(np.asarray(v, dtype=np.float64), (n,)) for v in comp.gemms(*args)]
         half = len(g) // 2
         half_k = float(getattr(device, "gemv_half_k", 0.0))
+        half_k16 = float(getattr(device, "gemv16_half_k", 0.0))
         b_w, b_h = (float(args[ARG_NAMES.index(k)]) for k in ("b_w", "b_h"))
         for j, i in enumerate(comp.gemm_parts):
+            b = b_h if comp.names[i] == "lm_head" else b_w
+            w16 = b == 2.0 and rates.inv_beta16 > 0  # a 16-bit weight GEMV: its own measured roof and K curve
+            inv_b, hk = (rates.inv_beta16, half_k16) if w16 else (rates.inv_beta, half_k)
             for off, ip in ((0, ipp), (half, ipd)):
                 M, N, K, grp = g[off + 4 * j : off + 4 * j + 4]
                 te, we = tile_efficiency(M, N, grp, device)
                 ip[i] = ip[i] / (te * we)
-                if half_k and comp.roofs[i] == "linear":  # a one-token GEMV's weight stream, slower for short rows
-                    b = b_h if comp.names[i] == "lm_head" else b_w
-                    ip[i] = np.maximum(ip[i], gemv_inverse_rate(M, K, b, rates.inv_beta, half_k))
+                if (hk or w16) and comp.roofs[i] == "linear":  # a one-token GEMV's weight stream
+                    ip[i] = np.maximum(ip[i], gemv_inverse_rate(M, K, b, inv_b, hk, flat=w16))
     return ipp, ipd
 
 

@@ -15,7 +15,9 @@ small machine otherwise turns OpenMP barriers into the cost), also:
   (numpy has no 16-bit GEMM); fp32 also at 16 and 32 rows, fitted to r(M) = R·M/(M + h)
   (``gemm_half_rows`` = h: a MoE expert's GEMM of ~T·K/E rows runs slower than a 128-row one);
 * **GEMV bandwidth**: one token through the same cold weights, what a decode step streams at, and
-  through 4096×512 ones: bytes/s ∝ K/(K + k½) (``gemv_half_k``: a fixed cost per output row);
+  through 4096×512 ones: bytes/s ∝ K/(K + k½) (``gemv_half_k``: a fixed cost per output row); the same in
+  bf16 (``gemv16_bandwidth``, ``gemv16_half_k``): the roof of a 16-bit decode step's GEMVs (a CPU without
+  native bf16 math converts every weight and streams them at half the fp32 GEMV's bytes/s or less);
 * **eager kernel overhead**: the extra time of one more layer of a probe decoder whose 2.4 MB
   layers exceed the L2 (d=256, one token: :mod:`.eager_decoder`), less that layer's weight reads at
   the GEMV bandwidth, divided by the aten kernels it launches (counted with a ``TorchDispatchMode``):
@@ -40,22 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import RooflawError, bad
-from .calibrate_torch import (
-    _K,
-    _M_GEMM,
-    _N,
-    _gemm16,
-    _gemv_bandwidth,
-    _gemv_half_k,
-    _half_rows,
-    _op_overhead,
-    _time_best,
-    _torch_gemm,
-    _torch_threads,
-    release_weights,
-    torch_threads_now,
-    use_clock,
-)
+from .calibrate_torch import _K, _M_GEMM, _N, release_weights, use_clock
 from .device import DTYPES, Device
 from .device_file import _FIELD_TO_KEY, _SCALAR_KEYS, SCHEMA_VERSION
 
@@ -83,6 +70,8 @@ class Measurements:
     gemm_half_rows: float = 0.0  #: rows at which torch fp32 ``F.linear`` runs at half its large-M rate (0: none)
     gemv_half_k: float = 0.0  #: inner dimension at which a one-token GEMV streams at half its long-row rate
     clock: str = "wall"  #: the clock the timings read (``wall`` or thread ``cpu`` time)
+    gemv16_bandwidth: float = 0.0  #: bytes/s of a one-token bf16 GEMV over cold weights (0: no torch)
+    gemv16_half_k: float = 0.0  #: its K curve, as ``gemv_half_k``
 
     @property
     def linear_flops(self) -> float:
@@ -109,45 +98,9 @@ def _memory_capacity() -> float:
         raise RooflawError("calibrate: cannot read the memory capacity of this machine") from None
 
 
-def _gemm(budget: float) -> tuple[float, int]:
-    rng = np.random.default_rng(0)
-    n = 256
-    while True:
-        a = rng.standard_normal((n, n), dtype=np.float32)
-        b = rng.standard_normal((n, n), dtype=np.float32)
-        c = np.empty((n, n), dtype=np.float32)
-        t = _time_best(lambda a=a, b=b, c=c: np.matmul(a, b, out=c), budget / 8, min_reps=2)
-        if t > budget / 40 or n >= 4096:
-            break
-        n *= 2
-    t = _time_best(lambda: np.matmul(a, b, out=c), budget / 2)
-    return 2.0 * n**3 / t, n
-
-
-def _bandwidth(budget: float, capacity: float) -> tuple[float, float, int]:
-    nbytes = int(min(256e6, capacity / 16))
-    n = max(nbytes // 4, 1 << 20)
-    src = np.ones(n, dtype=np.float32)
-    dst = np.empty_like(src)
-    t_copy = _time_best(lambda: np.copyto(dst, src), budget / 2)
-    t_sum = _time_best(lambda: src.sum(), budget / 2)
-    return 2.0 * src.nbytes / t_copy, src.nbytes / t_sum, int(src.nbytes)
-
-
-def _vector(budget: float) -> float:
-    n = 1 << 17  # 512 KB per array: cache resident
-    a = np.full(n, 1.0001, dtype=np.float32)
-    b = np.full(n, 0.9999, dtype=np.float32)
-    c = np.empty_like(a)
-
-    def kernel() -> None:
-        for _ in range(8):
-            np.multiply(a, b, out=c)
-
-    return 8.0 * n / _time_best(kernel, budget)
-
-
 Progress = Callable[[str, float], None]
+#: Device figures written only when measured (a flat curve fits 0; no torch: no GEMV rates).
+_OPTIONAL = ("gemm_half_rows", "gemv_half_k", "gemv16_bandwidth", "gemv16_half_k")
 
 
 def measure(
@@ -168,59 +121,37 @@ def measure(
 
 
 def _measure(seconds: float, progress: Progress | None, threads: int | None, clock: str) -> Measurements:
+    check_budget(seconds, threads)
+    from .calibrate_session import Session
+
+    say = progress or (lambda step, frac: None)
+    say("setting up (weights, arrays, probe decoders)", 0.0)
+    session = Session(_memory_capacity(), threads, gemm_budget=0.25 * seconds)
+    for r in range(ROUNDS):
+        session.sample(seconds / ROUNDS, lambda step, frac, r=r: say(step, 0.05 + 0.95 * (r + frac) / ROUNDS))
+    return session.measurements(clock)
+
+
+#: Samples (rounds) of each timer a calibration keeps the best of: as many as ``validate``'s full run takes.
+ROUNDS = 5
+
+
+def check_budget(seconds: float, threads: int | None) -> None:
+    """One clear error for a bad calibration budget (seconds) or torch thread count."""
     if not (isinstance(seconds, (int, float)) and math.isfinite(seconds) and seconds > 0):
         raise bad("seconds", seconds, "must be a positive number")
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
         raise bad("threads", threads, "must be a positive integer")
-    say = progress or (lambda step, frac: None)
-    capacity = _memory_capacity()
-    say("fp32 GEMM (numpy)", 0.0)
-    gemm, n = _gemm(0.25 * seconds)
-    say("memory bandwidth", 0.25)
-    copy_bw, read_bw, nbytes = _bandwidth(0.2 * seconds, capacity)
-    say("vector rate", 0.45)
-    vec = _vector(0.1 * seconds)
-    with _torch_threads(threads):
-        used = torch_threads_now()
-        say("fp32 GEMM (torch)", 0.55)
-        tgemm = _torch_gemm("float32", 0.1 * seconds)
-        say("GEMM rate vs rows", 0.6)
-        half_rows = _half_rows(0.08 * seconds, tgemm)
-        say("GEMV bandwidth", 0.66)
-        gemv = _gemv_bandwidth(0.05 * seconds)
-        half_k = _gemv_half_k(0.05 * seconds, gemv)
-        say("16-bit GEMM", 0.72)
-        gemm16 = _gemm16(0.08 * seconds)
-        say("per-op overhead", 0.8)
-        overhead = _op_overhead(0.2 * seconds, gemv)
-    say("done", 1.0)
-    return Measurements(
-        gemm_flops=gemm,
-        gemm_n=n,
-        memory_bandwidth=max(copy_bw, read_bw),
-        copy_bandwidth=copy_bw,
-        read_bandwidth=read_bw,
-        array_bytes=nbytes,
-        vector_flops=vec,
-        memory_capacity=capacity,
-        threads=os.cpu_count() or 1,
-        op_overhead=overhead,
-        gemm16_flops=gemm16,
-        torch_gemm_flops=tgemm,
-        gemv_bandwidth=gemv,
-        torch_threads=used,
-        gemm_half_rows=half_rows,
-        gemv_half_k=half_k,
-        clock=clock,
-    )
 
 
 def _summary(m: Measurements) -> str:
     torch_part = (
         f"; with torch ({m.torch_threads} threads): fp32 GEMM {m.linear_flops / 1e9:.1f} GFLOP/s "
         f"(F.linear, {_M_GEMM} tokens x cold {_N}x{_K} weights), bf16 GEMM {m.gemm16_flops / 1e9:.1f} GFLOP/s, "
-        f"GEMV bandwidth {m.gemv_bandwidth / 1e9:.1f} GB/s, eager kernel {m.op_overhead * 1e6:.2f} us, "
-        f"GEMM half-rate rows {m.gemm_half_rows:.3g}, GEMV half-rate K {m.gemv_half_k:.3g}; "
+        f"GEMV bandwidth {m.gemv_bandwidth / 1e9:.1f} GB/s (bf16 {m.gemv16_bandwidth / 1e9:.1f} GB/s), "
+        f"eager kernel {m.op_overhead * 1e6:.2f} us, "
+        f"GEMM half-rate rows {m.gemm_half_rows:.3g}, GEMV half-rate K {m.gemv_half_k:.3g} "
+        f"(bf16 {m.gemv16_half_k:.3g}); "
         f"threads={m.torch_threads}"
         if m.torch_threads
         else ""
@@ -258,48 +189,61 @@ def calibrate(
     base does not describe this machine) is capped at 1.0 and said so in ``notes``.
     """
     m = measure(seconds, progress, threads, clock)
+    return local_device(m) if base is None else _on_base(base, m)
+
+
+def local_device(m: Measurements) -> Device:
+    """The ``local-cpu`` device of :func:`calibrate` (no base) from measured figures."""
     summary = _summary(m)
-    if base is None:
-        fields = (
-            "peak_flops.fp32",
-            "peak_flops.tf32",
-            "peak_flops.fp16",
-            "memory_bandwidth",
-            "memory_capacity",
-            "vector_rate",
-            "kernel_overhead",
-            "gemm_half_rows",
-            "gemv_half_k",
-        )
-        # a curve the fit found flat (0) is not written to a device file, nor is its provenance
-        fields = tuple(f for f in fields if f not in ("gemm_half_rows", "gemv_half_k") or getattr(m, f) > 0)
-        prov = dict.fromkeys(fields, "measured")
-        prov["sm_count"] = "measured"
-        prov["tile"] = "assumed"
-        src = "rooflaw.devices.calibrate (numpy" + (f", torch {m.torch_threads} threads)" if m.torch_threads else ")")
-        return Device(
-            id="local-cpu",
-            name=f"This machine ({platform.machine() or 'cpu'}, {m.threads} CPUs, {m.torch_threads} torch threads)",
-            peak_flops={"fp32": m.linear_flops, "tf32": m.linear_flops, "fp16": m.gemm16_flops or m.linear_flops},
-            vector_rate=m.vector_flops,
-            kernel_overhead=m.op_overhead,
-            gemm_half_rows=m.gemm_half_rows,
-            gemv_half_k=m.gemv_half_k,
-            memory_bandwidth=m.stream_bandwidth,
-            memory_capacity=m.memory_capacity,
-            sm_count=m.torch_threads or m.threads,
-            tile=(1, 1),
-            kind="cpu",
-            vendor="",
-            provenance=prov,
-            sources=dict.fromkeys(fields, src) | {"sm_count": "torch threads (else os.cpu_count())"},
-            notes=summary + "; roofs: fp32/tf32 = the torch fp32 GEMM (else numpy's), fp16 = the bf16 torch GEMM "
-            "(else the fp32 rate), bandwidth = the torch GEMV (else numpy's copy/read)",
-            achieved={},
-        )
+    fields = (
+        "peak_flops.fp32",
+        "peak_flops.tf32",
+        "peak_flops.fp16",
+        "memory_bandwidth",
+        "memory_capacity",
+        "vector_rate",
+        "kernel_overhead",
+        "gemm_half_rows",
+        "gemv_half_k",
+        "gemv16_bandwidth",
+        "gemv16_half_k",
+    )
+    # a curve the fit found flat (0) or a rate not measured is not written to a device file, nor its provenance
+    fields = tuple(f for f in fields if f not in _OPTIONAL or getattr(m, f) > 0)
+    prov = dict.fromkeys(fields, "measured")
+    prov["sm_count"] = "measured"
+    prov["tile"] = "assumed"
+    src = "rooflaw.devices.calibrate (numpy" + (f", torch {m.torch_threads} threads)" if m.torch_threads else ")")
+    return Device(
+        id="local-cpu",
+        name=f"This machine ({platform.machine() or 'cpu'}, {m.threads} CPUs, {m.torch_threads} torch threads)",
+        peak_flops={"fp32": m.linear_flops, "tf32": m.linear_flops, "fp16": m.gemm16_flops or m.linear_flops},
+        vector_rate=m.vector_flops,
+        kernel_overhead=m.op_overhead,
+        gemm_half_rows=m.gemm_half_rows,
+        gemv_half_k=m.gemv_half_k,
+        gemv16_bandwidth=m.gemv16_bandwidth,
+        gemv16_half_k=m.gemv16_half_k,
+        memory_bandwidth=m.stream_bandwidth,
+        memory_capacity=m.memory_capacity,
+        sm_count=m.torch_threads or m.threads,
+        tile=(1, 1),
+        kind="cpu",
+        vendor="",
+        provenance=prov,
+        sources=dict.fromkeys(fields, src) | {"sm_count": "torch threads (else os.cpu_count())"},
+        notes=summary + "; roofs: fp32/tf32 = the torch fp32 GEMM (else numpy's), fp16 = the bf16 torch GEMM "
+        "(else the fp32 rate), bandwidth = the torch GEMV (else numpy's copy/read), "
+        "16-bit decode GEMVs at the bf16 GEMV",
+        achieved={},
+    )
+
+
+def _on_base(base: Device, m: Measurements) -> Device:
+    """``<base.id>-calibrated``: the base's peaks with measured efficiency factors (see :func:`calibrate`)."""
     roof_dtype, roof = base.roof("tf32")
     notes = [base.notes] if base.notes else []
-    notes.append(summary)
+    notes.append(_summary(m))
 
     def ratio(measured: float, peak: float, what: str) -> float:
         r = measured / peak
@@ -384,9 +328,11 @@ def device_toml(device: Device) -> str:
         "vector_rate",
         "gemm_half_rows",
         "gemv_half_k",
+        "gemv16_bandwidth",
+        "gemv16_half_k",
     ):
         v = getattr(device, field)
-        if v is None or (field in ("kernel_overhead", "gemm_half_rows", "gemv_half_k") and v == 0):
+        if v is None or (field in ("kernel_overhead", *_OPTIONAL) and v == 0):
             continue
         if field.endswith("_efficiency") and v == 1.0 and field not in device.provenance:
             continue

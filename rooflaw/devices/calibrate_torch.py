@@ -117,6 +117,24 @@ def eager_kernels(model, step) -> int:
     return Count.n
 
 
+#: Depths of the two probe decoders whose time difference prices one layer.
+PROBE_DEPTHS = (1, 5)
+
+
+def probe_decoder(layers: int):
+    """(step, model): a ``layers``-deep fp32 probe decoder (:data:`_PROBE`) and its one-token decode step."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from .eager_decoder import build
+
+    model = build(SimpleNamespace(layers=layers, **_PROBE), torch.float32)
+    caches = [(torch.zeros(1, 2, 32, 64), torch.zeros(1, 2, 32, 64)) for _ in range(layers)]
+    tok = torch.zeros(1, 1, dtype=torch.long)
+    return (lambda m: m(tok, caches, 8)), model
+
+
 def _op_overhead(budget: float, stream_bandwidth: float) -> float:
     """Seconds per eager aten kernel launch (dispatch, Python, allocator, cold caches): the extra time of one
     more layer of the probe decoder (:data:`_PROBE`, one decode token, :mod:`.eager_decoder`) less its weight
@@ -126,22 +144,9 @@ def _op_overhead(budget: float, stream_bandwidth: float) -> float:
         import torch
     except ImportError:
         return 0.0
-    from types import SimpleNamespace
-
-    from .eager_decoder import build
-
-    def setup(layers: int):
-        arch = SimpleNamespace(layers=layers, **_PROBE)
-        model = build(arch, torch.float32)
-        caches = [(torch.zeros(1, 2, 32, 64), torch.zeros(1, 2, 32, 64)) for _ in range(layers)]
-        tok = torch.zeros(1, 1, dtype=torch.long)
-        return lambda m: m(tok, caches, 8), model
-
-    lo, hi = 1, 5
-    d, f, kv = _PROBE["d_model"], _PROBE["ffn"], _PROBE["kv_heads"] * _PROBE["head_dim"]
-    layer_bytes = 4.0 * (2 * d * d + 2 * d * kv + 3 * d * f + 2 * d)  # q, o, k, v, gate/up/down, two norms
+    lo, hi = PROBE_DEPTHS
     with torch.inference_mode():
-        (step_lo, m_lo), (step_hi, m_hi) = setup(lo), setup(hi)
+        (step_lo, m_lo), (step_hi, m_hi) = probe_decoder(lo), probe_decoder(hi)
         kernels = (eager_kernels(m_hi, step_hi) - eager_kernels(m_lo, step_lo)) / (hi - lo)
         best_lo = best_hi = math.inf
         start, n = time.perf_counter(), 0
@@ -153,8 +158,21 @@ def _op_overhead(budget: float, stream_bandwidth: float) -> float:
             t2 = now()
             best_lo, best_hi = min(best_lo, t1 - t0), min(best_hi, t2 - t1)
             n += 1
-    per_layer = (best_hi - best_lo) / (hi - lo)
-    reads = layer_bytes / stream_bandwidth if stream_bandwidth > 0 else 0.0
+    return overhead_from(best_lo, best_hi, hi - lo, kernels, stream_bandwidth)
+
+
+#: fp32 weight bytes of one probe layer: q, o, k, v, gate/up/down, two norms
+PROBE_LAYER_BYTES = 4.0 * (
+    2 * _PROBE["d_model"] ** 2 + 2 * _PROBE["d_model"] * _PROBE["kv_heads"] * _PROBE["head_dim"]
+    + 3 * _PROBE["d_model"] * _PROBE["ffn"] + 2 * _PROBE["d_model"]
+)  # fmt: skip
+
+
+def overhead_from(best_lo: float, best_hi: float, layers: int, kernels: float, stream_bandwidth: float) -> float:
+    """Seconds per eager kernel: the probe's extra time for ``layers`` more layers (best times), less their weight
+    reads at ``stream_bandwidth`` (bytes/s), over the ``kernels`` each layer launches (at least 1 ns)."""
+    per_layer = (best_hi - best_lo) / layers
+    reads = PROBE_LAYER_BYTES / stream_bandwidth if stream_bandwidth > 0 else 0.0
     return max((per_layer - reads) / kernels, 1e-9)
 
 
@@ -203,30 +221,50 @@ def _half_rows(budget: float, rate_128: float) -> float:
     does not fall with M (or without torch)."""
     if not rate_128 or not math.isfinite(rate_128):
         return 0.0
+    return fit_half_rows({m: _torch_linear_time("float32", m, budget / 2) for m in HALF_ROWS_M}, rate_128)
+
+
+#: Row counts (besides 128) the GEMM rate curve is measured at.
+HALF_ROWS_M = (16, 32)
+
+
+def fit_half_rows(times: dict[int, float], rate_128: float) -> float:
+    """h of r(M) = R·M/(M + h), least squares in 1/r against 1/M over the best one-weight times at ``times``'
+    row counts and the 128-row rate; 0 when the rate does not fall with M or a time is missing."""
+    if not rate_128 or not math.isfinite(rate_128) or not all(math.isfinite(t) for t in times.values()):
+        return 0.0
     ms, inv = [float(_M_GEMM)], [1.0 / rate_128]
-    for m in (16, 32):
-        t = _torch_linear_time("float32", m, budget / 2)
-        if not math.isfinite(t):
-            return 0.0
+    for m, t in times.items():
         ms.append(float(m))
         inv.append(t / (2.0 * m * _N * _K))
     b, a = np.polyfit(1.0 / np.asarray(ms), np.asarray(inv), 1)  # 1/r = a + b/M, a = 1/R, b = h/R
     return float(b / a) if a > 0 and b > 0 else 0.0
 
 
-def _gemv_bandwidth(budget: float) -> float:
-    """Weight bytes/s of a one-token fp32 ``F.linear`` (a decode step's GEMV) on cold weights, 0 without torch."""
-    return 4.0 * _N * _K / _torch_linear_time("float32", 1, budget)
+#: bytes per element of the dtypes the GEMV probes run
+_BYTES = {"float32": 4.0, "bfloat16": 2.0, "float16": 2.0}
 
 
-def _gemv_half_k(budget: float, bandwidth_1024: float) -> float:
-    """Inner dimension K at which a one-token fp32 GEMV streams its weights at half its long-row rate: each
+def _gemv_bandwidth(budget: float, dtype_name: str = "float32") -> float:
+    """Weight bytes/s of a one-token ``F.linear`` (a decode step's GEMV) on cold weights of ``dtype_name``
+    (``bfloat16``: the 16-bit GEMV roof; a CPU without native bf16 converts every weight), 0 without torch."""
+    return _BYTES[dtype_name] * _N * _K / _torch_linear_time(dtype_name, 1, budget)
+
+
+def _gemv_half_k(budget: float, bandwidth_1024: float, dtype_name: str = "float32") -> float:
+    """Inner dimension K at which a one-token GEMV streams its weights at half its long-row rate: each
     output row is a dot product with a fixed cost, so bytes/s ∝ K/(K + k½); from the cold 4096×512 GEMV's rate
-    and ``bandwidth_1024`` (the 4096×1024 one). 0 when the rate does not rise with K (or without torch)."""
-    t = _torch_linear_time("float32", 1, budget, k=_K // 2)
-    if not (bandwidth_1024 > 0 and math.isfinite(t)):
+    and ``bandwidth_1024`` (the 4096×1024 one), both in ``dtype_name``. 0 when the rate does not rise with K (or
+    without torch)."""
+    return fit_half_k(bandwidth_1024, _torch_linear_time(dtype_name, 1, budget, k=_K // 2), dtype_name)
+
+
+def fit_half_k(bandwidth_1024: float, t_512: float, dtype_name: str = "float32") -> float:
+    """k½ of bytes/s ∝ K/(K + k½) from the K = 1024 bandwidth and the best time of one cold 4096×512 GEMV."""
+    if not (bandwidth_1024 > 0 and math.isfinite(t_512)):
         return 0.0
-    q = bandwidth_1024 / (4.0 * _N * (_K // 2) / t)  # = 2 (512 + k½) / (1024 + k½)
+    t = t_512
+    q = bandwidth_1024 / (_BYTES[dtype_name] * _N * (_K // 2) / t)  # = 2 (512 + k½) / (1024 + k½)
     return float(_K * (q - 1.0) / (2.0 - q)) if 1.0 < q < 2.0 else 0.0
 
 

@@ -72,6 +72,11 @@ class Device:
     #: output row, fitted by ``calibrate``): with ``tiles`` on, a GEMV reads its weights at
     #: ``memory_bandwidth`` × (K/(K + k))/(1024/(1024 + k)) (capped at 1; the bandwidth is measured at K = 1024).
     gemv_half_k: float = 0.0
+    #: Weight bytes/s of a one-token 16-bit (bf16/fp16) GEMV, measured by ``calibrate`` (a CPU without native
+    #: 16-bit math converts every weight: its own roof, below ``memory_bandwidth``), and its K curve as
+    #: ``gemv_half_k``. With ``tiles`` on, a 16-bit-weight decode GEMV streams at this rate. 0: none measured.
+    gemv16_bandwidth: float = 0.0
+    gemv16_half_k: float = 0.0
 
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not self.id.strip():
@@ -114,6 +119,10 @@ class Device:
             raise bad(f"{self.id}.gemm_half_rows", self.gemm_half_rows, "must be a number of rows ≥ 0")
         if not (_real(self.gemv_half_k) and self.gemv_half_k >= 0):
             raise bad(f"{self.id}.gemv_half_k", self.gemv_half_k, "must be a number of elements ≥ 0")
+        if not (_real(self.gemv16_half_k) and self.gemv16_half_k >= 0):
+            raise bad(f"{self.id}.gemv16_half_k", self.gemv16_half_k, "must be a number of elements ≥ 0")
+        if not (_real(self.gemv16_bandwidth) and self.gemv16_bandwidth >= 0 and math.isfinite(self.gemv16_bandwidth)):
+            raise bad(f"{self.id}.gemv16_bandwidth", self.gemv16_bandwidth, "must be a finite bandwidth ≥ 0 (bytes/s)")
         if not (_real(self.kernel_overhead) and 0 <= self.kernel_overhead < 1):
             raise bad(f"{self.id}.kernel_overhead", self.kernel_overhead, "must be in [0, 1) seconds")
         for k, v in self.achieved.items():

@@ -71,6 +71,8 @@ _SCALAR_KEYS: dict[str, tuple[str, float]] = {
     "kernel_overhead_us": ("kernel_overhead", 1e-6),
     "gemm_half_rows": ("gemm_half_rows", 1.0),
     "gemv_half_k": ("gemv_half_k", 1.0),
+    "gemv16_bandwidth_gbs": ("gemv16_bandwidth", 1e9),
+    "gemv16_half_k": ("gemv16_half_k", 1.0),
     "vector_gflops": ("vector_rate", 1e9),
 }
 for _dt in DTYPES:
@@ -108,6 +110,8 @@ _FIELD_TO_KEY: dict[str, str] = {
     "kernel_overhead": "kernel_overhead_us",
     "gemm_half_rows": "gemm_half_rows",
     "gemv_half_k": "gemv_half_k",
+    "gemv16_bandwidth": "gemv16_bandwidth_gbs",
+    "gemv16_half_k": "gemv16_half_k",
     "vector_rate": "vector_gflops",
     "sm_count": "sm_count",
     "tile": "tile",
