@@ -106,6 +106,13 @@ def _timing(samples: list[tuple[float, float]], n: int = 1) -> Timing:
     return Timing(min(wall), statistics.median(wall), min(c for _, c in samples) / n)
 
 
+def _time(fn: Callable[[], None], sync: Callable[[], None], repeats: int) -> Timing:
+    """:class:`Timing` of ``repeats`` calls of ``fn`` after one warm-up call (the GPU path times this way)."""
+    fn()
+    sync()
+    return _timing([_once(fn, sync) for _ in range(repeats)])
+
+
 class Bench:
     """One config's eager decoder, its KV cache and inputs, built and warmed up once (weights written, pages
     faulted in, allocator primed); :meth:`sample` times one prefill and one ``S_out``-step decode."""
