@@ -174,7 +174,7 @@ def get_engine(name: str | EngineProfile) -> EngineProfile:
     if not fit or name == "ideal":
         return base
     keys = ("memory_factor", "compute_factor", "mixed_factor", "attention_factor", "batch_pad", "gemv_dequant",
-            "pass_s")  # fmt: skip
+            "pass_s")
     changes = {k: float(fit[k]) for k in keys if k in fit}
     prov = {k: str(fit.get("provenance", "fitted")) for k in changes}
     return dataclasses.replace(base, **changes, provenance=prov, rows=tuple(fit.get("rows", ())))
