@@ -404,7 +404,6 @@ class Rates:
     inv_gemv: float = 0.0  # s/FLOP of a dequantising GEMV on the vector roof (0: the engine has none)
     gemv_max_batch: float = 0.0  # largest decode batch that takes the GEMV path
     per_expert: float = 0.0  # extra kernels per distinct routed expert touched, per MoE layer and pass
-    gemv_dequant: float = 0.0  # vector-roof operations per weight to dequantise it in a GEMV step
 
 
 def rates(device: Any, precision: Any, app: Any = None) -> Rates:
@@ -435,7 +434,7 @@ def rates(device: Any, precision: Any, app: Any = None) -> Rates:
         0.0 if counted else app.kernel_s, app.kernel_s if counted else 0.0,
         app.kernels_per_layer or 0.0, app.moe_kernels if counted else 0.0, app.kernels_per_pass or 0.0, app.pass_s,
         app.batch_pad, inv_gemv, float(app.gemv_max_batch) if gemv else 0.0,
-        app.kernels_per_expert if counted else 0.0, app.gemv_dequant if gemv else 0.0,
+        app.kernels_per_expert if counted else 0.0,
     )  # fmt: skip
 
 

@@ -14,11 +14,7 @@ Real engines lose in these physical ways, each one named parameter:
   the family's fraction of the roof, factor 1). NVFP4 on Blackwell runs on the FP4 roof (see :mod:`.precision`);
 * **small-batch GEMV**: an engine with ``gemv_max_batch`` > 0 (TensorRT: 8) runs the dequantising
   GEMMs of a decode step of at most that many sequences as CUDA-core GEMV kernels on the vector roof
-  (work grows with the batch: AWQ decode at batch 8 costs 2.5-3× batch 1 on Thor, NVFP4 1.4×). Such a
-  kernel (TensorRT-LLM ``weightOnlyBatchedGemv``: one CTA per ``CtaM = m`` rows × ``CtaN`` columns)
-  dequantises each weight once per step and then runs one FMA per weight per sequence, so its CUDA-core
-  work is (``gemv_dequant`` + 2·B)·N·K: ``gemv_dequant`` operations per weight, independent of the batch
-  (:func:`decode_linear_inv`);
+  (work grows with the batch: AWQ decode at batch 8 costs 2.5-3× batch 1 on Thor, NVFP4 1.4×);
 * **padded batched prefill**: ``batch_pad`` -- prefill compute per real token of a batch of B > 1
   prompts, each padded to the longest (TensorRT Edge-LLM: batch-8 prefill takes 11-13× batch 1);
 * **per-kernel overhead**: ``kernel_s`` seconds (device family: launch latency, the tail of a
@@ -78,8 +74,6 @@ class EngineProfile:
     batch_pad: float = 1.0
     #: decode batches up to this size run dequantising GEMMs as CUDA-core GEMV kernels on the vector roof
     gemv_max_batch: int = 0
-    #: vector-roof operations per weight to dequantise it in such a GEMV, once per step whatever the batch
-    gemv_dequant: float = 0.0
     pass_s: float = 0.0
     attention: str = "fused"
     head: str | None = "bf16"
@@ -173,8 +167,7 @@ def get_engine(name: str | EngineProfile) -> EngineProfile:
     fit = _fitted().get(name)
     if not fit or name == "ideal":
         return base
-    keys = ("memory_factor", "compute_factor", "mixed_factor", "attention_factor", "batch_pad", "gemv_dequant",
-            "pass_s")
+    keys = ("memory_factor", "compute_factor", "mixed_factor", "attention_factor", "batch_pad", "pass_s")
     changes = {k: float(fit[k]) for k in keys if k in fit}
     prov = {k: str(fit.get("provenance", "fitted")) for k in changes}
     return dataclasses.replace(base, **changes, provenance=prov, rows=tuple(fit.get("rows", ())))
@@ -210,7 +203,6 @@ class Applied:
     attention: float = 1.0
     batch_pad: float = 1.0  #: prefill compute factor for a batch of B > 1 padded prompts
     gemv_max_batch: int = 0  #: decode batches up to this size run dequantising GEMMs as GEMV on the vector roof
-    gemv_dequant: float = 0.0  #: vector-roof operations per weight to dequantise it in that GEMV (per step)
 
     def eff(self, dtype: str) -> float:
         """Achieved fraction of the ``dtype`` roof (1 where nothing was fitted for that roof)."""
@@ -228,10 +220,7 @@ class Applied:
                 f"{self.kernel_s * 1e6:.3g} µs/kernel × ({self.kernels_per_layer:g}/layer{per_expert} + "
                 f"{self.kernels_per_pass or 0:g}/pass)"
             )
-        gemv = (
-            f"dequantising GEMV on the vector roof up to batch {self.gemv_max_batch} "
-            f"({self.gemv_dequant:.3g} ops/weight + 2/sequence), "
-        ) * bool(self.gemv_max_batch)
+        gemv = f"dequantising GEMV on the vector roof up to batch {self.gemv_max_batch}, " * bool(self.gemv_max_batch)
         return (
             f"engine {self.engine}: bandwidth ×{self.memory:.3g}, compute ×({comp}), "
             f"mixed-input GEMM ×{self.mixed:.3g}, attention ×{self.attention:.3g}, "
@@ -269,7 +258,6 @@ def applied(device: Device, engine: str | EngineProfile | None, preset: str = "f
             mixed_factor=1.0,
             attention_factor=1.0,
             batch_pad=1.0,
-            gemv_dequant=0.0,
             pass_s=0.0,
         )
     comp = {}
@@ -288,7 +276,7 @@ def applied(device: Device, engine: str | EngineProfile | None, preset: str = "f
     return Applied(
         prof.name, mem, comp, kernel_s, prof.kernels_per_layer, prof.kernels_per_pass, prof.moe_kernels,
         prof.pass_s, source, prof.kernels_per_expert, prof.mixed_factor / prof.compute_factor,
-        prof.attention_factor / prof.compute_factor, prof.batch_pad, prof.gemv_max_batch, prof.gemv_dequant,
+        prof.attention_factor / prof.compute_factor, prof.batch_pad, prof.gemv_max_batch,
     )  # fmt: skip
 
 
@@ -317,12 +305,6 @@ def prefill_pad(r: Any, batch: Any) -> Any:
 
 def decode_linear_inv(r: Any, batch: Any) -> Any:
     """s/FLOP of the linear layers in a decode step of ``batch`` sequences: the GEMV path on the vector roof
-    up to ``r.gemv_max_batch`` sequences, else the GEMM roof (a number or numpy array).
-
-    A GEMV step over B sequences does 2·B·N·K FLOPs and dequantises each of its N·K weights once
-    (``r.gemv_dequant`` operations each), so per FLOP it costs ``r.inv_gemv``·(1 + gemv_dequant / (2·B)).
-    (Routed experts see fewer rows per weight than B; the dense count is used for them too.)"""
+    (``r.inv_gemv``) up to ``r.gemv_max_batch`` sequences, else the GEMM roof (a number or numpy array)."""
     b = np.asarray(batch, dtype=np.float64)
-    gemv = (r.inv_gemv > 0) & (b <= r.gemv_max_batch)
-    per_flop = r.inv_gemv * (1.0 + r.gemv_dequant / (2.0 * np.maximum(b, 1.0)))
-    return np.where(gemv, per_flop, r.inv["linear"])
+    return np.where((r.inv_gemv > 0) & (b <= r.gemv_max_batch), r.inv_gemv, r.inv["linear"])

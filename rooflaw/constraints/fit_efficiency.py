@@ -8,9 +8,7 @@ Parameters, all physical and shared across rows (never one per model or per row)
 * per engine: ``memory_factor`` and ``compute_factor`` (its kernels relative to the reference
   engine, TensorRT-LLM, fixed at 1), ``mixed_factor`` (dequantising GEMMs, where its rows have
   any), ``attention_factor`` (only an engine with unfused attention: llama.cpp), ``batch_pad``
-  (only where its rows have batched prefills: TensorRT Edge-LLM), ``gemv_dequant`` (vector-roof operations per
-  weight to dequantise it in a small-batch GEMV: only an engine with a GEMV path whose rows use it) and
-  ``pass_s`` seconds per pass.
+  (only where its rows have batched prefills: TensorRT Edge-LLM) and ``pass_s`` seconds per pass.
 
 Fixed, documented, not fitted: kernel counts per layer and pass, each engine's attention kind and
 GEMV batch limit (:mod:`.engines`). With published.csv: 15 family + 16 engine parameters for 113
@@ -50,7 +48,6 @@ PRIORS = {
     "mixed_factor": (1.0, 2.0, 0.02, 4.0),
     "attention_factor": (1.0, 2.0, 0.02, 4.0),
     "batch_pad": (1.0, 1.5, 1.0, 3.0),
-    "gemv_dequant": (4.0, 4.0, 0.01, 64.0),
     "pass_s": (3e-4, 5.0, 1e-7, 0.1),
 }
 OBS_SCALE = 0.1  #: relative error at which the robust loss turns linear
@@ -162,8 +159,6 @@ class _Params:
                 self._add("engine", c.engine, "attention_factor")
             if c.phase == "prefill" and c.workload.batch > 1:
                 self._add("engine", c.engine, "batch_pad")
-            if c.phase != "prefill" and f.mixed.any() and 0 < c.workload.batch <= _BUILTIN[c.engine].gemv_max_batch:
-                self._add("engine", c.engine, "gemv_dequant")
         self.index = {k: i for i, k in enumerate(self.names)}
 
     def _add(self, *key: str) -> None:
@@ -194,12 +189,11 @@ def _predict(x: np.ndarray, P: _Params, case: Case, f: _Feat) -> float:
     eff = np.where(np.array(f.dtypes) != "-", np.minimum(1.0, fam_eff * factor), 1.0)
     over = P.get(x, "family", fam, "kernel_s", 0.0) * f.launches[eng] + P.get(x, "engine", eng, "pass_s", 0.0)
 
-    def t(F, B, pad=1.0, gemv=False, rows=1):
+    def t(F, B, pad=1.0, gemv=False):
         pi, e = f.pi, eff
-        if gemv:  # dequantising GEMMs as GEMV on the vector roof at the family's fp32 fraction, each weight
-            pi = np.where(f.mixed > 0, f.vector, f.pi)  # dequantised once per step: 1 + dequant / (2 rows) per FLOP
-            deq = 1.0 + P.get(x, "engine", eng, "gemv_dequant", 0.0) / (2.0 * max(rows, 1))
-            e = np.where(f.mixed > 0, min(1.0, P.get(x, "family", fam, "fp32") * cf) / deq, eff)
+        if gemv:  # dequantising GEMMs as GEMV on the vector roof at the family's fp32 fraction
+            pi = np.where(f.mixed > 0, f.vector, f.pi)
+            e = np.where(f.mixed > 0, min(1.0, P.get(x, "family", fam, "fp32") * cf), eff)
         with np.errstate(divide="ignore", invalid="ignore"):
             tc = np.where(np.isfinite(pi), F / (pi * e), 0.0) * pad
         return float(np.sum(np.maximum(tc, B / (f.beta * eta_m)))) + over
@@ -210,16 +204,15 @@ def _predict(x: np.ndarray, P: _Params, case: Case, f: _Feat) -> float:
     if case.phase == "prefill":
         return t(*f.pre, pad)
     if case.phase == "decode":
-        return t(*f.dec, gemv=gemv, rows=w.batch)
+        return t(*f.dec, gemv=gemv)
     if f.steps is not None:  # continuous batching: steady-state steps per request (see .serving)
         tot = 0.0
         for count, pre, dec, n in f.steps:
             tp = t(*pre) if pre is not None else 0.0
-            gv = bool(f.mixed.any()) and n <= _BUILTIN[eng].gemv_max_batch
-            td = t(*dec, gemv=gv, rows=n) if dec is not None else 0.0
+            td = t(*dec, gemv=bool(f.mixed.any()) and n <= _BUILTIN[eng].gemv_max_batch) if dec is not None else 0.0
             tot += count * max(tp, td)
         return tot / (w.output_tokens + 1)
-    return (t(*f.pre, pad) + w.output_tokens * t(*f.dec, gemv=gemv, rows=w.batch)) / (w.batch * (w.output_tokens + 1))
+    return (t(*f.pre, pad) + w.output_tokens * t(*f.dec, gemv=gemv)) / (w.batch * (w.output_tokens + 1))
 
 
 @dataclass
