@@ -4,7 +4,8 @@ Fits the per-family / per-engine figures on every usable row of published.csv, t
 without each source and without each board (a device with all its power modes) and predicts the
 held-out rows. Prints the median |predicted/measured − 1| per phase for the pure roofline,
 in-sample and held out; leave-one-board-out also split by what the fit still knew (the held-out
-board's engine and family fitted on other boards, or not); and one JSON line with every figure.
+board's engine and family fitted on other boards, or not); the signed decode error of every case per
+source / engine / format / batch (in sample, held out by source, by board); and one JSON line with every figure.
 
     python benchmarks/bench_published.py [PATH/published.csv]
 """
