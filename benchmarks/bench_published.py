@@ -50,13 +50,13 @@ def residuals(title: str, by_fit: dict[str, list[dict[str, object]]], phase: str
     first = next(iter(by_fit.values()))
     rows = sorted((r for r in first if r["phase"] == phase),
                   key=lambda r: (r["source"], r["engine"], r["format"], r["batch"], r["model"]))  # fmt: skip
-    print(f"\n{title}\n  {'source':18s} {'engine':12s} {'format':6s} {'B':>2s} {'model':14s} {'meas ms':>8s} "
-          + " ".join(f"{n:>10s}" for n in by_fit))  # fmt: skip
+    head = f"{'source':18s} {'engine':12s} {'format':6s} {'B':>2s} {'model':14s} {'device':22s} {'meas ms':>8s}"
+    print(f"\n{title}\n  {head} " + " ".join(f"{n:>10s}" for n in by_fit))
     for r in rows:
         k = (r["row_id"], r["phase"])
         errs = " ".join(f"{float(keyed[n][k]['error']):+10.1%}" if k in keyed[n] else f"{'-':>10s}" for n in by_fit)
         print(f"  {r['source']!s:18s} {r['engine']!s:12s} {r['format']!s:6s} {r['batch']!s:>2s} {r['model']!s:14s} "
-              f"{1e3 * float(r['measured_s']):8.2f} {errs}")  # type: ignore[arg-type]  # fmt: skip
+              f"{r['device']!s:22s} {1e3 * float(r['measured_s']):8.2f} {errs}")  # type: ignore[arg-type]  # fmt: skip
 
 
 def _pct(d: dict[str, float]) -> dict[str, str]:
