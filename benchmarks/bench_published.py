@@ -4,7 +4,8 @@ Fits the per-family / per-engine figures on every usable row of published.csv, t
 without each source and without each board (a device with all its power modes) and predicts the
 held-out rows. Prints the median |predicted/measured − 1| per phase for the pure roofline,
 in-sample and held out; leave-one-board-out also split by what the fit still knew (the held-out
-board's engine and family fitted on other boards, or not); and one JSON line with every figure.
+board's engine and family fitted on other boards, or not); the signed decode error of every case per
+source / engine / format / batch (in sample, held out by source, by board); and one JSON line with every figure.
 
     python benchmarks/bench_published.py [PATH/published.csv]
 """
@@ -42,6 +43,22 @@ def _table(title: str, rows: list[dict[str, object]], key) -> dict[str, float]:
     return {f"{g}/{ph}": float(np.median(v)) for (g, ph), v in by.items()}
 
 
+def residuals(title: str, by_fit: dict[str, list[dict[str, object]]], phase: str = "decode") -> None:
+    """One line per ``phase`` case: source, engine, format, batch, model, measured ms and the signed error of
+    each fit in ``by_fit`` (in sample, held out ...), sorted by source, engine, format, batch."""
+    keyed = {name: {(r["row_id"], r["phase"]): r for r in rows} for name, rows in by_fit.items()}
+    first = next(iter(by_fit.values()))
+    rows = sorted((r for r in first if r["phase"] == phase),
+                  key=lambda r: (r["source"], r["engine"], r["format"], r["batch"], r["model"]))  # fmt: skip
+    head = f"{'source':18s} {'engine':12s} {'format':6s} {'B':>2s} {'model':14s} {'device':22s} {'meas ms':>8s}"
+    print(f"\n{title}\n  {head} " + " ".join(f"{n:>10s}" for n in by_fit))
+    for r in rows:
+        k = (r["row_id"], r["phase"])
+        errs = " ".join(f"{float(keyed[n][k]['error']):+10.1%}" if k in keyed[n] else f"{'-':>10s}" for n in by_fit)
+        print(f"  {r['source']!s:18s} {r['engine']!s:12s} {r['format']!s:6s} {r['batch']!s:>2s} {r['model']!s:14s} "
+              f"{r['device']!s:22s} {1e3 * float(r['measured_s']):8.2f} {errs}")  # type: ignore[arg-type]  # fmt: skip
+
+
 def _pct(d: dict[str, float]) -> dict[str, str]:
     return {k: f"{v:.1%}" for k, v in d.items()}
 
@@ -64,14 +81,16 @@ def main() -> None:
     print("\nmedian |err|  pure roofline:", _pct(out["pure_roofline"]))  # type: ignore[arg-type]
     print("median |err|  fitted (in-sample):", _pct(out["in_sample"]))  # type: ignore[arg-type]
     _table("in-sample, per family", ins, "family")
+    held: dict[str, list[dict[str, object]]] = {"in sample": ins}
     for key in ("source", "board"):
-        ho = rl.held_out_errors(cases, key)
+        ho = held[f"no {key}"] = rl.held_out_errors(cases, key)
         out[f"leave_one_{key}_out"] = rl.median_abs_error(ho)
         print(f"\nmedian |err|  leave one {key} out:", _pct(out[f"leave_one_{key}_out"]))  # type: ignore[arg-type]
         out[f"leave_one_{key}_out_per_group"] = _table(f"leave one {key} out, per held-out {key}", ho, "held_out")
         if key == "board":
             out["leave_one_board_out_by_coverage"] = _table("leave one board out, by what the fit still knew", ho,
                                                             coverage)  # fmt: skip
+    residuals("decode residuals, predicted/measured − 1, per source / engine / format / batch", held)
     wall, cpu = time.perf_counter() - t_all, time.process_time() - cpu0
     child = resource.getrusage(resource.RUSAGE_CHILDREN)
     out.update(wall_s=round(wall, 1), cpu_s=round(cpu + child.ru_utime + child.ru_stime, 1),

@@ -135,3 +135,14 @@ def test_cli_solve_engine(capsys):
     assert out["engine"] == "ideal" and math.isfinite(out["loss"])
     assert main([*args, "--engine", "warp-drive"]) == 2
     assert "engine='warp-drive'" in capsys.readouterr().err
+
+
+@needs_data
+def test_error_rows_name_format_and_batch(cases):
+    """Each error row carries what the residual tables group by; the pure-roofline error is predicted/measured − 1."""
+    sub = [c for c in cases if c.source == "TRTEDGE-0.4.0" and c.phase == "decode"][:4]
+    for c, r in zip(sub, fe.errors(sub, None), strict=True):
+        assert (r["format"], r["batch"], r["source"], r["engine"]) == (
+            c.precision.weights.name, c.workload.batch, "TRTEDGE-0.4.0", "tensorrt-llm")  # fmt: skip
+        assert r["error"] == pytest.approx(fe.predict(c, None) / c.measured_s - 1, rel=1e-12)
+    assert {r["format"] for r in fe.errors(sub, None)} == {"awq", "nvfp4"}

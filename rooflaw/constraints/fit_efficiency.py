@@ -311,12 +311,14 @@ def predict(case: Case, result: FitResult | None, devices: dict[str, Device] | N
 
 
 def errors(cases: Sequence[Case], result: FitResult | None) -> list[dict[str, object]]:
-    """Per case: row, phase, measured and predicted seconds, error = predicted/measured − 1."""
+    """Per case: row, source, device, engine, model, weight format, batch, phase, measured and predicted seconds,
+    error = predicted/measured − 1."""
     out = []
     for c in cases:
         p = predict(c, result)
         out.append({"row_id": c.row_id, "source": c.source, "device": c.device, "family": c.family,
-                    "engine": c.engine, "model": c.model, "phase": c.phase, "measured_s": c.measured_s,
+                    "engine": c.engine, "model": c.model, "format": c.precision.weights.name,
+                    "batch": c.workload.batch, "phase": c.phase, "measured_s": c.measured_s,
                     "predicted_s": p, "error": p / c.measured_s - 1.0})  # fmt: skip
     return out
 
