@@ -105,7 +105,7 @@ def test_moe_host_syncs_are_what_validate_reports() -> None:
     arch, model, caches, ids = _setup(ARCHS["moe"], S)
     with torch.inference_mode():
         model(ids, caches, 0)
-        model(ids[:, :1], caches, S)  # the first decode step syncs once more (one-time setup): not counted
+        model(ids[:, :1], caches, S)  # warm
         torch.cuda.synchronize()
         dec = count_syncs(lambda: model(ids[:, :1], caches, S))
         dense = _setup(ARCHS["dense-gqa"], S)

@@ -292,6 +292,28 @@ def test_validate_flags_that_need_cuda(capsys) -> None:
         assert len(err) == 1 and err[0].endswith("needs --cuda"), err
 
 
+def test_only_the_sync_warning_counts_as_a_sync(monkeypatch) -> None:
+    """``count_syncs`` counts torch's per-sync warning, not the one-time notice that the debug mode is a prototype
+    (which says "synchronizing operations" too: it made the first count of a GPU process one too high)."""
+    import warnings
+
+    torch = pytest.importorskip("torch")
+    import rooflaw.validate_cuda as vc
+
+    mode = [0]
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_sync_debug_mode", lambda: mode[0])
+    monkeypatch.setattr(torch.cuda, "set_sync_debug_mode", lambda m: mode.__setitem__(0, m))
+
+    def two_syncs() -> None:
+        warnings.warn("Synchronization debug mode is a prototype feature and does not yet detect all "
+                      "synchronizing operations", UserWarning, stacklevel=1)  # fmt: skip
+        for _ in range(2):
+            warnings.warn(vc.SYNC_WARNING, UserWarning, stacklevel=1)
+
+    assert vc.count_syncs(two_syncs) == 2 and mode[0] == 0
+
+
 BLOCKER = """
 import sys
 BLOCK = {"cvxpy", "optuna", "moocore", "distributed"}

@@ -404,7 +404,6 @@ class Rates:
     inv_gemv: float = 0.0  # s/FLOP of a dequantising GEMV on the vector roof (0: the engine has none)
     gemv_max_batch: float = 0.0  # largest decode batch that takes the GEMV path
     per_expert: float = 0.0  # extra kernels per distinct routed expert touched, per MoE layer and pass
-    overlap: float = 0.0  # 1: the engine overhead overlaps the roofline time (host launch on an accelerator)
     inv_beta16: float = 0.0  # s/byte of a one-token 16-bit GEMV's weights (Device.gemv16_bandwidth; 0: none)
 
 
@@ -435,15 +434,8 @@ def rates(device: Any, precision: Any, app: Any = None) -> Rates:
         0.0 if counted else app.kernel_s, app.kernel_s if counted else 0.0,
         app.kernels_per_layer or 0.0, app.moe_kernels if counted else 0.0, app.kernels_per_pass or 0.0, app.pass_s,
         app.batch_pad, inv_gemv, float(app.gemv_max_batch) if gemv else 0.0,
-        app.kernels_per_expert if counted else 0.0, float(app.overlap), 1.0 / (bw16 * app.memory) if bw16 else 0.0,
+        app.kernels_per_expert if counted else 0.0, 1.0 / (bw16 * app.memory) if bw16 else 0.0,
     )  # fmt: skip
-
-
-def with_overhead(r: Rates, roofline_s: Any, overhead_s: Any) -> Any:
-    """Seconds of a phase from its roofline time and its engine overhead: their sum, or, when the host launches
-    while an accelerator runs (``r.overlap``), the longer of the two. Numbers or numpy arrays; the numba kernels
-    write the same ``max``/``+`` (``backend_numba``)."""
-    return np.maximum(roofline_s, overhead_s) if r.overlap else roofline_s + overhead_s
 
 
 def engine_overhead(r: Rates, layers: Any, moe: Any, touched: Any = 0.0) -> Any:

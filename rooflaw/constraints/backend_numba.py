@@ -140,9 +140,9 @@ def _source(
     # per phase: the experts touched by B·S_in prefill tokens and by the B tokens of a decode step
     ovh, rate_fields = ("0.0", ()) if pr.theory else trace_engine_overhead(tokens="(c_B * c_S_in)")
     ovh_dec = "0.0" if pr.theory else trace_engine_overhead(tokens="c_B")[0]
-    rate_fields = rate_fields if pr.theory else (*rate_fields, "overlap")
     per_row += tuple(a for a in ("layers", "moe", "experts", "top_k") if a not in per_row)
     scalars = tuple(a for a in fn_args if a not in per_row) + tuple(f"r_{f}" for f in rate_fields)
+    scalars += () if pr.theory else ("r_overlap",)  # Applied.overlap: max, not sum, of roofline and overhead
     cost = scalarize(fast_src, {a: f"c_{a}" for a in fn_args}, "t_")
     nseg = sum(comp.n_varying)
     if len(cost.outputs) != 2 + 6 * nseg + len(A.TOTAL_KEYS):
@@ -156,7 +156,7 @@ def _source(
     if pr.theory:
         lines += ["pre_t = v0", f"dec_t = dec_{nseg}"]
     else:
-        # assembly.with_overhead: the sum, or the max when the host launches while an accelerator runs
+        # roofline.with_overhead: the sum, or the max when the host launches while an accelerator runs
         lines += [
             f"ovh = {ovh}",
             f"ovh_dec = {ovh_dec}",
@@ -408,6 +408,7 @@ def call_values(
     ipp, ipd = _inverse_roofs(comp, rates, device, args, len(cols["layers"]), False)
     out = dict(zip(k.args, (*args, *ipp, *ipd, rates.inv_beta, rates.overhead), strict=True))
     out |= {a: cols[a] for a in k.per_row if a not in out}
+    out["r_overlap"] = float(bool(app is not None and not pr.theory and app.overlap))
     return out | rate_values(rates, k.rate_fields)
 
 

@@ -149,6 +149,12 @@ def phase_overheads(r: A.Rates, cols: Mapping[str, Any], batch: Any, input_token
     return pre, dec
 
 
+def with_overhead(overlap: bool, roofline_s: Any, overhead_s: Any) -> Any:
+    """Seconds of a phase from its roofline time and its engine overhead: their sum, or, when the host launches
+    while an accelerator runs (``Applied.overlap``), the longer of the two (numbers or arrays; numba does the same)."""
+    return np.maximum(roofline_s, overhead_s) if overlap else roofline_s + overhead_s
+
+
 def _evaluate_chunk(cols, device, workload, precision, preset, tiles, per_op, app: Applied):
     pr = A.get_preset(preset)
     comp = compile_preset(preset, stack_kinds(cols) if pr.kinds else frozenset())
@@ -157,6 +163,7 @@ def _evaluate_chunk(cols, device, workload, precision, preset, tiles, per_op, ap
         extra, extra_dec = 0.0, 0.0
     else:
         extra, extra_dec = phase_overheads(rates, cols, workload.batch, workload.input_tokens)
+    overlap = bool(app is not None and not pr.theory and app.overlap)
     args = _args(cols, workload, precision)
     n = len(cols["layers"])
     ipp, ipd = _inverse_roofs(comp, rates, device, args, n, tiles and not pr.theory)
@@ -170,8 +177,8 @@ def _evaluate_chunk(cols, device, workload, precision, preset, tiles, per_op, ap
             cnt, steps, a0, a1, b0, b1 = (arr(v) for v in vals[k : k + 6])
             dec_t = dec_t + cnt * sum_max_affine(a0, a1, b0, b1, steps)[0]
             k += 6
-        pre_t = A.with_overhead(rates, pre_t, extra)
-        dec_t = A.with_overhead(rates, dec_t, workload.output_tokens * extra_dec)
+        pre_t = with_overhead(overlap, pre_t, extra)
+        dec_t = with_overhead(overlap, dec_t, workload.output_tokens * extra_dec)
         return _finish(device, precision, pr, workload, pre_t, dec_t, [arr(v) for v in vals[k:]])
     vals = comp.parts(*call)
     S_out = workload.output_tokens
@@ -196,8 +203,8 @@ def _evaluate_chunk(cols, device, workload, precision, preset, tiles, per_op, ap
     if not pr.theory:
         z = np.zeros(n)
         e, ed = arr(extra), S_out * arr(extra_dec)
-        if rates.overlap:  # host launch on an accelerator: the part of the overhead the roofline does not hide
-            e, ed = A.with_overhead(rates, pre_t, e) - pre_t, A.with_overhead(rates, dec_t, ed) - dec_t
+        if overlap:  # host launch on an accelerator: the part of the overhead the roofline does not hide
+            e, ed = with_overhead(True, pre_t, e) - pre_t, with_overhead(True, dec_t, ed) - dec_t
         ops_out.append({"name": "engine_overhead", "roof": "-", "scope": "model",
                         "prefill": (z, z, e, z), "decode": (z, z, ed, z)})  # fmt: skip
         pre_t, dec_t = pre_t + e, dec_t + ed
