@@ -223,7 +223,6 @@ def scalarize(source: str, names: Mapping[str, str], prefix: str) -> Scalarized:
     return Scalarized(args, body, outputs, pr.init)
 
 
-
 #: Scalar helpers with numpy's semantics (NaN propagates through max/min; sign(NaN) is NaN), and the exact
 #: Σ_{t=1..n} max(a0 + a1·t, b0 + b1·t) of ``roofline._sum_max_affine`` in the same operation order.
 HELPERS = """
