@@ -116,22 +116,30 @@ class _Printer:
 
 
 def memo_site(t: str, base: str, ex: str) -> tuple[list[str], list[str]]:
-    """(init lines, statements) of memo site ``t`` holding ``base ** ex``: a 256-entry direct-mapped table keyed
-    by the bits of (base, ex) -- same bits in, the same libm result out, so the values are unchanged."""
-    init = [f"{t}_b = np.full(256, np.nan)", f"{t}_e = np.full(256, np.nan)", f"{t}_r = np.zeros(256)"]
+    """(init lines, statements) of memo site ``t`` holding ``base ** ex``: the last (base, ex) seen, then a
+    256-entry direct-mapped table keyed by their bits -- same bits in, the same libm result out, so the values are
+    unchanged. (The last-value check skips the hash while a column stays the same, as in an enumeration.)"""
+    init = [f"{t}_b = np.full(256, np.nan)", f"{t}_e = np.full(256, np.nan)", f"{t}_r = np.zeros(256)",
+            f"{t}_lx = math.nan", f"{t}_ly = math.nan", f"{t}_lr = math.nan"]  # fmt: skip
     return init, [
         f"{t}_x = {base}",
         f"{t}_y = {ex}",
-        f"{t}_m = int({t}_x * 65536.0) if {t}_x < 1e12 and {t}_x > -1e12 else 0",
-        f"{t}_h = ({t}_m ^ ({t}_m >> 8) ^ ({t}_m >> 16) ^ ({t}_m >> 24)) & 255",
-        f"if {t}_x == {t}_b[{t}_h] and {t}_y == {t}_e[{t}_h] and "
-        f"math.copysign(1.0, {t}_x) == math.copysign(1.0, {t}_b[{t}_h]):",
-        f"    {t} = {t}_r[{t}_h]",
+        f"if {t}_x == {t}_lx and {t}_y == {t}_ly and math.copysign(1.0, {t}_x) == math.copysign(1.0, {t}_lx):",
+        f"    {t} = {t}_lr",
         "else:",
-        f"    {t} = {t}_x ** {t}_y",
-        f"    {t}_b[{t}_h] = {t}_x",
-        f"    {t}_e[{t}_h] = {t}_y",
-        f"    {t}_r[{t}_h] = {t}",
+        f"    {t}_m = int({t}_x * 65536.0) if {t}_x < 1e12 and {t}_x > -1e12 else 0",
+        f"    {t}_h = ({t}_m ^ ({t}_m >> 8) ^ ({t}_m >> 16) ^ ({t}_m >> 24)) & 255",
+        f"    if {t}_x == {t}_b[{t}_h] and {t}_y == {t}_e[{t}_h] and "
+        f"math.copysign(1.0, {t}_x) == math.copysign(1.0, {t}_b[{t}_h]):",
+        f"        {t} = {t}_r[{t}_h]",
+        "    else:",
+        f"        {t} = {t}_x ** {t}_y",
+        f"        {t}_b[{t}_h] = {t}_x",
+        f"        {t}_e[{t}_h] = {t}_y",
+        f"        {t}_r[{t}_h] = {t}",
+        f"    {t}_lx = {t}_x",
+        f"    {t}_ly = {t}_y",
+        f"    {t}_lr = {t}",
     ]
 
 
@@ -175,7 +183,7 @@ def memo_powers(expr: str, prefix: str, start: int, body: list[str] = ()) -> tup
             key = (b, e)
             t = sites.get(key)
             if t is None:
-                t = f"{prefix}pw{start + len(init) // 3}"
+                t = f"{prefix}pw{start + len(init) // 6}"
                 i, p = memo_site(t, b, e)
                 init.extend(i)
                 pre.extend(p)
