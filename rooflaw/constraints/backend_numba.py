@@ -201,7 +201,7 @@ def _source(
         "from numba import carray, cfunc, njit",
         "from numba import types as _t",
         "_JI = dict(cache=True, fastmath=False, nogil=True, error_model='numpy')",
-        "_JK = dict(cache=True, fastmath=False, nogil=True, error_model='numpy')",
+        "_JK = dict(cache=False, fastmath=False, nogil=True, error_model='numpy', inline='always')  # in the C entry",
         HELPERS,
         *rows,
     ]

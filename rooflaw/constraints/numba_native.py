@@ -70,7 +70,7 @@ def entry_source(fn: str, spec: Sequence[tuple[str, str]]) -> str:
             items.append(f"carray({p}, ({', '.join(dims)},))")
         call.append(f"({', '.join(items)},)" if count else items[0])
     return "\n".join([
-        f"@cfunc(_t.void({', '.join(sig)}), error_model='numpy')",
+        f"@cfunc(_t.void({', '.join(sig)}), error_model='numpy', cache=True)",
         f"def {fn}_c({', '.join(params)}):",
         f"    {fn}({', '.join(call)})",
     ])  # fmt: skip
@@ -170,8 +170,9 @@ def object_code(entry: Any) -> tuple[str, bytes]:
 
 def load(key: str, src: str, specs: dict, vector: bool, timings: dict) -> Any:
     """The kernels of generated module ``src``: their cached object code linked natively when rooflaw's cache has
-    it (no numba import), else compiled by numba (its own disk cache helps), stored, and linked; numba's
-    dispatchers themselves if the native link fails or ``ROOFLAW_NUMBA_NATIVE=0``."""
+    it (no numba import), else compiled by numba (or loaded from numba's own disk cache), stored, and linked; the
+    C entries as numba loaded them if the native link fails or with ``ROOFLAW_NUMBA_NATIVE=0`` (the comparison:
+    numba import, registry initialisation and numba's cache, as before this loader)."""
     from .. import cache
 
     t0 = time.perf_counter()
@@ -193,13 +194,14 @@ def load(key: str, src: str, specs: dict, vector: bool, timings: dict) -> Any:
 
         allow_alias_checks()  # before numba compiles the module's loop
     mod = cache.load_generated(f"rl_{key}", src, f"rooflaw_kernel_{key}")
+    numba_fns = SimpleNamespace(**{fn: Native(getattr(mod, f"{fn}_c").address, sp, mod) for fn, sp in specs.items()})
     if not native:
-        return mod
+        return numba_fns
     try:
         objs = {fn: object_code(getattr(mod, f"{fn}_c")) for fn in specs}
         fns = link(f"rl_{key}", objs, specs)
-    except Exception:  # noqa: BLE001 - numba's own dispatchers run the same kernels
-        return mod
+    except Exception:  # noqa: BLE001 - the entries numba loaded run the same machine code
+        return numba_fns
     cache.store(ckey, objs)
     return SimpleNamespace(**fns)
 
