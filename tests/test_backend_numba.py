@@ -243,10 +243,13 @@ def test_kernels_cached_on_disk_for_a_fresh_process(tmp_path):
 
     base = cache.cache_dir() or tmp_path  # the session's cache: usually compiled already by the tests above
     code = (
-        "import numpy as np, rooflaw; from rooflaw.constraints import evaluate_columns, backend_numba as bn;"
-        "evaluate_columns({'layers': np.arange(1, 9), 'd_model': 512, 'heads': 8, 'ffn': 2048},"
-        " rooflaw.get_device('h100-sxm'), backend='numba', engine='device'); s = bn.kernels('full').rows.stats;"
-        " print(len(s.cache_hits), len(s.cache_misses))"
+        "import sys, numpy as np, rooflaw; from rooflaw.constraints import evaluate_columns, backend_numba as bn;"
+        "cols = {'layers': np.arange(1, 9), 'd_model': 512, 'heads': 8, 'ffn': 2048};"
+        "dev = rooflaw.get_device('h100-sxm');"
+        "a = evaluate_columns(cols, dev, backend='numba', engine='device');"
+        "b = evaluate_columns(cols, dev, backend='numpy', engine='device');"
+        "same = all(np.array_equal(a[c], b[c], equal_nan=a[c].dtype != bool) for c in a);"
+        "print('numba' in sys.modules, type(bn.kernels('full').module.rows).__name__, same)"
     )
     env = {k: v for k, v in os.environ.items() if k != "ROOFLAW_NO_CACHE"}
     env |= {"ROOFLAW_CACHE_DIR": str(base), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
@@ -255,5 +258,45 @@ def test_kernels_cached_on_disk_for_a_fresh_process(tmp_path):
         out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
         assert out.returncode == 0, out.stderr
         seen.append(out.stdout.split())
-    assert seen[1] == ["1", "0"]  # the second process loaded the machine code from disk, compiled nothing
-    assert list((base / "numba").glob("rl_*.py")) and list((base / "numba" / "__pycache__").glob("rl_*.nbi"))
+    # the second process linked the cached machine code without importing numba, and got numpy's values
+    assert seen[1] == ["False", "Native", "True"]
+    assert list((base / "numba").glob("rl_*.py")) and list(base.glob("native-*.pkl"))
+
+
+@needs_numba
+def test_native_entry_refuses_what_it_would_have_to_convert():
+    """The C entry takes the kernel's arguments as they are: a wrong dtype, rank or layout is refused (a copy of
+    an output would silently drop the results), never converted."""
+    k = bn.kernels("full")
+    assert type(k.module.rows).__name__ == "Native"
+    n, x = 3, tuple(np.ones(1) for _ in k.per_row)
+    s, w, p = np.zeros(len(k.per_row), dtype=np.int64), np.ones(len(k.scalars)), np.ones(len(bn.PARAMS))
+    for out, msg in ((np.empty((16, n), dtype=np.float32), "out: expected a f8 array"),
+                     (np.empty((n, 16)).T, "out: expected a C-contiguous array"),
+                     (np.empty(16 * n), "out: expected a f8 array of 2 dimension")):  # fmt: skip
+        with pytest.raises(TypeError, match=msg):
+            k.rows(x, s, w, p, out)
+    with pytest.raises(TypeError, match="argument x: expected"):
+        k.rows(x[:-1], s, w, p, np.empty((16, n)))
+    out = np.full((16, n), -1.0)
+    k.rows(x, s, w, p, out)  # well-formed: every output written in place
+    assert not (out == -1.0).any()
+
+
+def test_cached_evaluator_namespace_is_lambdifys():
+    """A cached evaluator is rebuilt in lambdify's namespace restricted to the names it reads (skipping the
+    ``from numpy import *`` that imports numpy.testing and f2py): the same objects as lambdify's own."""
+    from rooflaw.constraints import compile as C
+
+    full = C._namespace()
+    for preset in ("full", "paper"):
+        c = C.compile_preset(preset)
+        for fn in (c.fast, c.parts, c.gemms):
+            ns = C._globals_for(compile(bn.source_of(fn), "<test>", "exec"))
+            assert ns is not None and all(ns[n] is full[n] for n in ns)
+    assert (
+        C._globals_for(compile("def _lambdifygenerated(x):\n    return no_such_function(x)", "<test>", "exec")) is None
+    )
+    assert (
+        C._globals_for(compile("def _lambdifygenerated(x):\n    return max(x)", "<test>", "exec"))["max"] is full["max"]
+    )

@@ -107,25 +107,91 @@ class _Printer:
             return f"(+{b})"
         # libm pow costs ~50-150 ns and its arguments repeat across candidates (a law term in d or l, the expert
         # coverage in (E, K)), so each call site keeps a 256-entry direct-mapped memo: same bits in, same result out
-        e = self.expr(ex)
         t = f"{self.prefix}pw{self.npow}"
         self.npow += 1
-        self.init += [f"{t}_b = np.full(256, np.nan)", f"{t}_e = np.full(256, np.nan)", f"{t}_r = np.zeros(256)"]
-        self.pre += [
-            f"{t}_x = {b}",
-            f"{t}_y = {e}",
-            f"{t}_m = int({t}_x * 65536.0) if {t}_x < 1e12 and {t}_x > -1e12 else 0",
-            f"{t}_h = ({t}_m ^ ({t}_m >> 8) ^ ({t}_m >> 16) ^ ({t}_m >> 24)) & 255",
-            f"if {t}_x == {t}_b[{t}_h] and {t}_y == {t}_e[{t}_h] and "
-            f"math.copysign(1.0, {t}_x) == math.copysign(1.0, {t}_b[{t}_h]):",
-            f"    {t} = {t}_r[{t}_h]",
-            "else:",
-            f"    {t} = {t}_x ** {t}_y",
-            f"    {t}_b[{t}_h] = {t}_x",
-            f"    {t}_e[{t}_h] = {t}_y",
-            f"    {t}_r[{t}_h] = {t}",
-        ]
+        init, pre = memo_site(t, b, self.expr(ex))
+        self.init += init
+        self.pre += pre
         return t
+
+
+def memo_site(t: str, base: str, ex: str) -> tuple[list[str], list[str]]:
+    """(init lines, statements) of memo site ``t`` holding ``base ** ex``: the last (base, ex) seen, then a
+    256-entry direct-mapped table keyed by their bits -- same bits in, the same libm result out, so the values are
+    unchanged. (The last-value check skips the hash while a column stays the same, as in an enumeration.)"""
+    init = [f"{t}_b = np.full(256, np.nan)", f"{t}_e = np.full(256, np.nan)", f"{t}_r = np.zeros(256)",
+            f"{t}_lx = math.nan", f"{t}_ly = math.nan", f"{t}_lr = math.nan"]  # fmt: skip
+    return init, [
+        f"{t}_x = {base}",
+        f"{t}_y = {ex}",
+        f"if {t}_x == {t}_lx and {t}_y == {t}_ly and math.copysign(1.0, {t}_x) == math.copysign(1.0, {t}_lx):",
+        f"    {t} = {t}_lr",
+        "else:",
+        f"    {t}_m = int({t}_x * 65536.0) if {t}_x < 1e12 and {t}_x > -1e12 else 0",
+        f"    {t}_h = ({t}_m ^ ({t}_m >> 8) ^ ({t}_m >> 16) ^ ({t}_m >> 24)) & 255",
+        f"    if {t}_x == {t}_b[{t}_h] and {t}_y == {t}_e[{t}_h] and "
+        f"math.copysign(1.0, {t}_x) == math.copysign(1.0, {t}_b[{t}_h]):",
+        f"        {t} = {t}_r[{t}_h]",
+        "    else:",
+        f"        {t} = {t}_x ** {t}_y",
+        f"        {t}_b[{t}_h] = {t}_x",
+        f"        {t}_e[{t}_h] = {t}_y",
+        f"        {t}_r[{t}_h] = {t}",
+        f"    {t}_lx = {t}_x",
+        f"    {t}_ly = {t}_y",
+        f"    {t}_lr = {t}",
+    ]
+
+
+def memo_powers(expr: str, prefix: str, start: int, body: list[str] = ()) -> tuple[list[str], list[str], str]:
+    """Give every ``a ** b`` with a non-literal exponent in the scalar expression ``expr`` a memo site: (init
+    lines, statements to run first, the expression reading the sites).
+
+    ``body`` are statements already computed before ``expr`` (e.g. the cost model's): a subexpression written
+    exactly as one of their single-line assignments reads that variable instead, and a power whose base and
+    exponent then match an existing memo site of ``body`` reads that site -- the same operations on the same
+    values, so the result is unchanged. New sites are ``{prefix}pw{start}``, ``…{start + 1}``, …; their
+    statements compute each power unconditionally (pure; an unused value changes nothing), and the rest of the
+    expression -- e.g. numpy's ``x * x if y == 2.0`` fast path around it -- is kept as it was."""
+    init: list[str] = []
+    pre: list[str] = []
+    temps: dict[str, str] = {}  # expression text -> the variable assigned it
+    xy: dict[str, str] = {}  # memo site operand (``t_pwK_x`` / ``_y``) -> its expression text
+    for ln in body:
+        tgt, eq, rhs = ln.partition(" = ")
+        if eq and tgt.isidentifier() and not ln.startswith(" "):
+            rhs = ast.unparse(ast.parse(rhs, mode="eval"))
+            if tgt.endswith(("_x", "_y")) and "pw" in tgt:
+                xy[tgt] = rhs
+            else:
+                temps.setdefault(rhs, tgt)
+    sites = {(x, xy[f"{t[:-2]}_y"]): t[:-2] for t, x in xy.items() if t.endswith("_x") and f"{t[:-2]}_y" in xy}
+
+    class _Sites(ast.NodeTransformer):
+        def visit(self, n: ast.AST) -> ast.AST:
+            if isinstance(n, ast.expr) and not isinstance(n, ast.Name):
+                name = temps.get(ast.unparse(n))
+                if name is not None:
+                    return ast.Name(name, ast.Load())
+            return super().visit(n)
+
+        def visit_BinOp(self, n: ast.BinOp) -> ast.AST:
+            self.generic_visit(n)
+            if not isinstance(n.op, ast.Pow) or _num(n.right) is not None:
+                return n
+            b, e = ast.unparse(n.left), ast.unparse(n.right)
+            key = (b, e)
+            t = sites.get(key)
+            if t is None:
+                t = f"{prefix}pw{start + len(init) // 6}"
+                i, p = memo_site(t, b, e)
+                init.extend(i)
+                pre.extend(p)
+                sites[key] = t
+            return ast.Name(t, ast.Load())
+
+    tree = _Sites().visit(ast.parse(expr, mode="eval"))
+    return init, pre, ast.unparse(tree)
 
 
 def scalarize(source: str, names: Mapping[str, str], prefix: str) -> Scalarized:

@@ -51,9 +51,11 @@ def rows_vec_source(
     n_out: int,
     params: tuple[str, ...],
     var: Callable[[str], str],
-) -> list[str]:
-    """Source of ``rows(x, cx, w, p, out)``: ``x`` the contiguous varying columns (``per_row`` minus ``const``, in
-    order), ``cx`` the constant columns' values, ``w`` the scalars, ``p`` the energy parameters."""
+) -> tuple[list[str], int]:
+    """(source, rows of ``tmp``) of ``rows(x, cx, w, p, out, mw, tmp)``: ``x`` the contiguous varying columns
+    (``per_row`` minus ``const``, in order), ``cx`` the constant columns' values, ``w`` the scalars, ``p`` the
+    energy parameters, ``mw`` the memo tables (see :func:`backend_numba._no_alloc`), ``tmp`` one row per memo
+    site filled by the first pass."""
     from .backend_numba import _levels, _statements
 
     vary = tuple(a for a in per_row if a not in const)
@@ -92,16 +94,16 @@ def rows_vec_source(
     ind = lambda lines, n: [" " * n + ln for ln in lines]  # noqa: E731
     src = [
         "@njit(**_JK)",
-        "def rows(x, cx, w, p, out):",
+        "def rows(x, cx, w, p, out, mw, tmp):",
         f"    {', '.join(params)} = {', '.join(f'p[{k}]' for k in range(len(params)))}",
         *(f"    {var(a)} = w[{k}]" for k, a in enumerate(scalars)),
         *(f"    c_{a} = cx[{k}]" for k, a in enumerate(const)),
         *(f"    x{k} = x[{k}]" for k in range(len(vary))),
         *ind(init + once, 4),
         "    n = out.shape[1]",
-        *(f"    {t}_a = np.empty(n)" for t in sites),
+        *(f"    {t}_a = tmp[{j}]" for j, t in enumerate(sites)),
     ]
     if sites:
         src += ["    for i in range(n):", *ind(load + first, 8), *(f"        {t}_a[i] = {t}" for t in sites)]
     src += ["    for i in range(n):", *ind(load + main, 8), *(f"        out[{k}, i] = o{k}" for k in range(n_out))]
-    return src
+    return src, len(sites)

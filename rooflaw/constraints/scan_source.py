@@ -12,13 +12,18 @@ the indices of the points that can still be on the frontier:
   objective) and is dropped. Only dominated points are ever dropped, so the frontier of the survivors is exact.
 * more objectives: feasible points with finite objectives are compacted (the caller filters them exactly).
 
+Scratch arrays are arguments (:func:`scratch`; the kernel allocates nothing, see :mod:`.numba_native`): ``mw``
+the memo tables, ``v`` the 17 outputs of a point, ``sf``/``si`` the pending points (loss, objective / bin,
+index), ``pre`` the staircase's prefix minima.
+
 ``stats``: evaluated, feasible, best index/loss/latency, best-any index/loss/latency, per-budget minimum over
 finite-loss points (3 slots), the least violating point's worst ratio and index, the next position, survivors.
 """
 
 SCAN = """
 @njit(**_JK)
-def scan(pos, stop, TW, TM, TL, TV, fx, w, p, p_tokens, radix, obj, latc, bcol, bval, lohi, stair, out_idx, stats):
+def scan(pos, stop, TW, TM, TL, TV, fx, w, p, p_tokens, radix, obj, latc, bcol, bval, lohi, stair, out_idx, stats,
+         mw, v, sf, si, pre):
     {PARAMS} = {P}
 {FIXED}
     nv, nl, nm = radix[0], radix[1], radix[2]
@@ -29,12 +34,7 @@ def scan(pos, stop, TW, TM, TL, TV, fx, w, p, p_tokens, radix, obj, latc, bcol, 
     scale = nb / (hi - lo) if hi > lo else 0.0
     k = obj.shape[0]
     nbud = bcol.shape[0]
-    v = np.empty(17)
-    f1 = np.empty(C + blk)
-    f2 = np.empty(C + blk)
-    bi = np.empty(C + blk, dtype=np.int64)
-    ix = np.empty(C + blk, dtype=np.int64)
-    pre = np.empty(nb)
+    f1, f2, bi, ix = sf[0], sf[1], si[0], si[1]
     nout = 0
     cap = out_idx.shape[0]
     m = 0
@@ -103,3 +103,12 @@ def scan(pos, stop, TW, TM, TL, TV, fx, w, p, p_tokens, radix, obj, latc, bcol, 
     stats[13] = pos
     stats[14] = nout
 """
+
+
+def scratch(radix, stair) -> tuple:
+    """``(v, sf, si, pre)`` for a scan call (``C = max(8192, points per block)`` pending points, plus a block)."""
+    import numpy as np
+
+    blk = int(radix[0] * radix[1])
+    c = max(8192, blk) + blk
+    return np.empty(17), np.empty((2, c)), np.empty((2, c), dtype=np.int64), np.empty(len(stair))

@@ -1,0 +1,239 @@
+"""Run the generated kernels from their cached machine code, without importing numba.
+
+Importing numba and initialising its typing/lowering registries costs ~1 s per process (numba imports
+``scipy.linalg`` for a BLAS check, ``cffi``, …) even when every kernel is in numba's on-disk cache, and every
+joblib/Dask worker pays it again. So each generated kernel also gets a C entry point (``@cfunc`` taking raw
+pointers, shapes and scalars; :func:`entry_source`). When numba compiles a kernel module, the entries' object
+code is stored in rooflaw's cache (HMAC-signed like every entry, keyed by the generated source, the library
+versions and the host CPU); a later process links it with llvmlite's ORC JIT (a few ms) and calls it through
+ctypes (the GIL is released during the call). It is the same machine code numba would run, so the values are
+the same; whenever the object code is missing or cannot be linked, the caller compiles with numba instead.
+
+The kernels allocate nothing (their scratch arrays are arguments), so the code needs no numba runtime; the only
+external symbols besides libm are numba's error-path helpers, which these kernels never reach (no exceptions
+under ``error_model='numpy'``) and which are bound to a stub that aborts loudly if they ever were.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+from .numba_printer import Unsupported
+
+#: Argument kinds of a kernel: scalars, C-contiguous arrays (dtype, ndim), or a tuple of 1-D float64 arrays.
+_DT = {"f8": (np.float64, "float64"), "i8": (np.int64, "int64")}
+_LOCK = threading.Lock()
+_JIT: list[Any] = []  # the ORC JIT and the error-path stub's address, made once per process
+_KEEP: list[Any] = []
+#: numba's error-path helpers the object code refers to (exception raising, NRT frees): never reached.
+_ERROR_PATH = ("NRT_Free", "NRT_MemInfo_call_dtor", "numba_unpickle", "numba_runtime_build_excinfo_struct",
+               "numba_gil_release", "numba_gil_ensure", "numba_do_raise", "numba_extract_record_data",
+               "numba_get_list_ptr", "NRT_MemInfo_alloc_safe_aligned", "NRT_MemInfo_alloc")  # fmt: skip
+
+
+def _parse(kind: str) -> tuple[str, int, int]:
+    """``"f8"`` -> (f8, 0, 0); ``"f8[:,:]"`` -> (f8, 2, 0); ``"f8[:]*22"`` -> (f8, 1, 22) (a tuple of 22)."""
+    base, _, rest = kind.partition("[")
+    if not rest:
+        return base, 0, 0
+    dims, _, count = rest.partition("]")
+    return base, dims.count(":"), int(count[1:]) if count else 0
+
+
+def entry_source(fn: str, spec: Sequence[tuple[str, str]]) -> str:
+    """Source of ``{fn}_c``, a numba ``cfunc`` calling kernel ``fn`` with arrays built from raw pointers."""
+    params, call, sig = [], [], []
+    for name, kind in spec:
+        base, nd, count = _parse(kind)
+        t = _DT[base][1]
+        if nd == 0:
+            params.append(name)
+            call.append(name)
+            sig.append(f"_t.{t}")
+            continue
+        items = []
+        for j in range(max(count, 1)):
+            p = f"{name}_p{j}"
+            dims = [f"{name}_{j}_{d}" for d in range(nd)]
+            params += [p, *dims]
+            sig += [f"_t.CPointer(_t.{t})", *(["_t.int64"] * nd)]
+            items.append(f"carray({p}, ({', '.join(dims)},))")
+        call.append(f"({', '.join(items)},)" if count else items[0])
+    return "\n".join([
+        f"@cfunc(_t.void({', '.join(sig)}), error_model='numpy', cache=True)",
+        f"def {fn}_c({', '.join(params)}):",
+        f"    {fn}({', '.join(call)})",
+    ])  # fmt: skip
+
+
+class Native:
+    """A kernel's C entry as a Python callable taking the kernel's own arguments (arrays must already have the
+    declared dtype and be C-contiguous: nothing is converted silently, outputs are written in place)."""
+
+    def __init__(self, address: int, spec: Sequence[tuple[str, str]], owner: Any):
+        self.spec = [(name, *_parse(kind)) for name, kind in spec]
+        argtypes: list[Any] = []
+        for _, base, nd, count in self.spec:
+            if nd == 0:
+                argtypes.append(ctypes.c_double if base == "f8" else ctypes.c_int64)
+            else:
+                argtypes += [ctypes.c_void_p, *([ctypes.c_int64] * nd)] * max(count, 1)
+        self._fn = ctypes.CFUNCTYPE(None, *argtypes)(address)
+        self._owner = owner  # the JIT resource tracker: the code stays mapped while this object lives
+
+    def __call__(self, *args: Any) -> None:
+        if len(args) != len(self.spec):
+            raise TypeError(f"expected {len(self.spec)} arguments, got {len(args)}")
+        flat: list[Any] = []
+        for (name, base, nd, count), a in zip(self.spec, args, strict=True):
+            if nd == 0:
+                flat.append(float(a) if base == "f8" else int(a))
+                continue
+            for x in a if count else (a,):
+                if not isinstance(x, np.ndarray) or x.dtype != _DT[base][0] or x.ndim != nd:
+                    raise TypeError(f"argument {name}: expected a {base} array of {nd} dimension(s)")
+                if not x.flags.c_contiguous:
+                    raise TypeError(f"argument {name}: expected a C-contiguous array")
+                flat += [x.__array_interface__["data"][0], *x.shape]
+            if count and len(a) != count:
+                raise TypeError(f"argument {name}: expected {count} arrays, got {len(a)}")
+        self._fn(*flat)
+
+
+def _stub() -> int:
+    def fail() -> None:  # pragma: no cover - only reached if a kernel raised, which these kernels cannot
+        sys.stderr.write("rooflaw: a natively loaded kernel reached numba's error path; aborting\n")
+        sys.stderr.flush()
+        import os
+
+        os.abort()
+
+    cb = ctypes.CFUNCTYPE(None)(fail)
+    _KEEP.append(cb)  # keep the callback alive
+    return ctypes.cast(cb, ctypes.c_void_p).value or 0
+
+
+def _jit() -> tuple[Any, int]:
+    with _LOCK:
+        if not _JIT:
+            import llvmlite.binding as llvm
+
+            llvm.initialize_native_target()
+            llvm.initialize_native_asmprinter()
+            _JIT.append(llvm.create_lljit_compiler())
+            _JIT.append(_stub())
+        return _JIT[0], _JIT[1]
+
+
+def host() -> str:
+    """The host CPU and llvmlite version, part of the object code's key (the code uses this CPU's features)."""
+    import llvmlite
+    import llvmlite.binding as llvm
+
+    return f"llvmlite {llvmlite.__version__}|{llvm.get_host_cpu_name()}|{llvm.get_host_cpu_features().flatten()}"
+
+
+def link(name: str, objects: dict[str, tuple[str, bytes]], specs: dict[str, Sequence[tuple[str, str]]]) -> dict:
+    """Link the object code of entries ``{fn: (symbol, code)}`` as JIT library ``name``: ``{fn: Native}``."""
+    import llvmlite.binding as llvm
+
+    lljit, stub = _jit()
+    b = llvm.JITLibraryBuilder().add_current_process()
+    for _, code in objects.values():
+        b.add_object_img(code)
+    for sym in _ERROR_PATH:
+        b.import_symbol(sym, stub)
+    for sym, _ in objects.values():
+        b.export_symbol(sym)
+    with _LOCK:
+        rt = b.link(lljit, name)
+    return {fn: Native(rt[sym], specs[fn], rt) for fn, (sym, _) in objects.items()}
+
+
+def object_code(entry: Any) -> tuple[str, bytes]:
+    """(symbol, object code) of a compiled numba ``cfunc``."""
+    _, kind, data = entry._library.serialize_using_object_code()
+    if kind != "object":
+        raise RuntimeError(f"numba returned {kind!r} code")
+    return entry.native_name, bytes(data[0])
+
+
+def load(key: str, src: str, specs: dict, vector: bool, timings: dict) -> Any:
+    """The kernels of generated module ``src``: their cached object code linked natively when rooflaw's cache has
+    it (no numba import), else compiled by numba (or loaded from numba's own disk cache), stored, and linked; the
+    C entries as numba loaded them if the native link fails or with ``ROOFLAW_NUMBA_NATIVE=0`` (the comparison:
+    numba import, registry initialisation and numba's cache, as before this loader)."""
+    from .. import cache
+
+    t0 = time.perf_counter()
+    native = os.environ.get("ROOFLAW_NUMBA_NATIVE", "1") != "0"  # 0: numba's dispatchers (for comparisons)
+    ckey = f"native-{key}-{hashlib.sha256(host().encode()).hexdigest()[:12]}" if native else ""
+    objs = cache.load(ckey) if native else None
+    if isinstance(objs, dict) and set(objs) == set(specs):
+        try:
+            fns = link(f"rl_{key}_cached", objs, specs)
+            timings.setdefault("native_load_s", time.perf_counter() - t0)
+            return SimpleNamespace(**fns)
+        except Exception:  # noqa: BLE001 - unusable object code only costs a compile
+            pass
+    import numba  # noqa: F401 - fails with ImportError when the extra is missing
+
+    timings.setdefault("import_numba_s", time.perf_counter() - t0)
+    if vector:
+        from .numba_rows import allow_alias_checks
+
+        allow_alias_checks()  # before numba compiles the module's loop
+    mod = cache.load_generated(f"rl_{key}", src, f"rooflaw_kernel_{key}")
+    numba_fns = SimpleNamespace(**{fn: Native(getattr(mod, f"{fn}_c").address, sp, mod) for fn, sp in specs.items()})
+    if not native:
+        return numba_fns
+    try:
+        objs = {fn: object_code(getattr(mod, f"{fn}_c")) for fn in specs}
+        fns = link(f"rl_{key}", objs, specs)
+    except Exception:  # noqa: BLE001 - the entries numba loaded run the same machine code
+        return numba_fns
+    cache.store(ckey, objs)
+    return SimpleNamespace(**fns)
+
+
+def no_alloc(init: list[str]) -> tuple[list[str], int]:
+    """The memo tables' ``np.full(256, …)``/``np.zeros(256)`` lines as rows of the argument ``mw`` (the kernels
+    allocate nothing; the caller fills ``mw`` with NaN, an empty memo), and how many rows that takes."""
+    out, n = [], 0
+    for ln in init:
+        name, eq, rhs = ln.partition(" = ")
+        if eq and rhs in ("np.full(256, np.nan)", "np.zeros(256)"):
+            out.append(f"{name} = mw[{n}]")
+            n += 1
+        elif "np." in rhs:
+            raise Unsupported(f"an allocation in the kernel: {ln}")
+        else:
+            out.append(ln)
+    return out, n
+
+
+def specs(per_row, const, scan: bool) -> dict[str, list[tuple[str, str]]]:
+    """Argument kinds of the module's kernels, for their C entries."""
+    vary = [a for a in per_row if a not in (const or ())]
+    out = {"rows": [("x", f"f8[:]*{len(vary)}"), ("s", "i8[:]" if const is None else "f8[:]"), ("w", "f8[:]"),
+                    ("p", "f8[:]"), ("out", "f8[:,:]"), ("mw", "f8[:,:]")]}  # fmt: skip
+    if const is not None:
+        out["rows"].append(("tmp", "f8[:,:]"))
+    if scan:
+        i8, f8 = ("i8", "i8[:]", "i8[:,:]"), ("f8", "f8[:]", "f8[:,:]")
+        out["scan"] = [("pos", i8[0]), ("stop", i8[0]), ("TW", i8[2]), ("TM", i8[2]), ("TL", i8[1]),
+                       ("TV", i8[2]), ("fx", f8[1]), ("w", f8[1]), ("p", f8[1]), ("p_tokens", f8[0]),
+                       ("radix", i8[1]), ("obj", i8[1]), ("latc", i8[0]), ("bcol", i8[1]), ("bval", f8[1]),
+                       ("lohi", f8[1]), ("stair", f8[1]), ("out_idx", i8[1]), ("stats", f8[1]), ("mw", f8[2]),
+                       ("v", f8[1]), ("sf", f8[2]), ("si", i8[2]), ("pre", f8[1])]  # fmt: skip
+    return out
