@@ -206,10 +206,9 @@ def _source(
         "from numba import carray, cfunc, njit",
         "from numba import types as _t",
         "_JI = dict(cache=True, fastmath=False, nogil=True, error_model='numpy')",
-        "_JK = dict(cache=False, fastmath=False, nogil=True, error_model='numpy', inline='always')  # in the C entry",
         HELPERS,
-        *rows,
     ]
+    kernels = {"rows": "\n".join(rows)}  # each becomes the body of its C entry (numba_native.entry_source)
     law_vars: tuple[str, ...] = ()
     fixed = tuple(a for a in per_row if a not in _DECODE)
     if law is not None:
@@ -226,8 +225,8 @@ def _source(
         else:
             loss.append(f"loss = {lz.outputs[0]}")
         scan_init, n_scan = no_alloc(init + lz.init)
-        src += ["", _scan_source(per_row, scalars, fixed, body, loss, scan_init, need)]
-    src += ["", *(entry_source(fn, spec) for fn, spec in specs(per_row, const, law is not None).items())]
+        kernels["scan"] = _scan_source(per_row, scalars, fixed, body, loss, scan_init, need)
+    src += ["", *(entry_source(fn, spec, kernels[fn]) for fn, spec in specs(per_row, const, law is not None).items())]
     return "\n".join(src) + "\n", Kernels(
         None, fn_args, per_row, scalars, fixed, law_vars, rate_fields, const, "", preset, kinds, (n_memo, n_scan, n_tmp)
     )
@@ -247,7 +246,6 @@ def _rows_source(per_row, scalars, body: list[str], init: list[str]) -> list[str
     once = [ln for st, x in zip(stmts, levels, strict=True) if x == 0 for ln in st]
     each = [ln for st, x in zip(stmts, levels, strict=True) if x != 0 for ln in st]
     return [
-        "@njit(**_JK)",
         "def rows(x, s, w, p, out, mw):",
         f"    {', '.join(PARAMS)} = {', '.join(f'p[{k}]' for k in range(len(PARAMS)))}",
         *(f"    {_var(a)} = w[{k}]" for k, a in enumerate(scalars)),

@@ -50,29 +50,44 @@ def _parse(kind: str) -> tuple[str, int, int]:
     return base, dims.count(":"), int(count[1:]) if count else 0
 
 
-def entry_source(fn: str, spec: Sequence[tuple[str, str]]) -> str:
-    """Source of ``{fn}_c``, a numba ``cfunc`` calling kernel ``fn`` with arrays built from raw pointers."""
-    params, call, sig = [], [], []
-    for name, kind in spec:
+def entry_source(fn: str, spec: Sequence[tuple[str, str]], kernel: str) -> str:
+    """Source of ``{fn}_c``: a numba ``cfunc`` whose body IS generated kernel ``kernel`` (its ``def`` line replaced
+    by raw pointers, shapes and scalars turned back into the kernel's arguments, by position). Compiling the body
+    once inside the entry costs one numba compile per kernel; an ``@njit`` kernel called (or inlined) from the entry
+    cost 1.8-2.4x more cold compile time (typing and optimising the body twice, or copying its IR to inline it)."""
+    import ast
+
+    lines = kernel.strip("\n").split("\n")
+    fdef = ast.parse("\n".join(lines)).body[0]
+    if not isinstance(fdef, ast.FunctionDef):
+        raise Unsupported(f"kernel {fn}: not a function definition")
+    names = [a.arg for a in fdef.args.args]
+    if len(names) != len(spec):
+        raise Unsupported(f"kernel {fn}: {len(names)} arguments, {len(spec)} declared")
+    params: list[str] = []
+    sig: list[str] = []
+    conv: list[str] = []
+    for (_, kind), arg in zip(spec, names, strict=True):
         base, nd, count = _parse(kind)
         t = _DT[base][1]
         if nd == 0:
-            params.append(name)
-            call.append(name)
+            params.append(f"_a{len(params)}_")
             sig.append(f"_t.{t}")
+            conv.append(f"    {arg} = {params[-1]}")
             continue
         items = []
-        for j in range(max(count, 1)):
-            p = f"{name}_p{j}"
-            dims = [f"{name}_{j}_{d}" for d in range(nd)]
-            params += [p, *dims]
+        for _ in range(max(count, 1)):
+            ptr = f"_a{len(params)}_"
+            dims = [f"_a{len(params) + 1 + d}_" for d in range(nd)]
+            params += [ptr, *dims]
             sig += [f"_t.CPointer(_t.{t})", *(["_t.int64"] * nd)]
-            items.append(f"carray({p}, ({', '.join(dims)},))")
-        call.append(f"({', '.join(items)},)" if count else items[0])
+            items.append(f"carray({ptr}, ({', '.join(dims)},))")
+        conv.append(f"    {arg} = ({', '.join(items)},)" if count else f"    {arg} = {items[0]}")
     return "\n".join([
         f"@cfunc(_t.void({', '.join(sig)}), error_model='numpy', cache=True)",
         f"def {fn}_c({', '.join(params)}):",
-        f"    {fn}({', '.join(call)})",
+        *conv,
+        *lines[fdef.body[0].lineno - 1:],
     ])  # fmt: skip
 
 

@@ -93,7 +93,6 @@ def rows_vec_source(
     load = [f"c_{a} = x{k}[i]" for k, a in enumerate(vary)]
     ind = lambda lines, n: [" " * n + ln for ln in lines]  # noqa: E731
     src = [
-        "@njit(**_JK)",
         "def rows(x, cx, w, p, out, mw, tmp):",
         f"    {', '.join(params)} = {', '.join(f'p[{k}]' for k in range(len(params)))}",
         *(f"    {var(a)} = w[{k}]" for k, a in enumerate(scalars)),

@@ -21,7 +21,6 @@ finite-loss points (3 slots), the least violating point's worst ratio and index,
 """
 
 SCAN = """
-@njit(**_JK)
 def scan(pos, stop, TW, TM, TL, TV, fx, w, p, p_tokens, radix, obj, latc, bcol, bval, lohi, stair, out_idx, stats,
          mw, v, sf, si, pre):
     {PARAMS} = {P}
