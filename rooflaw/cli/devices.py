@@ -207,7 +207,7 @@ def calibrate_cmd(
     as_json: bool = typer.Option(False, "--json", help="One JSON object, SI units; no progress output."),
 ) -> None:
     """Measure this machine: GEMM FLOP/s (fp32, bf16), bandwidth, vector rate, eager kernel overhead, capacity."""
-    from ..api import calibrate, save_device_toml
+    from ..api import calibrate
 
     check_clock(clock)
     if out is not None:
@@ -230,21 +230,12 @@ def calibrate_cmd(
             )
     else:
         dev = calibrate(base_dev, seconds=seconds, threads=threads, clock=clock)
-    if out is not None:
-        with atomic_output(out, "--out", (".toml",)) as tmp:
-            save_device_toml(dev, tmp)
-    if as_json:
-        print_json(dev.to_dict())
-        return
-    console.print(table(f"{dev.name} ({dev.id})", ["field", "value", "provenance", "source"], _show_rows(dev)))
-    console.print(f"notes: {dev.notes}", markup=False)
-    if out is not None:
-        err_console.print(f"wrote {out}", markup=False)
+    _write_and_show(dev, out, as_json)
 
 
 def _calibrate_cuda(out: Optional[Path], base: Optional[str], as_json: bool) -> None:
     """``devices calibrate --cuda``: the ``local-cuda`` device (:mod:`rooflaw.devices.calibrate_cuda`)."""
-    from ..api import calibrate_cuda, save_device_toml
+    from ..api import calibrate_cuda
     from ..devices.calibrate_cuda import cuda_available
 
     if base is not None:
@@ -260,6 +251,13 @@ def _calibrate_cuda(out: Optional[Path], base: Optional[str], as_json: bool) -> 
             dev = calibrate_cuda(lambda step, f: bar.update(task, completed=f, description=step))
     else:
         dev = calibrate_cuda()
+    _write_and_show(dev, out, as_json)
+
+
+def _write_and_show(dev, out: Optional[Path], as_json: bool) -> None:
+    """A calibrated device: written to ``out`` (atomically) if given, then printed as JSON or as a table."""
+    from ..api import save_device_toml
+
     if out is not None:
         with atomic_output(out, "--out", (".toml",)) as tmp:
             save_device_toml(dev, tmp)
