@@ -109,21 +109,6 @@ def count_syncs(fn: Callable[[], object]) -> int | None:
     return sum(SYNC_WARNING in str(w.message) for w in caught)
 
 
-def _capture(fn: Callable[[], object], pool=None):
-    """``fn`` captured as a CUDA graph after a warm-up on a side stream (the PyTorch recipe); the graph."""
-    import torch
-
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        fn()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph, pool=pool):
-        fn()
-    return graph
-
-
 def measure(arch: Architecture, precision: str, wl: Workload, torch_device: str, repeats: int, graphs: bool = False):
     """(prefill, decode step) :class:`~rooflaw.validate.Timing` of an eager decoder of ``arch`` built on
     ``torch_device`` in ``precision`` (as :func:`rooflaw.validate.measure`), and the host syncs one prefill and one
@@ -135,6 +120,7 @@ def measure(arch: Architecture, precision: str, wl: Workload, torch_device: str,
     without host syncs (no MoE routing): a sync cannot be captured."""
     import torch
 
+    from .devices.calibrate_cuda import capture_graph
     from .devices.eager_decoder import build
     from .validate import _time
 
@@ -158,9 +144,9 @@ def measure(arch: Architecture, precision: str, wl: Workload, torch_device: str,
     steps = [step(t) for t in range(S_out)]
     if graphs:
         with torch.no_grad():
-            pre_graph = _capture(prefill)
+            pre_graph = capture_graph(prefill)
             pool = torch.cuda.graph_pool_handle()
-            steps = [_capture(f, pool).replay for f in steps]
+            steps = [capture_graph(f, pool).replay for f in steps]
         prefill = pre_graph.replay  # noqa: F811
 
     def decode() -> None:

@@ -269,9 +269,7 @@ def test_validate_cuda_code_path_runs_on_the_cpu(one_thread, tmp_path: Path) -> 
 def test_validate_cuda_graphs_code_path_runs_on_the_cpu(one_thread, monkeypatch) -> None:
     """``--graphs`` with a stand-in for graph capture (replay = the eager call): the MoE config is left out, and the
     predictions charge the device-side cost per kernel (``achieved.kernel_s``), not the host's."""
-    import rooflaw.validate_cuda as vc
-
-    monkeypatch.setattr(vc, "_capture", lambda fn, pool=None: SimpleNamespace(replay=fn))
+    monkeypatch.setattr(cc, "capture_graph", lambda fn, pool=None: SimpleNamespace(replay=fn))
     monkeypatch.setattr(one_thread.cuda, "graph_pool_handle", lambda: None)
     rep = _tiny_run(graphs=True)
     assert rep["graphs"] is True and rep["kernel_s"] == 1.9e-6

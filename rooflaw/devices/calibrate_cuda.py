@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from ..errors import RooflawError
 from .device import Device
 
-__all__ = ["CudaMeasurements", "NoCuda", "calibrate_cuda", "cuda_available", "device_from", "fit_rate_curve",
-           "measure_cuda"]  # fmt: skip
+__all__ = ["CudaMeasurements", "NoCuda", "calibrate_cuda", "capture_graph", "cuda_available", "device_from",
+           "fit_rate_curve", "measure_cuda"]  # fmt: skip
 
 GEMM_N = 8192  #: square GEMM size of the rate figures
 ROWS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)  #: M of the rate curve (N = K = GEMM_N)
@@ -231,19 +231,25 @@ def _launch_chain(reps: int) -> tuple[float, float, float, float, float]:
     return host_best / CHAIN, host_med / CHAIN, ev_best / CHAIN, g_best / CHAIN, sync
 
 
-def _graph(fn: Callable[[], None]) -> Callable[[], None]:
-    """``fn`` captured as a CUDA graph (after a warm-up on a side stream): its replay."""
+def capture_graph(fn: Callable[[], object], pool=None):
+    """``fn`` captured as a CUDA graph after a warm-up on a side stream (the PyTorch recipe); the graph.
+    ``pool``: a memory pool shared with other graphs (``validate --cuda --graphs`` replays its steps in order)."""
     import torch
 
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
         fn()
-    torch.cuda.current_stream().wait_stream(stream)
+    torch.cuda.current_stream().wait_stream(side)
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
+    with torch.cuda.graph(graph, pool=pool):
         fn()
-    return graph.replay
+    return graph
+
+
+def _graph(fn: Callable[[], None]) -> Callable[[], None]:
+    """The replay of ``fn`` captured as a CUDA graph (:func:`capture_graph`)."""
+    return capture_graph(fn).replay
 
 
 def _probe(reps: int, stream_bandwidth: float) -> tuple[float, float, float, float, float]:
