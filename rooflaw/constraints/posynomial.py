@@ -31,7 +31,10 @@ them (checked symbolically). The space's points are therefore split into two **b
 
 The better branch is the relaxation's optimum. Each phase's latency is Σ_ops max(FLOPs/π_op, bytes/β) with layer
 ops × l; decode is S_out × one max for the step-constant ops and one max per step for the ops whose cost grows
-with the context (QKᵀ, softmax, ·V: exact, S_out maxima each); plus the device's kernel overhead × launches.
+with the context (QKᵀ, softmax, ·V: exact, S_out maxima each); plus the device's kernel overhead × launches;
+plus the engine's overhead (:func:`assembly.engine_overhead`), or, for a host-launching engine on an accelerator
+(``Applied.overlap``, the flag the numpy and numba backends read), the larger of the two: max(roofline, engine
+overhead) per phase, which the GP writes with one epigraph variable per phase (:mod:`rooflaw.solver.gp_full`).
 Memory and energy are the evaluator's expressions, posynomials. Every expression is checked to be a posynomial
 (positive coefficients, real exponents of l, d, r, ρ, gqa only) and refused with the offending term otherwise.
 """
@@ -48,6 +51,7 @@ import sympy as sp
 
 from ..errors import RooflawError
 from . import assembly as A
+from .roofline import with_overhead
 from .symbols import ARCH, B, S_in, S_out, b_a, b_h, b_kv, b_v, b_w, sym, unfused
 
 VARS = A.PAPER_VARS
@@ -237,6 +241,11 @@ class Branch:
     pre: list[tuple[Posy, Posy]] = field(default_factory=list)
     dec_const: list[tuple[Posy, Posy]] = field(default_factory=list)  # one step (× S_out)
     dec_step: list[tuple[Posy, Posy, Posy, Posy]] = field(default_factory=list)
+    #: per-operator launch overhead of a pass (device ``kernel_overhead`` × launches; all S_out steps in decode):
+    #: part of the roofline side, as in :func:`assembly.with_launches`
+    launch_pre: Posy = field(default_factory=Posy.zero)
+    launch_dec: Posy = field(default_factory=Posy.zero)
+    #: the engine's overhead (:func:`assembly.engine_overhead`; all S_out steps in decode)
     overhead_pre: Posy = field(default_factory=Posy.zero)
     overhead_dec: Posy = field(default_factory=Posy.zero)
     memory: Posy = field(default_factory=Posy.zero)
@@ -244,21 +253,23 @@ class Branch:
     p_idle: float = 0.0
     has_energy: bool = True
     k_dependent: tuple[str, ...] = ()
+    #: ``Applied.overlap`` of the device and engine: a phase takes max(roofline, engine overhead), else their sum
+    overlap: bool = False
 
     # numeric evaluation (numpy, vectorised over arrays of x)
     def prefill_s(self, x: Mapping[str, Any]) -> Any:
-        out = self.overhead_pre(x)
+        out = self.launch_pre(x)
         for f, b in self.pre:
             out = out + np.maximum(f(x), b(x))
-        return out
+        return with_overhead(self.overlap, out, self.overhead_pre(x))
 
     def decode_s(self, x: Mapping[str, Any]) -> Any:
-        out = self.overhead_dec(x)
+        out = self.launch_dec(x)
         for f, b in self.dec_const:
             out = out + self.S_out * np.maximum(f(x), b(x))
         for a0, a1, b0, b1 in self.dec_step:
             out = out + A.sum_max_affine(a0(x), a1(x), b0(x), b1(x), self.S_out)[0]
-        return out
+        return with_overhead(self.overlap, out, self.overhead_dec(x))
 
     def values(self, x: Mapping[str, Any]) -> dict[str, Any]:
         p, dd = self.prefill_s(x), self.decode_s(x)
@@ -299,7 +310,8 @@ def build_branch(
     coef = np.asarray([float(np.asarray(v)) for v in tm.coef_fn(*[float(consts[s]) for s in CONSTS], float(K))])
     from .engines import applied, decode_linear_inv, prefill_pad
 
-    rates = A.rates(device, prec, applied(device, engine, "full"))
+    app = applied(device, engine, "full")
+    rates = A.rates(device, prec, app)
     n = int(wl.output_tokens)
     br = Branch(name, float(K), moe, bounds, n, k_dependent=tm.k_dependent if moe else ())
     launches = Posy.zero()
@@ -336,8 +348,9 @@ def build_branch(
     e_all = Posy(np.array([per_e * K]), np.array([[1.0 if v == "l" else -1.0 if v == "rho" else 0.0 for v in VARS]]))
     e_dec = e_all if decode_cover == "E" else Posy.const(per_e * wl.batch * K).times_l()
     eng_pre, eng_dec = (eng + e_all, eng + e_dec) if per_e else (eng, eng)
-    br.overhead_pre = launches.scale(rates.overhead) + eng_pre
-    br.overhead_dec = launches.scale(rates.overhead * n) + eng_dec.scale(n)
+    br.launch_pre, br.launch_dec = launches.scale(rates.overhead), launches.scale(rates.overhead * n)
+    br.overhead_pre, br.overhead_dec = eng_pre, eng_dec.scale(n)
+    br.overlap = app.overlap  # the numpy and numba backends' flag (roofline._evaluate_chunk: full preset, app set)
     br.memory = _posy(tm, coef, "weights") + _posy(tm, coef, "kv") + _posy(tm, coef, "act")
     ecoef = A.energy_coefficients(device, prec)
     if ecoef is None:

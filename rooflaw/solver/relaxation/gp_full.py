@@ -125,8 +125,13 @@ def _log_steps(y: Any, p0: Posy, p1: Posy, tau: np.ndarray, log_w: np.ndarray, l
     return cp.log_sum_exp(M, axis=1) if len(p.c) > 1 else M[:, 0]
 
 
-def _latency_logs(br: Branch, y: Any, log_ref: np.ndarray) -> dict[str, list]:
-    """Per phase, the log of every additive latency piece (scalars or vectors of convex expressions)."""
+def _latency_logs(br: Branch, y: Any, log_ref: np.ndarray) -> tuple[dict[str, list], list]:
+    """Per phase, the log of every additive latency piece (scalars or vectors of convex expressions), and the
+    constraints they need.
+
+    Roofline pieces and the per-operator launches add up; the engine overhead adds to them, or, when the branch
+    overlaps them (``Branch.overlap``: a host-launching engine on an accelerator), the phase is one epigraph
+    variable u = log t with t ≥ Σ roofline pieces and t ≥ engine overhead (posynomial ≤ monomial t, both)."""
     import cvxpy as cp
 
     def mx(f: Posy, b: Posy, shift: float = 0.0):
@@ -136,8 +141,8 @@ def _latency_logs(br: Branch, y: Any, log_ref: np.ndarray) -> dict[str, list]:
         return _log_posy(y, p, log_ref, shift) if p else None
 
     pre = [mx(f, b) for f, b in br.pre]
-    if br.overhead_pre:
-        pre.append(_log_posy(y, br.overhead_pre, log_ref))
+    if br.launch_pre:
+        pre.append(_log_posy(y, br.launch_pre, log_ref))
     dec = [mx(f, b, math.log(br.S_out)) for f, b in br.dec_const]
     tau, w = step_nodes(br.S_out)
     log_w = np.log(w)
@@ -147,9 +152,19 @@ def _latency_logs(br: Branch, y: Any, log_ref: np.ndarray) -> dict[str, list]:
             dec.append(cp.maximum(side[0], side[1]))
         else:
             dec.append(side[0] if side[0] is not None else side[1])
-    if br.overhead_dec:
-        dec.append(_log_posy(y, br.overhead_dec, log_ref))
-    return {"prefill": [e for e in pre if e is not None], "decode": [e for e in dec if e is not None]}
+    if br.launch_dec:
+        dec.append(_log_posy(y, br.launch_dec, log_ref))
+    out, cons = {"prefill": [e for e in pre if e is not None], "decode": [e for e in dec if e is not None]}, []
+    for phase, ovh in (("prefill", br.overhead_pre), ("decode", br.overhead_dec)):
+        if not ovh:
+            continue
+        if br.overlap and out[phase]:
+            u = cp.Variable(name=f"log_{phase}_s")  # log t: t ≥ the roofline sum, t ≥ the engine overhead
+            cons += [u >= _lse(out[phase]), u >= _log_posy(y, ovh, log_ref)]
+            out[phase] = [u]
+        else:
+            out[phase].append(_log_posy(y, ovh, log_ref))
+    return out, cons
 
 
 def _lse(pieces: list):
@@ -178,6 +193,7 @@ def _compiled_key(problem: Any, br: Branch, lmons: Any, budgets: Mapping[str, fl
         problem.law.name, sorted(problem.law.params.items()), lmons, problem.device.to_dict(),
         problem.workload.to_dict(), problem.precision.name, getattr(problem.space, "name", ""), problem.phase,
         problem.preset, sorted(budgets), br.name, br.K, sorted(br.bounds.items()), solver,
+        getattr(problem, "engine", None),
     ))  # fmt: skip
 
 
@@ -222,9 +238,9 @@ def _build_branch_problem(problem, br: Branch, lmons, budgets, bounds):
     log_ref = np.log(ref)
     params = {k: cp.Parameter(name=f"log_{k}_budget", value=math.log(float(budgets[k]))) for k in budgets}
     named = {}
-    lat = None
+    lat, cons = None, []
     if "latency" in budgets or "energy" in budgets:
-        lat = _latency_logs(br, y, log_ref)
+        lat, cons = _latency_logs(br, y, log_ref)
     if "latency" in budgets:
         pieces = {"prefill": lat["prefill"], "decode": lat["decode"], "total": lat["prefill"] + lat["decode"]}
         named["latency"] = _lse(pieces[problem.phase]) <= params["latency"]
@@ -234,7 +250,7 @@ def _build_branch_problem(problem, br: Branch, lmons, budgets, bounds):
         if br.p_idle:
             pieces += [e + math.log(br.p_idle) for e in lat["prefill"] + lat["decode"]]
         named["energy"] = _lse(pieces) <= params["energy"]
-    cons = list(named.values())
+    cons += list(named.values())
     for i in range(len(VARS)):
         if lo[i] == hi[i]:
             cons.append(y[i] == 0.0)
