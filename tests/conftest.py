@@ -13,30 +13,50 @@ import os
 
 import pytest
 
-#: Seconds each costly module took in ``pytest -q --durations=80`` on 2 cores at load average ≈ 8 (sum of its
-#: tests among the 80 slowest, cold numba cache; 1454 s in all). Only the ranking matters; a module not listed
-#: counts as 0 and keeps its collection order after these.
+#: Seconds each module took (setup + call + teardown of its tests) in one ``make test`` run on 2 cores, cold numba
+#: cache, on 2026-11-30 at f40f777, load average 1.2 rising to 4.7 (other jobs; the run got 67 % of the 2 cores, 470 s
+#: CPU, 730 s wall, 1371 s summed over the modules):
+#:   ROOFLAW_CACHE_DIR=$(mktemp -d) python -m pytest -q -n auto --dist loadfile --no-loadscope-reorder --durations=0
+#: then the durations summed per module. Modules under 5 s are left out. Only the ranking matters; a module not
+#: listed counts as 0 and keeps its collection order after these. test_gp_overlap.py came later: 30 s alone (load 4.5).
 MODULE_COST_HINT = {
-    "test_backend_numba.py": 204,
-    "test_search.py": 156,
-    "test_closed_form.py": 154,
-    "test_gp_full.py": 80,
-    "test_backend_cli.py": 77,
-    "test_fit.py": 74,
-    "test_truth_engine.py": 70,
-    "test_truth_validate.py": 61,
-    "test_devices.py": 55,
-    "test_rounding.py": 55,
-    "test_hostile_kill.py": 40,
-    "test_paper_repro.py": 38,
-    "test_ref_kkt.py": 26,
-    "test_truth_eager_kernels.py": 20,
-    "test_decode_step_table.py": 20,
-    "test_solver_monotone.py": 18,
-    "test_cache.py": 15,
-    "test_hostile_heartbeat.py": 14,
-    "test_gp.py": 14,
-    "test_joint.py": 13,
+    "test_backend_numba.py": 242,
+    "test_closed_form.py": 181,
+    "test_paper_repro.py": 129,
+    "test_truth_engine.py": 117,
+    "test_joint_numba.py": 78,
+    "test_ref_kkt.py": 54,
+    "test_search.py": 52,
+    "test_gp_full.py": 50,
+    "test_fit.py": 33,
+    "test_gp_overlap.py": 30,
+    "test_solver_monotone.py": 29,
+    "test_devices.py": 28,
+    "test_truth_validate.py": 28,
+    "test_hostile_kill.py": 27,
+    "test_decode_step_table.py": 23,
+    "test_hostile_heartbeat.py": 23,
+    "test_truth_eager_kernels.py": 21,
+    "test_hostile_cli.py": 17,
+    "test_rounding.py": 17,
+    "test_hostile_hypothesis.py": 16,
+    "test_plots.py": 14,
+    "test_gp.py": 13,
+    "test_ref_bytes_torch.py": 13,
+    "test_pareto.py": 11,
+    "test_hostile_audit.py": 10,
+    "test_hostile_gp.py": 9,
+    "test_cache.py": 9,
+    "test_layer_kinds.py": 9,
+    "test_hf_import_hybrid.py": 9,
+    "test_truth_cuda_pure.py": 8,
+    "test_ref_solvers.py": 8,
+    "test_precision_law.py": 7,
+    "test_joint.py": 6,
+    "test_adaptive.py": 6,
+    "test_problem_api.py": 5,
+    "test_search_joint.py": 5,
+    "test_cli_engine_option.py": 5,
 }
 
 
