@@ -1,5 +1,6 @@
 """The options `solve`, `frontier` and `search` share are declared once (cli/options.py): read back from the click
-commands, they have the same flags, defaults, types and help on all three; each command keeps its flags."""
+commands, they have the same flags, defaults, types and help on all three; each command keeps its flags. `compare`,
+`plot` and `evaluate` take the same options where theirs have the same type."""
 
 from __future__ import annotations
 
@@ -33,6 +34,9 @@ FLAGS = {
     "--tokens",
     "plot": "--arch --arch-file --attention --batch --device --engine --hf-config --input-tokens --no-tiles --out "
     "--output-tokens --precision --preset --tiles",
+    "evaluate": "--arch --arch-file --attention --batch --csv --device --engine --hf-config --input-tokens --json "
+    "--law --layout --max-batch --no-overlap --no-tiles --output-tokens --overlap --pareto-plot --plot --precision "
+    "--preset --steps --steps-csv --system --tiles --tokens",
 }
 #: Defaults of the shared options, as the commands had them at f5289ed.
 DEFAULTS = {"device": None, "law": "paper-2602.10377", "space": "paper", "phase": "decode", "precision": "fp16",
@@ -42,10 +46,12 @@ DEFAULTS = {"device": None, "law": "paper-2602.10377", "space": "paper", "phase"
             "min_tokens_per_gpu": None, "tpot_budget": None}  # fmt: skip
 
 
-def _options(name: str) -> dict[str, dict]:
+def _options(name: str, sub: str | None = None) -> dict[str, dict]:
     cmd = typer.main.get_command(app).commands[name]
-    return {p.name: {"opts": p.opts, "default": p.default, "help": p.help, "type": p.type_descriptor.annotation,
-                     "required": p.required, "flag": p.is_flag} for p in cmd.params}  # fmt: skip
+    cmd = cmd.commands[sub] if sub else cmd
+    return {p.name: {"opts": p.opts + p.secondary_opts, "default": p.default, "help": p.help,
+                     "type": p.type_descriptor.annotation, "required": p.required, "flag": p.is_flag}
+            for p in cmd.params}  # fmt: skip
 
 
 def test_shared_options_are_the_same_on_solve_frontier_and_search():
@@ -76,6 +82,48 @@ def test_compare_shares_the_problem_options_but_the_latency_and_energy_budgets()
         else:
             assert got[f.name] == ref[f.name], f.name
     assert got["n_jobs"] == ref["n_jobs"] and got["as_json"] == ref["as_json"]
+
+
+#: ``evaluate``'s options at f40f777 (default, help) where no other command has the same option.
+EVALUATE_OWN = {
+    "batch": ("1", "Sequences per batch; with --system a sweep: 1,8,64 or 1:256 (powers of 2)."),
+    "preset": ("full", "Cost model: full (per-operator roofline) or paper (App. E)."),
+    "steps": (False, "Also list every decode step (context, time, FLOPs, bytes)."),
+    "steps_csv": (None, "Write every decode step as CSV (SI units; implies --steps)."),
+    "law": (None, "Add the predicted loss of this law (name or expression)."),
+    "plot": (None, "Write the roofline + time breakdown (.png or .svg)."),
+    "csv": (None, "Write the per-operator table as CSV (SI units)."),
+    "system": (None, "Devices + interconnect: h100-sxm:8, a systems-catalog id (hgx-h100) or a TOML file."),
+    "layout": (None, "tp=8 | ep=8,dp_attn=8 | pp=4,tp=2 | helix=kvp4,tpep8 (needs --system; default tp=1)."),
+    "overlap": (False, "Hide communication behind compute."),
+    "max_batch": (False, "Report the largest batch whose memory fits a device."),
+    "pareto_plot": (None, "Write tokens/s per device vs per user over the --batch sweep (.png/.svg)."),
+}
+
+
+def test_evaluate_shares_every_option_whose_type_it_shares():
+    """``evaluate`` keeps its flags and defaults; the options it has in common with ``frontier`` (workload, engine,
+    tokens), ``compare`` (the architecture, --json) and ``plot`` (precision with nvfp4, --tiles) are the same
+    options; --device only differs in being optional (--system replaces it) and --batch in being a sweep string."""
+    ev = _options("evaluate")
+    assert sorted(o for v in ev.values() for o in v["opts"]) == FLAGS["evaluate"].split()
+    refs = {"frontier": ("input_tokens", "output_tokens", "attention", "engine", "tokens"),
+            "compare": ("hf_config", "arch", "arch_file", "as_json"),
+            ("plot", "roofline"): ("precision", "tiles", "engine", "input_tokens", "output_tokens", "attention")}
+    shared = set()
+    for cmd, names in refs.items():
+        ref = _options(*cmd) if isinstance(cmd, tuple) else _options(cmd)
+        for n in names:
+            assert ev[n] == ref[n], (cmd, n)
+            shared.add(n)
+    assert ev["precision"]["default"] == DEFAULTS["precision"] and "nvfp4" in ev["precision"]["help"]
+    device, fr = dict(ev["device"]), _options("frontier")
+    assert device.pop("default") is None and device.pop("required") is False
+    assert device == {k: v for k, v in fr["device"].items() if k not in ("default", "required")}
+    assert ev["batch"]["type"] is str and fr["batch"]["type"] is int
+    for n, (default, help_) in EVALUATE_OWN.items():  # its own options are unchanged
+        assert (ev[n]["default"], ev[n]["help"]) == (default, help_), n
+    assert set(ev) == shared | set(EVALUATE_OWN) | {"device"}
 
 
 @dataclasses.dataclass(frozen=True)

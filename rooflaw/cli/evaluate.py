@@ -13,8 +13,6 @@ from ..errors import bad
 from ..units import fmt_bytes, fmt_count, fmt_time
 from . import app
 from .common import (
-    DEFAULT_ATTENTION,
-    DEFAULT_PRECISION,
     atomic_output,
     check_output,
     console,
@@ -23,6 +21,20 @@ from .common import (
     print_json,
     ready_law,
     table,
+)
+from .options import (
+    ARCH,
+    ARCH_FILE,
+    ATTENTION,
+    DEVICE_OR_SYSTEM,
+    ENGINE,
+    HF_CONFIG,
+    INPUT_TOKENS,
+    JSON,
+    OUTPUT_TOKENS,
+    PRECISION,
+    TILES,
+    TOKENS,
 )
 
 #: Most decode steps ``--steps`` computes: the table holds 40 bytes per step (plus chunked temporaries), so
@@ -48,31 +60,27 @@ def load_arch(hf_config: Optional[Path], arch: Optional[str], arch_file: Optiona
 
 @app.command()
 def evaluate(
-    device: Optional[str] = typer.Option(
-        None, "--device", help="Catalog id (see `rooflaw devices list`) or a device TOML file."
-    ),
-    hf_config: Optional[Path] = typer.Option(None, "--hf-config", help="A Hugging Face config.json."),
-    arch: Optional[str] = typer.Option(None, "--arch", help="Spec string, e.g. layers=24,d_model=896,heads=14,..."),
-    arch_file: Optional[Path] = typer.Option(None, "--arch-file", help="TOML/JSON file of architecture fields."),
-    precision: str = typer.Option(DEFAULT_PRECISION, help="fp16, bf16, int8, fp8, w4a16, w4a16kv8, nvfp4, ..."),
+    device: Optional[str] = DEVICE_OR_SYSTEM,
+    hf_config: Optional[Path] = HF_CONFIG,
+    arch: Optional[str] = ARCH,
+    arch_file: Optional[Path] = ARCH_FILE,
+    precision: str = PRECISION,
     batch: str = typer.Option("1", help="Sequences per batch; with --system a sweep: 1,8,64 or 1:256 (powers of 2)."),
-    input_tokens: int = typer.Option(1024, help="Prompt tokens per sequence (S_in)."),
-    output_tokens: int = typer.Option(16, help="Generated tokens per sequence (S_out)."),
-    attention: str = typer.Option(DEFAULT_ATTENTION, help="Attention kernel: fused (FlashAttention-style) or unfused."),
-    engine: Optional[str] = typer.Option(
-        None, "--engine", help="tensorrt-llm, vllm, llama.cpp, gpt-fast, torch-eager or ideal."
-    ),
+    input_tokens: int = INPUT_TOKENS,
+    output_tokens: int = OUTPUT_TOKENS,
+    attention: str = ATTENTION,
+    engine: Optional[str] = ENGINE,
     preset: str = typer.Option("full", help="Cost model: full (per-operator roofline) or paper (App. E)."),
-    tiles: bool = typer.Option(False, "--tiles/--no-tiles", help="Apply the GEMM tile/wave quantisation model."),
+    tiles: bool = TILES,
     steps: bool = typer.Option(False, "--steps", help="Also list every decode step (context, time, FLOPs, bytes)."),
     steps_csv: Optional[Path] = typer.Option(
         None, "--steps-csv", help="Write every decode step as CSV (SI units; implies --steps)."
     ),
     law: Optional[str] = typer.Option(None, help="Add the predicted loss of this law (name or expression)."),
-    tokens: Optional[float] = typer.Option(None, help="Training tokens D, for laws that use D."),
+    tokens: Optional[float] = TOKENS,
     plot: Optional[Path] = typer.Option(None, "--plot", help="Write the roofline + time breakdown (.png or .svg)."),
     csv: Optional[Path] = typer.Option(None, "--csv", help="Write the per-operator table as CSV (SI units)."),
-    as_json: bool = typer.Option(False, "--json", help="One JSON object, SI units."),
+    as_json: bool = JSON,
     system: Optional[str] = typer.Option(
         None, "--system", help="Devices + interconnect: h100-sxm:8, a systems-catalog id (hgx-h100) or a TOML file."
     ),

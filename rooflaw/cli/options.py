@@ -3,7 +3,9 @@
 A group is a frozen dataclass whose fields carry their typer option (flag, default, help). :func:`with_options`
 puts a group's options in place of a command parameter annotated with the group, and calls the command with the
 group built from what was typed, so the commands that share a group (``solve``, ``frontier``, ``search`` and
-``compare``; ``plot roofline`` and ``plot breakdown``) cannot drift apart.
+``compare``; ``plot roofline`` and ``plot breakdown``) cannot drift apart. The options declared here as constants
+are shared by commands whose option *types* differ from a group's: ``evaluate`` (``--device`` or ``--system``, a
+``--batch`` sweep) takes its model, workload and cost-model options from them.
 """
 
 from __future__ import annotations
@@ -34,6 +36,19 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 #: ``--device`` of the commands that need one (catalog) device.
 DEVICE = typer.Option(..., "--device", help="Catalog id (see `rooflaw devices list`) or a device TOML file.")
+#: ``--device`` of ``evaluate``, which takes it or ``--system``: the same option, not required.
+DEVICE_OR_SYSTEM = typer.Option(None, "--device", help=DEVICE.help)
+#: ``--precision`` of the commands that price one architecture (``evaluate``, ``plot``).
+PRECISION = typer.Option(DEFAULT_PRECISION, help="fp16, bf16, int8, fp8, w4a16, w4a16kv8, nvfp4, ...")
+#: The workload and cost-model options every command that prices a model has (``batch`` differs: a sweep on
+#: ``evaluate``, one integer elsewhere).
+INPUT_TOKENS = typer.Option(1024, help="Prompt tokens per sequence (S_in).")
+OUTPUT_TOKENS = typer.Option(16, help="Generated tokens per sequence (S_out).")
+ATTENTION = typer.Option(DEFAULT_ATTENTION, help="Attention kernel: fused (FlashAttention-style) or unfused.")
+ENGINE = typer.Option(None, "--engine", help=ENGINE_HELP)
+TILES = typer.Option(False, "--tiles/--no-tiles", help="Apply the GEMM tile/wave quantisation model.")
+#: ``--tokens`` of the commands that take a loss law.
+TOKENS = typer.Option(None, help="Training tokens D, for laws that use D.")
 #: The architecture of ``compare`` and ``plot``: one of a Hugging Face config, a spec string or a file.
 HF_CONFIG = typer.Option(None, "--hf-config", help="A Hugging Face config.json.")
 ARCH = typer.Option(None, "--arch", help="Spec string, e.g. layers=24,d_model=896,heads=14,...")
@@ -66,12 +81,12 @@ class ProblemOptions:
     memory_budget: Optional[str] = option(None, "--memory-budget", help="e.g. 8GB (capacity always applies).")
     energy_budget: Optional[str] = option(None, "--energy-budget", help="e.g. 2J per request.")
     batch: int = option(1, help="Sequences per batch.")
-    input_tokens: int = option(1024, help="Prompt tokens per sequence (S_in).")
-    output_tokens: int = option(16, help="Generated tokens per sequence (S_out).")
-    attention: str = option(DEFAULT_ATTENTION, help="Attention kernel: fused (FlashAttention-style) or unfused.")
+    input_tokens: int = option(INPUT_TOKENS)
+    output_tokens: int = option(OUTPUT_TOKENS)
+    attention: str = option(ATTENTION)
     preset: str = option("full", help="Cost model: full or paper.")
-    engine: Optional[str] = option(None, "--engine", help=ENGINE_HELP)
-    tokens: Optional[float] = option(None, help="Training tokens D, for laws that use D.")
+    engine: Optional[str] = option(ENGINE)
+    tokens: Optional[float] = option(TOKENS)
     allow_extrapolation: bool = option(False, "--allow-extrapolation", help=EXTRAPOLATION_HELP)
 
     def problem(self, align: Optional[int] = None) -> Any:

@@ -10,8 +10,21 @@ import typer
 
 from .. import api
 from . import app
-from .common import DEFAULT_ATTENTION, DEFAULT_PRECISION, ENGINE_HELP, atomic_output, console
-from .options import ARCH, ARCH_FILE, DEVICE, HF_CONFIG, option, with_options
+from .common import atomic_output, console
+from .options import (
+    ARCH,
+    ARCH_FILE,
+    ATTENTION,
+    DEVICE,
+    ENGINE,
+    HF_CONFIG,
+    INPUT_TOKENS,
+    OUTPUT_TOKENS,
+    PRECISION,
+    TILES,
+    option,
+    with_options,
+)
 
 plot_app = typer.Typer(
     name="plot",
@@ -31,14 +44,14 @@ class ModelOptions:
     hf_config: Optional[Path] = option(HF_CONFIG)
     arch: Optional[str] = option(ARCH)
     arch_file: Optional[Path] = option(ARCH_FILE)
-    precision: str = option(DEFAULT_PRECISION, help="fp16, bf16, int8, fp8, w4a16, w4a16kv8, nvfp4, ...")
+    precision: str = option(PRECISION)
     batch: int = option(1, help="Sequences per batch.")
-    input_tokens: int = option(1024, help="Prompt tokens per sequence (S_in).")
-    output_tokens: int = option(16, help="Generated tokens per sequence (S_out).")
-    attention: str = option(DEFAULT_ATTENTION, help="Attention kernel: fused (FlashAttention-style) or unfused.")
+    input_tokens: int = option(INPUT_TOKENS)
+    output_tokens: int = option(OUTPUT_TOKENS)
+    attention: str = option(ATTENTION)
     preset: str = option("full", help="Cost model: full, paper-ops or paper.")
-    tiles: bool = option(False, "--tiles/--no-tiles", help="Apply the GEMM tile/wave quantisation model.")
-    engine: Optional[str] = option(None, "--engine", help=ENGINE_HELP)
+    tiles: bool = option(TILES)
+    engine: Optional[str] = option(ENGINE)
 
     def report(self) -> Any:
         """The :class:`CostReport` the figure draws (``engine`` None: the device's)."""
