@@ -107,9 +107,11 @@ def test_evaluate_shares_every_option_whose_type_it_shares():
     options; --device only differs in being optional (--system replaces it) and --batch in being a sweep string."""
     ev = _options("evaluate")
     assert sorted(o for v in ev.values() for o in v["opts"]) == FLAGS["evaluate"].split()
-    refs = {"frontier": ("input_tokens", "output_tokens", "attention", "engine", "tokens"),
-            "compare": ("hf_config", "arch", "arch_file", "as_json"),
-            ("plot", "roofline"): ("precision", "tiles", "engine", "input_tokens", "output_tokens", "attention")}
+    refs = {
+        "frontier": ("input_tokens", "output_tokens", "attention", "engine", "tokens"),
+        "compare": ("hf_config", "arch", "arch_file", "as_json"),
+        ("plot", "roofline"): ("precision", "tiles", "engine", "input_tokens", "output_tokens", "attention"),
+    }
     shared = set()
     for cmd, names in refs.items():
         ref = _options(*cmd) if isinstance(cmd, tuple) else _options(cmd)
