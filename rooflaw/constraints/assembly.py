@@ -13,11 +13,12 @@ ranges split where the window fills); the placement of each operator in its laye
 roof each operator runs on and the efficiencies (:func:`rates`); the time of a part (max(compute, memory)
 plus the per-launch overhead, or the theory-mode bound); the sums over layers and steps (:func:`totals`);
 energy (:func:`energy_coefficients`); the mapping to the paper's variables (:func:`paper_variable_map`).
+The preset registry (:data:`PRESETS`, :class:`Preset`) is :mod:`.presets`, re-exported here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,8 +26,8 @@ import numpy as np
 import sympy as sp
 
 from . import operators as O
-from .paper_ops import PAPER_OPS_APPD
 from .paper_variables import PAPER_VARS, paper_variable_map, to_paper_variables  # noqa: F401 (re-exported)
+from .presets import PRESETS, Preset, get_preset, register_preset  # noqa: F401 (re-exported)
 from .symbols import ARCH, STACK, B, C, S_in, S_out, Sq, T, sym, t
 
 #: Compute roofs (an op on roof ``memory`` only moves data).
@@ -39,73 +40,6 @@ INV_ROOF = {c: sym(f"inv_{c}") for c in ROOF_CLASSES}
 INV_BETA = sym("inv_beta")
 OVERHEAD = sym("kernel_overhead")
 nonzero = O._nonzero  # 1 where x > 0 (an unevaluated function, numpy: sign)
-
-
-# ---- presets -----------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Preset:
-    """A named cost model: its operators and memory terms, and how each phase is bounded.
-
-    ``theory``: prefill compute-bound, decode memory-bound, no efficiency factors in the paper sense and
-    no launch overhead (the paper's §5 / App. E). ``memory``: the terms counted in ``memory_bytes``
-    (``weights``, ``kv``, ``act``). ``kinds``: whether layer kinds (sliding window, MLA, mixers) are modelled.
-    """
-
-    name: str
-    ops: tuple[O.Op, ...]
-    weights: Callable[..., sp.Expr]
-    kv_cache: Callable[..., sp.Expr]
-    activations: Callable[..., sp.Expr]
-    memory: tuple[str, ...] = ("weights", "kv", "act")
-    theory: bool = False
-    kinds: bool = True
-    #: whether an engine profile's achieved efficiencies and overheads apply (not to the paper's own models)
-    engine: bool = True
-
-
-def _zero(*_: Any) -> sp.Expr:
-    return sp.Integer(0)
-
-
-PRESETS: dict[str, Preset] = {
-    "full": Preset("full", O.FULL_OPS, O.weight_bytes_expr, O.kv_cache_bytes_expr, O.activation_bytes_expr),
-    "paper": Preset(
-        "paper",
-        O.PAPER_OPS,
-        lambda cols=None: O.paper_weight_bytes_expr(),
-        lambda S, kinds=frozenset(): O.paper_kv_cache_bytes_expr(S),
-        _zero,
-        memory=("weights",),
-        theory=True,
-        kinds=False,
-        engine=False,
-    ),
-    # the paper's App. D per-operator roofline as written (Tables 8-15): max(FLOPs/π, bytes/β) per operator,
-    # memory = Eq. 41 as in ``paper``; uniform stacks only (see :mod:`.paper_ops`)
-    "paper-ops": Preset(
-        "paper-ops",
-        PAPER_OPS_APPD,
-        lambda cols=None: O.paper_weight_bytes_expr(),
-        lambda S, kinds=frozenset(): O.paper_kv_cache_bytes_expr(S),
-        _zero,
-        memory=("weights",),
-        kinds=False,
-        engine=False,
-    ),
-}
-
-
-def register_preset(preset: Preset) -> None:
-    """Add a preset (e.g. ``paper-ops``): one call, every backend sees it."""
-    PRESETS[preset.name] = preset
-
-
-def get_preset(name: str) -> Preset:
-    from ..errors import bad
-
-    if name not in PRESETS:
-        raise bad("preset", name, f"must be one of {', '.join(PRESETS)}")
-    return PRESETS[name]
 
 
 # ---- uniform stacks ----------------------------------------------------------------------------
