@@ -76,7 +76,12 @@ def test_held_out_fits_without_exactly_the_held_out_group(monkeypatch):
     cases = [pub.Case(f"R{i}", s, d, pub.FAMILY_OF[d.split("@")[0]], e, "smollm2-135m", a, prec, Workload(1, 8, 2),
                       "decode", 1e-3) for i, (s, d, e) in enumerate(mk)]  # fmt: skip
     seen: list[set[str]] = []
-    monkeypatch.setattr(fe, "fit", lambda train: seen.append({c.row_id for c in train}))
+
+    def fake_fit(train, feats):  # each training case comes with its own precomputed features
+        assert [f.beta for f in feats] == [fe._features(c, get_device(c.device)).beta for c in train]
+        seen.append({c.row_id for c in train})
+
+    monkeypatch.setattr(fe, "fit", fake_fit)
     monkeypatch.setattr(fe, "errors", lambda test, res: [{"row_id": c.row_id, "engine": c.engine,
                                                           "family": c.family, "phase": c.phase, "error": 0.0}
                                                          for c in test])  # fmt: skip
@@ -122,3 +127,21 @@ def test_fit_predictor_equals_evaluate_for_served_and_cublas_rows():
     res = fe.FitResult(fams, engs, {}, 0.0)
     for c, f in zip(pick, feats, strict=True):
         assert fe._predict(x, P, c, f) == pytest.approx(fe.predict(c, res), rel=1e-9), c.row_id
+
+
+@needs_data
+def test_flat_arrays_price_every_case_kind_as_the_per_case_predictor():
+    """The fit's array evaluator (fit_arrays.FlatCases) gives _predict's seconds for one case of every engine,
+    phase and schedule kind (batched prefill, GEMV decode, gpt-fast e2e, served e2e), at arbitrary figures."""
+    from rooflaw.constraints.fit_arrays import FlatCases
+
+    cases, _ = load_cases(DATA)
+    pick = list({(c.engine, c.phase, c.concurrent, c.workload.batch > 1): c for c in cases}.values())
+    assert {c.phase for c in pick} == {"prefill", "decode", "e2e"} and any(c.concurrent for c in pick)
+    feats = [fe._features(c, fe.case_device(c)) for c in pick]
+    P = fe._Params(pick, feats)
+    flat = FlatCases(P, pick, feats)
+    for seed in range(3):
+        x = np.log(np.random.default_rng(seed).uniform(0.05, 0.95, len(P.names)))
+        want = [fe._predict(x, P, c, f) for c, f in zip(pick, feats, strict=True)]
+        assert flat.predict(x) == pytest.approx(want, rel=1e-12)

@@ -251,18 +251,23 @@ def case_device(case: Case, devices: dict[str, Device] | None = None) -> Device:
     return dev
 
 
-def fit(cases: Sequence[Case], devices: dict[str, Device] | None = None) -> FitResult:
-    """Fit the family and engine parameters to ``cases`` (see the module docstring)."""
+def fit(cases: Sequence[Case], devices: dict[str, Device] | None = None,
+        feats: Sequence[_Feat] | None = None) -> FitResult:  # fmt: skip
+    """Fit the family and engine parameters to ``cases`` (see the module docstring); ``feats``: their
+    :func:`_features`, where already computed."""
     from scipy.optimize import least_squares
 
-    feats = [_features(c, case_device(c, devices)) for c in cases]
+    from .fit_arrays import FlatCases
+
+    if feats is None:
+        feats = [_features(c, case_device(c, devices)) for c in cases]
     P = _Params(cases, feats)
     mu, sd, lo, hi = P.prior()
     logm = np.log([c.measured_s for c in cases])
+    flat = FlatCases(P, cases, feats)  # _predict of every case, as arrays
 
     def resid(x: np.ndarray) -> np.ndarray:
-        pred = np.array([_predict(x, P, c, f) for c, f in zip(cases, feats, strict=False)])
-        return np.concatenate([(np.log(pred) - logm) / OBS_SCALE, (x - mu) / np.log(sd)])
+        return np.concatenate([(np.log(flat.predict(x)) - logm) / OBS_SCALE, (x - mu) / np.log(sd)])
 
     # Two starts: the priors, and every compute fraction 4× lower. An op memory-bound at the start gives its
     # compute parameters no gradient (the roofline's max), so one start alone can stall short of the optimum.
@@ -341,10 +346,11 @@ def held_out(cases: Sequence[Case], key: str) -> list[dict[str, object]]:
     modes) or ``device`` (one power mode). Each row says whether its engine and its device family still had
     rows in the fit (``engine_in_training``, ``family_in_training``)."""
     rows: list[dict[str, object]] = []
+    feats = [_features(c, case_device(c)) for c in cases]
     for g in sorted({_group(c, key) for c in cases}):
         train = [c for c in cases if _group(c, key) != g]
         test = [c for c in cases if _group(c, key) == g]
-        res = fit(train)
+        res = fit(train, feats=[f for c, f in zip(cases, feats, strict=True) if _group(c, key) != g])
         engines, families = {c.engine for c in train}, {c.family for c in train}
         for r in errors(test, res):
             rows.append({**r, "held_out": g, "engine_in_training": r["engine"] in engines,

@@ -1,0 +1,114 @@
+"""The efficiency fit's predictions of every case at once, as flat per-op arrays.
+
+:func:`.fit_efficiency._predict` prices one case in Python; called for all 113 published cases it takes
+6 ms per residual evaluation, and a fit makes about 2 500 (finite-difference Jacobians). :class:`FlatCases`
+lays the same arithmetic out once — every op of every timed pass ("t-call") of every case in one array,
+each parameter looked up by an index — so one evaluation is a few numpy ufuncs (0.05 ms). The two
+give the same seconds (tests/test_truth_fit.py).
+
+A case's prediction is ``Σ_g w_g · max(t_j1(g), t_j2(g))`` over its groups ``g``: one group for a prefill
+or a decode step, two (prefill, decode steps) for a gpt-fast end-to-end token, one per steady-state step
+kind of continuous batching (the slower of its prompt chunk and its decode tokens).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .engines import _BUILTIN
+
+if TYPE_CHECKING:
+    from .fit_efficiency import _Feat, _Params
+    from .published import Case
+
+
+class FlatCases:
+    """Index arrays of ``cases`` against the parameter vector of ``P`` (plus a constant 1 and 0 at its end)."""
+
+    def __init__(self, P: _Params, cases: Sequence[Case], feats: Sequence[_Feat]):
+        n = len(P.names)
+        self.one, self.zero = n, n + 1
+        self._ops: dict[str, list[np.ndarray]] = {k: [] for k in ("F", "B", "invpi", "a", "b", "tid")}
+        self._tc: dict[str, list] = {k: [] for k in ("mem", "mf", "pad", "kern", "launch", "pass_", "beta")}
+        self._groups: list[tuple[int, int, float, int]] = []  # (t-call 1, t-call 2, weight, case)
+        for ci, (c, f) in enumerate(zip(cases, feats, strict=True)):
+            self._case(P, ci, c, f)
+        ops, tc, groups = self._ops, self._tc, self._groups
+        cat = {k: np.concatenate(v) for k, v in ops.items()}
+        self.F, self.B, self.invpi = cat["F"], cat["B"], cat["invpi"]
+        self.a, self.b, self.tid = cat["a"].astype(int), cat["b"].astype(int), cat["tid"].astype(int)
+        self.compute = self.invpi > 0
+        for k, v in tc.items():
+            setattr(self, k, np.array(v, dtype=float if k in ("launch", "beta") else int))
+        g = np.array(groups, dtype=float)
+        self.j1, self.j2, self.gw, self.gcase = g[:, 0].astype(int), g[:, 1].astype(int), g[:, 2], g[:, 3].astype(int)
+        self.n_cases, self.n_t = len(cases), len(tc["mem"])
+
+    def _case(self, P: _Params, ci: int, c: Case, f: _Feat) -> None:
+        """Append the t-calls and groups of case ``ci`` (the arithmetic of :func:`.fit_efficiency._predict`)."""
+        fam, eng, one = c.family, c.engine, self.one
+        ops, tc = self._ops, self._tc
+
+        def idx(scope: str, owner: str, key: str, default: int) -> int:
+            return P.index.get((scope, owner, key), default)
+
+        i_cf = idx("engine", eng, "compute_factor", one)
+        fam_i = np.array([idx("family", fam, dt, one) if dt != "-" else one for dt in f.dtypes])
+        fac_i = np.where(f.mixed > 0, idx("engine", eng, "mixed_factor", one),
+                         np.where(f.att > 0, idx("engine", eng, "attention_factor", one), i_cf))  # fmt: skip
+        fac_i = np.where(np.array(f.dtypes) != "-", fac_i, one)
+        i_fp32 = idx("family", fam, "fp32", one)
+        i_pad = idx("engine", eng, "batch_pad", one) if c.workload.batch > 1 else one
+        gemv_max = _BUILTIN[eng].gemv_max_batch
+
+        def add(F: np.ndarray, B: np.ndarray, pad: bool = False, gemv: bool = False) -> int:
+            j = len(tc["mem"])
+            pi, a, b = f.pi, fam_i, fac_i
+            if gemv:  # dequantising GEMMs as GEMV on the vector roof at the family's fp32 fraction
+                pi = np.where(f.mixed > 0, f.vector, f.pi)
+                a, b = np.where(f.mixed > 0, i_fp32, a), np.where(f.mixed > 0, i_cf, b)
+            with np.errstate(divide="ignore"):
+                invpi = np.where(np.isfinite(pi), 1.0 / pi, 0.0)
+            for k, v in (("F", F), ("B", B), ("invpi", invpi), ("a", a), ("b", b), ("tid", np.full(len(F), j))):
+                ops[k].append(np.asarray(v))
+            tc["mem"].append(idx("family", fam, "memory", one))
+            tc["mf"].append(idx("engine", eng, "memory_factor", one))
+            tc["pad"].append(i_pad if pad else one)
+            tc["kern"].append(idx("family", fam, "kernel_s", self.zero))
+            tc["launch"].append(f.launches[eng])
+            tc["pass_"].append(idx("engine", eng, "pass_s", self.zero))
+            tc["beta"].append(f.beta)
+            return j
+
+        w, groups = c.workload, self._groups
+        mixed = bool(f.mixed.any())
+        gemv = mixed and w.batch <= gemv_max
+        if c.phase == "prefill":
+            j = add(*f.pre, pad=True)
+            groups.append((j, j, 1.0, ci))
+        elif c.phase == "decode":
+            j = add(*f.dec, gemv=gemv)
+            groups.append((j, j, 1.0, ci))
+        elif f.steps is not None:  # continuous batching: steady-state steps per request (see .serving)
+            for count, pre, dec, nseq in f.steps:
+                jp = add(*pre) if pre is not None else -1
+                jd = add(*dec, gemv=mixed and nseq <= gemv_max) if dec is not None else jp
+                groups.append((jp if jp >= 0 else jd, jd, count / (w.output_tokens + 1), ci))
+        else:
+            den = w.batch * (w.output_tokens + 1)
+            jp, jd = add(*f.pre, pad=True), add(*f.dec, gemv=gemv)
+            groups += [(jp, jp, 1.0 / den, ci), (jd, jd, w.output_tokens / den, ci)]
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        """Seconds of every case for the log-parameters ``x``."""
+        ex = np.concatenate([np.exp(x), [1.0, 0.0]])
+        eff = np.minimum(1.0, ex[self.a] * ex[self.b])
+        tcomp = np.where(self.compute, self.F * self.invpi / eff, 0.0) * ex[self.pad][self.tid]
+        eta = np.minimum(1.0, ex[self.mem] * ex[self.mf])
+        tmem = self.B / (self.beta * eta)[self.tid]
+        t = np.bincount(self.tid, np.maximum(tcomp, tmem), minlength=self.n_t)
+        t += ex[self.kern] * self.launch + ex[self.pass_]
+        return np.bincount(self.gcase, self.gw * np.maximum(t[self.j1], t[self.j2]), minlength=self.n_cases)
