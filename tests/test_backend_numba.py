@@ -117,7 +117,9 @@ def test_identical_on_real_models_and_broadcast_columns():
 
     space = get_space("paper")
     cols = space.columns_at(np.arange(space.size), np.float64)
+    cols["tied"] = np.array(cols["tied"])  # fixed columns are read-only broadcasts: vary copies of them
     cols["tied"][::3] = 1.0
+    cols["qkv_bias"] = np.array(cols["qkv_bias"])
     cols["qkv_bias"][1::7] = -0.0
     for dev in devices()[:2]:
         assert_identical(

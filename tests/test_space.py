@@ -136,3 +136,24 @@ def test_bad_spaces(tmp_path):
         get_space(str(f))
     with pytest.raises(RooflawError, match="positive integer"):
         Space(name="x", layers=[0], d_model=[768], head_dim=[128], kv_heads=[1], moe=[(1, 1)], r_single=[1])
+
+
+def test_fixed_columns_are_read_only_broadcasts_with_the_architectures_values():
+    """Columns a space holds fixed come back as stride-0 read-only views (no memory per point; the numba row
+    kernel reads them once), with the values each point's own Architecture gives."""
+    s = Space(name="t", layers=[2, 3], d_model=[192, 256], head_dim=[64], kv_heads=[1, "heads"],
+              moe=[(1, 1), (4, 2)], r_single=[1.0, 2.0], vocab=[100], tied=[False, True])  # fmt: skip
+    idx = np.arange(s.size)
+    for dtype in (np.int64, np.float64):
+        cols = s.columns_at(idx, dtype)
+        fixed = {k for k, v in cols.items() if v.strides == (0,)}
+        assert {"vocab", "shared_experts", "layernorm", "qk_norm_size", "shared_gate", "qk_norm_on"} <= fixed
+        assert {"layers", "d_model", "tied", "experts"}.isdisjoint(fixed)  # tied takes two values here
+        for k in fixed:
+            assert cols[k].dtype == dtype and len(cols[k]) == s.size and not cols[k].flags.writeable
+            with pytest.raises(ValueError, match="read-only"):
+                cols[k][0] = 1
+        for i in (0, 5, s.size - 1):
+            ref = s.architecture({k: int(v[i]) for k, v in cols.items()}).columns()
+            assert {k: int(cols[k][i]) for k in COLUMNS} == {k: int(ref[k]) for k in COLUMNS}
+    assert s.columns_at(np.arange(0), np.float64)["vocab"].shape == (0,)
