@@ -28,6 +28,7 @@ import numpy as np
 from ..errors import RooflawError
 from .numba_native import entry_source, load, no_alloc, specs
 from .numba_printer import HELPERS, Unsupported, memo_powers, scalarize
+from .numba_rows import BLOCK
 
 #: Outputs of the row kernel, in order (``fits_in_memory`` is derived from memory_bytes afterwards).
 OUTPUTS = (
@@ -88,7 +89,7 @@ class Kernels:
         if self.const is None:
             self.module.rows(x, s, w, p, out, mw)
         else:
-            self.module.rows(x, s, w, p, out, mw, np.empty((self.memo[2], out.shape[1])))
+            self.module.rows(x, s, w, p, out, mw, np.empty((self.memo[2], BLOCK)))
 
     def scan(self, *args) -> None:
         """Run the scan kernel on the arguments :mod:`.scan_source` documents, less the scratch arrays."""
