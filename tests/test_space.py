@@ -157,3 +157,27 @@ def test_fixed_columns_are_read_only_broadcasts_with_the_architectures_values():
             ref = s.architecture({k: int(v[i]) for k, v in cols.items()}).columns()
             assert {k: int(cols[k][i]) for k in COLUMNS} == {k: int(ref[k]) for k in COLUMNS}
     assert s.columns_at(np.arange(0), np.float64)["vocab"].shape == (0,)
+
+
+def test_uniform_stack_counts_are_the_layers_column_itself():
+    """complete_columns skips subtracting a broadcast +0.0 (x − 0.0 is x bit for bit) and stack_kinds skips comparing
+    a column with itself: no copies or passes for a uniform stack, the same columns and kinds as the arithmetic."""
+    from rooflaw.constraints.roofline import complete_columns, stack_kinds
+
+    cols = get_space("paper").columns_at(np.arange(50), np.float64)
+    cols["layers"] = np.array(cols["layers"])
+    cols["layers"][3] = -0.0  # the subtraction of +0.0 keeps −0.0: the shortcut must too
+    full = complete_columns(cols)
+    for k in ("attn_layers", "ffn_layers"):
+        assert np.shares_memory(full[k], full["layers"])
+        ref = cols["layers"] - 0.0 - 0.0
+        assert ref.tobytes() == np.ascontiguousarray(full[k]).tobytes()
+    assert stack_kinds(full) == frozenset()
+    # a −0.0 or non-zero count of another kind is subtracted as written
+    for mla, expect in ((-0.0, frozenset()), (1.0, frozenset({"mla"}))):
+        full = complete_columns({**cols, "mla_layers": np.full(50, mla)})
+        assert not np.shares_memory(full["attn_layers"], full["layers"])
+        assert np.array_equal(full["attn_layers"], cols["layers"] - mla - 0.0)
+        assert stack_kinds(full) == expect
+    two = complete_columns({**cols, "ffn_layers": cols["layers"] - (np.arange(50) % 2)})
+    assert stack_kinds(two) == frozenset({"stack"})
