@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -99,6 +100,43 @@ def test_identical_on_the_vectorized_kernel():
             with np.errstate(all="ignore"):
                 a = evaluate_columns(cols, dev, w, backend="numpy", engine=engine)
             assert_identical(a, evaluate_columns(cols, dev, w, backend="numba", engine=engine))
+
+
+@needs_numba
+def test_out_overwrites_an_earlier_result_in_place():
+    """``out=``: the kernel writes straight into an earlier numba result's block; other backends and separate
+    arrays are filled by copying; the values are the fresh evaluation's either way. Bad ``out`` names the key."""
+    from rooflaw.arch import get_space
+
+    n = bn.VECTOR_MIN_ROWS + 5
+    rng = np.random.default_rng(12)
+    space = get_space("wide")
+    first, second = (space.columns_at(rng.integers(0, space.size, n), np.float64) for _ in range(2))
+    dev, w = devices()[0], Workload(batch=4, input_tokens=700, output_tokens=33)
+    prev = evaluate_columns(first, dev, w, backend="numba")
+    addr = {k: v.__array_interface__["data"][0] for k, v in prev.items()}
+    ref = evaluate_columns(second, dev, w, backend="numpy")
+    got = evaluate_columns(second, dev, w, backend="numba", out=prev)
+    assert_identical(ref, got)
+    assert all(got[k] is prev[k] for k in prev)
+    assert {k: v.__array_interface__["data"][0] for k, v in got.items()} == addr  # no new memory
+    separate = {k: np.full(n, np.nan) if v.dtype != bool else np.zeros(n, bool) for k, v in ref.items()}
+    for backend in ("numba", "numpy"):
+        target = {k: v.copy() for k, v in separate.items()}
+        assert_identical(ref, evaluate_columns(second, dev, w, backend=backend, out=target))
+        assert_identical(ref, target)
+    bad_outs = [
+        ({**prev, "decode_s": np.zeros(n - 1)}, "out['decode_s']"),
+        ({"prefill_s": prev["prefill_s"]}, "out='decode_s'"),
+        ([1, 2], "out"),
+        ({**prev, "energy_j": np.zeros(n, np.float32)}, "out['energy_j']"),
+    ]
+    ro = prev["total_s"].view()
+    ro.flags.writeable = False
+    bad_outs.append(({**prev, "total_s": ro}, "out['total_s']"))
+    for out, field in bad_outs:
+        with pytest.raises(RooflawError, match=f"^{re.escape(field)}"):
+            evaluate_columns(second, dev, w, backend="numba", out=out)
 
 
 @needs_numba

@@ -270,6 +270,7 @@ def evaluate_columns(
     chunk: int = CHUNK,
     engine: str | EngineProfile | None = None,
     backend: str = "auto",
+    out: Mapping[str, np.ndarray] | None = None,
 ) -> dict[str, np.ndarray]:
     """Evaluate a table of candidates (dict of equal-length arrays or a DataFrame) in one call.
 
@@ -280,27 +281,32 @@ def evaluate_columns(
     (:mod:`.engines`; default: the device's), ``"ideal"`` for the pure roofline. ``backend``: ``numpy``,
     ``numba`` (the generated fused kernel of :mod:`.backend_numba`, same values bit for bit; needs the ``fast``
     extra) or ``auto`` (numba for tables of at least ``AUTO_MIN_ROWS`` rows when installed and ``tiles`` is off).
+    ``out``: an earlier result with the same number of rows to overwrite and return (numpy style; the numba
+    kernel writes straight into a numba result's arrays), instead of allocating new arrays (:mod:`.outputs`).
     """
+    from . import outputs
+
     pr = A.get_preset(preset)
     workload = workload or Workload()
     precision = Precision.parse(precision)
     cols = complete_columns(columns)
     app = applied(device, engine, preset if pr.engine else "paper")
     n = len(cols["layers"])
+    out = None if out is None else outputs.check(out, n)
     if _use_numba(backend, n, tiles):
         from .backend_numba import evaluate_rows
 
-        res = evaluate_rows(cols, device, workload, precision, preset, strict=backend == "numba", app=app)
+        block = None if out is None else outputs.block_of(out, n)
+        res = evaluate_rows(cols, device, workload, precision, preset, strict=backend == "numba", app=app, block=block)
         if res is not None:
-            return res
+            return outputs.into(out, res)
     if n <= chunk:
-        res = _evaluate_chunk(cols, device, workload, precision, preset, tiles, False, app)
-        return res
+        return outputs.into(out, _evaluate_chunk(cols, device, workload, precision, preset, tiles, False, app))
     parts = []
     for s in range(0, n, chunk):
         sub = {k: v[s : s + chunk] for k, v in cols.items()}
         parts.append(_evaluate_chunk(sub, device, workload, precision, preset, tiles, False, app))
-    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    return outputs.into(out, {k: np.concatenate([p[k] for p in parts]) for k in parts[0]})
 
 
 def _use_numba(backend: str, n: int, tiles: bool) -> bool:
