@@ -91,8 +91,10 @@ def test_identical_on_the_vectorized_kernel():
     n = bn.VECTOR_MIN_ROWS + 5  # a remainder after the vector loop
     rng = np.random.default_rng(11)
     space = get_space("wide")
+    mixed = np.concatenate([np.arange(n // 2), rng.integers(0, space.size, n - n // 2), np.arange(3000)])
     tables = [random_columns(rng, n), space.columns_at(rng.integers(0, space.size, n), np.float64),
-              space.columns_at(np.arange(n) * 37, np.float64)]  # fmt: skip
+              space.columns_at(np.arange(n) * 37, np.float64),
+              space.columns_at(mixed, np.float64)]  # fmt: skip  # ordered, random, ordered: both first passes
     tables[0]["experts"][:7] = 0.0  # K/E = inf, 0/0: NaN and inf through the powers and the decode sums
     for cols in tables:
         for dev, engine in ((devices()[0], None), (devices()[3], "device")):
