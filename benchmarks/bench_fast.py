@@ -7,7 +7,10 @@ included) and, for the frontier parts, the law's fitted domain (no extrapolation
 
 * rows: candidates/s on one core with all 17 outputs (``evaluate_columns``), 2²¹ candidates of space ``wide`` in
   enumeration order and in random order, numpy vs numba (the vectorized kernel: tables ≥ 2¹⁶ rows); both results
-  are checked equal with ``np.array_equal``.
+  are checked equal with ``np.array_equal``. ``Space.columns_at`` gives the columns the space holds fixed as
+  stride-0 broadcasts (read once by the kernel); ``enumeration_materialized`` is the same table with every
+  column a full array, as a table read from a file would be. ``numba_out_reused_*``: the same call with
+  ``out=`` an earlier result (its arrays overwritten: no fresh output pages for the OS to zero-fill).
 * scan: the frontier path per core (cost model + loss law + feasibility + Pareto bookkeeping): numpy's chunked
   scan of the first 2²¹ points of ``wide`` vs the numba scan of all of ``wide`` on one thread.
 * wide: the exact loss–latency frontier of ``wide`` (11.9 M points) end to end on 2 workers (numba; numpy too with
@@ -72,16 +75,24 @@ def rows(dev) -> dict:
     space = get_space("wide")
     n = 1 << 21
     out = {"candidates": n}
-    for order, idx in (("enumeration", np.arange(n)), ("random", np.random.default_rng(0).integers(0, space.size, n))):
+    cases = (("enumeration", np.arange(n)), ("random", np.random.default_rng(0).integers(0, space.size, n)),
+             ("enumeration_materialized", np.arange(n)))  # fmt: skip
+    for order, idx in cases:
         cols = space.columns_at(idx, np.float64)
+        if order.endswith("materialized"):  # every column a full array, as a table read from a file would be
+            cols = {k: np.array(v) for k, v in cols.items()}
         a = evaluate_columns(cols, dev, backend="numpy")
         b = evaluate_columns(cols, dev, backend="numba")
         same = all(np.array_equal(a[k], b[k], equal_nan=a[k].dtype != bool) for k in a)
         tn, cn = _best(lambda c=cols: evaluate_columns(c, dev, backend="numpy"))
         tb, cb = _best(lambda c=cols: evaluate_columns(c, dev, backend="numba"))
+        tr, cr = _best(lambda c=cols, o=b: evaluate_columns(c, dev, backend="numba", out=o))  # b's arrays reused
+        same = same and all(np.array_equal(a[k], b[k], equal_nan=a[k].dtype != bool) for k in a)
         out[order] = {"numpy_M_per_s": round(n / tn / 1e6, 2), "numba_M_per_s": round(n / tb / 1e6, 2),
                       "ratio": round(tn / tb, 2), "numpy_cpu_ns": round(cn / n * 1e9, 1),
-                      "numba_cpu_ns": round(cb / n * 1e9, 1), "cpu_ratio": round(cn / cb, 2), "identical": same,
+                      "numba_cpu_ns": round(cb / n * 1e9, 1), "cpu_ratio": round(cn / cb, 2),
+                      "numba_out_reused_cpu_ns": round(cr / n * 1e9, 1),
+                      "numba_out_reused_M_per_s": round(n / tr / 1e6, 2), "identical": same,
                       "outputs": len(a)}  # fmt: skip
     return out
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -90,8 +91,10 @@ def test_identical_on_the_vectorized_kernel():
     n = bn.VECTOR_MIN_ROWS + 5  # a remainder after the vector loop
     rng = np.random.default_rng(11)
     space = get_space("wide")
+    mixed = np.concatenate([np.arange(n // 2), rng.integers(0, space.size, n - n // 2), np.arange(3000)])
     tables = [random_columns(rng, n), space.columns_at(rng.integers(0, space.size, n), np.float64),
-              space.columns_at(np.arange(n) * 37, np.float64)]  # fmt: skip
+              space.columns_at(np.arange(n) * 37, np.float64),
+              space.columns_at(mixed, np.float64)]  # fmt: skip  # ordered, random, ordered: both first passes
     tables[0]["experts"][:7] = 0.0  # K/E = inf, 0/0: NaN and inf through the powers and the decode sums
     for cols in tables:
         for dev, engine in ((devices()[0], None), (devices()[3], "device")):
@@ -99,6 +102,43 @@ def test_identical_on_the_vectorized_kernel():
             with np.errstate(all="ignore"):
                 a = evaluate_columns(cols, dev, w, backend="numpy", engine=engine)
             assert_identical(a, evaluate_columns(cols, dev, w, backend="numba", engine=engine))
+
+
+@needs_numba
+def test_out_overwrites_an_earlier_result_in_place():
+    """``out=``: the kernel writes straight into an earlier numba result's block; other backends and separate
+    arrays are filled by copying; the values are the fresh evaluation's either way. Bad ``out`` names the key."""
+    from rooflaw.arch import get_space
+
+    n = bn.VECTOR_MIN_ROWS + 5
+    rng = np.random.default_rng(12)
+    space = get_space("wide")
+    first, second = (space.columns_at(rng.integers(0, space.size, n), np.float64) for _ in range(2))
+    dev, w = devices()[0], Workload(batch=4, input_tokens=700, output_tokens=33)
+    prev = evaluate_columns(first, dev, w, backend="numba")
+    addr = {k: v.__array_interface__["data"][0] for k, v in prev.items()}
+    ref = evaluate_columns(second, dev, w, backend="numpy")
+    got = evaluate_columns(second, dev, w, backend="numba", out=prev)
+    assert_identical(ref, got)
+    assert all(got[k] is prev[k] for k in prev)
+    assert {k: v.__array_interface__["data"][0] for k, v in got.items()} == addr  # no new memory
+    separate = {k: np.full(n, np.nan) if v.dtype != bool else np.zeros(n, bool) for k, v in ref.items()}
+    for backend in ("numba", "numpy"):
+        target = {k: v.copy() for k, v in separate.items()}
+        assert_identical(ref, evaluate_columns(second, dev, w, backend=backend, out=target))
+        assert_identical(ref, target)
+    bad_outs = [
+        ({**prev, "decode_s": np.zeros(n - 1)}, "out['decode_s']"),
+        ({"prefill_s": prev["prefill_s"]}, "out='decode_s'"),
+        ([1, 2], "out"),
+        ({**prev, "energy_j": np.zeros(n, np.float32)}, "out['energy_j']"),
+    ]
+    ro = prev["total_s"].view()
+    ro.flags.writeable = False
+    bad_outs.append(({**prev, "total_s": ro}, "out['total_s']"))
+    for out, field in bad_outs:
+        with pytest.raises(RooflawError, match=f"^{re.escape(field)}"):
+            evaluate_columns(second, dev, w, backend="numba", out=out)
 
 
 @needs_numba
@@ -117,7 +157,9 @@ def test_identical_on_real_models_and_broadcast_columns():
 
     space = get_space("paper")
     cols = space.columns_at(np.arange(space.size), np.float64)
+    cols["tied"] = np.array(cols["tied"])  # fixed columns are read-only broadcasts: vary copies of them
     cols["tied"][::3] = 1.0
+    cols["qkv_bias"] = np.array(cols["qkv_bias"])
     cols["qkv_bias"][1::7] = -0.0
     for dev in devices()[:2]:
         assert_identical(

@@ -136,3 +136,48 @@ def test_bad_spaces(tmp_path):
         get_space(str(f))
     with pytest.raises(RooflawError, match="positive integer"):
         Space(name="x", layers=[0], d_model=[768], head_dim=[128], kv_heads=[1], moe=[(1, 1)], r_single=[1])
+
+
+def test_fixed_columns_are_read_only_broadcasts_with_the_architectures_values():
+    """Columns a space holds fixed come back as stride-0 read-only views (no memory per point; the numba row
+    kernel reads them once), with the values each point's own Architecture gives."""
+    s = Space(name="t", layers=[2, 3], d_model=[192, 256], head_dim=[64], kv_heads=[1, "heads"],
+              moe=[(1, 1), (4, 2)], r_single=[1.0, 2.0], vocab=[100], tied=[False, True])  # fmt: skip
+    idx = np.arange(s.size)
+    for dtype in (np.int64, np.float64):
+        cols = s.columns_at(idx, dtype)
+        fixed = {k for k, v in cols.items() if v.strides == (0,)}
+        assert {"vocab", "shared_experts", "layernorm", "qk_norm_size", "shared_gate", "qk_norm_on"} <= fixed
+        assert {"layers", "d_model", "tied", "experts"}.isdisjoint(fixed)  # tied takes two values here
+        for k in fixed:
+            assert cols[k].dtype == dtype and len(cols[k]) == s.size and not cols[k].flags.writeable
+            with pytest.raises(ValueError, match="read-only"):
+                cols[k][0] = 1
+        for i in (0, 5, s.size - 1):
+            ref = s.architecture({k: int(v[i]) for k, v in cols.items()}).columns()
+            assert {k: int(cols[k][i]) for k in COLUMNS} == {k: int(ref[k]) for k in COLUMNS}
+    assert s.columns_at(np.arange(0), np.float64)["vocab"].shape == (0,)
+
+
+def test_uniform_stack_counts_are_the_layers_column_itself():
+    """complete_columns skips subtracting a broadcast +0.0 (x − 0.0 is x bit for bit) and stack_kinds skips comparing
+    a column with itself: no copies or passes for a uniform stack, the same columns and kinds as the arithmetic."""
+    from rooflaw.constraints.roofline import complete_columns, stack_kinds
+
+    cols = get_space("paper").columns_at(np.arange(50), np.float64)
+    cols["layers"] = np.array(cols["layers"])
+    cols["layers"][3] = -0.0  # the subtraction of +0.0 keeps −0.0: the shortcut must too
+    full = complete_columns(cols)
+    for k in ("attn_layers", "ffn_layers"):
+        assert np.shares_memory(full[k], full["layers"])
+        ref = cols["layers"] - 0.0 - 0.0
+        assert ref.tobytes() == np.ascontiguousarray(full[k]).tobytes()
+    assert stack_kinds(full) == frozenset()
+    # a −0.0 or non-zero count of another kind is subtracted as written
+    for mla, expect in ((-0.0, frozenset()), (1.0, frozenset({"mla"}))):
+        full = complete_columns({**cols, "mla_layers": np.full(50, mla)})
+        assert not np.shares_memory(full["attn_layers"], full["layers"])
+        assert np.array_equal(full["attn_layers"], cols["layers"] - mla - 0.0)
+        assert stack_kinds(full) == expect
+    two = complete_columns({**cols, "ffn_layers": cols["layers"] - (np.arange(50) % 2)})
+    assert stack_kinds(two) == frozenset({"stack"})

@@ -74,6 +74,18 @@ _KEYS = {
 PATTERN_COLUMNS = ("attn_layers", "local_layers", "window", "ffn_layers")
 
 
+def _same(value: Any, shape: tuple[int, ...]) -> np.ndarray:
+    """One int64 value for every point: a read-only broadcast view (stride 0, no memory per point)."""
+    return np.broadcast_to(np.int64(value), shape)
+
+
+def _as(col: np.ndarray, dtype: Any) -> np.ndarray:
+    """``col`` in ``dtype``; a broadcast column stays a broadcast view of its converted value."""
+    if col.ndim and col.size and not any(col.strides):
+        return np.broadcast_to(col.flat[0].astype(dtype), col.shape)
+    return np.asarray(col).astype(dtype)
+
+
 @dataclass
 class Space:
     """A discrete architecture space. See the module docstring for dimensions and rules."""
@@ -200,7 +212,10 @@ class Space:
         return self.size
 
     def columns_at(self, index: Any, dtype: Any = np.int64) -> dict[str, np.ndarray]:
-        """Architecture columns (all of :data:`~rooflaw.arch.COLUMNS`, int64 by default) of points by flat index."""
+        """Architecture columns (all of :data:`~rooflaw.arch.COLUMNS`, int64 by default) of points by flat index.
+
+        Columns the space holds fixed (one value for every point) are read-only broadcast views of that value
+        (stride 0: no memory per point, and the numba row kernel reads them once)."""
         idx = np.asarray(index, dtype=np.int64)
         nw, nm, nl, nv, npat = self._radix
         idx, ip = np.divmod(idx, npat)
@@ -214,14 +229,15 @@ class Space:
             cols[k] = w[:, j] if w.ndim == 2 else w[j]
         cols["experts"] = self._moe[im, 0]
         cols["top_k"] = self._moe[im, 1]
-        cols["vocab"] = self._vt[iv, 0]
-        cols["tied"] = self._vt[iv, 1]
-        cols["shared_experts"] = np.zeros(n, dtype=np.int64)
+        for j, k in enumerate(("vocab", "tied")):  # one value in the space: a constant column
+            vt = self._vt[:, j]
+            cols[k] = _same(vt[0], n) if (vt == vt[0]).all() else vt[iv]
+        cols["shared_experts"] = _same(0, n)
         cols["shared_ffn"] = cols["ffn"]
         for k, v in self.fixed.items():
-            cols[k] = np.full(n, v, dtype=np.int64)
+            cols[k] = _same(v, n)
         for k in ("layernorm", "qk_norm_size", "shared_gate", "qk_norm_on"):
-            cols[k] = np.zeros(n, dtype=np.int64)
+            cols[k] = _same(0, n)
         cols["moe"] = (cols["experts"] > 1).astype(np.int64)
         keys = COLUMNS
         if self.has_patterns:
@@ -230,7 +246,7 @@ class Space:
             cols["attn_layers"] = cols["ffn_layers"] = cols["layers"]
             keys = COLUMNS + PATTERN_COLUMNS
         if dtype is not np.int64:
-            return {k: np.asarray(cols[k]).astype(dtype) for k in keys}
+            return {k: _as(cols[k], dtype) for k in keys}
         return {k: cols[k] for k in keys}
 
     @property

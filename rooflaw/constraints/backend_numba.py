@@ -28,13 +28,9 @@ import numpy as np
 from ..errors import RooflawError
 from .numba_native import entry_source, load, no_alloc, specs
 from .numba_printer import HELPERS, Unsupported, memo_powers, scalarize
+from .numba_rows import BLOCK
+from .outputs import FLOAT_KEYS as OUTPUTS  # the row kernel's outputs, in order (fits_in_memory comes after)
 
-#: Outputs of the row kernel, in order (``fits_in_memory`` is derived from memory_bytes afterwards).
-OUTPUTS = (
-    "prefill_s", "decode_s", "ttft_s", "tpot_s", "total_s", "prefill_flops", "decode_flops", "prefill_bytes",
-    "decode_bytes", "weight_bytes", "kv_cache_bytes", "activation_bytes", "memory_bytes", "energy_j",
-    "params_total", "params_active",
-)  # fmt: skip
 #: Device/workload scalars every kernel takes (energy coefficients of :func:`assembly.energy_coefficients`).
 PARAMS = ("p_sout", "p_emode", "p_idle", "p_ebyte", "p_ef_linear", "p_ef_attention", "p_ef_vector")
 #: Tables smaller than this stay on numpy under ``backend="auto"`` (the kernel's fixed call cost dominates).
@@ -88,7 +84,7 @@ class Kernels:
         if self.const is None:
             self.module.rows(x, s, w, p, out, mw)
         else:
-            self.module.rows(x, s, w, p, out, mw, np.empty((self.memo[2], out.shape[1])))
+            self.module.rows(x, s, w, p, out, mw, np.empty((self.memo[2], BLOCK)))
 
     def scan(self, *args) -> None:
         """Run the scan kernel on the arguments :mod:`.scan_source` documents, less the scratch arrays."""
@@ -427,8 +423,10 @@ def evaluate_rows(
     preset: str,
     strict: bool = True,
     app: Any = None,
+    block: np.ndarray | None = None,
 ) -> dict[str, np.ndarray] | None:
-    """All outputs of ``roofline.evaluate_columns`` for completed columns, in one generated loop.
+    """All outputs of ``roofline.evaluate_columns`` for completed columns, in one generated loop (written into
+    ``block``, a C-contiguous (len(OUTPUTS), n) float64 array, when given: see :mod:`.outputs`).
 
     If the cost model uses a construct the printer does not translate: a one-line error when ``strict``, else None.
     """
@@ -445,7 +443,7 @@ def evaluate_rows(
     vals = call_values(cols, device, workload, precision, k, app)
     xs = [_readonly(vals[a]) for a in k.per_row]
     w = np.array([float(vals[a]) for a in k.scalars])
-    out = np.empty((len(OUTPUTS), n))
+    out = np.empty((len(OUTPUTS), n)) if block is None else block
     p = params(device, workload, precision)
     t0 = time.perf_counter()
     if n >= VECTOR_MIN_ROWS and any(st for _, st in xs):  # the SIMD kernel for this table's constant columns

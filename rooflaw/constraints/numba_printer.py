@@ -11,6 +11,7 @@ from user text.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -141,6 +142,17 @@ def memo_site(t: str, base: str, ex: str) -> tuple[list[str], list[str]]:
         f"    {t}_ly = {t}_y",
         f"    {t}_lr = {t}",
     ]
+
+
+def hash_only(stmt: list[str]) -> list[str]:
+    """Memo site statement ``stmt`` (see :func:`memo_site`) without its last-value check: the table lookup for
+    every row. For rows in no particular order the last value rarely repeats and its branch is mispredicted; the
+    table's own check is then the cheaper one. Other statements come back unchanged."""
+    m = re.match(r"^if (\w+)_x == \1_lx and ", stmt[0])
+    if not m or stmt[2] != "else:":
+        return stmt
+    t = m.group(1)
+    return [ln[4:] for ln in stmt[3:] if not ln.startswith((f"    {t}_lx =", f"    {t}_ly =", f"    {t}_lr ="))]
 
 
 def memo_powers(expr: str, prefix: str, start: int, body: list[str] = ()) -> tuple[list[str], list[str], str]:

@@ -73,16 +73,34 @@ def complete_columns(columns: Mapping[str, Any]) -> dict[str, np.ndarray]:
     for k in STACK_COLUMNS:
         if k not in ("attn_layers", "ffn_layers"):
             cols.setdefault(k, np.float64(0))
-    cols.setdefault("attn_layers", cols["layers"] - cols["mla_layers"] - cols["mixer_layers"])
-    cols.setdefault("ffn_layers", cols["layers"] - cols["dense_layers"])
+    cols.setdefault("attn_layers", _minus(cols["layers"], cols["mla_layers"], cols["mixer_layers"]))
+    cols.setdefault("ffn_layers", _minus(cols["layers"], cols["dense_layers"]))
     cols.setdefault("q_lora_on", (cols["q_lora_rank"] > 0).astype(np.float64))
     return {k: np.broadcast_to(cols[k], (n,)) for k in (*COLUMNS, *STACK_COLUMNS)}
+
+
+def _minus(a: np.ndarray, *terms: Any) -> np.ndarray:
+    """``a − t₁ − t₂ …``, skipping a term that is +0.0 for every row (``x − (+0.0)`` is ``x`` bit for bit, NaN
+    and −0.0 included): a uniform stack's per-kind layer counts are then the ``layers`` column itself, no copy."""
+    for t in terms:
+        t = np.asarray(t)
+        one = t.ndim == 0 or (t.ndim == 1 and t.size > 0 and t.strides[0] == 0)
+        if not (one and t.flat[0] == 0 and not np.signbit(t.flat[0])):
+            a = a - t
+    return a
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two arrays are views of the same data with the same layout (hence equal, with no pass)."""
+    ia, ib = a.__array_interface__, b.__array_interface__
+    return ia["data"][0] == ib["data"][0] and a.strides == b.strides and a.shape == b.shape and a.dtype == b.dtype
 
 
 def stack_kinds(cols: Mapping[str, np.ndarray]) -> frozenset[str]:
     """Layer kinds present in a completed table (empty for uniform stacks: the fastest compiled model)."""
     kinds = {k for k, c in O.KIND_COUNT.items() if _any_positive(cols[c])}
-    if not kinds and (np.any(cols["attn_layers"] != cols["layers"]) or np.any(cols["ffn_layers"] != cols["layers"])):
+    per_kind = (cols["attn_layers"], cols["ffn_layers"])
+    if not kinds and any(not _same(c, cols["layers"]) and np.any(c != cols["layers"]) for c in per_kind):
         kinds.add("stack")  # per-kind counts without extra ops
     return frozenset(kinds)
 
@@ -252,6 +270,7 @@ def evaluate_columns(
     chunk: int = CHUNK,
     engine: str | EngineProfile | None = None,
     backend: str = "auto",
+    out: Mapping[str, np.ndarray] | None = None,
 ) -> dict[str, np.ndarray]:
     """Evaluate a table of candidates (dict of equal-length arrays or a DataFrame) in one call.
 
@@ -262,27 +281,32 @@ def evaluate_columns(
     (:mod:`.engines`; default: the device's), ``"ideal"`` for the pure roofline. ``backend``: ``numpy``,
     ``numba`` (the generated fused kernel of :mod:`.backend_numba`, same values bit for bit; needs the ``fast``
     extra) or ``auto`` (numba for tables of at least ``AUTO_MIN_ROWS`` rows when installed and ``tiles`` is off).
+    ``out``: an earlier result with the same number of rows to overwrite and return (numpy style; the numba
+    kernel writes straight into a numba result's arrays), instead of allocating new arrays (:mod:`.outputs`).
     """
+    from . import outputs
+
     pr = A.get_preset(preset)
     workload = workload or Workload()
     precision = Precision.parse(precision)
     cols = complete_columns(columns)
     app = applied(device, engine, preset if pr.engine else "paper")
     n = len(cols["layers"])
+    out = None if out is None else outputs.check(out, n)
     if _use_numba(backend, n, tiles):
         from .backend_numba import evaluate_rows
 
-        res = evaluate_rows(cols, device, workload, precision, preset, strict=backend == "numba", app=app)
+        block = None if out is None else outputs.block_of(out, n)
+        res = evaluate_rows(cols, device, workload, precision, preset, strict=backend == "numba", app=app, block=block)
         if res is not None:
-            return res
+            return outputs.into(out, res)
     if n <= chunk:
-        res = _evaluate_chunk(cols, device, workload, precision, preset, tiles, False, app)
-        return res
+        return outputs.into(out, _evaluate_chunk(cols, device, workload, precision, preset, tiles, False, app))
     parts = []
     for s in range(0, n, chunk):
         sub = {k: v[s : s + chunk] for k, v in cols.items()}
         parts.append(_evaluate_chunk(sub, device, workload, precision, preset, tiles, False, app))
-    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    return outputs.into(out, {k: np.concatenate([p[k] for p in parts]) for k in parts[0]})
 
 
 def _use_numba(backend: str, n: int, tiles: bool) -> bool:
