@@ -116,3 +116,31 @@ def test_gp_sweep_subset_solves_with_clarabel_and_meets_the_budget(dev, B, s_in,
     # the relaxed optimum's exact latency (every decode step summed) meets the budget: the node bound is conservative
     assert gp["values"]["latency"] <= budget * (1 + 1e-6)
     assert r.continuous_loss is not None and r.continuous_loss <= r.loss + 0.05
+
+
+def test_full_gp_checks_the_solvers_point_against_the_budget(monkeypatch):
+    """A fallback solver can call a program that cannot be met "optimal" (measured: every variable fixed, a total
+    latency budget 1e-4 below that point's latency; Clarabel fails on every rung, SCS answered "optimal" with the
+    budget exceeded). The solver's point is now checked against the branch's exact costs. Here the solver is a
+    stand-in that answers the fixed point itself, under a budget just below and just above its latency."""
+    import rooflaw.solver.relaxation.gp_full as G
+    from rooflaw import Infeasible, Space, get_device
+    from rooflaw.constraints import Workload
+    from rooflaw.solver import Problem
+
+    space = Space(name="s", layers=[2, 4, 8], d_model=[512, 1024], head_dim=[128], kv_heads=[1, "heads"],
+                  moe=[(1, 1)], r_single=[2.0, 4.0])  # fmt: skip
+    fix = {"l": 4.0, "d": 1024.0, "r": 4.0, "rho": 1.0, "gqa": 1.0}
+
+    def problem(budget):
+        return Problem("paper-2602.10377", get_device("rtx-4090"), space=space, workload=Workload(1, 128, 16),
+                       precision="fp16", engine="tensorrt-llm", phase="total", latency_budget=budget)  # fmt: skip
+
+    true = float(G.branches(problem(1.0))[0].values(fix)[G.PHASE_COLUMN["total"]])
+    answer = {"status": "optimal", "solver": "SCS", "x": dict(fix), "duals": {}, "bounds": {}}
+    monkeypatch.setattr(G, "_solve_branch", lambda *a: dict(answer))
+    with pytest.raises(Infeasible):
+        G.solve_gp_full(problem(true * (1 - 1e-4)), fix=fix)
+    ok = G.solve_gp_full(problem(true * (1 + 1e-4)), fix=fix)
+    assert ok["values"]["latency"] == pytest.approx(true, rel=1e-12)
+    assert G._over_budget(G.branches(problem(1.0))[0], fix, {"latency": true * (1 - 1e-4)}, "total")

@@ -283,6 +283,21 @@ def _corner(br: Branch) -> dict[str, float]:
     return {"l": b["l"][0], "d": b["d"][0], "r": b["r"][0], "rho": b["rho"][1], "gqa": b["gqa"][1]}
 
 
+#: Relative slack within which the solver's point counts as meeting a budget (Clarabel's tolerances are 1e-10).
+BUDGET_RTOL = 1e-6
+
+
+def _over_budget(br: Branch, x: Mapping[str, float], budgets: Mapping[str, float], phase: str) -> str:
+    """Which budget the branch's exact costs at ``x`` exceed by more than :data:`BUDGET_RTOL` ('' if none)."""
+    vals = br.values(x)
+    col = {"latency": PHASE_COLUMN[phase], "memory": "memory_bytes", "energy": "energy_j"}
+    for k, b in budgets.items():
+        v = float(vals[col[k]])
+        if v > b * (1 + BUDGET_RTOL):
+            return f"its point's {k} {v:.6g} exceeds the budget {b:.6g}"
+    return ""
+
+
 def solve_gp_full(problem: Any, fix: Mapping[str, float] | None = None, solver: str | None = None) -> dict[str, Any]:
     """The full-preset relaxation of ``problem`` as GPs (one per branch); the best branch's optimum.
 
@@ -310,6 +325,10 @@ def solve_gp_full(problem: Any, fix: Mapping[str, float] | None = None, solver: 
         o = _solve_branch(problem, br, lmons, budgets, fix, solver)
         if "x" not in o:
             summary[br.name] = o["status"]
+            continue
+        over = _over_budget(br, o["x"], budgets, problem.phase)
+        if over:  # a fallback solver (SCS) can call a program that cannot be met "optimal": check the point
+            summary[br.name] = f"{o['status']} by {o['solver']}, but {over}"
             continue
         o["loss"] = float(L.xreplace({X[v]: o["x"][v] for v in VARS}))
         summary[br.name] = o["loss"]
