@@ -122,6 +122,10 @@ def test_out_overwrites_an_earlier_result_in_place():
     assert_identical(ref, got)
     assert all(got[k] is prev[k] for k in prev)
     assert {k: v.__array_interface__["data"][0] for k, v in got.items()} == addr  # no new memory
+    # an input column that is one of out's arrays: computed first, then copied (never read after overwriting)
+    aliased = {**second, "tied": got["prefill_s"]}  # tied is read after prefill_s is stored
+    got["prefill_s"][:] = second["tied"]
+    assert_identical(ref, evaluate_columns(aliased, dev, w, backend="numba", out=got))
     separate = {k: np.full(n, np.nan) if v.dtype != bool else np.zeros(n, bool) for k, v in ref.items()}
     for backend in ("numba", "numpy"):
         target = {k: v.copy() for k, v in separate.items()}

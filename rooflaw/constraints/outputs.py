@@ -39,9 +39,12 @@ def check(out: Any, n: int) -> Mapping[str, np.ndarray]:
     return out
 
 
-def block_of(out: Mapping[str, np.ndarray], n: int) -> np.ndarray | None:
-    """The C-contiguous (16, n) float64 block whose rows are ``out``'s float results in kernel order, or None."""
+def block_of(out: Mapping[str, np.ndarray], n: int, inputs: Mapping[str, np.ndarray]) -> np.ndarray | None:
+    """The C-contiguous (16, n) float64 block whose rows are ``out``'s float results in kernel order, or None (also
+    when it may overlap an input column: the kernel would read values it has already overwritten)."""
     base = out["prefill_s"].base
+    if isinstance(base, np.ndarray) and any(np.may_share_memory(base, c) for c in inputs.values()):
+        return None
     if not (isinstance(base, np.ndarray) and base.shape == (len(FLOAT_KEYS), n) and base.dtype == np.float64):
         return None
     if not (base.flags.c_contiguous and base.flags.writeable):

@@ -296,7 +296,7 @@ def evaluate_columns(
     if _use_numba(backend, n, tiles):
         from .backend_numba import evaluate_rows
 
-        block = None if out is None else outputs.block_of(out, n)
+        block = None if out is None else outputs.block_of(out, n, cols)
         res = evaluate_rows(cols, device, workload, precision, preset, strict=backend == "numba", app=app, block=block)
         if res is not None:
             return outputs.into(out, res)
