@@ -6,9 +6,9 @@ generated for one *set of constant columns*: those are read once (their statemen
 the others are contiguous arrays. Rows go in blocks of :data:`BLOCK`: the memoised powers of a block are computed
 in a first, scalar pass into a cache-resident scratch row; the main loop then has no stores but the outputs and no
 calls, and LLVM vectorizes it across rows. Its statements are in demand order (:func:`demand_order`: each value
-computed just before its first use, each output stored as soon as it is known), which halves the live values
-that spill to the stack. It performs the same scalar operations per row (``fastmath`` stays off), so the values
-are bit-identical.
+computed just before its first use, each output stored as soon as it is known): about the same instructions,
+scheduled so that the kernel runs ~14 % faster. It performs the same scalar operations per row (``fastmath`` stays
+off), so the values are bit-identical.
 
 LLVM gives up vectorizing a loop whose arrays would need more than 8 run-time overlap checks (the kernel reads
 tens of columns and writes 16 outputs), so :func:`allow_alias_checks` raises that limit once per process (an
@@ -58,7 +58,7 @@ def _read(st: list[str]) -> set[str]:
 
 def demand_order(stmts: list[list[str]], roots: list[int]) -> list[list[str]]:
     """The same statements, each emitted just before the first statement that needs it (the ``roots`` in order,
-    then anything left), so values live briefly and fewer spill to the stack. Only the order of independent
+    then anything left), so values are used soon after they are computed. Only the order of independent
     statements changes (every read-after-write, write-after-read and write-after-write order is kept), so each
     value is computed by the same operations."""
     writes = [_assigned(st) for st in stmts]
@@ -164,13 +164,13 @@ def rows_vec_source(
     # vectorizing. The main loop's statements (column loads, cost model, output stores) are in demand order.
     src += [
         "    blk = tmp.shape[1]",
+        *(["    hit = blk", "    px = math.nan"] if sites else []),  # the first block checks the last value
         "    for b0 in range(0, n, blk):",
         "        m = min(blk, n - b0)",
         "        u0 = np.uint64(b0)",
     ]
     if sites:
         keep = [f"{t}_a[j] = {t}" for t in sites]
-        src[-3:-3] = ["    hit = blk", "    px = math.nan"]  # after blk: the first block checks the last value
         src += [
             "        if 2 * hit >= m:  # most rows repeated the previous base: check the last value first",
             "            hit = 0",
