@@ -41,31 +41,23 @@ def _zero(*_: Any) -> sp.Expr:
     return sp.Integer(0)
 
 
+#: What the paper's two models share: Eq. 41's weights and KV cache as memory, no activations, uniform stacks, no
+#: engine profile.
+_PAPER_MEMORY: dict[str, Any] = dict(
+    weights=lambda cols=None: O.paper_weight_bytes_expr(),
+    kv_cache=lambda S, kinds=frozenset(): O.paper_kv_cache_bytes_expr(S),
+    activations=_zero,
+    memory=("weights",),
+    kinds=False,
+    engine=False,
+)
+
 PRESETS: dict[str, Preset] = {
     "full": Preset("full", O.FULL_OPS, O.weight_bytes_expr, O.kv_cache_bytes_expr, O.activation_bytes_expr),
-    "paper": Preset(
-        "paper",
-        O.PAPER_OPS,
-        lambda cols=None: O.paper_weight_bytes_expr(),
-        lambda S, kinds=frozenset(): O.paper_kv_cache_bytes_expr(S),
-        _zero,
-        memory=("weights",),
-        theory=True,
-        kinds=False,
-        engine=False,
-    ),
+    "paper": Preset("paper", O.PAPER_OPS, theory=True, **_PAPER_MEMORY),
     # the paper's App. D per-operator roofline as written (Tables 8-15): max(FLOPs/π, bytes/β) per operator,
     # memory = Eq. 41 as in ``paper``; uniform stacks only (see :mod:`.paper_ops`)
-    "paper-ops": Preset(
-        "paper-ops",
-        PAPER_OPS_APPD,
-        lambda cols=None: O.paper_weight_bytes_expr(),
-        lambda S, kinds=frozenset(): O.paper_kv_cache_bytes_expr(S),
-        _zero,
-        memory=("weights",),
-        kinds=False,
-        engine=False,
-    ),
+    "paper-ops": Preset("paper-ops", PAPER_OPS_APPD, **_PAPER_MEMORY),
 }
 
 
