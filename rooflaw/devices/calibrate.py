@@ -302,6 +302,7 @@ def device_toml(device: Device) -> str:
         f"name = {_toml_str(device.name)}",
         f"vendor = {_toml_str(device.vendor)}",
         f"kind = {_toml_str(device.kind)}",
+        *([f"architecture = {_toml_str(device.architecture)}"] if device.architecture else []),
         'provenance = "assumed"  # for any figure below without its own tag',
     ]
     if device.uncertain:

@@ -13,6 +13,9 @@ from ..errors import bad
 #: vector rate (softmax, norms, activations run there); the others are dense tensor-core peaks.
 DTYPES = ("fp32", "tf32", "fp16", "fp8", "int8", "int4", "fp4")
 PROVENANCE = ("datasheet", "derived", "secondary", "measured", "assumed", "fitted")
+#: GPU architectures with achieved-performance curves fitted to measured kernels (``constraints.kernels``);
+#: a device names its own (``architecture``), an SoC the architecture of its GPU (Jetson Orin: ampere).
+ARCHITECTURES = ("ampere", "ada", "hopper", "blackwell")
 
 
 def _real(v: object) -> bool:
@@ -52,6 +55,9 @@ class Device:
     l2_bytes: float | None = None
     kind: str = "gpu"
     vendor: str = ""
+    #: GPU architecture (:data:`ARCHITECTURES`) whose kernel curves price this device; ``None``: none (a CPU, an NPU,
+    #: a GPU of another vendor) -- then the device's own scalar efficiencies and overheads apply.
+    architecture: str | None = None
     provenance: dict[str, str] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
     uncertain: tuple[str, ...] = ()
@@ -131,6 +137,8 @@ class Device:
                     raise bad(f"{self.id}.achieved.{k}", v, "must be a fraction in (0, 1]")
             elif k == "kernel_s" and not (isinstance(v, (int, float)) and 0 <= v < 1):
                 raise bad(f"{self.id}.achieved.{k}", v, "must be in [0, 1) seconds")
+        if self.architecture is not None and self.architecture not in ARCHITECTURES:
+            raise bad(f"{self.id}.architecture", self.architecture, f"must be one of {', '.join(ARCHITECTURES)}")
         for k, v in self.provenance.items():
             if v not in PROVENANCE:
                 raise bad(f"{self.id}.provenance.{k}", v, f"must be one of {', '.join(PROVENANCE)}")

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RooflawError
-from .device import DTYPES, PROVENANCE, Device
+from .device import ARCHITECTURES, DTYPES, PROVENANCE, Device
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -85,6 +85,7 @@ _META_KEYS = {
     "name",
     "vendor",
     "kind",
+    "architecture",
     "provenance",
     "source",
     "uncertain",
@@ -317,6 +318,9 @@ def parse_device_dict(data: dict[str, Any], where: str = "<device>") -> list[Dev
     kind = _str_field(where, data, "kind", "gpu")
     if kind not in KINDS:
         raise _err(where, "kind", kind, f"must be one of {', '.join(KINDS)}")
+    architecture = _str_field(where, data, "architecture", "") or None
+    if architecture is not None and architecture not in ARCHITECTURES:
+        raise _err(where, "architecture", architecture, f"must be one of {', '.join(ARCHITECTURES)}")
     notes = _str_field(where, data, "notes", "")
     prov = _check_provenance(where, "provenance", data.get("provenance", "datasheet"))
     source = _check_url(where, "source", data["source"]) if "source" in data else None
@@ -336,6 +340,7 @@ def parse_device_dict(data: dict[str, Any], where: str = "<device>") -> list[Dev
         name=name,
         vendor=vendor,
         kind=kind,
+        architecture=architecture,
         peak_flops=dict(b.peak),
         provenance=dict(b.prov),
         sources=dict(b.src),
