@@ -59,3 +59,40 @@ class KernelCurves:
     collectives: dict[str, CollectiveCurve] = field(default_factory=dict)
     bands: dict[str, tuple[float, float]] = field(default_factory=dict)
     provenance: dict[str, Any] = field(default_factory=dict)
+
+
+# ---- families: how a measured table is priced and which figures it fits --------------------------
+from collections.abc import Callable  # noqa: E402
+
+
+@dataclass(frozen=True)
+class Family:
+    """A kernel family: the measured tables it prices, the :class:`KernelCurves` figures it fits, its predictor.
+
+    ``params``: dotted paths into :class:`KernelCurves` (``"memory"``, ``"compute.fp8"``,
+    ``"collectives.allreduce/nvlink.latency"``) that this family's rows determine; families are fitted in
+    registration order, each holding the figures fitted before it fixed (GEMM first: ``compute.*``, ``memory``,
+    ``kernel_s``, ``half_rows``; then attention, MoE, collectives). ``predict(rows, device, curves)`` returns the
+    predicted latency of each row of a table (a ``pandas.DataFrame`` with the table's own columns) in
+    **milliseconds**, NaN where a row is not modelled.
+    """
+
+    name: str
+    tables: tuple[str, ...]
+    params: tuple[str, ...]
+    predict: Callable[..., Any]
+
+
+#: name -> Family, in fit order (see :func:`register`).
+FAMILIES: dict[str, Family] = {}
+
+
+def register(family: Family) -> Family:
+    """Add ``family`` to :data:`FAMILIES` (a module defining one calls this at import)."""
+    FAMILIES[family.name] = family
+    return family
+
+
+def family_of_table(table: str) -> Family | None:
+    """The family that prices measured table ``table`` (e.g. ``gemm_perf``), or ``None``."""
+    return next((f for f in FAMILIES.values() if table in f.tables), None)
