@@ -18,9 +18,13 @@ $(VENV)/.base: $(BIN)/python pyproject.toml
 	touch $@
 
 # The tests also count FLOPs of real torch modules: the CPU build of torch 2.13.0 first (a plain `torch`
-# requirement would pull a multi-GB CUDA build), then the [dev,torch] extras.
+# requirement would pull a multi-GB CUDA build on a normal machine), from PyTorch's CPU wheel index; where that
+# index cannot be reached (a machine that sees only PyPI) the plain requirement, which there finds the staged CPU
+# wheel. The short timeout and no retries keep an unreachable index from slowing set-up (docs/benchmarks.md).
+TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 $(VENV)/.test: $(VENV)/.base
-	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q --timeout 10 --retries 0 --index-url $(TORCH_CPU_INDEX) torch==2.13.0 \
+	  || $(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e ".[dev,torch]"
 	touch $@
 
