@@ -21,6 +21,7 @@ _BYTES = {
     "gib": 2.0**30,
     "tib": 2.0**40,
 }
+_POWER = {"w": 1.0, "mw": 1e-3, "kw": 1e3}
 _ENERGY = {"j": 1.0, "mj": 1e-3, "kj": 1e3, "uj": 1e-6, "wh": 3600.0}
 _NUM = r"([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
 
@@ -61,6 +62,13 @@ def parse_bytes(text: str | float, field: str = "memory") -> float:
 def parse_energy(text: str | float, field: str = "energy") -> float:
     """``"2J"`` -> 2.0 (joules); a float is joules already; text without a unit is refused."""
     return _parse(text, _ENERGY, field, "J")
+
+
+def parse_power(text: str | float, field: str = "power") -> float:
+    """``"65W"`` -> 65.0 (watts), ``"1.2kW"`` -> 1200.0; a float is watts already; text without a unit is refused."""
+    if isinstance(text, str) and re.fullmatch(r"\s*" + _NUM + r"\s*MW\s*", text):
+        raise bad(field, text, "MW is megawatts; write mW for milliwatts or W for watts")
+    return _parse(text, _POWER, field, "W")
 
 
 def fmt_time(seconds: float) -> str:

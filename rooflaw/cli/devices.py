@@ -204,16 +204,24 @@ def calibrate_cmd(
     cuda: bool = typer.Option(
         False, "--cuda", help="Measure the CUDA GPU instead (torch micro-benchmarks; skipped cleanly without one)."
     ),
+    power: Optional[str] = typer.Option(
+        None,
+        "--power",
+        help="Power under load, e.g. 65W: gives the device energy figures (else RAPL or nvidia-smi where exposed).",
+    ),
     as_json: bool = typer.Option(False, "--json", help="One JSON object, SI units; no progress output."),
 ) -> None:
-    """Measure this machine: GEMM FLOP/s (fp32, bf16), bandwidth, vector rate, eager kernel overhead, capacity."""
+    """Measure this machine: GEMM FLOP/s (fp32, bf16), bandwidth, vector rate, eager kernel overhead, capacity,
+    power (stated with --power, else RAPL / nvidia-smi where the machine exposes it)."""
     from ..api import calibrate
+    from ..units import parse_power
 
+    watts = parse_power(power, "--power") if power is not None else None
     check_clock(clock)
     if out is not None:
         check_output(out, "--out", (".toml",))
     if cuda:
-        _calibrate_cuda(out, base, as_json)
+        _calibrate_cuda(out, base, as_json, watts)
         return
     base_dev = get_device(base) if base is not None else None
     if not as_json and console.is_terminal:
@@ -227,13 +235,14 @@ def calibrate_cmd(
                 progress=lambda step, f: bar.update(task, completed=f, description=step),
                 threads=threads,
                 clock=clock,
+                power=watts,
             )
     else:
-        dev = calibrate(base_dev, seconds=seconds, threads=threads, clock=clock)
+        dev = calibrate(base_dev, seconds=seconds, threads=threads, clock=clock, power=watts)
     _write_and_show(dev, out, as_json)
 
 
-def _calibrate_cuda(out: Optional[Path], base: Optional[str], as_json: bool) -> None:
+def _calibrate_cuda(out: Optional[Path], base: Optional[str], as_json: bool, watts: Optional[float] = None) -> None:
     """``devices calibrate --cuda``: the ``local-cuda`` device (:mod:`rooflaw.devices.calibrate_cuda`)."""
     from ..api import calibrate_cuda
     from ..devices.calibrate_cuda import cuda_available
@@ -248,9 +257,9 @@ def _calibrate_cuda(out: Optional[Path], base: Optional[str], as_json: bool) -> 
 
         with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=console) as bar:
             task = bar.add_task("measuring the GPU", total=1.0)
-            dev = calibrate_cuda(lambda step, f: bar.update(task, completed=f, description=step))
+            dev = calibrate_cuda(lambda step, f: bar.update(task, completed=f, description=step), power=watts)
     else:
-        dev = calibrate_cuda()
+        dev = calibrate_cuda(power=watts)
     _write_and_show(dev, out, as_json)
 
 

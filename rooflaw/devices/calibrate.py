@@ -170,8 +170,13 @@ def calibrate(
     progress: Progress | None = None,
     threads: int | None = 1,
     clock: str = "wall",
+    power: float | None = None,
 ) -> Device:
     """Measure this machine (see module docstring); torch figures with ``threads`` intra-op threads.
+
+    ``power`` (W, under load; ``--power 65W``) gives the device its energy figures (provenance ``assumed``:
+    stated by the user); without it, Linux RAPL's package energy over the measurements (and over 0.5 s idle
+    before them) where the machine exposes it (``measured``); else the device has no power figures (energy n/a).
 
     Without ``base``: a ``local-cpu`` device whose roofs are the measured rates (``fp32``, ``tf32``
     = torch's fp32 ``F.linear`` rate, else numpy's GEMM; ``fp16`` = torch's bf16 ``F.linear``, else the
@@ -188,8 +193,13 @@ def calibrate(
     ``memory_efficiency`` = measured / peak bandwidth, tagged ``measured``. A ratio above 1 (the
     base does not describe this machine) is capped at 1.0 and said so in ``notes``.
     """
-    m = measure(seconds, progress, threads, clock)
-    return local_device(m) if base is None else _on_base(base, m)
+    from .power import rapl_power, stated_power, with_power
+
+    if power is not None:
+        m, reading = measure(seconds, progress, threads, clock), stated_power(power)
+    else:
+        m, reading = rapl_power(lambda: measure(seconds, progress, threads, clock))
+    return with_power(local_device(m) if base is None else _on_base(base, m), reading)
 
 
 def local_device(m: Measurements) -> Device:

@@ -432,11 +432,15 @@ def device_from(m: CudaMeasurements) -> Device:
     )
 
 
-def calibrate_cuda(progress: Progress | None = None) -> Device:
+def calibrate_cuda(progress: Progress | None = None, power: float | None = None) -> Device:
     """Measure the CUDA GPU (:func:`measure_cuda`) and return it as ``local-cuda`` (:func:`device_from`).
-    Raises :class:`NoCuda` (a :class:`~rooflaw.errors.RooflawError`) without a CUDA device."""
+    Raises :class:`NoCuda` (a :class:`~rooflaw.errors.RooflawError`) without a CUDA device. Power: ``power`` (W,
+    stated by the user) else ``nvidia-smi``'s idle draw (read before the measurements) and board power limit."""
+    from .power import nvidia_smi_power, stated_power, with_power
+
+    reading = stated_power(power) if power is not None else nvidia_smi_power()
     try:
-        return device_from(measure_cuda(progress))
+        return with_power(device_from(measure_cuda(progress)), reading)
     finally:
         if cuda_available():
             import torch
