@@ -101,11 +101,22 @@ def test_cli_refuses_power_without_unit(capsys):
     assert code == 2 and "--power" in err and "needs a unit" in err and "Traceback" not in err
 
 
-def test_calibrate_with_power_has_energy(tmp_path):
-    from rooflaw import calibrate, load_device_file, save_device_toml
+def test_calibrate_with_power_has_energy(tmp_path, monkeypatch):
+    """calibrate(power=…) puts the stated power on the measured device (the measurements themselves are stood in
+    for: ``test_truth_validate`` runs the real ones)."""
+    import rooflaw.devices.calibrate as C
+    from rooflaw import load_device_file, save_device_toml
 
-    d = calibrate(seconds=0.2, power=65.0)
+    base = get_device("jetson-orin-nano-8gb")
+    bare = __import__("dataclasses").replace(base, power_idle=None, power_peak=None)
+    monkeypatch.setattr(C, "measure", lambda *a: "measurements")
+    monkeypatch.setattr(C, "local_device", lambda m: bare if m == "measurements" else None)
+    d = C.calibrate(seconds=0.2, power=65.0)
     assert d.power_peak == 65.0 and d.provenance["power_peak"] == "assumed"
     assert energy_coefficients(d, Precision.parse("fp32")) is not None
     back = load_device_file(save_device_toml(d, tmp_path / "d.toml"))
     assert back.power_peak == 65.0 and back.provenance["power_peak"] == "assumed"
+    # without --power and without RAPL (this VM exposes none): no power figures, said as n/a downstream
+    monkeypatch.setattr(P, "RAPL_ROOT", tmp_path / "none")
+    monkeypatch.setattr(P, "rapl_power", lambda run, **k: (run(), None))
+    assert C.calibrate(seconds=0.2).power_peak is None
