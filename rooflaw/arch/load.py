@@ -105,7 +105,7 @@ def from_file(path: str | Path) -> Architecture:
     """
     data, p = _read(path)
     if "model_type" in data or "architectures" in data:
-        return from_hf_config(data, name=p.stem)
+        return from_hf_config(data, name=config_name(data, p))
     data = data.get("arch", data)
     return from_mapping(data, name=p.stem)
 
@@ -149,6 +149,25 @@ def bundled_models() -> list[str]:
     return sorted(p.stem for p in MODELS_DIR.glob("*.json"))
 
 
+def config_name(config: Mapping[str, Any], path: Path) -> str:
+    """What to call a model read from ``path``: the config's ``_name_or_path`` (a hub id such as
+    ``Qwen/Qwen2.5-0.5B`` as is, a local path by its last component), else the file's stem; a ``config.json``
+    without one is called by its model class (``architectures[0]``, else ``model_type``), never by the folder
+    it happens to sit in."""
+    given = config.get("_name_or_path")
+    if isinstance(given, str) and given.strip():
+        given = given.strip().rstrip("/\\")
+        local = given.startswith((".", "/", "~")) or "\\" in given or given.count("/") > 1
+        return Path(given).name if local else given
+    if path.stem != "config":
+        return path.stem
+    classes = config.get("architectures")
+    if isinstance(classes, list) and classes and isinstance(classes[0], str) and classes[0].strip():
+        return classes[0].strip()
+    model_type = config.get("model_type")
+    return model_type if isinstance(model_type, str) and model_type.strip() else path.stem
+
+
 def from_hf_config(config: Mapping[str, Any] | str | Path, name: str = "") -> Architecture:
     """Import a Hugging Face ``config.json`` (dict or path).
 
@@ -166,8 +185,10 @@ def from_hf_config(config: Mapping[str, Any] | str | Path, name: str = "") -> Ar
         if not Path(config).exists() and str(config) in bundled_models():
             name = name or str(config)
             config = MODELS_DIR / f"{config}.json"
+        elif Path(config).is_dir():  # a Hugging Face model folder: its config.json
+            config = Path(config) / "config.json"
         config, p = _read(config)
-        name = name or p.parent.name or p.stem
+        name = name or config_name(config, p)
     cfg = dict(config)
     if "text_config" in cfg and "hidden_size" not in cfg:  # multimodal wrappers (e.g. Gemma 3)
         cfg = {**cfg["text_config"], "model_type": cfg["text_config"].get("model_type", cfg.get("model_type"))}
