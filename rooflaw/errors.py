@@ -7,6 +7,11 @@ class RooflawError(ValueError):
     """Bad input: the message names the field and the bad value (CLI exit code 2)."""
 
 
+class RooflawWarning(UserWarning):
+    """A stated assumption a run rests on (a fallback for a figure the device does not give); the CLI prints each
+    one once, as one line, after a successful command."""
+
+
 class Infeasible(RooflawError):
     """No candidate meets the budget (CLI exit code 3).
 

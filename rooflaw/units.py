@@ -79,6 +79,13 @@ def fmt_time(seconds: float) -> str:
     return f"{seconds * 1e6:.3g} µs"
 
 
+def fmt_energy(joules: float | None) -> str:
+    """``"2.5 J"``; ``None``/NaN (a device with no power figures): ``"n/a (device has no power figures)"``."""
+    if joules is None or joules != joules:
+        return "n/a (device has no power figures)"
+    return f"{joules:.3g} J"
+
+
 def fmt_bytes(n: float) -> str:
     for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
         if abs(n) >= scale:

@@ -10,7 +10,7 @@ import typer
 
 from .. import api
 from ..errors import bad
-from ..units import fmt_bytes, fmt_count, fmt_time
+from ..units import fmt_bytes, fmt_count, fmt_energy, fmt_time
 from . import app
 from .common import (
     atomic_output,
@@ -189,10 +189,7 @@ def evaluate(
         ["prefill tokens/s", f"{out['tokens_per_s']['prefill']:.4g}"],
         ["decode tokens/s", f"{out['tokens_per_s']['decode']:.4g}"],
         ["tokens/s (end to end)", f"{out['tokens_per_s']['total']:.4g}"],
-        [
-            "energy",
-            f"{out['energy_j']:.3g} J" if out["energy_j"] == out["energy_j"] else "n/a (device has no power figures)",
-        ],
+        ["energy", fmt_energy(out["energy_j"])],
     ]
     if law is not None:
         summary += [

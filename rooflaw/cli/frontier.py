@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from .. import api
-from ..units import fmt_bytes, fmt_time
+from ..units import fmt_bytes, fmt_energy, fmt_time
 from . import app
 from .common import arch_table, atomic_output, check_output, console, esc, print_json
 from .joint_options import describe_joint, wants_joint
@@ -79,7 +79,7 @@ def frontier(
     if "throughput" in res.objectives:
         values.append(("tok/s", lambda r: f"{r['tokens_per_s']:,.0f}"))
     if "energy" in res.objectives:
-        values.append(("energy", lambda r: f"{r['energy_j']:.3g} J"))
+        values.append(("energy", lambda r: fmt_energy(r["energy_j"])))
     t, same = arch_table(f"frontier by {prob.phase} latency", res.frontier, values, 40)
     console.print(t)
     if same:

@@ -7,7 +7,7 @@ from typing import Optional
 import typer
 
 from .. import api
-from ..units import fmt_bytes, fmt_count, fmt_time
+from ..units import fmt_bytes, fmt_count, fmt_energy, fmt_time
 from . import app
 from .common import console, esc, print_json, table
 from .joint_options import describe_joint, wants_joint
@@ -102,7 +102,7 @@ def solve(
     summary = [
         ["loss", f"{res.loss:.4f}"], ["perplexity", f"{res.perplexity:.2f}"],
         ["prefill", fmt_time(lat["prefill"])], ["decode", fmt_time(lat["decode"])], ["total", fmt_time(lat["total"])],
-        ["memory", fmt_bytes(res.memory_bytes)], ["energy", f"{res.energy_j:.3g} J"],
+        ["memory", fmt_bytes(res.memory_bytes)], ["energy", fmt_energy(res.energy_j)],
         ["time", f"{res.seconds * 1e3:.1f} ms"],
     ]  # fmt: skip
     title = f"judged by the '{prob.preset}' cost model, engine {prob.engine}"

@@ -18,6 +18,7 @@ The preset registry (:data:`PRESETS`, :class:`Preset`) is :mod:`.presets`, re-ex
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +26,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
+from ..errors import RooflawWarning
 from . import operators as O
 from .paper_variables import PAPER_VARS, paper_variable_map, to_paper_variables  # noqa: F401 (re-exported)
 from .presets import PRESETS, Preset, get_preset, register_preset  # noqa: F401 (re-exported)
@@ -312,6 +314,8 @@ def roof(op_roof: str, device: Any, precision: Any) -> tuple[str, float]:
     if op_roof == "attention":
         return device.roof(precision.attention_dtype)
     if op_roof == "vector":
+        if device.vector_fallback:
+            warnings.warn(device.vector_fallback, RooflawWarning, stacklevel=2)
         return "fp32", device.vector_flops
     return "-", float("inf")
 

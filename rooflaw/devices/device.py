@@ -164,11 +164,29 @@ class Device:
 
     @property
     def vector_flops(self) -> float:
-        """Non-tensor rate for softmax/norms/activations (``vector_rate``, else fp32, else the widest roof)."""
+        """Non-tensor rate for softmax/norms/activations (``vector_rate``, else fp32, else the widest roof -- a
+        stated fallback: :attr:`vector_fallback` says so in the run's notes)."""
         if self.vector_rate is not None:
             return float(self.vector_rate)
         return (
             self.roof("fp32")[1] if "fp32" in self.peak_flops else float(self.peak_flops[next(iter(self.peak_flops))])
+        )
+
+    @property
+    def has_energy(self) -> bool:
+        """True when energy can be priced: a peak power, or both per-FLOP and per-byte energies."""
+        return self.power_peak is not None or (self.energy_per_flop is not None and self.energy_per_byte is not None)
+
+    @property
+    def vector_fallback(self) -> str | None:
+        """How the vector roof (softmax, norms, activations) is guessed when the device gives neither
+        ``vector_rate`` nor an ``fp32`` roof (a sentence for the run's notes), else ``None``."""
+        if self.vector_rate is not None or "fp32" in self.peak_flops:
+            return None
+        dt = next(iter(self.peak_flops))
+        return (
+            f"device {self.id} gives no fp32 or vector figure: softmax, norms and activations run on its {dt} roof "
+            f"({self.peak_flops[dt] / 1e12:.3g} TFLOP/s, optimistic); add fp32_tflops or vector_gflops to its file"
         )
 
     def ridge(self, dtype: str = "fp16") -> float:

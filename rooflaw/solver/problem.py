@@ -176,6 +176,12 @@ class Problem:
         put("latency_budget", lat.seconds if lat is not None else None)
         put("memory_budget", objs["memory"].bound if "memory" in objs else None)
         put("energy_budget", objs["energy"].bound if "energy" in objs else None)
+        if "energy" in objs and hasattr(self.device, "has_energy") and not self.device.has_energy:
+            raise bad(
+                "energy_budget", objs["energy"].bound,
+                f"device {self.device.id} has no power_peak_w (nor energy_per_flop_pj and energy_per_byte_pj): "
+                "its energy is n/a; add them to the device file, or calibrate with --power",
+            )  # fmt: skip
 
     # ---- views used by the solvers -------------------------------------------------------------------------
     @property
