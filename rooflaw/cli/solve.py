@@ -103,10 +103,17 @@ def solve(
         ["loss", f"{res.loss:.4f}"], ["perplexity", f"{res.perplexity:.2f}"],
         ["prefill", fmt_time(lat["prefill"])], ["decode", fmt_time(lat["decode"])], ["total", fmt_time(lat["total"])],
         ["memory", fmt_bytes(res.memory_bytes)], ["energy", fmt_energy(res.energy_j)],
-        ["time", f"{res.seconds * 1e3:.1f} ms"],
     ]  # fmt: skip
+    if prob.phase == "decode" and prob.latency_budget is not None and prob.workload.output_tokens > 1:
+        n = prob.workload.output_tokens
+        summary.insert(4, ["TPOT (decode / tokens)", fmt_time(lat["decode"] / n)])
     title = f"judged by the '{prob.preset}' cost model, engine {prob.engine}"
     console.print(table(title, ["quantity", "value"], summary))
+    if prob.phase == "decode" and prob.latency_budget is not None and prob.workload.output_tokens > 1:
+        n = prob.workload.output_tokens
+        console.print(f"[dim]note: the decode budget {fmt_time(prob.latency_budget)} covers all {n} output tokens "
+                      f"({fmt_time(prob.latency_budget / n)} per token)[/dim]")  # fmt: skip
+    console.print(f"[dim]solved in {res.seconds * 1e3:.1f} ms ({res.method})[/dim]")
     for n in res.notes:
         console.print(f"[dim]note: {esc(n)}[/dim]")
     if explain:

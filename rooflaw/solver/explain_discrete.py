@@ -59,6 +59,75 @@ def _terms(problem: Any, x: dict[str, float]) -> list[float] | None:
     return [float(t.xreplace(subs)) for t in terms]
 
 
+#: Cost shares of a phase's time, by what the time is spent on (see :func:`cost_shares`).
+SHARES = ("weights", "kv_cache", "compute", "vector_memory", "overhead")
+_EDGE_TOL = 1e-9
+
+
+def _roof_class(name: str) -> str:
+    """The roof class (linear, attention, vector, memory) of operator ``name`` (a ``_local`` part is its op's)."""
+    from ..constraints import operators as O
+    from ..constraints.presets import PRESETS
+
+    ops = {op.name: op.roof for p in PRESETS.values() for op in p.ops}
+    ops.update({op.name: op.roof for kind in O.KIND_OPS.values() for op in kind})
+    return ops.get(name.removesuffix("_local"), "memory")
+
+
+def cost_shares(report: Any, phase: str) -> dict[str, float]:
+    """Fractions of ``phase``'s time (``prefill``, ``decode`` or ``total``) the answer spends streaming weights
+    (memory-bound GEMMs, embeddings, LM head), reading the KV cache (memory-bound attention), on compute-bound
+    operators, moving activations through vector ops (norms, activations), and in engine/launch overhead."""
+    phases = ("prefill", "decode") if phase == "total" else (phase,)
+    acc = dict.fromkeys(SHARES, 0.0)
+    for o in report.ops:
+        if o.phase not in phases:
+            continue
+        if o.bound == "overhead":
+            key = "overhead"
+        elif o.bound == "compute":
+            key = "compute"
+        else:
+            key = {"linear": "weights", "memory": "weights", "attention": "kv_cache"}.get(
+                _roof_class(o.name), "vector_memory"
+            )
+        acc[key] += o.seconds
+    total = sum(acc.values())
+    return {k: v / total for k, v in acc.items()} if total > 0 else acc
+
+
+def edges(problem: Any, arch: Any) -> list[str]:
+    """Where the answer sits at an edge: of the space (each of l, d, r, ρ, gqa at the smallest or largest value the
+    space offers) and of the law's fitted domain (each domain variable at, or outside, its fitted range)."""
+    from ..objectives.variables import law_inputs
+
+    out = []
+    x = _paper_point({k: getattr(arch, k) for k in ARCH_COLS})
+    names = {"l": "layers", "d": "d_model", "r": "FFN ratio r", "rho": "activation rate ρ", "gqa": "GQA ratio"}
+    try:
+        bounds = problem.space.bounds()
+    except (AttributeError, ValueError):  # a space without the paper's variables (no bounds to judge)
+        bounds = {}
+    for k, (lo, hi) in bounds.items():
+        if hi <= lo * (1 + _EDGE_TOL):
+            continue  # the space fixes it: no choice, no edge
+        if x[k] <= lo * (1 + _EDGE_TOL):
+            out.append(f"space: {names[k]} = {x[k]:.4g} is the smallest the space offers ({lo:.4g}–{hi:.4g})")
+        elif x[k] >= hi * (1 - _EDGE_TOL):
+            out.append(f"space: {names[k]} = {x[k]:.4g} is the largest the space offers ({lo:.4g}–{hi:.4g})")
+    inputs = law_inputs(arch.columns(), getattr(problem, "tokens", None))
+    for k, (lo, hi) in problem.law.domain.items():
+        if k not in inputs:
+            continue
+        v = float(inputs[k].reshape(-1)[0])
+        if v < lo * (1 - _EDGE_TOL) or v > hi * (1 + _EDGE_TOL):
+            out.append(f"law: {k} = {v:.4g} is outside the law's fitted domain ({lo:.4g}–{hi:.4g}): extrapolated")
+        elif v <= lo * (1 + _EDGE_TOL) or v >= hi * (1 - _EDGE_TOL):
+            side = "lower" if v <= lo * (1 + _EDGE_TOL) else "upper"
+            out.append(f"law: {k} = {v:.4g} is at the {side} edge of the law's fitted domain ({lo:.4g}–{hi:.4g})")
+    return out
+
+
 def explain_discrete(problem: Any, res: Result, within: float = WITHIN, top: int = 5) -> dict[str, Any]:
     """A JSON-ready account of the discrete answer ``res`` to ``problem`` (SI units).
 
@@ -87,6 +156,15 @@ def explain_discrete(problem: Any, res: Result, within: float = WITHIN, top: int
         "loss": res.loss,
         "constraints": cons,
         "tightest": tight["name"] if tight else None,
+    }
+    out["edges"] = edges(problem, a)
+    report = evaluate(a, problem.device, problem.workload, problem.precision, problem.preset,
+                      engine=problem.engine)  # fmt: skip
+    out["cost_shares"] = {"phase": problem.phase, **cost_shares(report, problem.phase)}
+    out["memory_shares"] = {
+        k: float(report.values[c]) / float(report.values["memory_bytes"])
+        for k, c in (("weights", "weight_bytes"), ("kv_cache", "kv_cache_bytes"), ("activations", "activation_bytes"))
+        if float(report.values["memory_bytes"]) > 0
     }
     cands = _candidates(problem, res)
     ups = []
@@ -153,6 +231,18 @@ def explain_text(ex: dict[str, Any], phase: str = "decode") -> str:
         what = f"{phase} latency" if c["name"] == "latency" else c["name"]
         lines.append(f"  {what}: {_v(c['name'], c['value'])} of {_v(c['name'], c['budget'])}, "
                      f"slack {c['slack']:.1%}{tag}")  # fmt: skip
+    for e in ex.get("edges", []):
+        lines.append(f"  at an edge -- {e}")
+    sh = ex.get("cost_shares")
+    if sh:
+        parts = {k: sh[k] for k in SHARES if sh.get(k, 0) > 0}
+        ranked = sorted(parts.items(), key=lambda kv: -kv[1])
+        spent = ", ".join(f"{k.replace('_', ' ')} {v:.0%}" for k, v in ranked)
+        binds = f" -> {ranked[0][0].replace('_', ' ')} binds" if ranked else ""
+        lines.append(f"  where its {sh['phase']} time goes: {spent}{binds}")
+    ms = ex.get("memory_shares")
+    if ms:
+        lines.append("  its memory: " + ", ".join(f"{k.replace('_', ' ')} {v:.0%}" for k, v in ms.items()))
     rnd = ex.get("rounding")
     if rnd:
         lc, ld = rnd["loss"]["continuous"], rnd["loss"]["discrete"]
