@@ -154,6 +154,10 @@ def derive(
     key = (K.law_key(law), phase, kinds, tuple(sorted(law_kw.items())))
     if key in _DERIVATIONS:
         return _DERIVATIONS[key]
+    disk = _load_derivation(key)
+    if disk is not None:
+        _DERIVATIONS[key] = disk
+        return disk
     t0 = time.perf_counter()
     L = K.law_in_paper_variables(law, **law_kw)
     cons = {k: K.constraint_expr(k, phase) for k in kinds}
@@ -168,6 +172,46 @@ def derive(
     der = Derivation(phase, kinds, cons, _regimes(kinds), L, {}, grads, time.perf_counter() - t0, thm)
     _DERIVATIONS[key] = der
     return der
+
+
+# ---- the on-disk copy: a warm `rooflaw solve` in a new process skips the symbolic work --------------------
+def _disk_key(key: tuple) -> str:
+    import hashlib
+
+    from ... import cache
+
+    return cache.source_key("closed-form-" + hashlib.sha256(repr(key).encode()).hexdigest()[:16])
+
+
+def _load_derivation(key: tuple) -> Derivation | None:
+    """The derivation stored by an earlier process (with the regimes it compiled), or None. The entry is keyed by
+    the law, phase, constraint kinds and every cost-model source file (:func:`rooflaw.cache.source_key`)."""
+    import cloudpickle
+
+    from ... import cache
+
+    blob = cache.load(_disk_key(key))
+    if not isinstance(blob, bytes):
+        return None
+    try:
+        der = cloudpickle.loads(blob)
+    except Exception:  # noqa: BLE001 - a stale or foreign entry only costs a recomputation
+        return None
+    return der if isinstance(der, Derivation) else None
+
+
+def save_derivation(der: Derivation, law: Any, law_kw: Mapping[str, Any]) -> None:
+    """Store ``der`` (and every regime compiled so far) for later processes; lambdified functions travel by value
+    (cloudpickle), signed with the cache's key like every entry."""
+    import cloudpickle
+
+    from ... import cache
+
+    key = (K.law_key(law), der.phase, der.kinds, tuple(sorted(law_kw.items())))
+    try:
+        cache.store(_disk_key(key), cloudpickle.dumps(der))
+    except Exception:  # noqa: BLE001 - not picklable here: the cache is an optimisation only
+        return
 
 
 # ---- the solver ---------------------------------------------------------------------------------------
@@ -283,6 +327,7 @@ def closed_form(problem: Any, fix: Mapping[str, float] | None = None) -> ClosedF
     kinds = tuple(k for k in ("latency", "memory", "energy") if k in budgets)
     law_kw = K.law_kwargs(problem)
     der = derive(problem.law, problem.phase, kinds, **law_kw)
+    compiled_before = len(der.compiled)
     c = K.constants(problem)
     if "energy" in kinds and not math.isfinite(c[K.P_idle]):
         raise RooflawError(f"energy budget: device {problem.device.id} has no power or energy figures")
@@ -358,6 +403,8 @@ def closed_form(problem: Any, fix: Mapping[str, float] | None = None) -> ClosedF
         candidates=cands,
     )  # fmt: skip
     out.theorem_checks = _theorem_checks(der, out, c)
+    if len(der.compiled) > compiled_before:  # new regimes derived: keep them for the next process
+        save_derivation(der, problem.law, law_kw)
     out.seconds = time.perf_counter() - t0
     return out
 
