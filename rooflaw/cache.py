@@ -77,13 +77,17 @@ def _secret(d: Path) -> bytes | None:
 #: compile step, architectures, laws, solvers): every ``.py`` file under them keys every entry, so an
 #: edit anywhere there -- or a new file -- invalidates the cache without a hand-kept module list.
 DERIVING_PACKAGES = ("arch", "constraints", "objectives", "solver")
+#: Single modules outside those packages that derived artefacts also depend on.
+DERIVING_MODULES = ("devices/precision.py",)
 _ROOT = Path(__file__).resolve().parent
 
 
 def source_files(root: Path | None = None) -> list[Path]:
-    """The ``.py`` files of :data:`DERIVING_PACKAGES` under ``root`` (the installed package), sorted."""
+    """The ``.py`` files of :data:`DERIVING_PACKAGES` and :data:`DERIVING_MODULES` under ``root`` (the installed
+    package), sorted."""
     root = root or _ROOT
-    return sorted(p for pkg in DERIVING_PACKAGES for p in (root / pkg).rglob("*.py"))
+    files = [p for pkg in DERIVING_PACKAGES for p in (root / pkg).rglob("*.py")]
+    return sorted(files + [root / m for m in DERIVING_MODULES if (root / m).is_file()])
 
 
 def source_key(tag: str, *modules: ModuleType) -> str:

@@ -218,7 +218,8 @@ def _run(device: Device | None, quick: bool, torch_device: str, progress, clock:
     import torch
 
     from .api import from_mapping
-    from .devices.calibrate import _memory_capacity, local_device
+    from .devices.calibrate import local_device
+    from .devices.measurements import memory_capacity
 
     say = progress or (lambda step, frac: None)
     load_start = _load()
@@ -234,7 +235,7 @@ def _run(device: Device | None, quick: bool, torch_device: str, progress, clock:
         from .devices.calibrate_session import Session
 
         say("setting up calibration", 0.0)
-        session = Session(_memory_capacity(), None, gemm_budget=0.25 * ROUNDS["quick" if quick else "full"][3])
+        session = Session(memory_capacity(), None, gemm_budget=0.25 * ROUNDS["quick" if quick else "full"][3])
     rounds = _rounds(benches, session, "quick" if quick else "full", say)
     if session is not None:
         device = local_device(session.measurements(clock))

@@ -11,7 +11,7 @@ import pytest
 import rooflaw.devices.power as P
 from rooflaw import get_device
 from rooflaw.constraints.assembly import energy_coefficients
-from rooflaw.constraints.precision import Precision
+from rooflaw.devices.precision import Precision
 from rooflaw.errors import RooflawError
 from rooflaw.units import parse_power
 from tests.cli_helpers import run_cli

@@ -10,8 +10,8 @@ import rooflaw as R
 from rooflaw.constraints.parallel import batch_sweep, evaluate_layout, layout_columns, max_batch, parse_layout
 from rooflaw.constraints.parallel.layout import Layout
 from rooflaw.constraints.parallel.serving import _sharded
-from rooflaw.constraints.precision import Precision
 from rooflaw.constraints.roofline import complete_columns
+from rooflaw.devices.precision import Precision
 from rooflaw.devices.system import get_system, single
 from rooflaw.errors import RooflawError
 

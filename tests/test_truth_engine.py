@@ -13,8 +13,8 @@ from rooflaw.cli import main
 from rooflaw.constraints import assembly as A
 from rooflaw.constraints import fit_efficiency as fe
 from rooflaw.constraints.engines import applied, decode_linear_inv, get_engine, prefill_pad
-from rooflaw.constraints.precision import Precision
 from rooflaw.constraints.published import load_cases
+from rooflaw.devices.precision import Precision
 from rooflaw.solver import Problem
 
 DATA = Path("/work/shared/data/measured/published.csv")

@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 
 from rooflaw import Precision, Workload, evaluate, from_hf_config, get_device
-from rooflaw.constraints.precision import FORMATS
 from rooflaw.constraints.published import load_cases
+from rooflaw.devices.precision import FORMATS
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "measured" / "published.csv"
 for cand in (DATA, Path("/work/shared/data/measured/published.csv")):
@@ -83,8 +83,8 @@ def _gguf_row(version: str, ref: str = "") -> dict[str, str]:
 def test_llamacpp_prompt_path_follows_the_build():
     """Builds before llama.cpp PR #8075 (2024-06-24) dequantise GGUF to F16 and run cuBLAS for prompts > 32 tokens."""
     from rooflaw.constraints.engines import mixed_input
-    from rooflaw.constraints.precision import FORMATS, Format, Precision
     from rooflaw.constraints.published import llamacpp_prompt_precision
+    from rooflaw.devices.precision import FORMATS, Format, Precision
 
     q = Format("gguf", 0.6, "int8", "Q4_K_M", True)
     prec = Precision(q, FORMATS["int8"], FORMATS["fp16"], q)

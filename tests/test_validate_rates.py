@@ -122,7 +122,7 @@ def test_gp_branch_charges_kernels_per_expert_with_its_coverage_stand_ins():
     bounds = {"l": (2, 4), "d": (256, 512), "r": (2, 2), "rho": (rho, rho), "gqa": (1, 1)}
     wl = Workload(2, 16, 3)
     x = {"l": l, "d": 256.0, "r": 2.0, "rho": rho, "gqa": 1.0}
-    from rooflaw.constraints.precision import Precision
+    from rooflaw.devices.precision import Precision
 
     prec = Precision.parse("fp32")
     eager = build_branch(dev, wl, prec, space_fixed(space), "moe", K, 1, bounds, engine="torch-eager")

@@ -1,8 +1,8 @@
 """Constraints: the roofline cost model (latency per phase, memory, energy) and precision formats."""
 
+from ..devices.precision import FORMATS, Format, Precision
 from .engines import ENGINE_NAMES, Applied, EngineProfile, applied, get_engine
 from .gemm import GemmCost, gemm
-from .precision import FORMATS, Format, Precision
 from .roofline import PRESETS, CostReport, OpCost, complete_columns, decode_steps, evaluate, evaluate_columns
 from .workload import Workload
 

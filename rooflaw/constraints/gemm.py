@@ -7,8 +7,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from ..devices.device import Device
+from ..devices.precision import Precision
 from ..errors import bad
-from .precision import Precision
 
 
 def tile_rows(M, tile_m: int):

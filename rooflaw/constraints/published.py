@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..arch import Architecture, from_hf_config
+from ..devices.precision import FORMATS, Format, Precision
 from ..errors import RooflawError
 from .engines import get_engine
-from .precision import FORMATS, Format, Precision
 from .workload import Workload
 
 #: Hugging Face model id (lower case, quantised-checkpoint prefixes dropped) -> bundled config.

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..arch.architecture import COLUMNS, STACK_COLUMNS, Architecture
 from ..devices.device import Device
+from ..devices.precision import Precision
 from ..errors import bad
 from . import assembly as A
 from . import operators as O
@@ -26,7 +27,6 @@ from .assembly import sum_max_affine
 from .compile import ARG_NAMES, Compiled, compile_preset
 from .engines import Applied, EngineProfile, applied, decode_linear_inv, experts_touched, prefill_pad
 from .gemm import gemv_inverse_rate, tile_efficiency
-from .precision import Precision
 from .workload import Workload
 
 #: Names of the presets (the registry is :data:`assembly.PRESETS`).

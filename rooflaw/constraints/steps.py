@@ -14,9 +14,9 @@ import numpy as np
 
 from ..arch.architecture import Architecture
 from ..devices.device import Device
+from ..devices.precision import Precision
 from . import assembly as A
 from .engines import EngineProfile, applied
-from .precision import Precision
 from .workload import Workload
 
 #: Rows (steps) per compiled call: bounds the temporary arrays (~ a few hundred per row) whatever S_out is.

@@ -36,7 +36,6 @@ import math
 import os
 import platform
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -45,57 +44,9 @@ from ..errors import RooflawError, bad
 from .calibrate_torch import _K, _M_GEMM, _N, release_weights, use_clock
 from .device import DTYPES, Device
 from .device_file import _FIELD_TO_KEY, _SCALAR_KEYS, SCHEMA_VERSION
+from .measurements import Measurements, memory_capacity
 
 __all__ = ["Measurements", "calibrate", "measure", "save_device_toml", "device_toml"]
-
-
-@dataclass(frozen=True)
-class Measurements:
-    """Raw results of :func:`measure` (SI units)."""
-
-    gemm_flops: float  #: float32 GEMM FLOP/s
-    gemm_n: int  #: matrix size used
-    memory_bandwidth: float  #: bytes/s
-    copy_bandwidth: float  #: bytes/s of the copy kernel (2 x nbytes per call)
-    read_bandwidth: float  #: bytes/s of the sum kernel (nbytes per call)
-    array_bytes: int  #: size of the bandwidth array
-    vector_flops: float  #: float32 elementwise FLOP/s
-    memory_capacity: float  #: bytes
-    threads: int  #: logical CPUs
-    op_overhead: float = 0.0  #: seconds per eager torch op (0: torch not installed)
-    gemm16_flops: float = 0.0  #: bf16 torch ``F.linear`` FLOP/s (0: torch not installed)
-    torch_gemm_flops: float = 0.0  #: fp32 torch ``F.linear`` FLOP/s, 128 tokens, cold weights (0: no torch)
-    gemv_bandwidth: float = 0.0  #: bytes/s of a one-token fp32 GEMV over cold weights (0: no torch)
-    torch_threads: int = 0  #: torch intra-op threads the torch figures were measured with (0: no torch)
-    gemm_half_rows: float = 0.0  #: rows at which torch fp32 ``F.linear`` runs at half its large-M rate (0: none)
-    gemv_half_k: float = 0.0  #: inner dimension at which a one-token GEMV streams at half its long-row rate
-    clock: str = "wall"  #: the clock the timings read (``wall`` or thread ``cpu`` time)
-    gemv16_bandwidth: float = 0.0  #: bytes/s of a one-token bf16 GEMV over cold weights (0: no torch)
-    gemv16_half_k: float = 0.0  #: its K curve, as ``gemv_half_k``
-
-    @property
-    def linear_flops(self) -> float:
-        """The fp32 GEMM roof: torch's rate when measured (what eager decoders run), else numpy's."""
-        return self.torch_gemm_flops or self.gemm_flops
-
-    @property
-    def stream_bandwidth(self) -> float:
-        """The bandwidth roof: torch's decode GEMV when measured, else numpy's copy/read."""
-        return self.gemv_bandwidth or self.memory_bandwidth
-
-
-def _memory_capacity() -> float:
-    try:
-        with open("/proc/meminfo", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("MemTotal:"):
-                    return float(line.split()[1]) * 1024.0
-    except OSError:
-        pass
-    try:
-        return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-    except (ValueError, OSError, AttributeError):
-        raise RooflawError("calibrate: cannot read the memory capacity of this machine") from None
 
 
 Progress = Callable[[str, float], None]
@@ -126,7 +77,7 @@ def _measure(seconds: float, progress: Progress | None, threads: int | None, clo
 
     say = progress or (lambda step, frac: None)
     say("setting up (weights, arrays, probe decoders)", 0.0)
-    session = Session(_memory_capacity(), threads, gemm_budget=0.25 * seconds)
+    session = Session(memory_capacity(), threads, gemm_budget=0.25 * seconds)
     for r in range(ROUNDS):
         session.sample(seconds / ROUNDS, lambda step, frac, r=r: say(step, 0.05 + 0.95 * (r + frac) / ROUNDS))
     return session.measurements(clock)

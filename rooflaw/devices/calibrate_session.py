@@ -6,7 +6,7 @@ round's budget (tens of ms: as long as ``validate``'s samples of a prefill or a 
 **best** sample over the rounds. :func:`.calibrate.measure` runs one session in one go;
 ``rooflaw validate`` runs one round of it between each round of its own measurements (in a shuffled order), so
 that calibration and measurement sample the same stretch of time -- the same frequency, co-tenants and cache
-state -- and both keep their best. The figures (:class:`.calibrate.Measurements`) are computed from the bests.
+state -- and both keep their best. The figures (:class:`.measurements.Measurements`) are computed from the bests.
 """
 
 from __future__ import annotations
@@ -159,8 +159,8 @@ class Session:
             self._keep("probe_hi", hi / n)
 
     def measurements(self, clock: str = "wall"):
-        """The figures (:class:`.calibrate.Measurements`) from the best times of every round so far."""
-        from .calibrate import Measurements
+        """The figures (:class:`.measurements.Measurements`) from the best times of every round so far."""
+        from .measurements import Measurements
 
         b = self.best
         copy_bw, read_bw = 2.0 * self.src.nbytes / b["copy"], self.src.nbytes / b["sum"]

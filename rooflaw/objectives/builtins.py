@@ -6,6 +6,7 @@ list`` stays light); :func:`get_law` builds the sympy law on first use.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -190,14 +191,27 @@ def builtin_laws() -> list[Builtin]:
     return list(_BUILDERS.values())
 
 
+_WRAP = re.compile(r"precision(?:-(w|wa|wakv))?\(\s*([A-Za-z0-9_.\-]+)\s*\)")
+
+
+def parse_wrapper(text: str) -> LossLaw | None:
+    """``precision(<law name>)`` (also ``precision-w(…)``, ``precision-wa(…)``) as a law; None for other text.
+    Read with a regular expression, never evaluated; the inner name must be a built-in law."""
+    m = _WRAP.fullmatch(text.strip())
+    if m is None:
+        return None
+    from .precision_law import precision_aware
+
+    parts = {None: ("w", "a", "kv"), "w": ("w",), "wa": ("w", "a"), "wakv": ("w", "a", "kv")}[m.group(1)]
+    return precision_aware(get_law(m.group(2)), parts)
+
+
 def get_law(name_or_expr: str, **kwargs) -> LossLaw:
     """A built-in law by name, or a user law from an expression (see ``parse_law`` for kwargs)."""
     if not isinstance(name_or_expr, str):
         raise RooflawError(f"law={name_or_expr!r}: expected a name or an expression string")
     key = name_or_expr.strip()
     if key.startswith("precision") and "(" in key and not kwargs:
-        from .precision_law import parse_wrapper
-
         wrapped = parse_wrapper(key)
         if wrapped is not None:
             return wrapped

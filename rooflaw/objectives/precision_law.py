@@ -19,12 +19,12 @@ constants are the paper's, the base law's coefficients are the base law's own (t
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
 import sympy
 
+from ..devices.precision import Precision
 from ..errors import RooflawError, bad
 from .law import LossLaw, param_symbol
 from .variables import symbol
@@ -43,7 +43,6 @@ KUMAR_SOURCE = (
 )
 #: Bits the paper trained at (3-16): outside, the wrapper extrapolates.
 BITS_DOMAIN = (3.0, 16.0)
-_WRAP = re.compile(r"precision(?:-(w|wa|wakv))?\(\s*([A-Za-z0-9_.\-]+)\s*\)")
 
 
 def precision_aware(base: LossLaw, parts: tuple[str, ...] = ("w", "a", "kv"),
@@ -87,24 +86,9 @@ def precision_aware(base: LossLaw, parts: tuple[str, ...] = ("w", "a", "kv"),
     )
 
 
-def parse_wrapper(text: str) -> LossLaw | None:
-    """``precision(<law name>)`` (also ``precision-w(…)``, ``precision-wa(…)``) as a law; None for other text.
-    Read with a regular expression, never evaluated; the inner name must be a built-in law."""
-    m = _WRAP.fullmatch(text.strip())
-    if m is None:
-        return None
-    from .builtins import get_law
-
-    parts = {None: ("w", "a", "kv"), "w": ("w",), "wa": ("w", "a"), "wakv": ("w", "a", "kv")}[m.group(1)]
-    return precision_aware(get_law(m.group(2)), parts)
-
-
 def precision_bits(precision: Any) -> dict[str, float]:
     """``P_w``, ``P_a``, ``P_kv``: bits per element of a precision's formats, scale overhead included."""
-    from ..constraints.precision import Precision
-
-    p = Precision.parse(precision)
-    return {"P_w": 8.0 * p.weights.bytes, "P_a": 8.0 * p.activations.bytes, "P_kv": 8.0 * p.kv.bytes}
+    return Precision.parse(precision).bits
 
 
 def bind_precision(law: LossLaw, precision: Any, allow_extrapolation: bool = False) -> LossLaw:

@@ -13,6 +13,7 @@ import numpy as np
 import sympy
 
 from ..arch.architecture import COLUMNS, param_counts
+from ..devices.precision import Precision
 from ..errors import RooflawError
 
 #: name -> description of every variable a law may use.
@@ -91,7 +92,5 @@ def law_inputs(columns: Mapping[str, Any], tokens: Any = None, precision: Any = 
     if tokens is not None:
         out["D"] = _arr(tokens, "tokens")
     if precision is not None:
-        from .precision_law import precision_bits
-
-        out |= {k: np.asarray(v) for k, v in precision_bits(precision).items()}
+        out |= {k: np.asarray(v) for k, v in Precision.parse(precision).bits.items()}
     return out

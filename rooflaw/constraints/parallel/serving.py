@@ -34,11 +34,11 @@ from typing import Any
 import numpy as np
 
 from ...arch.architecture import param_counts
+from ...devices.precision import Precision
 from ...devices.system import System
 from .. import assembly as A
 from .. import operators as O
 from ..engines import applied
-from ..precision import Precision
 from ..roofline import _evaluate_chunk, complete_columns, evaluate_columns
 from ..workload import Workload
 from . import collectives as C

@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
+from ...devices.precision import Precision
 from ...devices.system import System
 from ...errors import bad
-from ..precision import Precision
 from ..roofline import complete_columns, evaluate
 from ..workload import Workload
 from . import shard
