@@ -134,7 +134,10 @@ def _curves_dict(c) -> dict:
             "kernel_s",
             "half_rows",
             "attention",
+            "attention_fp8",
             "attention_memory",
+            "attention_tile_s",
+            "decode_tile_s",
             "moe",
             "launch",
         )

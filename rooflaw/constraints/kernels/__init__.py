@@ -54,7 +54,14 @@ class KernelCurves:
     kernel_s: float
     half_rows: float = 0.0
     attention: float = 1.0
+    #: achieved fraction of the fp8 peak of a prefill attention kernel whose math runs in fp8 (0: ``attention``)
+    attention_fp8: float = 0.0
     attention_memory: float = 1.0
+    #: seconds each wave of prefill-attention CTAs (query tiles x heads x sequences over the SMs) costs beyond its
+    #: FLOPs: loading Q, the softmax epilogue and writing O of a tile
+    attention_tile_s: float = 0.0
+    #: seconds each wave of decode-attention CTAs (one per sequence and head) costs beyond its KV reads
+    decode_tile_s: float = 0.0
     moe: float = 1.0
     #: extra fixed seconds per ``"<framework>/<op>"`` on top of ``kernel_s`` (op: a ``compute`` key or an attention
     #: family): the quantise kernels and host work an engine runs with a GEMM (``"trtllm/fp8"``), its attention
@@ -136,7 +143,10 @@ def curves_from_dict(name: str, d: dict[str, Any]) -> KernelCurves:
         kernel_s=float(d["kernel_s"]),
         half_rows=float(d.get("half_rows", 0.0)),
         attention=float(d.get("attention", 1.0)),
+        attention_fp8=float(d.get("attention_fp8", 0.0)),
         attention_memory=float(d.get("attention_memory", 1.0)),
+        attention_tile_s=float(d.get("attention_tile_s", 0.0)),
+        decode_tile_s=float(d.get("decode_tile_s", 0.0)),
         moe=float(d.get("moe", 1.0)),
         launch={k: float(v) for k, v in d.get("launch", {}).items()},
         collectives=coll,
@@ -172,4 +182,5 @@ def curves_for(device: Any) -> KernelCurves | None:
 
 
 # The families, in fit order (GEMM first: later families hold its figures fixed).
-from . import gemm as _gemm  # noqa: E402,F401
+from . import gemm as _gemm  # noqa: E402,F401,I001  (attention imports gemm too)
+from . import attention as _attention  # noqa: E402,F401

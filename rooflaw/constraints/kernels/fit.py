@@ -44,6 +44,9 @@ _BOUNDS = {
     "compute": (0.6, 0.01, 1.5, 1.0),
     "memory": (0.8, 0.05, 1.5, 1.0),
     "attention": (0.5, 0.01, 1.5, 1.0),
+    "attention_fp8": (0.5, 0.01, 1.5, 1.0),
+    "attention_tile_s": (1e-6, 0.0, 1e-3, 1e-6),
+    "decode_tile_s": (1e-6, 0.0, 1e-3, 1e-6),
     "attention_memory": (0.7, 0.05, 1.5, 1.0),
     "moe": (0.7, 0.01, 1.5, 1.0),
     "kernel_s": (3e-6, 0.0, 1e-3, 1e-5),
@@ -122,13 +125,12 @@ def initial_curves(architecture: str) -> KernelCurves:
 # ---- data prepared once per (GPU, family) -------------------------------------------------------------
 @dataclass
 class Prepared:
-    """A family's rows of one GPU: all of them and a seeded sample for the fit, each with its prepared terms."""
+    """A family's rows of one GPU: all of them, and the seeded sample the fit uses with its prepared terms."""
 
     gpu: GPU
     rows: pd.DataFrame
-    terms: Any
     sample: np.ndarray  #: positions (into ``rows``) of the rows the fit uses
-    sample_terms: Any
+    sample_terms: Any  #: ``family.prepare`` of those rows (``None`` without one)
 
 
 def _evaluate(fam: Family, terms: Any, rows: pd.DataFrame, dev: Device, c: KernelCurves) -> np.ndarray:
@@ -136,22 +138,6 @@ def _evaluate(fam: Family, terms: Any, rows: pd.DataFrame, dev: Device, c: Kerne
     if fam.evaluate is not None:
         return np.asarray(fam.evaluate(terms, dev, c), dtype=np.float64)
     return np.asarray(fam.predict(rows, dev, c), dtype=np.float64) * 1e-3
-
-
-def _take(terms: Any, idx: np.ndarray) -> Any:
-    if dataclasses.is_dataclass(terms):
-        return dataclasses.replace(
-            terms,
-            **{
-                f.name: (
-                    getattr(terms, f.name)[idx]
-                    if isinstance(getattr(terms, f.name), np.ndarray)
-                    else getattr(terms, f.name)
-                )
-                for f in dataclasses.fields(terms)
-            },
-        )
-    return terms
 
 
 def prepare(gpus: Sequence[GPU], fam: Family, sample: int, seed: int = 0) -> list[Prepared]:
@@ -167,9 +153,8 @@ def prepare(gpus: Sequence[GPU], fam: Family, sample: int, seed: int = 0) -> lis
             pos = grp.index.to_numpy()
             idx.append(pos if len(pos) <= sample else np.sort(rng.choice(pos, sample, replace=False)))
         samp = np.sort(np.concatenate(idx))
-        terms = fam.prepare(rows, g.device) if fam.prepare is not None else None
-        sterms = _take(terms, samp) if terms is not None else None
-        out.append(Prepared(g, rows, terms, samp, sterms))
+        sterms = fam.prepare(rows.iloc[samp].reset_index(drop=True), g.device) if fam.prepare is not None else None
+        out.append(Prepared(g, rows, samp, sterms))
     return out
 
 
@@ -353,7 +338,16 @@ def _toml_key(k: str) -> str:
 def curves_table(c: KernelCurves) -> str:
     """The ``[curves.<architecture>]`` TOML table of ``c``."""
     lines = [f"[curves.{_toml_key(c.architecture)}]"]
-    for name in ("memory", "kernel_s", "half_rows", "attention", "attention_memory", "moe"):
+    for name in (
+        "memory",
+        "kernel_s",
+        "half_rows",
+        "attention",
+        "attention_fp8",
+        "attention_memory",
+        "attention_tile_s",
+        "moe",
+    ):
         lines.append(f"{name} = {_toml_value(getattr(c, name))}")
     for name in ("compute", "launch", "bands"):
         d = getattr(c, name)

@@ -63,14 +63,22 @@ def launch_s(curves: KernelCurves, op: str, framework: str | None = None) -> flo
     return curves.kernel_s + (min(extra.values()) if extra else 0.0)
 
 
-def tile_wave_efficiency(M: Any, N: Any, groups: Any, device: Device) -> np.ndarray:
-    """Best tile × wave efficiency over :data:`TILE_MENU` of ``groups`` M×N GEMMs on ``device`` (arrays)."""
+def tile_wave(M: Any, N: Any, groups: Any, device: Device) -> tuple[np.ndarray, np.ndarray]:
+    """(tile, wave) efficiency of the :data:`TILE_MENU` tile whose product is best for ``groups`` M×N GEMMs."""
     dev = dataclasses.replace(device, gemm_half_rows=0.0)
-    best = np.zeros(np.broadcast(np.asarray(M), np.asarray(N), np.asarray(groups)).shape)
+    shape = np.broadcast(np.asarray(M), np.asarray(N), np.asarray(groups)).shape
+    best_t, best_w = np.zeros(shape), np.ones(shape)
     for tile in TILE_MENU:
         te, we = tile_efficiency(M, N, groups, dataclasses.replace(dev, tile=tile))
-        best = np.maximum(best, te * we)
-    return best
+        better = te * we > best_t * best_w
+        best_t, best_w = np.where(better, te, best_t), np.where(better, we, best_w)
+    return best_t, best_w
+
+
+def tile_wave_efficiency(M: Any, N: Any, groups: Any, device: Device) -> np.ndarray:
+    """Best tile × wave efficiency over :data:`TILE_MENU` of ``groups`` M×N GEMMs on ``device`` (arrays)."""
+    te, we = tile_wave(M, N, groups, device)
+    return te * we
 
 
 def rows_ramp(M: Any, half_rows: float) -> np.ndarray:

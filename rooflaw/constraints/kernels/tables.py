@@ -10,6 +10,7 @@ row keeps its own columns plus ``table``, ``framework``, ``version`` (from the f
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,14 +65,14 @@ def _read_csv(path: Path, gpu: str, framework: str, version: str, table: str) ->
     return Table(gpu, framework, version, table, path, df)
 
 
-def _framework_folder(folder: Path, gpu: str) -> list[Table]:
+def _framework_folder(folder: Path, gpu: str, only: frozenset[str] | None = None) -> list[Table]:
     m = _FOLDER.match(folder.name)
     if m is None:
         raise _fail(folder, "folder name is not <framework>-<version> (e.g. trtllm-1.3.0rc20)")
     out = []
     for p in sorted(folder.iterdir()):
         name = _table_name(p)
-        if name is None:
+        if name is None or (only is not None and name not in only):
             continue
         out.append(_read_csv(p, gpu, m["framework"], m["version"], name))
     return out
@@ -81,28 +82,30 @@ def _is_framework_folder(p: Path) -> bool:
     return p.is_dir() and _FOLDER.match(p.name) is not None and any(_table_name(c) for c in p.iterdir())
 
 
-def _gpu_folder(folder: Path) -> list[Table]:
+def _gpu_folder(folder: Path, only: frozenset[str] | None = None) -> list[Table]:
     out = []
     for sub in sorted(folder.iterdir()):
         if sub.is_dir() and _FOLDER.match(sub.name):
-            out.extend(_framework_folder(sub, folder.name))
+            out.extend(_framework_folder(sub, folder.name, only))
     return out
 
 
-def read_tables(path: str | Path) -> list[Table]:
-    """Every measured table under ``path`` (root, GPU folder or framework folder); raises if there is none."""
+def read_tables(path: str | Path, only: Iterable[str] | None = None) -> list[Table]:
+    """Every measured table under ``path`` (root, GPU folder or framework folder) -- or those named in ``only``
+    (``gemm_perf`` ...); raises if there is none."""
     root = Path(path)
     if not root.exists():
         raise _fail(root, "no such folder")
     if not root.is_dir():
         raise _fail(root, "not a folder")
+    want = frozenset(only) if only is not None else None
     try:
         if _is_framework_folder(root):
-            tables = _framework_folder(root, "")
+            tables = _framework_folder(root, "", want)
         elif any(c.is_dir() and _FOLDER.match(c.name) for c in root.iterdir()):
-            tables = _gpu_folder(root)
+            tables = _gpu_folder(root, want)
         else:
-            tables = [t for c in sorted(root.iterdir()) if c.is_dir() for t in _gpu_folder(c)]
+            tables = [t for c in sorted(root.iterdir()) if c.is_dir() for t in _gpu_folder(c, want)]
     except PermissionError as e:
         raise _fail(Path(e.filename or root), "permission denied") from None
     if not tables:
