@@ -282,3 +282,4 @@ def _write_and_show(dev, out: Optional[Path], as_json: bool) -> None:
 from . import fit_efficiency as _fit_efficiency  # noqa: E402,F401  (registers `devices fit-efficiency`)
 from . import systems as _systems  # noqa: E402,F401  (registers `devices systems`)
 from . import validate as _validate  # noqa: E402,F401  (registers `validate`)
+from . import kernels as _kernels  # noqa: E402,F401  (registers `devices fit-kernels` and `devices check-kernels`)

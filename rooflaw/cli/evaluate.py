@@ -290,10 +290,15 @@ def gemm_cmd(
     k: int = typer.Option(..., "--k", help="Reduction dimension."),
     dtype: str = typer.Option("fp32", help="Element format of A, B and C."),
     device: str = typer.Option("h100-sxm", help="Catalog id or device TOML file."),
+    engine: str = typer.Option(
+        "kernels", "--engine", help="kernels: the device's kernel curves where it has them; ideal: the pure roofline."
+    ),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Arithmetic intensity, bound and time of one GEMM (bytes count A, B and the C write)."""
-    g = api.gemm(m, n, k, api.get_device(device), dtype)
+    if engine not in ("kernels", "ideal"):
+        raise bad("--engine", engine, "use kernels (the device's kernel curves) or ideal (the pure roofline)")
+    g = api.gemm(m, n, k, api.get_device(device), dtype, curves="auto" if engine == "kernels" else "ideal")
     if as_json:
         print_json(g.to_dict())
         return
@@ -304,5 +309,8 @@ def gemm_cmd(
         ["ridge point", f"{d['ridge']:.4g} FLOP/B"], ["bound", d["bound"]], ["time", fmt_time(d["seconds"])],
         ["compute time", fmt_time(d["compute_seconds"])], ["memory time", fmt_time(d["memory_seconds"])],
         ["tile efficiency", f"{d['tile_efficiency']:.1%}"], ["wave efficiency", f"{d['wave_efficiency']:.1%}"],
+        ["priced on", f"{d['curves']} kernel curves" if d["curves"] else "pure roofline"],
     ]  # fmt: skip
+    if d["curves"]:
+        rows.insert(6, ["fixed kernel time", fmt_time(d["kernel_seconds"])])
     console.print(table(f"GEMM {m}×{n}×{k} ({g.dtype}) on {g.device}", ["quantity", "value"], rows))

@@ -93,22 +93,46 @@ class GemmCost:
     wave_efficiency: float
     ridge: float
     device: str
+    #: the kernel curves that priced it (``"hopper"``, ``"generic"``), or ``""``: the pure roofline
+    curves: str = ""
+    #: fixed seconds of the kernel call (the curves' ``kernel_s`` plus the dtype's extra; 0 on the pure roofline)
+    kernel_seconds: float = 0.0
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
-def gemm(m: int, n: int, k: int, device: Device, dtype: str = "fp32", tiles: bool = True) -> GemmCost:
-    """Roofline cost of one GEMM with all three matrices in ``dtype``.
+#: GEMM element formats -> the measured kernel dtype whose curves price them (``kernels.gemm.GEMM_DTYPES``)
+KERNEL_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8", "nvfp4": "nvfp4", "int8": "int8",
+                 "int8wo": "int8_wo", "int4": "int4_wo", "awq": "int4_wo", "gptq": "int4_wo"}  # fmt: skip
 
-    bytes = (M·K + K·N + M·N)·b -- the output write counts (the seed documents' sample omits
-    it, which is why it prints wrong intensities). Compute time is divided by the tile and wave
-    efficiency of the device's GEMM tile over its SMs when ``tiles`` is set (see :func:`tile_efficiency`).
+
+def gemm(
+    m: int, n: int, k: int, device: Device, dtype: str = "fp32", tiles: bool = True, curves: str = "auto"
+) -> GemmCost:
+    """Cost of one GEMM with all three matrices in ``dtype``.
+
+    ``curves="auto"``: priced on the device's kernel curves (:func:`rooflaw.constraints.kernels.curves_for`) when it
+    has them and the format has a measured kernel (bf16/fp16, fp8, nvfp4, int8, weight-only int4/int8): the achieved
+    fraction of the dtype's peak with the library's best tile and wave quantisation, achieved bandwidth, and a
+    fixed per-kernel latency (:mod:`rooflaw.constraints.kernels.gemm`; bytes as that kernel moves them, scales
+    included, bf16 output). ``curves="ideal"`` (or a device or format without curves): the pure roofline --
+    bytes = (M·K + K·N + M·N)·b, the output write counted (the seed documents' sample omits it, which is why it
+    prints wrong intensities), compute time divided by the tile and wave efficiency of the device's GEMM tile
+    over its SMs when ``tiles`` is set (see :func:`tile_efficiency`).
     """
     for key, v in (("m", m), ("n", n), ("k", k)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v <= 0:
             raise bad(key, v, "must be a positive integer")
+    if curves not in ("auto", "ideal"):
+        raise bad("curves", curves, "use auto (the device's kernel curves) or ideal (the pure roofline)")
     fmt = Precision.parse(dtype).weights
+    if curves == "auto" and fmt.name in KERNEL_DTYPES:
+        from .kernels import curves_for
+
+        c = curves_for(device)
+        if c is not None:
+            return _gemm_on_curves(m, n, k, device, fmt.name, c)
     flops = 2.0 * m * n * k
     byts = (m * k + k * n + m * n) * fmt.bytes
     dt, peak = device.roof(fmt.dtype)
@@ -132,4 +156,38 @@ def gemm(m: int, n: int, k: int, device: Device, dtype: str = "fp32", tiles: boo
         wave_eff,
         peak / device.memory_bandwidth,
         device.id,
+    )
+
+
+def _gemm_on_curves(m: int, n: int, k: int, device: Device, fmt: str, c) -> GemmCost:
+    import pandas as pd
+
+    from .kernels import gemm as kg
+
+    rows = pd.DataFrame({"m": [m], "n": [n], "k": [k], "gemm_dtype": [KERNEL_DTYPES[fmt]], "framework": [""]})
+    t = kg.terms(rows, device)
+    key = t.labels[0][0]
+    rate = float(t.peak[0]) * kg.compute_fraction(c, key) * float(kg.rows_ramp(m, c.half_rows))
+    tc = float(t.flops[0]) / (rate * float(t.eff[0]))
+    tmem = float(t.bytes[0]) / (device.memory_bandwidth * c.memory)
+    lat = kg.launch_s(c, key, None)
+    te, we = (float(x) for x in kg.tile_wave(m, n, 1, device))
+    return GemmCost(
+        m,
+        n,
+        k,
+        fmt,
+        float(t.flops[0]),
+        float(t.bytes[0]),
+        float(t.flops[0] / t.bytes[0]),
+        "compute" if tc >= tmem else "memory",
+        max(tc, tmem) + lat,
+        tc,
+        tmem,
+        te,
+        we,
+        float(t.peak[0]) / device.memory_bandwidth,
+        device.id,
+        c.architecture,
+        lat,
     )

@@ -54,8 +54,19 @@ class KernelCurves:
     kernel_s: float
     half_rows: float = 0.0
     attention: float = 1.0
+    #: achieved fraction of the fp8 peak of a prefill attention kernel whose math runs in fp8 (0: ``attention``)
+    attention_fp8: float = 0.0
     attention_memory: float = 1.0
+    #: seconds each wave of prefill-attention CTAs (query tiles x heads x sequences over the SMs) costs beyond its
+    #: FLOPs: loading Q, the softmax epilogue and writing O of a tile
+    attention_tile_s: float = 0.0
+    #: seconds each wave of decode-attention CTAs (one per sequence and head) costs beyond its KV reads
+    decode_tile_s: float = 0.0
     moe: float = 1.0
+    #: extra fixed seconds per ``"<framework>/<op>"`` on top of ``kernel_s`` (op: a ``compute`` key or an attention
+    #: family): the quantise kernels and host work an engine runs with a GEMM (``"trtllm/fp8"``), its attention
+    #: kernel's prologue (``"vllm/generation_attention"``). An engine the curves do not name gets the smallest.
+    launch: dict[str, float] = field(default_factory=dict)
     collectives: dict[str, CollectiveCurve] = field(default_factory=dict)
     bands: dict[str, tuple[float, float]] = field(default_factory=dict)
     provenance: dict[str, Any] = field(default_factory=dict)
@@ -81,6 +92,13 @@ class Family:
     tables: tuple[str, ...]
     params: tuple[str, ...]
     predict: Callable[..., Any]
+    #: ``used(rows) -> params``: the figures a table's rows determine (those ``params`` its dtypes touch plus
+    #: per-engine ``launch.<framework>/<op>`` entries); ``None``: all of ``params``.
+    used: Callable[..., tuple[str, ...]] | None = None
+    #: ``prepare(rows, device) -> terms`` and ``evaluate(terms, device, curves) -> seconds``: the curve-independent
+    #: part of ``predict`` computed once, so a fit re-evaluates only the curves (``None``: the fit calls ``predict``).
+    prepare: Callable[..., Any] | None = None
+    evaluate: Callable[..., Any] | None = None
 
 
 #: name -> Family, in fit order (see :func:`register`).
@@ -96,3 +114,73 @@ def register(family: Family) -> Family:
 def family_of_table(table: str) -> Family | None:
     """The family that prices measured table ``table`` (e.g. ``gemm_perf``), or ``None``."""
     return next((f for f in FAMILIES.values() if table in f.tables), None)
+
+
+# ---- the shipped catalog --------------------------------------------------------------------------
+import sys  # noqa: E402
+from functools import lru_cache  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+#: The fitted curves shipped in the package (written by ``rooflaw devices fit-kernels --write-catalog``).
+CATALOG = Path(__file__).with_name("kernel_curves.toml")
+GENERIC = "generic"
+
+
+def curves_from_dict(name: str, d: dict[str, Any]) -> KernelCurves:
+    """A :class:`KernelCurves` from one ``[curves.<name>]`` table of the catalog."""
+    coll = {
+        k: CollectiveCurve(float(v["latency"]), float(v["efficiency"])) for k, v in d.get("collectives", {}).items()
+    }
+    return KernelCurves(
+        architecture=name,
+        compute={k: float(v) for k, v in d.get("compute", {}).items()},
+        memory=float(d["memory"]),
+        kernel_s=float(d["kernel_s"]),
+        half_rows=float(d.get("half_rows", 0.0)),
+        attention=float(d.get("attention", 1.0)),
+        attention_fp8=float(d.get("attention_fp8", 0.0)),
+        attention_memory=float(d.get("attention_memory", 1.0)),
+        attention_tile_s=float(d.get("attention_tile_s", 0.0)),
+        decode_tile_s=float(d.get("decode_tile_s", 0.0)),
+        moe=float(d.get("moe", 1.0)),
+        launch={k: float(v) for k, v in d.get("launch", {}).items()},
+        collectives=coll,
+        bands={k: (float(v[0]), float(v[1])) for k, v in d.get("bands", {}).items()},
+        provenance=dict(d.get("provenance", {})),
+    )
+
+
+@lru_cache(maxsize=8)
+def load_curves(path: str | None = None) -> dict[str, KernelCurves]:
+    """Architecture name -> :class:`KernelCurves` of the catalog at ``path`` (default: the shipped one); empty when
+    the file does not exist."""
+    from ...errors import RooflawError
+
+    p = Path(path) if path else CATALOG
+    if not p.is_file():
+        return {}
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+        return {name: curves_from_dict(name, d) for name, d in data.get("curves", {}).items()}
+    except (tomllib.TOMLDecodeError, KeyError, TypeError, ValueError) as e:
+        raise RooflawError(f"kernel curves {str(p)!r}: {type(e).__name__}: {e}") from None
+
+
+def curves_for(device: Any) -> KernelCurves | None:
+    """The curves that price ``device``: its architecture's, else the pooled ``generic`` ones; ``None`` for a device
+    with no ``architecture`` (or when the catalog holds neither)."""
+    arch = getattr(device, "architecture", None)
+    if not arch:
+        return None
+    cat = load_curves()
+    return cat.get(arch) or cat.get(GENERIC)
+
+
+# The families, in fit order (GEMM first: later families hold its figures fixed).
+from . import gemm as _gemm  # noqa: E402,F401,I001  (attention imports gemm too)
+from . import attention as _attention  # noqa: E402,F401

@@ -1,0 +1,211 @@
+"""The attention kernel families: FlashAttention-style prefill (``context_attention``) and one decode step
+(``generation_attention``), priced on the kernel curves. MLA tables (``context_mla_perf``,
+``generation_mla_perf``) are not modelled here: their rows get NaN.
+
+Prefill, per sequence and head: the causal kernel skips the masked half, so it computes ``P`` (query, key)
+pairs with ``P = S(S+1)/2``, or with a sliding window ``W``: ``W(W+1)/2 + (S-W)·W`` for ``S > W``;
+FLOPs ``= 4·B·H·d·P``; bytes read/written ``= B·S·(2·H·d·2 + 2·H_kv·d·b_kv)`` (Q and O in bf16, K and V in the KV
+dtype). ``t = max(FLOPs / (peak · attention · tile·wave), bytes / (bandwidth · memory)) + prep_bytes / (bandwidth ·
+memory) + waves · attention_tile_s + kernel_s + launch``, ``prep_bytes = B·S·d·(4·H + H_kv·2·(2 + b_kv))`` the
+RoPE and KV-cache write the op runs beside the kernel, ``waves = ceil(B·H·ceil(S/128) / SMs)``; FLOPs count the
+128×128 blocks a block-sparse causal kernel visits (:func:`block_pairs`),
+the tile/wave term being :func:`rooflaw.constraints.gemm.tile_efficiency` of 128-query-row tiles over the
+``B·H`` heads; the roof is fp8 where the attention dtype is fp8 (fraction ``attention_fp8``), else fp16.
+
+Decode: each sequence reads its cached context ``L = isl + step`` (``min(L, W)`` with a window):
+bytes ``= B·L·2·H_kv·d·b_kv + 2·B·H·d·2``, FLOPs ``= 4·B·H·d·L``;
+``t = max(FLOPs / (peak_fp16 · attention), bytes / (bandwidth · attention_memory)) + waves · decode_tile_s
++ kernel_s + launch`` with ``waves = ceil(B·H / SMs)`` (one CTA per sequence and head).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+
+from ...devices.device import Device
+from ..gemm import tile_efficiency
+from . import Family, KernelCurves, register
+from .gemm import launch_s
+
+#: KV-cache / attention dtype -> bytes per element
+DTYPE_BYTES = {"bfloat16": 2.0, "float16": 2.0, "fp8": 1.0, "fp8_e4m3": 1.0, "int8": 1.0, "nvfp4": 0.5 + 1 / 16}
+#: query rows per FlashAttention tile
+Q_TILE = 128
+
+
+def _col(rows: pd.DataFrame, name: str, default: float = 0.0) -> np.ndarray:
+    if name not in rows:
+        return np.full(len(rows), default)
+    return pd.to_numeric(rows[name], errors="coerce").fillna(default).to_numpy(dtype=np.float64)
+
+
+def _bytes_of(rows: pd.DataFrame, name: str) -> np.ndarray:
+    return rows[name].astype(str).map(DTYPE_BYTES).to_numpy(dtype=np.float64)
+
+
+def causal_pairs(S, W):
+    """(query, key) pairs a causal kernel computes per sequence and head: S(S+1)/2, or with a window W > 0
+    (each query sees at most W keys, itself included): W(W+1)/2 + (S - W)·W for S > W."""
+    S, W = np.asarray(S, dtype=np.float64), np.asarray(W, dtype=np.float64)
+    win = (W > 0) & (S > W)
+    return np.where(win, W * (W + 1) / 2 + (S - W) * W, S * (S + 1) / 2)
+
+
+def block_pairs(S, W, block: int = Q_TILE):
+    """(query, key) pairs a block-sparse causal kernel computes per sequence and head: query tiles of ``block`` rows
+    against every ``block``-key block that holds an unmasked pair (the diagonal block whole, a window's edge
+    blocks whole), so ``>=`` :func:`causal_pairs`. Rows of a partial last tile count as themselves."""
+    S, W = np.asarray(S, dtype=np.float64), np.asarray(W, dtype=np.float64)
+    n = np.ceil(S / block)
+    total = np.zeros(np.broadcast(S, W).shape)
+    for i in range(int(np.max(n, initial=0))):
+        live = i < n
+        rows = np.clip(S - i * block, 0, block)
+        hi = np.minimum((i + 1) * block, S)  # keys up to the end of the diagonal block
+        first = np.where(W > 0, np.maximum(0.0, np.floor((i * block - W + 1) / block)), 0.0) * block
+        total += np.where(live, rows * (hi - first), 0.0)
+    return total
+
+
+@dataclasses.dataclass(frozen=True)
+class AttentionTerms:
+    """Curve-independent terms of each row (arrays), the fp8 flag and the engine group for fixed latencies."""
+
+    flops: np.ndarray
+    bytes: np.ndarray
+    peak16: np.ndarray
+    peak8: np.ndarray
+    eff: np.ndarray
+    extra_bytes: np.ndarray  #: bytes of the work the op runs beside the kernel (RoPE, KV-cache write), added
+    waves: np.ndarray  #: waves of query-tile CTAs over the SMs (each costs ``attention_tile_s``)
+    fp8: np.ndarray  #: bool: the attention math runs on the fp8 roof
+    group: np.ndarray
+    labels: tuple[str, ...]  #: framework of each group ("" where a row is not modelled)
+    op: str
+
+
+def _groups(rows: pd.DataFrame, ok: np.ndarray) -> tuple[np.ndarray, tuple[str, ...]]:
+    fw = rows["framework"].astype(str).to_numpy() if "framework" in rows else np.full(len(rows), "", dtype=object)
+    fw = np.where(ok, fw, "")
+    codes, labels = pd.factorize(fw)
+    return np.asarray(codes), tuple(str(x) for x in labels)
+
+
+def context_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
+    B, S = _col(rows, "batch_size"), _col(rows, "isl")
+    H, Hkv, d, W = (
+        _col(rows, "num_heads"),
+        _col(rows, "num_key_value_heads"),
+        _col(rows, "head_dim"),
+        _col(rows, "window_size"),
+    )
+    b_kv, b_q = _bytes_of(rows, "kv_cache_dtype"), _bytes_of(rows, "attn_dtype")
+    fp8 = b_q == 1.0
+    flops = 4.0 * B * H * d * block_pairs(S, W)
+    byts = B * S * (2.0 * H * d * 2.0 + 2.0 * Hkv * d * b_kv)
+    te, we = tile_efficiency(S, 1.0, B * H, dataclasses.replace(device, tile=(Q_TILE, 1), gemm_half_rows=0.0))
+    waves = np.ceil(B * H * np.ceil(S / Q_TILE) / (device.sm_count or 1))
+    ok = np.isfinite(byts) & (flops > 0)
+    group, labels = _groups(rows, ok)
+    return AttentionTerms(
+        flops=np.where(ok, flops, np.nan),
+        bytes=byts,
+        peak16=np.full(len(rows), device.roof("fp16")[1]),
+        peak8=np.full(len(rows), device.roof("fp8")[1]),
+        eff=te * we,
+        extra_bytes=B * S * d * (H * 2.0 * 2.0 + Hkv * 2.0 * (2.0 + b_kv)),
+        waves=waves,
+        fp8=fp8,
+        group=group,
+        labels=labels,
+        op="context_attention",
+    )
+
+
+def generation_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
+    B, L = _col(rows, "batch_size"), _col(rows, "isl") + _col(rows, "step")
+    H, Hkv, d, W = (
+        _col(rows, "num_heads"),
+        _col(rows, "num_key_value_heads"),
+        _col(rows, "head_dim"),
+        _col(rows, "window_size"),
+    )
+    L = np.where(W > 0, np.minimum(L, W), L)
+    b_kv = _bytes_of(rows, "kv_cache_dtype")
+    flops = 4.0 * B * H * d * L
+    byts = B * L * 2.0 * Hkv * d * b_kv + 2.0 * B * H * d * 2.0
+    ok = np.isfinite(byts) & (flops > 0)
+    group, labels = _groups(rows, ok)
+    return AttentionTerms(
+        flops=np.where(ok, flops, np.nan),
+        bytes=byts,
+        peak16=np.full(len(rows), device.roof("fp16")[1]),
+        peak8=np.full(len(rows), device.roof("fp16")[1]),
+        eff=np.ones(len(rows)),
+        extra_bytes=np.zeros(len(rows)),
+        waves=np.ceil(B * H / (device.sm_count or 1)),
+        fp8=np.zeros(len(rows), dtype=bool),
+        group=group,
+        labels=labels,
+        op="generation_attention",
+    )
+
+
+def seconds(t: AttentionTerms, device: Device, curves: KernelCurves) -> np.ndarray:
+    """Seconds of each prepared attention row (NaN where not modelled)."""
+    a8 = curves.attention_fp8 or curves.attention
+    rate = np.where(t.fp8, t.peak8 * a8, t.peak16 * curves.attention) * t.eff
+    mem = curves.memory if t.op == "context_attention" else curves.attention_memory
+    lat = np.array([launch_s(curves, t.op, f) if f else np.nan for f in t.labels] or [np.nan])[t.group]
+    bw = device.memory_bandwidth
+    core = np.maximum(t.flops / rate, t.bytes / (bw * mem))
+    tile_s = curves.attention_tile_s if t.op == "context_attention" else curves.decode_tile_s
+    return core + t.extra_bytes / (bw * curves.memory) + t.waves * tile_s + lat
+
+
+def _used(op: str, fitted: tuple[str, ...]):
+    def used(rows: pd.DataFrame) -> tuple[str, ...]:
+        fws = sorted(set(rows["framework"].astype(str)))
+        extra = (
+            ("attention_fp8",) if op == "context_attention" and (rows["attn_dtype"].astype(str) == "fp8").any() else ()
+        )
+        return (*fitted, *extra, *(f"launch.{f}/{op}" for f in fws))
+
+    return used
+
+
+def predict_context(rows: pd.DataFrame, device: Device, curves: KernelCurves) -> np.ndarray:
+    """Predicted ms of each row of a ``context_attention_perf`` table."""
+    return seconds(context_terms(rows, device), device, curves) * 1e3
+
+
+def predict_generation(rows: pd.DataFrame, device: Device, curves: KernelCurves) -> np.ndarray:
+    """Predicted ms of each row of a ``generation_attention_perf`` table."""
+    return seconds(generation_terms(rows, device), device, curves) * 1e3
+
+
+CONTEXT = register(
+    Family(
+        name="context_attention",
+        tables=("context_attention_perf",),
+        params=("attention", "attention_fp8", "attention_tile_s"),
+        predict=predict_context,
+        used=_used("context_attention", ("attention", "attention_tile_s")),
+        prepare=context_terms,
+        evaluate=seconds,
+    )
+)
+GENERATION = register(
+    Family(
+        name="generation_attention",
+        tables=("generation_attention_perf",),
+        params=("attention_memory", "decode_tile_s"),
+        predict=predict_generation,
+        used=_used("generation_attention", ("attention_memory", "decode_tile_s")),
+        prepare=generation_terms,
+        evaluate=seconds,
+    )
+)

@@ -1,0 +1,419 @@
+"""Fit :class:`KernelCurves` per GPU architecture to measured kernel tables, and score them leaving one GPU out.
+
+Each family (:data:`FAMILIES`, in registration order) is fitted with ``scipy.optimize.least_squares`` on
+``log(predicted / measured)`` with a soft-L1 loss, holding the figures of the families fitted before it fixed.
+Rows are subsampled (seeded) to at most ``sample`` per (GPU, table, framework) for the fit; residuals are
+computed on every row. ``generic`` curves are fitted on all GPUs given and price a GPU whose architecture
+has none. Leave-one-GPU-out: fit on the other GPUs and predict the one left out with the curves they give it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import least_squares
+
+from ...devices.device import Device
+from ...errors import RooflawError, bad
+from . import FAMILIES, GENERIC, Family, KernelCurves, family_of_table
+from .tables import Table
+
+SOURCE = "aiconfigurator (NVIDIA ai-dynamo/aiconfigurator), Apache-2.0"
+COMMIT = "095f58a51c"
+#: aiconfigurator GPU folder -> catalog device id (folders not listed: the folder name with ``_`` -> ``-``).
+GPU_DEVICES = {
+    "a100_sxm": "a100-sxm-80gb",
+    "h100_sxm": "h100-sxm",
+    "h200_sxm": "h200-sxm",
+    "b200_sxm": "b200",
+    "gb200_sxm": "gb200",
+    "gb200": "gb200",
+    "gb300": "gb300",
+    "l40s": "l40s",
+    "l4": "l4",
+}
+#: starting value, lower and upper bound, typical scale of a figure, by the name of its first path component.
+_BOUNDS = {
+    "compute": (0.6, 0.01, 1.5, 1.0),
+    "memory": (0.8, 0.05, 1.5, 1.0),
+    "attention": (0.5, 0.01, 1.5, 1.0),
+    "attention_fp8": (0.5, 0.01, 1.5, 1.0),
+    "attention_tile_s": (1e-6, 0.0, 1e-3, 1e-6),
+    "decode_tile_s": (1e-6, 0.0, 1e-3, 1e-6),
+    "attention_memory": (0.7, 0.05, 1.5, 1.0),
+    "moe": (0.7, 0.01, 1.5, 1.0),
+    "kernel_s": (3e-6, 0.0, 1e-3, 1e-5),
+    "launch": (1e-6, 0.0, 1e-2, 1e-5),
+    "half_rows": (10.0, 0.0, 1e4, 100.0),
+}
+_DEFAULT_BOUNDS = (0.5, 0.0, 10.0, 1.0)
+QUANTILES = (0.1, 0.9)  #: the 80 % band of measured/predicted
+
+
+@dataclass
+class GPU:
+    """One GPU's measured tables and the catalog device that prices them."""
+
+    name: str
+    device: Device
+    tables: list[Table]
+
+    @property
+    def architecture(self) -> str:
+        return self.device.architecture or GENERIC
+
+
+def device_for_folder(folder: str, overrides: dict[str, str] | None = None) -> Device:
+    """The catalog device of aiconfigurator GPU folder ``folder`` (``overrides`` maps a folder to an id or file)."""
+    from ...devices.catalog import get_device
+
+    ident = (overrides or {}).get(folder) or GPU_DEVICES.get(folder) or folder.replace("_", "-")
+    try:
+        dev = get_device(ident)
+    except RooflawError as e:
+        raise bad("gpu folder", folder, f"no device for it ({e}); map it with --map {folder}=ID") from None
+    if not dev.architecture:
+        raise bad("gpu folder", folder, f"device {dev.id} has no architecture; kernel curves need one")
+    return dev
+
+
+# ---- parameters as dotted paths into KernelCurves ---------------------------------------------------------
+def get_param(c: KernelCurves, path: str) -> float | None:
+    head, _, rest = path.partition(".")
+    v = getattr(c, head)
+    if not rest:
+        return float(v)
+    if head == "collectives":
+        name, _, attr = rest.rpartition(".")
+        return float(getattr(v[name], attr)) if name in v else None
+    return float(v[rest]) if rest in v else None
+
+
+def with_params(c: KernelCurves, values: dict[str, float]) -> KernelCurves:
+    """``c`` with the figures at the dotted ``values`` paths replaced (dicts copied, never mutated)."""
+    from . import CollectiveCurve
+
+    changes: dict[str, Any] = {}
+    for path, v in values.items():
+        head, _, rest = path.partition(".")
+        if not rest:
+            changes[head] = float(v)
+        elif head == "collectives":
+            name, _, attr = rest.rpartition(".")
+            coll = dict(changes.get("collectives", c.collectives))
+            old = coll.get(name, CollectiveCurve(0.0, 1.0))
+            coll[name] = dataclasses.replace(old, **{attr: float(v)})
+            changes["collectives"] = coll
+        else:
+            d = dict(changes.get(head, getattr(c, head)))
+            d[rest] = float(v)
+            changes[head] = d
+    return dataclasses.replace(c, **changes)
+
+
+def initial_curves(architecture: str) -> KernelCurves:
+    return KernelCurves(architecture=architecture, compute={}, memory=_BOUNDS["memory"][0], kernel_s=3e-6)
+
+
+# ---- data prepared once per (GPU, family) -------------------------------------------------------------
+@dataclass
+class Prepared:
+    """A family's rows of one GPU: all of them, and the seeded sample the fit uses with its prepared terms."""
+
+    gpu: GPU
+    rows: pd.DataFrame
+    sample: np.ndarray  #: positions (into ``rows``) of the rows the fit uses
+    sample_terms: Any  #: ``family.prepare`` of those rows (``None`` without one)
+
+
+def _evaluate(fam: Family, terms: Any, rows: pd.DataFrame, dev: Device, c: KernelCurves) -> np.ndarray:
+    """Predicted seconds of prepared rows."""
+    if fam.evaluate is not None:
+        return np.asarray(fam.evaluate(terms, dev, c), dtype=np.float64)
+    return np.asarray(fam.predict(rows, dev, c), dtype=np.float64) * 1e-3
+
+
+def prepare(gpus: Sequence[GPU], fam: Family, sample: int, seed: int = 0) -> list[Prepared]:
+    out = []
+    for g in gpus:
+        frames = [t.rows for t in g.tables if t.table in fam.tables]
+        if not frames:
+            continue
+        rows = pd.concat(frames, ignore_index=True)
+        rng = np.random.default_rng(seed)
+        idx = []
+        for _, grp in rows.groupby(["table", "framework"], sort=True):
+            pos = grp.index.to_numpy()
+            idx.append(pos if len(pos) <= sample else np.sort(rng.choice(pos, sample, replace=False)))
+        samp = np.sort(np.concatenate(idx))
+        sterms = fam.prepare(rows.iloc[samp].reset_index(drop=True), g.device) if fam.prepare is not None else None
+        out.append(Prepared(g, rows, samp, sterms))
+    return out
+
+
+def _measured_s(rows: pd.DataFrame) -> np.ndarray:
+    return rows["latency"].to_numpy(dtype=np.float64) * 1e-3
+
+
+def fit_family(fam: Family, data: Sequence[Prepared], curves: KernelCurves) -> KernelCurves:
+    """``curves`` with the figures ``fam``'s rows in ``data`` determine fitted (others held fixed)."""
+    if not data:
+        return curves
+    used: list[str] = []
+    for p in data:
+        for name in fam.used(p.rows) if fam.used is not None else fam.params:
+            if name not in used:
+                used.append(name)
+    if not used:
+        return curves
+    x0, lo, hi, sc = [], [], [], []
+    for name in used:
+        start, low, high, scale = _BOUNDS.get(name.split(".")[0], _DEFAULT_BOUNDS)
+        cur = get_param(curves, name)
+        x0.append(min(max(cur if cur is not None and name.split(".")[0] != "compute" else start, low), high))
+        lo.append(low)
+        hi.append(high)
+        sc.append(scale)
+    meas = [_measured_s(p.rows.iloc[p.sample]) for p in data]
+    srows = [p.rows.iloc[p.sample] for p in data]
+
+    def resid(x: np.ndarray) -> np.ndarray:
+        c = with_params(curves, dict(zip(used, x, strict=True)))
+        out = []
+        for p, m, r in zip(data, meas, srows, strict=True):
+            pred = _evaluate(fam, p.sample_terms, r, p.gpu.device, c)
+            out.append(np.log(pred / m))
+        res = np.concatenate(out)
+        return np.where(np.isfinite(res), res, 0.0)
+
+    x0a = np.clip(np.asarray(x0), np.asarray(lo), np.asarray(hi))
+    sol = least_squares(resid, x0a, bounds=(lo, hi), loss="soft_l1", f_scale=0.1, x_scale=np.asarray(sc), max_nfev=200)
+    return with_params(curves, dict(zip(used, sol.x, strict=True)))
+
+
+def fit_curves(gpus: Sequence[GPU], architecture: str, sample: int, seed: int = 0,
+               families: Iterable[Family] | None = None,
+               progress: Callable[[str], None] | None = None) -> KernelCurves:  # fmt: skip
+    """Curves named ``architecture`` fitted on all of ``gpus``' tables, family by family."""
+    c = initial_curves(architecture)
+    for fam in families if families is not None else FAMILIES.values():
+        if progress:
+            progress(f"{architecture}: {fam.name}")
+        c = fit_family(fam, prepare(gpus, fam, sample, seed), c)
+    return c
+
+
+# ---- predictions and scores -----------------------------------------------------------------------------
+def predict_tables(tables: Iterable[Table], device: Device, curves: KernelCurves | None) -> list[np.ndarray]:
+    """Predicted ms of every row of each table (NaN where no family models it or there are no curves)."""
+    out = []
+    for t in tables:
+        fam = family_of_table(t.table)
+        if fam is None or curves is None:
+            out.append(np.full(len(t.rows), np.nan))
+            continue
+        with np.errstate(all="ignore"):
+            out.append(np.asarray(fam.predict(t.rows, device, curves), dtype=np.float64))
+    return out
+
+
+def abs_errors(pred_ms: np.ndarray, meas_ms: np.ndarray) -> np.ndarray:
+    ok = np.isfinite(pred_ms) & (meas_ms > 0)
+    return np.abs(pred_ms[ok] / meas_ms[ok] - 1.0)
+
+
+def family_errors(gpu: GPU, curves: KernelCurves | None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Family -> (predicted ms, measured ms) over every modelled row of ``gpu``'s tables."""
+    out: dict[str, tuple[list[np.ndarray], list[np.ndarray]]] = {}
+    for t, pred in zip(gpu.tables, predict_tables(gpu.tables, gpu.device, curves), strict=True):
+        fam = family_of_table(t.table)
+        if fam is None:
+            continue
+        ok = np.isfinite(pred)
+        p, m = out.setdefault(fam.name, ([], []))
+        p.append(pred[ok])
+        m.append(t.rows["latency"].to_numpy(dtype=np.float64)[ok])
+    return {k: (np.concatenate(p), np.concatenate(m)) for k, (p, m) in out.items()}
+
+
+def _median(x: np.ndarray) -> float:
+    return float(np.median(x)) if len(x) else float("nan")
+
+
+@dataclass
+class FitResult:
+    """Curves per architecture (and ``generic``), with the scores that go into their provenance."""
+
+    curves: dict[str, KernelCurves]
+    gpus: list[str]
+    in_sample: dict[str, dict[str, float]] = field(default_factory=dict)  #: gpu -> family -> median |err|
+    held_out: dict[str, dict[str, float]] = field(default_factory=dict)  #: gpu -> family -> median |err|
+    bands: dict[str, tuple[float, float]] = field(default_factory=dict)  #: family -> (q10, q90) measured/predicted
+    coverage: dict[str, float] = field(default_factory=dict)  #: family -> share of held-out rows inside the band
+    rows: dict[str, dict[str, int]] = field(default_factory=dict)  #: gpu -> family -> rows modelled
+    pooled_in_sample: dict[str, float] = field(default_factory=dict)
+    pooled_held_out: dict[str, float] = field(default_factory=dict)
+
+
+def _curves_given(curves: dict[str, KernelCurves], arch: str) -> KernelCurves | None:
+    return curves.get(arch) or curves.get(GENERIC)
+
+
+def fit(gpus: Sequence[GPU], sample: int = 20000, seed: int = 0, held_out: bool = True,
+        progress: Callable[[str], None] | None = None) -> FitResult:  # fmt: skip
+    """Curves per architecture of ``gpus`` plus ``generic`` on all; in-sample and leave-one-GPU-out scores."""
+    if not gpus:
+        raise bad("gpus", [], "need at least one GPU's kernel tables")
+    archs = sorted({g.architecture for g in gpus})
+    curves = {
+        a: fit_curves([g for g in gpus if g.architecture == a], a, sample, seed, progress=progress) for a in archs
+    }
+    curves[GENERIC] = fit_curves(gpus, GENERIC, sample, seed, progress=progress)
+    res = FitResult(curves, [g.name for g in gpus])
+    ins: dict[str, list[np.ndarray]] = {}
+    for g in gpus:
+        errs = family_errors(g, curves[g.architecture])
+        res.in_sample[g.name] = {f: _median(abs_errors(p, m)) for f, (p, m) in errs.items()}
+        res.rows[g.name] = {f: len(m) for f, (p, m) in errs.items()}
+        for f, (p, m) in errs.items():
+            ins.setdefault(f, []).append(abs_errors(p, m))
+    res.pooled_in_sample = {f: _median(np.concatenate(v)) for f, v in ins.items()}
+    if held_out and len(gpus) > 1:
+        ratios: dict[str, list[np.ndarray]] = {}
+        hos: dict[str, list[np.ndarray]] = {}
+        for g in gpus:
+            rest = [h for h in gpus if h.name != g.name]
+            if progress:
+                progress(f"leave out {g.name}")
+            given: dict[str, KernelCurves] = {GENERIC: fit_curves(rest, GENERIC, sample, seed)}
+            same = [h for h in rest if h.architecture == g.architecture]
+            if same and g.architecture != GENERIC:
+                given[g.architecture] = fit_curves(same, g.architecture, sample, seed)
+            errs = family_errors(g, _curves_given(given, g.architecture))
+            res.held_out[g.name] = {f: _median(abs_errors(p, m)) for f, (p, m) in errs.items()}
+            for f, (p, m) in errs.items():
+                ok = (m > 0) & (p > 0)
+                ratios.setdefault(f, []).append(m[ok] / p[ok])
+                hos.setdefault(f, []).append(abs_errors(p, m))
+        for f, rs in ratios.items():
+            r = np.concatenate(rs)
+            lo_q, hi_q = (float(q) for q in np.quantile(r, QUANTILES))
+            res.bands[f] = (lo_q, hi_q)
+            res.coverage[f] = float(np.mean((r >= lo_q) & (r <= hi_q)))
+        res.pooled_held_out = {f: _median(np.concatenate(v)) for f, v in hos.items()}
+    return res
+
+
+# ---- the catalog file -----------------------------------------------------------------------------------
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    if isinstance(v, (float, np.floating)):
+        f = float(v)
+        if not math.isfinite(f):
+            return "nan"
+        return repr(float(f"{f:.6g}"))
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{_toml_key(k)} = {_toml_value(x)}" for k, x in v.items()) + " }"
+    raise TypeError(f"cannot write {type(v).__name__} to TOML")
+
+
+def _toml_key(k: str) -> str:
+    return k if k.replace("_", "").replace("-", "").isalnum() else _toml_value(k)
+
+
+def curves_table(c: KernelCurves) -> str:
+    """The ``[curves.<architecture>]`` TOML table of ``c``."""
+    lines = [f"[curves.{_toml_key(c.architecture)}]"]
+    for name in (
+        "memory",
+        "kernel_s",
+        "half_rows",
+        "attention",
+        "attention_fp8",
+        "attention_memory",
+        "attention_tile_s",
+        "moe",
+    ):
+        lines.append(f"{name} = {_toml_value(getattr(c, name))}")
+    for name in ("compute", "launch", "bands"):
+        d = getattr(c, name)
+        if d:
+            lines.append(f"{name} = {_toml_value({k: list(v) if isinstance(v, tuple) else v for k, v in d.items()})}")
+    for k, cc in c.collectives.items():
+        lines.append(
+            f"collectives.{_toml_key(k)} = {_toml_value({'latency': cc.latency, 'efficiency': cc.efficiency})}"
+        )
+    if c.provenance:
+        lines.append(f"\n[curves.{_toml_key(c.architecture)}.provenance]")
+        for k, v in c.provenance.items():
+            lines.append(f"{_toml_key(k)} = {_toml_value(v)}")
+    return "\n".join(lines) + "\n"
+
+
+def with_provenance(res: FitResult, gpus: Sequence[GPU], command: str, sample: int) -> dict[str, KernelCurves]:
+    """``res.curves`` with bands and provenance (source, commit, GPUs, rows, residuals, bands, command)."""
+    out = {}
+    for arch, c in res.curves.items():
+        mine = [g for g in gpus if arch in (GENERIC, g.architecture)]
+        rows: dict[str, int] = {}
+        for g in mine:
+            for f, n in res.rows.get(g.name, {}).items():
+                rows[f] = rows.get(f, 0) + n
+        prov = {
+            "source": SOURCE,
+            "commit": COMMIT,
+            "gpus": [g.name for g in mine],
+            "devices": [g.device.id for g in mine],
+            "rows": rows,
+            "fit_sample": f"at most {sample} rows per (GPU, table, framework), seed 0",
+            "command": command,
+            "residual_in_sample": {
+                f: _median(np.array([res.in_sample[g.name][f] for g in mine if f in res.in_sample.get(g.name, {})]))
+                for f in rows
+            },
+        }
+        if res.held_out:
+            prov["residual_held_out"] = {
+                f: _median(np.array([res.held_out[g.name][f] for g in mine if f in res.held_out.get(g.name, {})]))
+                for f in rows
+            }
+            if arch == GENERIC:
+                prov["residual_in_sample"] = dict(res.pooled_in_sample)
+                prov["residual_held_out"] = dict(res.pooled_held_out)
+            prov["band_coverage_held_out"] = dict(res.coverage)
+        out[arch] = dataclasses.replace(c, bands=dict(res.bands), provenance=prov)
+    return out
+
+
+def catalog_text(curves: dict[str, KernelCurves]) -> str:
+    head = (
+        "# Kernel curves per GPU architecture: achieved fractions of datasheet figures plus fixed latencies,\n"
+        "# fitted to measured kernels (rooflaw devices fit-kernels). Residuals: median |predicted/measured - 1|;\n"
+        "# bands: 10 % and 90 % quantiles of measured/predicted on held-out GPUs (leave one GPU out).\n"
+        f'[meta]\nsource = {_toml_value(SOURCE)}\ncommit = "{COMMIT}"\nlicence = "Apache-2.0"\n\n'
+    )
+    order = sorted(curves, key=lambda a: (a == GENERIC, a))
+    return head + "\n".join(curves_table(curves[a]) for a in order)
+
+
+def write_catalog(text: str, path: str | Path | None = None) -> Path:
+    from . import CATALOG, load_curves
+
+    p = Path(path) if path else CATALOG
+    p.write_text(text, encoding="utf-8")
+    load_curves.cache_clear()
+    return p

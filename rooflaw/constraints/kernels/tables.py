@@ -1,0 +1,121 @@
+"""Read measured kernel tables laid out like aiconfigurator's: ``DIR/GPU/<framework>-<version>/<table>.csv[.gz]``.
+
+:func:`read_tables` accepts the root (one folder per GPU), a single GPU folder, or a single
+``<framework>-<version>`` folder, and returns every table found, in a stable order (GPU, folder, table). Each
+row keeps its own columns plus ``table``, ``framework``, ``version`` (from the folder name: ``trtllm``,
+``1.3.0rc20``), ``row`` (0-based index in its source table) and ``latency`` (ms, as measured). A table's own
+``framework``/``version`` columns (``TRTLLM``, ``vLLM``) are replaced by the folder's names.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from ...errors import RooflawError
+
+#: ``<framework>-<version>`` folder names: ``trtllm-1.3.0rc20``, ``vllm-0.24.0``, ``nccl-2.29.2``.
+_FOLDER = re.compile(r"^(?P<framework>[A-Za-z][A-Za-z0-9_.]*)-(?P<version>[0-9][A-Za-z0-9_.+]*)$")
+_SUFFIXES = (".csv.gz", ".csv")
+
+
+@dataclass(frozen=True)
+class Table:
+    """One measured table: which GPU folder, framework and version it came from, and its rows."""
+
+    gpu: str  #: the GPU folder's name (``h100_sxm``), or ``""`` when read from a framework folder alone
+    framework: str
+    version: str
+    table: str  #: file name without suffix (``gemm_perf``)
+    path: Path
+    rows: pd.DataFrame
+
+
+def _table_name(p: Path) -> str | None:
+    return next((p.name[: -len(s)] for s in _SUFFIXES if p.name.endswith(s)), None)
+
+
+def _fail(path: Path, why: str) -> RooflawError:
+    return RooflawError(f"kernel tables {str(path)!r}: {why}")
+
+
+def _read_csv(path: Path, gpu: str, framework: str, version: str, table: str) -> Table:
+    if not path.is_file():
+        raise _fail(path, "not a regular file")
+    try:
+        df = pd.read_csv(path, compression="infer")
+    except (OSError, EOFError, ValueError, UnicodeDecodeError, pd.errors.ParserError) as e:
+        raise _fail(path, f"unreadable CSV ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})") from None
+    if "latency" not in df.columns:
+        raise _fail(path, "no 'latency' column")
+    lat = pd.to_numeric(df["latency"], errors="coerce")
+    if lat.isna().any():
+        i = int(lat.isna().to_numpy().argmax())
+        raise _fail(path, f"row {i}: latency={df['latency'].iloc[i]!r} is not a number")
+    df = df.drop(columns=[c for c in ("table", "framework", "version", "row") if c in df.columns])
+    df.insert(0, "table", table)
+    df.insert(1, "framework", framework)
+    df.insert(2, "version", version)
+    df.insert(3, "row", range(len(df)))
+    df["latency"] = lat.astype(float)
+    return Table(gpu, framework, version, table, path, df)
+
+
+def _framework_folder(folder: Path, gpu: str, only: frozenset[str] | None = None) -> list[Table]:
+    m = _FOLDER.match(folder.name)
+    if m is None:
+        raise _fail(folder, "folder name is not <framework>-<version> (e.g. trtllm-1.3.0rc20)")
+    out = []
+    for p in sorted(folder.iterdir()):
+        name = _table_name(p)
+        if name is None or (only is not None and name not in only):
+            continue
+        out.append(_read_csv(p, gpu, m["framework"], m["version"], name))
+    return out
+
+
+def _is_framework_folder(p: Path) -> bool:
+    return p.is_dir() and _FOLDER.match(p.name) is not None and any(_table_name(c) for c in p.iterdir())
+
+
+def _gpu_folder(folder: Path, only: frozenset[str] | None = None) -> list[Table]:
+    out = []
+    for sub in sorted(folder.iterdir()):
+        if sub.is_dir() and _FOLDER.match(sub.name):
+            out.extend(_framework_folder(sub, folder.name, only))
+    return out
+
+
+def read_tables(path: str | Path, only: Iterable[str] | None = None) -> list[Table]:
+    """Every measured table under ``path`` (root, GPU folder or framework folder) -- or those named in ``only``
+    (``gemm_perf`` ...); raises if there is none."""
+    root = Path(path)
+    if not root.exists():
+        raise _fail(root, "no such folder")
+    if not root.is_dir():
+        raise _fail(root, "not a folder")
+    want = frozenset(only) if only is not None else None
+    try:
+        if _is_framework_folder(root):
+            tables = _framework_folder(root, "", want)
+        elif any(c.is_dir() and _FOLDER.match(c.name) for c in root.iterdir()):
+            tables = _gpu_folder(root, want)
+        else:
+            tables = [t for c in sorted(root.iterdir()) if c.is_dir() for t in _gpu_folder(c, want)]
+    except PermissionError as e:
+        raise _fail(Path(e.filename or root), "permission denied") from None
+    if not tables:
+        raise _fail(root, "no <framework>-<version>/<table>.csv[.gz] tables found")
+    return tables
+
+
+def gpu_tables(path: str | Path) -> dict[str, list[Table]]:
+    """:func:`read_tables` grouped by GPU folder name (a framework folder read alone: its parent's name)."""
+    out: dict[str, list[Table]] = {}
+    for t in read_tables(path):
+        out.setdefault(t.gpu or t.path.parent.parent.name, []).append(t)
+    return out
