@@ -45,6 +45,11 @@ def read(root: Path, gpu: str, table: str) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 
+def sub(d: pd.DataFrame) -> pd.DataFrame:
+    """A seeded subsample of at most SUBSAMPLE rows to fit on (every row is scored)."""
+    return d.sample(min(SUBSAMPLE, len(d)), random_state=SEED).reset_index(drop=True)
+
+
 def finite(r: np.ndarray) -> np.ndarray:
     """Residuals with the rows a family does not model (NaN) contributing nothing."""
     return np.where(np.isfinite(r), r, 0.0)
@@ -53,8 +58,7 @@ def finite(r: np.ndarray) -> np.ndarray:
 # ---- provisional GEMM figures ---------------------------------------------------------------------------
 def gemm_rows(root: Path, gpu: str) -> pd.DataFrame:
     d = read(root, gpu, "gemm_perf")
-    d = d[d.gemm_dtype.isin(list(GEMM))]
-    return d.sample(min(SUBSAMPLE, len(d)), random_state=SEED).reset_index(drop=True)
+    return sub(d[d.gemm_dtype.isin(list(GEMM))])
 
 
 def gemm_predict(d: pd.DataFrame, dev, c: KernelCurves) -> np.ndarray:
@@ -93,16 +97,25 @@ def fit_moe(rows: list[tuple[pd.DataFrame, object, KernelCurves]]) -> float:
     return float(np.exp(least_squares(res, [np.log(0.7)], loss="soft_l1", f_scale=0.1).x[0]))
 
 
-def fit_collective(rows: list[tuple[pd.DataFrame, object]], key: str, predict) -> CollectiveCurve:
-    def cv(p):
-        c = CollectiveCurve(latency=float(np.exp(p[0])), efficiency=float(np.exp(p[1])))
-        return KernelCurves("fit", {}, 1.0, 0.0, collectives={f"{key}/{k}": c for k in KC.LINK_KINDS})
+def fit_collective(rows: list[tuple[pd.DataFrame, object]], key: str, predict) -> dict[str, CollectiveCurve]:
+    """One curve per link kind present in ``rows`` (keys ``"<key>/<kind>"``); a kind absent stays unfitted (the
+    predictor carries another kind's curve to it)."""
+    out = {}
+    for kind in KC.LINK_KINDS:
+        mine = [(d, dev) for d, dev in rows if (KC.device_link(dev) or ("", 0))[0] == kind]
+        if not mine:
+            continue
 
-    def res(p):
-        return finite(np.concatenate([np.log(predict(d, dev, cv(p)) / d.latency.to_numpy()) for d, dev in rows]))
+        def cv(p, kind=kind):
+            c = CollectiveCurve(latency=float(np.exp(p[0])), efficiency=float(np.exp(p[1])))
+            return KernelCurves("fit", {}, 1.0, 0.0, collectives={f"{key}/{kind}": c})
 
-    x = least_squares(res, np.log([KC.SEED.latency, KC.SEED.efficiency]), loss="soft_l1", f_scale=0.1).x
-    return CollectiveCurve(latency=float(np.exp(x[0])), efficiency=float(np.exp(x[1])))
+        def res(p, mine=mine, cv=cv):
+            return finite(np.concatenate([np.log(predict(d, dev, cv(p)) / d.latency.to_numpy()) for d, dev in mine]))
+
+        x = least_squares(res, np.log([KC.SEED.latency, KC.SEED.efficiency]), loss="soft_l1", f_scale=0.1).x
+        out[f"{key}/{kind}"] = CollectiveCurve(latency=float(np.exp(x[0])), efficiency=float(np.exp(x[1])))
+    return out
 
 
 def med(x: np.ndarray) -> float:
@@ -112,9 +125,13 @@ def med(x: np.ndarray) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("data", nargs="?", default=str(Path(__file__).resolve().parents[1] / "../shared/data/kernels"))
+    repo = Path(__file__).resolve().parents[1]
+    found = [p for p in (repo.parent / "shared/data/kernels", repo.parents[1] / "shared/data/kernels") if p.is_dir()]
+    ap.add_argument("data", nargs="?", default=str(found[0]) if found else None)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
+    if args.data is None or not any(Path(args.data).glob("*/*/moe_perf.csv.gz")):
+        ap.error(f"data={args.data!r}: no kernel tables (GPU/framework-version/TABLE.csv.gz) there")
     root = Path(args.data)
     t0 = time.perf_counter()
     dev = {g: R.get_device(i) for g, i in GPUS.items()}
@@ -129,15 +146,15 @@ def main(argv: list[str] | None = None) -> int:
         for mode, train in (("in_sample", [held]), ("held_out", [g for g in GPUS if g != held])):
             gc = fit_gemm([(gemm[g], dev[g]) for g in train])
             base = {g: gc for g in GPUS}
-            m = fit_moe([(moe[g], dev[g], base[g]) for g in train])
-            coll = {}
+            m = fit_moe([(sub(moe[g]), dev[g], base[g]) for g in train])
+            coll: dict[str, CollectiveCurve] = {}
             for key, fw in ar_keys.items():
                 rows = [(ar[g][ar[g].framework.str.lower() == fw], dev[g]) for g in train]
-                coll[key] = fit_collective(rows, key, KC.predict_allreduce)
+                coll.update(fit_collective(rows, key, KC.predict_allreduce))
             for op, key in KC.NCCL_OPS.items():
                 rows = [(nccl[g][nccl[g].op_name == op], dev[g]) for g in train]
-                coll[key] = fit_collective(rows, key, KC.predict_nccl)
-            cv = replace(gc, moe=m, collectives={f"{k}/{lk}": c for k, c in coll.items() for lk in KC.LINK_KINDS})
+                coll.update(fit_collective(rows, key, KC.predict_nccl))
+            cv = replace(gc, moe=m, collectives=coll)
             e = lambda d, p: p / d.latency.to_numpy() - 1  # noqa: E731
             res[mode] = {
                 "gemm": med(e(gemm[held], gemm_predict(gemm[held], dev[held], cv))),
