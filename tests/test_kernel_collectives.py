@@ -108,6 +108,16 @@ def test_fit_recovers_known_figures_from_synthetic_rows():
     assert np.exp(fit.x[1]) == pytest.approx(true.efficiency, rel=0.03)
 
 
+def test_used_params_follow_the_devices_link():
+    rows = pd.concat([_table("TRTLLM", [2], [128]), _table("vLLM", [2], [128], backend=["vllm_graph"])])
+    assert K.used_params(K.prepare_allreduce, rows, R.get_device("h100-sxm")) == (
+        "collectives.allreduce/nvlink.latency", "collectives.allreduce/nvlink.efficiency",
+        "collectives.allreduce_vllm/nvlink.latency", "collectives.allreduce_vllm/nvlink.efficiency")  # fmt: skip
+    assert K.used_params(K.prepare_allreduce, rows.iloc[:1], R.get_device("l40s")) == (
+        "collectives.allreduce/pcie.latency", "collectives.allreduce/pcie.efficiency")  # fmt: skip
+    assert K.used_params(K.prepare_allreduce, rows, R.get_device("mi300x")) == ()
+
+
 def test_families_registered_with_their_tables_and_params():
     assert FAMILIES["allreduce"].tables == ("custom_allreduce_perf",)
     assert FAMILIES["nccl"].tables == ("nccl_perf",)

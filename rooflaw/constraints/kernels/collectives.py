@@ -25,6 +25,7 @@ overhead, which belongs to the engine level: they are not modelled (NaN).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -103,19 +104,28 @@ def seconds(collective: str, n: Any, nbytes: Any, link_bw: float, kind: str, c: 
     return np.where(n > 1, t, 0.0)
 
 
-def _predict(rows, device: Device, curves: KernelCurves | None, keys: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
-    out = np.full(len(rows), np.nan)
+@dataclass(frozen=True)
+class Terms:
+    """The curve-independent part of a collective table: each row's curve key ('' not modelled), GPUs, bytes."""
+
+    key: np.ndarray
+    n: np.ndarray
+    nbytes: np.ndarray
+
+
+def evaluate(terms: Terms, device: Device, curves: KernelCurves | None) -> np.ndarray:
+    """Seconds of each prepared row (NaN where not modelled, the device has no catalog link or no curve)."""
+    out = np.full(len(terms.n), np.nan)
     link = device_link(device)
     if link is None:
         return out
     kind, bw = link
-    n = rows["num_gpus"].to_numpy(dtype=float)
-    for key in np.unique(keys[keys != ""]):
-        c = curve(curves, key, kind)
+    for key in np.unique(terms.key):
+        c = curve(curves, key, kind) if key else None
         if c is None:
             continue
-        m = keys == key
-        out[m] = seconds(key, n[m], nbytes[m], bw, kind, c) * 1e3
+        m = terms.key == key
+        out[m] = seconds(key, terms.n[m], terms.nbytes[m], bw, kind, c)
     return out
 
 
@@ -123,22 +133,42 @@ def _dtype_bytes(col) -> np.ndarray:
     return np.array([DTYPE_BYTES.get(str(v).lower(), np.nan) for v in col], dtype=float)
 
 
-def predict_allreduce(rows, device: Device, curves: KernelCurves | None) -> np.ndarray:
-    """ms of each ``custom_allreduce_perf`` row (TensorRT-LLM rows: ``allreduce``; vLLM graph rows:
-    ``allreduce_vllm``; vLLM eager rows: NaN)."""
+def prepare_allreduce(rows, device: Device | None = None) -> Terms:
+    """``custom_allreduce_perf`` rows: TensorRT-LLM rows -> ``allreduce``, vLLM CUDA-graph rows ->
+    ``allreduce_vllm``, vLLM eager rows -> not modelled."""
     fw = rows["framework"].astype(str).str.lower().to_numpy()
     eager = rows["backend"].astype(str).str.contains("eager").to_numpy() if "backend" in rows else np.zeros(len(rows))
     keys = np.where(fw == "trtllm", "allreduce", np.where(fw == "vllm", "allreduce_vllm", ""))
     keys = np.where(eager.astype(bool), "", keys)
     nbytes = rows["message_size"].to_numpy(dtype=float) * _dtype_bytes(rows["allreduce_dtype"])
-    return _predict(rows, device, curves, keys, nbytes)
+    return Terms(keys.astype(str), rows["num_gpus"].to_numpy(dtype=float), nbytes)
+
+
+def prepare_nccl(rows, device: Device | None = None) -> Terms:
+    """``nccl_perf`` rows (``op_name``: all_reduce, all_gather, reduce_scatter, alltoall)."""
+    keys = np.array([NCCL_OPS.get(str(o), "") for o in rows["op_name"]], dtype=object).astype(str)
+    nbytes = rows["message_size"].to_numpy(dtype=float) * _dtype_bytes(rows["nccl_dtype"])
+    return Terms(keys, rows["num_gpus"].to_numpy(dtype=float), nbytes)
+
+
+def predict_allreduce(rows, device: Device, curves: KernelCurves | None) -> np.ndarray:
+    """ms of each ``custom_allreduce_perf`` row (:func:`prepare_allreduce`)."""
+    return evaluate(prepare_allreduce(rows), device, curves) * 1e3
 
 
 def predict_nccl(rows, device: Device, curves: KernelCurves | None) -> np.ndarray:
-    """ms of each ``nccl_perf`` row (``op_name``: all_reduce, all_gather, reduce_scatter, alltoall)."""
-    keys = np.array([NCCL_OPS.get(str(o), "") for o in rows["op_name"]], dtype=object).astype(str)
-    nbytes = rows["message_size"].to_numpy(dtype=float) * _dtype_bytes(rows["nccl_dtype"])
-    return _predict(rows, device, curves, keys, nbytes)
+    """ms of each ``nccl_perf`` row (:func:`prepare_nccl`)."""
+    return evaluate(prepare_nccl(rows), device, curves) * 1e3
+
+
+def used_params(prepare_fn, rows, device: Device) -> tuple[str, ...]:
+    """The ``collectives.<key>/<kind>.{latency,efficiency}`` figures ``rows`` on ``device`` determine: the keys its
+    rows use, on the device's own link kind (none without a catalog link)."""
+    link = device_link(device)
+    if link is None:
+        return ()
+    keys = sorted(k for k in set(prepare_fn(rows).key.tolist()) if k)
+    return tuple(f"collectives.{k}/{link[0]}.{f}" for k in keys for f in ("latency", "efficiency"))
 
 
 def _params(*collectives: str) -> tuple[str, ...]:
@@ -153,5 +183,6 @@ NCCL = register(Family("nccl", ("nccl_perf",), _params("nccl_allreduce", "allgat
                        predict_nccl))  # fmt: skip
 
 
-__all__ = ["ALLREDUCE", "COLLECTIVES", "CONTENTION", "LINK_KINDS", "NCCL", "NCCL_OPS", "SEED", "curve",
-           "device_link", "link_kind", "predict_allreduce", "predict_nccl", "rank_bandwidth", "seconds"]  # fmt: skip
+__all__ = ["ALLREDUCE", "COLLECTIVES", "CONTENTION", "LINK_KINDS", "NCCL", "NCCL_OPS", "SEED", "Terms", "curve",
+           "device_link", "evaluate", "link_kind", "predict_allreduce", "predict_nccl", "prepare_allreduce",
+           "prepare_nccl", "rank_bandwidth", "seconds", "used_params"]  # fmt: skip

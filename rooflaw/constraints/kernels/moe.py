@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -181,34 +182,62 @@ def layer_seconds(
     return np.maximum(t_c, t_m) + KERNELS * curves.kernel_s
 
 
-def predict(rows, device: Device, curves: KernelCurves | None) -> np.ndarray:
-    """ms of each ``moe_perf`` row (NaN where its dtype or routing is not modelled)."""
-    out = np.full(len(rows), np.nan)
-    if curves is None or len(rows) == 0:
-        return out
+@dataclass(frozen=True)
+class Terms:
+    """The curve-independent part of a ``moe_perf`` table: each row's shape and expected routing loads."""
+
+    dtype: np.ndarray  #: moe_dtype ('' where not modelled)
+    T: np.ndarray
+    d: np.ndarray
+    inter: np.ndarray
+    tp: np.ndarray
+    gated: np.ndarray
+    rows: np.ndarray  #: expected rows of the heaviest expert group (NaN where the routing is not modelled)
+    touched: np.ndarray
+    padded: np.ndarray
+
+
+def prepare(rows, device: Device | None = None) -> Terms:
+    """:class:`Terms` of the rows of a ``moe_perf`` table (the routing law evaluated once per shape)."""
     rows = rows.reset_index(drop=True)
     shape = rows[["num_tokens", "num_experts", "topk", "moe_ep_size", "distribution"]]
     loads = np.full((len(rows), 3), np.nan)
-    for idx, key in shape.groupby(list(shape.columns), sort=False).groups.items():
+    for idx, pos in shape.groupby(list(shape.columns), sort=False).indices.items():
         T, E, K, ep, dist = idx
         try:
-            loads[np.asarray(key)] = expected_load(int(T), int(E), int(K), int(ep), str(dist))[:3]
-        except Exception:  # noqa: BLE001 - a shape or law the model does not cover stays NaN
+            loads[pos] = expected_load(int(T), int(E), int(K), int(ep), str(dist))[:3]
+        except (ValueError, TypeError):  # a shape or routing law the model does not cover stays NaN
             continue
-    gated = ~rows["kernel_source"].astype(str).str.contains("nongated").to_numpy()
-    for dtype, g in rows.groupby("moe_dtype", sort=False).groups.items():
-        if dtype not in DTYPES:
+    dtype = rows["moe_dtype"].astype(str).to_numpy()
+    num = lambda c: rows[c].to_numpy(dtype=float)  # noqa: E731
+    return Terms(np.where(np.isin(dtype, list(DTYPES)), dtype, ""), num("num_tokens"), num("hidden_size"),
+                 num("inter_size"), num("moe_tp_size"),
+                 ~rows["kernel_source"].astype(str).str.contains("nongated").to_numpy(),
+                 loads[:, 0], loads[:, 1], loads[:, 2])  # fmt: skip
+
+
+def evaluate(terms: Terms, device: Device, curves: KernelCurves) -> np.ndarray:
+    """Seconds of each prepared row (NaN where its dtype or routing is not modelled)."""
+    out = np.full(len(terms.T), np.nan)
+    for dtype in np.unique(terms.dtype):
+        if not dtype:
             continue
-        ix = np.asarray(g)
-        r = rows.iloc[ix]
-        shape_cols = (r[c].to_numpy() for c in ("num_tokens", "hidden_size", "inter_size"))
-        out[ix] = 1e3 * layer_seconds(device, curves, str(dtype), *shape_cols, loads[ix, 0], loads[ix, 1],
-                                      loads[ix, 2], r["moe_tp_size"].to_numpy(), gated[ix])  # fmt: skip
+        m = terms.dtype == dtype
+        out[m] = layer_seconds(device, curves, str(dtype), terms.T[m], terms.d[m], terms.inter[m], terms.rows[m],
+                               terms.touched[m], terms.padded[m], terms.tp[m], terms.gated[m])  # fmt: skip
     return out
 
 
-#: The routed-expert layer: fits the one ``moe`` fraction, the GEMM figures held fixed.
+def predict(rows, device: Device, curves: KernelCurves | None) -> np.ndarray:
+    """ms of each ``moe_perf`` row (NaN where its dtype or routing is not modelled)."""
+    if curves is None or len(rows) == 0:
+        return np.full(len(rows), np.nan)
+    return evaluate(prepare(rows, device), device, curves) * 1e3
+
+
+#: The routed-expert layer: fits the one ``moe`` fraction, the GEMM figures held fixed. (``prepare``/``evaluate``
+#: split :func:`predict` so a fit evaluates the routing law once.)
 MOE = register(Family("moe", ("moe_perf",), ("moe",), predict))
 
-__all__ = ["DTYPES", "KERNELS", "MOE", "expected_load", "layer_seconds", "parse_distribution", "predict",
-           "tile_rows", "uniform_touched"]  # fmt: skip
+__all__ = ["DTYPES", "KERNELS", "MOE", "Terms", "evaluate", "expected_load", "layer_seconds", "parse_distribution",
+           "predict", "prepare", "tile_rows", "uniform_touched"]  # fmt: skip
