@@ -90,9 +90,11 @@ def fit_gemm(rows: list[tuple[pd.DataFrame, object]]) -> KernelCurves:
 
 # ---- fitting the MoE and collective figures -------------------------------------------------------------
 def fit_moe(rows: list[tuple[pd.DataFrame, object, KernelCurves]]) -> float:
+    prepared = [(KM.prepare(d, dev), d.latency.to_numpy() * 1e-3, dev, c) for d, dev, c in rows]
+
     def res(p):
-        return finite(np.concatenate([np.log(KM.predict(d, dev, replace(c, moe=float(np.exp(p[0]))))
-                                             / d.latency.to_numpy()) for d, dev, c in rows]))  # fmt: skip
+        return finite(np.concatenate([np.log(KM.evaluate(t, dev, replace(c, moe=float(np.exp(p[0])))) / m)
+                                      for t, m, dev, c in prepared]))  # fmt: skip
 
     return float(np.exp(least_squares(res, [np.log(0.7)], loss="soft_l1", f_scale=0.1).x[0]))
 
