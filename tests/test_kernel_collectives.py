@@ -116,6 +116,12 @@ def test_used_params_follow_the_devices_link():
     assert K.used_params(K.prepare_allreduce, rows.iloc[:1], R.get_device("l40s")) == (
         "collectives.allreduce/pcie.latency", "collectives.allreduce/pcie.efficiency")  # fmt: skip
     assert K.used_params(K.prepare_allreduce, rows, R.get_device("mi300x")) == ()
+    # without a device: found from the tables' own GPU names
+    for name, dev_id in (("NVIDIA H100 80GB HBM3", "h100-sxm"), ("NVIDIA A100-SXM4-80GB", "a100-sxm-80gb"),
+                         ("NVIDIA L40S", "l40s"), ("NVIDIA B200", "b200"), ("NVIDIA L4", "l4")):  # fmt: skip
+        assert K.device_of_rows(rows.assign(device=name)).id == dev_id
+    assert K.device_of_rows(rows.assign(device="AMD Instinct MI300X")) is None
+    assert K.used_params(K.prepare_allreduce, rows.iloc[:1].assign(device="NVIDIA L40S"))[0].endswith("/pcie.latency")
 
 
 def test_families_registered_with_their_tables_and_params():

@@ -25,6 +25,7 @@ overhead, which belongs to the engine level: they are not modelled (NaN).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -161,10 +162,36 @@ def predict_nccl(rows, device: Device, curves: KernelCurves | None) -> np.ndarra
     return evaluate(prepare_nccl(rows), device, curves) * 1e3
 
 
-def used_params(prepare_fn, rows, device: Device) -> tuple[str, ...]:
+def _model_tokens(name: str) -> set[str]:
+    """The model-number tokens of a GPU name (``"NVIDIA H100 80GB HBM3"`` -> {"H100"}): letters and digits mixed,
+    not a memory size."""
+    toks = re.findall(r"[A-Za-z0-9]+", name.upper())
+    return {t for t in toks if re.search(r"[A-Z]", t) and re.search(r"\d", t) and not re.fullmatch(r"\d+GB", t)}
+
+
+def device_of_rows(rows) -> Device | None:
+    """The catalog device with a catalog link whose name shares a model token with the tables' ``device`` column
+    (the GPU name as the collectors wrote it), or ``None``."""
+    from ...devices.catalog import get_device
+    from ...devices.system import system_catalog
+
+    if "device" not in rows or not len(rows):
+        return None
+    want = _model_tokens(str(rows["device"].iloc[0]))
+    for entry in system_catalog().values():
+        for ident in entry.get("devices", ()):
+            dev = get_device(ident)
+            if want & _model_tokens(dev.name) & _model_tokens(dev.id.replace("-", " ")):
+                return dev
+    return None
+
+
+def used_params(prepare_fn, rows, device: Device | None = None) -> tuple[str, ...]:
     """The ``collectives.<key>/<kind>.{latency,efficiency}`` figures ``rows`` on ``device`` determine: the keys its
-    rows use, on the device's own link kind (none without a catalog link)."""
-    link = device_link(device)
+    rows use, on the device's own link kind (none without a catalog link). Without ``device``, the device is found
+    from the rows' ``device`` column (:func:`device_of_rows`)."""
+    dev = device if device is not None else device_of_rows(rows)
+    link = None if dev is None else device_link(dev)
     if link is None:
         return ()
     keys = sorted(k for k in set(prepare_fn(rows).key.tolist()) if k)
@@ -185,4 +212,4 @@ NCCL = register(Family("nccl", ("nccl_perf",), _params("nccl_allreduce", "allgat
 
 __all__ = ["ALLREDUCE", "COLLECTIVES", "CONTENTION", "LINK_KINDS", "NCCL", "NCCL_OPS", "SEED", "Terms", "curve",
            "device_link", "evaluate", "link_kind", "predict_allreduce", "predict_nccl", "prepare_allreduce",
-           "prepare_nccl", "rank_bandwidth", "seconds", "used_params"]  # fmt: skip
+           "prepare_nccl", "rank_bandwidth", "seconds", "used_params", "device_of_rows"]  # fmt: skip
