@@ -3,8 +3,9 @@
     PYTHONPATH=. python benchmarks/bench_kernels_moe_comm.py [DATA_DIR] [--json]
 
 DATA_DIR defaults to ``../shared/data/kernels`` (one folder per GPU, one gz CSV per table). The MoE family needs
-the GEMM figures (``compute``, ``memory``, ``kernel_s``) of the architecture: until the GEMM family's fit lands
-this script fits them provisionally from ``gemm_perf`` with the one kernel formula
+the GEMM figures (``compute``, ``memory``, ``kernel_s``) of the architecture: where the GEMM family is registered
+(``FAMILIES["gemm"]`` and the fit driver ``kernels.fit``) they are fitted by it (``--provisional`` forces the
+fallback); otherwise this script fits them provisionally from ``gemm_perf`` with the one kernel formula
 ``max(2MNK / (peak · compute[dtype]), bytes / (bandwidth · memory)) + kernel_s`` on a seeded subsample.
 
 Leave one GPU out: every figure (GEMM, ``moe``, collective curves) is fitted on the other GPUs' rows pooled (each
@@ -72,6 +73,26 @@ def gemm_predict(d: pd.DataFrame, dev, c: KernelCurves) -> np.ndarray:
     return (np.maximum(t_c, t_m) + c.kernel_s) * 1e3
 
 
+def gemm_family_fit(root: Path, train: list[str], sample: int = 8000) -> KernelCurves | None:
+    """The GEMM family's own fit (``kernels.fit``) on ``train``'s ``gemm_perf`` tables, pooled; ``None`` where that
+    family or driver is not in this tree."""
+    from rooflaw.constraints.kernels import FAMILIES
+
+    try:
+        from rooflaw.constraints.kernels.tables import gpu_tables
+
+        from rooflaw.constraints.kernels import fit as kf
+    except ImportError:
+        return None
+    if "gemm" not in FAMILIES:
+        return None
+    gpus = []
+    for g in train:
+        tabs = [t for t in gpu_tables(root / g)[g] if t.table == "gemm_perf"]
+        gpus.append(kf.GPU(g, R.get_device(GPUS[g]), tabs))
+    return kf.fit_curves(gpus, "fit", sample, families=[FAMILIES["gemm"]])
+
+
 def fit_gemm(rows: list[tuple[pd.DataFrame, object]]) -> KernelCurves:
     keys = sorted({GEMM[t][3] for d, _ in rows for t in d.gemm_dtype.unique()})
 
@@ -131,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     found = [p for p in (repo.parent / "shared/data/kernels", repo.parents[1] / "shared/data/kernels") if p.is_dir()]
     ap.add_argument("data", nargs="?", default=str(found[0]) if found else None)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--provisional", action="store_true", help="fit the GEMM figures with this script's formula")
     args = ap.parse_args(argv)
     if args.data is None or not any(Path(args.data).glob("*/*/moe_perf.csv.gz")):
         ap.error(f"data={args.data!r}: no kernel tables (GPU/framework-version/TABLE.csv.gz) there")
@@ -146,7 +168,9 @@ def main(argv: list[str] | None = None) -> int:
     for held in GPUS:
         res = {}
         for mode, train in (("in_sample", [held]), ("held_out", [g for g in GPUS if g != held])):
-            gc = fit_gemm([(gemm[g], dev[g]) for g in train])
+            gc = None if args.provisional else gemm_family_fit(root, train)
+            gemm_source = "GEMM family" if gc is not None else "provisional"
+            gc = gc or fit_gemm([(gemm[g], dev[g]) for g in train])
             base = {g: gc for g in GPUS}
             m = fit_moe([(sub(moe[g]), dev[g], base[g]) for g in train])
             coll: dict[str, CollectiveCurve] = {}
@@ -159,11 +183,11 @@ def main(argv: list[str] | None = None) -> int:
             cv = replace(gc, moe=m, collectives=coll)
             e = lambda d, p: p / d.latency.to_numpy() - 1  # noqa: E731
             res[mode] = {
-                "gemm": med(e(gemm[held], gemm_predict(gemm[held], dev[held], cv))),
                 "moe": med(e(moe[held], KM.predict(moe[held], dev[held], cv))),
                 "allreduce": med(e(ar[held], KC.predict_allreduce(ar[held], dev[held], cv))),
                 "nccl": med(e(nccl[held], KC.predict_nccl(nccl[held], dev[held], cv))),
                 "figures": {
+                    "gemm_source": gemm_source,
                     "moe": m,
                     "memory": cv.memory,
                     "kernel_s": cv.kernel_s,
@@ -172,16 +196,18 @@ def main(argv: list[str] | None = None) -> int:
                 },  # fmt: skip
             }
         out[held] = res
-    fams = ("gemm", "moe", "allreduce", "nccl")
+    fams = ("moe", "allreduce", "nccl")
     summary = {m: {f: float(np.median([out[g][m][f] for g in GPUS])) for f in fams} for m in ("in_sample", "held_out")}
     if args.json:
         print(json.dumps({"per_gpu": out, "median_over_gpus": summary, "seconds": time.perf_counter() - t0}, indent=1))
         return 0
-    print(f"{'GPU':10s} {'mode':9s} " + " ".join(f"{f:>9s}" for f in fams) + "   moe fraction")
+    print(f"{'GPU':10s} {'mode':9s} " + " ".join(f"{f:>9s}" for f in fams) + "   moe fraction   GEMM figures")
     for g in GPUS:
         for m in ("in_sample", "held_out"):
             r = out[g][m]
-            print(f"{g:10s} {m:9s} " + " ".join(f"{r[f]:9.3f}" for f in fams) + f"   {r['figures']['moe']:.3f}")
+            fig = r["figures"]
+            print(f"{g:10s} {m:9s} " + " ".join(f"{r[f]:9.3f}" for f in fams) + f"   {fig['moe']:.3f}"
+                  f"   {fig['gemm_source']}")  # fmt: skip
     for m in ("in_sample", "held_out"):
         print(f"{'median':10s} {m:9s} " + " ".join(f"{summary[m][f]:9.3f}" for f in fams))
     print(f"({time.perf_counter() - t0:.0f} s)")

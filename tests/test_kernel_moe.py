@@ -98,7 +98,7 @@ def test_layer_time_by_hand():
     flops = 2 * padded * 3 * d * i_loc
     weights = touched * 3 * d * i_loc * 1.0  # fp8 weights
     acts = (rows * (3 * d + 2 * 2 * i_loc + 2 * i_loc) + 2 * T_ * d) * 2
-    want = max(flops / (1979e12 * 0.6 * 0.5), (weights + acts) / (3.35e12 * 0.85)) + 2 * 4e-6
+    want = max(flops / (1979e12 * 0.6 * 0.5), (weights + acts) / (3.35e12 * 0.85)) + 5 * 4e-6
     got = KM.layer_seconds(h100, CURVES, "fp8", T_, d, inter, rows, touched, padded, tp)
     assert got == pytest.approx(want, rel=1e-12)
     # the same rows through the table predictor (ms)

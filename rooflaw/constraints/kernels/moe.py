@@ -22,10 +22,10 @@ Time (seconds) of the layer, with ``m`` = 3 weight matrices per expert (gate, up
 
 ``compute``, ``memory`` and ``kernel_s`` are the GEMM figures of the device's architecture (fitted before this
 family); ``moe`` -- the achieved fraction of the GEMM rate inside a grouped MoE kernel -- is this family's one
-fitted figure. ``KERNELS`` = 2: the two grouped GEMMs each cost a GEMM's fixed ``kernel_s``; the light kernels
-around them (routing/alignment, activation, scatter-reduce) are charged through their activation bytes. (Five
-launches at ``kernel_s`` each -- every kernel a GEMM -- put the measured one-token layers 1.4-2.5x too slow on
-H100, B200 and L40S in sample: the count was set to two after looking at that.)
+fitted figure. ``KERNELS`` = 5: routing/alignment, two grouped GEMMs, the activation, the final scatter-reduce
+(TensorRT-LLM's MoE flow and vLLM's fused_moe both launch five), each at the GEMM family's fixed ``kernel_s``.
+(With a provisional GEMM fit whose ``kernel_s`` came out 7-10 µs, two launches looked better in sample; with the
+GEMM family's fitted 1.6-3.8 µs, five is better on every GPU: docs/kernels-moe-collectives.md.)
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ from ...devices.device import Device
 from ...errors import bad
 from . import Family, KernelCurves, register
 
-#: GEMM-sized kernel launches per MoE layer, each costing ``kernel_s`` (see the module docstring).
-KERNELS = 2
+#: Kernel launches per MoE layer, each costing the GEMM family's ``kernel_s`` (see the module docstring).
+KERNELS = 5
 #: Monte Carlo draws per shape for a random routing law (seeded by the shape).
 DRAWS = 64
 #: Tile heights a grouped GEMM picks from: the smallest power of two ≥ the mean rows per touched expert,
