@@ -25,6 +25,8 @@ overhead, which belongs to the engine level: they are not modelled (NaN).
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -204,10 +206,18 @@ def _params(*collectives: str) -> tuple[str, ...]:
 
 #: The custom all-reduce kernels (the issue's "all-reduce" family) and NCCL's collectives. Each architecture's
 #: rows determine the parameters of its own link kind (an architecture with one link kind leaves the other's).
-ALLREDUCE = register(Family("allreduce", ("custom_allreduce_perf",), _params("allreduce", "allreduce_vllm"),
-                            predict_allreduce))  # fmt: skip
-NCCL = register(Family("nccl", ("nccl_perf",), _params("nccl_allreduce", "allgather", "reducescatter", "alltoall"),
-                       predict_nccl))  # fmt: skip
+def family(name: str, tables: tuple[str, ...], params: tuple[str, ...], predict, **hooks: Any) -> Family:
+    """A :class:`Family` with those of the fit hooks (``used``, ``prepare``, ``evaluate``) the seam defines."""
+    known = {f.name for f in dataclasses.fields(Family)}
+    return Family(name, tables, params, predict, **{k: v for k, v in hooks.items() if k in known})
+
+
+ALLREDUCE = register(family("allreduce", ("custom_allreduce_perf",), _params("allreduce", "allreduce_vllm"),
+                            predict_allreduce, used=functools.partial(used_params, prepare_allreduce),
+                            prepare=prepare_allreduce, evaluate=evaluate))  # fmt: skip
+NCCL = register(family("nccl", ("nccl_perf",), _params("nccl_allreduce", "allgather", "reducescatter", "alltoall"),
+                       predict_nccl, used=functools.partial(used_params, prepare_nccl), prepare=prepare_nccl,
+                       evaluate=evaluate))  # fmt: skip
 
 
 __all__ = ["ALLREDUCE", "COLLECTIVES", "CONTENTION", "LINK_KINDS", "NCCL", "NCCL_OPS", "SEED", "Terms", "curve",

@@ -40,7 +40,8 @@ import numpy as np
 
 from ...devices.device import Device
 from ...errors import bad
-from . import Family, KernelCurves, register
+from . import KernelCurves, register
+from .collectives import family
 
 #: Kernel launches per MoE layer, each costing the GEMM family's ``kernel_s`` (see the module docstring).
 KERNELS = 5
@@ -237,7 +238,7 @@ def predict(rows, device: Device, curves: KernelCurves | None) -> np.ndarray:
 
 #: The routed-expert layer: fits the one ``moe`` fraction, the GEMM figures held fixed. (``prepare``/``evaluate``
 #: split :func:`predict` so a fit evaluates the routing law once.)
-MOE = register(Family("moe", ("moe_perf",), ("moe",), predict))
+MOE = register(family("moe", ("moe_perf",), ("moe",), predict, prepare=prepare, evaluate=evaluate))
 
 __all__ = ["DTYPES", "KERNELS", "MOE", "Terms", "evaluate", "expected_load", "layer_seconds", "parse_distribution",
            "predict", "prepare", "tile_rows", "uniform_touched"]  # fmt: skip
