@@ -15,6 +15,14 @@ node's links and the scale-out part on the network (each GPU with its own NIC): 
 the node, all-reduce of S/local across nodes, all-gather in the node; all-to-all sends the on-node share over
 the links and the off-node share over the network, one after the other.
 
+Fitted curves: where the system's devices have kernel curves (:mod:`..kernels`: their architecture's, fitted to
+measured collectives) with a curve for the collective on the system's link kind, the in-node collectives of
+:func:`all_reduce` (``algorithm="auto"``, what engines run: TensorRT-LLM's custom all-reduce) and
+:func:`all_to_all_sys` are priced by it -- still α + bytes/β, with the fitted per-call latency for α and the link's
+datasheet bandwidth × the fitted efficiency (× the link kind's contention, :mod:`..kernels.collectives`) for β.
+The scale-out parts, point-to-point sends, explicit ``ring``/``tree`` and systems of devices without curves keep
+the α–β figures of the system file.
+
 Link energy (``*_j``): the bits each rank sends, times the system's energy per bit of the tier they cross
 (``link_pj_per_bit`` inside a node, ``scale_out_pj_per_bit`` between nodes); latency terms carry no energy.
 Bytes sent per rank: ring all-reduce 2(n−1)/n·S, tree all-reduce 2·S (the algorithm ``auto`` picks at that size),
@@ -32,6 +40,8 @@ from typing import Any
 import numpy as np
 
 from ...devices.system import System
+from ..kernels import KernelCurves
+from ..kernels import collectives as K
 
 ALGORITHMS = ("ring", "tree", "auto")
 
@@ -80,6 +90,24 @@ def flat_all_reduce(nbytes: Any, n: int, bw: float, alpha: float, algorithm: str
     return np.minimum(ring_all_reduce(nbytes, n, bw, alpha), tree_all_reduce(nbytes, n, bw, alpha))
 
 
+def system_curves(system: System) -> KernelCurves | None:
+    """The kernel curves of the system's devices (their architecture's), or ``None`` (none fitted, or no
+    architecture): the one place the layouts look them up."""
+    from .. import kernels
+
+    lookup = getattr(kernels, "curves_for", None)  # written with the fitted catalog (kernels/__init__.py)
+    return None if lookup is None else lookup(system.device)
+
+
+def fitted(system: System, collective: str) -> tuple[str, K.CollectiveCurve] | None:
+    """(link kind, curve) pricing ``collective`` inside a node of ``system``, or ``None`` (today's α–β figures)."""
+    kind = K.link_kind(system.link)
+    if kind is None:
+        return None
+    c = K.curve(system_curves(system), collective, kind)
+    return None if c is None else (kind, c)
+
+
 def _split(system: System, n: int) -> tuple[int, int]:
     """(ranks per node, nodes) of a group of ``n`` ranks packed onto whole nodes."""
     local = min(n, system.node_size)
@@ -89,21 +117,38 @@ def _split(system: System, n: int) -> tuple[int, int]:
 def all_reduce(nbytes: Any, n: int, system: System, algorithm: str = "auto") -> Any:
     """All-reduce of ``nbytes`` over ``n`` ranks of ``system`` (hierarchical across nodes)."""
     local, nodes = _split(system, n)
+    fit = fitted(system, "allreduce") if algorithm == "auto" and n > 1 else None
     if nodes == 1:
+        if fit is not None:
+            return K.seconds("allreduce", n, nbytes, system.link_bw, fit[0], fit[1])
         return flat_all_reduce(nbytes, n, system.link_bw, system.link_latency, algorithm)
     s = np.asarray(nbytes, dtype=float)
-    intra = reduce_scatter(s, local, system.link_bw, system.link_latency)
     inter = flat_all_reduce(s / local, nodes, system.scale_out_bw, system.scale_out_latency, algorithm)
-    return intra + inter + all_gather(s, local, system.link_bw, system.link_latency)
+    return inter + _in_node(s, local, system, "reducescatter") + _in_node(s, local, system, "allgather")
+
+
+def _in_node(s: np.ndarray, local: int, system: System, collective: str) -> Any:
+    """An all-gather or reduce-scatter of ``s`` bytes over the ``local`` ranks of one node."""
+    fit = fitted(system, collective) if local > 1 else None
+    if fit is not None:
+        return K.seconds(collective, local, s, system.link_bw, fit[0], fit[1])
+    return all_gather(s, local, system.link_bw, system.link_latency)
 
 
 def all_to_all_sys(nbytes: Any, n: int, system: System) -> Any:
     """All-to-all where each rank sends ``nbytes`` in total (its share to itself stays put)."""
     local, nodes = _split(system, n)
+    fit = fitted(system, "alltoall") if n > 1 else None
     if nodes == 1:
+        if fit is not None:
+            return K.seconds("alltoall", n, nbytes, system.link_bw, fit[0], fit[1])
         return all_to_all(nbytes, n, system.link_bw, system.link_latency)
     s = np.asarray(nbytes, dtype=float)
-    on = system.link_latency + (local - 1) / n * s / system.link_bw
+    if fit is not None:  # the on-node share at the fitted figures, the off-node share on the network
+        kind, c = fit
+        on = c.latency + (local - 1) / n * s / K.rank_bandwidth(system.link_bw, kind, local, c.efficiency)
+    else:
+        on = system.link_latency + (local - 1) / n * s / system.link_bw
     off = system.scale_out_latency + (n - local) / n * s / system.scale_out_bw
     return on + off
 
@@ -173,7 +218,7 @@ ENERGY = Costs(all_reduce_j, all_to_all_j, p2p_j)
 
 
 __all__ = [
-    "ALGORITHMS", "ENERGY", "TIME", "Costs", "all_gather", "all_reduce_j", "all_to_all_j", "p2p_j",
+    "ALGORITHMS", "ENERGY", "TIME", "Costs", "all_gather", "all_reduce_j", "all_to_all_j", "fitted", "p2p_j",
     "all_reduce", "all_to_all", "all_to_all_sys", "flat_all_reduce", "p2p_sys",
-    "point_to_point", "reduce_scatter", "ring_all_reduce", "tree_all_reduce",
+    "point_to_point", "reduce_scatter", "ring_all_reduce", "system_curves", "tree_all_reduce",
 ]  # fmt: skip

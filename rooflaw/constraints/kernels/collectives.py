@@ -1,0 +1,225 @@
+"""Collectives priced from fitted curves: ``t = latency + algorithm bytes / (link bandwidth · efficiency)``.
+
+One :class:`~rooflaw.constraints.kernels.CollectiveCurve` per ``"<collective>/<link kind>"`` key of
+:attr:`KernelCurves.collectives`. ``S`` is the buffer a rank holds, in bytes (the vector all-reduced, the
+gathered output of an all-gather, the input of a reduce-scatter, everything one rank sends in an all-to-all);
+``B`` is the per-GPU link bandwidth each way (bytes/s, :mod:`rooflaw.devices.systems`), ``n`` the GPU count.
+
+Bytes each rank moves over its link (the algorithm factor):
+
+- ``allreduce`` / ``allreduce_vllm`` (TensorRT-LLM's / vLLM's custom all-reduce, CUDA graphs): the cheaper of
+  one-shot -- every rank reads the n − 1 peers' whole buffers, (n − 1)·S, one latency -- and two-shot --
+  reduce-scatter then all-gather, 2(n − 1)/n·S, two latencies;
+- ``nccl_allreduce``: ring, 2(n − 1)/n·S; ``allgather``, ``reducescatter``, ``alltoall``: (n − 1)/n·S.
+
+Link kinds (:data:`CONTENTION`): over NVLink + NVSwitch each GPU has its own port, so the bandwidth per rank
+does not depend on n; over PCIe the GPUs share the host's tree, and the measured bus bandwidth of every
+collective on the one PCIe box in the data (L40S, 2/4/8 GPUs, NCCL and custom all-reduce) falls as 1/n²:
+the bandwidth per rank is ``B · efficiency · (2/n)^2`` there (the exponent is a property of the link kind,
+chosen from that box's tables; a one-parameter-per-link law, not a factor per GPU count).
+
+The kernel tables (``custom_allreduce_perf``, ``nccl_perf``) give ``message_size`` in **elements** (× the
+dtype's bytes) and ``latency`` in ms. vLLM's eager rows (``backend == vllm_eager``) add the host's launch
+overhead, which belongs to the engine level: they are not modelled (NaN).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ...devices.device import Device
+from . import CollectiveCurve, Family, KernelCurves, register
+
+#: Exponent of the per-rank bandwidth's fall with the group size, per link kind: ``B·eff·(2/n)^c``.
+CONTENTION = {"nvlink": 0.0, "pcie": 2.0}
+LINK_KINDS = tuple(CONTENTION)
+#: Collectives with curves; the first two are the custom all-reduce kernels engines run for TP.
+COLLECTIVES = ("allreduce", "allreduce_vllm", "nccl_allreduce", "allgather", "reducescatter", "alltoall")
+#: nccl_perf's ``op_name`` -> collective key.
+NCCL_OPS = {"all_reduce": "nccl_allreduce", "all_gather": "allgather", "reduce_scatter": "reducescatter",
+            "alltoall": "alltoall"}  # fmt: skip
+#: Bytes per element of the tables' dtypes.
+DTYPE_BYTES = {"half": 2, "float16": 2, "bfloat16": 2, "fp16": 2, "bf16": 2, "int8": 1, "fp8": 1, "float": 4,
+               "float32": 4}  # fmt: skip
+#: Starting point of a fit (and nothing else: a device whose curves lack a collective is not priced by them).
+SEED = CollectiveCurve(latency=5e-6, efficiency=0.6)
+
+
+def link_kind(link: str) -> str | None:
+    """The link kind (:data:`LINK_KINDS`) of a system's ``link`` name (``"NVLink 4"``, ``"PCIe Gen4 x16"``)."""
+    text = link.lower().replace(" ", "")
+    if text.startswith("nvlink"):
+        return "nvlink"
+    if text.startswith("pcie"):
+        return "pcie"
+    return None
+
+
+def device_link(device: Device) -> tuple[str, float] | None:
+    """(link kind, per-GPU bandwidth each way in bytes/s) of ``device``'s catalog system, or ``None``."""
+    from ...devices.system import system_catalog
+
+    for entry in system_catalog().values():
+        if device.id in entry.get("devices", ()):
+            kind = link_kind(str(entry.get("link", "")))
+            return None if kind is None else (kind, float(entry["link_gbs"]) * 1e9)
+    return None
+
+
+def curve(curves: KernelCurves | None, collective: str, kind: str) -> CollectiveCurve | None:
+    """The fitted curve of ``collective`` on link ``kind``; else the same collective's curve on another link kind
+    (latency and efficiency are fractions and times that carry over; the link's own bandwidth and contention
+    apply); else ``None``."""
+    if curves is None:
+        return None
+    got = curves.collectives.get(f"{collective}/{kind}")
+    if got is not None:
+        return got
+    return next((c for k, c in sorted(curves.collectives.items()) if k.split("/")[0] == collective), None)
+
+
+def rank_bandwidth(link_bw: float, kind: str, n: Any, efficiency: float) -> Any:
+    """Achieved bytes/s per rank: ``link_bw · efficiency · (2/n)^CONTENTION[kind]``."""
+    return link_bw * efficiency * (2.0 / np.asarray(n, dtype=float)) ** CONTENTION[kind]
+
+
+def seconds(collective: str, n: Any, nbytes: Any, link_bw: float, kind: str, c: CollectiveCurve) -> Any:
+    """Seconds of one ``collective`` of ``nbytes`` over ``n`` GPUs (0 for n ≤ 1), vectorised over n and nbytes."""
+    n = np.asarray(n, dtype=float)
+    s = np.asarray(nbytes, dtype=float)
+    bw = rank_bandwidth(link_bw, kind, np.maximum(n, 1.0), c.efficiency)
+    if collective in ("allreduce", "allreduce_vllm"):
+        one = c.latency + (n - 1) * s / bw
+        two = 2 * c.latency + 2 * (n - 1) / np.maximum(n, 1.0) * s / bw
+        t = np.minimum(one, two)
+    elif collective == "nccl_allreduce":
+        t = c.latency + 2 * (n - 1) / np.maximum(n, 1.0) * s / bw
+    elif collective in ("allgather", "reducescatter", "alltoall"):
+        t = c.latency + (n - 1) / np.maximum(n, 1.0) * s / bw
+    else:
+        raise KeyError(collective)
+    return np.where(n > 1, t, 0.0)
+
+
+@dataclass(frozen=True)
+class Terms:
+    """The curve-independent part of a collective table: each row's curve key ('' not modelled), GPUs, bytes."""
+
+    key: np.ndarray
+    n: np.ndarray
+    nbytes: np.ndarray
+
+
+def evaluate(terms: Terms, device: Device, curves: KernelCurves | None) -> np.ndarray:
+    """Seconds of each prepared row (NaN where not modelled, the device has no catalog link or no curve)."""
+    out = np.full(len(terms.n), np.nan)
+    link = device_link(device)
+    if link is None:
+        return out
+    kind, bw = link
+    for key in np.unique(terms.key):
+        c = curve(curves, key, kind) if key else None
+        if c is None:
+            continue
+        m = terms.key == key
+        out[m] = seconds(key, terms.n[m], terms.nbytes[m], bw, kind, c)
+    return out
+
+
+def _dtype_bytes(col) -> np.ndarray:
+    return np.array([DTYPE_BYTES.get(str(v).lower(), np.nan) for v in col], dtype=float)
+
+
+def prepare_allreduce(rows, device: Device | None = None) -> Terms:
+    """``custom_allreduce_perf`` rows: TensorRT-LLM rows -> ``allreduce``, vLLM CUDA-graph rows ->
+    ``allreduce_vllm``, vLLM eager rows -> not modelled."""
+    fw = rows["framework"].astype(str).str.lower().to_numpy()
+    eager = rows["backend"].astype(str).str.contains("eager").to_numpy() if "backend" in rows else np.zeros(len(rows))
+    keys = np.where(fw == "trtllm", "allreduce", np.where(fw == "vllm", "allreduce_vllm", ""))
+    keys = np.where(eager.astype(bool), "", keys)
+    nbytes = rows["message_size"].to_numpy(dtype=float) * _dtype_bytes(rows["allreduce_dtype"])
+    return Terms(keys.astype(str), rows["num_gpus"].to_numpy(dtype=float), nbytes)
+
+
+def prepare_nccl(rows, device: Device | None = None) -> Terms:
+    """``nccl_perf`` rows (``op_name``: all_reduce, all_gather, reduce_scatter, alltoall)."""
+    keys = np.array([NCCL_OPS.get(str(o), "") for o in rows["op_name"]], dtype=object).astype(str)
+    nbytes = rows["message_size"].to_numpy(dtype=float) * _dtype_bytes(rows["nccl_dtype"])
+    return Terms(keys, rows["num_gpus"].to_numpy(dtype=float), nbytes)
+
+
+def predict_allreduce(rows, device: Device, curves: KernelCurves | None) -> np.ndarray:
+    """ms of each ``custom_allreduce_perf`` row (:func:`prepare_allreduce`)."""
+    return evaluate(prepare_allreduce(rows), device, curves) * 1e3
+
+
+def predict_nccl(rows, device: Device, curves: KernelCurves | None) -> np.ndarray:
+    """ms of each ``nccl_perf`` row (:func:`prepare_nccl`)."""
+    return evaluate(prepare_nccl(rows), device, curves) * 1e3
+
+
+def _model_tokens(name: str) -> set[str]:
+    """The model-number tokens of a GPU name (``"NVIDIA H100 80GB HBM3"`` -> {"H100"}): letters and digits mixed,
+    not a memory size."""
+    toks = re.findall(r"[A-Za-z0-9]+", name.upper())
+    return {t for t in toks if re.search(r"[A-Z]", t) and re.search(r"\d", t) and not re.fullmatch(r"\d+GB", t)}
+
+
+def device_of_rows(rows) -> Device | None:
+    """The catalog device with a catalog link whose name shares a model token with the tables' ``device`` column
+    (the GPU name as the collectors wrote it), or ``None``."""
+    from ...devices.catalog import get_device
+    from ...devices.system import system_catalog
+
+    if "device" not in rows or not len(rows):
+        return None
+    want = _model_tokens(str(rows["device"].iloc[0]))
+    for entry in system_catalog().values():
+        for ident in entry.get("devices", ()):
+            dev = get_device(ident)
+            if want & _model_tokens(dev.name) & _model_tokens(dev.id.replace("-", " ")):
+                return dev
+    return None
+
+
+def used_params(prepare_fn, rows, device: Device | None = None) -> tuple[str, ...]:
+    """The ``collectives.<key>/<kind>.{latency,efficiency}`` figures ``rows`` on ``device`` determine: the keys its
+    rows use, on the device's own link kind (none without a catalog link). Without ``device``, the device is found
+    from the rows' ``device`` column (:func:`device_of_rows`)."""
+    dev = device if device is not None else device_of_rows(rows)
+    link = None if dev is None else device_link(dev)
+    if link is None:
+        return ()
+    keys = sorted(k for k in set(prepare_fn(rows).key.tolist()) if k)
+    return tuple(f"collectives.{k}/{link[0]}.{f}" for k in keys for f in ("latency", "efficiency"))
+
+
+def _params(*collectives: str) -> tuple[str, ...]:
+    return tuple(f"collectives.{c}/{k}.{f}" for c in collectives for k in LINK_KINDS for f in ("latency", "efficiency"))
+
+
+#: The custom all-reduce kernels (the issue's "all-reduce" family) and NCCL's collectives. Each architecture's
+#: rows determine the parameters of its own link kind (an architecture with one link kind leaves the other's).
+def family(name: str, tables: tuple[str, ...], params: tuple[str, ...], predict, **hooks: Any) -> Family:
+    """A :class:`Family` with those of the fit hooks (``used``, ``prepare``, ``evaluate``) the seam defines."""
+    known = {f.name for f in dataclasses.fields(Family)}
+    return Family(name, tables, params, predict, **{k: v for k, v in hooks.items() if k in known})
+
+
+ALLREDUCE = register(family("allreduce", ("custom_allreduce_perf",), _params("allreduce", "allreduce_vllm"),
+                            predict_allreduce, used=functools.partial(used_params, prepare_allreduce),
+                            prepare=prepare_allreduce, evaluate=evaluate))  # fmt: skip
+NCCL = register(family("nccl", ("nccl_perf",), _params("nccl_allreduce", "allgather", "reducescatter", "alltoall"),
+                       predict_nccl, used=functools.partial(used_params, prepare_nccl), prepare=prepare_nccl,
+                       evaluate=evaluate))  # fmt: skip
+
+
+__all__ = ["ALLREDUCE", "COLLECTIVES", "CONTENTION", "LINK_KINDS", "NCCL", "NCCL_OPS", "SEED", "Terms", "curve",
+           "device_link", "evaluate", "link_kind", "predict_allreduce", "predict_nccl", "prepare_allreduce",
+           "prepare_nccl", "rank_bandwidth", "seconds", "used_params", "device_of_rows"]  # fmt: skip

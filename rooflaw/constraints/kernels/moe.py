@@ -1,0 +1,244 @@
+"""The routed-expert MoE layer as one grouped GEMM, priced from the GEMM curves and the fitted ``moe`` fraction.
+
+A layer of ``E`` experts, top-``K`` routing, hidden size ``d`` and expert width ``inter``, run on one GPU of an
+``ep``-way expert-parallel × ``tp``-way tensor-parallel group, for ``T`` tokens (all the tokens entering the
+layer): the GPU holds ``E/ep`` experts of width ``inter/tp`` and computes the rows routed to them. Under
+skewed routing the GPU to price is the one whose experts got the most rows (what the kernel tables measure:
+their generator swaps the heaviest expert group to rank 0), so the figures below are of that group.
+
+From the routing law (:func:`expected_load`, once per shape): ``rows`` (token-expert pairs routed to the
+group), ``touched`` (distinct experts of the group with ≥ 1 row), ``padded`` (rows rounded up per expert to the
+kernel's tile height, :func:`tile_rows`) and ``max_load`` (rows of the most loaded expert). Uniform routing
+touches ``E·(1 − (1 − K/E)^T)`` experts in all -- the coverage of rooflaw's own MoE operators
+(:data:`rooflaw.constraints.operators.EXPERTS_TOUCHED`), so the assembly can use the same figure.
+
+Time (seconds) of the layer, with ``m`` = 3 weight matrices per expert (gate, up, down; 2 when not gated)::
+
+    flops = 2 · padded · m · d · inter/tp
+    bytes = touched · m · d · inter/tp · b_w                       (the touched experts' weights, streamed once)
+          + (rows · (3·d + 2·(m − 1)·inter/tp + 2·inter/tp) + 2·T·d) · 2   (bf16 activations: gather, GEMM1 out,
+                                                                     activation, GEMM2 out, scatter-reduce)
+    t = max(flops / (peak(dtype) · compute[dtype] · moe), bytes / (bandwidth · memory)) + KERNELS · kernel_s
+
+``compute``, ``memory`` and ``kernel_s`` are the GEMM figures of the device's architecture (fitted before this
+family); ``moe`` -- the achieved fraction of the GEMM rate inside a grouped MoE kernel -- is this family's one
+fitted figure. ``KERNELS`` = 5: routing/alignment, two grouped GEMMs, the activation, the final scatter-reduce
+(TensorRT-LLM's MoE flow and vLLM's fused_moe both launch five), each at the GEMM family's fixed ``kernel_s``.
+(With a provisional GEMM fit whose ``kernel_s`` came out 7-10 µs, two launches looked better in sample; with the
+GEMM family's fitted 1.6-3.8 µs, five is better on every GPU: docs/kernels-moe-collectives.md.)
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from ...devices.device import Device
+from ...errors import bad
+from . import KernelCurves, register
+from .collectives import family
+
+#: Kernel launches per MoE layer, each costing the GEMM family's ``kernel_s`` (see the module docstring).
+KERNELS = 5
+#: Monte Carlo draws per shape for a random routing law (seeded by the shape).
+DRAWS = 64
+#: Tile heights a grouped GEMM picks from: the smallest power of two ≥ the mean rows per touched expert,
+#: within these bounds (Triton's fused_moe BLOCK_SIZE_M and CUTLASS's grouped tiles span 16-128).
+TILE_MIN, TILE_MAX = 16, 128
+#: moe_dtype -> (weight bytes per element incl. scales, roof dtype of the activations, ``compute`` key).
+#: ``mixed``: a weight-only quantised GEMM, as a fraction of the activation dtype's peak.
+DTYPES: dict[str, tuple[float, str, str]] = {
+    "bfloat16": (2.0, "fp16", "fp16"),
+    "float16": (2.0, "fp16", "fp16"),
+    "fp8": (1.0, "fp8", "fp8"),
+    "fp8_block": (1.0 + 4 / (128 * 128), "fp8", "fp8_block"),  # one fp32 scale per 128x128 block
+    "nvfp4": (0.5 + 1 / 16, "fp4", "fp4"),  # one fp8 scale per 16 values
+    "w4a16_mxfp4": (0.5 + 1 / 32, "fp16", "mixed"),  # one e8m0 scale per 32 values
+    "int4_wo": (0.5 + 2 / 128, "fp16", "mixed"),  # one fp16 scale per group of 128
+    "w4a8_mxfp4_mxfp8": (0.5 + 1 / 32, "fp8", "mixed"),
+}
+_POWER = re.compile(r"power_law_(\d+(?:\.\d+)?)$")
+
+
+def tile_rows(mean_rows: Any) -> Any:
+    """Tile height (rows) of a grouped GEMM whose experts get ``mean_rows`` rows on average."""
+    m = np.maximum(np.asarray(mean_rows, dtype=float), 1.0)
+    return np.clip(2.0 ** np.ceil(np.log2(m)), TILE_MIN, TILE_MAX)
+
+
+def _balanced_loads(T: int, E: int, K: int) -> np.ndarray:
+    """Rows per expert of the tables' ``balanced`` routing: token i's j-th expert is (i + j·⌈E/K⌉) mod E, or,
+    with fewer tokens than that stride, (⌊i·stride/T⌋ + j·stride) mod E (spread over the experts)."""
+    stride = math.ceil(E / K)
+    i = np.arange(T, dtype=np.int64)[:, None]
+    j = np.arange(K, dtype=np.int64)[None, :]
+    first = i if stride <= T else (i * stride) // T
+    return np.bincount(((first + j * stride) % E).ravel(), minlength=E)[None, :]
+
+
+def _power_law_loads(T: int, E: int, K: int, alpha: float, rng: np.random.Generator) -> np.ndarray:
+    """Rows per expert, (DRAWS, E), of the tables' ``power_law_<alpha>`` routing: each expert's weight drawn from
+    p(x) ∝ x^−alpha on [1, 0.8·T] (on [0.01, 2] when T·K ≤ E), scaled to T·K rows, rounded, the rounding's
+    excess taken from (or its shortfall given to) the largest experts."""
+    lo, hi = (1.0, 0.8 * T) if T * K > E else (0.01, 2.0)
+    u = rng.random((DRAWS, E))
+    a1 = 1.0 - alpha
+    w = ((hi**a1 - lo**a1) * u + lo**a1) ** (1.0 / a1)
+    loads = np.rint(w / w.sum(axis=1, keepdims=True) * (T * K)).astype(np.int64)
+    delta = T * K - loads.sum(axis=1)
+    rank = np.argsort(np.argsort(-loads, axis=1, kind="stable"), axis=1)  # 0 = largest
+    loads = loads + np.sign(delta)[:, None] * (rank < np.abs(delta)[:, None])
+    return np.maximum(loads, 0)
+
+
+def _uniform_loads(T: int, E: int, K: int, rng: np.random.Generator) -> np.ndarray:
+    """Rows per expert, (DRAWS, E), each token picking K distinct experts uniformly at random: each expert's rows
+    are Binomial(T, K/E) (its exact marginal; the weak negative correlation between experts is dropped), so the
+    expected coverage is E·(1 − (1 − K/E)^T) exactly."""
+    return rng.binomial(T, K / E, size=(DRAWS, E))
+
+
+def parse_distribution(distribution: str) -> tuple[str, float]:
+    """(``balanced`` | ``uniform`` | ``power_law``, alpha) of a table's ``distribution``."""
+    d = str(distribution).strip().lower()
+    if d in ("balanced", "uniform"):
+        return d, 0.0
+    m = _POWER.match(d)
+    if m and float(m.group(1)) > 0 and float(m.group(1)) != 1.0:
+        return "power_law", float(m.group(1))
+    raise bad("distribution", distribution, "must be balanced, uniform or power_law_<alpha> (alpha > 0, not 1)")
+
+
+@lru_cache(maxsize=1 << 15)
+def expected_load(T: int, E: int, K: int, ep: int, distribution: str) -> tuple[float, float, float, float]:
+    """Expected (rows, touched, padded, max_load) of the most loaded of the ``ep`` expert groups (``E/ep`` experts
+    each) for ``T`` tokens routed top-``K`` under ``distribution`` (see the module docstring). Seeded per shape."""
+    for name, v in (("num_tokens", T), ("num_experts", E), ("topk", K), ("moe_ep_size", ep)):
+        if int(v) != v or v < 1:
+            raise bad(name, v, "must be a positive integer")
+    if K > E or E % ep:
+        raise bad("topk" if K > E else "moe_ep_size", K if K > E else ep, f"does not fit {E} experts")
+    kind, alpha = parse_distribution(distribution)
+    rng = np.random.default_rng([T, E, K, ep, int(round(alpha * 1000))])
+    if kind == "balanced":
+        loads = _balanced_loads(T, E, K)
+    elif kind == "uniform":
+        loads = _uniform_loads(T, E, K, rng)
+    else:
+        loads = _power_law_loads(T, E, K, alpha, rng)
+    groups = loads.reshape(len(loads), ep, E // ep)
+    heavy = groups[np.arange(len(loads)), groups.sum(axis=2).argmax(axis=1) if kind != "balanced" else 0]
+    rows = heavy.sum(axis=1).astype(float)
+    touched = (heavy > 0).sum(axis=1).astype(float)
+    tile = tile_rows(rows.mean() / max(touched.mean(), 1.0))
+    padded = (np.ceil(heavy / tile) * tile).sum(axis=1)
+    return float(rows.mean()), float(touched.mean()), float(padded.mean()), float(heavy.max(axis=1).mean())
+
+
+def uniform_touched(T: Any, E: Any, K: Any) -> Any:
+    """Expected distinct experts touched by ``T`` tokens routed uniformly top-``K`` of ``E``: E·(1 − (1 − K/E)^T)."""
+    E = np.asarray(E, dtype=float)
+    return E * (1.0 - (1.0 - np.asarray(K, dtype=float) / E) ** np.asarray(T, dtype=float))
+
+
+def _fraction(curves: KernelCurves, key: str, roof: str) -> float:
+    c = curves.compute
+    if key == "mixed":
+        return float(c.get("mixed", c.get(roof, 1.0)))
+    return float(c.get(key, c.get(roof, 1.0)))
+
+
+def layer_seconds(
+    device: Device,
+    curves: KernelCurves,
+    dtype: str,
+    T: Any,
+    d: Any,
+    inter: Any,
+    rows: Any,
+    touched: Any,
+    padded: Any,
+    tp: Any = 1,
+    gated: Any = True,
+) -> Any:
+    """Seconds of one MoE layer on one GPU (module docstring), vectorised over the shape arrays."""
+    if dtype not in DTYPES:
+        raise bad("moe_dtype", dtype, f"one of {', '.join(DTYPES)}")
+    b_w, roof, key = DTYPES[dtype]
+    peak = device.roof(roof)[1]
+    i_loc = np.asarray(inter, dtype=float) / np.asarray(tp, dtype=float)
+    m = np.where(np.asarray(gated, dtype=bool), 3.0, 2.0)
+    d = np.asarray(d, dtype=float)
+    rows = np.asarray(rows, dtype=float)
+    flops = 2.0 * np.asarray(padded, dtype=float) * m * d * i_loc
+    weights = np.asarray(touched, dtype=float) * m * d * i_loc * b_w
+    acts = (rows * (3 * d + 2 * (m - 1) * i_loc + 2 * i_loc) + 2 * np.asarray(T, dtype=float) * d) * 2.0
+    t_c = flops / (peak * _fraction(curves, key, roof) * curves.moe)
+    t_m = (weights + acts) / (device.memory_bandwidth * curves.memory)
+    return np.maximum(t_c, t_m) + KERNELS * curves.kernel_s
+
+
+@dataclass(frozen=True)
+class Terms:
+    """The curve-independent part of a ``moe_perf`` table: each row's shape and expected routing loads."""
+
+    dtype: np.ndarray  #: moe_dtype ('' where not modelled)
+    T: np.ndarray
+    d: np.ndarray
+    inter: np.ndarray
+    tp: np.ndarray
+    gated: np.ndarray
+    rows: np.ndarray  #: expected rows of the heaviest expert group (NaN where the routing is not modelled)
+    touched: np.ndarray
+    padded: np.ndarray
+
+
+def prepare(rows, device: Device | None = None) -> Terms:
+    """:class:`Terms` of the rows of a ``moe_perf`` table (the routing law evaluated once per shape)."""
+    rows = rows.reset_index(drop=True)
+    shape = rows[["num_tokens", "num_experts", "topk", "moe_ep_size", "distribution"]]
+    loads = np.full((len(rows), 3), np.nan)
+    for idx, pos in shape.groupby(list(shape.columns), sort=False).indices.items():
+        T, E, K, ep, dist = idx
+        try:
+            loads[pos] = expected_load(int(T), int(E), int(K), int(ep), str(dist))[:3]
+        except (ValueError, TypeError):  # a shape or routing law the model does not cover stays NaN
+            continue
+    dtype = rows["moe_dtype"].astype(str).to_numpy()
+    num = lambda c: rows[c].to_numpy(dtype=float)  # noqa: E731
+    return Terms(np.where(np.isin(dtype, list(DTYPES)), dtype, ""), num("num_tokens"), num("hidden_size"),
+                 num("inter_size"), num("moe_tp_size"),
+                 ~rows["kernel_source"].astype(str).str.contains("nongated").to_numpy(),
+                 loads[:, 0], loads[:, 1], loads[:, 2])  # fmt: skip
+
+
+def evaluate(terms: Terms, device: Device, curves: KernelCurves) -> np.ndarray:
+    """Seconds of each prepared row (NaN where its dtype or routing is not modelled)."""
+    out = np.full(len(terms.T), np.nan)
+    for dtype in np.unique(terms.dtype):
+        if not dtype:
+            continue
+        m = terms.dtype == dtype
+        out[m] = layer_seconds(device, curves, str(dtype), terms.T[m], terms.d[m], terms.inter[m], terms.rows[m],
+                               terms.touched[m], terms.padded[m], terms.tp[m], terms.gated[m])  # fmt: skip
+    return out
+
+
+def predict(rows, device: Device, curves: KernelCurves | None) -> np.ndarray:
+    """ms of each ``moe_perf`` row (NaN where its dtype or routing is not modelled)."""
+    if curves is None or len(rows) == 0:
+        return np.full(len(rows), np.nan)
+    return evaluate(prepare(rows, device), device, curves) * 1e3
+
+
+#: The routed-expert layer: fits the one ``moe`` fraction, the GEMM figures held fixed. (``prepare``/``evaluate``
+#: split :func:`predict` so a fit evaluates the routing law once.)
+MOE = register(family("moe", ("moe_perf",), ("moe",), predict, prepare=prepare, evaluate=evaluate))
+
+__all__ = ["DTYPES", "KERNELS", "MOE", "Terms", "evaluate", "expected_load", "layer_seconds", "parse_distribution",
+           "predict", "prepare", "tile_rows", "uniform_touched"]  # fmt: skip

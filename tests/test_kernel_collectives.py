@@ -1,0 +1,176 @@
+"""Collective kernel curves: hand-computed times from the curve figures (n = 2 and n = 8, NVLink and PCIe), the
+kernel-table predictors (elements x dtype bytes, ms), a fit recovering known figures from synthetic rows, and the
+layouts pricing their collectives with the curves (a one-device layout still the single-chip model)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.optimize import least_squares
+
+import rooflaw as R
+from rooflaw.constraints.kernels import FAMILIES, CollectiveCurve, KernelCurves
+from rooflaw.constraints.kernels import collectives as K
+from rooflaw.constraints.parallel import collectives as C
+from rooflaw.constraints.parallel import layout_columns
+from rooflaw.constraints.roofline import complete_columns
+from rooflaw.devices.system import get_system, single
+
+AR = CollectiveCurve(latency=4e-6, efficiency=0.6)
+A2A = CollectiveCurve(latency=9e-6, efficiency=0.5)
+
+
+def curves(**coll: CollectiveCurve) -> KernelCurves:
+    return KernelCurves("hopper", {"fp16": 0.8}, 0.8, 5e-6, collectives=coll)
+
+
+def test_hand_computed_allreduce_n2_and_n8():
+    bw = 450e9 * 0.6  # H100 NVLink 4 each way x efficiency
+    # n = 2, 1 MB: one-shot (one latency, 1 x S) beats two-shot (two latencies, 1 x S)
+    assert K.seconds("allreduce", 2, 1e6, 450e9, "nvlink", AR) == pytest.approx(4e-6 + 1e6 / bw)
+    # n = 8, 64 MB: two-shot, 2 latencies + 2*7/8 x S (one-shot would read 7 x S)
+    assert K.seconds("allreduce", 8, 64e6, 450e9, "nvlink", AR) == pytest.approx(8e-6 + 1.75 * 64e6 / bw)
+    # n = 8, 4 KB: one-shot, latency-bound
+    assert K.seconds("allreduce", 8, 4096, 450e9, "nvlink", AR) == pytest.approx(4e-6 + 7 * 4096 / bw)
+    # NCCL ring and the (n-1)/n collectives
+    assert K.seconds("nccl_allreduce", 8, 64e6, 450e9, "nvlink", AR) == pytest.approx(4e-6 + 1.75 * 64e6 / bw)
+    for c in ("allgather", "reducescatter", "alltoall"):
+        assert K.seconds(c, 2, 8e6, 450e9, "nvlink", AR) == pytest.approx(4e-6 + 0.5 * 8e6 / bw)
+    assert K.seconds("allreduce", 1, 1e6, 450e9, "nvlink", AR) == 0.0
+
+
+def test_pcie_contention_by_hand():
+    # PCIe Gen4 x16, 32 GB/s each way: the per-rank bandwidth falls as (2/n)^2 on a shared host tree
+    assert K.rank_bandwidth(32e9, "pcie", 2, 0.6) == pytest.approx(19.2e9)
+    assert K.rank_bandwidth(32e9, "pcie", 8, 0.6) == pytest.approx(19.2e9 / 16)
+    t = K.seconds("allgather", 8, 64e6, 32e9, "pcie", AR)
+    assert t == pytest.approx(4e-6 + 7 / 8 * 64e6 / (19.2e9 / 16))
+    assert K.link_kind("NVLink 5") == "nvlink" and K.link_kind("PCIe Gen5 x16") == "pcie"
+    assert K.link_kind("none (one GPU per board)") is None
+
+
+def _table(framework: str, n, elems, dtype="bfloat16", backend=None) -> pd.DataFrame:
+    d = pd.DataFrame({"framework": framework, "num_gpus": n, "message_size": elems, "allreduce_dtype": dtype})
+    if backend is not None:
+        d["backend"] = backend
+    return d
+
+
+def test_predictors_on_table_rows():
+    h100 = R.get_device("h100-sxm")
+    cv = curves(**{"allreduce/nvlink": AR, "allreduce_vllm/nvlink": A2A})
+    rows = _table("TRTLLM", [2, 8], [524288, 33554432])  # elements of bf16
+    got = K.predict_allreduce(rows, h100, cv)
+    want = [K.seconds("allreduce", 2, 524288 * 2, 450e9, "nvlink", AR) * 1e3,
+            K.seconds("allreduce", 8, 33554432 * 2, 450e9, "nvlink", AR) * 1e3]  # fmt: skip
+    assert got == pytest.approx(want)
+    v = _table("vLLM", [2, 2], [128, 128], backend=["vllm_graph", "vllm_eager"])
+    got = K.predict_allreduce(v, h100, cv)
+    assert got[0] == pytest.approx(K.seconds("allreduce_vllm", 2, 256, 450e9, "nvlink", A2A) * 1e3)
+    assert np.isnan(got[1])  # eager: the host's launch overhead belongs to the engine level
+    # NCCL rows: op_name picks the collective, int8 elements are 1 byte
+    nccl = pd.DataFrame({"op_name": ["alltoall", "all_gather"], "num_gpus": [8, 4], "message_size": [1 << 20] * 2,
+                         "nccl_dtype": ["int8", "half"]})  # fmt: skip
+    cv2 = curves(**{"alltoall/nvlink": A2A})
+    got = K.predict_nccl(nccl, h100, cv2)
+    assert got[0] == pytest.approx(K.seconds("alltoall", 8, 1 << 20, 450e9, "nvlink", A2A) * 1e3)
+    assert np.isnan(got[1])  # no all-gather curve
+    # a device with no catalog interconnect is not priced
+    assert np.isnan(K.predict_allreduce(rows, R.get_device("mi300x"), cv)).all()
+
+
+def test_a_curve_carries_to_another_link_kind():
+    """L40S (PCIe) priced from a curve fitted on NVLink: the efficiency and latency carry, the link's own
+    bandwidth and contention apply."""
+    cv = curves(**{"allreduce/nvlink": AR})
+    rows = _table("TRTLLM", [4], [1 << 24])
+    got = K.predict_allreduce(rows, R.get_device("l40s"), cv)
+    assert got[0] == pytest.approx(K.seconds("allreduce", 4, 2 << 24, 32e9, "pcie", AR) * 1e3)
+
+
+def test_fit_recovers_known_figures_from_synthetic_rows():
+    """Rows made from a known (latency, efficiency), 2 % noise: least squares on log(pred/meas) finds them."""
+    true = CollectiveCurve(latency=6.5e-6, efficiency=0.55)
+    n = np.repeat([2, 4, 8], 23)
+    elems = np.tile(2.0 ** np.arange(7, 30), 3)
+    rows = _table("TRTLLM", n, elems)
+    dev = R.get_device("a100-sxm-80gb")
+    rng = np.random.default_rng(0)
+    meas = K.predict_allreduce(rows, dev, curves(**{"allreduce/nvlink": true})) * np.exp(rng.normal(0, 0.02, len(n)))
+
+    def res(p):
+        c = CollectiveCurve(latency=float(np.exp(p[0])), efficiency=float(np.exp(p[1])))
+        return np.log(K.predict_allreduce(rows, dev, curves(**{"allreduce/nvlink": c})) / meas)
+
+    fit = least_squares(res, [np.log(K.SEED.latency), np.log(K.SEED.efficiency)])
+    assert np.exp(fit.x[0]) == pytest.approx(true.latency, rel=0.03)
+    assert np.exp(fit.x[1]) == pytest.approx(true.efficiency, rel=0.03)
+
+
+def test_used_params_follow_the_devices_link():
+    rows = pd.concat([_table("TRTLLM", [2], [128]), _table("vLLM", [2], [128], backend=["vllm_graph"])])
+    assert K.used_params(K.prepare_allreduce, rows, R.get_device("h100-sxm")) == (
+        "collectives.allreduce/nvlink.latency", "collectives.allreduce/nvlink.efficiency",
+        "collectives.allreduce_vllm/nvlink.latency", "collectives.allreduce_vllm/nvlink.efficiency")  # fmt: skip
+    assert K.used_params(K.prepare_allreduce, rows.iloc[:1], R.get_device("l40s")) == (
+        "collectives.allreduce/pcie.latency", "collectives.allreduce/pcie.efficiency")  # fmt: skip
+    assert K.used_params(K.prepare_allreduce, rows, R.get_device("mi300x")) == ()
+    # without a device: found from the tables' own GPU names
+    for name, dev_id in (("NVIDIA H100 80GB HBM3", "h100-sxm"), ("NVIDIA A100-SXM4-80GB", "a100-sxm-80gb"),
+                         ("NVIDIA L40S", "l40s"), ("NVIDIA B200", "b200"), ("NVIDIA L4", "l4")):  # fmt: skip
+        assert K.device_of_rows(rows.assign(device=name)).id == dev_id
+    assert K.device_of_rows(rows.assign(device="AMD Instinct MI300X")) is None
+    assert K.used_params(K.prepare_allreduce, rows.iloc[:1].assign(device="NVIDIA L40S"))[0].endswith("/pcie.latency")
+
+
+def test_families_registered_with_their_tables_and_params():
+    assert FAMILIES["allreduce"].tables == ("custom_allreduce_perf",)
+    assert FAMILIES["nccl"].tables == ("nccl_perf",)
+    assert "collectives.allreduce/nvlink.latency" in FAMILIES["allreduce"].params
+    assert "collectives.alltoall/pcie.efficiency" in FAMILIES["nccl"].params
+
+
+# ---- layouts ----------------------------------------------------------------------------------------
+@pytest.fixture
+def hopper_curves(monkeypatch):
+    cv = curves(**{"allreduce/nvlink": AR, "alltoall/nvlink": A2A})
+    monkeypatch.setattr(C, "system_curves", lambda system: cv if system.device.architecture == "hopper" else None)
+    return cv
+
+
+def test_layout_collectives_use_the_curves(hopper_curves):
+    h8, a8 = get_system("h100-sxm:8"), get_system("a100-sxm-80gb:8")
+    S = 16e6
+    assert C.all_reduce(S, 8, h8) == pytest.approx(min(4e-6 + 7 * S / 270e9, 8e-6 + 1.75 * S / 270e9))
+    assert C.all_to_all_sys(S, 8, h8) == pytest.approx(9e-6 + 7 / 8 * S / 225e9)
+    # explicit textbook algorithms and devices without curves keep the system file's alpha-beta figures
+    assert C.all_reduce(S, 8, h8, "ring") == pytest.approx(14 * h8.link_latency + 1.75 * S / h8.link_bw)
+    assert C.all_reduce(S, 8, a8) == pytest.approx(C.flat_all_reduce(S, 8, a8.link_bw, a8.link_latency))
+    # across nodes: the in-node reduce-scatter / all-gather have no curve here -> alpha-beta, as before
+    h16 = get_system("h100-sxm:16")
+    up, a_up, out, a_out = h16.link_bw, h16.link_latency, h16.scale_out_bw, h16.scale_out_latency
+    hand = 2 * (7 * a_up + 7 / 8 * S / up) + min(2 * a_out + S / 8 / out, 2 * a_out + 2 * S / 8 / out)
+    assert C.all_reduce(S, 16, h16) == pytest.approx(hand)
+
+
+def test_tp_layout_comm_from_the_curves(hopper_curves):
+    """Decode communication of tp=2: per layer and step one all-reduce of batch x d_model x 2 bytes."""
+    a = R.load_architecture("llama-3-8b")
+    cols = complete_columns({k: np.array([float(v)]) for k, v in a.columns().items()})
+    wl = R.Workload(8, 512, 16)
+    h2 = get_system("h100-sxm:2")
+    out = layout_columns(cols, h2, "tp=2", wl, "bf16")
+    per = K.seconds("allreduce", 2, 8 * 4096 * 2, 450e9, "nvlink", AR)
+    assert out["comm_s_decode"][0] == pytest.approx(2 * 32 * 16 * per)  # attention + FFN all-reduce, 32 layers
+
+
+def test_one_device_layout_is_still_the_single_chip_model(hopper_curves):
+    a = R.load_architecture("mixtral-8x7b")
+    cols = complete_columns({k: np.array([float(v)]) for k, v in a.columns().items()})
+    wl = R.Workload(4, 1024, 32)
+    h100 = R.get_device("h100-sxm")
+    one = layout_columns(cols, single(h100), "tp=1", wl, "bf16")
+    ref = R.evaluate_columns(cols, h100, wl, "bf16", backend="numpy")
+    assert np.array_equal(one["ttft_s"], ref["prefill_s"]) and np.array_equal(one["decode_s"], ref["decode_s"])
+    assert one["comm_s_decode"][0] == 0 and one["comm_s_prefill"][0] == 0

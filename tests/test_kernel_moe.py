@@ -1,0 +1,138 @@
+"""The MoE kernel family: routing counts by hand (balanced) and against the operators' coverage (uniform), the
+power-law expected loads against a brute-force simulation of the tables' generator, the layer time by hand, and
+a fit recovering a known ``moe`` fraction from synthetic rows."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import sympy as sp
+from scipy.optimize import least_squares
+
+import rooflaw as R
+from rooflaw.constraints import operators as O
+from rooflaw.constraints.kernels import FAMILIES, KernelCurves
+from rooflaw.constraints.kernels import moe as KM
+from rooflaw.constraints.symbols import ARCH, T
+
+CURVES = KernelCurves("hopper", {"fp16": 0.8, "fp8": 0.6}, memory=0.85, kernel_s=4e-6, moe=0.5)
+
+
+def test_balanced_routing_by_hand():
+    # 64 tokens x top-8 over 256 experts: 512 rows, 2 per expert, all touched; tile 16 rows -> 256 x 16 padded
+    assert KM.expected_load(64, 256, 8, 1, "balanced") == (512.0, 256.0, 4096.0, 2.0)
+    # ep = 8: rank 0 holds experts 0..31: 64 rows, 32 touched, 2 rows each (tile 16)
+    assert KM.expected_load(64, 256, 8, 8, "balanced") == (64.0, 32.0, 512.0, 2.0)
+    # one token: 8 distinct experts, one row each, one 16-row tile each
+    assert KM.expected_load(1, 256, 8, 1, "balanced") == (8.0, 8.0, 128.0, 1.0)
+    # Mixtral-like: 8 experts top-2, 1000 tokens: 250 rows each; tile 128 -> 256 padded rows each
+    assert KM.expected_load(1000, 8, 2, 1, "balanced") == (2000.0, 8.0, 2048.0, 250.0)
+
+
+def test_uniform_coverage_is_the_operators_expression():
+    rows, touched, _, _ = KM.expected_load(48, 128, 8, 1, "uniform")
+    want = float(O.EXPERTS_TOUCHED.subs({ARCH["experts"]: 128, ARCH["top_k"]: 8, T: 48}))
+    assert want == pytest.approx(128 * (1 - (1 - 8 / 128) ** 48))
+    assert KM.uniform_touched(48, 128, 8) == pytest.approx(want)
+    assert touched == pytest.approx(want, rel=0.02)  # 64 seeded draws
+    assert rows == pytest.approx(48 * 8, rel=0.02)
+    assert isinstance(O.EXPERTS_TOUCHED, sp.Expr)
+
+
+def brute_power_law(T: int, E: int, K: int, ep: int, alpha: float, draws: int, seed: int):
+    """The tables' generator written out plainly: per-expert weights by inverse CDF, rows by rounding with the
+    remainder fixed one at a time on the largest experts, the token x expert assignment built row by row, the
+    heaviest group of ep; its rows, touched experts and largest expert load, averaged over draws."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(draws):
+        lo, hi = (1.0, 0.8 * T) if T * K > E else (0.01, 2.0)
+        w = []
+        for _e in range(E):
+            u = rng.random()
+            w.append(((hi ** (1 - alpha) - lo ** (1 - alpha)) * u + lo ** (1 - alpha)) ** (1 / (1 - alpha)))
+        total = sum(w)
+        n = [round(x / total * T * K) for x in w]
+        delta = T * K - sum(n)
+        order = sorted(range(E), key=lambda e: -n[e])
+        for i in range(abs(delta)):
+            n[order[i % E]] += 1 if delta > 0 else -1
+        n = [max(v, 0) for v in n]
+        assign = [e for e in order for _ in range(n[e])]  # experts by load, each repeated by its rows
+        counts = [0] * E
+        for e in assign:
+            counts[e] += 1
+        size = E // ep
+        groups = [counts[g * size : (g + 1) * size] for g in range(ep)]
+        heavy = max(groups, key=sum)
+        out.append((sum(heavy), sum(1 for v in heavy if v > 0), max(heavy)))
+    return np.mean(out, axis=0)
+
+
+@pytest.mark.parametrize("T, E, K, ep, alpha", [(512, 128, 8, 1, 1.2), (256, 256, 8, 8, 1.01), (4, 256, 8, 1, 1.2)])
+def test_power_law_expected_loads_match_brute_force(T, E, K, ep, alpha):
+    rows, touched, padded, max_load = KM.expected_load(T, E, K, ep, f"power_law_{alpha}")
+    b_rows, b_touched, b_max = brute_power_law(T, E, K, ep, alpha, draws=300, seed=1)
+    assert rows == pytest.approx(b_rows, rel=0.06)
+    assert touched == pytest.approx(b_touched, rel=0.06)
+    assert max_load == pytest.approx(b_max, rel=0.12)  # the max of a heavy-tailed law: the noisiest figure
+    assert padded >= rows
+    if ep == 1:
+        assert rows == T * K  # every row lands in the one group
+
+
+def test_skew_loads_the_heaviest_expert():
+    bal = KM.expected_load(2048, 128, 8, 1, "balanced")
+    skew = KM.expected_load(2048, 128, 8, 1, "power_law_1.01")
+    assert bal[3] == 128 and skew[3] > 4 * bal[3]
+
+
+def test_layer_time_by_hand():
+    h100 = R.get_device("h100-sxm")
+    T_, d, inter, tp = 64, 7168, 2048, 2
+    rows, touched, padded, _ = KM.expected_load(T_, 256, 8, 1, "balanced")
+    i_loc = inter / tp
+    flops = 2 * padded * 3 * d * i_loc
+    weights = touched * 3 * d * i_loc * 1.0  # fp8 weights
+    acts = (rows * (3 * d + 2 * 2 * i_loc + 2 * i_loc) + 2 * T_ * d) * 2
+    want = max(flops / (1979e12 * 0.6 * 0.5), (weights + acts) / (3.35e12 * 0.85)) + 5 * 4e-6
+    got = KM.layer_seconds(h100, CURVES, "fp8", T_, d, inter, rows, touched, padded, tp)
+    assert got == pytest.approx(want, rel=1e-12)
+    # the same rows through the table predictor (ms)
+    table = pd.DataFrame({"num_tokens": [T_], "hidden_size": [d], "inter_size": [inter], "topk": [8],
+                          "num_experts": [256], "moe_tp_size": [tp], "moe_ep_size": [1], "distribution": ["balanced"],
+                          "moe_dtype": ["fp8"], "kernel_source": ["moe_torch_flow_cutlass"]})  # fmt: skip
+    assert KM.predict(table, h100, CURVES)[0] == pytest.approx(want * 1e3, rel=1e-12)
+    table.loc[0, "moe_dtype"] = "int2_made_up"
+    assert np.isnan(KM.predict(table, h100, CURVES)[0])
+
+
+def test_fit_recovers_a_known_moe_fraction():
+    rng = np.random.default_rng(3)
+    n = 60
+    table = pd.DataFrame({"num_tokens": rng.choice([256, 1024, 4096, 16384], n), "hidden_size": 4096,
+                          "inter_size": rng.choice([1536, 2048], n), "topk": 8, "num_experts": 128,
+                          "moe_tp_size": 1, "moe_ep_size": rng.choice([1, 4], n), "distribution": "power_law_1.2",
+                          "moe_dtype": "bfloat16", "kernel_source": "moe_torch_flow"})  # fmt: skip
+    dev = R.get_device("b200")
+    true = KernelCurves("blackwell", {"fp16": 0.7}, 0.8, 5e-6, moe=0.37)
+    meas = KM.predict(table, dev, true) * np.exp(rng.normal(0, 0.02, n))
+    table["latency"] = meas
+
+    def res(p):
+        c = KernelCurves("blackwell", {"fp16": 0.7}, 0.8, 5e-6, moe=float(np.exp(p[0])))
+        return np.log(KM.predict(table, dev, c) / meas)
+
+    got = math.exp(least_squares(res, [math.log(0.7)]).x[0])
+    assert got == pytest.approx(0.37, rel=0.03)
+
+
+def test_bad_routing_inputs():
+    with pytest.raises(R.RooflawError, match="distribution"):
+        KM.expected_load(8, 64, 2, 1, "zipf")
+    with pytest.raises(R.RooflawError, match="moe_ep_size"):
+        KM.expected_load(8, 64, 2, 3, "balanced")
+    assert FAMILIES["moe"].params == ("moe",) and FAMILIES["moe"].tables == ("moe_perf",)
