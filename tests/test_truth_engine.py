@@ -12,7 +12,7 @@ from rooflaw import Workload, evaluate, from_hf_config, get_device, solve
 from rooflaw.cli import main
 from rooflaw.constraints import assembly as A
 from rooflaw.constraints import fit_efficiency as fe
-from rooflaw.constraints.engines import applied, decode_linear_inv, get_engine, prefill_pad
+from rooflaw.constraints.engines import applied, decode_linear_inv, get_engine
 from rooflaw.constraints.precision import Precision
 from rooflaw.constraints.published import load_cases
 from rooflaw.solver import Problem
@@ -50,19 +50,31 @@ def test_gemv_path_is_what_evaluate_charges():
     assert ffn.flops * r.inv_gemv > ffn.bytes * r.inv_beta  # compute-bound on the CUDA cores at batch 8
 
 
-def test_batch_pad_scales_prefill_compute_only_for_batches():
-    r = A.Rates({}, 1.0, {}, 1.0, 0.0, batch_pad=1.5)
-    assert float(prefill_pad(r, 1)) == 1.0 and float(prefill_pad(r, 2)) == 1.5
-    assert np.array_equal(prefill_pad(r, np.array([1.0, 8.0])), [1.0, 1.5])
+def test_batched_prefill_is_packed_not_padded():
+    """Equal prompts packed in one pass: a compute-bound prefill op costs exactly B× its batch-1 FLOPs at the same
+    rate (no padding factor), and the whole prefill of 8 prompts costs at most 8× one (the weights are read once)."""
     a, dev = from_hf_config("qwen3-8b"), get_device(THOR)
     prof = get_engine("tensorrt-llm")
     r = A.rates(dev, Precision.parse("nvfp4"), applied(dev, prof))
-    assert prof.batch_pad == r.batch_pad >= 1.0
-    for b, pad in ((1, 1.0), (8, prof.batch_pad)):
-        rep = evaluate(a, dev, Workload(b, 366, 1), "nvfp4", engine=prof)
+    reps = {b: evaluate(a, dev, Workload(b, 366, 1), "nvfp4", engine=prof) for b in (1, 8)}
+    for rep in reps.values():
         op = next(o for o in rep.ops if o.phase == "prefill" and o.name == "ffn_up")
-        assert op.seconds == pytest.approx(max(op.flops * r.inv["linear"] * pad, op.bytes * r.inv_beta), rel=1e-9)
-        assert op.flops * r.inv["linear"] > op.bytes * r.inv_beta  # compute-bound: the padding shows
+        assert op.seconds == pytest.approx(max(op.flops * r.inv["linear"], op.bytes * r.inv_beta), rel=1e-9)
+        assert op.flops * r.inv["linear"] > op.bytes * r.inv_beta  # compute-bound
+    ops = {b: next(o for o in rep.ops if o.phase == "prefill" and o.name == "ffn_up") for b, rep in reps.items()}
+    assert ops[8].seconds == pytest.approx(8 * ops[1].seconds, rel=1e-9)
+    assert reps[8].prefill_s <= 8 * reps[1].prefill_s
+
+
+def test_ttft_at_batch_8_is_not_padded_on_8_h100():
+    """Llama-3-70B on 8×H100 (tp=8), equal 2,048-token prompts: TTFT at batch 8 was 12.8× batch 1 with the
+    fitted 2.14× padding; packed prompts cost at most 8× (weights and collectives latency shared)."""
+    from rooflaw.constraints.parallel import evaluate_layout
+    from rooflaw.devices.system import get_system
+
+    a, sysm = from_hf_config("llama-3-70b"), get_system("h100-sxm:8")
+    t = {b: evaluate_layout(a, sysm, "tp=8", Workload(b, 2048, 128), "bf16")["ttft_s"] for b in (1, 8)}
+    assert 1.0 < t[8] / t[1] <= 8.0
 
 
 def test_engine_overhead_stays_backend_neutral():

@@ -118,7 +118,7 @@ def test_fit_predictor_equals_evaluate_for_served_and_cublas_rows():
     cases, _ = load_cases(DATA)
     pick = [c for c in cases if c.row_id in ("R0184", "R0185", "R0191")] + [c for c in cases if c.fp16_flops]
     feats = [fe._features(c, fe.case_device(c)) for c in pick]
-    P = fe._Params(pick, feats)
+    pick, P = fe.params_for(pick, feats)  # a device with kernel curves: its figures fixed
     x = np.log(np.linspace(0.3, 0.9, len(P.names)))  # arbitrary figures: the two paths must agree for any
     fams: dict = {}
     engs: dict = {}
@@ -139,7 +139,7 @@ def test_flat_arrays_price_every_case_kind_as_the_per_case_predictor():
     pick = list({(c.engine, c.phase, c.concurrent, c.workload.batch > 1): c for c in cases}.values())
     assert {c.phase for c in pick} == {"prefill", "decode", "e2e"} and any(c.concurrent for c in pick)
     feats = [fe._features(c, fe.case_device(c)) for c in pick]
-    P = fe._Params(pick, feats)
+    pick, P = fe.params_for(pick, feats)  # a device with kernel curves: its figures fixed
     flat = FlatCases(P, pick, feats)
     for seed in range(3):
         x = np.log(np.random.default_rng(seed).uniform(0.05, 0.95, len(P.names)))

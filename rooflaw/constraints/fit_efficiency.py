@@ -7,8 +7,7 @@ Parameters, all physical and shared across rows (never one per model or per row)
   ``kernel_s`` seconds per kernel launch;
 * per engine: ``memory_factor`` and ``compute_factor`` (its kernels relative to the reference
   engine, TensorRT-LLM, fixed at 1), ``mixed_factor`` (dequantising GEMMs, where its rows have
-  any), ``attention_factor`` (only an engine with unfused attention: llama.cpp), ``batch_pad``
-  (only where its rows have batched prefills: TensorRT Edge-LLM) and ``pass_s`` seconds per pass.
+  any), ``attention_factor`` (only an engine with unfused attention: llama.cpp) and ``pass_s`` seconds per pass.
 
 Fixed, documented, not fitted: kernel counts per layer and pass, each engine's attention kind and
 GEMV batch limit (:mod:`.engines`). With published.csv: 15 family + 16 engine parameters for 113
@@ -27,6 +26,7 @@ import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -47,8 +47,8 @@ PRIORS = {
     "compute_factor": (1.0, 2.0, 0.05, 4.0),
     "mixed_factor": (1.0, 2.0, 0.02, 4.0),
     "attention_factor": (1.0, 2.0, 0.02, 4.0),
-    "batch_pad": (1.0, 1.5, 1.0, 3.0),
     "pass_s": (3e-4, 5.0, 1e-7, 0.1),
+    "layer_s": (1e-6, 10.0, 1e-10, 1e-3),
 }
 OBS_SCALE = 0.1  #: relative error at which the robust loss turns linear
 
@@ -139,12 +139,46 @@ def _features(case: Case, device: Device) -> _Feat:
                  np.array(att), float(device.vector_flops), steps)  # fmt: skip
 
 
-class _Params:
-    """Maps named parameters to a log-space vector."""
+def params_for(
+    cases: Sequence[Case], feats: Sequence[_Feat], devices: dict[str, Device] | None = None
+) -> tuple[list[Case], _Params]:
+    """The cases as the fit sees them (a device priced by kernel curves: family ``kernels:<architecture>``) and
+    their parameters (those device figures fixed)."""
+    from .curves_applied import CURVES_FAMILY, curves_of
 
-    def __init__(self, cases: Sequence[Case], feats: Sequence[_Feat]):
+    relabelled = []
+    for c in cases:
+        kc = curves_of(case_device(c, devices))
+        relabelled.append((c if kc is None else dataclasses.replace(c, family=CURVES_FAMILY + kc.architecture), kc))
+    out = [c for c, _ in relabelled]
+    return out, _Params(out, feats, {c.family: kc for c, kc in relabelled if kc is not None})
+
+
+class _Params:
+    """Maps named parameters to a log-space vector; ``fixed`` holds the figures that are not fitted (the device
+    figures of a family priced by kernel curves)."""
+
+    def __init__(self, cases: Sequence[Case], feats: Sequence[_Feat], curves: dict[str, Any] | None = None):
+        from .curves_applied import TABLE_ENGINES, curve_figures
+
         self.names: list[tuple[str, str, str]] = []  # (scope, owner, key)
+        self.fixed: dict[tuple[str, str, str], float] = {}
+        curves = curves or {}
         for c, f in zip(cases, feats, strict=False):
+            if c.family in curves:  # device figures from the kernel curves, held fixed; the engine's host figures
+                dts = set(f.dtypes) - {"-"}
+                for k, v in curve_figures(curves[c.family], dts).items():
+                    self.fixed[("family", c.family, k)] = v
+                if c.engine not in TABLE_ENGINES:  # its own kernels: the measured tables do not hold them
+                    self._add("engine", c.engine, "memory_factor")
+                    self._add("engine", c.engine, "compute_factor")
+                    if f.mixed.any():
+                        self._add("engine", c.engine, "mixed_factor")
+                    if _BUILTIN[c.engine].attention == "unfused":
+                        self._add("engine", c.engine, "attention_factor")
+                self._add("engine", c.engine, "pass_s")
+                self._add("engine", c.engine, "layer_s")
+                continue
             self._add("family", c.family, "memory")
             self._add("family", c.family, "kernel_s")
             for dt in set(f.dtypes) - {"-"}:
@@ -157,8 +191,6 @@ class _Params:
                 self._add("engine", c.engine, "mixed_factor")
             if _BUILTIN[c.engine].attention == "unfused":  # fused attention: the family fraction, factor 1
                 self._add("engine", c.engine, "attention_factor")
-            if c.phase == "prefill" and c.workload.batch > 1:
-                self._add("engine", c.engine, "batch_pad")
         self.index = {k: i for i, k in enumerate(self.names)}
 
     def _add(self, *key: str) -> None:
@@ -173,8 +205,16 @@ class _Params:
         return mu, sd, lo, hi
 
     def get(self, x: np.ndarray, scope: str, owner: str, key: str, default: float = 1.0) -> float:
+        if (scope, owner, key) in self.fixed:
+            return self.fixed[(scope, owner, key)]
         i = self.index.get((scope, owner, key))
         return default if i is None else math.exp(x[i])
+
+    def cls_key(self, family: str, dt: str, kind: str) -> str:
+        """The family figure a ``kind`` (``mixed``/``attention``/other) op on roof ``dt`` reads."""
+        if kind != "other" and ("family", family, f"{kind}:{dt}") in self.fixed:
+            return f"{kind}:{dt}"
+        return dt
 
 
 def _predict(x: np.ndarray, P: _Params, case: Case, f: _Feat) -> float:
@@ -183,11 +223,14 @@ def _predict(x: np.ndarray, P: _Params, case: Case, f: _Feat) -> float:
     cf = P.get(x, "engine", eng, "compute_factor")
     eta_m = min(1.0, P.get(x, "family", fam, "memory") * mf)
     # one engine factor per kernel class: dequantising GEMMs, attention matmuls, everything else
-    fam_eff = np.array([P.get(x, "family", fam, dt) if dt != "-" else 1.0 for dt in f.dtypes])
+    kinds = np.where(f.mixed > 0, "mixed", np.where(f.att > 0, "attention", "other"))
+    fam_eff = np.array([P.get(x, "family", fam, P.cls_key(fam, dt, k)) if dt != "-" else 1.0
+                        for dt, k in zip(f.dtypes, kinds, strict=True)])  # fmt: skip
     factor = np.where(f.mixed > 0, P.get(x, "engine", eng, "mixed_factor"),
                       np.where(f.att > 0, P.get(x, "engine", eng, "attention_factor"), cf))  # fmt: skip
     eff = np.where(np.array(f.dtypes) != "-", np.minimum(1.0, fam_eff * factor), 1.0)
     over = P.get(x, "family", fam, "kernel_s", 0.0) * f.launches[eng] + P.get(x, "engine", eng, "pass_s", 0.0)
+    over += P.get(x, "engine", eng, "layer_s", 0.0) * float(case.arch.layers)
 
     def t(F, B, pad=1.0, gemv=False):
         pi, e = f.pi, eff
@@ -199,7 +242,7 @@ def _predict(x: np.ndarray, P: _Params, case: Case, f: _Feat) -> float:
         return float(np.sum(np.maximum(tc, B / (f.beta * eta_m)))) + over
 
     w = case.workload
-    pad = P.get(x, "engine", eng, "batch_pad") if w.batch > 1 else 1.0
+    pad = 1.0
     gemv = bool(f.mixed.any()) and w.batch <= _BUILTIN[eng].gemv_max_batch
     if case.phase == "prefill":
         return t(*f.pre, pad)
@@ -223,6 +266,10 @@ class FitResult:
     engines: dict[str, dict[str, float]]
     rows: dict[str, list[str]]  # family or engine -> row ids
     cost: float
+    #: engine -> the device architectures (or kinds) of the rows it was fitted on
+    fitted_on: dict[str, list[str]] = dataclasses.field(default_factory=dict)
+    #: kernel-curves family -> the device figures held fixed (not fitted)
+    fixed: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)
 
     def device(self, device: Device, family: str) -> Device:
         """``device`` with this fit's figures of ``family`` as its ``achieved`` table."""
@@ -237,7 +284,8 @@ class FitResult:
         base = _BUILTIN[name]
         fit = self.engines.get(name, {})
         prov = dict.fromkeys(fit, "fitted")
-        return dataclasses.replace(base, **fit, provenance=prov, rows=tuple(self.rows.get(name, [])))
+        on = tuple(self.fitted_on.get(name, ()))
+        return dataclasses.replace(base, **fit, provenance=prov, rows=tuple(self.rows.get(name, [])), fitted_on=on)
 
 
 def case_device(case: Case, devices: dict[str, Device] | None = None) -> Device:
@@ -261,7 +309,7 @@ def fit(cases: Sequence[Case], devices: dict[str, Device] | None = None,
 
     if feats is None:
         feats = [_features(c, case_device(c, devices)) for c in cases]
-    P = _Params(cases, feats)
+    cases, P = params_for(cases, feats, devices)
     mu, sd, lo, hi = P.prior()
     logm = np.log([c.measured_s for c in cases])
     flat = FlatCases(P, cases, feats)  # _predict of every case, as arrays
@@ -284,11 +332,19 @@ def fit(cases: Sequence[Case], devices: dict[str, Device] | None = None,
         scope, owner, key = k
         (fams if scope == "family" else engs).setdefault(owner, {})[key] = float(math.exp(sol.x[i]))
     rows: dict[str, list[str]] = {}
+    fitted_on: dict[str, list[str]] = {}
     for c in cases:
         for owner in (c.family, c.engine):
             if c.row_id not in rows.setdefault(owner, []):
                 rows[owner].append(c.row_id)
-    return FitResult(fams, engs, rows, float(sol.cost))
+        dev = case_device(c, devices)
+        where = dev.architecture or dev.kind
+        if where not in fitted_on.setdefault(c.engine, []):
+            fitted_on[c.engine].append(where)
+    fixed = {}
+    for (_, fam, key), v in P.fixed.items():
+        fixed.setdefault(fam, {})[key] = v
+    return FitResult(fams, engs, rows, float(sol.cost), {k: sorted(v) for k, v in fitted_on.items()}, fixed)
 
 
 def predict(case: Case, result: FitResult | None, devices: dict[str, Device] | None = None) -> float:
@@ -394,6 +450,8 @@ def engines_toml(result: FitResult) -> str:
         out.append(f'[engine."{name}"]')
         out.append('provenance = "fitted"')
         out += [f"{k} = {_toml_value(float(f'{v:.4g}'))}" for k, v in sorted(vals.items())]
+        if result.fitted_on.get(name):
+            out.append(f"fitted_on = {_toml_value(result.fitted_on[name])}")
         out.append(f"rows = {_toml_value(result.rows.get(name, []))}")
         out.append("")
     return "\n".join(out)
@@ -410,12 +468,18 @@ def write_catalog(result: FitResult, catalog_dir: str | None = None, engines_fil
 
     cdir = Path(catalog_dir) if catalog_dir else CATALOG_DIR
     written = []
+    from ..devices import get_device
+    from .curves_applied import curves_of
+
     for dev_id, fam in sorted(FAMILY_OF.items()):
         p = cdir / f"{dev_id}.toml"
-        if fam not in result.families or not p.is_file():
+        if not p.is_file():
+            continue
+        curved = curves_of(get_device(dev_id)) is not None  # kernel curves price it: no end-to-end family figures
+        if fam not in result.families and not curved:
             continue
         text = re.sub(r"\n*\[achieved\]\n(?:[^\[].*\n?)*", "\n", p.read_text(encoding="utf-8")).rstrip("\n")
-        p.write_text(text + "\n\n" + achieved_table(result, fam), encoding="utf-8")
+        p.write_text(text + "\n" + ("" if curved else "\n" + achieved_table(result, fam)), encoding="utf-8")
         written.append(str(p))
     ef = Path(engines_file) if engines_file else ENGINES_FILE
     ef.write_text(engines_toml(result), encoding="utf-8")
