@@ -155,6 +155,6 @@ def test_error_rows_name_format_and_batch(cases):
     sub = [c for c in cases if c.source == "TRTEDGE-0.4.0" and c.phase == "decode"][:4]
     for c, r in zip(sub, fe.errors(sub, None), strict=True):
         assert (r["format"], r["batch"], r["source"], r["engine"]) == (
-            c.precision.weights.name, c.workload.batch, "TRTEDGE-0.4.0", "tensorrt-llm")  # fmt: skip
+            c.precision.weights.name, c.workload.batch, "TRTEDGE-0.4.0", "tensorrt-edge-llm")  # fmt: skip
         assert r["error"] == pytest.approx(fe.predict(c, None) / c.measured_s - 1, rel=1e-12)
     assert {r["format"] for r in fe.errors(sub, None)} == {"awq", "nvfp4"}

@@ -149,7 +149,14 @@ _BUILTIN: dict[str, EngineProfile] = {
         head=None,
         note="the device file's own scalar efficiencies and kernel_overhead per operator launch, no fitted figures",
     ),  # fmt: skip
-    "tensorrt-llm": EngineProfile("tensorrt-llm", 7.0, 4.0, gemv_max_batch=8, note="TensorRT-LLM / TensorRT Edge-LLM"),
+    "tensorrt-llm": EngineProfile("tensorrt-llm", 7.0, 4.0, gemv_max_batch=8, note="TensorRT-LLM"),
+    "tensorrt-edge-llm": EngineProfile(
+        "tensorrt-edge-llm",
+        7.0,
+        4.0,
+        gemv_max_batch=8,
+        note="TensorRT Edge-LLM (Jetson/DRIVE C++ runtime with its own plugins: not the measured TensorRT-LLM kernels)",
+    ),
     "vllm": EngineProfile("vllm", 9.0, 4.0),
     "llama.cpp": EngineProfile(
         "llama.cpp",

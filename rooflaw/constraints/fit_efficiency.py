@@ -37,7 +37,8 @@ from .roofline import evaluate
 from .serving import VLLM_TOKEN_BUDGET, Schedule, assembly_step_cost
 from .workload import Workload
 
-REFERENCE_ENGINE = "tensorrt-llm"
+#: engines whose kernels a device family's own figures describe (no engine compute/memory factor of their own)
+REFERENCE_ENGINES = ("tensorrt-llm", "tensorrt-edge-llm")
 #: (prior median, prior spread as a factor, lower bound, upper bound) per parameter kind.
 PRIORS = {
     "memory": (0.8, 2.0, 0.05, 1.0),
@@ -183,7 +184,7 @@ class _Params:
             self._add("family", c.family, "kernel_s")
             for dt in set(f.dtypes) - {"-"}:
                 self._add("family", c.family, dt)
-            if c.engine != REFERENCE_ENGINE:
+            if c.engine not in REFERENCE_ENGINES:
                 self._add("engine", c.engine, "memory_factor")
                 self._add("engine", c.engine, "compute_factor")
             self._add("engine", c.engine, "pass_s")
