@@ -2,6 +2,7 @@
 chunked-prefill memory, error bands and ``--confidence`` -- each checked against a hand computation."""
 
 import dataclasses
+import json
 import math
 from pathlib import Path
 
@@ -228,5 +229,21 @@ def test_fit_holds_curve_figures_fixed_and_its_predictors_agree(curves):
     for (_, owner, key), v in zip(P.names, np.exp(x), strict=True):
         engs.setdefault(owner, {})[key] = float(v)
     res = fe.FitResult({}, engs, {}, 0.0)
-    for c, f, w in zip(pick, feats, want, strict=True):
+    for c, w in zip(pick, want, strict=True):
         assert w == pytest.approx(fe.predict(c, res), rel=1e-9), c.row_id
+
+
+def test_cli_confidence_is_validated_and_reported(capsys):
+    """A bad --confidence is one line naming the option's field (exit 2); a valid one shows in the JSON bands."""
+    from rooflaw.cli import main
+
+    args = ["solve", "--device", "jetson-agx-orin-64gb", "--latency-budget", "200ms", "--method", "closed-form"]
+    assert main([*args, "--confidence", "1.2"]) == 2
+    assert "confidence=1.2" in capsys.readouterr().err
+    assert main([*args, "--confidence", "0.9", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    dec = out["bands"]["decode"]
+    assert dec["confidence"] == 0.9 and dec["factor"] == pytest.approx(BD.confidence_factor("decode", 0.9))
+    lo, hi = dec["latency_s"]
+    assert lo < out["latency_s"]["decode"] < hi
+    assert dec["latency_at_confidence_s"] == pytest.approx(out["latency_s"]["decode"] * dec["factor"])
