@@ -324,8 +324,8 @@ class Rates:
     """Raw peaks and the efficiency-derated inverse rates the time expressions take.
 
     ``overhead``: s per op launch (one per op with work); an engine with its own kernel count charges instead (and
-    ``overhead`` 0) kernel_s·(layers·(per_layer + moe·(per_moe_layer + per_expert·E_cov)) + per_pass) + layer_s·layers
-    + pass_s.
+    ``overhead`` 0) kernel_s·(layers·(per_layer + moe·(per_moe_layer + per_expert·E_cov)) + per_pass)
+    + (layer_s + gemm_s·gemms_per_layer)·layers + pass_s.
     """
 
     raw: dict[str, float]  # FLOP/s per compute class
@@ -344,6 +344,9 @@ class Rates:
     inv_beta16: float = 0.0  # s/byte of a one-token 16-bit GEMV's weights (Device.gemv16_bandwidth; 0: none)
     layer_s: float = 0.0  # s per layer per pass the engine's host adds
     half_rows: float = 0.0  # GEMM M ramp M/(M + half_rows) of the kernel curves (tile/wave model only)
+    gemm_s: float = 0.0  # s each GEMM call adds beyond kernel_s (kernel curves' per-call extra of the precision)
+    gemms_per_layer: float = 0.0  # GEMM calls per layer and pass that pay gemm_s
+    curves: bool = False  # priced by kernel curves (the tile model picks the kernel library's best tile)
 
 
 def rates(device: Any, precision: Any, app: Any = None) -> Rates:
@@ -374,14 +377,27 @@ def rates(device: Any, precision: Any, app: Any = None) -> Rates:
         app.kernels_per_layer or 0.0, app.moe_kernels if counted else 0.0, app.kernels_per_pass or 0.0, app.pass_s,
         inv_gemv, float(app.gemv_max_batch) if gemv else 0.0,
         app.kernels_per_expert if counted else 0.0, 1.0 / (bw16 * app.memory) if bw16 else 0.0,
-        app.layer_s, app.half_rows,
+        app.layer_s, app.half_rows, *_gemm_launch(app, precision), bool(getattr(app, "curves", "")),
     )  # fmt: skip
+
+
+def _gemm_launch(app: Any, precision: Any) -> tuple[float, float]:
+    """(seconds per GEMM call, GEMM calls per layer) the kernel curves add for ``precision``'s linear layers."""
+    extras = getattr(app, "gemm_launch", None) or {}
+    if not extras or app.kernels_per_layer is None:
+        return 0.0, 0.0
+    from .curves_applied import FALLBACK, GEMMS_PER_LAYER, gemm_key
+
+    key = gemm_key(precision)
+    while key not in extras and key in FALLBACK:
+        key = FALLBACK[key]
+    return float(extras.get(key, 0.0)), GEMMS_PER_LAYER
 
 
 def engine_overhead(r: Rates, layers: Any, moe: Any, touched: Any = 0.0) -> Any:
     """Seconds per pass the engine adds (any backend's numbers); ``touched``: experts per MoE layer in the pass."""
     kernels = layers * (r.per_layer + r.per_moe_layer * moe + r.per_expert * moe * touched) + r.per_pass
-    return r.kernel_s * kernels + r.layer_s * layers + r.pass_s
+    return r.kernel_s * kernels + (r.layer_s + r.gemm_s * r.gemms_per_layer) * layers + r.pass_s
 
 
 @dataclass(frozen=True)

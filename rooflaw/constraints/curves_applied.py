@@ -22,6 +22,7 @@ Not applied yet: ``attention_memory`` (decode attention's KV reads take ``memory
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -44,23 +45,53 @@ def curves_of(device: Device) -> Any:
     return curves_for(device)
 
 
+#: a compute key the curves do not hold takes its fallback's fraction (as the kernel fit's GEMM family does:
+#: nvfp4 on a GPU fitted without nvfp4 rows runs at the fp8 fraction of its own fp4 peak, down to fp16)
+FALLBACK = {"fp8": "fp16", "fp8_block": "fp8", "fp4": "fp8", "int8": "fp16", "int4": "int8", "tf32": "fp16",
+            "mixed": "fp16"}  # fmt: skip
+#: engine profile -> the framework whose measured kernels it runs (its per-call extras in ``KernelCurves.launch``)
+FRAMEWORK = {"tensorrt-llm": "trtllm", "vllm": "vllm"}
+#: GEMM kernels per transformer layer and pass of a fused engine (fused QKV, O, fused gate/up, down): each pays the
+#: curves' per-call extra of its dtype (``launch``: the activation quantise kernel of an fp8/fp4 GEMM, host work)
+GEMMS_PER_LAYER = 4.0
+
+
+def compute_fraction(kc: Any, key: str) -> float:
+    """``kc.compute[key]``, else its :data:`FALLBACK` chain's, else 1 (the fp32 vector roof: elementwise kernels
+    are bandwidth-bound and priced by their bytes)."""
+    while key not in kc.compute and key in FALLBACK:
+        key = FALLBACK[key]
+    return float(kc.compute.get(key, 1.0))
+
+
 def compute_fractions(kc: Any) -> dict[str, float]:
     """Achieved fraction of each roof dtype (:data:`.engines.COMPUTE_KEYS`) from curves ``kc``."""
     from .engines import COMPUTE_KEYS
 
-    c = dict(kc.compute)
-    fp16 = float(c.get("fp16", 1.0))
-    out = {}
-    for k in COMPUTE_KEYS:
-        if k in c:
-            out[k] = float(c[k])
-        elif k == "fp32":
-            out[k] = 1.0
-        elif k == "int4":
-            out[k] = float(c.get("int8", fp16))
-        else:
-            out[k] = fp16
-    return out
+    return {k: compute_fraction(kc, k) for k in COMPUTE_KEYS}
+
+
+def gemm_extra_s(kc: Any, key: str, engine: str) -> float:
+    """Seconds one GEMM call of compute ``key`` costs beyond ``kernel_s`` under ``engine``: the curves' ``launch``
+    entry of the engine's framework (an engine of another framework: the smallest any framework shows), following
+    the :data:`FALLBACK` chain for a key without one (0 where none is measured)."""
+    launch = getattr(kc, "launch", None) or {}
+    fw = FRAMEWORK.get(engine)
+    while True:
+        extra = {k.split("/", 1)[0]: float(v) for k, v in launch.items() if k.split("/", 1)[-1] == key}
+        if extra or key not in FALLBACK:
+            break
+        key = FALLBACK[key]
+    if not extra:
+        return 0.0
+    return extra[fw] if fw in extra else min(extra.values())
+
+
+def gemm_key(precision: Any) -> str:
+    """The curves' compute key of a precision's linear layers: ``mixed`` for a dequantising GEMM, else its roof."""
+    from .engines import mixed_input
+
+    return "mixed" if mixed_input(precision) else precision.linear_dtype
 
 
 def engine_note(device: Device, prof: Any, family: bool = False) -> str:
@@ -88,7 +119,7 @@ def applied_from_curves(device: Device, prof: Any, kc: Any) -> Any:
     comp = {k: min(1.0, v * ce * cf) for k, v in frac.items()}
     mem = min(1.0, float(kc.memory) * me * (prof.memory_factor if own else 1.0))
     fp16 = frac["fp16"]
-    mixed_abs = float(kc.compute.get("mixed", fp16)) * (prof.mixed_factor if own else 1.0)
+    mixed_abs = compute_fraction(kc, "mixed") * (prof.mixed_factor if own else 1.0)
     att_abs = float(kc.attention) * (prof.attention_factor if own else 1.0)
     mixed = mixed_abs / (fp16 * cf)
     attention = att_abs / (fp16 * cf)
@@ -104,8 +135,14 @@ def applied_from_curves(device: Device, prof: Any, kc: Any) -> Any:
         prof.name, mem, comp, kernel_s, prof.kernels_per_layer, prof.kernels_per_pass, prof.moe_kernels,
         prof.pass_s, src, prof.kernels_per_expert, mixed, attention, prof.gemv_max_batch,
         prof.launch == "host" and device.kind != "cpu", prof.layer_s, float(kc.half_rows), kc.architecture,
-        engine_note(device, prof),
+        engine_note(device, prof), gemm_extras(kc, prof.name),
     )  # fmt: skip
+
+
+def gemm_extras(kc: Any, engine: str) -> dict[str, float]:
+    """Per compute key, the seconds a GEMM call adds under ``engine`` (:func:`gemm_extra_s`), where not 0."""
+    keys = ("fp16", "fp8", "fp8_block", "fp4", "int8", "int4", "mixed")
+    return {k: v for k in keys if (v := gemm_extra_s(kc, k, engine))}
 
 
 #: family name the efficiency fit gives the cases on a device priced by kernel curves (figures fixed, not fitted)
@@ -121,9 +158,23 @@ def curve_figures(kc: Any, dtypes: set[str]) -> dict[str, float]:
     out = {"memory": float(kc.memory), "kernel_s": float(kc.kernel_s), "fp32": frac["fp32"]}
     for dt in dtypes:
         out[dt] = frac[dt]
-        out[f"mixed:{dt}"] = frac[dt] * float(kc.compute.get("mixed", fp16)) / fp16
+        out[f"mixed:{dt}"] = frac[dt] * compute_fraction(kc, "mixed") / fp16
         out[f"attention:{dt}"] = frac[dt] * float(kc.attention) / fp16
     return out
+
+
+def curve_tiles(M: Any, N: Any, groups: Any, device: Device) -> Any:
+    """Tile × wave efficiency of ``groups`` M×N GEMMs priced by kernel curves: the kernel fit's best tile of its menu
+    (:func:`.kernels.gemm.tile_wave_efficiency`), else the device's own tile (:func:`.gemm.tile_efficiency`)."""
+    try:
+        from .kernels.gemm import tile_wave_efficiency  # type: ignore[import-not-found]
+    except ImportError:
+        from .gemm import tile_efficiency
+
+        dev = dataclasses.replace(device, gemm_half_rows=0.0)
+        te, we = tile_efficiency(M, N, groups, dev)
+        return te * we
+    return tile_wave_efficiency(M, N, groups, device)
 
 
 def rows_ramp(M: Any, half_rows: float) -> Any:

@@ -253,6 +253,8 @@ class Applied:
     curves: str = ""
     #: which engine figures apply and why (fitted on the device's architecture, carried over, or none)
     engine_note: str = ""
+    #: per curves compute key, seconds each GEMM call adds beyond ``kernel_s`` (``KernelCurves.launch``)
+    gemm_launch: dict[str, float] = dataclasses.field(default_factory=dict)
 
     def eff(self, dtype: str) -> float:
         """Achieved fraction of the ``dtype`` roof (1 where nothing was fitted for that roof)."""
@@ -272,6 +274,9 @@ class Applied:
             )
         gemv = f"dequantising GEMV on the vector roof up to batch {self.gemv_max_batch}, " * bool(self.gemv_max_batch)
         layer = f"{self.layer_s * 1e6:.3g} µs/layer, " * bool(self.layer_s)
+        if self.gemm_launch:
+            extra = ", ".join(f"{k} {v * 1e6:.3g}" for k, v in self.gemm_launch.items())
+            layer += f"+µs per GEMM call ({extra}), "
         note = f"; {self.engine_note}" if self.engine_note else ""
         return (
             f"engine {self.engine}: bandwidth ×{self.memory:.3g}, compute ×({comp}), "

@@ -36,7 +36,7 @@ class FlatCases:
         self.fixed_values = np.array([P.fixed[k] for k in self.fixed_keys], dtype=float)
         self._ops: dict[str, list[np.ndarray]] = {k: [] for k in ("F", "B", "invpi", "a", "b", "tid")}
         self._tc: dict[str, list] = {
-            k: [] for k in ("mem", "mf", "pad", "kern", "launch", "pass_", "beta", "layer", "nlayers")
+            k: [] for k in ("mem", "mf", "pad", "kern", "launch", "pass_", "beta", "layer", "nlayers", "const")
         }
         self._groups: list[tuple[int, int, float, int]] = []  # (t-call 1, t-call 2, weight, case)
         for ci, (c, f) in enumerate(zip(cases, feats, strict=True)):
@@ -47,7 +47,7 @@ class FlatCases:
         self.a, self.b, self.tid = cat["a"].astype(int), cat["b"].astype(int), cat["tid"].astype(int)
         self.compute = self.invpi > 0
         for k, v in tc.items():
-            setattr(self, k, np.array(v, dtype=float if k in ("launch", "beta", "nlayers") else int))
+            setattr(self, k, np.array(v, dtype=float if k in ("launch", "beta", "nlayers", "const") else int))
         g = np.array(groups, dtype=float)
         self.j1, self.j2, self.gw, self.gcase = g[:, 0].astype(int), g[:, 1].astype(int), g[:, 2], g[:, 3].astype(int)
         self.n_cases, self.n_t = len(cases), len(tc["mem"])
@@ -92,6 +92,7 @@ class FlatCases:
             tc["beta"].append(f.beta)
             tc["layer"].append(idx("engine", eng, "layer_s", self.zero))
             tc["nlayers"].append(float(c.arch.layers))
+            tc["const"].append(f.gemm_extra.get(eng, 0.0))
             return j
 
         w, groups = c.workload, self._groups
@@ -121,5 +122,5 @@ class FlatCases:
         eta = np.minimum(1.0, ex[self.mem] * ex[self.mf])
         tmem = self.B / (self.beta * eta)[self.tid]
         t = np.bincount(self.tid, np.maximum(tcomp, tmem), minlength=self.n_t)
-        t += ex[self.kern] * self.launch + ex[self.pass_] + ex[self.layer] * self.nlayers
+        t += ex[self.kern] * self.launch + ex[self.pass_] + ex[self.layer] * self.nlayers + self.const
         return np.bincount(self.gcase, self.gw * np.maximum(t[self.j1], t[self.j2]), minlength=self.n_cases)

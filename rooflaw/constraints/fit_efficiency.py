@@ -70,6 +70,8 @@ class _Feat:
     #: continuous batching (``Case.concurrent``): per steady-state step kind, (count, prefill F/B of its c + n
     #: tokens or None, decode-step F/B of its n sequences or None, n)
     steps: list[tuple[float, tuple | None, tuple | None, int]] | None = None
+    #: engine -> seconds per pass the kernel curves' per-GEMM-call extras add (0 without curves)
+    gemm_extra: dict[str, float] = dataclasses.field(default_factory=dict)
 
 
 def _roof_classes() -> dict[str, str]:
@@ -136,8 +138,15 @@ def _features(case: Case, device: Device) -> _Feat:
         e = get_engine(name)
         if e.kernels_per_layer is not None:
             launches[name] = layers * (e.kernels_per_layer + e.moe_kernels * moe) + (e.kernels_per_pass or 0.0)
+    from .assembly import rates
+    from .engines import applied
+
+    extra = {}
+    for name in launches:
+        r = rates(device, case.precision, applied(device, name))
+        extra[name] = r.gemm_s * r.gemms_per_layer * layers
     return _Feat((Fp, Bp), (Fd, Bd), np.array(pis), dts, float(device.memory_bandwidth), launches, np.array(mixed),
-                 np.array(att), float(device.vector_flops), steps)  # fmt: skip
+                 np.array(att), float(device.vector_flops), steps, extra)  # fmt: skip
 
 
 def params_for(
@@ -231,7 +240,7 @@ def _predict(x: np.ndarray, P: _Params, case: Case, f: _Feat) -> float:
                       np.where(f.att > 0, P.get(x, "engine", eng, "attention_factor"), cf))  # fmt: skip
     eff = np.where(np.array(f.dtypes) != "-", np.minimum(1.0, fam_eff * factor), 1.0)
     over = P.get(x, "family", fam, "kernel_s", 0.0) * f.launches[eng] + P.get(x, "engine", eng, "pass_s", 0.0)
-    over += P.get(x, "engine", eng, "layer_s", 0.0) * float(case.arch.layers)
+    over += P.get(x, "engine", eng, "layer_s", 0.0) * float(case.arch.layers) + f.gemm_extra.get(eng, 0.0)
 
     def t(F, B, pad=1.0, gemv=False):
         pi, e = f.pi, eff
@@ -423,72 +432,8 @@ def coverage(row: dict[str, object]) -> str:
             (False, False): "engine and family out"}[(e, f)]  # fmt: skip
 
 
-def _toml_value(v: object) -> str:
-    if isinstance(v, str):
-        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    return repr(float(v))  # type: ignore[arg-type]
-
-
-FIT_COMMAND = "rooflaw devices fit-efficiency published.csv --write-catalog"
-
-
-def achieved_table(result: FitResult, family: str) -> str:
-    """The ``[achieved]`` TOML table of one family (for a catalog device file)."""
-    lines = ["[achieved]", f"family = {_toml_value(family)}", 'provenance = "fitted"',
-             f"command = {_toml_value(FIT_COMMAND)}"]  # fmt: skip
-    lines += [f"{k} = {_toml_value(round(v, 6) if k != 'kernel_s' else float(f'{v:.4g}'))}"
-              for k, v in sorted(result.families[family].items())]  # fmt: skip
-    lines.append(f"rows = {_toml_value(result.rows.get(family, []))}")
-    return "\n".join(lines) + "\n"
-
-
-def engines_toml(result: FitResult) -> str:
-    """``engines.toml``: the fitted engine figures with the rows they came from."""
-    out = ["# Fitted engine figures (rooflaw/constraints/engines.py). Written by:", f"# {FIT_COMMAND}", ""]
-    for name, vals in sorted(result.engines.items()):
-        out.append(f'[engine."{name}"]')
-        out.append('provenance = "fitted"')
-        out += [f"{k} = {_toml_value(float(f'{v:.4g}'))}" for k, v in sorted(vals.items())]
-        if result.fitted_on.get(name):
-            out.append(f"fitted_on = {_toml_value(result.fitted_on[name])}")
-        out.append(f"rows = {_toml_value(result.rows.get(name, []))}")
-        out.append("")
-    return "\n".join(out)
-
-
-def write_catalog(result: FitResult, catalog_dir: str | None = None, engines_file: str | None = None) -> list[str]:
-    """Replace the ``[achieved]`` table of every catalog device of a fitted family, and ``engines.toml``."""
-    import re
-    from pathlib import Path
-
-    from ..devices.catalog import CATALOG_DIR, clear_cache
-    from .engines import ENGINES_FILE, _fitted
-    from .published import FAMILY_OF
-
-    cdir = Path(catalog_dir) if catalog_dir else CATALOG_DIR
-    written = []
-    from ..devices import get_device
-    from .curves_applied import curves_of
-
-    for dev_id, fam in sorted(FAMILY_OF.items()):
-        p = cdir / f"{dev_id}.toml"
-        if not p.is_file():
-            continue
-        curved = curves_of(get_device(dev_id)) is not None  # kernel curves price it: no end-to-end family figures
-        if fam not in result.families and not curved:
-            continue
-        text = re.sub(r"\n*\[achieved\]\n(?:[^\[].*\n?)*", "\n", p.read_text(encoding="utf-8")).rstrip("\n")
-        p.write_text(text + "\n" + ("" if curved else "\n" + achieved_table(result, fam)), encoding="utf-8")
-        written.append(str(p))
-    ef = Path(engines_file) if engines_file else ENGINES_FILE
-    ef.write_text(engines_toml(result), encoding="utf-8")
-    written.append(str(ef))
-    clear_cache()
-    _fitted.cache_clear()
-    return written
-
+# the catalog writers (``[achieved]`` tables, ``engines.toml``) live in .fit_storage
+from .fit_storage import FIT_COMMAND, achieved_table, engines_toml, write_catalog  # noqa: E402,F401
 
 # names under which the public API (``rooflaw``) exports this module's entry points
 fit_efficiencies = fit

@@ -24,7 +24,7 @@ from . import assembly as A
 from . import operators as O
 from .assembly import sum_max_affine
 from .compile import ARG_NAMES, Compiled, compile_preset
-from .curves_applied import rows_ramp
+from .curves_applied import curve_tiles, rows_ramp
 from .engines import Applied, EngineProfile, applied, decode_linear_inv, experts_touched
 from .gemm import gemv_inverse_rate, tile_efficiency
 from .precision import Precision
@@ -147,9 +147,11 @@ def _inverse_roofs(comp: Compiled, rates: A.Rates, device, args, n: int, tiles: 
             inv_b, hk = (rates.inv_beta16, half_k16) if w16 else (rates.inv_beta, half_k)
             for off, ip in ((0, ipp), (half, ipd)):
                 M, N, K, grp = g[off + 4 * j : off + 4 * j + 4]
-                te, we = tile_efficiency(M, N, grp, device)
-                if rates.half_rows and comp.roofs[i] == "linear":  # the kernel curves' M ramp of the large-M rate
+                if rates.curves and comp.roofs[i] == "linear":  # the kernel library's best tile, the curves' M ramp
+                    te, we = curve_tiles(M, N, grp, device), 1.0
                     te = te * rows_ramp(M, rates.half_rows)
+                else:
+                    te, we = tile_efficiency(M, N, grp, device)
                 ip[i] = ip[i] / (te * we)
                 if (hk or w16) and comp.roofs[i] == "linear":  # a one-token GEMV's weight stream
                     ip[i] = np.maximum(ip[i], gemv_inverse_rate(M, K, b, inv_b, hk, flat=w16))
