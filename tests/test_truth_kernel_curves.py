@@ -247,3 +247,29 @@ def test_cli_confidence_is_validated_and_reported(capsys):
     lo, hi = dec["latency_s"]
     assert lo < out["latency_s"]["decode"] < hi
     assert dec["latency_at_confidence_s"] == pytest.approx(out["latency_s"]["decode"] * dec["factor"])
+
+
+@pytest.mark.parametrize(
+    ("dev_id", "prec", "gemm_dtype", "rel"),
+    [("h100-sxm", "bf16", "bfloat16", 1e-12), ("a100-sxm-80gb", "w4a16", "int4_wo", 1e-12),
+     ("jetson-agx-thor", "bf16", "bfloat16", 1e-12), ("h100-sxm", "fp8", "fp8", 2e-3)],
+)  # fmt: skip
+def test_assembly_gemm_op_equals_the_kernel_predictor(dev_id, prec, gemm_dtype, rel):
+    """One layer's ffn_down of Llama-3.1-8B priced by the assembly (tile model on) plus the fixed seconds the engine
+    charges per GEMM (kernel_s and the per-call extra) equals the kernel fit's own predictor for that (M, N, K), at
+    M = 1 (a GEMV), 16, 300 and 4,096 rows (fp8: the fit's tables write bf16 output, the assembly fp8: ≤ 0.2 %)."""
+    import pandas as pd
+
+    KG = pytest.importorskip("rooflaw.constraints.kernels.gemm")  # the kernel fit (merged with the curves catalog)
+    from rooflaw.constraints.kernels import curves_for
+
+    a, dev = from_hf_config("llama-3.1-8b"), get_device(dev_id)
+    kc = curves_for(dev)
+    r = A.rates(dev, Precision.parse(prec), applied(dev, "tensorrt-llm"))
+    for M in (1, 16, 300, 4096):
+        rep = evaluate(a, dev, Workload(1, M, 1), prec, tiles=True, engine="tensorrt-llm")
+        op = next(o for o in rep.ops if o.phase == "prefill" and o.name == "ffn_down")
+        rows = pd.DataFrame({"m": [M], "n": [a.d_model], "k": [a.ffn], "gemm_dtype": [gemm_dtype],
+                             "framework": ["trtllm"]})  # fmt: skip
+        want = float(KG.seconds(KG.terms(rows, dev), dev, kc)[0])
+        assert op.seconds / a.layers + kc.kernel_s + r.gemm_s == pytest.approx(want, rel=rel), M
