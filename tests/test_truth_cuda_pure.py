@@ -76,12 +76,14 @@ def test_host_launch_overlaps_the_roofline_only_on_an_accelerator() -> None:
     assert not applied(h200, "tensorrt-llm").overlap
     arch = from_mapping(CONFIGS_CUDA["mha-narrow-1024x12"][0], name="n")
     wl = Workload(1, 1024, 32)
+    eager = get_engine("torch-eager")
+    no_launch = dataclasses.replace(eager, kernels_per_layer=0.0, kernels_per_pass=0.0, moe_kernels=0.0)
     for dev, combine in ((h200, max), (cpu, lambda a, b: a + b)):
         full = evaluate(arch, dev, wl, "bf16", engine="torch-eager")
-        no_launch = dataclasses.replace(dev, achieved={**dev.achieved, "kernel_s": 0.0})
-        bare = evaluate(arch, no_launch, wl, "bf16", engine="torch-eager")
-        eager = get_engine("torch-eager")
-        launch = h200.achieved["kernel_s"] * (12 * eager.kernels_per_layer + eager.kernels_per_pass)
+        bare = evaluate(arch, dev, wl, "bf16", engine=no_launch)
+        kernel_s = applied(dev, "torch-eager").kernel_s  # the GPU's per-kernel latency (kernel curves or [achieved])
+        assert kernel_s > 0
+        launch = kernel_s * (12 * eager.kernels_per_layer + eager.kernels_per_pass) + eager.pass_s
         assert full.prefill_s == pytest.approx(combine(bare.prefill_s, launch), rel=1e-12), dev.kind
         assert full.tpot_s == pytest.approx(combine(bare.tpot_s, launch), rel=1e-12), dev.kind
         ops = full.to_frame()
