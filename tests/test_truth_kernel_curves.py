@@ -83,11 +83,15 @@ def test_devices_without_curves_keep_their_own_figures(curves):
         trt = applied(dev, "tensorrt-llm")
         assert trt.pass_s == 0.0 and trt.layer_s == 0.0
         assert "none apply" in trt.engine_note or "no fitted" in trt.engine_note
-    # and the explicit curves=None path is the [achieved] table (the end-to-end fit) for a catalog GPU
-    thor = get_device("jetson-agx-thor")
+    # a device's [achieved] table (an end-to-end family fit) is read only where no kernel curves price it
+    fam = {"family": "f", "provenance": "fitted", "memory": 0.5, "fp16": 0.4, "kernel_s": 1e-5}
+    thor = dataclasses.replace(get_device("jetson-agx-thor"), achieved=fam)
     old = applied(thor, "tensorrt-llm", curves=None)
-    assert old.curves == "" and old.memory == pytest.approx(
-        thor.achieved["memory"] * get_engine("tensorrt-llm").memory_factor
+    assert old.curves == "" and "fitted family f" in old.source
+    assert (old.memory, old.compute["fp16"], old.kernel_s) == pytest.approx((0.5, 0.4, 1e-5))
+    new = applied(thor, "tensorrt-llm")
+    assert new.curves == "hopper" and (new.memory, new.compute["fp16"], new.kernel_s) == pytest.approx(
+        (0.83, 0.71, 4e-6)
     )
 
 

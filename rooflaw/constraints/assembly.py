@@ -384,7 +384,7 @@ def rates(device: Any, precision: Any, app: Any = None) -> Rates:
 def _gemm_launch(app: Any, precision: Any) -> tuple[float, float]:
     """(seconds per GEMM call, GEMM calls per layer) the kernel curves add for ``precision``'s linear layers."""
     extras = getattr(app, "gemm_launch", None) or {}
-    if not extras or app.kernels_per_layer is None:
+    if not extras or not app.kernels_per_layer:  # no engine kernel count: no GEMM calls counted
         return 0.0, 0.0
     from .curves_applied import FALLBACK, GEMMS_PER_LAYER, gemm_key
 
