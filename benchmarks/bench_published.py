@@ -90,6 +90,17 @@ def main() -> None:
         if key == "board":
             out["leave_one_board_out_by_coverage"] = _table("leave one board out, by what the fit still knew", ho,
                                                             coverage)  # fmt: skip
+    # error bands: 80 % bands from the leave-one-source-out residuals; do they hold 80 % of rows they did not see?
+    loso = held["no source"]
+    bands = rl.bands_from_rows(loso, "leave one source out")
+    out["bands_80"] = {p: [round(x, 4) for x in b.band()] for p, b in bands.items()}
+    out["band_coverage_by_source"] = rl.band_coverage(loso)  # each source banded from the other sources only
+    out["band_coverage_by_row"] = rl.band_coverage(loso, key="row_id")  # each row banded from every other row
+    print("\n80 % bands (measured/predicted), leave one source out:", out["bands_80"])
+    for what in ("by_source", "by_row"):
+        cov = out[f"band_coverage_{what}"]
+        print(f"  held-out rows inside their band, banded {what.replace('_', ' ')}: "
+              + ", ".join(f"{p} {v['inside']}/{v['rows']} = {v['share']:.0%}" for p, v in cov.items()))  # type: ignore[union-attr]
     residuals("decode residuals, predicted/measured − 1, per source / engine / format / batch", held)
     wall, cpu = time.perf_counter() - t_all, time.process_time() - cpu0
     child = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -211,8 +211,8 @@ def test_analytic_flops_match_torch_flop_counter(arch):
     layer = _torch_layer(torch, arch)
     B, S, past = 2, 37, 50
     for phase, x, wl in (
-        ("prefill", torch.randn(B, S, arch.d_model), Workload(B, S, 1)),
-        ("decode", torch.randn(B, 1, arch.d_model), Workload(B, past, 1)),
+        ("prefill", torch.randn(B, S, arch.d_model), Workload(B, S, 1, "unfused")),
+        ("decode", torch.randn(B, 1, arch.d_model), Workload(B, past, 1, "unfused")),
     ):
         with FlopCounterMode(display=False) as fc, torch.no_grad():
             layer(x, past=past if phase == "decode" else 0)
@@ -220,6 +220,12 @@ def test_analytic_flops_match_torch_flop_counter(arch):
         # decode step 1 attends to past + 1 tokens: the layer above concatenates past + the new one
         analytic = sum(ops[n].flops for n in GEMM_OPS if n in ops)
         assert fc.get_total_flops() == pytest.approx(analytic, rel=1e-12), phase
+        # a fused (FlashAttention-style) kernel executes only the causal pairs: S(S+1)/2 of the S² a prefill
+        # block holds, all C keys of a decode query -- the torch count less the masked pairs' QKᵀ and ·V FLOPs
+        fused = _ops(evaluate(arch, ORIN, Workload(wl.batch, wl.input_tokens, 1, "fused")), phase)
+        masked = S * (S - 1) / 2 if phase == "prefill" else 0
+        want = fc.get_total_flops() - 2 * (2 * B * masked * arch.heads * arch.head_dim) * arch.layers
+        assert sum(fused[n].flops for n in GEMM_OPS if n in fused) == pytest.approx(want, rel=1e-12), phase
 
 
 # ------------------------------------------------------------------------------------------
@@ -311,7 +317,11 @@ def test_fused_attention_removes_exactly_the_score_matrix_traffic():
     dec = sum(4 * 2 * 14 * 1 * (512 + t) * 2 * 24 for t in range(1, 5))
     assert unf.prefill_bytes - fus.prefill_bytes == pytest.approx(pre)
     assert unf.decode_bytes - fus.decode_bytes == pytest.approx(dec)
-    assert unf.prefill_flops == fus.prefill_flops
+    # the fused kernel skips the 512·511/2 masked pairs per sequence: QKᵀ and ·V (2·2·heads·head_dim FLOPs per pair)
+    # plus softmax (5·heads per pair), per layer and sequence; decode masks nothing
+    masked = 512 * 511 / 2
+    assert unf.prefill_flops - fus.prefill_flops == pytest.approx(2 * masked * 24 * 14 * (4 * 64 + 5))
+    assert unf.decode_flops == fus.decode_flops
 
 
 def test_vector_ops_keep_16_bit_traffic_under_int8():

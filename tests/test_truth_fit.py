@@ -24,8 +24,12 @@ def smolhub():
 
 
 @needs_data
-def test_fit_recovers_synthetic_truth(smolhub):
-    """Measurements generated from known figures are fitted back to them (products that are identified)."""
+def test_fit_recovers_synthetic_truth(smolhub, monkeypatch):
+    """Measurements generated from known figures are fitted back to them (products that are identified). The
+    family fit of a device without kernel curves (the curves path: tests/test_truth_kernel_curves.py)."""
+    from rooflaw.constraints import curves_applied
+
+    monkeypatch.setattr(curves_applied, "curves_of", lambda dev: None)
     feats = [fe._features(c, get_device(c.device)) for c in smolhub]
     P = fe._Params(smolhub, feats)
     truth = {("family", "jetson-ampere", "memory"): 0.6, ("family", "jetson-ampere", "kernel_s"): 8e-6,
@@ -118,7 +122,7 @@ def test_fit_predictor_equals_evaluate_for_served_and_cublas_rows():
     cases, _ = load_cases(DATA)
     pick = [c for c in cases if c.row_id in ("R0184", "R0185", "R0191")] + [c for c in cases if c.fp16_flops]
     feats = [fe._features(c, fe.case_device(c)) for c in pick]
-    P = fe._Params(pick, feats)
+    pick, P = fe.params_for(pick, feats)  # a device with kernel curves: its figures fixed
     x = np.log(np.linspace(0.3, 0.9, len(P.names)))  # arbitrary figures: the two paths must agree for any
     fams: dict = {}
     engs: dict = {}
@@ -139,7 +143,7 @@ def test_flat_arrays_price_every_case_kind_as_the_per_case_predictor():
     pick = list({(c.engine, c.phase, c.concurrent, c.workload.batch > 1): c for c in cases}.values())
     assert {c.phase for c in pick} == {"prefill", "decode", "e2e"} and any(c.concurrent for c in pick)
     feats = [fe._features(c, fe.case_device(c)) for c in pick]
-    P = fe._Params(pick, feats)
+    pick, P = fe.params_for(pick, feats)  # a device with kernel curves: its figures fixed
     flat = FlatCases(P, pick, feats)
     for seed in range(3):
         x = np.log(np.random.default_rng(seed).uniform(0.05, 0.95, len(P.names)))

@@ -37,17 +37,22 @@ def _root(
     """Hardware/model co-design of language models: loss laws, roofline cost models, solvers."""
 
 
-# Sub-commands register themselves on `app` when imported.
+# Sub-commands register themselves on `app` (the `devices` sub-app's on `devices_app`) when imported: here, in one
+# place, so no sub-module imports another to register it.
 from . import compare as _compare  # noqa: E402,F401
 from . import devices as _devices  # noqa: E402,F401
 from . import evaluate as _evaluate  # noqa: E402,F401
 from . import fit as _fit  # noqa: E402,F401
+from . import fit_efficiency as _fit_efficiency  # noqa: E402,F401  (`devices fit-efficiency`)
 from . import frontier as _frontier  # noqa: E402,F401
+from . import kernels as _kernels  # noqa: E402,F401  (`devices fit-kernels`, `devices check-kernels`)
 from . import laws as _laws  # noqa: E402,F401
 from . import plot as _plot  # noqa: E402,F401
 from . import repro as _repro  # noqa: E402,F401
 from . import search as _search  # noqa: E402,F401
 from . import solve as _solve  # noqa: E402,F401
+from . import systems as _systems  # noqa: E402,F401  (`devices systems`)
+from . import validate as _validate  # noqa: E402,F401
 
 
 def _one_line(e: BaseException) -> str:

@@ -152,6 +152,7 @@ def build_problem(
     attention: str = DEFAULT_ATTENTION,
     allow_extrapolation: bool = False,
     engine: Optional[str] = None,
+    confidence: Optional[float] = None,
 ) -> Any:
     """A :class:`~rooflaw.solver.Problem` from the options shared by ``solve``, ``frontier`` and ``search``."""
     from .. import api
@@ -172,6 +173,7 @@ def build_problem(
         align=align,
         allow_extrapolation=allow_extrapolation,
         engine=engine,
+        confidence=confidence,
     )
 
 

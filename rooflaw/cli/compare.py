@@ -8,6 +8,7 @@ from typing import Optional
 from .. import api
 from ..units import fmt_bytes, fmt_count, fmt_time
 from . import app
+from .bands import fmt_banded, interval, problem_band
 from .common import console, print_json, table
 from .options import ARCH, ARCH_FILE, HF_CONFIG, JSON, N_JOBS, ProblemOptions, with_options
 
@@ -30,8 +31,11 @@ def compare(
     a = load_arch(hf_config, arch, arch_file)
     prob = opts.problem()
     res = api.compare(a, prob, n_jobs=n_jobs)
+    band = problem_band(prob)
     if as_json:
-        print_json(res)
+        lat = {k: res[k]["latency_s"] for k in ("model", "equal_latency", "equal_loss") if res.get(k)}
+        bands = {**band, "latency_s": {k: interval(v, band) for k, v in lat.items()}} if band else {}
+        print_json({**res, "bands": bands})
         return
     m = res["model"]
     console.print(
@@ -39,10 +43,10 @@ def compare(
         f"fit) — {prob.describe()}, {opts.phase} latency, engine {res['engine']}",
         markup=False,
     )
-    rows = [_row("your model", m)]
+    rows = [_row("your model", m, band)]
     eq_lat, eq_loss = res["equal_latency"], res["equal_loss"]
-    rows.append(_row("equal latency", eq_lat) if eq_lat else ["equal latency", *["—"] * 7])
-    rows.append(_row("equal loss", eq_loss) if eq_loss else ["equal loss", *["—"] * 7])
+    rows.append(_row("equal latency", eq_lat, band) if eq_lat else ["equal latency", *["—"] * 7])
+    rows.append(_row("equal loss", eq_loss, band) if eq_loss else ["equal loss", *["—"] * 7])
     cols = ["", "l × d", "kv", "ffn", "E/K", "active", "loss", "latency"]
     console.print(table("the model and the best of the space", cols, rows))
     if eq_lat:
@@ -63,6 +67,6 @@ def compare(
         console.print(f"note: the model itself needs {fmt_bytes(m['memory_bytes'])}, more than the memory limit")
 
 
-def _row(label: str, e: dict) -> list[str]:
+def _row(label: str, e: dict, band: dict) -> list[str]:
     return [label, f"{e['layers']} × {e['d_model']}", str(e["kv_heads"]), str(e["ffn"]), f"{e['experts']}/{e['top_k']}",
-            fmt_count(e["params_active"]), f"{e['loss']:.4f}", fmt_time(e["latency_s"])]  # fmt: skip
+            fmt_count(e["params_active"]), f"{e['loss']:.4f}", fmt_banded(e["latency_s"], band)]  # fmt: skip

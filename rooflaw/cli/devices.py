@@ -277,9 +277,3 @@ def _write_and_show(dev, out: Optional[Path], as_json: bool) -> None:
     console.print(f"notes: {dev.notes}", markup=False)
     if out is not None:
         err_console.print(f"wrote {out}", markup=False)
-
-
-from . import fit_efficiency as _fit_efficiency  # noqa: E402,F401  (registers `devices fit-efficiency`)
-from . import systems as _systems  # noqa: E402,F401  (registers `devices systems`)
-from . import validate as _validate  # noqa: E402,F401  (registers `validate`)
-from . import kernels as _kernels  # noqa: E402,F401  (registers `devices fit-kernels` and `devices check-kernels`)

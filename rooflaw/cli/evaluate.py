@@ -137,6 +137,8 @@ def evaluate(
     op_rows = api.op_rows(rep)
     out["ops"] = op_rows
     out["tokens_per_s"] = api.throughput(rep)
+    banded = api.band_applies(rep.applied)
+    out["bands"] = _bands(out) if banded else {}
     if law is not None:
         lw = ready_law(law, tokens)
         loss = lw.loss(a, tokens=tokens)
@@ -181,14 +183,15 @@ def evaluate(
         ]  # fmt: skip
         what = "summed over layers" if phase == "prefill" else f"summed over layers and {output_tokens} steps"
         console.print(table(f"{phase}: per operator ({what})", OP_HEADERS, rows))
+    bd = out["bands"]
     summary = [
-        ["prefill / TTFT", fmt_time(out["prefill_s"])],
-        [f"decode ({output_tokens} steps)", fmt_time(out["decode_s"])],
-        ["TPOT (mean)", fmt_time(out["tpot_s"])],
-        ["total", fmt_time(out["total_s"])],
-        ["prefill tokens/s", f"{out['tokens_per_s']['prefill']:.4g}"],
-        ["decode tokens/s", f"{out['tokens_per_s']['decode']:.4g}"],
-        ["tokens/s (end to end)", f"{out['tokens_per_s']['total']:.4g}"],
+        ["prefill / TTFT", _banded(out["prefill_s"], bd.get("prefill_s"), fmt_time)],
+        [f"decode ({output_tokens} steps)", _banded(out["decode_s"], bd.get("decode_s"), fmt_time)],
+        ["TPOT (mean)", _banded(out["tpot_s"], bd.get("tpot_s"), fmt_time)],
+        ["total", _banded(out["total_s"], bd.get("total_s"), fmt_time)],
+        ["prefill tokens/s", _banded(out["tokens_per_s"]["prefill"], bd.get("prefill_tokens_per_s"), _rate)],
+        ["decode tokens/s", _banded(out["tokens_per_s"]["decode"], bd.get("decode_tokens_per_s"), _rate)],
+        ["tokens/s (end to end)", _banded(out["tokens_per_s"]["total"], bd.get("total_tokens_per_s"), _rate)],
         ["energy", fmt_energy(out["energy_j"])],
     ]
     if law is not None:
@@ -199,6 +202,9 @@ def evaluate(
     if steps:
         console.print(steps_table(tab))
     console.print(table("summary", ["quantity", "value"], summary))
+    if not banded:
+        console.print("[dim]no error band: the bands rest on fitted engines on NVIDIA GPUs (rooflaw devices "
+                      "fit-efficiency); this estimate does not[/dim]")  # fmt: skip
     console.print(f"[dim]{esc(rep.provenance)}[/dim]")
     for path in (csv, plot, steps_csv):
         if path is not None:
@@ -206,6 +212,29 @@ def evaluate(
 
 
 OP_HEADERS = ["op", "FLOPs", "bytes", "FLOP/B", "time", "share", "bound", "roof"]
+
+
+def _bands(out: dict) -> dict:
+    """80 % bands of the times and throughputs of ``out`` (``{column: [low, high]}``, ``level``)."""
+    tps = out["tokens_per_s"]
+    vals = {k: out[k] for k in ("prefill_s", "ttft_s", "decode_s", "tpot_s", "total_s")}
+    bd = api.bands_dict(vals)
+    for phase, col in (("prefill", "prefill_s"), ("decode", "tpot_s"), ("total", "total_s")):
+        b = bd.get(col)
+        if b and tps.get(phase):  # a rate over the same work: its band is the time band inverted
+            bd[f"{phase}_tokens_per_s"] = [tps[phase] * out[col] / b[1], tps[phase] * out[col] / b[0]]
+    return bd
+
+
+def _banded(value: float, band: list | None, fmt) -> str:
+    """``8.96 ms [7.9 ms–10.4 ms], 80 %`` (the value alone without a band)."""
+    if not band:
+        return fmt(value)
+    return f"{fmt(value)} [{fmt(band[0])}–{fmt(band[1])}], {api.BAND_LEVEL * 100:.0f} %"
+
+
+def _rate(x: float) -> str:
+    return f"{x:.4g}"
 
 
 def name_of(a: api.Architecture) -> str:

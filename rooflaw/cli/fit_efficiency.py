@@ -45,17 +45,25 @@ def fit_efficiency_cmd(
         "cases": rows,
         "skipped": [{"row_id": r, "reason": why} for r, why in skipped],
     }
-    if held_out:
-        for key in ("source", "board"):
+    if held_out or write_catalog:
+        from ..constraints import bands as BD
+
+        for key in ("source", "board") if held_out else ("source",):
             ho = fe.held_out(cases, key)
             report[f"leave_one_{key}_out"] = fe.median_abs_error(ho)
             report[f"leave_one_{key}_out_cases"] = ho
+        loso = report["leave_one_source_out_cases"]
+        phase_bands = BD.from_rows(loso, "leave one source out")  # type: ignore[arg-type]
+        report["bands"] = {p: {"rows": b.rows, "band_80": list(b.band())} for p, b in phase_bands.items()}
+        report["band_coverage"] = BD.coverage(loso)  # type: ignore[arg-type]
     if out is not None:
         text = "\n".join(fe.achieved_table(res, f).replace("[achieved]", f'[family."{f}"]') for f in res.families)
         out.write_text(text + "\n" + fe.engines_toml(res), encoding="utf-8")
     if write_catalog:
         for p in fe.write_catalog(res):
             err_console.print(f"wrote {p}")
+        note = f"leave-one-source-out residuals of {len(cases)} cases of {data.name}"
+        err_console.print(f"wrote {BD.write(phase_bands, note, fe.FIT_COMMAND)}")
     if as_json:
         print_json(report)
         return
@@ -74,5 +82,10 @@ def fit_efficiency_cmd(
         if m:
             err_rows += [[f"{k} (leave one {key} out)", "—", f"{v:.1%}"] for k, v in m.items()]  # type: ignore[union-attr]
     console.print(table("median |predicted/measured − 1|", ["phase", "pure roofline", "fitted"], err_rows))
+    cov = report.get("band_coverage")
+    if cov:
+        band_rows = [[p, f"{v['inside']}/{v['rows']}", f"{v['share']:.0%}"] for p, v in cov.items()]  # type: ignore[union-attr]
+        console.print(table("80 % bands: held-out rows inside (each source banded from the others)",
+                            ["phase", "inside", "share"], band_rows))  # fmt: skip
     if out is not None:
         err_console.print(f"wrote {out}")

@@ -8,8 +8,9 @@ from typing import Optional
 import typer
 
 from .. import api
-from ..units import fmt_bytes, fmt_energy, fmt_time
+from ..units import fmt_bytes, fmt_energy
 from . import app
+from .bands import fmt_banded, intervals, problem_band
 from .common import arch_table, atomic_output, check_output, console, esc, print_json
 from .joint_options import describe_joint, wants_joint
 from .options import JSON, N_JOBS, SCHEDULER, JointOptions, ProblemOptions, with_options
@@ -60,7 +61,9 @@ def frontier(
             else:
                 api.plot_frontier(res.frontier, res.cloud, tmp, title, prob.latency_column)
     if as_json:
-        print_json(res.to_dict())
+        band = problem_band(prob)
+        print_json({**res.to_dict(), "bands": {**band, "latency_s": intervals(res.frontier["latency_s"], band)}
+                    if band and "latency_s" in res.frontier else {}})  # fmt: skip
         return
     desc = prob.describe()
     if "precision" in res.frontier:  # the joint space: name what was crossed, not the base problem's precision
@@ -70,7 +73,8 @@ def frontier(
         f"{res.feasible:,} feasible, frontier {res.frontier_size} ({', '.join(res.objectives)}); evaluated in "
         f"{res.eval_seconds:.2f} s, Pareto in {res.pareto_seconds:.3f} s"
     )
-    values = [("loss", lambda r: f"{r['loss']:.4f}"), ("latency", lambda r: fmt_time(r["latency_s"])),
+    band = problem_band(prob)
+    values = [("loss", lambda r: f"{r['loss']:.4f}"), ("latency", lambda r: fmt_banded(r["latency_s"], band)),
               ("memory", lambda r: fmt_bytes(r["memory_bytes"]))]  # fmt: skip
     if "precision" in res.frontier:
         values = [("prec", lambda r: r["precision"]), ("B", lambda r: str(r["batch"]))] + values[:2]

@@ -59,6 +59,10 @@ JSON = typer.Option(False, "--json", help="One JSON object, SI units.")
 N_JOBS = typer.Option(-1, "--n-jobs", help="Processes (-1: all cores).")
 #: ``--scheduler`` of ``solve`` and ``frontier`` (the exhaustive scans; ``search`` has none).
 SCHEDULER = typer.Option(None, "--scheduler", help=SCHEDULER_HELP)
+CONFIDENCE_HELP = (
+    "Meet the latency budget at this quantile of the phase's held-out error band "
+    "(e.g. 0.9: 9 runs in 10 within budget); default: the prediction itself."
+)
 
 
 def option(default: Any, *decls: str, help: Optional[str] = None) -> Any:
@@ -88,13 +92,15 @@ class ProblemOptions:
     engine: Optional[str] = option(ENGINE)
     tokens: Optional[float] = option(TOKENS)
     allow_extrapolation: bool = option(False, "--allow-extrapolation", help=EXTRAPOLATION_HELP)
+    confidence: Optional[float] = option(None, "--confidence", help=CONFIDENCE_HELP)
 
     def problem(self, align: Optional[int] = None) -> Any:
         """The :class:`~rooflaw.solver.Problem` of these options (``align``: d_model multiple; None: as declared)."""
         return build_problem(self.device, self.law, self.space, self.phase, self.precision, self.batch,
                              self.input_tokens, self.output_tokens, self.preset, self.tokens, self.latency_budget,
                              self.memory_budget, self.energy_budget, align, attention=self.attention,
-                             allow_extrapolation=self.allow_extrapolation, engine=self.engine)  # fmt: skip
+                             allow_extrapolation=self.allow_extrapolation, engine=self.engine,
+                             confidence=self.confidence)  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True)

@@ -8,8 +8,9 @@ from typing import Optional
 import typer
 
 from ..errors import bad
-from ..units import fmt_bytes, fmt_time
+from ..units import fmt_bytes
 from . import app
+from .bands import fmt_banded, intervals, problem_band
 from .common import arch_table, atomic_output, check_output, console, esc, print_json
 from .joint_options import describe_joint
 from .options import JSON, JointOptions, ProblemOptions, with_options
@@ -80,7 +81,9 @@ def search(
             joint_result(prob, joint, res)  # raises Infeasible naming what no trial met (exit 3)
         raise infeasible_from_trials(prob, res.trials)  # exit 3, like solve
     if as_json:
-        print_json(res.to_dict())
+        band = problem_band(prob)
+        print_json({**res.to_dict(), "bands": {**band, "latency_s": intervals(res.frontier["latency_s"], band)}
+                    if band and "latency_s" in res.frontier else {}})  # fmt: skip
         return
     d = res.to_dict()
     desc = prob.describe() if joint is None else describe_joint(prob, joint)
@@ -91,7 +94,8 @@ def search(
         f"{d['hypervolume']:.4g} (reference {', '.join(f'{x:.4g}' for x in d['reference_point'])}), "
         f"{d['seconds']:.1f} s"
     )
-    values = [("loss", lambda r: f"{r['loss']:.4f}"), ("latency", lambda r: fmt_time(r["latency_s"])),
+    band = problem_band(prob)
+    values = [("loss", lambda r: f"{r['loss']:.4f}"), ("latency", lambda r: fmt_banded(r["latency_s"], band)),
               ("memory", lambda r: fmt_bytes(r["memory_bytes"]))]  # fmt: skip
     if joint is not None:
         values = [("prec", lambda r: r["precision"]), ("B", lambda r: str(r["batch"]))] + values[:2]

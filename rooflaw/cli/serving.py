@@ -49,6 +49,10 @@ def serve(device, system, layout, arch, precision, batch, s_in, s_out, attention
         out["stages"] = first["stages"]
     if want_max:
         out["max_batch"] = api.max_batch(arch, sys_, lay, wl, precision)
+    banded = bool(api.problem_band(sys_.device, engine, "full", "decode"))
+    for r in rows if banded else ():  # 80 % bands of each batch's times and throughputs (JSON)
+        r["bands"] = api.bands_dict({k: r[k] for k in ("ttft_s", "tpot_s", "tokens_per_s", "tokens_per_s_per_user",
+                                                       "tokens_per_s_per_device")})  # fmt: skip
     if pareto_plot is not None:
         with atomic_output(pareto_plot, "--pareto-plot") as tmp:
             api.plot_serving({lay.describe(): rows}, tmp, f"{arch.name or 'architecture'} on {sys_.describe()}, "
@@ -66,6 +70,12 @@ def serve(device, system, layout, arch, precision, batch, s_in, s_out, attention
              f"{r['joules_per_token']:.3g}" if r["joules_per_token"] == r["joules_per_token"] else "n/a",
              "yes" if r["fits"] else "NO", "*" if r["pareto"] else ""] for r in rows]  # fmt: skip
     console.print(table("serving (comm: summed over the phase; tok/s: generated tokens)", HEADERS, body))
+    if banded:
+        pre, dec = (api.phase_band(p).band() for p in ("prefill", "decode"))
+        console.print(
+            f"[dim]80 % bands (held-out published rows): TTFT ×{pre[0]:.2f}–{pre[1]:.2f}, TPOT "
+            f"×{dec[0]:.2f}–{dec[1]:.2f}, tok/s ×{1 / dec[1]:.2f}–{1 / dec[0]:.2f} (--json: per batch)[/dim]"
+        )
     if "stages" in first:
         st = [[i, s["layers"], s["attn_layers"] + s["mla_layers"], s["mixer_layers"], s["dense_layers"],
                fmt_time(s["decode_step_s"])] for i, s in enumerate(first["stages"])]  # fmt: skip

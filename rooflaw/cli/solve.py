@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
 from .. import api
 from ..units import fmt_bytes, fmt_count, fmt_energy, fmt_time
 from . import app
+from .bands import fmt_banded, interval, problem_band
 from .common import console, esc, print_json, table
 from .joint_options import describe_joint, wants_joint
 from .options import JSON, SCHEDULER, JointOptions, ProblemOptions, with_options
@@ -68,6 +69,7 @@ def solve(
                 "latency_s", "memory_bytes", "energy_j", "slack", "seconds", "timings", "notes")  # fmt: skip
         obj = {k: out.get(k) for k in keys}
         obj.update(preset=prob.preset, engine=prob.engine)
+        obj["bands"] = _latency_bands(prob, out.get("latency_s"))
         obj |= joint_pick
         if explain and res.explain:
             obj["explain"] = res.explain
@@ -99,14 +101,20 @@ def solve(
             rows.insert(1, ["layer pattern", a.pattern])
         console.print(table("architecture", ["field", "value"], rows))
     lat = res.latency_s
+    bands = {ph: problem_band(prob, ph) for ph in ("prefill", "decode", "total")}
     summary = [
         ["loss", f"{res.loss:.4f}"], ["perplexity", f"{res.perplexity:.2f}"],
-        ["prefill", fmt_time(lat["prefill"])], ["decode", fmt_time(lat["decode"])], ["total", fmt_time(lat["total"])],
+        ["prefill", fmt_banded(lat["prefill"], bands["prefill"])],
+        ["decode", fmt_banded(lat["decode"], bands["decode"])], ["total", fmt_banded(lat["total"], bands["total"])],
         ["memory", fmt_bytes(res.memory_bytes)], ["energy", fmt_energy(res.energy_j)],
     ]  # fmt: skip
     if prob.phase == "decode" and prob.latency_budget is not None and prob.workload.output_tokens > 1:
         n = prob.workload.output_tokens
         summary.insert(4, ["TPOT (decode / tokens)", fmt_time(lat["decode"] / n)])
+    own = bands.get(prob.phase) or {}
+    if own.get("confidence") is not None:
+        q, f = own["confidence"], own["factor"]
+        summary.insert(2, [f"{prob.phase} at the {q:.0%} quantile", f"{fmt_time(lat[prob.phase] * f)} (× {f:.3g})"])
     title = f"judged by the '{prob.preset}' cost model, engine {prob.engine}"
     console.print(table(title, ["quantity", "value"], summary))
     if prob.phase == "decode" and prob.latency_budget is not None and prob.workload.output_tokens > 1:
@@ -124,3 +132,15 @@ def solve(
             console.print(api.explain_joint_text(joint_explain), markup=False, highlight=False)
         else:
             console.print(api.explain_text(api.explain_discrete(prob, res), prob.phase), markup=False, highlight=False)
+
+
+def _latency_bands(prob: Any, lat: dict | None) -> dict:
+    """JSON: per phase the 80 % band of the solution's latency (``{}`` where none applies), and the confidence."""
+    out: dict = {}
+    for ph in ("prefill", "decode", "total"):
+        b = problem_band(prob, ph)
+        if b and lat and lat.get(ph) is not None:
+            out[ph] = {**b, "latency_s": interval(float(lat[ph]), b)}
+            if "factor" in b:
+                out[ph]["latency_at_confidence_s"] = float(lat[ph]) * b["factor"]
+    return out

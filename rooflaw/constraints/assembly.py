@@ -30,7 +30,7 @@ from ..errors import RooflawWarning
 from . import operators as O
 from .paper_variables import PAPER_VARS, paper_variable_map, to_paper_variables  # noqa: F401 (re-exported)
 from .presets import PRESETS, Preset, get_preset, register_preset  # noqa: F401 (re-exported)
-from .symbols import ARCH, STACK, B, C, S_in, S_out, Sq, T, sym, t
+from .symbols import ARCH, STACK, B, C, Mk, S_in, S_out, Sq, T, sym, t
 
 #: Compute roofs (an op on roof ``memory`` only moves data).
 ROOF_CLASSES = ("linear", "attention", "vector")
@@ -63,14 +63,17 @@ def _cover(expr: sp.Expr, cover: sp.Expr | None) -> sp.Expr:
 
 
 def prefill(expr: sp.Expr, cover: sp.Expr | None = None, window: sp.Expr | None = None) -> sp.Expr:
-    """The prefill phase: T = B·S_in tokens, query length S_in, context S_in (min(S_in, window) if windowed)."""
+    """The prefill phase: T = B·S_in tokens, query length S_in, context S_in (min(S_in, window) if windowed), and
+    ctx·(ctx − 1)/2 causally masked pairs per sequence (query i attends keys max(0, i − ctx + 1)..i)."""
     ctx = S_in if window is None else sp.Min(S_in, window)
-    return _cover(expr, cover).subs({T: B * S_in, Sq: S_in, C: ctx}, simultaneous=True)
+    subs = {T: B * S_in, Sq: S_in, C: ctx, Mk: ctx * (ctx - 1) / 2}
+    return _cover(expr, cover).subs(subs, simultaneous=True)
 
 
 def decode_step(expr: sp.Expr, cover: sp.Expr | None = None, context: sp.Expr | None = None) -> sp.Expr:
-    """Decode step t: T = B, query length 1, context S_in + t (or ``context``)."""
-    return _cover(expr, cover).subs({T: B, Sq: 1, C: S_in + t if context is None else context}, simultaneous=True)
+    """Decode step t: T = B, query length 1, context S_in + t (or ``context``), nothing masked."""
+    subs = {T: B, Sq: 1, C: S_in + t if context is None else context, Mk: 0}
+    return _cover(expr, cover).subs(subs, simultaneous=True)
 
 
 def affine_in_t(expr: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
@@ -325,7 +328,8 @@ class Rates:
     """Raw peaks and the efficiency-derated inverse rates the time expressions take.
 
     ``overhead``: s per op launch (one per op with work); an engine with its own kernel count charges instead (and
-    ``overhead`` 0) kernel_s·(layers·(per_layer + moe·(per_moe_layer + per_expert·E_cov)) + per_pass) + pass_s.
+    ``overhead`` 0) kernel_s·(layers·(per_layer + moe·(per_moe_layer + per_expert·E_cov)) + per_pass)
+    + (layer_s + gemm_s·gemms_per_layer)·layers + pass_s.
     """
 
     raw: dict[str, float]  # FLOP/s per compute class
@@ -338,11 +342,15 @@ class Rates:
     per_moe_layer: float = 0.0  # extra kernels per routed-expert layer
     per_pass: float = 0.0  # engine kernels per pass outside the layers
     pass_s: float = 0.0  # s per forward pass (sampling, host sync)
-    batch_pad: float = 1.0  # prefill compute per real token of a batch of B > 1 prompts (padding)
     inv_gemv: float = 0.0  # s/FLOP of a dequantising GEMV on the vector roof (0: the engine has none)
     gemv_max_batch: float = 0.0  # largest decode batch that takes the GEMV path
     per_expert: float = 0.0  # extra kernels per distinct routed expert touched, per MoE layer and pass
     inv_beta16: float = 0.0  # s/byte of a one-token 16-bit GEMV's weights (Device.gemv16_bandwidth; 0: none)
+    layer_s: float = 0.0  # s per layer per pass the engine's host adds
+    half_rows: float = 0.0  # GEMM M ramp M/(M + half_rows) of the kernel curves (tile/wave model only)
+    gemm_s: float = 0.0  # s each GEMM call adds beyond kernel_s (kernel curves' per-call extra of the precision)
+    gemms_per_layer: float = 0.0  # GEMM calls per layer and pass that pay gemm_s
+    curves: bool = False  # priced by kernel curves (the tile model picks the kernel library's best tile)
 
 
 def rates(device: Any, precision: Any, app: Any = None) -> Rates:
@@ -371,15 +379,29 @@ def rates(device: Any, precision: Any, app: Any = None) -> Rates:
         raw, float(device.memory_bandwidth), inv, 1.0 / (device.memory_bandwidth * app.memory),
         0.0 if counted else app.kernel_s, app.kernel_s if counted else 0.0,
         app.kernels_per_layer or 0.0, app.moe_kernels if counted else 0.0, app.kernels_per_pass or 0.0, app.pass_s,
-        app.batch_pad, inv_gemv, float(app.gemv_max_batch) if gemv else 0.0,
+        inv_gemv, float(app.gemv_max_batch) if gemv else 0.0,
         app.kernels_per_expert if counted else 0.0, 1.0 / (bw16 * app.memory) if bw16 else 0.0,
+        app.layer_s, app.half_rows, *_gemm_launch(app, precision), bool(getattr(app, "curves", "")),
     )  # fmt: skip
+
+
+def _gemm_launch(app: Any, precision: Any) -> tuple[float, float]:
+    """(seconds per GEMM call, GEMM calls per layer) the kernel curves add for ``precision``'s linear layers."""
+    extras = getattr(app, "gemm_launch", None) or {}
+    if not extras or not app.kernels_per_layer:  # no engine kernel count: no GEMM calls counted
+        return 0.0, 0.0
+    from .curves_applied import FALLBACK, GEMMS_PER_LAYER, gemm_key
+
+    key = gemm_key(precision)
+    while key not in extras and key in FALLBACK:
+        key = FALLBACK[key]
+    return float(extras.get(key, 0.0)), GEMMS_PER_LAYER
 
 
 def engine_overhead(r: Rates, layers: Any, moe: Any, touched: Any = 0.0) -> Any:
     """Seconds per pass the engine adds (any backend's numbers); ``touched``: experts per MoE layer in the pass."""
     kernels = layers * (r.per_layer + r.per_moe_layer * moe + r.per_expert * moe * touched) + r.per_pass
-    return r.kernel_s * kernels + r.pass_s
+    return r.kernel_s * kernels + (r.layer_s + r.gemm_s * r.gemms_per_layer) * layers + r.pass_s
 
 
 @dataclass(frozen=True)

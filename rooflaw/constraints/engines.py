@@ -15,17 +15,22 @@ Real engines lose in these physical ways, each one named parameter:
 * **small-batch GEMV**: an engine with ``gemv_max_batch`` > 0 (TensorRT: 8) runs the dequantising
   GEMMs of a decode step of at most that many sequences as CUDA-core GEMV kernels on the vector roof
   (work grows with the batch: AWQ decode at batch 8 costs 2.5-3× batch 1 on Thor, NVFP4 1.4×);
-* **padded batched prefill**: ``batch_pad`` -- prefill compute per real token of a batch of B > 1
-  prompts, each padded to the longest (TensorRT Edge-LLM: batch-8 prefill takes 11-13× batch 1);
+* **no padding**: every engine here packs a batch's prompts (TensorRT-LLM removes input padding, vLLM and
+  llama.cpp pack tokens) and prefills them in chunks while the others decode, so a batch of B equal prompts
+  costs B prompts' FLOPs with the weights read once -- a former fitted 2.14× ``batch_pad`` is gone;
 * **per-kernel overhead**: ``kernel_s`` seconds (device family: launch latency, the tail of a
   kernel that does not fill the GPU, host sync) per kernel launched, times the number of kernels
   the engine launches per layer and per pass -- which depends on its fusion;
 * **per-pass overhead**: ``pass_s`` seconds per forward pass (sampling, detokenising, host↔device
   sync, the scheduler), an engine figure.
 
-Device figures come from the catalog (provenance ``fitted``, with the published rows they were
-fitted on: ``rooflaw devices fit-efficiency``); engine figures from ``engines.toml`` beside this
-module, written by the same fit. ``ideal`` is the pure roofline (efficiency 1, no overhead).
+Device figures: for a GPU with an ``architecture``, the kernel curves of that architecture
+(:mod:`.kernels`, fitted to measured kernels) scaled by the device's own datasheet peaks
+(:mod:`.curves_applied`); for any other device (CPU, NPU, TPU, another vendor), its catalog ``[achieved]``
+table where it has one (fitted on end-to-end rows), else its own scalar efficiencies. Engine figures from
+``engines.toml`` beside this module (``rooflaw devices fit-efficiency``, kernel-derived device figures
+held fixed), each with the device architectures it was fitted on (``fitted_on``); a device outside them
+says so in :meth:`Applied.describe`. ``ideal`` is the pure roofline (efficiency 1, no overhead).
 """
 
 from __future__ import annotations
@@ -70,8 +75,8 @@ class EngineProfile:
     compute_factor: float = 1.0
     mixed_factor: float = 1.0
     attention_factor: float = 1.0
-    #: prefill compute of a batch of B > 1 prompts per real token: sequences padded to the longest prompt
-    batch_pad: float = 1.0
+    #: seconds per transformer layer per pass the host adds (launch gaps CUDA graphs do not hide; 0 with graphs)
+    layer_s: float = 0.0
     #: decode batches up to this size run dequantising GEMMs as CUDA-core GEMV kernels on the vector roof
     gemv_max_batch: int = 0
     pass_s: float = 0.0
@@ -85,10 +90,13 @@ class EngineProfile:
     #: accelerator the host launches while the device runs, so a pass takes max(roofline, launches); on a CPU host
     #: and device are the same cores and they add)
     launch: str = "device"
+    #: device architectures (or kinds, e.g. ``cpu``) whose published rows fitted this profile's figures
+    fitted_on: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d["rows"] = list(self.rows)
+        d["fitted_on"] = list(self.fitted_on)
         return d
 
 
@@ -141,7 +149,14 @@ _BUILTIN: dict[str, EngineProfile] = {
         head=None,
         note="the device file's own scalar efficiencies and kernel_overhead per operator launch, no fitted figures",
     ),  # fmt: skip
-    "tensorrt-llm": EngineProfile("tensorrt-llm", 7.0, 4.0, gemv_max_batch=8, note="TensorRT-LLM / TensorRT Edge-LLM"),
+    "tensorrt-llm": EngineProfile("tensorrt-llm", 7.0, 4.0, gemv_max_batch=8, note="TensorRT-LLM"),
+    "tensorrt-edge-llm": EngineProfile(
+        "tensorrt-edge-llm",
+        7.0,
+        4.0,
+        gemv_max_batch=8,
+        note="TensorRT Edge-LLM (Jetson/DRIVE C++ runtime with its own plugins: not the measured TensorRT-LLM kernels)",
+    ),
     "vllm": EngineProfile("vllm", 9.0, 4.0),
     "llama.cpp": EngineProfile(
         "llama.cpp",
@@ -184,19 +199,27 @@ def get_engine(name: str | EngineProfile) -> EngineProfile:
     fit = _fitted().get(name)
     if not fit or name == "ideal":
         return base
-    keys = ("memory_factor", "compute_factor", "mixed_factor", "attention_factor", "batch_pad", "pass_s")
-    changes = {k: float(fit[k]) for k in keys if k in fit}
+    changes = {k: float(fit[k]) for k in ENGINE_KEYS if k in fit}
     prov = {k: str(fit.get("provenance", "fitted")) for k in changes}
-    return dataclasses.replace(base, **changes, provenance=prov, rows=tuple(fit.get("rows", ())))
+    on = tuple(str(x) for x in fit.get("fitted_on", ()))
+    return dataclasses.replace(base, **changes, provenance=prov, rows=tuple(fit.get("rows", ())), fitted_on=on)
+
+
+#: Fitted figures an ``engines.toml`` entry may set.
+ENGINE_KEYS = ("memory_factor", "compute_factor", "mixed_factor", "attention_factor", "layer_s", "pass_s")
 
 
 def default_engine(device: Device) -> str:
-    """The engine a device's estimates assume when none is named: the catalog's ``achieved.engine``,
-    else ``torch-eager`` on a CPU and ``tensorrt-llm`` elsewhere."""
+    """The engine a device's estimates assume when none is named: the catalog's ``achieved.engine``, else
+    ``torch-eager`` on a CPU, ``tensorrt-llm`` on an NVIDIA GPU or SoC (one with an ``architecture``), and
+    ``device`` (its own scalar efficiencies and per-launch overhead) on anything else: an NPU, a TPU or
+    another vendor's GPU gets no engine figures fitted on NVIDIA rows."""
     name = device.achieved.get("engine") if device.achieved else None
     if isinstance(name, str) and name in _BUILTIN:
         return name
-    return "torch-eager" if device.kind == "cpu" else "tensorrt-llm"
+    if device.kind == "cpu":
+        return "torch-eager"
+    return "tensorrt-llm" if getattr(device, "architecture", None) else "device"
 
 
 @dataclass(frozen=True)
@@ -218,11 +241,20 @@ class Applied:
     #: the engine's factor for that kernel class in place of its ``compute_factor`` (so these are ratios to it)
     mixed: float = 1.0
     attention: float = 1.0
-    batch_pad: float = 1.0  #: prefill compute factor for a batch of B > 1 padded prompts
     gemv_max_batch: int = 0  #: decode batches up to this size run dequantising GEMMs as GEMV on the vector roof
     #: the engine launches from the host while an accelerator runs (``EngineProfile.launch`` = host, device kind not
     #: cpu): a pass takes max(roofline, launch overhead) instead of their sum
     overlap: bool = False
+    #: s per transformer layer per pass the engine's host adds (:attr:`EngineProfile.layer_s`)
+    layer_s: float = 0.0
+    #: GEMM rows at which the large-M rate halves (kernel curves; applied with the tile/wave model)
+    half_rows: float = 0.0
+    #: the architecture whose kernel curves priced the device ("" when none did)
+    curves: str = ""
+    #: which engine figures apply and why (fitted on the device's architecture, carried over, or none)
+    engine_note: str = ""
+    #: per curves compute key, seconds each GEMM call adds beyond ``kernel_s`` (``KernelCurves.launch``)
+    gemm_launch: dict[str, float] = dataclasses.field(default_factory=dict)
 
     def eff(self, dtype: str) -> float:
         """Achieved fraction of the ``dtype`` roof (1 where nothing was fitted for that roof)."""
@@ -241,24 +273,37 @@ class Applied:
                 f"{self.kernels_per_pass or 0:g}/pass)"
             )
         gemv = f"dequantising GEMV on the vector roof up to batch {self.gemv_max_batch}, " * bool(self.gemv_max_batch)
+        layer = f"{self.layer_s * 1e6:.3g} µs/layer, " * bool(self.layer_s)
+        if self.gemm_launch:
+            extra = ", ".join(f"{k} {v * 1e6:.3g}" for k, v in self.gemm_launch.items())
+            layer += f"+µs per GEMM call ({extra}), "
+        note = f"; {self.engine_note}" if self.engine_note else ""
         return (
             f"engine {self.engine}: bandwidth ×{self.memory:.3g}, compute ×({comp}), "
             f"mixed-input GEMM ×{self.mixed:.3g}, attention ×{self.attention:.3g}, "
-            f"batched-prefill padding ×{self.batch_pad:.3g}, "
-            f"{gemv}{kernels}, {self.pass_s * 1e3:.3g} ms/pass"
-            f"{' (host launch: max with the roofline)' if self.overlap else ''} [{self.source}]"
+            f"{gemv}{kernels}, {layer}{self.pass_s * 1e3:.3g} ms/pass"
+            f"{' (host launch: max with the roofline)' if self.overlap else ''} [{self.source}{note}]"
         )
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
 
-def applied(device: Device, engine: str | EngineProfile | None, preset: str = "full") -> Applied:
+_NO_CURVES = object()
+
+
+def applied(
+    device: Device, engine: str | EngineProfile | None, preset: str = "full", *, curves: Any = _NO_CURVES
+) -> Applied:
     """Resolve the efficiencies an estimate of ``device`` under ``engine`` uses.
 
     ``preset="paper"``: the device's own scalar efficiencies and nothing else (the paper's model).
-    ``ideal``: 1 and no overhead. Otherwise the device's fitted family figures (``Device.achieved``)
-    times the engine's factors, times the device's measured scalar efficiencies (``calibrate``).
+    ``ideal``: 1 and no overhead. ``device``: the device file's scalar efficiencies and per-launch overhead.
+    Otherwise, for a device whose architecture has kernel curves (:func:`.kernels.curves_for`; ``curves``
+    passes a :class:`~.kernels.KernelCurves` or ``None`` explicitly), the curves' fractions of the device's own
+    datasheet peaks (:mod:`.curves_applied`) plus the engine's host figures; for any other device its catalog
+    ``[achieved]`` table (fitted on end-to-end rows) times the engine's factors, times the device's measured
+    scalar efficiencies (``calibrate``).
     """
     ce, me = float(device.compute_efficiency), float(device.memory_efficiency)
     if preset == "paper":
@@ -270,16 +315,15 @@ def applied(device: Device, engine: str | EngineProfile | None, preset: str = "f
     if prof.name == "device":
         comp = {k: ce for k in COMPUTE_KEYS} if ce != 1.0 else {}
         return Applied("device", me, comp, float(device.kernel_overhead), None, None, 0.0, 0.0, "device figures")
+    from . import curves_applied as CA
+
+    kc = CA.curves_of(device) if curves is _NO_CURVES else curves
+    if kc is not None:
+        return CA.applied_from_curves(device, prof, kc)
     ach = device.achieved or {}
     if not ach:  # no fitted family: the engine's kernel count, but none of the fitted figures
         prof = dataclasses.replace(
-            prof,
-            memory_factor=1.0,
-            compute_factor=1.0,
-            mixed_factor=1.0,
-            attention_factor=1.0,
-            batch_pad=1.0,
-            pass_s=0.0,
+            prof, memory_factor=1.0, compute_factor=1.0, mixed_factor=1.0, attention_factor=1.0, layer_s=0.0, pass_s=0.0
         )
     comp = {}
     for k in COMPUTE_KEYS:
@@ -289,16 +333,18 @@ def applied(device: Device, engine: str | EngineProfile | None, preset: str = "f
     # a per-kernel overhead set on the device (calibrate, a user file) wins over the family fit
     kernel_s = float(device.kernel_overhead or ach.get("kernel_s", 0.0))
     if ach:
-        source = f"{ach.get('provenance', 'fitted')} family {ach.get('family', '?')}"
+        fam = f"{ach.get('provenance', 'fitted')} family {ach.get('family', '?')}"
+        source = f"{fam} (end-to-end rows; no kernel curves)"
     elif ce != 1.0 or me != 1.0 or kernel_s:
-        source = "device figures (no fitted family)"
+        source = "device figures (no kernel curves, no fitted family)"
     else:
-        source = f"no fitted efficiencies for {device.id}: peaks at efficiency 1"
+        source = f"no kernel curves or fitted efficiencies for {device.id}: peaks at efficiency 1"
+    note = CA.engine_note(device, prof, bool(ach))
     return Applied(
         prof.name, mem, comp, kernel_s, prof.kernels_per_layer, prof.kernels_per_pass, prof.moe_kernels,
         prof.pass_s, source, prof.kernels_per_expert, prof.mixed_factor / prof.compute_factor,
-        prof.attention_factor / prof.compute_factor, prof.batch_pad, prof.gemv_max_batch,
-        prof.launch == "host" and device.kind != "cpu",
+        prof.attention_factor / prof.compute_factor, prof.gemv_max_batch,
+        prof.launch == "host" and device.kind != "cpu", prof.layer_s, engine_note=note,
     )  # fmt: skip
 
 
@@ -317,12 +363,6 @@ def mixed_input(precision) -> bool:
 
     w = precision.weights
     return w.dequant or DTYPES.index(w.dtype) > DTYPES.index(precision.activations.dtype)
-
-
-def prefill_pad(r: Any, batch: Any) -> Any:
-    """Factor on the prefill compute of ``batch`` prompts: ``r.batch_pad`` when batch > 1 (an engine that
-    pads every prompt of a batch to the longest), 1 for one prompt (a number or numpy array)."""
-    return 1.0 + (r.batch_pad - 1.0) * np.clip(np.asarray(batch, dtype=np.float64) - 1.0, 0.0, 1.0)
 
 
 def decode_linear_inv(r: Any, batch: Any) -> Any:

@@ -31,8 +31,13 @@ class FlatCases:
     def __init__(self, P: _Params, cases: Sequence[Case], feats: Sequence[_Feat]):
         n = len(P.names)
         self.one, self.zero = n, n + 1
+        self.fixed_keys = list(P.fixed)  # figures held fixed: after the constants 1 and 0
+        self.fixed_index = {k: n + 2 + j for j, k in enumerate(self.fixed_keys)}
+        self.fixed_values = np.array([P.fixed[k] for k in self.fixed_keys], dtype=float)
         self._ops: dict[str, list[np.ndarray]] = {k: [] for k in ("F", "B", "invpi", "a", "b", "tid")}
-        self._tc: dict[str, list] = {k: [] for k in ("mem", "mf", "pad", "kern", "launch", "pass_", "beta")}
+        self._tc: dict[str, list] = {
+            k: [] for k in ("mem", "mf", "pad", "kern", "launch", "pass_", "beta", "layer", "nlayers", "const")
+        }
         self._groups: list[tuple[int, int, float, int]] = []  # (t-call 1, t-call 2, weight, case)
         for ci, (c, f) in enumerate(zip(cases, feats, strict=True)):
             self._case(P, ci, c, f)
@@ -42,7 +47,7 @@ class FlatCases:
         self.a, self.b, self.tid = cat["a"].astype(int), cat["b"].astype(int), cat["tid"].astype(int)
         self.compute = self.invpi > 0
         for k, v in tc.items():
-            setattr(self, k, np.array(v, dtype=float if k in ("launch", "beta") else int))
+            setattr(self, k, np.array(v, dtype=float if k in ("launch", "beta", "nlayers", "const") else int))
         g = np.array(groups, dtype=float)
         self.j1, self.j2, self.gw, self.gcase = g[:, 0].astype(int), g[:, 1].astype(int), g[:, 2], g[:, 3].astype(int)
         self.n_cases, self.n_t = len(cases), len(tc["mem"])
@@ -53,15 +58,19 @@ class FlatCases:
         ops, tc = self._ops, self._tc
 
         def idx(scope: str, owner: str, key: str, default: int) -> int:
+            if (scope, owner, key) in self.fixed_index:
+                return self.fixed_index[(scope, owner, key)]
             return P.index.get((scope, owner, key), default)
 
         i_cf = idx("engine", eng, "compute_factor", one)
-        fam_i = np.array([idx("family", fam, dt, one) if dt != "-" else one for dt in f.dtypes])
+        kinds = np.where(f.mixed > 0, "mixed", np.where(f.att > 0, "attention", "other"))
+        fam_i = np.array([idx("family", fam, P.cls_key(fam, dt, k), one) if dt != "-" else one
+                          for dt, k in zip(f.dtypes, kinds, strict=True)])  # fmt: skip
         fac_i = np.where(f.mixed > 0, idx("engine", eng, "mixed_factor", one),
                          np.where(f.att > 0, idx("engine", eng, "attention_factor", one), i_cf))  # fmt: skip
         fac_i = np.where(np.array(f.dtypes) != "-", fac_i, one)
         i_fp32 = idx("family", fam, "fp32", one)
-        i_pad = idx("engine", eng, "batch_pad", one) if c.workload.batch > 1 else one
+        i_pad = one  # no padding: packed prompts (the former batch_pad is gone)
         gemv_max = _BUILTIN[eng].gemv_max_batch
 
         def add(F: np.ndarray, B: np.ndarray, pad: bool = False, gemv: bool = False) -> int:
@@ -81,6 +90,9 @@ class FlatCases:
             tc["launch"].append(f.launches[eng])
             tc["pass_"].append(idx("engine", eng, "pass_s", self.zero))
             tc["beta"].append(f.beta)
+            tc["layer"].append(idx("engine", eng, "layer_s", self.zero))
+            tc["nlayers"].append(float(c.arch.layers))
+            tc["const"].append(f.gemm_extra.get(eng, 0.0))
             return j
 
         w, groups = c.workload, self._groups
@@ -104,11 +116,11 @@ class FlatCases:
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         """Seconds of every case for the log-parameters ``x``."""
-        ex = np.concatenate([np.exp(x), [1.0, 0.0]])
+        ex = np.concatenate([np.exp(x), [1.0, 0.0], self.fixed_values])
         eff = np.minimum(1.0, ex[self.a] * ex[self.b])
         tcomp = np.where(self.compute, self.F * self.invpi / eff, 0.0) * ex[self.pad][self.tid]
         eta = np.minimum(1.0, ex[self.mem] * ex[self.mf])
         tmem = self.B / (self.beta * eta)[self.tid]
         t = np.bincount(self.tid, np.maximum(tcomp, tmem), minlength=self.n_t)
-        t += ex[self.kern] * self.launch + ex[self.pass_]
+        t += ex[self.kern] * self.launch + ex[self.pass_] + ex[self.layer] * self.nlayers + self.const
         return np.bincount(self.gcase, self.gw * np.maximum(t[self.j1], t[self.j2]), minlength=self.n_cases)

@@ -7,8 +7,7 @@ Parameters, all physical and shared across rows (never one per model or per row)
   ``kernel_s`` seconds per kernel launch;
 * per engine: ``memory_factor`` and ``compute_factor`` (its kernels relative to the reference
   engine, TensorRT-LLM, fixed at 1), ``mixed_factor`` (dequantising GEMMs, where its rows have
-  any), ``attention_factor`` (only an engine with unfused attention: llama.cpp), ``batch_pad``
-  (only where its rows have batched prefills: TensorRT Edge-LLM) and ``pass_s`` seconds per pass.
+  any), ``attention_factor`` (only an engine with unfused attention: llama.cpp) and ``pass_s`` seconds per pass.
 
 Fixed, documented, not fitted: kernel counts per layer and pass, each engine's attention kind and
 GEMV batch limit (:mod:`.engines`). With published.csv: 15 family + 16 engine parameters for 113
@@ -27,6 +26,7 @@ import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -37,7 +37,8 @@ from .roofline import evaluate
 from .serving import VLLM_TOKEN_BUDGET, Schedule, assembly_step_cost
 from .workload import Workload
 
-REFERENCE_ENGINE = "tensorrt-llm"
+#: engines whose kernels a device family's own figures describe (no engine compute/memory factor of their own)
+REFERENCE_ENGINES = ("tensorrt-llm", "tensorrt-edge-llm")
 #: (prior median, prior spread as a factor, lower bound, upper bound) per parameter kind.
 PRIORS = {
     "memory": (0.8, 2.0, 0.05, 1.0),
@@ -47,8 +48,8 @@ PRIORS = {
     "compute_factor": (1.0, 2.0, 0.05, 4.0),
     "mixed_factor": (1.0, 2.0, 0.02, 4.0),
     "attention_factor": (1.0, 2.0, 0.02, 4.0),
-    "batch_pad": (1.0, 1.5, 1.0, 3.0),
     "pass_s": (3e-4, 5.0, 1e-7, 0.1),
+    "layer_s": (1e-6, 10.0, 1e-10, 1e-3),
 }
 OBS_SCALE = 0.1  #: relative error at which the robust loss turns linear
 
@@ -69,6 +70,8 @@ class _Feat:
     #: continuous batching (``Case.concurrent``): per steady-state step kind, (count, prefill F/B of its c + n
     #: tokens or None, decode-step F/B of its n sequences or None, n)
     steps: list[tuple[float, tuple | None, tuple | None, int]] | None = None
+    #: engine -> seconds per pass the kernel curves' per-GEMM-call extras add (0 without curves)
+    gemm_extra: dict[str, float] = dataclasses.field(default_factory=dict)
 
 
 def _roof_classes() -> dict[str, str]:
@@ -135,21 +138,62 @@ def _features(case: Case, device: Device) -> _Feat:
         e = get_engine(name)
         if e.kernels_per_layer is not None:
             launches[name] = layers * (e.kernels_per_layer + e.moe_kernels * moe) + (e.kernels_per_pass or 0.0)
+    from .assembly import rates
+    from .engines import applied
+
+    extra = {}
+    for name in launches:
+        r = rates(device, case.precision, applied(device, name))
+        extra[name] = r.gemm_s * r.gemms_per_layer * layers
     return _Feat((Fp, Bp), (Fd, Bd), np.array(pis), dts, float(device.memory_bandwidth), launches, np.array(mixed),
-                 np.array(att), float(device.vector_flops), steps)  # fmt: skip
+                 np.array(att), float(device.vector_flops), steps, extra)  # fmt: skip
+
+
+def params_for(
+    cases: Sequence[Case], feats: Sequence[_Feat], devices: dict[str, Device] | None = None
+) -> tuple[list[Case], _Params]:
+    """The cases as the fit sees them (a device priced by kernel curves: family ``kernels:<architecture>``) and
+    their parameters (those device figures fixed)."""
+    from .curves_applied import CURVES_FAMILY, curves_of
+
+    relabelled = []
+    for c in cases:
+        kc = curves_of(case_device(c, devices))
+        relabelled.append((c if kc is None else dataclasses.replace(c, family=CURVES_FAMILY + kc.architecture), kc))
+    out = [c for c, _ in relabelled]
+    return out, _Params(out, feats, {c.family: kc for c, kc in relabelled if kc is not None})
 
 
 class _Params:
-    """Maps named parameters to a log-space vector."""
+    """Maps named parameters to a log-space vector; ``fixed`` holds the figures that are not fitted (the device
+    figures of a family priced by kernel curves)."""
 
-    def __init__(self, cases: Sequence[Case], feats: Sequence[_Feat]):
+    def __init__(self, cases: Sequence[Case], feats: Sequence[_Feat], curves: dict[str, Any] | None = None):
+        from .curves_applied import TABLE_ENGINES, curve_figures
+
         self.names: list[tuple[str, str, str]] = []  # (scope, owner, key)
+        self.fixed: dict[tuple[str, str, str], float] = {}
+        curves = curves or {}
         for c, f in zip(cases, feats, strict=False):
+            if c.family in curves:  # device figures from the kernel curves, held fixed; the engine's host figures
+                dts = set(f.dtypes) - {"-"}
+                for k, v in curve_figures(curves[c.family], dts).items():
+                    self.fixed[("family", c.family, k)] = v
+                if c.engine not in TABLE_ENGINES:  # its own kernels: the measured tables do not hold them
+                    self._add("engine", c.engine, "memory_factor")
+                    self._add("engine", c.engine, "compute_factor")
+                    if f.mixed.any():
+                        self._add("engine", c.engine, "mixed_factor")
+                    if _BUILTIN[c.engine].attention == "unfused":
+                        self._add("engine", c.engine, "attention_factor")
+                self._add("engine", c.engine, "pass_s")
+                self._add("engine", c.engine, "layer_s")
+                continue
             self._add("family", c.family, "memory")
             self._add("family", c.family, "kernel_s")
             for dt in set(f.dtypes) - {"-"}:
                 self._add("family", c.family, dt)
-            if c.engine != REFERENCE_ENGINE:
+            if c.engine not in REFERENCE_ENGINES:
                 self._add("engine", c.engine, "memory_factor")
                 self._add("engine", c.engine, "compute_factor")
             self._add("engine", c.engine, "pass_s")
@@ -157,8 +201,6 @@ class _Params:
                 self._add("engine", c.engine, "mixed_factor")
             if _BUILTIN[c.engine].attention == "unfused":  # fused attention: the family fraction, factor 1
                 self._add("engine", c.engine, "attention_factor")
-            if c.phase == "prefill" and c.workload.batch > 1:
-                self._add("engine", c.engine, "batch_pad")
         self.index = {k: i for i, k in enumerate(self.names)}
 
     def _add(self, *key: str) -> None:
@@ -173,8 +215,16 @@ class _Params:
         return mu, sd, lo, hi
 
     def get(self, x: np.ndarray, scope: str, owner: str, key: str, default: float = 1.0) -> float:
+        if (scope, owner, key) in self.fixed:
+            return self.fixed[(scope, owner, key)]
         i = self.index.get((scope, owner, key))
         return default if i is None else math.exp(x[i])
+
+    def cls_key(self, family: str, dt: str, kind: str) -> str:
+        """The family figure a ``kind`` (``mixed``/``attention``/other) op on roof ``dt`` reads."""
+        if kind != "other" and ("family", family, f"{kind}:{dt}") in self.fixed:
+            return f"{kind}:{dt}"
+        return dt
 
 
 def _predict(x: np.ndarray, P: _Params, case: Case, f: _Feat) -> float:
@@ -183,11 +233,14 @@ def _predict(x: np.ndarray, P: _Params, case: Case, f: _Feat) -> float:
     cf = P.get(x, "engine", eng, "compute_factor")
     eta_m = min(1.0, P.get(x, "family", fam, "memory") * mf)
     # one engine factor per kernel class: dequantising GEMMs, attention matmuls, everything else
-    fam_eff = np.array([P.get(x, "family", fam, dt) if dt != "-" else 1.0 for dt in f.dtypes])
+    kinds = np.where(f.mixed > 0, "mixed", np.where(f.att > 0, "attention", "other"))
+    fam_eff = np.array([P.get(x, "family", fam, P.cls_key(fam, dt, k)) if dt != "-" else 1.0
+                        for dt, k in zip(f.dtypes, kinds, strict=True)])  # fmt: skip
     factor = np.where(f.mixed > 0, P.get(x, "engine", eng, "mixed_factor"),
                       np.where(f.att > 0, P.get(x, "engine", eng, "attention_factor"), cf))  # fmt: skip
     eff = np.where(np.array(f.dtypes) != "-", np.minimum(1.0, fam_eff * factor), 1.0)
     over = P.get(x, "family", fam, "kernel_s", 0.0) * f.launches[eng] + P.get(x, "engine", eng, "pass_s", 0.0)
+    over += P.get(x, "engine", eng, "layer_s", 0.0) * float(case.arch.layers) + f.gemm_extra.get(eng, 0.0)
 
     def t(F, B, pad=1.0, gemv=False):
         pi, e = f.pi, eff
@@ -199,7 +252,7 @@ def _predict(x: np.ndarray, P: _Params, case: Case, f: _Feat) -> float:
         return float(np.sum(np.maximum(tc, B / (f.beta * eta_m)))) + over
 
     w = case.workload
-    pad = P.get(x, "engine", eng, "batch_pad") if w.batch > 1 else 1.0
+    pad = 1.0
     gemv = bool(f.mixed.any()) and w.batch <= _BUILTIN[eng].gemv_max_batch
     if case.phase == "prefill":
         return t(*f.pre, pad)
@@ -223,6 +276,10 @@ class FitResult:
     engines: dict[str, dict[str, float]]
     rows: dict[str, list[str]]  # family or engine -> row ids
     cost: float
+    #: engine -> the device architectures (or kinds) of the rows it was fitted on
+    fitted_on: dict[str, list[str]] = dataclasses.field(default_factory=dict)
+    #: kernel-curves family -> the device figures held fixed (not fitted)
+    fixed: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)
 
     def device(self, device: Device, family: str) -> Device:
         """``device`` with this fit's figures of ``family`` as its ``achieved`` table."""
@@ -237,7 +294,8 @@ class FitResult:
         base = _BUILTIN[name]
         fit = self.engines.get(name, {})
         prov = dict.fromkeys(fit, "fitted")
-        return dataclasses.replace(base, **fit, provenance=prov, rows=tuple(self.rows.get(name, [])))
+        on = tuple(self.fitted_on.get(name, ()))
+        return dataclasses.replace(base, **fit, provenance=prov, rows=tuple(self.rows.get(name, [])), fitted_on=on)
 
 
 def case_device(case: Case, devices: dict[str, Device] | None = None) -> Device:
@@ -261,7 +319,7 @@ def fit(cases: Sequence[Case], devices: dict[str, Device] | None = None,
 
     if feats is None:
         feats = [_features(c, case_device(c, devices)) for c in cases]
-    P = _Params(cases, feats)
+    cases, P = params_for(cases, feats, devices)
     mu, sd, lo, hi = P.prior()
     logm = np.log([c.measured_s for c in cases])
     flat = FlatCases(P, cases, feats)  # _predict of every case, as arrays
@@ -284,11 +342,19 @@ def fit(cases: Sequence[Case], devices: dict[str, Device] | None = None,
         scope, owner, key = k
         (fams if scope == "family" else engs).setdefault(owner, {})[key] = float(math.exp(sol.x[i]))
     rows: dict[str, list[str]] = {}
+    fitted_on: dict[str, list[str]] = {}
     for c in cases:
         for owner in (c.family, c.engine):
             if c.row_id not in rows.setdefault(owner, []):
                 rows[owner].append(c.row_id)
-    return FitResult(fams, engs, rows, float(sol.cost))
+        dev = case_device(c, devices)
+        where = dev.architecture or dev.kind
+        if where not in fitted_on.setdefault(c.engine, []):
+            fitted_on[c.engine].append(where)
+    fixed = {}
+    for (_, fam, key), v in P.fixed.items():
+        fixed.setdefault(fam, {})[key] = v
+    return FitResult(fams, engs, rows, float(sol.cost), {k: sorted(v) for k, v in fitted_on.items()}, fixed)
 
 
 def predict(case: Case, result: FitResult | None, devices: dict[str, Device] | None = None) -> float:
@@ -366,64 +432,8 @@ def coverage(row: dict[str, object]) -> str:
             (False, False): "engine and family out"}[(e, f)]  # fmt: skip
 
 
-def _toml_value(v: object) -> str:
-    if isinstance(v, str):
-        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    return repr(float(v))  # type: ignore[arg-type]
-
-
-FIT_COMMAND = "rooflaw devices fit-efficiency published.csv --write-catalog"
-
-
-def achieved_table(result: FitResult, family: str) -> str:
-    """The ``[achieved]`` TOML table of one family (for a catalog device file)."""
-    lines = ["[achieved]", f"family = {_toml_value(family)}", 'provenance = "fitted"',
-             f"command = {_toml_value(FIT_COMMAND)}"]  # fmt: skip
-    lines += [f"{k} = {_toml_value(round(v, 6) if k != 'kernel_s' else float(f'{v:.4g}'))}"
-              for k, v in sorted(result.families[family].items())]  # fmt: skip
-    lines.append(f"rows = {_toml_value(result.rows.get(family, []))}")
-    return "\n".join(lines) + "\n"
-
-
-def engines_toml(result: FitResult) -> str:
-    """``engines.toml``: the fitted engine figures with the rows they came from."""
-    out = ["# Fitted engine figures (rooflaw/constraints/engines.py). Written by:", f"# {FIT_COMMAND}", ""]
-    for name, vals in sorted(result.engines.items()):
-        out.append(f'[engine."{name}"]')
-        out.append('provenance = "fitted"')
-        out += [f"{k} = {_toml_value(float(f'{v:.4g}'))}" for k, v in sorted(vals.items())]
-        out.append(f"rows = {_toml_value(result.rows.get(name, []))}")
-        out.append("")
-    return "\n".join(out)
-
-
-def write_catalog(result: FitResult, catalog_dir: str | None = None, engines_file: str | None = None) -> list[str]:
-    """Replace the ``[achieved]`` table of every catalog device of a fitted family, and ``engines.toml``."""
-    import re
-    from pathlib import Path
-
-    from ..devices.catalog import CATALOG_DIR, clear_cache
-    from .engines import ENGINES_FILE, _fitted
-    from .published import FAMILY_OF
-
-    cdir = Path(catalog_dir) if catalog_dir else CATALOG_DIR
-    written = []
-    for dev_id, fam in sorted(FAMILY_OF.items()):
-        p = cdir / f"{dev_id}.toml"
-        if fam not in result.families or not p.is_file():
-            continue
-        text = re.sub(r"\n*\[achieved\]\n(?:[^\[].*\n?)*", "\n", p.read_text(encoding="utf-8")).rstrip("\n")
-        p.write_text(text + "\n\n" + achieved_table(result, fam), encoding="utf-8")
-        written.append(str(p))
-    ef = Path(engines_file) if engines_file else ENGINES_FILE
-    ef.write_text(engines_toml(result), encoding="utf-8")
-    written.append(str(ef))
-    clear_cache()
-    _fitted.cache_clear()
-    return written
-
+# the catalog writers (``[achieved]`` tables, ``engines.toml``) live in .fit_storage
+from .fit_storage import FIT_COMMAND, achieved_table, engines_toml, write_catalog  # noqa: E402,F401
 
 # names under which the public API (``rooflaw``) exports this module's entry points
 fit_efficiencies = fit

@@ -6,10 +6,15 @@ byte widths (b_w, b_a, b_kv), the batch ``B`` and three phase symbols: ``T`` tok
 prefill ``T = B·S_in, Sq = C = S_in``; decode step t ``T = B, Sq = 1, C = S_in + t``.
 
 Conventions (the ``full`` preset):
-- FLOPs count a multiply-add as 2; attention scores are computed for the full S_q × C block (no
-  causal halving, as the paper's Table 10 and an unfused implementation do). With unfused
-  attention (the default, as the paper's Tables 10-12) the score matrix is stored, re-read by
-  softmax and by scores·V; a fused kernel (``Workload(attention="fused")``) keeps it on chip.
+- FLOPs count a multiply-add as 2 and are the FLOPs **executed**: an unfused implementation (the paper's
+  Tables 10-12, torch's math SDPA) computes the full S_q × C score block and masks it; a fused,
+  FlashAttention-style kernel (``Workload(attention="fused")``, the default) skips the fully masked tiles, so
+  its QKᵀ, softmax and ·V run over the causal pairs ``Sq·C − Mk`` only (``Mk`` = C·(C − 1)/2 hidden pairs per
+  sequence in prefill, 0 in decode: the measured FA prefill kernels of ``../shared/data/kernels`` take half the
+  time of the full block). Unfused attention stores the score matrix, re-read by softmax and by scores·V;
+  a fused kernel keeps it on chip. torch's ``FlopCounterMode`` counts the full block (it does not see the
+  mask): the torch check compares with ``attention="unfused"``, and the fused count is the unfused one less
+  the masked pairs (tests/test_cost_model.py).
 - Vector ops (norms and residual adds, RoPE/q-k norms, softmax, the FFN activation) compute in
   16 bits or more, so they read and write ``b_v`` = max(b_a, 2) bytes per element, and so does
   the score matrix between QKᵀ, softmax and ·V: INT8 halves only the linear layers' traffic --
@@ -33,7 +38,10 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from .symbols import ARCH, STACK, B, C, Sq, T, b_a, b_h, b_kv, b_v, b_w, unfused
+from .symbols import ARCH, STACK, B, C, Mk, Sq, T, b_a, b_h, b_kv, b_v, b_w, unfused
+
+#: (query, key) pairs per sequence an attention kernel computes: the full block unfused, the causal ones fused.
+PAIRS = Sq * C - (1 - unfused) * Mk
 
 a = ARCH
 d, nh, nkv, hd = a["d_model"], a["heads"], a["kv_heads"], a["head_dim"]
@@ -109,7 +117,7 @@ FULL_OPS: tuple[Op, ...] = (
         "attn_scores",
         "attention",
         "layer",
-        flops=2 * B * Sq * C * nh * hd,
+        flops=2 * B * PAIRS * nh * hd,
         bytes=T * q_out * b_a + B * C * kv_out * b_kv + unfused * B * nh * Sq * C * b_v,
         count="attn_layers",
     ),
@@ -117,7 +125,7 @@ FULL_OPS: tuple[Op, ...] = (
         "softmax",
         "vector",
         "layer",
-        flops=5 * B * nh * Sq * C,
+        flops=5 * B * nh * PAIRS,
         bytes=unfused * 2 * B * nh * Sq * C * b_v,
         count="attn_layers",
     ),
@@ -125,7 +133,7 @@ FULL_OPS: tuple[Op, ...] = (
         "attn_values",
         "attention",
         "layer",
-        flops=2 * B * Sq * C * nh * hd,
+        flops=2 * B * PAIRS * nh * hd,
         bytes=unfused * B * nh * Sq * C * b_v + B * C * kv_out * b_kv + T * q_out * b_a,
         count="attn_layers",
     ),
@@ -222,7 +230,7 @@ MLA_OPS: tuple[Op, ...] = (
         "mla_scores",
         "attention",
         "layer",
-        flops=2 * B * Sq * C * nh * latent,
+        flops=2 * B * PAIRS * nh * latent,
         bytes=T * nh * latent * b_a + B * C * latent * b_kv + unfused * B * nh * Sq * C * b_v,
         count=_mla,
     ),
@@ -230,7 +238,7 @@ MLA_OPS: tuple[Op, ...] = (
         "mla_softmax",
         "vector",
         "layer",
-        flops=5 * B * nh * Sq * C,
+        flops=5 * B * nh * PAIRS,
         bytes=unfused * 2 * B * nh * Sq * C * b_v,
         count=_mla,
     ),  # fmt: skip
@@ -238,7 +246,7 @@ MLA_OPS: tuple[Op, ...] = (
         "mla_values",
         "attention",
         "layer",
-        flops=2 * B * Sq * C * nh * kv_lora,
+        flops=2 * B * PAIRS * nh * kv_lora,
         bytes=unfused * B * nh * Sq * C * b_v + B * C * kv_lora * b_kv + T * nh * kv_lora * b_a,
         count=_mla,
     ),
@@ -319,19 +327,26 @@ def kv_cache_bytes_expr(S: sp.Expr, kinds: frozenset = frozenset()) -> sp.Expr:
     return out + k_["mla_layers"] * latent * b_kv * B * S + k_["mixer_layers"] * B * k_["mixer_state"] * b_v
 
 
-def activation_bytes_expr(S: sp.Expr, kinds: frozenset = frozenset()) -> sp.Expr:
-    """Peak activation workspace of a prefill of ``S`` tokens per sequence.
+#: Tokens one prefill chunk carries: serving engines prefill in chunks while the other sequences decode
+#: (TensorRT-LLM ``max_num_tokens`` and vLLM ``max_num_batched_tokens`` default to 8,192), so the activation
+#: workspace holds one chunk's tokens, not every sequence's prompt at once.
+PREFILL_CHUNK_TOKENS = 8192
 
-    One layer's live tensors: the residual and normed stream (2·d), the FFN intermediates of the
-    active experts ((1+gated)·(K·ffn + shared)), one attention-score block (heads·S, unfused
-    attention; heads·min(S, window) when every attention layer is sliding-window), plus fp32 logits
-    for the last token (4·V per sequence).
+
+def activation_bytes_expr(S: sp.Expr, kinds: frozenset = frozenset()) -> sp.Expr:
+    """Peak activation workspace of a prefill of ``S`` tokens per sequence, chunked.
+
+    One layer's live tensors for the tokens of one prefill chunk, min(B·S, :data:`PREFILL_CHUNK_TOKENS`):
+    the residual and normed stream (2·d), the FFN intermediates of the active experts ((1+gated)·(K·ffn +
+    shared)), one attention-score row block (heads·S, unfused attention; heads·min(S, window) when every
+    attention layer is sliding-window), plus fp32 logits for the last token (4·V per sequence).
     """
     ctx = S
     if "local" in kinds:
         full = _nonzero(k_["attn_layers"] - k_["local_layers"] + k_["mla_layers"])
         ctx = full * S + (1 - full) * sp.Min(S, k_["window"])
-    return B * S * (2 * d + n_up * ffn_tokens_width + unfused * nh * ctx) * b_a + 4 * B * V
+    chunk = sp.Min(B * S, PREFILL_CHUNK_TOKENS)
+    return chunk * (2 * d + n_up * ffn_tokens_width + unfused * nh * ctx) * b_a + 4 * B * V
 
 
 #: ``nonzero(x)`` is 1 where x > 0 else 0 (x ≥ 0 here). An unevaluated function: sympy would fold

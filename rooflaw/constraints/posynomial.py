@@ -308,7 +308,7 @@ def build_branch(
               b_a: prec.activations.bytes, b_kv: prec.kv.bytes, b_v: prec.vector_bytes, b_h: prec.head_format.bytes,
               unfused: 1.0 if wl.attention == "unfused" else 0.0}  # fmt: skip
     coef = np.asarray([float(np.asarray(v)) for v in tm.coef_fn(*[float(consts[s]) for s in CONSTS], float(K))])
-    from .engines import applied, decode_linear_inv, prefill_pad
+    from .engines import applied, decode_linear_inv
 
     app = applied(device, engine, "full")
     rates = A.rates(device, prec, app)
@@ -324,7 +324,7 @@ def build_branch(
         P = {k: _posy(tm, coef, f"{nm}.{k}") for k in ("pF", "pB", "dF0", "dF1", "dB0", "dB1")}
         if roof not in A.ROOF_CLASSES and (P["pF"] or P["dF0"] or P["dF1"]):
             raise RooflawError(f"operator {nm}: FLOPs on a memory-only roof")
-        br.pre.append((P["pF"].scale(ipi * float(prefill_pad(rates, wl.batch))), P["pB"].scale(rates.inv_beta)))
+        br.pre.append((P["pF"].scale(ipi), P["pB"].scale(rates.inv_beta)))
         if roof == "linear":
             ipi = float(decode_linear_inv(rates, wl.batch))
         if P["dF1"] or P["dB1"]:

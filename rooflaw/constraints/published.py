@@ -53,7 +53,13 @@ MODEL_CONFIGS = {
     "qwen2.5-0.5b": "qwen2.5-0.5b",
     "gemma-3-1b": "gemma-3-1b",
 }
-ENGINE_OF = (("tensorrt", "tensorrt-llm"), ("llama.cpp", "llama.cpp"), ("vllm", "vllm"), ("gpt-fast", "gpt-fast"))
+ENGINE_OF = (
+    ("edge-llm", "tensorrt-edge-llm"),
+    ("tensorrt", "tensorrt-llm"),
+    ("llama.cpp", "llama.cpp"),
+    ("vllm", "vllm"),
+    ("gpt-fast", "gpt-fast"),
+)
 #: Device families the achieved-performance figures are fitted per.
 FAMILY_OF = {
     "jetson-orin-nano-8gb": "jetson-ampere",
@@ -132,7 +138,7 @@ def _file_bytes(text: str) -> float:
 def _precision(row: dict[str, str], arch: Architecture, engine: str) -> Precision:
     p = row["precision"].lower()
     fp16, bf16 = FORMATS["fp16"], FORMATS["bf16"]
-    head16 = bf16 if engine in ("tensorrt-llm", "vllm") else None
+    head16 = bf16 if engine in ("tensorrt-llm", "tensorrt-edge-llm", "vllm") else None
     if p.startswith("gguf"):
         if "f16" in p:
             return Precision(fp16, fp16, fp16)
@@ -141,7 +147,7 @@ def _precision(row: dict[str, str], arch: Architecture, engine: str) -> Precisio
         fmt = Format("gguf", bpw, "int8", f"GGUF {p.split()[1]}: {8 * bpw:.2f} b/w from the file size", True)
         return Precision(fmt, FORMATS["int8"], fp16, fmt)  # MMQ: int8 activations, f16 KV cache
     if p == "nvfp4":  # TensorRT Edge-LLM's NVFP4 recipe quantises the LM head too (--lm_head_quantization nvfp4)
-        head = FORMATS["nvfp4"] if engine == "tensorrt-llm" else head16
+        head = FORMATS["nvfp4"] if engine == "tensorrt-edge-llm" else head16
         return Precision(FORMATS["nvfp4"], FORMATS["nvfp4"], fp16, head)
     if "awq" in p:
         return Precision(FORMATS["awq"], fp16, fp16, head16)

@@ -25,7 +25,8 @@ from . import assembly as A
 from . import operators as O
 from .assembly import sum_max_affine
 from .compile import ARG_NAMES, Compiled, compile_preset
-from .engines import Applied, EngineProfile, applied, decode_linear_inv, experts_touched, prefill_pad
+from .curves_applied import curve_tiles, rows_ramp
+from .engines import Applied, EngineProfile, applied, decode_linear_inv, experts_touched
 from .gemm import gemv_inverse_rate, tile_efficiency
 from .workload import Workload
 
@@ -131,8 +132,8 @@ def _args(cols: Mapping[str, np.ndarray], workload: Workload, precision: Precisi
 def _inverse_roofs(comp: Compiled, rates: A.Rates, device, args, n: int, tiles: bool):
     """Per part inverse roofs (s/FLOP) of prefill and decode; divided by the tile/wave efficiency with ``tiles``."""
     batch = args[ARG_NAMES.index("B")]  # the workload's (scalar) batch
-    pad, lin_dec = float(prefill_pad(rates, batch)), float(decode_linear_inv(rates, batch))
-    ipp = [rates.inv.get(r, 0.0) * pad for r in comp.roofs]
+    lin_dec = float(decode_linear_inv(rates, batch))
+    ipp = [rates.inv.get(r, 0.0) for r in comp.roofs]
     ipd = [lin_dec if r == "linear" else rates.inv.get(r, 0.0) for r in comp.roofs]
     if tiles:
         g = [np.broadcast_to(np.asarray(v, dtype=np.float64), (n,)) for v in comp.gemms(*args)]
@@ -146,7 +147,11 @@ def _inverse_roofs(comp: Compiled, rates: A.Rates, device, args, n: int, tiles: 
             inv_b, hk = (rates.inv_beta16, half_k16) if w16 else (rates.inv_beta, half_k)
             for off, ip in ((0, ipp), (half, ipd)):
                 M, N, K, grp = g[off + 4 * j : off + 4 * j + 4]
-                te, we = tile_efficiency(M, N, grp, device)
+                if rates.curves and comp.roofs[i] == "linear":  # the kernel library's best tile, the curves' M ramp
+                    te, we = curve_tiles(M, N, grp, device), 1.0
+                    te = te * rows_ramp(M, rates.half_rows)
+                else:
+                    te, we = tile_efficiency(M, N, grp, device)
                 ip[i] = ip[i] / (te * we)
                 if (hk or w16) and comp.roofs[i] == "linear":  # a one-token GEMV's weight stream
                     ip[i] = np.maximum(ip[i], gemv_inverse_rate(M, K, b, inv_b, hk, flat=w16))

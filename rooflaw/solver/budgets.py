@@ -60,10 +60,16 @@ class Constraint:
 
 @dataclass(frozen=True)
 class LatencyBudget(Constraint):
-    """``phase`` latency (prefill | decode | total) ≤ ``seconds`` (a number in s, or ``"20ms"``)."""
+    """``phase`` latency (prefill | decode | total) ≤ ``seconds`` (a number in s, or ``"20ms"``).
+
+    ``confidence`` q (0.05–0.95, ``None``: the prediction itself): the budget is met at the q quantile of the
+    phase's held-out error band (:mod:`rooflaw.constraints.bands`), i.e. latency · r(q) ≤ seconds with r(q) the
+    measured/predicted ratio at q: the bound the solvers see is ``seconds / r(q)`` (:attr:`factor`), one factor
+    per phase, so every solver stays exact."""
 
     phase: str
     seconds: float
+    confidence: float | None = None
 
     kind: ClassVar[str] = "latency"
 
@@ -73,6 +79,18 @@ class LatencyBudget(Constraint):
         if self.phase not in PHASES:
             raise bad("phase", self.phase, f"must be one of {', '.join(PHASES)}")
         object.__setattr__(self, "seconds", _si(self.seconds, "latency_budget", parse_time))
+        if self.confidence is not None:
+            from ..constraints.bands import check_confidence
+
+            object.__setattr__(self, "confidence", check_confidence(self.confidence))
+            self.factor  # noqa: B018 -- a phase without a shipped band fails here, naming confidence
+
+    @property
+    def factor(self) -> float:
+        """measured/predicted at the ``confidence`` quantile of this phase (1 without a confidence)."""
+        from ..constraints.bands import confidence_factor
+
+        return confidence_factor(self.phase, self.confidence)
 
     @property
     def column(self) -> str:
@@ -80,10 +98,13 @@ class LatencyBudget(Constraint):
 
     @property
     def bound(self) -> float:
-        return self.seconds
+        return self.seconds / self.factor
 
     def describe(self) -> str:
-        return f"{self.phase} latency ≤ {self.seconds * 1e3:.4g} ms"
+        text = f"{self.phase} latency ≤ {self.seconds * 1e3:.4g} ms"
+        if self.confidence is not None:
+            text += f" at the {self.confidence:.0%} quantile (prediction × {self.factor:.3g})"
+        return text
 
 
 @dataclass(frozen=True)

@@ -71,6 +71,8 @@ class Problem:
     constraints: tuple[Constraint, ...] = ()
     allow_extrapolation: bool = False
     engine: str | None = None
+    #: meet the latency budget at this quantile of the phase's held-out error band (``None``: the prediction)
+    confidence: float | None = None
 
     def __post_init__(self) -> None:
         from ..arch.space import Space, get_space
@@ -163,12 +165,18 @@ class Problem:
             if kind in objs:
                 raise bad(_LEGACY[kind], value, f"given twice (also as {objs[kind]!r} in constraints)")
             if kind == "latency":
-                objs[kind] = LatencyBudget(self.phase or "decode", value)
+                objs[kind] = LatencyBudget(self.phase or "decode", value, self.confidence)
             elif kind == "memory":
                 objs[kind] = MemoryBudget(value)
             else:
                 objs[kind] = EnergyBudget(value)
         lat = objs.get("latency")
+        if self.confidence is not None:
+            from ..constraints.bands import check_confidence
+
+            put("confidence", check_confidence(self.confidence))
+            if lat is not None and lat.confidence is None:
+                objs["latency"] = lat = LatencyBudget(lat.phase, lat.seconds, self.confidence)
         if lat is not None and self.phase is not None and lat.phase != self.phase:
             raise bad("phase", self.phase, f"differs from the latency budget's phase {lat.phase!r}")
         put("constraints", tuple(objs[k] for k in ("latency", "memory", "energy") if k in objs))
@@ -184,6 +192,12 @@ class Problem:
             )  # fmt: skip
 
     # ---- views used by the solvers -------------------------------------------------------------------------
+    @property
+    def latency_bound(self) -> float | None:
+        """The latency bound the solvers meet: the budget, divided by the confidence factor when one is set."""
+        lat = next((c for c in self.constraints if c.kind == "latency"), None)
+        return float(lat.bound) if lat is not None else None
+
     @property
     def latency_column(self) -> str:
         """The cost column of the latency phase (``prefill_s``, ``decode_s`` or ``total_s``)."""

@@ -106,9 +106,12 @@ def _ffn_weights(cols: Mapping[str, np.ndarray], b_w: float) -> np.ndarray:
 
 
 def _ffn_workspace(cols: Mapping[str, np.ndarray], batch: int, S: int, b_a: float) -> np.ndarray:
-    """The FFN intermediates' share of the activation workspace (operators.activation_bytes_expr)."""
+    """The FFN intermediates' share of the activation workspace (operators.activation_bytes_expr: one prefill
+    chunk's tokens, min(batch·S, PREFILL_CHUNK_TOKENS))."""
+    from ..operators import PREFILL_CHUNK_TOKENS
+
     width = cols["top_k"] * cols["ffn"] + cols["shared_experts"] * cols["shared_ffn"]
-    return batch * S * (1 + cols["gated"]) * width * b_a
+    return min(batch * S, PREFILL_CHUNK_TOKENS) * (1 + cols["gated"]) * width * b_a
 
 
 def _comm_per_layer(cols, lay: Layout, system: System, tokens_attn: float, tokens_ffn: float, b_a: float,

@@ -253,8 +253,8 @@ class ClosedForm:
 def problem_budgets(problem: Any) -> dict[str, float]:
     """Theory-mode budgets: latency (of the problem's phase), memory (capacity or budget), energy."""
     out = {"memory": float(problem.capacity)}
-    if problem.latency_budget is not None:
-        out["latency"] = float(problem.latency_budget)
+    if problem.latency_budget is not None:  # the bound at the problem's confidence quantile, if any
+        out["latency"] = float(problem.latency_bound)
     if problem.energy_budget is not None:
         out["energy"] = float(problem.energy_budget)
     return out
@@ -278,7 +278,7 @@ def bounds_of(problem: Any) -> dict[str, tuple[float, float]]:
 def budget_ratios(problem: Any) -> dict[str, float]:
     """§5.1's F̄_p = T·π/(B·S_in), M̄_d = T·β/S_out and η = M̄_d/M_budget, η_p = F̄_p/M_budget."""
     c = K.constants(problem)
-    T = problem.latency_budget
+    T = problem.latency_bound
     if T is None:
         return {}
     Fp = T * c[K.pi] / (c[K.B] * c[K.S_in])

@@ -66,6 +66,7 @@ def study_definition(problem: Any, objectives: Sequence[str]) -> dict[str, Any]:
         "energy_budget": problem.energy_budget,
         "tokens": problem.tokens,
         "align": problem.align,
+        **({"confidence": problem.confidence} if problem.confidence is not None else {}),
     }
 
 

@@ -1,0 +1,185 @@
+"""Kernel curves into the one assembly: a GPU's achieved figures from its architecture's curves.
+
+A device with an ``architecture`` gets :class:`~.kernels.KernelCurves` (fitted to measured kernels of that
+architecture, or the pooled ``generic`` curves) and each figure is a fraction of **its own** datasheet peak,
+so a GPU without kernel data is priced from its datasheet:
+
+* ``compute[dtype]``: the achieved fraction of each tensor roof (a roof the curves do not name takes the
+  fp16 fraction: tf32, int4 -> int8 when present; the fp32 vector roof takes ``compute["fp32"]``, else 1:
+  elementwise kernels are bandwidth-bound and priced by their bytes at ``memory``);
+* ``compute["mixed"]``: a weight-only quantised (dequantising) GEMM, as a fraction of the 16-bit peak;
+* ``attention``: a FlashAttention-style kernel's fraction of the attention dtype's peak (causal FLOPs);
+* ``memory``: the achieved bandwidth fraction of a kernel that streams its operands;
+* ``kernel_s``: seconds each kernel costs on top of its roofline, times the engine's kernel count;
+* ``half_rows``: the GEMM M ramp ``M/(M + half_rows)`` of the large-M rate (with the tile/wave model).
+
+Only what kernels cannot show comes from the engine profile (host overhead per pass and per layer, the kernel
+count its fusion launches, and -- for an engine whose own kernels are not in the measured tables, llama.cpp --
+its kernel-class factors). The old end-to-end ``[achieved]`` family figures are not read for such a device.
+Not applied yet: ``attention_memory`` (decode attention's KV reads take ``memory``, as every other stream) and
+``moe`` (routed-expert GEMMs take the GEMM rate): the assembly has one bandwidth and one linear roof per pass.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from ..devices.device import Device
+
+#: engines whose kernels are the ones the measured tables hold (TensorRT-LLM, vLLM; gpt-fast's cuBLAS/Triton
+#: GEMMs are priced the same way): their compute/memory/mixed/attention factors are 1 under kernel curves
+TABLE_ENGINES = ("tensorrt-llm", "vllm", "gpt-fast")
+
+
+def curves_of(device: Device) -> Any:
+    """The :class:`~.kernels.KernelCurves` that price ``device`` (``None``: no architecture, or no curves shipped)."""
+    if not getattr(device, "architecture", None):
+        return None
+    try:
+        from .kernels import curves_for  # type: ignore[attr-defined]
+    except ImportError:  # the curves catalog is not shipped in this build
+        return None
+    return curves_for(device)
+
+
+#: a compute key the curves do not hold takes its fallback's fraction (as the kernel fit's GEMM family does:
+#: nvfp4 on a GPU fitted without nvfp4 rows runs at the fp8 fraction of its own fp4 peak, down to fp16)
+FALLBACK = {"fp8": "fp16", "fp8_block": "fp8", "fp4": "fp8", "int8": "fp16", "int4": "int8", "tf32": "fp16",
+            "mixed": "fp16"}  # fmt: skip
+#: engine profile -> the framework whose measured kernels it runs (its per-call extras in ``KernelCurves.launch``)
+FRAMEWORK = {"tensorrt-llm": "trtllm", "vllm": "vllm"}
+#: GEMM kernels per transformer layer and pass of a fused engine (fused QKV, O, fused gate/up, down): each pays the
+#: curves' per-call extra of its dtype (``launch``: the activation quantise kernel of an fp8/fp4 GEMM, host work)
+GEMMS_PER_LAYER = 4.0
+
+
+def compute_fraction(kc: Any, key: str) -> float:
+    """``kc.compute[key]``, else its :data:`FALLBACK` chain's, else 1 (the fp32 vector roof: elementwise kernels
+    are bandwidth-bound and priced by their bytes)."""
+    while key not in kc.compute and key in FALLBACK:
+        key = FALLBACK[key]
+    return float(kc.compute.get(key, 1.0))
+
+
+def compute_fractions(kc: Any) -> dict[str, float]:
+    """Achieved fraction of each roof dtype (:data:`.engines.COMPUTE_KEYS`) from curves ``kc``."""
+    from .engines import COMPUTE_KEYS
+
+    return {k: compute_fraction(kc, k) for k in COMPUTE_KEYS}
+
+
+def gemm_extra_s(kc: Any, key: str, engine: str) -> float:
+    """Seconds one GEMM call of compute ``key`` costs beyond ``kernel_s`` under ``engine``: the curves' ``launch``
+    entry of the engine's framework (an engine of another framework: the smallest any framework shows), following
+    the :data:`FALLBACK` chain for a key without one (0 where none is measured)."""
+    launch = getattr(kc, "launch", None) or {}
+    fw = FRAMEWORK.get(engine)
+    while True:
+        extra = {k.split("/", 1)[0]: float(v) for k, v in launch.items() if k.split("/", 1)[-1] == key}
+        if extra or key not in FALLBACK:
+            break
+        key = FALLBACK[key]
+    if not extra:
+        return 0.0
+    return extra[fw] if fw in extra else min(extra.values())
+
+
+def gemm_key(precision: Any) -> str:
+    """The curves' compute key of a precision's linear layers: ``mixed`` for a dequantising GEMM, else its roof."""
+    from .engines import mixed_input
+
+    return "mixed" if mixed_input(precision) else precision.linear_dtype
+
+
+def engine_note(device: Device, prof: Any, family: bool = False) -> str:
+    """Which engine figures apply to ``device`` and why (fitted on its architecture, carried over, or none)."""
+    fitted = prof.fitted_on or ()
+    arch = getattr(device, "architecture", None) or device.kind
+    if not prof.rows and not fitted:
+        return f"{prof.name}: no fitted engine figures (kernel counts only)"
+    where = ", ".join(fitted) or "published rows"
+    if arch in fitted:
+        return f"{prof.name} figures fitted on {where}"
+    if getattr(device, "architecture", None) or family:
+        return f"{prof.name} figures fitted on {where}, carried over to {arch} (host overheads)"
+    return f"{prof.name} figures fitted on {where}: none apply to a {device.kind} without an architecture"
+
+
+def applied_from_curves(device: Device, prof: Any, kc: Any) -> Any:
+    """:class:`.engines.Applied` of ``device`` under engine profile ``prof`` with kernel curves ``kc``."""
+    from .engines import Applied
+
+    ce, me = float(device.compute_efficiency), float(device.memory_efficiency)
+    frac = compute_fractions(kc)
+    own = prof.name not in TABLE_ENGINES  # an engine with its own kernels keeps its kernel-class factors
+    cf = prof.compute_factor if own else 1.0
+    comp = {k: min(1.0, v * ce * cf) for k, v in frac.items()}
+    mem = min(1.0, float(kc.memory) * me * (prof.memory_factor if own else 1.0))
+    fp16 = frac["fp16"]
+    mixed_abs = compute_fraction(kc, "mixed") * (prof.mixed_factor if own else 1.0)
+    att_abs = float(kc.attention) * (prof.attention_factor if own else 1.0)
+    mixed = mixed_abs / (fp16 * cf)
+    attention = att_abs / (fp16 * cf)
+    kernel_s = float(device.kernel_overhead or kc.kernel_s)
+    prov = kc.provenance or {}
+    src = f"kernel curves {kc.architecture}"
+    if kc.architecture != device.architecture:
+        src += f" (pooled: no {device.architecture} curves)"
+    if prov.get("source"):
+        src += f", {prov['source']}"
+    src += f" × {device.id} datasheet peaks"
+    return Applied(
+        prof.name, mem, comp, kernel_s, prof.kernels_per_layer, prof.kernels_per_pass, prof.moe_kernels,
+        prof.pass_s, src, prof.kernels_per_expert, mixed, attention, prof.gemv_max_batch,
+        prof.launch == "host" and device.kind != "cpu", prof.layer_s, float(kc.half_rows), kc.architecture,
+        engine_note(device, prof), gemm_extras(kc, prof.name),
+    )  # fmt: skip
+
+
+def gemm_extras(kc: Any, engine: str) -> dict[str, float]:
+    """Per compute key, the seconds a GEMM call adds under ``engine`` (:func:`gemm_extra_s`), where not 0."""
+    keys = ("fp16", "fp8", "fp8_block", "fp4", "int8", "int4", "mixed")
+    return {k: v for k in keys if (v := gemm_extra_s(kc, k, engine))}
+
+
+#: family name the efficiency fit gives the cases on a device priced by kernel curves (figures fixed, not fitted)
+CURVES_FAMILY = "kernels:"
+
+
+def curve_figures(kc: Any, dtypes: set[str]) -> dict[str, float]:
+    """The device figures the efficiency fit holds fixed for curves ``kc``: memory, kernel_s, each roof's fraction,
+    and per roof dtype the fraction a dequantising GEMM (``mixed:<dtype>``) and a fused attention kernel
+    (``attention:<dtype>``) reach -- the same products :func:`applied_from_curves` and the rates form."""
+    frac = compute_fractions(kc)
+    fp16 = frac["fp16"]
+    out = {"memory": float(kc.memory), "kernel_s": float(kc.kernel_s), "fp32": frac["fp32"]}
+    for dt in dtypes:
+        out[dt] = frac[dt]
+        out[f"mixed:{dt}"] = frac[dt] * compute_fraction(kc, "mixed") / fp16
+        out[f"attention:{dt}"] = frac[dt] * float(kc.attention) / fp16
+    return out
+
+
+def curve_tiles(M: Any, N: Any, groups: Any, device: Device) -> Any:
+    """Tile × wave efficiency of ``groups`` M×N GEMMs priced by kernel curves: the kernel fit's best tile of its menu
+    (:func:`.kernels.gemm.tile_wave_efficiency`), else the device's own tile (:func:`.gemm.tile_efficiency`)."""
+    try:
+        from .kernels.gemm import tile_wave_efficiency  # type: ignore[import-not-found]
+    except ImportError:
+        from .gemm import tile_efficiency
+
+        dev = dataclasses.replace(device, gemm_half_rows=0.0)
+        te, we = tile_efficiency(M, N, groups, dev)
+        return te * we
+    return tile_wave_efficiency(M, N, groups, device)
+
+
+def rows_ramp(M: Any, half_rows: float) -> Any:
+    """Rate of an M-row GEMM relative to the large-M rate of the curves: M/(M + half_rows) (1 for half_rows 0)."""
+    M = np.asarray(M, dtype=np.float64)
+    if not half_rows:
+        return np.ones_like(M)
+    return M / (M + float(half_rows))
