@@ -108,6 +108,8 @@ def gemm(m: int, n: int, k: int, device: Device, dtype: str = "fp32", tiles: boo
     for key, v in (("m", m), ("n", n), ("k", k)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v <= 0:
             raise bad(key, v, "must be a positive integer")
+        if v > 2**53:  # beyond 2⁵³ the float64 FLOP and byte counts would silently round it
+            raise bad(key, v, f"must be at most 2**53 = {2**53:,}")
     fmt = Precision.parse(dtype).weights
     flops = 2.0 * m * n * k
     byts = (m * k + k * n + m * n) * fmt.bytes

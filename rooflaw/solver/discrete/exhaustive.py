@@ -132,11 +132,9 @@ def _run(problem: Problem, objectives: tuple[str, ...], n_jobs: int | None, clou
     if jobs == 1:
         parts = [_scan(problem, a, b, objectives, cloud, sub_chunk) for a, b in ranges]
     else:
-        from joblib import Parallel, delayed
+        from ..jobs import run_parallel
 
-        parts = Parallel(n_jobs=jobs, backend="loky")(
-            delayed(_scan)(problem, a, b, objectives, cloud, sub_chunk) for a, b in ranges
-        )
+        parts = run_parallel(jobs, _scan, [(problem, a, b, objectives, cloud, sub_chunk) for a, b in ranges])
     eval_wall = time.perf_counter() - t0
     t1 = time.perf_counter()
     acc = _Acc()

@@ -301,11 +301,9 @@ def run(problem: Problem, joint: JointSpace, objectives: tuple[str, ...], n_jobs
         if jobs == 1 or len(slow) <= 1:
             parts = [run_task(problem, joint, t, objectives, chunk) for t in slow]
         else:
-            from joblib import Parallel, delayed
+            from ..jobs import run_parallel
 
-            parts = Parallel(n_jobs=jobs, backend="loky")(
-                delayed(run_task)(problem, joint, t, objectives, chunk) for t in slow
-            )
+            parts = run_parallel(jobs, run_task, [(problem, joint, t, objectives, chunk) for t in slow])
         quick = [t for t in tasks if t[0] == "numba"]
         if quick:
             from concurrent.futures import ThreadPoolExecutor  # the kernel releases the GIL
