@@ -3,13 +3,14 @@
 import sys
 
 try:
-    from .cli import exit_with, main
+    from .cli import main
 
     code = main()
 except KeyboardInterrupt:  # Ctrl-C while the CLI is still importing, or a late one: the same exit
     print("rooflaw: interrupted", file=sys.stderr)
     code = 130
-try:
-    exit_with(code)
-except KeyboardInterrupt:  # pragma: no cover - a Ctrl-C between the return and the handler being ignored
-    sys.exit(130)
+if code == 130:
+    from .cli import exit_interrupted
+
+    exit_interrupted()
+sys.exit(code)

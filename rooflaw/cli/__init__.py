@@ -143,22 +143,31 @@ def _run(argv: list[str] | None) -> int:
     return 0
 
 
-def exit_with(code: int) -> None:  # pragma: no cover - thin wrapper
-    """``sys.exit(code)``; after an interrupt (130) a second Ctrl-C can no longer cut the clean-up short (workers,
-    temporary files) and end the process by the signal itself (exit -2) instead of 130."""
-    if code == 130:
-        import signal
+def exit_interrupted() -> None:  # pragma: no cover - ends the process; tested through `python -m rooflaw`
+    """End the process with 130 after an interrupt: Ctrl-C is ignored from here, the exit handlers run (loky
+    workers, temporary files), then the process exits at once. A plain ``sys.exit(130)`` can still end "by the
+    signal" (status -2): CPython does so when a KeyboardInterrupt escaped any code it ran, even one caught later."""
+    import atexit
+    import signal
 
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-    sys.exit(code)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        atexit._run_exitfuncs()
+    finally:
+        import contextlib
+
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):  # a closed pipe must not change the exit status
+                stream.flush()
+        os._exit(130)
 
 
 def _console_main() -> None:  # pragma: no cover - thin wrapper
     try:
         code = main()
     except KeyboardInterrupt:
+        print("rooflaw: interrupted", file=sys.stderr)
         code = 130
-    try:
-        exit_with(code)
-    except KeyboardInterrupt:
-        sys.exit(130)
+    if code == 130:
+        exit_interrupted()
+    sys.exit(code)
