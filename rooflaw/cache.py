@@ -51,11 +51,16 @@ def _private(st: os.stat_result, directory: bool) -> bool:
     return kind_ok and owner_ok and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
 
 
+#: Opening an entry: never through a symlink, and never blocking (a FIFO planted in the cache opens at once and
+#: is then refused by the regular-file check on the open descriptor).
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+
+
 def _secret(d: Path) -> bytes | None:
     """This cache's HMAC key (created once, 0600); entries not signed with it are never unpickled."""
     path = d / "key"
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        fd = os.open(path, _READ_FLAGS)
     except FileNotFoundError:
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
@@ -119,7 +124,7 @@ def load(key: str) -> Any | None:
         secret = _secret(d)
         if secret is None:
             return None
-        fd = os.open(d / f"{key}.pkl", os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        fd = os.open(d / f"{key}.pkl", _READ_FLAGS)
         with os.fdopen(fd, "rb") as f:
             if not _private(os.fstat(f.fileno()), directory=False):
                 return None

@@ -32,6 +32,7 @@ HF_INT_KEYS: dict[str, int] = {
     "shared_expert_intermediate_size": 0,
     "decoder_sparse_step": 1,
     "sliding_window": 1,
+    "sliding_window_pattern": 1,
     "kv_lora_rank": 1,
     "q_lora_rank": 1,
     "first_k_dense_replace": 0,
@@ -68,8 +69,6 @@ def check_hf_numbers(cfg: Mapping[str, Any]) -> None:
 
 def read_text(path: Path) -> str:
     """A file's text as UTF-8; a one-line error for bytes that are not."""
-    data = path.read_bytes()
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise bad("file", str(path), f"is not UTF-8 text (byte {e.start})") from None
+    from ..safe_io import read_text as safe_read_text
+
+    return safe_read_text(path, "file")

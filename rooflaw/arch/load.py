@@ -3,20 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .. import safe_io
 from ..errors import RooflawError, bad
 from .architecture import Architecture
-from .checks import check_hf_numbers, check_int, read_text
-
-try:  # Python >= 3.11
-    import tomllib
-except ModuleNotFoundError:  # pragma: no cover
-    import tomli as tomllib  # type: ignore[no-redef]
+from .checks import MAX_INT, check_hf_numbers, check_int
 
 _FIELDS = {f.name: f for f in dataclasses.fields(Architecture)}
 _BOOL = {"true": True, "false": False, "1": True, "0": False, "yes": True, "no": False}
@@ -39,9 +34,10 @@ def _coerce(key: str, value: Any) -> Any:
             return _BOOL[text.lower()]
         if "int" in kind:
             try:
-                return int(text)
+                number = int(text)
             except ValueError:
                 raise bad(key, value, "must be an integer") from None
+            return check_int(key, number, -MAX_INT)  # the same bound as files; Architecture checks the sign
         return text
     if value is None and "None" in kind:
         return None
@@ -56,6 +52,8 @@ def _coerce(key: str, value: Any) -> Any:
 
 def from_mapping(fields: Mapping[str, Any], name: str = "") -> Architecture:
     """``Architecture`` from a mapping of field names (as in the spec string) to values."""
+    if not isinstance(fields, Mapping):
+        raise bad("fields", fields, "must be a mapping of architecture field names to values")
     kwargs = {k: _coerce(k, v) for k, v in fields.items()}
     if name and "name" not in kwargs:
         kwargs["name"] = name
@@ -84,14 +82,10 @@ def from_spec(spec: str) -> Architecture:
 
 def _read(path: str | Path) -> tuple[dict[str, Any], Path]:
     p = Path(path)
-    if not p.is_file():
+    if not safe_io.exists(p):
         hint = f"; bundled models: {', '.join(bundled_models())}" if p.suffix in ("", ".json") else ""
         raise bad("file", str(path), "no such file" + hint)
-    text = read_text(p)
-    try:
-        data = tomllib.loads(text) if p.suffix.lower() == ".toml" else json.loads(text)
-    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as e:
-        raise bad("file", str(path), f"does not parse ({str(e).splitlines()[0]})") from None
+    data = safe_io.load(p, "file", ".toml" if p.suffix.lower() == ".toml" else ".json")
     if not isinstance(data, dict):
         raise bad("file", str(path), "must hold one object/table")
     return data, p
@@ -182,15 +176,17 @@ def from_hf_config(config: Mapping[str, Any] | str | Path, name: str = "") -> Ar
     if not isinstance(config, (Mapping, str, os.PathLike)):
         raise bad("config", config, "must be a config.json mapping, a path or a bundled model name")
     if not isinstance(config, Mapping):
-        if not Path(config).exists() and str(config) in bundled_models():
+        if not safe_io.exists(config) and str(config) in bundled_models():
             name = name or str(config)
             config = MODELS_DIR / f"{config}.json"
         elif Path(config).is_dir():  # a Hugging Face model folder: its config.json
             config = Path(config) / "config.json"
         config, p = _read(config)
         name = name or config_name(config, p)
-    cfg = dict(config)
+    cfg = dict(safe_io.check_depth(config, "config"))
     if "text_config" in cfg and "hidden_size" not in cfg:  # multimodal wrappers (e.g. Gemma 3)
+        if not isinstance(cfg["text_config"], Mapping):
+            raise bad("config.json text_config", cfg["text_config"], "must be an object of model fields")
         cfg = {**cfg["text_config"], "model_type": cfg["text_config"].get("model_type", cfg.get("model_type"))}
     mt = cfg.get("model_type")
     if mt is None:

@@ -193,13 +193,14 @@ class Space:
 
     @classmethod
     def from_toml(cls, path: str | Path) -> Space:
+        from ..safe_io import exists
+
         p = Path(path)
-        if not p.is_file():
+        if not exists(p):
             raise bad("space", str(path), "no such built-in space or file; built-ins: " + ", ".join(list_spaces()))
-        try:
-            data = tomllib.loads(p.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-            raise bad("space", str(path), f"not valid TOML: {e}".replace("\n", " ")) from None
+        from ..safe_io import load
+
+        data = load(p, "space", ".toml")
         return cls.from_mapping(data, name=p.stem)
 
     # ---- size and enumeration --------------------------------------------------------------

@@ -81,9 +81,9 @@ def _moe_list(value: Any) -> list[tuple[int, int]]:
         if (
             not isinstance(p, (list, tuple))
             or len(p) != 2
-            or any(isinstance(x, bool) or not isinstance(x, int) or x <= 0 for x in p)
+            or any(isinstance(x, bool) or not isinstance(x, int) or not 0 < x <= MAX_INT for x in p)
         ):
-            raise bad("moe", p, "each entry must be [experts, top_k] with positive integers")
+            raise bad("moe", p, f"each entry must be [experts, top_k] with positive integers ≤ {MAX_INT}")
         out.append((int(p[0]), int(p[1])))
     return sorted(set(out))
 

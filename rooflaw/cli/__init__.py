@@ -11,7 +11,7 @@ import sys
 
 import typer
 
-from ..errors import ExternalError, Infeasible, RooflawError
+from ..errors import ExternalError, Infeasible, RooflawError, bad
 
 app = typer.Typer(
     name="rooflaw",
@@ -70,21 +70,43 @@ def main(argv: list[str] | None = None) -> int:
     """
     import warnings
 
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("default")
-        code = _run(argv)
-    if code == 0:
-        seen = set()
-        for w in caught:
-            line = f"rooflaw: warning: {_one_line(w.message)}"  # type: ignore[arg-type]
-            if line not in seen:
-                seen.add(line)
-                print(line, file=sys.stderr)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("default")
+            code = _run(argv)
+        if code == 0:
+            seen = set()
+            for w in caught:
+                line = f"rooflaw: warning: {_one_line(w.message)}"  # type: ignore[arg-type]
+                if line not in seen:
+                    seen.add(line)
+                    print(line, file=sys.stderr)
+    except KeyboardInterrupt:  # outside the command (printing warnings): the same exit
+        print("rooflaw: interrupted", file=sys.stderr)
+        code = 130
     return code
+
+
+#: Largest magnitude of an integer on the command line: what a C long (int64) holds. Each option may refuse less.
+INT_OPTION_MAX = 2**63 - 1
+
+
+def _check_int_sizes(argv: list[str]) -> None:
+    """Refuse (exit 2, naming the option) an integer argument beyond ±(2⁶³ − 1) before any command sees it:
+    numpy would otherwise overflow on it later (``OverflowError``, an internal error)."""
+    import re
+
+    prev = ""
+    for tok in argv:
+        opt, value = tok.split("=", 1) if tok.startswith("--") and "=" in tok else (prev, tok)
+        if re.fullmatch(r"[+-]?[0-9_]{19,}", value.strip()) and abs(int(value)) > INT_OPTION_MAX:
+            raise bad(opt.lstrip("-") or "argument", value, "must be an integer of magnitude at most 2**63 - 1")
+        prev = tok if tok.startswith("-") else ""
 
 
 def _run(argv: list[str] | None) -> int:
     try:
+        _check_int_sizes(sys.argv[1:] if argv is None else list(argv))
         rv = app(args=argv, prog_name="rooflaw", standalone_mode=False)
         if rv == 130 and not isinstance(rv, bool):  # typer turns Ctrl-C into a returned 130
             raise KeyboardInterrupt
@@ -126,5 +148,31 @@ def _run(argv: list[str] | None) -> int:
     return 0
 
 
+def exit_interrupted() -> None:  # pragma: no cover - ends the process; tested through `python -m rooflaw`
+    """End the process with 130 after an interrupt: Ctrl-C is ignored from here, the exit handlers run (loky
+    workers, temporary files), then the process exits at once. A plain ``sys.exit(130)`` can still end "by the
+    signal" (status -2): CPython does so when a KeyboardInterrupt escaped any code it ran, even one caught later."""
+    import atexit
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        atexit._run_exitfuncs()
+    finally:
+        import contextlib
+
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):  # a closed pipe must not change the exit status
+                stream.flush()
+        os._exit(130)
+
+
 def _console_main() -> None:  # pragma: no cover - thin wrapper
-    sys.exit(main())
+    try:
+        code = main()
+    except KeyboardInterrupt:
+        print("rooflaw: interrupted", file=sys.stderr)
+        code = 130
+    if code == 130:
+        exit_interrupted()
+    sys.exit(code)

@@ -124,6 +124,8 @@ def gemm(
     for key, v in (("m", m), ("n", n), ("k", k)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v <= 0:
             raise bad(key, v, "must be a positive integer")
+        if v > 2**53:  # beyond 2⁵³ the float64 FLOP and byte counts would silently round it
+            raise bad(key, v, f"must be at most 2**53 = {2**53:,}")
     if curves not in ("auto", "ideal"):
         raise bad("curves", curves, "use auto (the device's kernel curves) or ideal (the pure roofline)")
     fmt = Precision.parse(dtype).weights

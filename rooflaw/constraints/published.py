@@ -19,6 +19,7 @@ README beside the data):
 from __future__ import annotations
 
 import csv
+import io
 import math
 import re
 from dataclasses import dataclass
@@ -101,6 +102,27 @@ class Case:
 def _num(text: str) -> float:
     m = re.match(r"\s*([0-9]+(?:\.[0-9]+)?)", text or "")
     return float(m.group(1)) if m else math.nan
+
+
+#: Columns of published.csv that hold counts, latencies or rates: a value given there must be positive and finite.
+NUMBER_COLUMNS = ("batch", "input_tokens", "output_tokens", "prefill_ms", "prefill_tok_s", "decode_tok_s",
+                  "decode_ms_per_token")  # fmt: skip
+
+
+def _check_numbers(row: dict[str, str], path: Path) -> None:
+    """Refuse a number column that reads as a number but is NaN, infinite, zero or negative (``_num`` would read it
+    as "not given" and silently drop the measurement)."""
+    for col in NUMBER_COLUMNS:
+        text = (row.get(col) or "").strip()
+        try:
+            v = float(text)
+        except ValueError:
+            continue  # empty, or a number with a note ("12.3 (est.)"), read by _num
+        if not (math.isfinite(v) and v > 0):
+            raise RooflawError(
+                f"published data {str(path)!r}: row {row.get('row_id', '?')}: {col}={text!r}: must be a positive, "
+                "finite number (or empty when not given)"
+            )
 
 
 def _model(hf: str) -> str | None:
@@ -246,10 +268,11 @@ def _cases(row: dict[str, str], arch: Architecture, device: str, engine: str) ->
 def load_cases(path: str | Path) -> tuple[list[Case], list[tuple[str, str]]]:
     """The comparable cases of ``published.csv`` and the (row id, reason) of every row not used."""
     p = Path(path)
-    if not p.is_file():
+    if not p.exists():
         raise RooflawError(f"published data {str(p)!r}: no such file")
-    with p.open(newline="", encoding="utf-8") as f:
-        rows = list(csv.DictReader(f))
+    from ..safe_io import read_text
+
+    rows = list(csv.DictReader(io.StringIO(read_text(p, "data"), newline="")))
     need = {"row_id", "use_for_validation", "device_id", "catalog_mode", "model_hf", "precision", "engine"}
     if rows and not need <= set(rows[0]):
         raise RooflawError(f"published data {str(p)!r}: missing columns {sorted(need - set(rows[0]))}")
@@ -274,5 +297,20 @@ def load_cases(path: str | Path) -> tuple[list[Case], list[tuple[str, str]]]:
         if engine is None:
             skipped.append((rid, f"engine {row['engine']!r} has no profile"))
             continue
-        cases += _cases(row, from_hf_config(model), device, engine)
+        _check_numbers(row, p)
+        try:
+            got = _cases(row, from_hf_config(model), device, engine)
+        except (ValueError, ZeroDivisionError, OverflowError) as e:  # a count that is NaN, negative, ...
+            if isinstance(e, RooflawError):
+                raise RooflawError(f"published data {str(p)!r}: row {rid}: {e}") from None
+            raise RooflawError(f"published data {str(p)!r}: row {rid}: unusable numbers ({e})") from None
+        for c in got:
+            if not (math.isfinite(c.measured_s) and c.measured_s > 0):
+                raise RooflawError(
+                    f"published data {str(p)!r}: row {rid}: measured {c.phase} time {c.measured_s!r} s: latencies and "
+                    "rates must be positive, finite numbers (prefill_ms, decode_tok_s, decode_ms_per_token, ...)"
+                )
+        cases += got
+    if not cases:
+        raise RooflawError(f"published data {str(p)!r}: no usable measurement ({len(skipped)} rows skipped)")
     return cases, skipped

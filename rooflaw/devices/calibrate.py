@@ -30,17 +30,19 @@ wall clock or, with ``clock="cpu"``, the calling thread's CPU time. Capacity com
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
 import os
 import platform
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import RooflawError, bad
+from ..errors import ExternalError, bad
 from .calibrate_torch import _K, _M_GEMM, _N, release_weights, use_clock
 from .device import DTYPES, Device
 from .device_file import _FIELD_TO_KEY, _SCALAR_KEYS, SCHEMA_VERSION
@@ -320,9 +322,23 @@ def device_toml(device: Device) -> str:
 def save_device_toml(device: Device, path: str | os.PathLike[str]) -> Path:
     """Write ``device`` to ``path`` in the schema :func:`~rooflaw.devices.load_device_file` reads."""
     p = Path(path)
-    try:
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(device_toml(device), encoding="utf-8")
+    if not p.parent.is_dir():
+        raise bad("path", str(p), f"directory {str(p.parent)!r} does not exist")
+    if p.is_dir():
+        raise bad("path", str(p), "is a directory; give a file name")
+    text = device_toml(device)
+    tmp = None
+    try:  # a regular target is replaced in one step, so a failed write leaves the previous file as it was
+        if p.exists() and not p.is_file():
+            p.write_text(text, encoding="utf-8")
+            return p
+        fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, p)
     except OSError as e:
-        raise RooflawError(f"cannot write device file {str(p)!r}: {e.strerror}") from None
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        raise ExternalError(f"cannot write device file {str(p)!r}: {e.strerror or type(e).__name__}") from None
     return p

@@ -169,6 +169,8 @@ def get_device(id_or_path: str | os.PathLike[str] | Device) -> Device:
     if not isinstance(id_or_path, str) or not id_or_path.strip():
         raise RooflawError(f"device={id_or_path!r}: expected a device id or a path to a device file")
     key = id_or_path.strip()
+    if len(key) > 4096 or any(len(part.encode("utf-8", "replace")) > 255 for part in Path(key).parts):
+        raise RooflawError(f"device={key[:40] + '...'!r}: too long for a device id or a file name")
     if _looks_like_path(key):
         path, _, mode = key.partition("@") if not Path(key).exists() else (key, "", "")
         devs = _as_list(load_device_file(path))

@@ -36,21 +36,13 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import json
 import math
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
 from ..errors import RooflawError
 from .device import ARCHITECTURES, DTYPES, PROVENANCE, Device
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
 
 SCHEMA_VERSION = 1
 
@@ -119,6 +111,11 @@ _FIELD_TO_KEY: dict[str, str] = {
 }
 for _dt in DTYPES:
     _FIELD_TO_KEY[f"peak_flops.{_dt}"] = f"{_dt}_tops" if _dt.startswith("int") else f"{_dt}_tflops"
+
+
+#: Largest integer field of a device file (SM count, tile sides) and longest device id.
+MAX_FILE_INT = 2**31 - 1
+MAX_ID = 100
 
 
 def _err(where: str, field: str, value: object, why: str) -> RooflawError:
@@ -217,8 +214,8 @@ class _Builder:
             if raw.get("note"):
                 self.notes.append((_INT_KEYS[key], str(raw["note"])))
             raw = raw.get("value")
-        if not isinstance(raw, int) or isinstance(raw, bool) or raw <= 0:
-            raise _err(self.where, key, raw, "must be a positive integer")
+        if not isinstance(raw, int) or isinstance(raw, bool) or not 0 < raw <= MAX_FILE_INT:
+            raise _err(self.where, key, raw, f"must be a positive integer ≤ {MAX_FILE_INT}")
         self.kwargs[_INT_KEYS[key]] = raw
         self.prov[_INT_KEYS[key]] = prov
         if src:
@@ -235,9 +232,9 @@ class _Builder:
         if (
             not isinstance(raw, list)
             or len(raw) != 2
-            or not all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in raw)
+            or not all(isinstance(x, int) and not isinstance(x, bool) and 0 < x <= MAX_FILE_INT for x in raw)
         ):
-            raise _err(self.where, "tile", raw, "must be two positive integers, e.g. [128, 128]")
+            raise _err(self.where, "tile", raw, f"must be two positive integers ≤ {MAX_FILE_INT}, e.g. [128, 128]")
         self.kwargs["tile"] = (raw[0], raw[1])
         self.prov["tile"] = prov
         if src:
@@ -313,6 +310,8 @@ def parse_device_dict(data: dict[str, Any], where: str = "<device>") -> list[Dev
     dev_id = _str_field(where, data, "id")
     if "@" in dev_id or any(c.isspace() for c in dev_id):
         raise _err(where, "id", dev_id, "must not contain '@' or whitespace")
+    if len(dev_id) > MAX_ID:
+        raise _err(where, "id", dev_id[:40] + "...", f"is {len(dev_id)} characters long; at most {MAX_ID}")
     name = _str_field(where, data, "name", dev_id)
     vendor = _str_field(where, data, "vendor", "")
     kind = _str_field(where, data, "kind", "gpu")
@@ -415,17 +414,11 @@ def _parse_mode(
 
 
 def _read_file(path: Path) -> dict[str, Any]:
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise RooflawError(f"device file {str(path)!r} not found") from None
-    except (IsADirectoryError, PermissionError) as e:
-        raise RooflawError(f"device file {str(path)!r}: {e.strerror}") from None
-    try:
-        data = json.loads(raw.decode("utf-8")) if path.suffix.lower() == ".json" else tomllib.loads(raw.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, json.JSONDecodeError, UnicodeDecodeError) as e:
-        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise RooflawError(f"{path}: not valid {path.suffix.lstrip('.').upper() or 'TOML'}: {msg}") from None
+    from ..safe_io import load
+
+    if not path.exists():
+        raise RooflawError(f"device file {str(path)!r} not found")
+    data = load(path, "device", ".json" if path.suffix.lower() == ".json" else ".toml")
     if not isinstance(data, dict):
         raise RooflawError(f"{path}: top level must be a table")
     return data

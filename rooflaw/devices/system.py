@@ -20,6 +20,9 @@ from ..errors import bad
 from .catalog import get_device
 from .device import Device
 
+#: Most devices in one system (a count beyond it is a typo, not a cluster).
+MAX_DEVICES = 2**20
+
 SYSTEMS_FILE = Path(__file__).with_name("systems.toml")
 #: Fields of a system entry (catalog or file) and whether they are required.
 FIELDS = {
@@ -60,8 +63,8 @@ class System:
     def __post_init__(self) -> None:
         for key in ("count", "node_size"):
             v = getattr(self, key)
-            if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-                raise bad(key, v, "must be a positive integer")
+            if isinstance(v, bool) or not isinstance(v, int) or not 0 < v <= MAX_DEVICES:
+                raise bad(key, v, f"must be a positive integer ≤ {MAX_DEVICES}")
         for key in ("link_bw", "link_latency", "scale_out_bw", "scale_out_latency", "link_pj_per_bit",
                     "scale_out_pj_per_bit"):  # fmt: skip
             v = getattr(self, key)
@@ -99,16 +102,12 @@ class System:
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # pragma: no cover - Python 3.10
-        import tomli as tomllib  # type: ignore[no-redef]
-    try:
-        return tomllib.loads(path.read_text("utf-8"))
-    except (OSError, UnicodeDecodeError) as e:
-        raise bad("system", str(path), f"cannot be read ({e.__class__.__name__})") from None
-    except tomllib.TOMLDecodeError as e:
-        raise bad("system", str(path), f"is not valid TOML ({e})") from None
+    from ..safe_io import load
+
+    data = load(path, "system", ".toml")
+    if not isinstance(data, dict):  # pragma: no cover - TOML's top level is always a table
+        raise bad("system", str(path), "must be a TOML table")
+    return data
 
 
 @lru_cache(maxsize=1)
@@ -156,8 +155,8 @@ def _build(sid: str, entry: dict[str, Any], device: Device, count: int | None, w
 
 
 def _parse_count(text: str, spec: str) -> int:
-    if not text.isdigit() or int(text) <= 0:
-        raise bad("system", spec, f"count {text!r} after ':' must be a positive integer")
+    if not (text.isascii() and text.isdigit()) or not 0 < int(text) <= MAX_DEVICES:
+        raise bad("system", spec, f"count {text!r} after ':' must be a positive integer ≤ {MAX_DEVICES}")
     return int(text)
 
 
@@ -169,7 +168,9 @@ def get_system(spec: str | Path | System) -> System:
     text = str(spec).strip()
     path = Path(text).expanduser()
     if text.endswith(".toml") or path.is_file():
-        if not path.is_file():
+        from ..safe_io import exists
+
+        if not exists(path):
             raise bad("system", text, "no such file")
         entry = _read_toml(path)
         if "device" not in entry:

@@ -58,6 +58,9 @@ def load_table(path: str | Path) -> pd.DataFrame:
     path = Path(path)
     if not path.exists():
         raise RooflawError(f"data={str(path)!r}: no such file")
+    from ..safe_io import check_regular
+
+    check_regular(path, "data")
     suf = path.suffix.lower()
     try:
         if suf in (".csv", ".txt"):
@@ -334,7 +337,13 @@ def fit_law(
         raise RooflawError(f"huber_delta={huber_delta!r}: must be a positive number")
     if isinstance(data, (str, Path)):
         data = load_table(data)
-    df = data if isinstance(data, pd.DataFrame) else pd.DataFrame(dict(data))
+    if not isinstance(data, (pd.DataFrame, Mapping)):
+        text = repr(data) if len(repr(data)) <= 40 else repr(data)[:37] + "..."
+        raise RooflawError(f"data={text}: must be a DataFrame, a mapping of column name to values, or a file path")
+    try:
+        df = data if isinstance(data, pd.DataFrame) else pd.DataFrame(dict(data))
+    except (TypeError, ValueError) as e:
+        raise RooflawError(f"data: cannot be read as columns ({' '.join(str(e).split())})") from None
     if len(df) == 0:
         raise RooflawError("data has no rows")
     x_all, y_all = law_data(law, df, mapping, loss_column)

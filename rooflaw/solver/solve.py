@@ -137,6 +137,9 @@ def solve(
     registered one). ``explain`` adds the derivation behind the answer (``Result.explain``) where the method has
     one. Extra keywords go to the method (optuna: n_trials, seed, sampler, ...; exhaustive: n_jobs; gp: solver,
     preset, fix)."""
+    if not all(hasattr(problem, a) for a in ("law", "device", "space", "preset")):
+        text = repr(problem) if len(repr(problem)) <= 40 else repr(problem)[:37] + "..."
+        raise RooflawError(f"problem={text}: must be a rooflaw.Problem (law, device, space, budgets)")
     fn = METHODS.get(method) if isinstance(method, str) else None
     if fn is None:
         raise bad("method", method, f"must be one of {', '.join(METHODS)}")

@@ -9,7 +9,7 @@ import numpy as np
 
 from ...devices.precision import Precision
 from ...devices.system import System
-from ...errors import bad
+from ...errors import RooflawError, bad
 from ..roofline import complete_columns, evaluate
 from ..workload import Workload
 from . import shard
@@ -169,6 +169,10 @@ def mark_pareto(rows: list[dict[str, Any]]) -> None:
         )  # fmt: skip
 
 
+#: Most batch sizes one ``--batch`` sweep lists.
+MAX_BATCHES = 4096
+
+
 def parse_batches(text: str) -> list[int]:
     """``8`` · ``1,8,64`` · ``1:256`` (powers of two from 1 to 256) · ``1:64:8`` (1, 9, 17, …: a step)."""
     text = str(text).strip()
@@ -183,17 +187,22 @@ def parse_batches(text: str) -> list[int]:
                     out.append(b)
                     b *= 2
             elif len(parts) == 3:
-                out = list(range(parts[0], parts[1] + 1, parts[2])) if parts[2] > 0 else []
+                steps = range(parts[0], parts[1] + 1, parts[2]) if parts[2] > 0 else range(0)
+                if len(steps) > MAX_BATCHES:  # sized before it is built: 1:4000000000:1 is refused at once
+                    raise bad("batch", text, f"lists {len(steps):,} batches; at most {MAX_BATCHES}")
+                out = list(steps)
             else:
                 raise ValueError
         else:
             out = [int(x) for x in text.split(",")]
+    except RooflawError:
+        raise
     except ValueError:
         raise bad("batch", text, "must be N, N1,N2,... or LO:HI (powers of two) or LO:HI:STEP") from None
     if not out or any(b <= 0 for b in out):
         raise bad("batch", text, "needs positive batch sizes (LO ≤ HI)")
-    if len(out) > 4096:
-        raise bad("batch", text, f"lists {len(out)} batches; at most 4096")
+    if len(out) > MAX_BATCHES:
+        raise bad("batch", text, f"lists {len(out):,} batches; at most {MAX_BATCHES}")
     return sorted(set(out))
 
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ...errors import RooflawError, bad
+from ...errors import ExternalError, RooflawError, bad
 
 _LOCAL = re.compile(r"local:(\d{1,4})")
 _ADDRESS = re.compile(r"(tcp|tls|inproc|ucx)://[A-Za-z0-9_.\-\[\]:]+")
@@ -48,13 +48,53 @@ def _client(sched: Scheduler) -> tuple[Any, Any]:
     except ImportError:
         raise RooflawError("--scheduler needs dask.distributed: pip install 'rooflaw[dist]'") from None
     if sched.workers is not None:
-        cluster = LocalCluster(n_workers=sched.workers, threads_per_worker=1, processes=True,
-                               dashboard_address=None, silence_logs=logging.ERROR)  # fmt: skip
-        return Client(cluster), cluster
-    try:
-        return Client(sched.address, timeout=10), None
-    except OSError as e:
-        raise bad("scheduler", sched.text, f"no Dask scheduler answers there ({e})") from None
+        from ..jobs import sigint_blocked
+
+        with sigint_blocked():  # the workers ignore the terminal's Ctrl-C: this process stops them (no traceback flood)
+            cluster = LocalCluster(n_workers=sched.workers, threads_per_worker=1, processes=True,
+                                   dashboard_address=None, silence_logs=logging.ERROR)  # fmt: skip
+            return Client(cluster), cluster
+    from ...net import CONNECT_TIMEOUT_S, within
+
+    _probe(sched)
+    return within(lambda: Client(sched.address, timeout=CONNECT_TIMEOUT_S), CONNECT_TIMEOUT_S + 5, "scheduler",
+                  sched.text, "the Dask scheduler"), None  # fmt: skip
+
+
+def _probe(sched: Scheduler) -> None:
+    """Ask the scheduler at ``sched.address`` who it is, with a deadline on the connection, the handshake and the
+    answer: a server that accepts and never answers, answers garbage, is not a Dask scheduler or has no workers
+    (the scan would wait forever) is refused naming ``--scheduler``."""
+    import asyncio
+
+    from distributed.comm import connect
+
+    from ...net import CONNECT_TIMEOUT_S, within
+
+    async def ask() -> Any:
+        comm = await connect(sched.address, timeout=CONNECT_TIMEOUT_S)
+        try:
+            await comm.write({"op": "identity", "reply": True})
+            return await comm.read()
+        finally:
+            comm.abort()
+
+    def run() -> Any:
+        try:
+            return asyncio.run(asyncio.wait_for(ask(), CONNECT_TIMEOUT_S))
+        except (asyncio.TimeoutError, TimeoutError):
+            raise bad("scheduler", sched.text, f"no answer within {CONNECT_TIMEOUT_S:g} s (connect/handshake "
+                      "timeout)") from None  # fmt: skip
+        except OSError as e:
+            raise bad(
+                "scheduler", sched.text, f"no Dask scheduler answers there ({' '.join(str(e).split())})"
+            ) from None
+
+    info = within(run, CONNECT_TIMEOUT_S + 5, "scheduler", sched.text, "the Dask scheduler")
+    if not isinstance(info, dict) or info.get("type") != "Scheduler":
+        raise bad("scheduler", sched.text, "answered, but not as a Dask scheduler")
+    if not info.get("n_workers", len(info.get("workers") or {})):
+        raise bad("scheduler", sched.text, "has no workers: start some with `dask worker ADDRESS`")
 
 
 def map_ranges(sched: Scheduler, fn: Callable[..., Any], problem: Any, joint: Any,
@@ -76,7 +116,13 @@ def _map(sched: Scheduler, fn: Callable[..., Any], problem: Any, joint: Any, hea
         workers = max(1, len(client.scheduler_info().get("workers", {})))
         p, j = client.scatter([problem, joint], broadcast=True)
         futures = [client.submit(fn, p, j, *h, *args, pure=False) for h in heads]
-        return client.gather(futures), workers
+        try:
+            return client.gather(futures), workers
+        except (OSError, RuntimeError) as e:  # CommClosedError is an OSError: the scheduler went away
+            if isinstance(e, RooflawError):
+                raise
+            why = " ".join(str(e).split())[:200] or type(e).__name__
+            raise ExternalError(f"scheduler={sched.text!r}: lost the Dask scheduler during the scan ({why})") from None
     finally:
         client.close()
         if cluster is not None:

@@ -112,14 +112,31 @@ def _ranges(size: int, n_jobs: int, sub_chunk: int) -> list[tuple[int, int]]:
 
 #: Most points the exhaustive solver enumerates (a larger space: use the Optuna search).
 EXHAUSTIVE_MAX = 10**10
+#: CPU seconds per point on the fastest frontier path (numba, docs/benchmarks.md: 17.7 ns) and bytes of one point's
+#: 17 cost outputs (float64): what the refusal of a larger space quotes as its least time and its memory at once.
+SECONDS_PER_POINT = 17.7e-9
+BYTES_PER_POINT = 17 * 8
+
+
+def check_enumerable(size: int, name: str, parts: str = "") -> None:
+    """Refuse (exit 2) a space of more than :data:`EXHAUSTIVE_MAX` points, saying its size (``parts``: how it is
+    made up), the least CPU time enumerating it would take and the memory of its cost outputs at once."""
+    if size <= EXHAUSTIVE_MAX:
+        return
+    cpu = size * SECONDS_PER_POINT
+    hours = f"{cpu / 3600:,.1f} CPU-hours" if cpu >= 3600 else f"{cpu:,.0f} CPU-s"
+    mem = size * BYTES_PER_POINT
+    why = (f"has {size:,} points{parts}; exhaustive enumerates at most {EXHAUSTIVE_MAX:,} (it would take at "
+           f"least {hours} at {1e-6 / SECONDS_PER_POINT:.0f} M points per CPU-s, and {mem / 1e12:,.1f} TB to hold "
+           "its cost outputs at once); narrow the space or use rooflaw search")  # fmt: skip
+    raise bad("space", name, why)
 
 
 def _run(problem: Problem, objectives: tuple[str, ...], n_jobs: int | None, cloud: int, sub_chunk: int,
          backend: str = "auto"):  # fmt: skip
     problem = problem.on_aligned_space()  # every solver answers among aligned points only
     size = problem.space.size
-    if size > EXHAUSTIVE_MAX:
-        raise bad("space", problem.space.name, f"has {size:,} points; exhaustive enumerates at most {EXHAUSTIVE_MAX:,}")
+    check_enumerable(size, problem.space.name)
     if backend != "numpy":
         from .exhaustive_fast import run_numba  # the generated kernel; None: stay on numpy
 
@@ -132,11 +149,9 @@ def _run(problem: Problem, objectives: tuple[str, ...], n_jobs: int | None, clou
     if jobs == 1:
         parts = [_scan(problem, a, b, objectives, cloud, sub_chunk) for a, b in ranges]
     else:
-        from joblib import Parallel, delayed
+        from ..jobs import run_parallel
 
-        parts = Parallel(n_jobs=jobs, backend="loky")(
-            delayed(_scan)(problem, a, b, objectives, cloud, sub_chunk) for a, b in ranges
-        )
+        parts = run_parallel(jobs, _scan, [(problem, a, b, objectives, cloud, sub_chunk) for a, b in ranges])
     eval_wall = time.perf_counter() - t0
     t1 = time.perf_counter()
     acc = _Acc()

@@ -139,6 +139,17 @@ class JointSpace:
         return problem.space.size * n
 
 
+def check_joint_size(problem: Problem, joint: JointSpace) -> None:
+    """The plain space's limit on the joint product (architectures × precisions × batches × layouts), checked
+    before any combination is built."""
+    from .exhaustive import check_enumerable
+
+    arch = problem.on_aligned_space().space.size
+    n_p, n_b, n_o = max(1, len(joint.precisions)), max(1, len(joint.batches)), len(joint.options)
+    check_enumerable(arch * n_p * n_b * n_o, f"{problem.space.name} x {n_p * n_b * n_o} combinations",
+                     f" ({arch:,} architectures × {n_p} precisions × {n_b} batches × {n_o} layouts)")  # fmt: skip
+
+
 def _seq(v: Any, name: str) -> tuple[Any, ...]:
     if isinstance(v, (str, bytes)) or not isinstance(v, Sequence):
         raise bad(name, v, "expected a list")
@@ -281,6 +292,7 @@ def run(problem: Problem, joint: JointSpace, objectives: tuple[str, ...], n_jobs
         backend: str = "auto") -> tuple[_Acc, dict[str, float]]:  # fmt: skip
     """Scan the joint space: in-process, on ``n_jobs`` joblib processes (numba tasks: threads), or on Dask when
     ``scheduler`` is given; single-device combinations on the numba scan kernel per ``backend``."""
+    check_joint_size(problem, joint)
     size = problem.space.size
     combos = joint.combos(problem)
     t0 = time.perf_counter()
@@ -301,11 +313,9 @@ def run(problem: Problem, joint: JointSpace, objectives: tuple[str, ...], n_jobs
         if jobs == 1 or len(slow) <= 1:
             parts = [run_task(problem, joint, t, objectives, chunk) for t in slow]
         else:
-            from joblib import Parallel, delayed
+            from ..jobs import run_parallel
 
-            parts = Parallel(n_jobs=jobs, backend="loky")(
-                delayed(run_task)(problem, joint, t, objectives, chunk) for t in slow
-            )
+            parts = run_parallel(jobs, run_task, [(problem, joint, t, objectives, chunk) for t in slow])
         quick = [t for t in tasks if t[0] == "numba"]
         if quick:
             from concurrent.futures import ThreadPoolExecutor  # the kernel releases the GIL

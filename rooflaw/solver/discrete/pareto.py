@@ -123,6 +123,11 @@ def pareto_mask(values: np.ndarray) -> np.ndarray:
     return mask
 
 
+def _short(obj: object) -> str:
+    text = repr(obj)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def hypervolume(points: np.ndarray, reference: np.ndarray | list[float]) -> float:
     """Hypervolume (minimisation) dominated by ``points`` and bounded by ``reference``.
 
@@ -130,15 +135,25 @@ def hypervolume(points: np.ndarray, reference: np.ndarray | list[float]) -> floa
     ``hypervolume`` when installed (same value up to rounding, ~1e-16 relative); else exact: a sweep for k = 2,
     inclusion–exclusion-free slicing (HSO) for k ≥ 3 (fine for the frontier sizes met here).
     """
-    p = np.asarray(points, dtype=np.float64)
-    ref = np.asarray(reference, dtype=np.float64)
+    try:
+        p = np.asarray(points, dtype=np.float64)
+        ref = np.asarray(reference, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise bad("points", _short(points), "must be a 2-D array of numbers (reference: a list of numbers)") from None
+    if ref.ndim != 1 or not np.isfinite(ref).all():
+        raise bad("reference", ref.tolist(), "must be a list of finite numbers, one per objective")
     if p.size == 0:
         return 0.0
     if p.ndim == 1:
         p = p[None, :]
+    if p.ndim != 2:
+        raise bad("points", _short(points), "must be a 2-D array (one row per point)")
     if p.shape[1] != ref.shape[0]:
         raise bad("reference", ref.tolist(), f"has {ref.shape[0]} values for {p.shape[1]} objectives")
-    p = p[np.all(p < ref, axis=1) & ~np.isnan(p).any(axis=1)]
+    if np.isnan(p).any():
+        row = int(np.flatnonzero(np.isnan(p).any(axis=1))[0])
+        raise bad("points", p[row].tolist(), f"row {row} is NaN: a point with no value has no place in a hypervolume")
+    p = p[np.all(p < ref, axis=1)]
     if not len(p):
         return 0.0
     p = np.unique(p[pareto_mask(p)], axis=0)

@@ -51,9 +51,11 @@ def study_definition(problem: Any, objectives: Sequence[str]) -> dict[str, Any]:
     return {
         "objectives": list(objectives),
         "space": problem.space.name,
+        "space_dims": problem.space.to_dict(),  # the values, so a resume on an edited space names the dimension
         "space_hash": _hash(problem.space.to_dict()),
         "phase": problem.phase,
         "device": dev.id,
+        "device_figures": dev.to_dict(),  # the figures, so a resume on a changed device names the field
         "device_hash": _hash(dev.to_dict()),
         "law": law.name,
         "law_expression": law.text(bound=True),
@@ -88,6 +90,17 @@ def check_definition(study_name: str, have: dict[str, Any] | None, want: dict[st
         )
     for key, value in want.items():
         if key in have and _canon(have[key]) != _canon(value):
+            old = have[key]
+            if isinstance(value, dict) and isinstance(old, dict):  # name the first field that differs
+                sub = next(
+                    k for k in sorted(set(value) | set(old), key=str) if _canon(old.get(k)) != _canon(value.get(k))
+                )
+                what = key.split("_")[0]
+                raise RooflawError(
+                    f"study_name={study_name!r}: exists with {what}.{sub}={old.get(sub)!r:.100}; this search has "
+                    f"{what}.{sub}={value.get(sub)!r:.100} (its trials were priced under other figures: choose another "
+                    "--study-name, or omit it to get a study named for this problem)"
+                )
             raise RooflawError(
                 f"study_name={study_name!r}: exists with {key} {have[key]!r:.120}; this search has {value!r:.120} "
                 "(choose another --study-name, or omit it to get a study named for this problem)"

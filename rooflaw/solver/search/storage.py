@@ -28,9 +28,24 @@ def open_storage(url: str | None) -> Any:
         url = _driver_url(url)
         if "://" not in url:
             raise ValueError("not a storage URL (sqlite:///file.db, journal:///file.log, postgresql://…)")
+        if url.startswith(("postgresql", "postgres")):  # a server that never answers: bounded, and Ctrl-C ends it
+            from ...net import CONNECT_TIMEOUT_S, within
+
+            kw = {"pool_pre_ping": True, "connect_args": {"connect_timeout": int(CONNECT_TIMEOUT_S)}}
+            return within(lambda: _rdb(optuna, url, kw), 3 * CONNECT_TIMEOUT_S, "storage", url, "the PostgreSQL server")
+        return _rdb(optuna, url, {"pool_pre_ping": True})
+    except RooflawError:
+        raise
+    except Exception as e:  # sqlalchemy, driver, OS errors: one line
+        raise RooflawError(f"storage={url!r}: cannot open: {_why(e, url)}") from None
+
+
+def _rdb(optuna: Any, url: str, engine_kwargs: dict[str, Any]) -> Any:
+    """``RDBStorage(url)``, retried when concurrent first starts race on creating the schema."""
+    try:
         for attempt in range(6):  # concurrent first starts race on creating the schema; creation is idempotent
             try:
-                return optuna.storages.RDBStorage(url, engine_kwargs={"pool_pre_ping": True})
+                return optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs)
             except Exception as e:
                 text = str(e).lower()
                 if attempt == 5 or not ("duplicate" in text or "already exists" in text or "unique" in text):
@@ -38,8 +53,29 @@ def open_storage(url: str | None) -> Any:
                 time.sleep(0.2 + 0.3 * attempt)
         raise AssertionError("unreachable")
     except Exception as e:  # sqlalchemy, driver, OS errors: one line
-        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise RooflawError(f"storage={url!r}: cannot open: {msg[:300]}") from None
+        raise RooflawError(f"storage={url!r}: cannot open: {_why(e, url)}") from None
+
+
+def _why(e: BaseException, url: str) -> str:
+    """One line saying why a storage did not open; for a SQLite file, which directory cannot be written and why
+    (SQLite itself says only "an exception is raised during the commit" or "unable to open database file")."""
+    msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    path = _sqlite_path(url)
+    if path is not None:
+        parent = os.path.dirname(os.path.abspath(path)) or "."
+        if not os.path.isdir(parent):
+            return f"directory {parent!r} does not exist"
+        if not os.access(parent, os.W_OK | os.X_OK):
+            return f"directory {parent!r} is not writable (SQLite writes its journal beside the database)"
+        if os.path.exists(path) and not os.access(path, os.R_OK | os.W_OK):
+            return f"file {path!r} is not readable and writable by this user"
+    return msg[:300]
+
+
+def _sqlite_path(url: str) -> str | None:
+    if not url.startswith("sqlite:///") or url.startswith("sqlite:///:memory:"):
+        return None
+    return url[len("sqlite:///") :]
 
 
 def _driver_url(url: str) -> str:

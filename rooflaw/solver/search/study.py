@@ -312,6 +312,10 @@ def search_frontier(trials: pd.DataFrame, objectives: tuple[str, ...]) -> pd.Dat
     return f[m].sort_values(["latency_s", "loss"]).reset_index(drop=True)
 
 
+def _finite(x: object) -> bool:
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool) and bool(np.isfinite(x))
+
+
 def default_reference(front: pd.DataFrame, objectives: tuple[str, ...]) -> list[float]:
     """Nadir of a frontier pushed out by 10 % of its range (a relative 10 % if the range is zero)."""
     if not len(front):
@@ -375,6 +379,8 @@ def search(
         raise bad("workers", workers, f"this machine has {cpu_count()} CPUs: use 1 to {cpu_count()}")
     if reference is not None and len(reference) != len(objs):
         raise bad("reference", list(reference), f"needs {len(objs)} values ({','.join(objs)})")
+    if reference is not None and not all(_finite(x) for x in reference):
+        raise bad("reference", list(reference), "must be finite numbers (NaN or infinity bounds no volume)")
     if workers > 1 and safety.is_memory_storage(storage):
         raise bad("storage", storage, f"lives in one process; {workers} workers need a file or server storage")
     load_measure(measure)  # fail early on a bad spec
