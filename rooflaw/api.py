@@ -56,6 +56,7 @@ _MODULES: dict[str, str] = {
     "rooflaw.constraints.fit_efficiency": "efficiency_errors fit_efficiencies held_out_errors median_abs_error",
     "rooflaw.plots": "check_figure_path plot_breakdown plot_frontier plot_report plot_roofline",
     "rooflaw.units": "parse_bytes parse_energy parse_time",
+    "rooflaw.report": "REPORT_DETAILS plotly_js report_data write_report",
 }
 #: name -> module that defines it.
 _LAZY: dict[str, str] = {name: mod for mod, names in _MODULES.items() for name in names.split()}
