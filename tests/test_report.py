@@ -142,3 +142,23 @@ def test_bad_input_is_one_line(tmp_path, capsys, monkeypatch, tiny, args, needle
     monkeypatch.chdir(tmp_path)
     code, _, err = run_cli(capsys, "report", "--device", DEVICE, "--space", tiny, "--allow-extrapolation", *args)
     assert code == 2 and needle in err and len(err.strip().splitlines()) == 1
+
+
+def test_cli_report_of_a_search_is_the_trials_pareto_set(tmp_path, capsys, tiny):
+    """--method optuna: the page's points are the non-dominated feasible trials of the same search (brute force over
+    the trials `rooflaw search --out` writes for the same seed)."""
+    common = ["--device", DEVICE, "--space", tiny, "--allow-extrapolation", "--n-trials", "30", "--seed", "3",
+              "--latency-budget", "40ms"]  # fmt: skip
+    code, text, err = run_cli(capsys, "report", *common, "--method", "optuna", "--out", tmp_path / "r.html", "--json")
+    assert code == 0, err
+    data = json.loads(text)
+    code, _, err = run_cli(capsys, "search", *common, "--out", tmp_path / "t.csv")
+    assert code == 0, err
+    rows = [r for r in csv.DictReader((tmp_path / "t.csv").open()) if r["feasible"] == "True"]
+    first = {}
+    for r in rows:  # the first trial of each distinct point, as the search's frontier keeps
+        first.setdefault(r["index"], r)
+    pts = [(float(r["loss"]), float(r["latency_s"]), int(r["trial"])) for r in first.values()]
+    front = {t for a, b, t in pts if not any(c <= a and d <= b and (c, d) != (a, b) for c, d, _ in pts)}
+    assert {p["trial"] for p in data["points"]} == front and data["summary"]["trials"] == 30
+    assert all(p["latency_s"] <= 0.040 for p in data["points"])
