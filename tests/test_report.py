@@ -162,3 +162,20 @@ def test_cli_report_of_a_search_is_the_trials_pareto_set(tmp_path, capsys, tiny)
     front = {t for a, b, t in pts if not any(c <= a and d <= b and (c, d) != (a, b) for c, d, _ in pts)}
     assert {p["trial"] for p in data["points"]} == front and data["summary"]["trials"] == 30
     assert all(p["latency_s"] <= 0.040 for p in data["points"])
+
+
+def test_bands_are_taken_from_the_evaluation_when_present():
+    from rooflaw.report.data import _bands
+
+    assert _bands({"decode_s": 1.0}) == {}
+    assert _bands({"bands": {"decode_s": [0.9, 1.2]}, "prefill_s_band": [1, 2]}) == {
+        "decode_s": [0.9, 1.2], "prefill_s": [1, 2]}  # fmt: skip
+
+
+def test_a_budget_nothing_meets_exits_3_and_writes_nothing(tmp_path, capsys, tiny):
+    out = tmp_path / "r.html"
+    for method in ("exhaustive", "optuna"):
+        args = ["--latency-budget", "1us", "--method", method, "--n-trials", "5", "--out", out]
+        code, _, err = run_cli(capsys, "report", "--device", DEVICE, "--space", tiny, "--allow-extrapolation", *args)
+        assert code == 3 and err.startswith("rooflaw: infeasible:") and len(err.strip().splitlines()) == 1
+        assert not out.exists()

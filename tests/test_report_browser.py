@@ -164,6 +164,29 @@ def test_single_device_report_in_chromium(driver, capsys, tmp_path, shots):
     check_page(driver, capsys, path, data, shots, "single")
 
 
+def test_error_bands_are_shown_when_the_data_has_them(driver, tmp_path, shots):
+    """A cost model that gives bands (``bands`` or ``*_band`` keys of the evaluation) gets them in the detail."""
+    import rooflaw as rl
+
+    prob = rl.Problem(law=rl.get_law("paper-2602.10377"), device=rl.get_device(DEVICE),
+                      space=rl.get_space(str(space_file(tmp_path))), allow_extrapolation=True)  # fmt: skip
+    data = rl.report_data(prob, rl.frontier(prob, n_jobs=1, cloud=0))
+    assert all(d["bands"] == {} for d in data["details"].values())  # today's cost model gives none
+    start = min(data["points"], key=lambda p: (p["loss"], p["id"]))["id"]
+    dec = data["details"][str(start)]["evaluate"]["decode_s"]
+    data["details"][str(start)]["bands"] = {"decode_s": [0.8 * dec, 1.25 * dec]}
+    path = rl.write_report(data, tmp_path / "bands.html")
+    console_errors(driver)
+    open_page(driver, path, len(data["points"]))
+    from selenium.webdriver.common.by import By
+
+    cells = [c.text for c in driver.find_elements(By.CSS_SELECTOR, "#bands-table td, #bands-table th")]
+    assert cells[0] == "decode_s"
+    lo, hi = (seconds(x) for x in cells[1].split(" – "))
+    assert abs(lo / (0.8 * dec) - 1) < 5e-3 and abs(hi / (1.25 * dec) - 1) < 5e-3
+    assert console_errors(driver) == []
+
+
 def test_joint_report_in_chromium(driver, capsys, tmp_path, shots):
     tiny = space_file(tmp_path)
     path, data = make_report(capsys, tmp_path, "joint", "--device", DEVICE, "--space", tiny, "--allow-extrapolation",
