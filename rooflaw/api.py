@@ -58,6 +58,7 @@ _MODULES: dict[str, str] = {
     "rooflaw.units": "parse_bytes parse_energy parse_time",
     "rooflaw.constraints.bands": "BAND_LEVEL band_applies band_coverage bands_dict bands_from_rows confidence_factor "
     "phase_band problem_band value_band",
+    "rooflaw.report": "REPORT_DETAILS plotly_js report_data write_report",
 }
 #: name -> module that defines it.
 _LAZY: dict[str, str] = {name: mod for mod, names in _MODULES.items() for name in names.split()}

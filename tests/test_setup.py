@@ -41,6 +41,8 @@ def test_wheel_ships_paper_repro(tmp_path):
     for mod in sorted(p.name for p in (ROOT / "paper_repro").glob("*.py")):
         assert f"paper_repro/{mod}" in names
     assert "rooflaw/cli/repro.py" in names
+    for name in ("report.html", "report.js", "report.css"):  # the report's template is package data
+        assert f"rooflaw/report/template/{name}" in names
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")

@@ -48,6 +48,7 @@ from . import frontier as _frontier  # noqa: E402,F401
 from . import kernels as _kernels  # noqa: E402,F401  (`devices fit-kernels`, `devices check-kernels`)
 from . import laws as _laws  # noqa: E402,F401
 from . import plot as _plot  # noqa: E402,F401
+from . import report as _report  # noqa: E402,F401
 from . import repro as _repro  # noqa: E402,F401
 from . import search as _search  # noqa: E402,F401
 from . import solve as _solve  # noqa: E402,F401

@@ -30,7 +30,7 @@ def search(
     n_trials: int = typer.Option(200, "--n-trials", help="Completed trials the study should reach."),
     seed: int = typer.Option(0, help="Sampler seed."),
     storage: Optional[str] = typer.Option(
-        None, help="sqlite:///f.db, journal:///f.log (resumable) or postgresql://… (many machines)."
+        None, help="study.log (a journal file, resumable; fastest), sqlite:///f.db or postgresql://… (many machines)."
     ),
     study_name: Optional[str] = typer.Option(None, "--study-name", help="Study to create or resume."),
     workers: int = typer.Option(1, help="Worker processes on this machine."),

@@ -21,6 +21,7 @@ import pandas as pd
 from ..discrete.joint import JOINT_KEEP, JOINT_OBJECTIVES, Combo, JointSpace, evaluate_chunk
 from ..discrete.pareto import pareto_mask
 from ..problem import Problem
+from .dashboard import set_trial_attrs
 from .params import suggest_architecture
 
 #: Trial user attribute holding a joint trial's row.
@@ -115,6 +116,7 @@ class JointObjective:
         for name, c in zip([*self.problem.budgets(), "option"], row["constraints"], strict=True):
             trial.set_constraint(name, float(c))
         trial.set_user_attr(ATTR, {k: v for k, v in row.items() if k != "constraints"})
+        set_trial_attrs(trial, row)
         vals = []
         for o in self.objectives:
             col, sign = JOINT_OBJECTIVES[o]

@@ -35,7 +35,7 @@ from ..jobs import cpu_count
 from ..problem import Problem
 from ..reference import space_reference
 from ..result import FrontierView, Result
-from . import joint_trials, safety
+from . import dashboard, joint_trials, safety
 from .infeasible_trials import infeasible_from_trials
 from .measure import load_measure
 from .params import suggest_architecture
@@ -112,6 +112,7 @@ class _Objective:
         for name, c in zip(self.problem.budgets(), row["constraints"], strict=True):
             trial.set_constraint(name, float(c))
         trial.set_user_attr(_ATTR, {k: row[k] for k in (*_KEEP, "feasible", "measured")})
+        dashboard.set_trial_attrs(trial, row)
         vals = [row[OBJECTIVES[o]] for o in self.objectives]
         vals = [v if math.isfinite(v) else 1e300 for v in vals]
         return vals[0] if len(vals) == 1 else vals
@@ -158,6 +159,7 @@ def _open_study(problem: Problem, objectives: tuple[str, ...], storage: Any, stu
         ) from None
     if study.user_attrs.get("rooflaw", {}).get("definition") is None:
         study.set_user_attr("rooflaw", meta)
+    dashboard.name_objectives(study, objectives, problem.phase)
     return study
 
 
