@@ -34,9 +34,9 @@ FLAGS = {
     "--tokens",
     "plot": "--arch --arch-file --attention --batch --device --engine --hf-config --input-tokens --no-tiles --out "
     "--output-tokens --precision --preset --tiles",
-    "evaluate": "--arch --arch-file --attention --batch --csv --device --engine --hf-config --input-tokens --json "
-    "--law --layout --max-batch --no-overlap --no-tiles --output-tokens --overlap --pareto-plot --plot --precision "
-    "--preset --steps --steps-csv --system --tiles --tokens",
+    "evaluate": "--acceptance --arch --arch-file --attention --batch --csv --device --draft --draft-tokens --engine "
+    "--hf-config --input-tokens --json --law --layout --max-batch --no-overlap --no-tiles --output-tokens --overlap "
+    "--pareto-plot --plot --precision --preset --steps --steps-csv --system --tiles --tokens",
 }
 #: Defaults of the shared options, as the commands had them at f5289ed.
 DEFAULTS = {"device": None, "law": "paper-2602.10377", "space": "paper", "phase": "decode", "precision": "fp16",
@@ -98,6 +98,9 @@ EVALUATE_OWN = {
     "overlap": (False, "Hide communication behind compute."),
     "max_batch": (False, "Report the largest batch whose memory fits a device."),
     "pareto_plot": (None, "Write tokens/s per device vs per user over the --batch sweep (.png/.svg)."),
+    "draft": (None, "Draft model for speculative decoding: a bundled id, config.json, spec, or eagle[:N] heads."),
+    "draft_tokens": (4, "Draft tokens per verification step (γ), 1..64."),
+    "acceptance": (None, "Per-token acceptance α in [0, 1), or 'fitted' (the published-rates law); needs --draft."),
 }
 
 

@@ -1,0 +1,82 @@
+"""The speculative-decoding options (``--draft``, ``--draft-tokens``, ``--acceptance``) and what ``evaluate`` prints."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import typer
+
+from .. import api
+from ..errors import bad
+from ..units import fmt_bytes, fmt_time
+
+DRAFT = typer.Option(
+    None, "--draft", help="Draft model for speculative decoding: a bundled id, config.json, spec, or eagle[:N] heads."
+)
+DRAFT_TOKENS = typer.Option(4, "--draft-tokens", help="Draft tokens per verification step (γ), 1..64.")
+ACCEPTANCE = typer.Option(
+    None, "--acceptance", help="Per-token acceptance α in [0, 1), or 'fitted' (the published-rates law); needs --draft."
+)
+
+
+def parse_acceptance(text: Any) -> float | str:
+    """``--acceptance``: ``fitted`` or a number 0 <= α < 1 (one-line error otherwise)."""
+    s = str(text).strip()
+    if s == "fitted":
+        return s
+    try:
+        a = float(s)
+    except ValueError:
+        raise bad("acceptance", s, "must be a number in [0, 1) or 'fitted'") from None
+    return api.check_alpha(a)
+
+
+def check_draft_options(draft: Optional[str], draft_tokens: int, acceptance: Any) -> None:
+    """Refuse a bad γ or α even without ``--draft`` (a typo should not pass silently), and speculation options
+    without a draft."""
+    if isinstance(draft_tokens, bool) or not 1 <= int(draft_tokens) <= api.MAX_DRAFT_TOKENS:
+        raise bad("draft-tokens", draft_tokens, f"must be an integer from 1 to {api.MAX_DRAFT_TOKENS}")
+    if acceptance is not None:
+        parse_acceptance(acceptance)
+    if draft is not None and acceptance is None:
+        raise bad("acceptance", None, "give --acceptance A (0 <= A < 1, measured) or --acceptance fitted with --draft")
+    if draft is None and acceptance is not None:
+        raise bad("draft", None, "--acceptance needs --draft")
+
+
+def speculate(target: Any, draft: str, device: Any, workload: Any, draft_tokens: int, acceptance: Any,
+              precision: str, preset: str, engine: Optional[str]) -> Any:  # fmt: skip
+    """The :class:`SpeculativeReport` of ``evaluate --draft``."""
+    d = api.parse_draft(draft, target)
+    return api.evaluate_speculative(
+        target, d, device, workload, int(draft_tokens), parse_acceptance(acceptance), precision, preset, engine
+    )
+
+
+def merge(out: dict, spec: Any) -> None:
+    """Put the speculative numbers into ``evaluate``'s JSON: TPOT, TTFT, decode, totals, memory, energy and
+    tokens/s now include the draft; ``speculative`` holds α, γ, τ, the draft and verify seconds and the baseline."""
+    w = out["workload"]
+    out["speculative"] = spec.to_dict()
+    out.update(
+        ttft_s=spec.ttft_s, prefill_s=spec.ttft_s, decode_s=spec.decode_s, tpot_s=spec.tpot_s,
+        total_s=spec.total_s, memory_bytes=spec.memory_bytes, fits_in_memory=spec.fits_in_memory,
+        energy_j=spec.energy_j,
+    )  # fmt: skip
+    out["tokens_per_s"] = {
+        "prefill": w["batch"] * w["input_tokens"] / spec.ttft_s,
+        "decode": w["batch"] * w["output_tokens"] / spec.decode_s,
+        "total": w["batch"] * w["output_tokens"] / spec.total_s,
+    }
+
+
+def rows(spec: Any) -> list[list[str]]:
+    """Summary rows of the terminal table."""
+    return [
+        ["draft", f"{spec.draft} (γ={spec.gamma}, α={spec.alpha:.3g} {spec.acceptance_source})"],
+        ["tokens per verification step", f"{spec.expected_tokens_per_step:.3f}"],
+        ["draft / verify per step", f"{fmt_time(spec.draft_s_per_step)} / {fmt_time(spec.verify_s_per_step)}"],
+        ["TPOT without draft", fmt_time(spec.baseline_tpot_s)],
+        ["speed-up", f"{spec.speedup:.3f}×"],
+        ["draft memory", fmt_bytes(spec.draft_memory_bytes)],
+    ]
