@@ -34,10 +34,14 @@ FLAGS = {
     "--tokens",
     "plot": "--arch --arch-file --attention --batch --device --engine --hf-config --input-tokens --no-tiles --out "
     "--output-tokens --precision --preset --tiles",
-    "evaluate": "--acceptance --arch --arch-file --attention --batch --csv --device --draft --draft-tokens --engine "
-    "--hf-config --input-tokens --json --law --layout --max-batch --no-overlap --no-tiles --output-tokens --overlap "
-    "--pareto-plot --plot --precision --preset --steps --steps-csv --system --tiles --tokens",
+    "evaluate": "--arch --arch-file --attention --batch --csv --device --engine --hf-config --input-tokens --json "
+    "--law --layout --max-batch --no-overlap --no-tiles --output-tokens --overlap --pareto-plot --plot --precision "
+    "--preset --steps --steps-csv --system --tiles --tokens",
 }
+#: The speculative-decoding flags (issue 24), added to every command that prices or searches a model.
+SPECULATIVE_FLAGS = {"evaluate": "--acceptance --draft --draft-tokens",
+                     **dict.fromkeys(COMMANDS, "--acceptance --draft --draft-tokens --speculative")}  # fmt: skip
+FLAGS |= {k: " ".join(sorted(FLAGS[k].split() + v.split())) for k, v in SPECULATIVE_FLAGS.items()}
 #: Defaults of the shared options, as the commands had them at f5289ed.
 DEFAULTS = {"device": None, "law": "paper-2602.10377", "space": "paper", "phase": "decode", "precision": "fp16",
             "latency_budget": None, "memory_budget": None, "energy_budget": None, "batch": 1, "input_tokens": 1024,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Optional
 
 import typer
@@ -80,3 +81,82 @@ def rows(spec: Any) -> list[list[str]]:
         ["speed-up", f"{spec.speedup:.3f}×"],
         ["draft memory", fmt_bytes(spec.draft_memory_bytes)],
     ]
+
+
+# ---- solve / frontier / search: draft × γ as the joint space's option dimension --------------------------------
+def _field(default: Any, *decls: str, help: str) -> Any:
+    from .options import option
+
+    return option(default, *decls, help=help)
+
+
+@dataclasses.dataclass(frozen=True)
+class SpeculativeOptions:
+    """``--speculative`` and the drafts, draft lengths and acceptance it searches with the architecture."""
+
+    speculative: bool = _field(False, "--speculative", help="Search draft × γ with the architecture (plus no draft).")
+    drafts: Optional[str] = _field(
+        None, "--draft", help="Drafts to search, ';'-separated (ids, specs, eagle:N); default: the space's own."
+    )
+    gammas: Optional[str] = _field(
+        None, "--draft-tokens", help="Draft lengths γ to search, e.g. 1,2,4,8 (1,2,3,4,6,8)."
+    )
+    acceptance: Optional[str] = _field(
+        None, "--acceptance", help="Per-token acceptance α in [0, 1), or 'fitted' (the published-rates law)."
+    )
+
+    def merge(self, joint: Any, problem: Any) -> Any:
+        """``joint`` (a JointSpace or None) with the speculative options as its option dimension (or unchanged)."""
+        given = [f for f, v in (("draft", self.drafts), ("draft-tokens", self.gammas),
+                                ("acceptance", self.acceptance)) if v is not None]  # fmt: skip
+        if not self.speculative:
+            if given:
+                raise bad(given[0], getattr(self, given[0].replace("draft-tokens", "gammas").replace("draft",
+                          "drafts")), "needs --speculative")  # fmt: skip
+            return joint
+        if self.acceptance is None:
+            raise bad("acceptance", None, "give --acceptance A (0 <= A < 1) or --acceptance fitted with --speculative")
+        acc = parse_acceptance(self.acceptance)
+        alpha = None if acc == "fitted" else float(acc)
+        gammas = api.DEFAULT_GAMMAS
+        if self.gammas is not None:
+            items = [t.strip() for t in self.gammas.split(",")]
+            if not items or not all(t.isdigit() and 1 <= int(t) <= api.MAX_DRAFT_TOKENS for t in items):
+                raise bad(
+                    "draft-tokens", self.gammas, f"expected integers from 1 to {api.MAX_DRAFT_TOKENS}, e.g. 1,2,4"
+                )
+            gammas = tuple(int(t) for t in items)
+        if self.drafts is None:
+            drafts = api.space_drafts(problem)
+        else:
+            items = [t.strip() for t in self.drafts.split(";")]
+            if any(not t for t in items):
+                raise bad("draft", self.drafts, "expected drafts separated by ';', none empty")
+            drafts = [_draft_for_search(t) for t in items]
+        opts = api.speculative_options(drafts, gammas, alpha)
+        if joint is None:
+            return api.JointSpace(options=opts)
+        if any(o.columns is not None for o in joint.options):
+            raise bad("speculative", True, "is searched on one device; drop --layouts/--system")
+        return api.JointSpace(precisions=joint.precisions, batches=joint.batches, options=opts)
+
+
+def _draft_for_search(text: str) -> Any:
+    """A draft of ``--draft`` on solve/frontier/search: ``eagle:N`` is rebuilt on every target."""
+    if text == "eagle" or text.startswith("eagle:"):
+        n = text.partition(":")[2] or "1"
+        if not n.isdigit() or int(n) < 1:
+            raise bad("draft", text, "write eagle or eagle:N with N decoder layers")
+        base = api.Architecture(layers=int(n), d_model=64, heads=1, ffn=64, name="eagle")  # shape taken per target
+        return api.Draft(base, True, f"eagle:{n}")
+    return api.parse_draft(text)
+
+
+def explain_pick(problem: Any, joint: Any, res: Any) -> dict:
+    """:func:`api.explain_speculative` of the solved point: its architecture and the option it picked, at the
+    precision and batch it picked."""
+    from ..solver.discrete.joint import variant
+
+    opt = next(o for o in joint.options if o.name == res.extra["option"])
+    q = variant(problem, res.extra.get("precision", problem.precision), res.extra.get("batch", problem.workload.batch))
+    return api.explain_speculative(q, res.architecture, opt)

@@ -15,6 +15,7 @@ decode step t of the assembly (a test checks it against :func:`steps.decode_step
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -133,38 +134,59 @@ def pass_table(
     attention: str = "fused",
     per_op: bool = False,
 ) -> dict[str, Any]:
-    """Passes of ``q`` tokens per sequence (``batch`` sequences) over caches of ``cached`` tokens (an array: one
-    pass per entry). Returns arrays ``seconds``, ``flops``, ``bytes``, ``energy_j`` and ``flops_by_roof`` (a dict
-    per compute class); with ``per_op``, ``ops``: {name: (FLOPs, bytes, seconds)} arrays, the engine's per-pass
-    overhead as ``engine_overhead``."""
-    from .roofline import _args, complete_columns, phase_overheads, stack_kinds, with_overhead
+    """Passes of ``q`` tokens per sequence (``batch`` sequences) of one architecture over caches of ``cached``
+    tokens (an array: one pass per entry). Returns arrays ``seconds``, ``flops``, ``bytes``, ``energy_j`` and
+    ``flops_by_roof`` (a dict per compute class); with ``per_op``, ``ops``: {name: (FLOPs, bytes, seconds)} arrays,
+    the engine's per-pass overhead as ``engine_overhead``."""
+    from .roofline import complete_columns
+
+    cached = np.atleast_1d(np.asarray(cached, dtype=np.float64))
+    base = complete_columns({k: np.array([float(v)]) for k, v in arch.columns().items()})
+    cols = {k: np.broadcast_to(v, cached.shape) for k, v in base.items()}
+    return pass_columns(cols, device, batch, q, cached, precision, preset, engine, attention, per_op)
+
+
+def pass_columns(
+    cols: Mapping[str, np.ndarray],
+    device: Device,
+    batch: int,
+    q: int,
+    cached: Any,
+    precision: str | Precision = "fp16",
+    preset: str = "full",
+    engine: str | EngineProfile | None = None,
+    attention: str = "fused",
+    per_op: bool = False,
+) -> dict[str, Any]:
+    """:func:`pass_table` over a table of candidates: row i is architecture ``cols[...][i]`` (completed columns,
+    :func:`roofline.complete_columns`) over ``cached[i]`` tokens (a scalar: the same for every row)."""
+    from .roofline import _args, phase_overheads, stack_kinds, with_overhead
 
     if isinstance(q, bool) or not isinstance(q, (int, np.integer)) or q < 1:
         raise bad("q", q, "tokens per sequence in a pass must be a positive integer")
-    cached = np.atleast_1d(np.asarray(cached, dtype=np.float64))
-    if cached.size and (not np.all(np.isfinite(cached)) or cached.min() < 0):
+    n = len(cols["layers"])
+    cached = np.broadcast_to(np.asarray(cached, dtype=np.float64), (n,))
+    if n and (not np.all(np.isfinite(cached)) or cached.min() < 0):
         raise bad("cached", float(cached.min()), "cached tokens must be finite and at least 0")
     precision = Precision.parse(precision)
     pr = A.get_preset(preset)
     app = applied(device, engine, preset if pr.engine else "paper")
-    base = complete_columns({k: np.array([float(v)]) for k, v in arch.columns().items()})
-    model = pass_model(preset, stack_kinds(base) if pr.kinds else frozenset())
+    model = pass_model(preset, stack_kinds(cols) if pr.kinds else frozenset())
     rates = A.rates(device, precision, app)
     tokens = batch * int(q)
     lin = float(decode_linear_inv(rates, tokens))
     ipi = [lin if r == "linear" else rates.inv.get(r, 0.0) for r in model.roofs]
-    overhead = float(np.asarray(phase_overheads(rates, {k: v[:1] for k, v in base.items()}, tokens, 1)[1])[0])
     overlap = bool(app is not None and app.overlap)
     coef = A.energy_coefficients(device, precision)
-    n = cached.size
     sec, flops, nbytes = np.empty(n), np.empty(n), np.empty(n)
     by_roof = {c: np.zeros(n) for c in A.ROOF_CLASSES}
     ops: dict[str, list[np.ndarray]] = {name: [np.zeros(n), np.zeros(n), np.zeros(n)] for name in model.names}
     wl = _PassWorkload(batch, attention)
     for s in range(0, n, PASS_CHUNK):
         m = min(PASS_CHUNK, n - s)
-        cols = {k: np.broadcast_to(v, (m,)) for k, v in base.items()}
-        args = _args(cols, wl, precision)
+        sub = {k: v[s : s + m] for k, v in cols.items()}
+        overhead = phase_overheads(rates, sub, tokens, 1)[1]
+        args = _args(sub, wl, precision)
         vals = model.fn(*args, float(q), cached[s : s + m], *ipi, rates.inv_beta, rates.overhead)
         arr = lambda v, m=m: np.broadcast_to(np.asarray(v, dtype=np.float64), (m,))  # noqa: E731
         t, f, b = np.zeros(m), np.zeros(m), np.zeros(m)
@@ -176,7 +198,7 @@ def pass_table(
             if per_op:
                 for j, v in enumerate((F, By, ts)):
                     ops[name][j][s : s + m] = v
-        sec[s : s + m] = with_overhead(overlap, t, overhead)
+        sec[s : s + m] = with_overhead(overlap, t, arr(overhead))
         flops[s : s + m], nbytes[s : s + m] = f, b
     out: dict[str, Any] = {
         "seconds": sec, "flops": flops, "bytes": nbytes, "flops_by_roof": by_roof,
@@ -188,4 +210,4 @@ def pass_table(
     return out
 
 
-__all__ = ["CACHED", "Q", "pass_model", "pass_phase", "pass_table", "per_sequence"]
+__all__ = ["CACHED", "Q", "pass_columns", "pass_model", "pass_phase", "pass_table", "per_sequence"]

@@ -285,6 +285,123 @@ def evaluate_speculative(
     )  # fmt: skip
 
 
+# ---- the same, vectorised over a candidate table (a solver's option dimension) ----------------------------------
+#: Columns a speculative option adds to a frontier row.
+SPEC_EXTRA = ("alpha", "expected_tokens_per_step", "draft_tokens", "speedup", "draft_memory_bytes")
+
+
+def eagle_columns(full: dict[str, np.ndarray], layers: int) -> dict[str, np.ndarray]:
+    """:func:`eagle_draft` for every row of a completed candidate table (dense layers of each target's shape)."""
+    from .roofline import complete_columns
+
+    n = len(full["layers"])
+    keep = ("d_model", "heads", "kv_heads", "head_dim", "vocab", "gated", "tied")
+    cols = {k: full[k] for k in keep}
+    cols["ffn"] = np.where(full["experts"] > 1, np.where(full["shared_ffn"] > 0, full["shared_ffn"], full["ffn"]),
+                           full["ffn"])  # fmt: skip
+    cols["layers"] = np.full(n, float(layers))
+    return complete_columns(cols)
+
+
+@dataclass(frozen=True)
+class SpeculativeColumns:
+    """``columns(cols, problem)`` of speculative decoding with one draft and γ for a table of targets (the joint
+    space's option dimension, :class:`~rooflaw.solver.discrete.joint.Option`): the same model as
+    :func:`evaluate_speculative`, row by row. ``draft``: a fixed draft (``shares_head``: EAGLE heads, rebuilt on
+    each target with ``draft.arch.layers`` layers); ``alpha``: a number, or None for the fitted law (rows outside its
+    domain are not ``valid`` unless ``extrapolate``)."""
+
+    draft: Draft
+    gamma: int
+    alpha: float | None = None
+    extrapolate: bool = False
+
+    def __call__(self, cols: Any, problem: Any) -> dict[str, np.ndarray]:
+        from ..arch.architecture import param_counts
+        from .passes import pass_columns
+        from .roofline import complete_columns, evaluate_columns
+
+        full = complete_columns(cols)
+        n = len(full["layers"])
+        dev, wl, prec, preset = problem.device, problem.workload, problem.precision, problem.preset
+        eng = getattr(problem, "engine", None)
+        B, S_in, S_out, g = wl.batch, wl.input_tokens, wl.output_tokens, self.gamma
+        ev = lambda c, w: evaluate_columns(c, dev, w, prec, preset, engine=eng)  # noqa: E731
+        one = replace(wl, output_tokens=1)
+        base = ev(full, wl)
+        mem = ev(full, replace(wl, output_tokens=S_out + g))["memory_bytes"]
+        shared = self.draft.shares_head
+        dcols = eagle_columns(full, self.draft.arch.layers) if shared else complete_columns(
+            {k: np.array([float(v)]) for k, v in self.draft.arch.columns().items()})  # fmt: skip
+        nd = len(dcols["layers"])
+        valid = np.ones(n, dtype=bool)
+        if self.alpha is None:
+            if shared:
+                raise bad("acceptance", "fitted", "the fitted law covers separate draft models, not eagle heads")
+            from .acceptance import fitted_law
+
+            law, pt = fitted_law(), param_counts(full)["total"]
+            pd_ = float(param_counts(dcols)["total"][0])
+            x = np.log(np.asarray(pt, dtype=float) / pd_)
+            lo, hi = law.domain
+            valid = np.broadcast_to((x >= lo) & (x <= hi), (n,)).copy() if not self.extrapolate else valid
+            alpha = 1.0 / (1.0 + np.exp(-(law.a + law.b * x)))
+        else:
+            alpha = np.full(n, check_alpha(self.alpha))
+        alpha = np.broadcast_to(np.asarray(alpha, dtype=float), (n,))
+        tau = np.asarray(expected_tokens(alpha, g), dtype=float)
+        steps = S_out / tau
+        K = int(math.ceil(float(steps.max()) - 1e-12))
+        dec, energy, draft_s = np.zeros(n), np.zeros(n), np.zeros(n)
+        fixed_draft = not shared and bool(np.all(tau == tau[0]))
+        for k in range(max(K, 1)):
+            w = np.clip(steps - k, 0.0, 1.0)
+            cached = S_in + k * tau
+            ver = pass_columns(full, dev, B, g + 1, cached, prec, preset, eng, wl.attention)
+            ds, de = np.zeros(n), np.zeros(n)
+            for j in range(g):
+                dc = cached[:1] + j if fixed_draft else cached + j
+                d = pass_columns(dcols if nd == len(dc) else _rows(dcols, len(dc)), dev, B, 1, dc, prec, preset, eng,
+                                 wl.attention)  # fmt: skip
+                ds, de = ds + d["seconds"], de + d["energy_j"]
+            dec += w * (ver["seconds"] + ds)
+            energy += w * (ver["energy_j"] + de)
+            draft_s += w * ds
+        dfull = dcols if nd == n else _rows(dcols, n)
+        dbase, d_one = ev(dfull, wl), ev(dfull, one)
+        d_mem = ev(dfull, replace(wl, output_tokens=S_out + g))["memory_bytes"]
+        if shared:
+            d_mem = d_mem - _head_bytes_columns(dfull, prec)
+        t_one = ev(full, one)
+        # prefill energy = E(prefill + one decode step) − E(that step), the step being a one-token pass
+        t_step = pass_columns(full, dev, B, 1, np.full(n, float(S_in)), prec, preset, eng, wl.attention)["energy_j"]
+        d_step = pass_columns(dfull, dev, B, 1, np.full(n, float(S_in)), prec, preset, eng, wl.attention)["energy_j"]
+        pre_e = (t_one["energy_j"] - t_step) + (d_one["energy_j"] - d_step)
+        prefill = base["prefill_s"] + dbase["prefill_s"]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            speedup = base["decode_s"] / dec
+        return {
+            "prefill_s": prefill, "decode_s": dec, "total_s": prefill + dec, "tpot_s": dec / S_out,
+            "memory_bytes": mem + d_mem, "energy_j": pre_e + energy, "params_total": base["params_total"],
+            "params_active": base["params_active"], "valid": valid & np.isfinite(dec),
+            "tokens_per_s_per_user": S_out / dec, "tokens_per_s": B * S_out / dec, "alpha": alpha,
+            "expected_tokens_per_step": tau, "draft_tokens": np.full(n, float(g)), "speedup": speedup,
+            "draft_memory_bytes": np.broadcast_to(d_mem, (n,)),
+        }  # fmt: skip
+
+
+def _rows(cols: dict[str, np.ndarray], n: int) -> dict[str, np.ndarray]:
+    """A one-row table repeated to ``n`` rows (broadcast views)."""
+    return {k: np.broadcast_to(v[:1], (n,)) for k, v in cols.items()}
+
+
+def _head_bytes_columns(cols: dict[str, np.ndarray], precision: Precision) -> np.ndarray:
+    from ..arch.architecture import param_counts
+
+    c = param_counts(cols)
+    return np.asarray((c["embed"] + c["lm_head"]) * Precision.parse(precision).head_format.bytes, dtype=float)
+
+
 def _prefill_energy(rep: Any) -> float:
     """The prefill's energy of a report (:func:`assembly.energy` of its prefill seconds, FLOPs per class, bytes)."""
     from . import assembly as A
@@ -316,6 +433,8 @@ def _head_bytes(arch: Architecture, precision: Precision) -> float:
 
 __all__ = [
     "MAX_DRAFT_TOKENS",
+    "SPEC_EXTRA",
+    "SpeculativeColumns",
     "Draft",
     "SpeculativeReport",
     "eagle_draft",
