@@ -39,7 +39,7 @@ FLAGS = {
     "--preset --steps --steps-csv --system --tiles --tokens",
 }
 #: The speculative-decoding flags (issue 24), added to every command that prices or searches a model.
-SPECULATIVE_FLAGS = {"evaluate": "--acceptance --draft --draft-tokens",
+SPECULATIVE_FLAGS = {"evaluate": "--acceptance --disagg --draft --draft-tokens",
                      **dict.fromkeys(COMMANDS, "--acceptance --draft --draft-tokens --speculative")}  # fmt: skip
 FLAGS |= {k: " ".join(sorted(FLAGS[k].split() + v.split())) for k, v in SPECULATIVE_FLAGS.items()}
 #: Defaults of the shared options, as the commands had them at f5289ed.
@@ -105,6 +105,7 @@ EVALUATE_OWN = {
     "draft": (None, "Draft model for speculative decoding: a bundled id, config.json, spec, or eagle[:N] heads."),
     "draft_tokens": (4, "Draft tokens per verification step (γ), 1..64."),
     "acceptance": (None, "Per-token acceptance α in [0, 1), or 'fitted' (the published-rates law); needs --draft."),
+    "disagg": (None, "Disaggregated serving on --system: prefill=tp=2x2,decode=tp=8 (xN: replicas; none: best)."),
 }
 
 

@@ -22,6 +22,7 @@ from .common import (
     ready_law,
     table,
 )
+from .disagg import DISAGG
 from .options import (
     ARCH,
     ARCH_FILE,
@@ -96,6 +97,7 @@ def evaluate(
     draft: Optional[str] = DRAFT,
     draft_tokens: int = DRAFT_TOKENS,
     acceptance: str = ACCEPTANCE,
+    disagg: Optional[str] = DISAGG,
 ) -> None:
     """Latency (prefill, every decode step, TTFT, TPOT), memory and energy of one architecture on one device;
     with --system/--layout: serving across devices (per-device memory, communication, tokens/s, J/token);
@@ -103,6 +105,16 @@ def evaluate(
     from . import speculative as spec_cli
 
     spec_cli.check_draft_options(draft, draft_tokens, acceptance)
+    if disagg is not None:
+        from .disagg import serve_disagg
+
+        for flag, val in (("--steps", steps), ("--plot", plot), ("--csv", csv), ("--law", law), ("--draft", draft),
+                          ("--layout", layout), ("--max-batch", max_batch),
+                          ("--pareto-plot", pareto_plot)):  # fmt: skip
+            if val:
+                raise bad(flag.lstrip("-"), val, "does not apply to --disagg (two pools, their own layouts)")
+        return serve_disagg(device, system, load_arch(hf_config, arch, arch_file), precision, batch, input_tokens,
+                            output_tokens, attention, engine, preset, tiles, overlap, disagg, as_json)  # fmt: skip
     if system is not None or layout is not None or max_batch or pareto_plot is not None or not batch.isdigit():
         from .serving import serve
 
