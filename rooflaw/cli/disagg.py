@@ -14,9 +14,7 @@ from ..units import fmt_bytes, fmt_time
 from .common import console, esc, print_json, table
 
 DISAGG = typer.Option(
-    None,
-    "--disagg",
-    help="Disaggregated serving on --system: prefill=tp=2x2,decode=tp=8 (xN replicas; none: best split).",
+    None, "--disagg", help="Disaggregated serving on --system: prefill=tp=2x2,decode=tp=8 (xN: replicas; none: best)."
 )
 BOUND = ("prefill pool", "decode pool", "KV link")
 
