@@ -150,9 +150,8 @@ def main(argv: list[str]) -> None:
     if "--dense" in argv:
         import tempfile
 
-        f = tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False)
-        f.write(DENSE)
-        f.close()
+        with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:
+            f.write(DENSE)
         spaces.append(f.name)
     res["study"] = [study(s, alphas) for s in spaces]
     for s in res["study"]:
@@ -164,8 +163,10 @@ def main(argv: list[str]) -> None:
             if "alpha_needed" in r:
                 need = "never" if r["alpha_needed"] is None else f"{r['alpha_needed']:.3f}"
                 be = "never" if r["breakeven_alpha"] is None else f"{r['breakeven_alpha']:.3f}"
-                extra = (f"; alone {r['tpot_without_draft_s'] * 1e3:.1f} ms, speed-up ×{r['speedup']:.2f}, α needed "
-                         f"{need}, break-even α {be}, γ* {r['optimal_gamma']} at c = {r['cost_ratio']:.3f}")
+                extra = (
+                    f"; alone {r['tpot_without_draft_s'] * 1e3:.1f} ms, speed-up ×{r['speedup']:.2f}, α needed "
+                    f"{need}, break-even α {be}, γ* {r['optimal_gamma']} at c = {r['cost_ratio']:.3f}"
+                )
             print(f"  α = {r['alpha']}: loss {r['loss']:.4f} ({r['loss'] - p['loss']:+.4f}), "
                   f"{r['params_total'] / 1e9:.2f} B params ({r['params_active'] / 1e9:.2f} B active), "
                   f"TPOT {r['tpot_s'] * 1e3:.2f} ms, {r['option']}{extra}: {r['arch']}")  # fmt: skip
