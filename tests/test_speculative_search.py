@@ -137,7 +137,8 @@ DRAFT_SPEC = "layers=4,d_model=512,heads=8,kv_heads=2,ffn=1536,vocab=32000"
     "extra,field",
     [
         (("--speculative",), "acceptance"),
-        (("--draft", "qwen3-0.6b"), "draft"),
+        (("--draft", "qwen3-0.6b"), "acceptance"),  # a draft implies --speculative, which needs an acceptance
+        (("--acceptance", "0.7"), "acceptance"),  # an acceptance needs a draft to search
         (("--speculative", "--acceptance", "0.7", "--draft-tokens", "0,2"), "draft-tokens"),
         (("--speculative", "--acceptance", "1.5"), "acceptance"),
         (("--speculative", "--acceptance", "0.7", "--draft", "qwen3-0.6b;;x"), "draft"),

@@ -56,7 +56,7 @@ def solve(
             res = api.solve_joint(prob, joint, scheduler=scheduler, backend=backend)
         if explain:
             joint_explain = api.explain_joint(prob.on_aligned_space(), joint or api.JointSpace(), res)
-            if spec_opts.speculative:
+            if spec_opts.active:
                 from .speculative import explain_pick
 
                 joint_explain["speculative"] = explain_pick(prob, joint, res)

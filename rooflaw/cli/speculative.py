@@ -94,7 +94,7 @@ def _field(default: Any, *decls: str, help: str) -> Any:
 class SpeculativeOptions:
     """``--speculative`` and the drafts, draft lengths and acceptance it searches with the architecture."""
 
-    speculative: bool = _field(False, "--speculative", help="Search draft × γ with the architecture (plus no draft).")
+    speculative: bool = _field(False, "--speculative", help="Search draft × γ with the target (implied by --draft).")
     drafts: Optional[str] = _field(
         None, "--draft", help="Drafts to search, ';'-separated (ids, specs, eagle:N); default: the space's own."
     )
@@ -105,14 +105,16 @@ class SpeculativeOptions:
         None, "--acceptance", help="Per-token acceptance α in [0, 1), or 'fitted' (the published-rates law)."
     )
 
+    @property
+    def active(self) -> bool:
+        """Whether draft × γ is searched (``--speculative``, or a ``--draft`` / ``--draft-tokens`` given)."""
+        return self.speculative or self.drafts is not None or self.gammas is not None
+
     def merge(self, joint: Any, problem: Any) -> Any:
         """``joint`` (a JointSpace or None) with the speculative options as its option dimension (or unchanged)."""
-        given = [f for f, v in (("draft", self.drafts), ("draft-tokens", self.gammas),
-                                ("acceptance", self.acceptance)) if v is not None]  # fmt: skip
-        if not self.speculative:
-            if given:
-                raise bad(given[0], getattr(self, given[0].replace("draft-tokens", "gammas").replace("draft",
-                          "drafts")), "needs --speculative")  # fmt: skip
+        if not self.active:
+            if self.acceptance is not None:
+                raise bad("acceptance", self.acceptance, "needs --speculative (or --draft)")
             return joint
         if self.acceptance is None:
             raise bad("acceptance", None, "give --acceptance A (0 <= A < 1) or --acceptance fitted with --speculative")
