@@ -147,3 +147,20 @@ DRAFT_SPEC = "layers=4,d_model=512,heads=8,kv_heads=2,ffn=1536,vocab=32000"
 def test_cli_bad_speculative_search_values_are_one_line_errors(capsys, extra, field):
     code, _, err = run_cli(capsys, "frontier", "--device", "jetson-agx-orin-64gb", *extra)
     assert code == 2 and err.strip().count("\n") == 0 and f"{field}=" in err
+
+
+def test_cli_search_speculative_samples_the_draft_options(capsys, tmp_path):
+    space = space_file(tmp_path)
+    code, out, err = run_cli(capsys, "search", "--device", "jetson-agx-orin-64gb", "--space", str(space), "--precision",
+                             "w4a16", "--latency-budget", "170ms", "--output-tokens", "24", "--input-tokens", "256",
+                             "--draft", DRAFT_SPEC, "--draft-tokens", "2", "--acceptance", "0.7", "--n-trials", "12",
+                             "--objectives", "loss", "--json")  # fmt: skip
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["combinations"] == 2 and d["joint_points"] == 2 * 32  # no draft + one draft × γ, over the 32 targets
+
+
+def test_cli_evaluate_refuses_a_draft_with_a_system(capsys):
+    code, _, err = run_cli(capsys, "evaluate", "--system", "hgx-h100", "--hf-config", "llama-3.1-8b", "--draft",
+                           "eagle", "--acceptance", "0.7")  # fmt: skip
+    assert code == 2 and "draft=" in err and err.strip().count("\n") == 0
