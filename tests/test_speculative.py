@@ -147,14 +147,17 @@ def test_continuous_optimum_matches_a_numerical_maximum_and_sympys_stationary_po
     import sympy as sp
     from scipy.optimize import minimize_scalar
 
+    # sympy solves d/dγ [(1 − α^(γ+1)) / (γc + 1)] = 0 (α = e^(−k)) with the principal Lambert W; the root with
+    # γ > 0 is on the lower branch W₋₁, which optimal_gamma_continuous uses
+    k, c_, x = sp.symbols("k c gamma", positive=True)
+    f = (1 - sp.exp(-k * (x + 1))) / (x * c_ + 1)
+    (root,) = sp.solve(sp.numer(sp.together(sp.diff(f, x))), x)
+    lower = root.replace(sp.LambertW, lambda z: sp.LambertW(z, -1))
     for alpha, c in ((0.8, 0.05), (0.6, 0.1), (0.9, 0.02), (0.5, 0.3)):
         g = optimal_gamma_continuous(alpha, c)
         num = minimize_scalar(lambda x, a=alpha, c=c: -float(speedup_ratio(a, x, c)), bounds=(0, 200), method="bounded")
         assert g == pytest.approx(num.x, abs=1e-4)
-        a_, c_, x = sp.symbols("alpha c gamma", positive=True)
-        f = (1 - a_ ** (x + 1)) / ((1 - a_) * (x * c_ + 1))
-        root = sp.nsolve(sp.diff(f, x).subs({a_: alpha, c_: c}), x, g + 0.3)
-        assert float(root) == pytest.approx(g, rel=1e-8)
+        assert float(lower.subs({k: -math.log(alpha), c_: c}).evalf(30)) == pytest.approx(g, rel=1e-10)
     # the draft does not pay when it costs as much as it is accepted (break-even α = c at γ = 1)
     assert optimal_draft_tokens(0.3, 0.35) == 0 and optimal_draft_tokens(0.35, 0.3) >= 1
     assert optimal_gamma_continuous(0.5, 2.0) == 0.0

@@ -73,7 +73,8 @@ def optimal_gamma_continuous(alpha: float, cost_ratio: float) -> float:
     """The stationary point γ* of τ(α, γ)/(γc + 1) over real γ ≥ 0, in closed form (Lambert W, lower branch):
 
     d/dγ = 0  ⇔  α^(γ+1)·(1 − x·ln α) = 1 with x = γ + 1/c; with u = 1 − x·ln α this is u·e^(−u) = α^(1/c − 1)/e,
-    so u = −W₋₁(−α^(1/c − 1)/e) and γ* = (1 − u)/ln α − 1/c (derived with sympy in the tests). Returns 0 when the
+    so u = −W₋₁(−α^(1/c − 1)/e) and γ* = (1 − u)/ln α − 1/c (sympy's solve gives the same root on the
+    principal branch, which is negative: the tests swap in W₋₁ and compare). Returns 0 when the
     stationary point is at or below 0 (drafting does not pay) and inf at c = 0 (a free draft: draft forever).
     """
     from scipy.special import lambertw
