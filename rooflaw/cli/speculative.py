@@ -59,6 +59,7 @@ def merge(out: dict, spec: Any) -> None:
     tokens/s now include the draft; ``speculative`` holds α, γ, τ, the draft and verify seconds and the baseline."""
     w = out["workload"]
     out["speculative"] = spec.to_dict()
+    out["speculative"]["ops_note"] = "ops list the target's plain prefill and decode (no draft, no verification pass)"
     out.update(
         ttft_s=spec.ttft_s, prefill_s=spec.ttft_s, decode_s=spec.decode_s, tpot_s=spec.tpot_s,
         total_s=spec.total_s, memory_bytes=spec.memory_bytes, fits_in_memory=spec.fits_in_memory,
