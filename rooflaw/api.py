@@ -51,6 +51,11 @@ _MODULES: dict[str, str] = {
     "rooflaw.solver.explain_discrete": "explain_discrete explain_text",
     "rooflaw.constraints.breakdown": "OP_COLUMNS op_rows throughput",
     "rooflaw.constraints.steps": "STEP_COLUMNS decode_step_table step_rows",
+    "rooflaw.constraints.speculative": "MAX_DRAFT_TOKENS Draft SpeculativeReport check_alpha eagle_draft "
+    "evaluate_speculative expected_tokens optimal_draft_tokens optimal_gamma_continuous parse_draft",
+    "rooflaw.constraints.passes": "pass_table",
+    "rooflaw.solver.speculative": "DEFAULT_GAMMAS explain_speculative explain_speculative_text space_drafts "
+    "speculative_options",
     "rooflaw.constraints.theory": "theory_expressions",
     "rooflaw.constraints.published": "load_cases",
     "rooflaw.constraints.fit_efficiency": "efficiency_errors fit_efficiencies held_out_errors median_abs_error",

@@ -38,6 +38,10 @@ FLAGS = {
     "--law --layout --max-batch --no-overlap --no-tiles --output-tokens --overlap --pareto-plot --plot --precision "
     "--preset --steps --steps-csv --system --tiles --tokens",
 }
+#: The speculative-decoding flags (issue 24), added to every command that prices or searches a model.
+SPECULATIVE_FLAGS = {"evaluate": "--acceptance --disagg --draft --draft-tokens",
+                     **dict.fromkeys(COMMANDS, "--acceptance --draft --draft-tokens --speculative")}  # fmt: skip
+FLAGS |= {k: " ".join(sorted(FLAGS[k].split() + v.split())) for k, v in SPECULATIVE_FLAGS.items()}
 #: Defaults of the shared options, as the commands had them at f5289ed.
 DEFAULTS = {"device": None, "law": "paper-2602.10377", "space": "paper", "phase": "decode", "precision": "fp16",
             "latency_budget": None, "memory_budget": None, "energy_budget": None, "batch": 1, "input_tokens": 1024,
@@ -98,6 +102,10 @@ EVALUATE_OWN = {
     "overlap": (False, "Hide communication behind compute."),
     "max_batch": (False, "Report the largest batch whose memory fits a device."),
     "pareto_plot": (None, "Write tokens/s per device vs per user over the --batch sweep (.png/.svg)."),
+    "draft": (None, "Draft model for speculative decoding: a bundled id, config.json, spec, or eagle[:N] heads."),
+    "draft_tokens": (4, "Draft tokens per verification step (γ), 1..64."),
+    "acceptance": (None, "Per-token acceptance α in [0, 1), or 'fitted' (the published-rates law); needs --draft."),
+    "disagg": (None, "Disaggregated serving on --system: prefill=tp=2x2,decode=tp=8 (xN: replicas; none: best)."),
 }
 
 

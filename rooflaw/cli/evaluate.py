@@ -22,6 +22,7 @@ from .common import (
     ready_law,
     table,
 )
+from .disagg import DISAGG
 from .options import (
     ARCH,
     ARCH_FILE,
@@ -36,6 +37,7 @@ from .options import (
     TILES,
     TOKENS,
 )
+from .speculative import ACCEPTANCE, DRAFT, DRAFT_TOKENS
 
 #: Most decode steps ``--steps`` computes: the table holds 40 bytes per step (plus chunked temporaries), so
 #: 10⁷ steps take ~0.4 GB and ~40 s; the step times are vectorised, not looped (0.5 s per 10⁵ steps).
@@ -92,13 +94,31 @@ def evaluate(
     pareto_plot: Optional[Path] = typer.Option(
         None, "--pareto-plot", help="Write tokens/s per device vs per user over the --batch sweep (.png/.svg)."
     ),
+    draft: Optional[str] = DRAFT,
+    draft_tokens: int = DRAFT_TOKENS,
+    acceptance: str = ACCEPTANCE,
+    disagg: Optional[str] = DISAGG,
 ) -> None:
     """Latency (prefill, every decode step, TTFT, TPOT), memory and energy of one architecture on one device;
-    with --system/--layout: serving across devices (per-device memory, communication, tokens/s, J/token)."""
+    with --system/--layout: serving across devices (per-device memory, communication, tokens/s, J/token);
+    with --draft: speculative decoding (TPOT, tokens/s, memory and energy include the draft)."""
+    from . import speculative as spec_cli
+
+    spec_cli.check_draft_options(draft, draft_tokens, acceptance)
+    if disagg is not None:
+        from .disagg import serve_disagg
+
+        for flag, val in (("--steps", steps), ("--plot", plot), ("--csv", csv), ("--law", law), ("--draft", draft),
+                          ("--layout", layout), ("--max-batch", max_batch),
+                          ("--pareto-plot", pareto_plot)):  # fmt: skip
+            if val:
+                raise bad(flag.lstrip("-"), val, "does not apply to --disagg (two pools, their own layouts)")
+        return serve_disagg(device, system, load_arch(hf_config, arch, arch_file), precision, batch, input_tokens,
+                            output_tokens, attention, engine, preset, tiles, overlap, disagg, as_json)  # fmt: skip
     if system is not None or layout is not None or max_batch or pareto_plot is not None or not batch.isdigit():
         from .serving import serve
 
-        for flag, val in (("--steps", steps), ("--plot", plot), ("--csv", csv), ("--law", law)):
+        for flag, val in (("--steps", steps), ("--plot", plot), ("--csv", csv), ("--law", law), ("--draft", draft)):
             if val:
                 raise bad(flag.lstrip("-"), val, "is for one device and one batch; drop --system/--layout/sweeps")
         return serve(
@@ -125,6 +145,8 @@ def evaluate(
     if plot is not None:
         api.check_figure_path(plot, "plot")
     steps = steps or steps_csv is not None
+    if steps and draft is not None:
+        raise bad("steps", True, "lists the plain decode steps; drop --steps with --draft")
     if steps and output_tokens > MAX_STEPS:
         raise bad("output-tokens", output_tokens, f"--steps computes at most {MAX_STEPS:,} decode steps (40 B each)")
     if steps_csv is not None:
@@ -137,6 +159,10 @@ def evaluate(
     op_rows = api.op_rows(rep)
     out["ops"] = op_rows
     out["tokens_per_s"] = api.throughput(rep)
+    spec = None
+    if draft is not None:
+        spec = spec_cli.speculate(a, draft, dev, wl, draft_tokens, acceptance, precision, preset, engine)
+        spec_cli.merge(out, spec)
     banded = api.band_applies(rep.applied)
     out["bands"] = _bands(out) if banded else {}
     if law is not None:
@@ -194,6 +220,8 @@ def evaluate(
         ["tokens/s (end to end)", _banded(out["tokens_per_s"]["total"], bd.get("total_tokens_per_s"), _rate)],
         ["energy", fmt_energy(out["energy_j"])],
     ]
+    if spec is not None:
+        summary += spec_cli.rows(spec)
     if law is not None:
         summary += [
             ["loss (" + out["law"] + ")", f"{out['loss']:.4f}"],

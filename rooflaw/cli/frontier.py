@@ -14,6 +14,7 @@ from .bands import fmt_banded, intervals, problem_band
 from .common import arch_table, atomic_output, check_output, console, esc, print_json
 from .joint_options import describe_joint, wants_joint
 from .options import JSON, N_JOBS, SCHEDULER, JointOptions, ProblemOptions, with_options
+from .speculative import SpeculativeOptions
 
 
 @app.command()
@@ -25,6 +26,7 @@ def frontier(
     n_jobs: int = N_JOBS,
     backend: str = typer.Option("auto", "--backend", help="auto, numpy or numba (the fast extra; same frontier)."),
     joint_opts: JointOptions,
+    spec_opts: SpeculativeOptions,
     scheduler: Optional[str] = SCHEDULER,
     out: Optional[Path] = typer.Option(None, "--out", help="Write the frontier as CSV."),
     plot: Optional[Path] = typer.Option(
@@ -43,7 +45,7 @@ def frontier(
     if out is not None:
         check_output(out, "--out")
     prob = opts.problem()
-    joint = joint_opts.space()
+    joint = spec_opts.merge(joint_opts.space(), prob)
     if wants_joint(joint, scheduler, objectives):
         res = api.joint_frontier(prob, joint, objectives, n_jobs=n_jobs, scheduler=scheduler, backend=backend)
     else:

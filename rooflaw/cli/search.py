@@ -15,6 +15,7 @@ from .common import arch_table, atomic_output, check_output, console, esc, print
 from .joint_options import describe_joint
 from .options import JSON, JointOptions, ProblemOptions, with_options
 from .progress import ProgressBar
+from .speculative import SpeculativeOptions
 
 
 @app.command()
@@ -42,6 +43,7 @@ def search(
     as_json: bool = JSON,
     backend: str = typer.Option("auto", "--backend", help="Cost model: auto, numpy or numba (the fast extra)."),
     joint_opts: JointOptions,
+    spec_opts: SpeculativeOptions,
 ) -> None:
     """Search a space with Optuna; report the feasible frontier of the trials and its hypervolume."""
     from ..api import search as run
@@ -52,7 +54,7 @@ def search(
         check_output(out, "--out")
         check_out_not_storage(out, storage)
     prob = opts.problem()
-    joint = joint_opts.space()
+    joint = spec_opts.merge(joint_opts.space(), prob)
     if joint is None and "throughput" in objectives:
         from .. import api
 

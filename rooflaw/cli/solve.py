@@ -13,6 +13,7 @@ from .bands import fmt_banded, interval, problem_band
 from .common import console, esc, print_json, table
 from .joint_options import describe_joint, wants_joint
 from .options import JSON, SCHEDULER, JointOptions, ProblemOptions, with_options
+from .speculative import SpeculativeOptions
 
 METHODS = ("closed-form", "gp", "exhaustive", "optuna")
 #: What ``--precisions`` and ``--batches`` add to their help on ``solve``.
@@ -30,6 +31,7 @@ def solve(
     seed: int = typer.Option(0, help="Seed for --method optuna."),
     backend: str = typer.Option("auto", "--backend", help="--method exhaustive: auto, numpy or numba (fast extra)."),
     joint_opts: JointOptions,
+    spec_opts: SpeculativeOptions,
     scheduler: Optional[str] = SCHEDULER,
     explain: bool = typer.Option(False, "--explain", help="Derivation, slacks, rounding, runner-ups."),
     as_json: bool = JSON,
@@ -43,7 +45,7 @@ def solve(
     kw = {"n_trials": trials, "seed": seed} if method == "optuna" else {}
     if method == "exhaustive":
         kw = {"backend": backend}
-    joint = joint_opts.space()
+    joint = spec_opts.merge(joint_opts.space(), prob)
     joint_explain = None
     if wants_joint(joint, scheduler):
         if method not in ("exhaustive", "optuna") or (method == "optuna" and scheduler is not None):
@@ -55,6 +57,10 @@ def solve(
             res = api.solve_joint(prob, joint, scheduler=scheduler, backend=backend)
         if explain:
             joint_explain = api.explain_joint(prob.on_aligned_space(), joint or api.JointSpace(), res)
+            if spec_opts.active:
+                from .speculative import explain_pick
+
+                joint_explain["speculative"] = explain_pick(prob, joint, res)
     else:
         res = (
             run(prob, method, explain_result=explain, **kw)
@@ -130,6 +136,8 @@ def solve(
             console.print(res.explain, markup=False, highlight=False)
         if joint_explain is not None:
             console.print(api.explain_joint_text(joint_explain), markup=False, highlight=False)
+            if "speculative" in joint_explain:
+                console.print(api.explain_speculative_text(joint_explain["speculative"]), markup=False)
         else:
             console.print(api.explain_text(api.explain_discrete(prob, res), prob.phase), markup=False, highlight=False)
 

@@ -28,6 +28,11 @@ def layout_options(
     sys_ = get_system(system)
     out = []
     for text in layouts:
+        if text.startswith("disagg:"):  # a prefill pool and a decode pool (every split of the system)
+            from ...constraints.parallel.disagg import disagg_options
+
+            out += disagg_options(sys_, text[len("disagg:") :])
+            continue
         lay = parse_layout(text)
         cols = layout_cost_columns(sys_, lay, overlap, min_tokens_per_s_per_device, max_tpot_s)
         out.append(Option(lay.describe(), cols, extra=EXTRA, meta={"system": sys_.id, "devices": lay.devices}))
