@@ -236,6 +236,8 @@ def test_cli_evaluate_with_a_draft_reports_speculative_numbers(capsys):
         (("--draft", "eagle:x"), "draft"),
         (("--draft", "no-such-model"), "draft"),
         (("--draft", "qwen3-0.6b", "--acceptance", "fitted"), "acceptance"),  # ratio 1: outside the law's domain
+        (("--tiles",), "tiles"),
+        (("--preset", "paper"), "preset"),
     ],
 )
 def test_cli_bad_speculative_values_are_one_line_errors(capsys, extra, field):
