@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 import rooflaw as rl
-from rooflaw.constraints.speculative import Draft, SpeculativeColumns, evaluate_speculative
+from rooflaw.constraints.speculative import Draft, evaluate_speculative
 from rooflaw.solver.speculative import explain_speculative
 
 DEVICE = "jetson-agx-orin-64gb"
@@ -47,25 +47,6 @@ gated = true
 """
 
 
-def alpha_needed(prob, arch, opt) -> float | None:
-    """Smallest α at which ``arch`` with ``opt``'s draft and γ meets the TPOT budget (None: not even at α → 1)."""
-    sc = opt.columns
-    cols = {k: np.array([float(v)]) for k, v in arch.columns().items()}
-
-    def tpot(a: float) -> float:
-        return float(SpeculativeColumns(sc.draft, sc.gamma, a, True)(cols, prob)["tpot_s"][0])
-
-    lo, hi = 0.0, 1.0 - 1e-9
-    if tpot(hi) > TPOT:
-        return None
-    if tpot(lo) <= TPOT:
-        return 0.0
-    for _ in range(40):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if tpot(mid) > TPOT else (lo, mid)
-    return hi
-
-
 def study(space: str, alphas: tuple[float, ...]) -> dict:
     wl = rl.Workload(**WL)
     prob = rl.Problem(law="paper-2602.10377", device=DEVICE, space=space, precision="w4a16", workload=wl,
@@ -83,7 +64,7 @@ def study(space: str, alphas: tuple[float, ...]) -> dict:
         opt = next(o for o in opts if o.name == res.extra["option"])
         if opt.columns is not None:
             e = explain_speculative(prob, res.architecture, opt)
-            row.update(breakeven_alpha=e["breakeven_alpha"], alpha_needed=alpha_needed(prob, res.architecture, opt),
+            row.update(breakeven_alpha=e["breakeven_alpha"], alpha_needed=e["alpha_needed"],
                        speedup=e["speedup"], tpot_without_draft_s=e["tpot_without_draft_s"],
                        optimal_gamma=e["optimal_gamma"], cost_ratio=e["cost_ratio"])  # fmt: skip
         out["speculative"].append(row)

@@ -117,3 +117,21 @@ def test_cli_disagg_reports_rates_and_the_chosen_split(capsys):
     assert d["split_chosen"] and d["devices"] <= 8
     assert d["rate"] == pytest.approx(min(d["prefill_rate"], d["decode_rate"], d["link_rate"]))
     assert d["ttft_s"] == pytest.approx(d["prefill_s"] + d["kv_transfer_s"])
+
+
+def test_cli_frontier_searches_the_splits_with_the_layouts(capsys, tmp_path):
+    from cli_helpers import space_file
+
+    space = space_file(tmp_path)
+    code, out, err = run_cli(capsys, "frontier", "--device", "h100-sxm", "--system", "hgx-h100", "--space", str(space),
+                             "--layouts", "tp=8;disagg:prefill=tp=1,decode=tp=2", "--precision", "fp8", "--batch",
+                             "32", "--input-tokens", "2048", "--output-tokens", "256", "--objectives",
+                             "loss,latency,throughput", "--json", "--out", str(tmp_path / "f.csv"))  # fmt: skip
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["combinations"] == 1 + len(splits(SYS, "tp=1", "tp=2"))  # tp=8 and every maximal split
+    import pandas as pd
+
+    names = set(pd.read_csv(tmp_path / "f.csv")["option"])
+    assert names and names <= {"tp=8", *(f"disagg {s.describe()}" for s in splits(SYS, "tp=1", "tp=2"))}
+    assert any(n.startswith("disagg") for n in names)  # a split is on the loss-latency-throughput frontier

@@ -236,6 +236,8 @@ def test_cli_evaluate_with_a_draft_reports_speculative_numbers(capsys):
         (("--draft", "eagle:x"), "draft"),
         (("--draft", "no-such-model"), "draft"),
         (("--draft", "qwen3-0.6b", "--acceptance", "fitted"), "acceptance"),  # ratio 1: outside the law's domain
+        (("--tiles",), "tiles"),
+        (("--preset", "paper"), "preset"),
     ],
 )
 def test_cli_bad_speculative_values_are_one_line_errors(capsys, extra, field):
@@ -292,3 +294,17 @@ def test_fitted_acceptance_refuses_pairs_outside_its_domain_and_eagle_heads():
     assert 0 < law.alpha(1.0, hi * 2, extrapolate=True) < 1
     with pytest.raises(RooflawError, match="eagle"):
         fitted_acceptance(eagle_draft(SMALL), SMALL)
+
+
+def test_cli_fitted_acceptance_reports_the_law_it_used(capsys):
+    from rooflaw.constraints.acceptance import fitted_law
+
+    code, out, err = run_cli(capsys, "evaluate", "--hf-config", "qwen3-8b", "--device", "jetson-agx-orin-64gb",
+                             "--precision", "w4a16", "--draft", "qwen3-0.6b", "--acceptance", "fitted",
+                             "--json")  # fmt: skip
+    assert code == 0, err
+    s = json.loads(out)["speculative"]
+    law = fitted_law()
+    t, d = load_architecture("qwen3-8b"), load_architecture("qwen3-0.6b")
+    assert s["acceptance_source"] == "fitted" and s["alpha"] == pytest.approx(law.alpha(d.params_total, t.params_total))
+    assert s["acceptance_law"]["loo_median_abs_error"] == pytest.approx(law.loo_median_abs_error)

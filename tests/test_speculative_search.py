@@ -90,6 +90,12 @@ def test_breakeven_acceptance_is_where_the_draft_stops_paying():
     assert at.tpot_s == pytest.approx(plain, rel=1e-4)
     below = evaluate_speculative(t, Draft(load_architecture("qwen3-0.6b")), ORIN, prob.workload, 3, a0 - 0.05, "w4a16")
     assert below.tpot_s > plain
+    assert e["alpha_needed"] is None  # no latency budget in this problem
+    # with a budget between the two TPOTs the draft must be accepted often enough: check the bisection's α
+    at_budget = evaluate_speculative(t, Draft(load_architecture("qwen3-0.6b")), ORIN, prob.workload, 3, 0.6, "w4a16")
+    q = _problem(workload=prob.workload, latency_budget=at_budget.decode_s)
+    need = explain_speculative(q, t, opt)["alpha_needed"]
+    assert need == pytest.approx(0.6, abs=1e-5)
     # the closed-form γ* for the priced cost ratio is the brute-force argmax of τ/(γc + 1)
     g = np.arange(0, 65)
     ratio = (1 - 0.8 ** (g + 1)) / (0.2 * (g * e["cost_ratio"] + 1))

@@ -161,6 +161,8 @@ def evaluate(
     out["tokens_per_s"] = api.throughput(rep)
     spec = None
     if draft is not None:
+        if tiles:
+            raise bad("tiles", True, "the verification pass has no tile/wave model; drop --tiles with --draft")
         spec = spec_cli.speculate(a, draft, dev, wl, draft_tokens, acceptance, precision, preset, engine)
         spec_cli.merge(out, spec)
     banded = api.band_applies(rep.applied)

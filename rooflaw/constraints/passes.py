@@ -186,7 +186,7 @@ def pass_columns(
         m = min(PASS_CHUNK, n - s)
         sub = {k: v[s : s + m] for k, v in cols.items()}
         overhead = phase_overheads(rates, sub, tokens, 1)[1]
-        args = _args(sub, wl, precision)
+        args = _args(sub, wl, precision)  # type: ignore[arg-type]  # duck-typed, like steps._StepWorkload
         vals = model.fn(*args, float(q), cached[s : s + m], *ipi, rates.inv_beta, rates.overhead)
         arr = lambda v, m=m: np.broadcast_to(np.asarray(v, dtype=np.float64), (m,))  # noqa: E731
         t, f, b = np.zeros(m), np.zeros(m), np.zeros(m)

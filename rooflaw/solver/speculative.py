@@ -6,7 +6,8 @@ plain decoder (``no draft``), so a search says whether drafting pays -- whose co
 drafts from the problem's own space and law: the architectures on the space's loss-vs-size Pareto front (the best
 model of each size), log-spaced in size. :func:`explain_speculative` says, for one target, draft and γ, the
 speed-up, the acceptance below which the draft stops paying (the α where speculative and plain decode times meet,
-found by root bracketing on the priced model), and the closed-form γ* for the priced cost ratio.
+found by root bracketing on the priced model), the acceptance the problem's latency budget needs
+(:func:`alpha_needed`), and the closed-form γ* for the priced cost ratio.
 """
 
 from __future__ import annotations
@@ -122,6 +123,7 @@ def explain_speculative(problem: Any, arch: Any, option: Option) -> dict[str, An
     c = float(pass_columns(dcols, *at)["seconds"][0] / pass_columns(full, *at)["seconds"][0])
     return {
         "option": option.name,
+        "alpha_needed": alpha_needed(problem, arch, option),
         "alpha": alpha,
         "gamma": sc.gamma,
         "tpot_s": float(res["tpot_s"][0]),
@@ -135,6 +137,31 @@ def explain_speculative(problem: Any, arch: Any, option: Option) -> dict[str, An
     }
 
 
+def alpha_needed(problem: Any, arch: Any, option: Option) -> float | None:
+    """The smallest acceptance at which ``arch`` with ``option``'s draft and γ meets the problem's latency budget
+    (bisection on the priced model, to 1e-6; 0.0 when it meets it at α = 0; None when it cannot even as α → 1 or
+    the problem has no latency budget)."""
+    budget = problem.budgets().get("latency")
+    if budget is None or not isinstance(option.columns, SpeculativeColumns):
+        return None
+    col, bound = budget
+    sc = option.columns
+    cols = {k: np.array([float(v)]) for k, v in arch.columns().items()}
+
+    def cost(a: float) -> float:
+        return float(SpeculativeColumns(sc.draft, sc.gamma, a, True)(cols, problem)[col][0])
+
+    lo, hi = 0.0, 1.0 - 1e-9
+    if cost(hi) > bound:
+        return None
+    if cost(lo) <= bound:
+        return 0.0
+    while hi - lo > 1e-6:
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if cost(mid) > bound else (lo, mid)
+    return hi
+
+
 def explain_speculative_text(e: dict[str, Any]) -> str:
     """One paragraph of :func:`explain_speculative`."""
     if e.get("note") == "no draft":
@@ -145,9 +172,18 @@ def explain_speculative_text(e: dict[str, Any]) -> str:
     gtxt = "" if g is None else f"; closed-form γ* = {g} (continuous {e['optimal_gamma_continuous']:.2f}) at c = " \
         f"{e['cost_ratio']:.3f}"  # fmt: skip
     verdict = "pays" if e["draft_pays"] else "does not pay"
+    need = e.get("alpha_needed")
+    ntxt = "" if need is None else f"; the latency budget needs α ≥ {need:.3f}"
     return (f"speculative decoding ({e['option']}, α = {e['alpha']:.3f}): TPOT {e['tpot_s'] * 1e3:.2f} ms vs "
             f"{e['tpot_without_draft_s'] * 1e3:.2f} ms without the draft (×{e['speedup']:.2f}): the draft {verdict}; "
-            f"{stop}{gtxt}.")  # fmt: skip
+            f"{stop}{ntxt}{gtxt}.")  # fmt: skip
 
 
-__all__ = ["DEFAULT_GAMMAS", "explain_speculative", "explain_speculative_text", "space_drafts", "speculative_options"]
+__all__ = [
+    "DEFAULT_GAMMAS",
+    "alpha_needed",
+    "explain_speculative",
+    "explain_speculative_text",
+    "space_drafts",
+    "speculative_options",
+]
