@@ -60,21 +60,14 @@ def fit_kernels_cmd(
 ) -> None:
     """Fit kernel curves per GPU architecture (robust, log space) with leave-one-GPU-out residuals and bands."""
     from ..constraints.kernels import fit as kf
-    from ..constraints.kernels.tables import gpu_tables
 
     if out is not None:
         _writable(out, "--out", (".toml",))
     overrides = _maps(mapping)
     with _progress(as_json) as say:
-        found: dict[str, list] = {}
-        for d in dirs:
-            say(f"reading {d} ...")  # type: ignore[operator]
-            for gpu, tabs in gpu_tables(d).items():
-                if gpu in found:
-                    raise bad("DIR", str(d), f"GPU folder {gpu!r} given twice")
-                found[gpu] = tabs
-        gpus = [kf.GPU(n, kf.device_for_folder(n, overrides), t) for n, t in found.items()]
-        res = kf.fit(gpus, sample=sample, held_out=held_out, progress=lambda s: say(f"fitting {s} ..."))  # type: ignore[operator]
+        say("reading kernel tables ...")  # type: ignore[operator]
+        gpus = kf.kernel_gpus(dirs, overrides)
+        res = kf.fit_kernels(gpus, sample=sample, held_out=held_out, progress=lambda s: say(f"fitting {s} ..."))  # type: ignore[operator]
     argv = sys.argv[sys.argv.index("fit-kernels") + 1 :] if "fit-kernels" in sys.argv else []
     command = " ".join(["rooflaw devices fit-kernels", *(shlex.quote(a) for a in argv)])
     curves = kf.with_provenance(res, gpus, command, sample)
