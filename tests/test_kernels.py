@@ -205,14 +205,19 @@ def test_curves_for_and_catalog(tmp_path):
     h = curves_for(get_device("h100-sxm"))
     assert h is not None and h.architecture == "hopper" and 0 < h.compute["fp16"] <= 1.5
     assert h.provenance["commit"] == "095f58a51c" and "gemm" in h.bands
+    from rooflaw.constraints.kernels import SCALARS, CollectiveCurve
+
     c = dataclasses.replace(
-        CURVES, launch={"trtllm/fp8": 1e-5}, bands={"gemm": (0.8, 1.3)}, provenance={"rows": {"gemm": 3}}
+        CURVES,
+        launch={"trtllm/fp8": 1e-5},
+        bands={"gemm": (0.8, 1.3)},
+        provenance={"rows": {"gemm": 3}, "gpus": ["a", "b"]},
+        collectives={"allreduce/nvlink": CollectiveCurve(5e-6, 0.7)},
+        **{k: 0.125 + i / 64 for i, k in enumerate(SCALARS)},  # every scalar away from its default
     )
     p = tmp_path / "c.toml"
     p.write_text(KF.catalog_text({"t": c}))
-    back = load_curves(str(p))["t"]
-    assert back.compute == c.compute and back.launch == c.launch and back.bands == c.bands
-    assert back.memory == c.memory and back.kernel_s == c.kernel_s and back.provenance == c.provenance
+    assert load_curves(str(p))["t"] == c
     assert family_of_table("gemm_perf").name == "gemm" and family_of_table("context_mla_perf") is None
 
 

@@ -376,16 +376,9 @@ def _toml_key(k: str) -> str:
 def curves_table(c: KernelCurves) -> str:
     """The ``[curves.<architecture>]`` TOML table of ``c``."""
     lines = [f"[curves.{_toml_key(c.architecture)}]"]
-    for name in (
-        "memory",
-        "kernel_s",
-        "half_rows",
-        "attention",
-        "attention_fp8",
-        "attention_memory",
-        "attention_tile_s",
-        "moe",
-    ):
+    from . import SCALARS
+
+    for name in SCALARS:
         lines.append(f"{name} = {_toml_value(getattr(c, name))}")
     for name in ("compute", "launch", "bands"):
         d = getattr(c, name)
