@@ -6,7 +6,7 @@ import contextlib
 import os
 import shlex
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Optional
 
@@ -25,7 +25,7 @@ def _writable(out: Path, option: str, suffixes: tuple[str, ...]) -> Path:
 
 
 @contextlib.contextmanager
-def _progress(quiet: bool) -> Iterator[object]:
+def _progress(quiet: bool) -> Iterator[Callable[[str], None]]:
     """A status line on a terminal (``update(text)``), nothing with ``--json`` or when piped."""
     if quiet or not err_console.is_terminal:
         yield lambda text: None
@@ -65,9 +65,9 @@ def fit_kernels_cmd(
         _writable(out, "--out", (".toml",))
     overrides = _maps(mapping)
     with _progress(as_json) as say:
-        say("reading kernel tables ...")  # type: ignore[operator]
+        say("reading kernel tables ...")
         gpus = kf.kernel_gpus(dirs, overrides)
-        res = kf.fit_kernels(gpus, sample=sample, held_out=held_out, progress=lambda s: say(f"fitting {s} ..."))  # type: ignore[operator]
+        res = kf.fit_kernels(gpus, sample=sample, held_out=held_out, progress=lambda s: say(f"fitting {s} ..."))
     argv = sys.argv[sys.argv.index("fit-kernels") + 1 :] if "fit-kernels" in sys.argv else []
     command = " ".join(["rooflaw devices fit-kernels", *(shlex.quote(a) for a in argv)])
     curves = kf.with_provenance(res, gpus, command, sample)
@@ -174,7 +174,7 @@ def check_kernels_cmd(
     dev = get_device(device)
     with _progress(as_json) as say:
         tables = read_tables(folder)
-        say(f"predicting {sum(len(t.rows) for t in tables):,} rows on {dev.id} ...")  # type: ignore[operator]
+        say(f"predicting {sum(len(t.rows) for t in tables):,} rows on {dev.id} ...")
         if engine == "ideal":
             curves: KernelCurves | None = KernelCurves(architecture="ideal", compute={}, memory=1.0, kernel_s=0.0)
         else:
@@ -185,12 +185,12 @@ def check_kernels_cmd(
             rows = t.rows if fw is None else t.rows.assign(framework=fw)
             preds.append(predict_tables([_with_rows(t, rows)], dev, curves)[0])
         frames = []
-        summary: dict[str, dict[str, float | int]] = {}
+        summary: dict[str, dict[str, float | int | None]] = {}
         for t, p in zip(tables, preds, strict=True):
             f = t.rows[["table", "framework", "version", "row", "latency"]].copy()
             f["predicted_ms"] = p
             frames.append(f)
-        say(f"writing {out} ...")  # type: ignore[operator]
+        say(f"writing {out} ...")
         full = pd.concat(frames, ignore_index=True)
         with atomic_output(out, "--out", (".csv",)) as tmp:
             full.to_csv(tmp, index=False, na_rep="")
@@ -200,7 +200,7 @@ def check_kernels_cmd(
             "rows": int(len(grp)),
             "modelled": int(len(e)),
             "median_abs_error": float(np.median(e)) if len(e) else None,
-        }  # type: ignore[dict-item]
+        }
     src = "ideal" if engine == "ideal" else (curves.architecture if curves is not None else None)
     if as_json:
         print_json({"device": dev.id, "curves": src, "engine": engine, "out": str(out), "tables": summary})
