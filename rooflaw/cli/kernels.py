@@ -56,6 +56,11 @@ def fit_kernels_cmd(
     mapping: list[str] = typer.Option([], "--map", help="GPU_FOLDER=DEVICE (catalog id or device file); repeatable."),
     sample: int = typer.Option(8000, "--sample", min=100, help="Rows per (GPU, table, framework) the fit uses."),
     held_out: bool = typer.Option(True, "--held-out/--no-held-out", help="Also leave each GPU out and predict it."),
+    source: str = typer.Option(
+        "aiconfigurator (NVIDIA ai-dynamo/aiconfigurator), Apache-2.0", "--source", help="Where the tables come from."
+    ),
+    commit: str = typer.Option("095f58a51c", "--commit", help="Their version (commit) for the provenance."),
+    licence: str = typer.Option("Apache-2.0", "--licence", help="Their licence, for the catalog's [meta]."),
     as_json: bool = typer.Option(False, "--json", help="One JSON object; no tables."),
 ) -> None:
     """Fit kernel curves per GPU architecture (robust, log space) with leave-one-GPU-out residuals and bands."""
@@ -70,8 +75,8 @@ def fit_kernels_cmd(
         res = kf.fit_kernels(gpus, sample=sample, held_out=held_out, progress=lambda s: say(f"fitting {s} ..."))
     argv = sys.argv[sys.argv.index("fit-kernels") + 1 :] if "fit-kernels" in sys.argv else []
     command = " ".join(["rooflaw devices fit-kernels", *(shlex.quote(a) for a in argv)])
-    curves = kf.with_provenance(res, gpus, command, sample)
-    text = kf.catalog_text(curves)
+    curves = kf.with_provenance(res, gpus, command, sample, source, commit)
+    text = kf.catalog_text(curves, source, commit, licence)
     if out is not None:
         with atomic_output(out, "--out", (".toml",)) as tmp:
             tmp.write_text(text, encoding="utf-8")

@@ -395,7 +395,8 @@ def curves_table(c: KernelCurves) -> str:
     return "\n".join(lines) + "\n"
 
 
-def with_provenance(res: FitResult, gpus: Sequence[GPU], command: str, sample: int) -> dict[str, KernelCurves]:
+def with_provenance(res: FitResult, gpus: Sequence[GPU], command: str, sample: int, source: str = SOURCE,
+                    commit: str = COMMIT) -> dict[str, KernelCurves]:  # fmt: skip
     """``res.curves`` with bands and provenance (source, commit, GPUs, rows, residuals, bands, command)."""
     out = {}
     for arch, c in res.curves.items():
@@ -405,8 +406,8 @@ def with_provenance(res: FitResult, gpus: Sequence[GPU], command: str, sample: i
             for f, n in res.rows.get(g.name, {}).items():
                 rows[f] = rows.get(f, 0) + n
         prov = {
-            "source": SOURCE,
-            "commit": COMMIT,
+            "source": source,
+            "commit": commit,
             "gpus": [g.name for g in mine],
             "devices": [g.device.id for g in mine],
             "rows": rows,
@@ -430,12 +431,13 @@ def with_provenance(res: FitResult, gpus: Sequence[GPU], command: str, sample: i
     return out
 
 
-def catalog_text(curves: dict[str, KernelCurves]) -> str:
+def catalog_text(curves: dict[str, KernelCurves], source: str = SOURCE, commit: str = COMMIT,
+                 licence: str = "Apache-2.0") -> str:  # fmt: skip
     head = (
         "# Kernel curves per GPU architecture: achieved fractions of datasheet figures plus fixed latencies,\n"
         "# fitted to measured kernels (rooflaw devices fit-kernels). Residuals: median |predicted/measured - 1|;\n"
         "# bands: 10 % and 90 % quantiles of measured/predicted on held-out GPUs (leave one GPU out).\n"
-        f'[meta]\nsource = {_toml_value(SOURCE)}\ncommit = "{COMMIT}"\nlicence = "Apache-2.0"\n\n'
+        f"[meta]\nsource = {_toml_value(source)}\ncommit = {_toml_value(commit)}\nlicence = {_toml_value(licence)}\n\n"
     )
     order = sorted(curves, key=lambda a: (a == GENERIC, a))
     return head + "\n".join(curves_table(curves[a]) for a in order)
