@@ -26,6 +26,8 @@ _MODULES: dict[str, str] = {
     "get_space list_spaces param_counts",
     "rooflaw.constraints": "ENGINE_NAMES FORMATS PRESETS CostReport EngineProfile Precision Workload "
     "complete_columns decode_steps evaluate_columns gemm get_engine",
+    "rooflaw.constraints.kernels": "KernelCurves curves_for",
+    "rooflaw.constraints.kernels.fit": "fit_kernels kernel_gpus",
     "rooflaw.devices": "Device device_ids get_device list_devices load_device_file save_device_toml",
     # the function, from its module: the package attribute ``rooflaw.devices.calibrate`` is that module
     "rooflaw.devices.calibrate": "calibrate",

@@ -118,9 +118,10 @@ def test_gemm_wave_quantisation_one_tile_on_four_sms():
     want = 2.0 * m * n * k / (1e15 * 0.5 * (1 / 4)) + 2e-6
     got = KG.predict(_gemm_rows([m], [n], [k]), dev, CURVES)[0] * 1e-3
     assert got == pytest.approx(want, rel=1e-12)
-    # fp8 per-tensor: its own fraction and peak, 1 byte per element
+    # fp8 per-tensor: its own fraction and peak, plus the kernel that quantises A from bf16 (read 2, write 1 byte)
     got8 = KG.predict(_gemm_rows([m], [n], [k], "fp8"), dev, CURVES)[0] * 1e-3
-    assert got8 == pytest.approx(2.0 * m * n * k / (2e15 * 0.4 * (1 / 4)) + 2e-6, rel=1e-12)
+    quant = m * k * 3.0 / (1e18 * 0.8)
+    assert got8 == pytest.approx(2.0 * m * n * k / (2e15 * 0.4 * (1 / 4)) + quant + 2e-6, rel=1e-12)
 
 
 def test_gemm_fallbacks_and_unmodelled_dtypes():
@@ -204,14 +205,19 @@ def test_curves_for_and_catalog(tmp_path):
     h = curves_for(get_device("h100-sxm"))
     assert h is not None and h.architecture == "hopper" and 0 < h.compute["fp16"] <= 1.5
     assert h.provenance["commit"] == "095f58a51c" and "gemm" in h.bands
+    from rooflaw.constraints.kernels import SCALARS, CollectiveCurve
+
     c = dataclasses.replace(
-        CURVES, launch={"trtllm/fp8": 1e-5}, bands={"gemm": (0.8, 1.3)}, provenance={"rows": {"gemm": 3}}
+        CURVES,
+        launch={"trtllm/fp8": 1e-5},
+        bands={"gemm": (0.8, 1.3)},
+        provenance={"rows": {"gemm": 3}, "gpus": ["a", "b"]},
+        collectives={"allreduce/nvlink": CollectiveCurve(5e-6, 0.7)},
+        **{k: 0.125 + i / 64 for i, k in enumerate(SCALARS)},  # every scalar away from its default
     )
     p = tmp_path / "c.toml"
     p.write_text(KF.catalog_text({"t": c}))
-    back = load_curves(str(p))["t"]
-    assert back.compute == c.compute and back.launch == c.launch and back.bands == c.bands
-    assert back.memory == c.memory and back.kernel_s == c.kernel_s and back.provenance == c.provenance
+    assert load_curves(str(p))["t"] == c
     assert family_of_table("gemm_perf").name == "gemm" and family_of_table("context_mla_perf") is None
 
 
@@ -297,3 +303,54 @@ def test_gemm_curves_from_three_gpus_predict_the_fourth():
     rows = pd.concat([t.rows.iloc[::10] for t in trtllm_gemms("h100_sxm")], ignore_index=True)
     err = np.median(np.abs(KG.predict(rows, get_device("h100-sxm"), generic) / rows["latency"] - 1))
     assert err < 0.25  # the full fit (both engines, 8000 rows a table) holds H100 out at 17 %
+
+
+def test_rooflaw_gemm_prices_on_the_curves_or_the_pure_roofline(capsys):
+    from rooflaw import gemm
+
+    h100 = get_device("h100-sxm")
+    c = curves_for(h100)
+    code, out, _ = run_cli(capsys, "gemm", "--m", "16", "--n", "8192", "--k", "8192", "--dtype", "fp8", "--json")
+    d = json.loads(out)
+    assert code == 0 and d["curves"] == "hopper"
+    want = KG.predict(_gemm_rows([16], [8192], [8192], "fp8", framework=""), h100, c)[0] * 1e-3
+    assert d["seconds"] == pytest.approx(want, rel=1e-12)
+    code, out, _ = run_cli(
+        capsys, "gemm", "--m", "16", "--n", "8192", "--k", "8192", "--dtype", "fp8", "--engine", "ideal", "--json"
+    )
+    d = json.loads(out)
+    assert code == 0 and d["curves"] == "" and d["seconds"] == gemm(16, 8192, 8192, h100, "fp8", curves="ideal").seconds
+    assert d["seconds"] < want  # the datasheet roofline is the optimist
+    code, out, _ = run_cli(capsys, "gemm", "--m", "16", "--n", "8192", "--k", "8192", "--dtype", "fp16")
+    assert code == 0 and "hopper kernel curves" in out
+    code, _, err = run_cli(capsys, "gemm", "--m", "16", "--n", "8", "--k", "8", "--engine", "fast")
+    assert code == 2 and "--engine" in err
+
+
+def test_leave_one_gpu_out_on_synthetic_gpus_recovers_the_noise_band():
+    """Three GPUs of three architectures whose GEMMs follow one set of curves times lognormal noise (σ = 0.1):
+    leaving each out, the pooled curves predict it to the noise level, and the 80 % band is exp(±1.2816 σ)."""
+    from rooflaw.constraints.kernels.tables import Table
+
+    true = KernelCurves(architecture="x", compute={"fp16": 0.7}, memory=0.8, kernel_s=3e-6, half_rows=10.0)
+    rng = np.random.default_rng(7)
+    sigma, n = 0.1, 600
+    sizes = np.array([1, 4, 16, 64, 256, 1024, 4096, 8192])
+    gpus = []
+    for i, arch in enumerate(("ampere", "hopper", "blackwell")):
+        dev = _dev(id=f"g{i}", peak_flops={"fp16": (1 + i) * 4e14}, memory_bandwidth=(1 + i) * 1.5e12,
+                   sm_count=100 + 20 * i, architecture=arch)  # fmt: skip
+        rows = _gemm_rows(rng.choice(sizes, n), rng.choice(sizes[3:], n), rng.choice(sizes[3:], n))
+        rows["latency"] = KG.predict(rows, dev, true) * np.exp(rng.normal(0, sigma, n))
+        rows.insert(0, "table", "gemm_perf")
+        rows["version"], rows["row"] = "1", np.arange(n)
+        gpus.append(KF.GPU(f"g{i}", dev, [Table(f"g{i}", "trtllm", "1", "gemm_perf", Path("."), rows)]))
+    res = KF.fit_kernels(gpus, sample=n, held_out=True, families=[FAMILIES["gemm"]])
+    med = sigma * 0.6745  # median |N(0, σ)|, ≈ median |exp(N) - 1| for small σ
+    for g in gpus:
+        assert res.held_out[g.name]["gemm"] == pytest.approx(med, abs=0.015)
+    lo, hi = res.bands["gemm"]
+    assert lo == pytest.approx(np.exp(-1.2816 * sigma), abs=0.02) and hi == pytest.approx(
+        np.exp(1.2816 * sigma), abs=0.02
+    )
+    assert res.coverage["gemm"] == pytest.approx(0.8, abs=0.03)

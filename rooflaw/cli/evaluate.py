@@ -371,5 +371,5 @@ def gemm_cmd(
         ["priced on", f"{d['curves']} kernel curves" if d["curves"] else "pure roofline"],
     ]  # fmt: skip
     if d["curves"]:
-        rows.insert(6, ["fixed kernel time", fmt_time(d["kernel_seconds"])])
+        rows.insert(6, ["fixed + quantise time", fmt_time(d["kernel_seconds"])])
     console.print(table(f"GEMM {m}×{n}×{k} ({g.dtype}) on {g.device}", ["quantity", "value"], rows))

@@ -95,7 +95,8 @@ class GemmCost:
     device: str
     #: the kernel curves that priced it (``"hopper"``, ``"generic"``), or ``""``: the pure roofline
     curves: str = ""
-    #: fixed seconds of the kernel call (the curves' ``kernel_s`` plus the dtype's extra; 0 on the pure roofline)
+    #: seconds beside the roofline: the curves' ``kernel_s``, the dtype's extra and the activation-quantise kernel
+    #: (0 on the pure roofline)
     kernel_seconds: float = 0.0
 
     def to_dict(self) -> dict:
@@ -172,7 +173,7 @@ def _gemm_on_curves(m: int, n: int, k: int, device: Device, fmt: str, c) -> Gemm
     rate = float(t.peak[0]) * kg.compute_fraction(c, key) * float(kg.rows_ramp(m, c.half_rows))
     tc = float(t.flops[0]) / (rate * float(t.eff[0]))
     tmem = float(t.bytes[0]) / (device.memory_bandwidth * c.memory)
-    lat = kg.launch_s(c, key, None)
+    lat = kg.launch_s(c, key, None) + float(t.quant_bytes[0]) / (device.memory_bandwidth * c.memory)
     te, we = (float(x) for x in kg.tile_wave(m, n, 1, device))
     return GemmCost(
         m,

@@ -16,7 +16,7 @@ memory)) + kernel_s`` is the one time formula of a kernel (the assembly's per-op
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 
@@ -131,27 +131,23 @@ CATALOG = Path(__file__).with_name("kernel_curves.toml")
 GENERIC = "generic"
 
 
+#: the scalar figures of :class:`KernelCurves` (seconds or fractions), written and read by name
+SCALARS = tuple(f.name for f in fields(KernelCurves) if f.type == "float")
+
+
 def curves_from_dict(name: str, d: dict[str, Any]) -> KernelCurves:
-    """A :class:`KernelCurves` from one ``[curves.<name>]`` table of the catalog."""
+    """A :class:`KernelCurves` from one ``[curves.<name>]`` table of the catalog (absent scalars: defaults)."""
     coll = {
         k: CollectiveCurve(float(v["latency"]), float(v["efficiency"])) for k, v in d.get("collectives", {}).items()
     }
     return KernelCurves(
         architecture=name,
         compute={k: float(v) for k, v in d.get("compute", {}).items()},
-        memory=float(d["memory"]),
-        kernel_s=float(d["kernel_s"]),
-        half_rows=float(d.get("half_rows", 0.0)),
-        attention=float(d.get("attention", 1.0)),
-        attention_fp8=float(d.get("attention_fp8", 0.0)),
-        attention_memory=float(d.get("attention_memory", 1.0)),
-        attention_tile_s=float(d.get("attention_tile_s", 0.0)),
-        decode_tile_s=float(d.get("decode_tile_s", 0.0)),
-        moe=float(d.get("moe", 1.0)),
         launch={k: float(v) for k, v in d.get("launch", {}).items()},
         collectives=coll,
         bands={k: (float(v[0]), float(v[1])) for k, v in d.get("bands", {}).items()},
         provenance=dict(d.get("provenance", {})),
+        **{k: float(d[k]) for k in SCALARS if k in d},
     )
 
 

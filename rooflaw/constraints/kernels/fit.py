@@ -84,6 +84,21 @@ def device_for_folder(folder: str, overrides: dict[str, str] | None = None) -> D
     return dev
 
 
+def kernel_gpus(dirs: Iterable[str | Path], overrides: dict[str, str] | None = None,
+                only: Iterable[str] | None = None) -> list[GPU]:  # fmt: skip
+    """The GPUs of kernel-table folders ``dirs`` (roots or GPU folders), each with its catalog device
+    (:func:`device_for_folder`); ``only``: read just these tables."""
+    from .tables import gpu_tables
+
+    found: dict[str, list[Table]] = {}
+    for d in dirs:
+        for gpu, tabs in gpu_tables(d, only).items():
+            if gpu in found:
+                raise bad("DIR", str(d), f"GPU folder {gpu!r} given twice")
+            found[gpu] = tabs
+    return [GPU(n, device_for_folder(n, overrides), t) for n, t in found.items()]
+
+
 # ---- parameters as dotted paths into KernelCurves ---------------------------------------------------------
 def get_param(c: KernelCurves, path: str) -> float | None:
     head, _, rest = path.partition(".")
@@ -256,8 +271,10 @@ class FitResult:
     in_sample: dict[str, dict[str, float]] = field(default_factory=dict)  #: gpu -> family -> median |err|
     held_out: dict[str, dict[str, float]] = field(default_factory=dict)  #: gpu -> family -> median |err|
     bands: dict[str, tuple[float, float]] = field(default_factory=dict)  #: family -> (q10, q90) measured/predicted
-    coverage: dict[str, float] = field(default_factory=dict)  #: family -> share of held-out rows inside the band
+    #: family -> share of each held-out GPU's rows inside the band of the *other* GPUs' held-out rows (pooled)
+    coverage: dict[str, float] = field(default_factory=dict)
     rows: dict[str, dict[str, int]] = field(default_factory=dict)  #: gpu -> family -> rows modelled
+    ideal: dict[str, float] = field(default_factory=dict)  #: family -> median |err| of the pure roofline, all GPUs
     pooled_in_sample: dict[str, float] = field(default_factory=dict)
     pooled_held_out: dict[str, float] = field(default_factory=dict)
 
@@ -266,16 +283,22 @@ def _curves_given(curves: dict[str, KernelCurves], arch: str) -> KernelCurves | 
     return curves.get(arch) or curves.get(GENERIC)
 
 
-def fit(gpus: Sequence[GPU], sample: int = 20000, seed: int = 0, held_out: bool = True,
-        progress: Callable[[str], None] | None = None) -> FitResult:  # fmt: skip
-    """Curves per architecture of ``gpus`` plus ``generic`` on all; in-sample and leave-one-GPU-out scores."""
+def fit_kernels(
+    gpus: Sequence[GPU],
+    sample: int = 8000,
+    seed: int = 0,
+    held_out: bool = True,
+    progress: Callable[[str], None] | None = None,
+    families: Iterable[Family] | None = None,
+) -> FitResult:
+    """Curves per architecture of ``gpus`` plus ``generic`` on all; in-sample and leave-one-GPU-out scores
+    (``families``: fit only these, default all of :data:`FAMILIES`)."""
     if not gpus:
         raise bad("gpus", [], "need at least one GPU's kernel tables")
     archs = sorted({g.architecture for g in gpus})
-    curves = {
-        a: fit_curves([g for g in gpus if g.architecture == a], a, sample, seed, progress=progress) for a in archs
-    }
-    curves[GENERIC] = fit_curves(gpus, GENERIC, sample, seed, progress=progress)
+    fams = list(families) if families is not None else None
+    curves = {a: fit_curves([g for g in gpus if g.architecture == a], a, sample, seed, fams, progress) for a in archs}
+    curves[GENERIC] = fit_curves(gpus, GENERIC, sample, seed, fams, progress)
     res = FitResult(curves, [g.name for g in gpus])
     ins: dict[str, list[np.ndarray]] = {}
     for g in gpus:
@@ -285,28 +308,43 @@ def fit(gpus: Sequence[GPU], sample: int = 20000, seed: int = 0, held_out: bool 
         for f, (p, m) in errs.items():
             ins.setdefault(f, []).append(abs_errors(p, m))
     res.pooled_in_sample = {f: _median(np.concatenate(v)) for f, v in ins.items()}
+    ideal = KernelCurves(architecture="ideal", compute={}, memory=1.0, kernel_s=0.0)
+    roof: dict[str, list[np.ndarray]] = {}
+    for g in gpus:
+        for f, (p, m) in family_errors(g, ideal).items():
+            roof.setdefault(f, []).append(abs_errors(p, m))
+    res.ideal = {f: _median(np.concatenate(v)) for f, v in roof.items()}
     if held_out and len(gpus) > 1:
-        ratios: dict[str, list[np.ndarray]] = {}
+        ratios: dict[str, dict[str, np.ndarray]] = {}
         hos: dict[str, list[np.ndarray]] = {}
         for g in gpus:
             rest = [h for h in gpus if h.name != g.name]
             if progress:
                 progress(f"leave out {g.name}")
-            given: dict[str, KernelCurves] = {GENERIC: fit_curves(rest, GENERIC, sample, seed)}
+            given: dict[str, KernelCurves] = {GENERIC: fit_curves(rest, GENERIC, sample, seed, fams)}
             same = [h for h in rest if h.architecture == g.architecture]
             if same and g.architecture != GENERIC:
-                given[g.architecture] = fit_curves(same, g.architecture, sample, seed)
+                given[g.architecture] = fit_curves(same, g.architecture, sample, seed, fams)
             errs = family_errors(g, _curves_given(given, g.architecture))
             res.held_out[g.name] = {f: _median(abs_errors(p, m)) for f, (p, m) in errs.items()}
             for f, (p, m) in errs.items():
                 ok = (m > 0) & (p > 0)
-                ratios.setdefault(f, []).append(m[ok] / p[ok])
+                ratios.setdefault(f, {})[g.name] = m[ok] / p[ok]
                 hos.setdefault(f, []).append(abs_errors(p, m))
         for f, rs in ratios.items():
-            r = np.concatenate(rs)
+            r = np.concatenate(list(rs.values()))
             lo_q, hi_q = (float(q) for q in np.quantile(r, QUANTILES))
             res.bands[f] = (lo_q, hi_q)
-            res.coverage[f] = float(np.mean((r >= lo_q) & (r <= hi_q)))
+            # coverage checked out of sample: each GPU's rows against the band the other GPUs' held-out rows give
+            inside, total = 0, 0
+            for g_name, rg in rs.items():
+                others = [v for k, v in rs.items() if k != g_name]
+                if not others:
+                    continue
+                lo_o, hi_o = np.quantile(np.concatenate(others), QUANTILES)
+                inside += int(np.sum((rg >= lo_o) & (rg <= hi_o)))
+                total += len(rg)
+            res.coverage[f] = inside / total if total else float("nan")
         res.pooled_held_out = {f: _median(np.concatenate(v)) for f, v in hos.items()}
     return res
 
@@ -338,16 +376,9 @@ def _toml_key(k: str) -> str:
 def curves_table(c: KernelCurves) -> str:
     """The ``[curves.<architecture>]`` TOML table of ``c``."""
     lines = [f"[curves.{_toml_key(c.architecture)}]"]
-    for name in (
-        "memory",
-        "kernel_s",
-        "half_rows",
-        "attention",
-        "attention_fp8",
-        "attention_memory",
-        "attention_tile_s",
-        "moe",
-    ):
+    from . import SCALARS
+
+    for name in SCALARS:
         lines.append(f"{name} = {_toml_value(getattr(c, name))}")
     for name in ("compute", "launch", "bands"):
         d = getattr(c, name)
@@ -364,7 +395,8 @@ def curves_table(c: KernelCurves) -> str:
     return "\n".join(lines) + "\n"
 
 
-def with_provenance(res: FitResult, gpus: Sequence[GPU], command: str, sample: int) -> dict[str, KernelCurves]:
+def with_provenance(res: FitResult, gpus: Sequence[GPU], command: str, sample: int, source: str = SOURCE,
+                    commit: str = COMMIT) -> dict[str, KernelCurves]:  # fmt: skip
     """``res.curves`` with bands and provenance (source, commit, GPUs, rows, residuals, bands, command)."""
     out = {}
     for arch, c in res.curves.items():
@@ -374,8 +406,8 @@ def with_provenance(res: FitResult, gpus: Sequence[GPU], command: str, sample: i
             for f, n in res.rows.get(g.name, {}).items():
                 rows[f] = rows.get(f, 0) + n
         prov = {
-            "source": SOURCE,
-            "commit": COMMIT,
+            "source": source,
+            "commit": commit,
             "gpus": [g.name for g in mine],
             "devices": [g.device.id for g in mine],
             "rows": rows,
@@ -399,12 +431,13 @@ def with_provenance(res: FitResult, gpus: Sequence[GPU], command: str, sample: i
     return out
 
 
-def catalog_text(curves: dict[str, KernelCurves]) -> str:
+def catalog_text(curves: dict[str, KernelCurves], source: str = SOURCE, commit: str = COMMIT,
+                 licence: str = "Apache-2.0") -> str:  # fmt: skip
     head = (
         "# Kernel curves per GPU architecture: achieved fractions of datasheet figures plus fixed latencies,\n"
         "# fitted to measured kernels (rooflaw devices fit-kernels). Residuals: median |predicted/measured - 1|;\n"
         "# bands: 10 % and 90 % quantiles of measured/predicted on held-out GPUs (leave one GPU out).\n"
-        f'[meta]\nsource = {_toml_value(SOURCE)}\ncommit = "{COMMIT}"\nlicence = "Apache-2.0"\n\n'
+        f"[meta]\nsource = {_toml_value(source)}\ncommit = {_toml_value(commit)}\nlicence = {_toml_value(licence)}\n\n"
     )
     order = sorted(curves, key=lambda a: (a == GENERIC, a))
     return head + "\n".join(curves_table(curves[a]) for a in order)

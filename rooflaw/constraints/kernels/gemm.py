@@ -1,7 +1,9 @@
 """The ``gemm`` kernel family: one GEMM C[M×N] = A[M×K]·B[K×N] priced on the kernel curves.
 
 ``t = max(2MNK / (peak_roof · compute[key] · tile·wave · M/(M + half_rows)), bytes / (bandwidth · memory))
-+ kernel_s + launch["<framework>/<key>"]`` where ``bytes = M·K·b_a + K·N·b_w + 2·M·N`` (bf16 output).
++ quant_bytes / (bandwidth · memory) + kernel_s + launch["<framework>/<key>"]`` where
+``bytes = M·K·b_a + K·N·b_w + 2·M·N`` (bf16 output) and ``quant_bytes = M·K·(2 + b_a)`` for a GEMM whose
+activations the engine quantises from bf16 first (fp8, block fp8, nvfp4, int8 W8A8; 0 for bf16 and weight-only).
 Tile and wave quantisation reuse :func:`rooflaw.constraints.gemm.tile_efficiency`; the kernel library picks
 the output tile of :data:`TILE_MENU` that wastes least (tiles × waves over the device's SMs), as cuBLAS and
 CUTLASS heuristics do, so a GEMM of few output tiles is not charged a whole wave of the largest tile.
@@ -40,6 +42,9 @@ FALLBACK = {"fp8": "fp16", "fp8_block": "fp8", "fp4": "fp8", "int8": "fp16", "mi
 #: output tiles (rows, cols) a GEMM library chooses from (CUTLASS/cuBLAS tile shapes on Ampere to Blackwell).
 TILE_MENU = ((64, 64), (64, 128), (128, 64), (128, 128), (128, 256), (256, 128))
 OUT_BYTES = 2.0  # bf16 output
+#: compute keys whose activations the engine quantises on the fly from bf16 (a kernel of its own before the GEMM:
+#: read M·K bf16, write M·K in the GEMM's activation format); weight-only and bf16 GEMMs read bf16 as they are.
+QUANTISED_ACTIVATIONS = frozenset({"fp8", "fp8_block", "fp4", "int8"})
 
 
 def compute_fraction(curves: KernelCurves, key: str) -> float:
@@ -96,6 +101,7 @@ class GemmTerms:
     bytes: np.ndarray
     peak: np.ndarray
     eff: np.ndarray
+    quant_bytes: np.ndarray  #: bytes of the activation-quantise kernel (0 where activations stay bf16)
     group: np.ndarray  #: index into ``labels`` per row
     labels: tuple[tuple[str, str], ...]  #: (compute key, framework) of each group; key "" where not modelled
 
@@ -120,6 +126,7 @@ def terms(rows: pd.DataFrame, device: Device) -> GemmTerms:
         bytes=M * K * ba + K * N * bw + M * N * OUT_BYTES,
         peak=peak,
         eff=tile_wave_efficiency(M, N, 1, device),
+        quant_bytes=np.where([k in QUANTISED_ACTIVATIONS for k in key], M * K * (2.0 + ba), 0.0),
         group=np.asarray(group),
         labels=tuple((str(k), str(f)) for k, f in labels),
     )
@@ -130,8 +137,8 @@ def seconds(t: GemmTerms, device: Device, curves: KernelCurves) -> np.ndarray:
     c = np.array([compute_fraction(curves, k) if k else np.nan for k, _ in t.labels] or [np.nan])[t.group]
     lat = np.array([launch_s(curves, k, f) if k else np.nan for k, f in t.labels] or [np.nan])[t.group]
     tc = t.flops / (t.peak * c * t.eff * rows_ramp(t.m, curves.half_rows))
-    tm = t.bytes / (device.memory_bandwidth * curves.memory)
-    return np.maximum(tc, tm) + lat
+    bw = device.memory_bandwidth * curves.memory
+    return np.maximum(tc, t.bytes / bw) + t.quant_bytes / bw + lat
 
 
 def predict(rows: pd.DataFrame, device: Device, curves: KernelCurves) -> np.ndarray:

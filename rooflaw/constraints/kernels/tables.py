@@ -113,9 +113,9 @@ def read_tables(path: str | Path, only: Iterable[str] | None = None) -> list[Tab
     return tables
 
 
-def gpu_tables(path: str | Path) -> dict[str, list[Table]]:
+def gpu_tables(path: str | Path, only: Iterable[str] | None = None) -> dict[str, list[Table]]:
     """:func:`read_tables` grouped by GPU folder name (a framework folder read alone: its parent's name)."""
     out: dict[str, list[Table]] = {}
-    for t in read_tables(path):
+    for t in read_tables(path, only):
         out.setdefault(t.gpu or t.path.parent.parent.name, []).append(t)
     return out
