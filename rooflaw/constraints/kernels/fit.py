@@ -52,6 +52,9 @@ _BOUNDS = {
     "kernel_s": (3e-6, 0.0, 1e-3, 1e-5),
     "launch": (1e-6, 0.0, 1e-2, 1e-5),
     "half_rows": (10.0, 0.0, 1e4, 100.0),
+    # a collective curve's two figures (keys collectives.<collective>/<link>.latency|efficiency)
+    "collectives.latency": (5e-6, 0.0, 1e-3, 1e-5),
+    "collectives.efficiency": (0.6, 0.01, 1.5, 1.0),
 }
 _DEFAULT_BOUNDS = (0.5, 0.0, 10.0, 1.0)
 QUANTILES = (0.1, 0.9)  #: the 80 % band of measured/predicted
@@ -190,7 +193,9 @@ def fit_family(fam: Family, data: Sequence[Prepared], curves: KernelCurves) -> K
         return curves
     x0, lo, hi, sc = [], [], [], []
     for name in used:
-        start, low, high, scale = _BOUNDS.get(name.split(".")[0], _DEFAULT_BOUNDS)
+        head = name.split(".")[0]
+        key = f"collectives.{name.rsplit('.', 1)[-1]}" if head == "collectives" else head
+        start, low, high, scale = _BOUNDS.get(key, _DEFAULT_BOUNDS)
         cur = get_param(curves, name)
         x0.append(min(max(cur if cur is not None and name.split(".")[0] != "compute" else start, low), high))
         lo.append(low)
