@@ -193,7 +193,8 @@ function drawBreakdown(d) {
       hoverinfo: "text", textposition: "none", marker: { color: COLOURS[i] } };
   });
   Plotly.react(div, traces, { title: { text: "time per operator (decode: all steps)", font: { size: 13 }, x: 0, xanchor: "left" }, barmode: "group",
-    margin: { t: 30, r: 10, b: 45, l: 110 }, xaxis: { title: { text: "ms" } }, yaxis: { automargin: true } }, PLOT_CONFIG);
+    margin: { t: 30, r: 10, b: 45, l: 110 }, xaxis: { title: { text: "ms" } }, yaxis: { automargin: true, autorange: "reversed" } },
+    PLOT_CONFIG);
 }
 function drawMemory(d) {
   const div = document.getElementById("memory-plot");
