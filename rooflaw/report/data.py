@@ -34,7 +34,8 @@ def _scalar(v: Any) -> Any:
 def settings(problem: Any) -> dict[str, Any]:
     """The problem's settings: device, law, space, workload, precision, budgets (SI), cost model."""
     wl = problem.workload
-    budgets = {name: bound for name, (_, bound) in problem.budgets().items()}
+    budgets = {("capacity" if name == "memory" and problem.memory_budget is None else name): bound
+               for name, (_, bound) in problem.budgets().items()}  # fmt: skip
     return {
         "description": problem.describe(),
         "device": problem.device.id,
