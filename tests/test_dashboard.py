@@ -7,6 +7,8 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -51,9 +53,11 @@ def study(tmp_path, capsys):
 def test_dashboard_reads_names_architectures_and_figures(study):
     log, trials, summary = study
     port = free_port()
+    # the console script beside this Python (a venv's bin/ may not be on PATH), else its module
+    exe = shutil.which("optuna-dashboard", path=os.path.dirname(sys.executable)) or shutil.which("optuna-dashboard")
+    cmd = [exe] if exe else [sys.executable, "-m", "optuna_dashboard._cli"]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "optuna_dashboard._cli", str(log), "--host", "127.0.0.1", "--port", str(port),
-         "--quiet", "--server", "wsgiref"],
+        [*cmd, str(log), "--host", "127.0.0.1", "--port", str(port), "--quiet", "--server", "wsgiref"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )  # fmt: skip
     try:
