@@ -27,7 +27,8 @@ MODULE_COST_HINT = {
     "test_joint_numba.py": 78,
     "test_ref_kkt.py": 54,
     "test_search.py": 52,
-    "test_report_browser.py": 45,  # chromium: three pages (measured alone, 2026-12-02, load ~4)
+    "test_report_browser.py": 55,  # chromium, four pages (measured alone, 2026-12-02, load ~8)
+    "test_report.py": 20,
     "test_gp_full.py": 50,
     "test_fit.py": 33,
     "test_gp_overlap.py": 30,
