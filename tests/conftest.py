@@ -25,9 +25,9 @@ MODULE_COST_HINT = {
     "test_paper_repro.py": 129,
     "test_truth_engine.py": 117,
     "test_joint_numba.py": 78,
+    "test_report_browser.py": 55,  # chromium, four pages (measured alone, 2026-12-02, load ~8)
     "test_ref_kkt.py": 54,
     "test_search.py": 52,
-    "test_report_browser.py": 45,  # chromium: three pages (measured alone, 2026-12-02, load ~4)
     "test_gp_full.py": 50,
     "test_fit.py": 33,
     "test_gp_overlap.py": 30,
@@ -38,6 +38,7 @@ MODULE_COST_HINT = {
     "test_decode_step_table.py": 23,
     "test_hostile_heartbeat.py": 23,
     "test_truth_eager_kernels.py": 21,
+    "test_report.py": 20,
     "test_hostile_cli.py": 17,
     "test_rounding.py": 17,
     "test_hostile_hypothesis.py": 16,

@@ -118,7 +118,12 @@ def test_joint_and_layout_details_use_each_points_choice(tiny):
     assert data["kind"] == "layouts"
     for i, p in enumerate(data["points"]):
         d = data["details"][str(i)]
-        assert d["roofline"] is None and d["evaluate"]["layout"] == p["option"]
+        assert d["evaluate"]["layout"] == p["option"]
+        if p["option"] == "tp=1":  # one device: the single-chip model, so its roofline and operators are drawn
+            decode = sum(r["seconds"] for r in d["evaluate"]["ops"] if r["phase"] == "decode")
+            assert d["roofline"]["points"] and math.isclose(decode, p["decode_s"], rel_tol=1e-9)
+        else:
+            assert d["roofline"] is None and "ops" not in d["evaluate"]
         want = rl.evaluate_layout(rl.from_spec(p["spec"]), rl.get_system("h100-sxm:8"), p["option"],
                                   rl.Workload(8, 1024, 16), "bf16")  # fmt: skip
         assert math.isclose(d["evaluate"]["tpot_s"], want["tpot_s"], rel_tol=1e-12)

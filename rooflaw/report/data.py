@@ -34,7 +34,8 @@ def _scalar(v: Any) -> Any:
 def settings(problem: Any) -> dict[str, Any]:
     """The problem's settings: device, law, space, workload, precision, budgets (SI), cost model."""
     wl = problem.workload
-    budgets = {name: bound for name, (_, bound) in problem.budgets().items()}
+    budgets = {("capacity" if name == "memory" and problem.memory_budget is None else name): bound
+               for name, (_, bound) in problem.budgets().items()}  # fmt: skip
     return {
         "description": problem.describe(),
         "device": problem.device.id,
@@ -85,12 +86,13 @@ def _bands(ev: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _single_detail(problem: Any, arch: Any, precision: Any, batch: int) -> dict[str, Any]:
+def _single_detail(problem: Any, arch: Any, precision: Any, batch: int, device: Any = None) -> dict[str, Any]:
     from ..constraints import evaluate
     from ..constraints.breakdown import op_rows, throughput
     from ..plots.roofline import roofline_data
 
-    rep = evaluate(arch, problem.device, _workload(problem, batch), precision, problem.preset, engine=problem.engine)
+    dev = problem.device if device is None else device
+    rep = evaluate(arch, dev, _workload(problem, batch), precision, problem.preset, engine=problem.engine)
     ev = rep.to_dict()
     ev["ops"] = op_rows(rep)
     ev["tokens_per_s"] = throughput(rep)
@@ -98,7 +100,7 @@ def _single_detail(problem: Any, arch: Any, precision: Any, batch: int) -> dict[
 
 
 def _layout_detail(problem: Any, arch: Any, precision: Any, batch: int, option: Any) -> dict[str, Any]:
-    from ..constraints.parallel import evaluate_layout
+    from ..constraints.parallel import evaluate_layout, parse_layout
     from ..devices.system import get_system
 
     sys_ = get_system(option.meta["system"])
@@ -106,7 +108,11 @@ def _layout_detail(problem: Any, arch: Any, precision: Any, batch: int, option: 
                          bool(option.meta.get("overlap", False)))  # fmt: skip
     ev = {k: v for k, v in ev.items()}
     ev.update(system=sys_.to_dict(), layout=option.name)
-    return {"evaluate": ev, "roofline": None, "bands": _bands(ev)}
+    roofline = None
+    if parse_layout(option.name).trivial:  # one device: exactly the single-chip model, so its roofline and operators
+        one = _single_detail(problem, arch, precision, batch, sys_.device)
+        ev["ops"], roofline = one["evaluate"]["ops"], one["roofline"]
+    return {"evaluate": ev, "roofline": roofline, "bands": _bands(ev)}
 
 
 def _fmt(name: str, v: float) -> str:

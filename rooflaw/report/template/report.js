@@ -65,7 +65,8 @@ function drawSettings() {
   const rows = [
     ["device", `${S.device_name} (${S.device}), ${fmtUnit(S.memory_capacity_bytes, "B")}`],
     ["law", S.law], ["space", `${S.space} (${S.space_size.toLocaleString()} architectures)`],
-    ["workload", `${J ? "batches " + J.batches.join(", ") : "batch " + S.batch}, ${S.input_tokens} prompt tokens, `
+    ["workload", `${J && J.batches.length > 1 ? "batches " + J.batches.join(", ") : "batch " + (J ? J.batches[0] : S.batch)}, `
+      + `${S.input_tokens} prompt tokens, `
       + `${S.output_tokens} output tokens, ${S.attention} attention`],
     [J ? "precisions" : "precision", J ? J.precisions.join(", ") : S.precision]];
   if (J && J.systems.length) rows.push(["layouts", `${J.options.join("; ")} on ${J.systems.join(", ")}`]);
@@ -193,7 +194,8 @@ function drawBreakdown(d) {
       hoverinfo: "text", textposition: "none", marker: { color: COLOURS[i] } };
   });
   Plotly.react(div, traces, { title: { text: "time per operator (decode: all steps)", font: { size: 13 }, x: 0, xanchor: "left" }, barmode: "group",
-    margin: { t: 30, r: 10, b: 45, l: 110 }, xaxis: { title: { text: "ms" } }, yaxis: { automargin: true } }, PLOT_CONFIG);
+    margin: { t: 30, r: 10, b: 45, l: 110 }, xaxis: { title: { text: "ms" } }, yaxis: { automargin: true, autorange: "reversed" } },
+    PLOT_CONFIG);
 }
 function drawMemory(d) {
   const div = document.getElementById("memory-plot");
