@@ -1,16 +1,26 @@
 """Budgets as first-class objects: what a :class:`~rooflaw.solver.problem.Problem` constrains, in SI units.
 
-Each constraint names the cost column it bounds and its bound; budgets accept SI numbers or unit strings
-(``LatencyBudget("decode", "20ms")``, ``MemoryBudget("8GB")``, ``EnergyBudget("5J")``). All are upper bounds
-(``value ≤ bound``); a lower bound (a throughput floor) would add ``upper = False``, which the feasibility test
-already honours.
+Each constraint knows the cost column it bounds, its bound, its sense (``upper``: value ≤ bound; a floor has
+``upper = False``) and how far a table of values is from meeting it (:meth:`Constraint.violation`, like cvxpy's
+``Constraint.violation``). Every solver reads these objects (``problem.constraints``); the discrete searches
+through :meth:`~Constraint.satisfied` / :meth:`~Constraint.ratio`, the numba scan through
+:meth:`~Constraint.as_upper`, the closed form and the GP through :meth:`~Constraint.relaxed` (the budget in the
+theory model's terms: a phase latency, memory or energy). Adding a kind is one class here.
+
+Budgets accept SI numbers or unit strings (``LatencyBudget("decode", "20ms")``, ``TPOTBudget("20ms")``,
+``MemoryBudget("8GB")``, ``EnergyBudget("5J")``). One definition of the per-token figures, the layouts' own
+(:mod:`rooflaw.constraints.parallel.serving`): TTFT is the prefill time (the engine's pass included; the
+``prefill_s`` column), TPOT the decode time over the output tokens (``tpot_s`` = ``decode_s`` / S_out).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
+
+import numpy as np
 
 from ..errors import bad
 
@@ -39,12 +49,44 @@ def _si(value: Any, field: str, parse: Any) -> float:
     raise bad(field, value, "must be a positive, finite number or a string with a unit")
 
 
+class Relaxed(NamedTuple):
+    """A budget in the continuous relaxation's terms: ``kind`` latency | memory | energy, the latency ``phase``
+    (None otherwise) and the ``bound`` (SI) that the theory model's expression of that kind must meet; ``scale``:
+    relaxation value = ``scale`` × the constraint's own quantity (S_out for a TPOT budget)."""
+
+    kind: str
+    phase: str | None
+    bound: float
+    scale: float = 1.0
+
+
+def relaxation(constraints: Any, workload: Any) -> dict[str, tuple[Relaxed, Constraint]]:
+    """The constraints as the continuous relaxation takes them: relaxed kind (memory, latency, energy, in that
+    order) -> (:class:`Relaxed`, the constraint it comes from). Latency budgets of one phase (a decode latency and
+    a TPOT budget) keep the tightest; of different phases the relaxation cannot take them together."""
+    from ..errors import RooflawError
+
+    out: dict[str, tuple[Relaxed, Constraint]] = {}
+    for c in constraints:
+        r = c.relaxed(workload)
+        have = out.get(r.kind)
+        if have is not None and have[0].phase != r.phase:
+            raise RooflawError(f"the relaxation takes one latency phase; {have[1].describe()} and {c.describe()} "
+                               "bound two (use --method exhaustive or optuna)")  # fmt: skip
+        if have is None or r.bound < have[0].bound:
+            out[r.kind] = (r, c)
+    return {k: out[k] for k in ("memory", "latency", "energy") if k in out}
+
+
 @dataclass(frozen=True)
 class Constraint:
-    """Base of every constraint: ``kind`` names it, ``column`` is the cost column it bounds, ``bound`` (SI)."""
+    """Base of every constraint: ``kind`` names it (one per problem), ``column`` is the cost column it bounds,
+    ``bound`` (SI), ``upper`` its sense (value ≤ bound, or ≥ for a floor), ``field`` the keyword that sets it."""
 
     kind: ClassVar[str] = ""
     upper: ClassVar[bool] = True
+    field: ClassVar[str] = ""
+    unit: ClassVar[str] = "s"  # how values are printed: s (as ms), B (as GB), J
 
     @property
     def column(self) -> str:  # pragma: no cover - every subclass overrides
@@ -54,8 +96,60 @@ class Constraint:
     def bound(self) -> float:  # pragma: no cover - every subclass overrides
         raise NotImplementedError
 
-    def describe(self) -> str:  # pragma: no cover - every subclass overrides
+    @property
+    def label(self) -> str:
+        """The name results and errors give the constraint (``binding``, ``slack`` keys)."""
+        return self.kind
+
+    @property
+    def quantity(self) -> str:
+        """What it bounds, in words (``decode latency``, ``TPOT``, ``memory``)."""
+        return self.kind
+
+    def value(self, values: Mapping[str, Any]) -> Any:
+        """The constrained quantity of a table (or row) of evaluated columns."""
+        return values[self.column]
+
+    def satisfied(self, values: Mapping[str, Any]) -> Any:
+        """value ≤ bound (≥ for a floor), elementwise."""
+        v = self.value(values)
+        return v <= self.bound if self.upper else v >= self.bound
+
+    def violation(self, values: Mapping[str, Any]) -> Any:
+        """How far past the bound, in the quantity's unit (0 where met), elementwise."""
+        v = np.asarray(self.value(values), dtype=float)
+        return np.maximum(v - self.bound, 0.0) if self.upper else np.maximum(self.bound - v, 0.0)
+
+    def ratio(self, values: Mapping[str, Any]) -> Any:
+        """value / bound for a ceiling, bound / value for a floor: ≤ 1 exactly where met."""
+        v = np.asarray(self.value(values), dtype=float)
+        return v / self.bound if self.upper else self.bound / v
+
+    def slack(self, values: Mapping[str, Any]) -> Any:
+        """Relative room left (bound − value)/bound, negative when violated (sign flipped for a floor)."""
+        v = np.asarray(self.value(values), dtype=float)
+        return (self.bound - v) / self.bound if self.upper else (v - self.bound) / self.bound
+
+    def as_upper(self) -> tuple[str, float]:
+        """(column, bound) of the equivalent ceiling ``column ≤ bound`` (what the numba scan takes)."""
+        if not self.upper:  # pragma: no cover - a floor overrides it
+            raise NotImplementedError
+        return self.column, self.bound
+
+    def relaxed(self, workload: Any) -> Relaxed:  # pragma: no cover - every subclass overrides
+        """The budget in the continuous relaxation's terms (closed form, GP)."""
         raise NotImplementedError
+
+    def human(self, value: float) -> str:
+        """A value of the quantity in the unit people read it in (ms, GB, J)."""
+        if self.unit == "s":
+            return f"{value * 1e3:.4g} ms"
+        if self.unit == "B":
+            return f"{value / 1e9:.4g} GB"
+        return f"{value:.4g} J"
+
+    def describe(self) -> str:
+        return f"{self.quantity} {'≤' if self.upper else '≥'} {self.human(self.bound)}"
 
 
 @dataclass(frozen=True)
@@ -66,13 +160,14 @@ class LatencyBudget(Constraint):
     seconds: float
 
     kind: ClassVar[str] = "latency"
+    field: ClassVar[str] = "latency_budget"
 
     def __post_init__(self) -> None:
         from ..units import parse_time
 
         if self.phase not in PHASES:
             raise bad("phase", self.phase, f"must be one of {', '.join(PHASES)}")
-        object.__setattr__(self, "seconds", _si(self.seconds, "latency_budget", parse_time))
+        object.__setattr__(self, "seconds", _si(self.seconds, self.field, parse_time))
 
     @property
     def column(self) -> str:
@@ -82,8 +177,74 @@ class LatencyBudget(Constraint):
     def bound(self) -> float:
         return self.seconds
 
-    def describe(self) -> str:
-        return f"{self.phase} latency ≤ {self.seconds * 1e3:.4g} ms"
+    @property
+    def quantity(self) -> str:
+        return f"{self.phase} latency"
+
+    def relaxed(self, workload: Any) -> Relaxed:
+        return Relaxed("latency", self.phase, self.seconds)
+
+
+@dataclass(frozen=True)
+class TPOTBudget(Constraint):
+    """Time per output token ≤ ``seconds``: the decode time of all S_out steps over S_out (``tpot_s``).
+
+    The relaxation sees it as a decode budget of ``seconds`` × S_out (the theory model's decode sum)."""
+
+    seconds: float
+
+    kind: ClassVar[str] = "tpot"
+    field: ClassVar[str] = "tpot_budget"
+
+    def __post_init__(self) -> None:
+        from ..units import parse_time
+
+        object.__setattr__(self, "seconds", _si(self.seconds, self.field, parse_time))
+
+    @property
+    def column(self) -> str:
+        return "tpot_s"
+
+    @property
+    def bound(self) -> float:
+        return self.seconds
+
+    @property
+    def quantity(self) -> str:
+        return "TPOT"
+
+    def relaxed(self, workload: Any) -> Relaxed:
+        return Relaxed("latency", "decode", self.seconds * workload.output_tokens, float(workload.output_tokens))
+
+
+@dataclass(frozen=True)
+class TTFTBudget(Constraint):
+    """Time to first token ≤ ``seconds``: the prefill time, the engine's pass included (``prefill_s``)."""
+
+    seconds: float
+
+    kind: ClassVar[str] = "ttft"
+    field: ClassVar[str] = "ttft_budget"
+
+    def __post_init__(self) -> None:
+        from ..units import parse_time
+
+        object.__setattr__(self, "seconds", _si(self.seconds, self.field, parse_time))
+
+    @property
+    def column(self) -> str:
+        return "prefill_s"
+
+    @property
+    def bound(self) -> float:
+        return self.seconds
+
+    @property
+    def quantity(self) -> str:
+        return "TTFT"
+
+    def relaxed(self, workload: Any) -> Relaxed:
+        return Relaxed("latency", "prefill", self.seconds)
 
 
 @dataclass(frozen=True)
@@ -95,11 +256,13 @@ class MemoryBudget(Constraint):
     bytes: float
 
     kind: ClassVar[str] = "memory"
+    field: ClassVar[str] = "memory_budget"
+    unit: ClassVar[str] = "B"
 
     def __post_init__(self) -> None:
         from ..units import parse_bytes
 
-        object.__setattr__(self, "bytes", _si(self.bytes, "memory_budget", parse_bytes))
+        object.__setattr__(self, "bytes", _si(self.bytes, self.field, parse_bytes))
 
     @property
     def column(self) -> str:
@@ -109,8 +272,28 @@ class MemoryBudget(Constraint):
     def bound(self) -> float:
         return self.bytes
 
+    @property
+    def quantity(self) -> str:
+        return "memory"
+
+    def relaxed(self, workload: Any) -> Relaxed:
+        return Relaxed("memory", None, self.bytes)
+
+
+@dataclass(frozen=True)
+class Capacity(MemoryBudget):
+    """The device's memory capacity, which every problem enforces (``Problem`` adds it; a :class:`MemoryBudget`
+    tighter than it takes its place). ``budget``: a looser memory budget the user gave, kept so that the problem
+    on another device still has it."""
+
+    budget: float | None = None
+
+    @property
+    def label(self) -> str:
+        return "capacity"
+
     def describe(self) -> str:
-        return f"memory ≤ {self.bytes / 1e9:.4g} GB"
+        return f"memory ≤ {self.human(self.bytes)} (device capacity)"
 
 
 @dataclass(frozen=True)
@@ -120,11 +303,13 @@ class EnergyBudget(Constraint):
     joules: float
 
     kind: ClassVar[str] = "energy"
+    field: ClassVar[str] = "energy_budget"
+    unit: ClassVar[str] = "J"
 
     def __post_init__(self) -> None:
         from ..units import parse_energy
 
-        object.__setattr__(self, "joules", _si(self.joules, "energy_budget", parse_energy))
+        object.__setattr__(self, "joules", _si(self.joules, self.field, parse_energy))
 
     @property
     def column(self) -> str:
@@ -134,8 +319,17 @@ class EnergyBudget(Constraint):
     def bound(self) -> float:
         return self.joules
 
-    def describe(self) -> str:
-        return f"energy ≤ {self.joules:.4g} J"
+    @property
+    def quantity(self) -> str:
+        return "energy"
+
+    def relaxed(self, workload: Any) -> Relaxed:
+        return Relaxed("energy", None, self.joules)
 
 
-__all__ = ["PHASES", "PHASE_COLUMN", "Constraint", "EnergyBudget", "LatencyBudget", "MemoryBudget"]
+#: Constraint kinds in the order problems list them.
+KINDS = {c.kind: c for c in (LatencyBudget, TPOTBudget, TTFTBudget, MemoryBudget, EnergyBudget)}
+
+
+__all__ = ["KINDS", "PHASES", "PHASE_COLUMN", "Capacity", "Constraint", "EnergyBudget", "LatencyBudget",
+           "MemoryBudget", "Relaxed", "TPOTBudget", "TTFTBudget", "relaxation"]  # fmt: skip

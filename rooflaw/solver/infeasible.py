@@ -11,61 +11,61 @@ from typing import Any
 
 from ..errors import Infeasible
 
-ORDER = ("latency", "memory", "energy")
-
 
 def quantity(problem: Any, kind: str) -> str:
-    """What a constraint bounds, in words (``decode latency``, ``memory``, ``energy``)."""
-    return {"latency": f"{problem.phase} latency", "memory": "memory", "energy": "energy"}.get(kind, kind)
-
-
-def human(kind: str, value: float) -> str:
-    """A constraint value in the unit people read it in (ms, GB, J)."""
-    if kind == "latency":
-        return f"{value * 1e3:.4g} ms"
-    if kind == "memory":
-        return f"{value / 1e9:.4g} GB"
-    return f"{value:.4g} J"
+    """What the problem's constraint of ``kind`` bounds, in words (``decode latency``, ``TPOT``, ``memory``)."""
+    c = problem.constraint(kind)
+    return c.quantity if c is not None else kind
 
 
 def report(
     problem: Any,
     smallest: Mapping[str, float],
-    budgets: Mapping[str, float],
     where: str,
     closest: Mapping[str, float] | None = None,
 ) -> Infeasible:
-    """The :class:`Infeasible` for a problem whose budgets nothing in ``where`` meets.
+    """The :class:`Infeasible` for a problem whose constraints nothing in ``where`` meets.
 
-    ``smallest``: per constraint kind, the smallest value reached (SI); ``budgets``: kind -> bound (SI); ``where``
+    ``smallest``: per constraint kind (of ``problem.constraints``), the smallest value reached (SI); ``where``
     says what was searched (``in space 'paper'``, ``of the continuous relaxation of space 'paper' (theory model)``).
-    The binding constraint is the one furthest above its bound. When each bound alone can be met but not all
+    The binding constraint is the one furthest past its bound. When each bound alone can be met but not all
     together, ``closest`` (kind -> the value of the least-violating candidate) names the constraint it misses most.
     """
-    over = {k: smallest[k] / budgets[k] for k in budgets if k in smallest and smallest[k] > budgets[k]}
+    cons = [c for c in problem.constraints if c.kind in smallest]
+    over = {c.kind: float(c.ratio({c.column: smallest[c.kind]})) for c in cons
+            if not c.satisfied({c.column: smallest[c.kind]})}  # fmt: skip
     if over:
-        k = max(over, key=over.get)
-        label = problem.constraint_label(k)
-        what = "device capacity" if label == "capacity" else "budget"
+        c = problem.constraint(max(over, key=over.get))
+        what = "device capacity" if c.label == "capacity" else "budget"
         return Infeasible(
-            f"{quantity(problem, k)} ≥ {human(k, smallest[k])} for every architecture {where} "
-            f"({what} {human(k, budgets[k])})",
-            binding=label,
-            smallest=float(smallest[k]),
-            budget=float(budgets[k]),
+            f"{c.quantity} {'≥' if c.upper else '≤'} {c.human(smallest[c.kind])} for every architecture {where} "
+            f"({what} {c.human(c.bound)})",
+            binding=c.label,
+            smallest=float(smallest[c.kind]),
+            budget=float(c.bound),
         )
-    kinds = [k for k in ORDER if k in budgets]
-    names = " and ".join(problem.constraint_label(k) for k in kinds)
-    if closest:
-        k = max((k for k in kinds if k in closest), key=lambda k: closest[k] / budgets[k])
+    names = " and ".join(c.label for c in cons)
+    near = [c for c in cons if closest and c.kind in closest]
+    if near:
+        assert closest is not None
+        c = max(near, key=lambda c: float(c.ratio({c.column: closest[c.kind]})))
         return Infeasible(
-            f"no architecture {where} meets {names} together; the closest needs {quantity(problem, k)} "
-            f"{human(k, closest[k])} (budget {human(k, budgets[k])})",
-            binding=problem.constraint_label(k),
-            smallest=float(closest[k]),
-            budget=float(budgets[k]),
+            f"no architecture {where} meets {names} together; the closest needs {c.quantity} "
+            f"{c.human(closest[c.kind])} (budget {c.human(c.bound)})",
+            binding=c.label,
+            smallest=float(closest[c.kind]),
+            budget=float(c.bound),
         )
-    return Infeasible(f"no architecture {where} meets {names} together", binding="+".join(kinds))
+    return Infeasible(f"no architecture {where} meets {names} together", binding="+".join(c.kind for c in cons))
+
+
+def relaxed_report(problem: Any, smallest: Mapping[str, float], where: str) -> Infeasible:
+    """:func:`report` for a relaxation: ``smallest`` per relaxed kind (latency, memory, energy) in the relaxation's
+    terms, mapped back to the constraints they come from (a TPOT budget's decode sum over S_out)."""
+    from .budgets import relaxation
+
+    rel = relaxation(problem.constraints, problem.workload)
+    return report(problem, {c.kind: smallest[k] / r.scale for k, (r, c) in rel.items() if k in smallest}, where)
 
 
 def no_finite_loss(problem: Any, where: str) -> Infeasible:
@@ -77,4 +77,4 @@ def space_name(problem: Any) -> str:
     return getattr(problem.space, "name", "space")
 
 
-__all__ = ["human", "no_finite_loss", "quantity", "report", "space_name"]
+__all__ = ["no_finite_loss", "quantity", "relaxed_report", "report", "space_name"]

@@ -23,7 +23,7 @@ import sympy as sp
 from ..errors import Infeasible, RooflawError, bad
 from .discrete.rounding import round_solution
 from .relaxation import kkt as K
-from .relaxation.closed_form import ClosedForm, closed_form, regime_name
+from .relaxation.closed_form import ClosedForm, closed_form, regime_name, relaxed_phase
 from .result import Result
 
 Method = Callable[..., Result]
@@ -60,9 +60,8 @@ def _round_to_result(problem: Any, method: str, x: dict[str, float], cont_loss: 
         res.notes = [*notes, "no feasible architecture near the relaxation; the space was enumerated", *res.notes]
         res.timings = {**timings, **{f"exhaustive_{k}": v for k, v in res.timings.items()}}
         return res
-    budgets = problem.budgets()
-    slack = {problem.constraint_label(k): (b - float(row[c])) / b for k, (c, b) in budgets.items()}
-    binding = "+".join(problem.constraint_label(k) for k in active) if active else "none"
+    slack = {c.label: float(c.slack(row)) for c in problem.constraints}
+    binding = "+".join(relaxed_label(problem, k) for k in active) if active else "none"
     extra = {**extra, "rounding": stats}
     return Result(
         method=method,
@@ -81,6 +80,14 @@ def _round_to_result(problem: Any, method: str, x: dict[str, float], cont_loss: 
         notes=notes,
         extra=extra,
     )  # fmt: skip
+
+
+def relaxed_label(problem: Any, kind: str) -> str:
+    """The label of the constraint a relaxation's active ``kind`` (latency, memory, energy) comes from."""
+    from .budgets import relaxation
+
+    got = relaxation(problem.constraints, problem.workload).get(kind)
+    return got[1].label if got is not None else kind
 
 
 def explain_closed_form(cf: ClosedForm, problem: Any) -> str:
@@ -148,11 +155,7 @@ def solve(
         res.extra.setdefault("preset", problem.preset)
         res.extra.setdefault("engine", engine)
         if res.explain:
-            from ..constraints.engines import applied
-
-            pr = problem.preset
-            app = applied(problem.device, engine, pr if pr == "full" else "paper")
-            res.explain += f"\ncost model: preset {pr}; {app.describe()}"
+            res.explain += f"\ncost model: preset {problem.preset}; {problem.scenario.applied.describe()}"
     return res
 
 
@@ -194,7 +197,7 @@ def _gp_method(problem: Any, explain: bool = False, **kw: Any) -> Result:
     if problem.preset != "paper":
         notes.append(f"the architecture is judged by the '{problem.preset}' cost model")
     timings = {"continuous": g["seconds"]}
-    regime = regime_name(g["active"], problem.phase)
+    regime = regime_name(g["active"], relaxed_phase(problem))
     extra = {"gp": {k: g[k] for k in ("status", "solver", "values", "budgets", "duals", "constant", "preset")},
              "law": problem.law.name, "device": problem.device.id}  # fmt: skip
     res = _round_to_result(problem, "gp", g["x"], g["loss"], regime, g["active"], timings, notes, extra)

@@ -84,19 +84,20 @@ def solve_gp_theory(problem: Any, fix: Mapping[str, float] | None = None, solver
     :func:`rooflaw.solver.relaxation.geometric.solve_gp`; raises :class:`Infeasible` when the GP is."""
     import cvxpy as cp
 
-    from .closed_form import bounds_of, problem_budgets
+    from .closed_form import bounds_of, problem_budgets, relaxed_phase
 
     t0 = time.perf_counter()
     L, const, lmons = law_posynomial(problem)
     c = K.constants(problem)
     budgets = problem_budgets(problem)
+    phase = relaxed_phase(problem)
     if "energy" in budgets and not math.isfinite(c[K.P_idle]):
         raise RooflawError(f"energy budget: device {problem.device.id} has no power or energy figures")
     xs = {v: cp.Variable(pos=True, name=v) for v in VARS}
     cons = []
     cmons = {}
     for k, bud in budgets.items():
-        g = K.constraint_expr(k, problem.phase).xreplace({s: sp.Float(v) for s, v in c.items()})
+        g = K.constraint_expr(k, phase).xreplace({s: sp.Float(v) for s, v in c.items()})
         k0, m = posynomial_terms(g, f"{k} constraint")
         if k0:
             m = m + [(k0, {})]
@@ -143,7 +144,7 @@ def solve_gp_theory(problem: Any, fix: Mapping[str, float] | None = None, solver
         from .closed_form import _infeasible, derive
 
         kinds = tuple(k for k in ("latency", "memory", "energy") if k in budgets)
-        der = derive(problem.law, problem.phase, kinds, **K.law_kwargs(problem))
+        der = derive(problem.law, phase, kinds, **K.law_kwargs(problem))
         raise _infeasible(problem, der, [c[s] for s in K.CONSTS], bounds, budgets) from None
     if prob.status not in ("optimal", "optimal_inaccurate"):
         raise RooflawError(f"GP solver returned status {prob.status}")

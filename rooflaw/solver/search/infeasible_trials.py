@@ -17,13 +17,12 @@ def infeasible_from_trials(problem: Problem, trials: pd.DataFrame) -> Infeasible
     where = f"among the {len(trials)} trials of the search on space {problem.space.name!r}"
     if not len(t):
         return no_finite_loss(problem, where)
-    budgets = {k: b for k, (_, b) in problem.budgets().items()}
-    cols = {k: c for k, (c, _) in problem.budgets().items()}
-    smallest = {k: float(t[cols[k]].min()) for k in budgets}
-    ratio = np.max([t[cols[k]].to_numpy(dtype=float) / budgets[k] for k in budgets], axis=0)
+    cons = problem.constraints
+    smallest = {c.kind: float(t[c.column].min()) for c in cons}
+    ratio = np.max([c.ratio({c.column: t[c.column].to_numpy(dtype=float)}) for c in cons], axis=0)
     j = int(np.argmin(ratio))
-    closest = {k: float(t[cols[k]].iloc[j]) for k in budgets}
-    return report(problem, smallest, budgets, where, closest)
+    closest = {c.kind: float(t[c.column].iloc[j]) for c in cons}
+    return report(problem, smallest, where, closest)
 
 
 __all__ = ["infeasible_from_trials"]
