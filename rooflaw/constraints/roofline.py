@@ -114,6 +114,14 @@ def _any_positive(c: np.ndarray) -> bool:
     return bool(np.any(c > 0))
 
 
+def model_call(cols: Mapping[str, np.ndarray], sc: Scenario, comp: Compiled, tiles: bool = False) -> tuple:
+    """The arguments of ``comp``'s generated functions for completed columns ``cols`` in scenario ``sc``: the
+    architecture and workload arguments, the inverse roofs of both phases, 1/β and the per-kernel overhead."""
+    args = _args(cols, sc)
+    ipp, ipd = _inverse_roofs(comp, sc, args, len(cols["layers"]), tiles)
+    return (*args, *ipp, *ipd, sc.rates.inv_beta, sc.rates.overhead)
+
+
 def _args(cols: Mapping[str, np.ndarray], sc: Scenario) -> list:
     scal = sc.scalars()
     return [cols[n] if n in cols else scal[n] for n in ARG_NAMES]
@@ -174,10 +182,8 @@ def evaluate_chunk(cols: Mapping[str, np.ndarray], sc: Scenario, tiles: bool = F
     else:
         extra, extra_dec = phase_overheads(sc.rates, cols, workload.batch, workload.input_tokens)
     overlap = sc.host_overlap
-    args = _args(cols, sc)
     n = len(cols["layers"])
-    ipp, ipd = _inverse_roofs(comp, sc, args, n, tiles and not pr.theory)
-    call = (*args, *ipp, *ipd, sc.rates.inv_beta, sc.rates.overhead)
+    call = model_call(cols, sc, comp, tiles and not pr.theory)
     arr = lambda v: np.broadcast_to(np.asarray(v, dtype=np.float64), (n,))  # noqa: E731
     if not per_op:
         vals = comp.fast(*call)

@@ -88,6 +88,16 @@ class Scenario:
             return device
         return cls.of(device, workload, precision, preset, engine)
 
+    @classmethod
+    def given(cls, device: Device, workload: Any, precision: Precision, preset: str, app: Applied | None) -> Scenario:
+        """A one-chip scenario whose engine figures were resolved already: rates under ``app`` (None: the device's
+        scalar efficiencies, as :func:`assembly.rates` takes it)."""
+        out = _rebind(cls(device, Workload(), precision, preset), workload)
+        if app is not None:
+            out.__dict__["applied"] = app
+        out.__dict__["rates"] = A.rates(device, precision, None if out.spec.theory else app)
+        return out
+
     # ---- what the backends derive, once ------------------------------------------------------------------------
     @property
     def chip(self) -> Device:
