@@ -26,6 +26,7 @@ _MODULES: dict[str, str] = {
     "get_space list_spaces param_counts",
     "rooflaw.constraints": "ENGINE_NAMES FORMATS PRESETS CostReport EngineProfile Precision Workload "
     "complete_columns decode_steps evaluate_columns gemm get_engine",
+    "rooflaw.constraints.scenario": "Scenario",
     "rooflaw.devices": "Device device_ids get_device list_devices load_device_file save_device_toml",
     # the function, from its module: the package attribute ``rooflaw.devices.calibrate`` is that module
     "rooflaw.devices.calibrate": "calibrate",
@@ -40,7 +41,8 @@ _MODULES: dict[str, str] = {
     "plot_fit",
     "rooflaw.solver": "AdaptiveResult adaptive_search FRONTIER_COLUMNS METHODS SAMPLERS ClosedForm Constraint "
     "DerivedTheorems EnergyBudget "
-    "FrontierResult LatencyBudget MemoryBudget Problem Result SearchResult closed_form derive_theorems frontier "
+    "FrontierResult LatencyBudget MemoryBudget Problem RelaxationResult Result SearchResult TPOTBudget TTFTBudget "
+    "closed_form derive_theorems frontier "
     "hypervolume pareto_mask register_method round_solution search solve solve_exhaustive solve_gp solve_optuna",
     "rooflaw.solver.search.study": "search_frontier",
     "rooflaw.solver.discrete.joint": "JointFrontierResult JointSpace Option joint_frontier solve_joint",

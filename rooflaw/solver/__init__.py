@@ -5,13 +5,14 @@
 """
 
 from .adaptive import AdaptiveResult, adaptive_search
-from .budgets import PHASES, Constraint, EnergyBudget, LatencyBudget, MemoryBudget
+from .budgets import PHASES, Capacity, Constraint, EnergyBudget, LatencyBudget, MemoryBudget, TPOTBudget, TTFTBudget
 from .discrete.exhaustive import FRONTIER_COLUMNS, FrontierResult, frontier, solve_exhaustive
 from .discrete.pareto import hypervolume, pareto_mask
 from .discrete.rounding import round_solution
 from .problem import Problem
 from .relaxation.closed_form import ClosedForm, budget_ratios, closed_form
 from .relaxation.geometric import solve_gp
+from .relaxation.result import RelaxationResult
 from .relaxation.theorems import DerivedTheorems, derive_theorems
 from .result import Result
 from .search.study import SAMPLERS, SearchResult, search, solve_optuna
@@ -24,6 +25,7 @@ __all__ = [
     "METHODS",
     "PHASES",
     "SAMPLERS",
+    "Capacity",
     "ClosedForm",
     "Constraint",
     "DerivedTheorems",
@@ -32,8 +34,11 @@ __all__ = [
     "LatencyBudget",
     "MemoryBudget",
     "Problem",
+    "RelaxationResult",
     "Result",
     "SearchResult",
+    "TPOTBudget",
+    "TTFTBudget",
     "budget_ratios",
     "closed_form",
     "derive_theorems",

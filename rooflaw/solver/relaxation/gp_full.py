@@ -25,6 +25,7 @@ from ...errors import Infeasible, RooflawError
 from ..infeasible import relaxed_report, space_name
 from .gp_fallback import solve_with_fallback
 from .kkt import VARS, X
+from .result import RelaxationResult
 
 PHASE_COLUMN = {"prefill": "prefill_s", "decode": "decode_s", "total": "total_s"}
 
@@ -304,7 +305,7 @@ def _over_budget(br: Branch, x: Mapping[str, float], budgets: Mapping[str, float
     return ""
 
 
-def solve_gp_full(problem: Any, fix: Mapping[str, float] | None = None, solver: str | None = None) -> dict[str, Any]:
+def solve_gp_full(problem: Any, fix: Mapping[str, float] | None = None, solver: str | None = None) -> RelaxationResult:
     """The full-preset relaxation of ``problem`` as GPs (one per branch); the best branch's optimum.
 
     Returns the keys of :func:`.geometric.solve_gp` plus ``branch``, ``branches`` (loss or status per
@@ -361,12 +362,12 @@ def solve_gp_full(problem: Any, fix: Mapping[str, float] | None = None, solver: 
         f"branches: {', '.join(f'{k} {v:.6g}' if isinstance(v, float) else f'{k} {v}' for k, v in summary.items())}"
         + (f"; MoE branch at K = {br.K:g} (top_k enters {', '.join(br.k_dependent)})" if br.moe else ""),
     ]
-    return {
-        "x": o["x"], "loss": o["loss"], "constant": const, "active": active, "values": values, "budgets": budgets,
-        "status": o["status"], "solver": o["solver"], "duals": o["duals"], "seconds": time.perf_counter() - t0,
-        "build_seconds": t1 - t0, "solve_seconds": t2 - t1, "preset": "full", "branch": br.name,
-        "branches": summary, "notes": notes, "all_values": {k: float(v) for k, v in vals.items()},
-    }  # fmt: skip
+    return RelaxationResult(
+        x=o["x"], loss=o["loss"], constant=const, active=active, values=values, budgets=budgets, status=o["status"],
+        solver=o["solver"], duals=o["duals"], seconds=time.perf_counter() - t0, build_seconds=t1 - t0,
+        solve_seconds=t2 - t1, preset="full", branch=br.name, branches=summary, notes=notes,
+        all_values={k: float(v) for k, v in vals.items()},
+    )  # fmt: skip
 
 
 def _infeasible_full(problem: Any, brs: list[Branch], budgets: dict[str, float]) -> Infeasible:
