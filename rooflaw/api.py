@@ -42,6 +42,7 @@ _MODULES: dict[str, str] = {
     "rooflaw.solver": "AdaptiveResult adaptive_search FRONTIER_COLUMNS METHODS SAMPLERS ClosedForm Constraint "
     "DerivedTheorems EnergyBudget "
     "FrontierResult LatencyBudget MemoryBudget Problem RelaxationResult Result SearchResult TPOTBudget TTFTBudget "
+    "ThroughputFloor "
     "closed_form derive_theorems frontier "
     "hypervolume pareto_mask register_method round_solution search solve solve_exhaustive solve_gp solve_optuna",
     "rooflaw.solver.search.study": "search_frontier",

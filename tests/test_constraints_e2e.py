@@ -160,3 +160,36 @@ def test_a_layout_is_a_field_of_the_scenario():
     got = rl.evaluate_columns(cols, sc)
     ref = rl.layout_columns(cols, system, "tp=4", wl, "bf16")
     assert set(got) == set(ref) and all(np.array_equal(got[k], ref[k]) for k in ref)
+
+
+# ---- a floor (upper=False): one class, every solver ----------------------------------------------------------------
+def test_a_throughput_floor_is_a_constraint_with_the_other_sense():
+    f = rl.ThroughputFloor(50)
+    vals = {"tpot_s": np.array([0.01, 0.04])}
+    assert (f.upper, f.column, f.as_upper()) == (False, "tpot_s", ("tpot_s", 0.02))
+    assert f.value(vals) == pytest.approx([100.0, 25.0]) and f.satisfied(vals).tolist() == [True, False]
+    assert f.violation(vals) == pytest.approx([0.0, 25.0]) and f.ratio(vals) == pytest.approx([0.5, 2.0])
+    assert f.slack(vals) == pytest.approx([1.0, -0.5]) and f.from_ceiling(0.04) == pytest.approx(25.0)
+    assert f.describe() == "decode tokens/s per request ≥ 50 tokens/s"
+    with pytest.raises(rl.RooflawError, match="^min_tokens_per_s="):
+        rl.ThroughputFloor(0)
+
+
+def test_a_throughput_floor_answers_as_the_tpot_budget_it_equals_on_every_method():
+    floor = rl.Problem(device=DEV, constraints=[rl.ThroughputFloor(50)], workload=WL)
+    tpot = rl.Problem(device=DEV, tpot_budget=0.02, workload=WL)
+    best, _ = _brute(tpot)
+    for method in ("exhaustive", "closed-form", "gp"):
+        a, b = rl.solve(floor, method), rl.solve(tpot, method)
+        assert a.architecture == b.architecture and a.loss == b.loss, method
+        assert 16 / a.latency_s["decode"] >= 50 and a.slack["throughput"] >= 0
+    assert rl.solve(floor, "exhaustive").loss == pytest.approx(best, rel=1e-12)
+
+
+def test_an_unmeetable_floor_names_the_largest_throughput_reached():
+    p = rl.Problem(device=DEV, constraints=[rl.ThroughputFloor(2000)], workload=WL)
+    _, lo = _brute(p)
+    for method in ("exhaustive", "closed-form"):
+        with pytest.raises(rl.Infeasible, match="decode tokens/s per request ≤ .* tokens/s") as e:
+            rl.solve(p, method)
+        assert e.value.binding == "throughput" and e.value.smallest == pytest.approx(1 / lo["tpot"], rel=1e-9)

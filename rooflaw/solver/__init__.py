@@ -5,7 +5,17 @@
 """
 
 from .adaptive import AdaptiveResult, adaptive_search
-from .budgets import PHASES, Capacity, Constraint, EnergyBudget, LatencyBudget, MemoryBudget, TPOTBudget, TTFTBudget
+from .budgets import (
+    PHASES,
+    Capacity,
+    Constraint,
+    EnergyBudget,
+    LatencyBudget,
+    MemoryBudget,
+    ThroughputFloor,
+    TPOTBudget,  # fmt: skip
+    TTFTBudget,
+)
 from .discrete.exhaustive import FRONTIER_COLUMNS, FrontierResult, frontier, solve_exhaustive
 from .discrete.pareto import hypervolume, pareto_mask
 from .discrete.rounding import round_solution
@@ -39,6 +49,7 @@ __all__ = [
     "SearchResult",
     "TPOTBudget",
     "TTFTBudget",
+    "ThroughputFloor",
     "budget_ratios",
     "closed_form",
     "derive_theorems",

@@ -52,7 +52,7 @@ def _si(value: Any, field: str, parse: Any) -> float:
 class Relaxed(NamedTuple):
     """A budget in the continuous relaxation's terms: ``kind`` latency | memory | energy, the latency ``phase``
     (None otherwise) and the ``bound`` (SI) that the theory model's expression of that kind must meet; ``scale``:
-    relaxation value = ``scale`` × the constraint's own quantity (S_out for a TPOT budget)."""
+    relaxation value = ``scale`` × the constraint's ceiling column (:meth:`Constraint.as_upper`; S_out for TPOT)."""
 
     kind: str
     phase: str | None
@@ -131,10 +131,15 @@ class Constraint:
         return (self.bound - v) / self.bound if self.upper else (v - self.bound) / self.bound
 
     def as_upper(self) -> tuple[str, float]:
-        """(column, bound) of the equivalent ceiling ``column ≤ bound`` (what the numba scan takes)."""
+        """(column, bound) of the equivalent ceiling ``column ≤ bound``: what the numba scan takes, and the form
+        the searches track their diagnostics in (smallest value, closest point; :meth:`from_ceiling` reads them)."""
         if not self.upper:  # pragma: no cover - a floor overrides it
             raise NotImplementedError
         return self.column, self.bound
+
+    def from_ceiling(self, x: float) -> float:
+        """The constrained quantity of a value ``x`` of the :meth:`as_upper` column (itself for a ceiling)."""
+        return x
 
     def relaxed(self, workload: Any) -> Relaxed:  # pragma: no cover - every subclass overrides
         """The budget in the continuous relaxation's terms (closed form, GP)."""
@@ -146,6 +151,8 @@ class Constraint:
             return f"{value * 1e3:.4g} ms"
         if self.unit == "B":
             return f"{value / 1e9:.4g} GB"
+        if self.unit == "tok/s":
+            return f"{value:.4g} tokens/s"
         return f"{value:.4g} J"
 
     def describe(self) -> str:
@@ -327,9 +334,64 @@ class EnergyBudget(Constraint):
         return Relaxed("energy", None, self.joules)
 
 
+@dataclass(frozen=True)
+class ThroughputFloor(Constraint):
+    """Tokens per second each request decodes ≥ ``tokens_per_s`` (a floor: ``upper = False``): S_out over the
+    decode time, i.e. 1 / TPOT. Its ceiling form is ``tpot_s ≤ 1 / tokens_per_s``; the relaxation takes it as a
+    decode budget of S_out / ``tokens_per_s``."""
+
+    tokens_per_s: float
+
+    kind: ClassVar[str] = "throughput"
+    upper: ClassVar[bool] = False
+    field: ClassVar[str] = "min_tokens_per_s"
+    unit: ClassVar[str] = "tok/s"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tokens_per_s", _si(self.tokens_per_s, self.field, _no_unit(self.field)))
+
+    @property
+    def column(self) -> str:
+        return "tpot_s"
+
+    @property
+    def bound(self) -> float:
+        return self.tokens_per_s
+
+    @property
+    def quantity(self) -> str:
+        return "decode tokens/s per request"
+
+    def value(self, values: Mapping[str, Any]) -> Any:
+        with np.errstate(divide="ignore"):
+            return 1.0 / np.asarray(values["tpot_s"], dtype=float)
+
+    def as_upper(self) -> tuple[str, float]:
+        return "tpot_s", 1.0 / self.tokens_per_s
+
+    def from_ceiling(self, x: float) -> float:
+        return 1.0 / x if x > 0 else math.inf
+
+    def relaxed(self, workload: Any) -> Relaxed:
+        n = float(workload.output_tokens)
+        return Relaxed("latency", "decode", n / self.tokens_per_s, n)
+
+
+def _no_unit(field: str) -> Any:
+    """A parser for a plain number given as text (``"50"``)."""
+
+    def parse(text: str, _: str) -> float:
+        try:
+            return float(text)
+        except ValueError:
+            raise bad(field, text, "must be a number (tokens per second)") from None
+
+    return parse
+
+
 #: Constraint kinds in the order problems list them.
-KINDS = {c.kind: c for c in (LatencyBudget, TPOTBudget, TTFTBudget, MemoryBudget, EnergyBudget)}
+KINDS = {c.kind: c for c in (LatencyBudget, TPOTBudget, TTFTBudget, ThroughputFloor, MemoryBudget, EnergyBudget)}
 
 
 __all__ = ["KINDS", "PHASES", "PHASE_COLUMN", "Capacity", "Constraint", "EnergyBudget", "LatencyBudget",
-           "MemoryBudget", "Relaxed", "TPOTBudget", "TTFTBudget", "relaxation"]  # fmt: skip
+           "MemoryBudget", "Relaxed", "TPOTBudget", "TTFTBudget", "ThroughputFloor", "relaxation"]  # fmt: skip

@@ -37,9 +37,10 @@ def _scan(problem: Problem, joint: JointSpace) -> list[dict[str, Any]]:
             fi = np.flatnonzero(v["finite"])
             st["applies"] += len(fi)
             for con in c.problem.constraints:
-                if len(fi):
-                    got = float(np.asarray(con.value(v))[fi].min())
-                    st["minimum"][con.kind] = min(st["minimum"].get(con.kind, math.inf), got)
+                if len(fi):  # the best value of each constraint's quantity (largest for a floor)
+                    got = float(con.from_ceiling(float(np.asarray(v[con.as_upper()[0]])[fi].min())))
+                    old = st["minimum"].get(con.kind)
+                    st["minimum"][con.kind] = got if old is None else min(old, got) if con.upper else max(old, got)
             feas = np.flatnonzero(v["feasible"])
             st["feasible"] += len(feas)
             if len(feas):

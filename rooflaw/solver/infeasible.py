@@ -26,34 +26,37 @@ def report(
 ) -> Infeasible:
     """The :class:`Infeasible` for a problem whose constraints nothing in ``where`` meets.
 
-    ``smallest``: per constraint kind (of ``problem.constraints``), the smallest value reached (SI); ``where``
-    says what was searched (``in space 'paper'``, ``of the continuous relaxation of space 'paper' (theory model)``).
-    The binding constraint is the one furthest past its bound. When each bound alone can be met but not all
-    together, ``closest`` (kind -> the value of the least-violating candidate) names the constraint it misses most.
+    ``smallest``: per constraint kind (of ``problem.constraints``), the smallest value reached of its ceiling form
+    (:meth:`~rooflaw.solver.budgets.Constraint.as_upper`: the quantity itself for every budget, 1/TPOT's column for
+    a throughput floor); ``where`` says what was searched (``in space 'paper'``, ``of the continuous relaxation of
+    space 'paper' (theory model)``). The binding constraint is the one furthest past its bound. When each bound
+    alone can be met but not all together, ``closest`` (kind -> the least-violating candidate's value, same form)
+    names the constraint it misses most. Messages and ``Infeasible.smallest`` give the quantity itself.
     """
     cons = [c for c in problem.constraints if c.kind in smallest]
-    over = {c.kind: float(c.ratio({c.column: smallest[c.kind]})) for c in cons
-            if not c.satisfied({c.column: smallest[c.kind]})}  # fmt: skip
+    over = {c.kind: smallest[c.kind] / c.as_upper()[1] for c in cons if smallest[c.kind] > c.as_upper()[1]}
     if over:
         c = problem.constraint(max(over, key=over.get))
+        best = c.from_ceiling(smallest[c.kind])
         what = "device capacity" if c.label == "capacity" else "budget"
         return Infeasible(
-            f"{c.quantity} {'≥' if c.upper else '≤'} {c.human(smallest[c.kind])} for every architecture {where} "
+            f"{c.quantity} {'≥' if c.upper else '≤'} {c.human(best)} for every architecture {where} "
             f"({what} {c.human(c.bound)})",
             binding=c.label,
-            smallest=float(smallest[c.kind]),
+            smallest=float(best),
             budget=float(c.bound),
         )
     names = " and ".join(c.label for c in cons)
     near = [c for c in cons if closest and c.kind in closest]
     if near:
         assert closest is not None
-        c = max(near, key=lambda c: float(c.ratio({c.column: closest[c.kind]})))
+        c = max(near, key=lambda c: closest[c.kind] / c.as_upper()[1])
+        got = c.from_ceiling(closest[c.kind])
         return Infeasible(
             f"no architecture {where} meets {names} together; the closest needs {c.quantity} "
-            f"{c.human(closest[c.kind])} (budget {c.human(c.bound)})",
+            f"{c.human(got)} (budget {c.human(c.bound)})",
             binding=c.label,
-            smallest=float(closest[c.kind]),
+            smallest=float(got),
             budget=float(c.bound),
         )
     return Infeasible(f"no architecture {where} meets {names} together", binding="+".join(c.kind for c in cons))
@@ -61,7 +64,7 @@ def report(
 
 def relaxed_report(problem: Any, smallest: Mapping[str, float], where: str) -> Infeasible:
     """:func:`report` for a relaxation: ``smallest`` per relaxed kind (latency, memory, energy) in the relaxation's
-    terms, mapped back to the constraints they come from (a TPOT budget's decode sum over S_out)."""
+    terms, mapped back to the ceiling form of the constraints they come from (a TPOT budget's decode sum / S_out)."""
     from .budgets import relaxation
 
     rel = relaxation(problem.constraints, problem.workload)

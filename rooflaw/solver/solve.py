@@ -89,9 +89,12 @@ def relaxation_notes(problem: Any) -> list[str]:
     out = []
     for r, c in relaxation(problem.constraints, problem.workload).values():
         if r.scale != 1.0 or (r.phase is not None and c.kind != "latency"):
-            how = f" = {c.human(c.bound)} × {r.scale:g} output tokens" if r.scale != 1.0 else ""
+            how = ""
+            if r.scale != 1.0:
+                how = (f" = {c.human(c.bound)} × {r.scale:g} output tokens" if c.upper else
+                       f" = {r.scale:g} output tokens / {c.human(c.bound)}")  # fmt: skip
             out.append(f"the relaxation takes {c.describe()} as a {r.phase} latency budget of "
-                       f"{c.human(r.bound)}{how}")  # fmt: skip
+                       f"{r.bound * 1e3:.4g} ms{how}")  # fmt: skip
     return out
 
 
@@ -181,7 +184,8 @@ def relaxations(problem: Any) -> list[Any]:
     phases = sorted({c.relaxed(wl).phase for c in lat})
     if len(phases) <= 1:
         return [problem]
-    return [problem.replace(**{c.field: None for c in lat if c.relaxed(wl).phase != ph}) for ph in phases]
+    keep = lambda c, ph: c.relaxed(wl).kind != "latency" or c.relaxed(wl).phase == ph  # noqa: E731
+    return [problem.replace(constraints=tuple(c for c in problem.constraints if keep(c, ph))) for ph in phases]
 
 
 def _relaxed(problem: Any, method: str, solve_one: Callable[[Any], Any]) -> tuple[Any, Any, list[str]] | Result:

@@ -157,8 +157,9 @@ def finish_diagnostics(acc: Any, problem: Problem, stats: np.ndarray, evaluate: 
         acc.minimum = {c.kind: float(stats[8 + j]) for j, c in enumerate(cons)}
     if acc.feasible == 0 and stats[12] >= 0:
         v = evaluate(int(stats[12]))
-        ratios = {c.kind: float(c.ratio(v)[0]) for c in cons}
-        acc.closest = (max(ratios.values()), ratios | {f"{c.kind}_value": float(c.value(v)[0]) for c in cons})
+        up = {c.kind: c.as_upper() for c in cons}  # the ceiling form the kernel tracks
+        ratios = {k: float(v[col][0] / b) for k, (col, b) in up.items()}
+        acc.closest = (max(ratios.values()), ratios | {f"{k}_value": float(v[col][0]) for k, (col, _) in up.items()})
 
 
 def _new_stats() -> np.ndarray:

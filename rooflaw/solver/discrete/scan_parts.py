@@ -75,15 +75,17 @@ def track(
     closest: tuple[float, dict[str, float]] | None,
     diagnose: bool,
 ) -> tuple[float, dict[str, float]] | None:
-    """Fold the finite-loss rows ``fi`` of ``v`` into the per-constraint ``minimum`` (kind -> smallest value seen),
-    and, while nothing is feasible (``diagnose``), into ``closest``: (max ratio to its bound, kind -> ratio and
-    ``kind_value``) of the row nearest to meeting every constraint. Returns the new ``closest``."""
+    """Fold the finite-loss rows ``fi`` of ``v`` into the per-constraint ``minimum`` (kind -> smallest value seen of
+    its ceiling form, :meth:`Constraint.as_upper`), and, while nothing is feasible (``diagnose``), into ``closest``:
+    (max ratio to its bound, kind -> ratio and ``kind_value``) of the row nearest to meeting every constraint.
+    Returns the new ``closest``."""
     ratio, ratios, vals = None, {}, {}
     for c in constraints:
-        vals[c.kind] = np.asarray(c.value(v), dtype=float)[fi]
+        col, bound = c.as_upper()  # diagnostics in the ceiling form (smallest is best), read by Constraint.from_ceiling
+        vals[c.kind] = np.asarray(v[col], dtype=float)[fi]
         minimum[c.kind] = min(minimum.get(c.kind, math.inf), float(vals[c.kind].min()))
         if diagnose:
-            ratios[c.kind] = c.ratio({c.column: vals[c.kind]})
+            ratios[c.kind] = vals[c.kind] / bound
             ratio = ratios[c.kind] if ratio is None else np.maximum(ratio, ratios[c.kind])
     if ratio is not None:
         j = int(np.argmin(ratio))

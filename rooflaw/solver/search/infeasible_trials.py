@@ -17,11 +17,11 @@ def infeasible_from_trials(problem: Problem, trials: pd.DataFrame) -> Infeasible
     where = f"among the {len(trials)} trials of the search on space {problem.space.name!r}"
     if not len(t):
         return no_finite_loss(problem, where)
-    cons = problem.constraints
-    smallest = {c.kind: float(t[c.column].min()) for c in cons}
-    ratio = np.max([c.ratio({c.column: t[c.column].to_numpy(dtype=float)}) for c in cons], axis=0)
+    up = {c.kind: c.as_upper() for c in problem.constraints}  # the ceiling form report() reads
+    smallest = {k: float(t[col].min()) for k, (col, _) in up.items()}
+    ratio = np.max([t[col].to_numpy(dtype=float) / b for col, b in up.values()], axis=0)
     j = int(np.argmin(ratio))
-    closest = {c.kind: float(t[c.column].iloc[j]) for c in cons}
+    closest = {k: float(t[col].iloc[j]) for k, (col, _) in up.items()}
     return report(problem, smallest, where, closest)
 
 

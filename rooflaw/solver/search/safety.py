@@ -66,8 +66,8 @@ def study_definition(problem: Any, objectives: Sequence[str]) -> dict[str, Any]:
         "energy_budget": problem.energy_budget,
         "tokens": problem.tokens,
         "align": problem.align,
-        # the per-token budgets only when set, so that studies written before them keep their fingerprint
-        **{k: getattr(problem, k) for k in ("tpot_budget", "ttft_budget") if getattr(problem, k) is not None},
+        # the constraint kinds added since, only when set, so that studies written before keep their fingerprint
+        **{c.field: c.bound for c in problem.constraints if c.kind in ("tpot", "ttft", "throughput")},
     }
 
 
