@@ -36,7 +36,7 @@ def report(
     cons = [c for c in problem.constraints if c.kind in smallest]
     over = {c.kind: smallest[c.kind] / c.as_upper()[1] for c in cons if smallest[c.kind] > c.as_upper()[1]}
     if over:
-        c = problem.constraint(max(over, key=over.get))
+        c = problem.constraint(max(over, key=lambda k: over[k]))
         best = c.from_ceiling(smallest[c.kind])
         what = "device capacity" if c.label == "capacity" else "budget"
         return Infeasible(

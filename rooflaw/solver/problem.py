@@ -92,10 +92,11 @@ class Problem:
             raise bad("scenario", sc, "expected a Scenario")
         dev = I.device(device if device is not None or sc is None else sc.device)
         wl = I.workload(sc.workload if isinstance(workload, I.Unset) and sc is not None else workload)
-        prec = I.precision(DEFAULT_PRECISION if isinstance(precision, I.Unset) and sc is None else
-                           sc.precision if isinstance(precision, I.Unset) else precision)  # fmt: skip
-        pre = I.preset(DEFAULT_PRESET if isinstance(preset, I.Unset) and sc is None else
-                       sc.preset if isinstance(preset, I.Unset) else preset)  # fmt: skip
+        if isinstance(precision, I.Unset):
+            precision = DEFAULT_PRECISION if sc is None else sc.precision
+        if isinstance(preset, I.Unset):
+            preset = DEFAULT_PRESET if sc is None else sc.preset
+        prec, pre = I.precision(precision), I.preset(preset)
         eng = I.engine(engine if engine is not None or sc is None or sc.device is not dev else sc.engine, dev)
         budgets = {"latency_budget": latency_budget, "tpot_budget": tpot_budget, "ttft_budget": ttft_budget,
                    "memory_budget": memory_budget, "energy_budget": energy_budget}  # fmt: skip

@@ -37,8 +37,8 @@ class Unset:
 
 
 #: The budget keywords and the constraint each builds (``latency_budget`` also takes ``phase``).
-KEYWORDS = {"latency_budget": LatencyBudget, "tpot_budget": TPOTBudget, "ttft_budget": TTFTBudget,
-            "memory_budget": MemoryBudget, "energy_budget": EnergyBudget}  # fmt: skip
+KEYWORDS: dict[str, Any] = {"latency_budget": LatencyBudget, "tpot_budget": TPOTBudget, "ttft_budget": TTFTBudget,
+                             "memory_budget": MemoryBudget, "energy_budget": EnergyBudget}  # fmt: skip
 
 
 def law(value: Any) -> Any:

@@ -276,6 +276,7 @@ def layout_columns(
 
 def _sharded(cols, sc: Scenario, stage):
     system, lay, wl, prec, overlap = sc.device, sc.layout, sc.workload, sc.precision, sc.overlap
+    assert lay is not None and isinstance(system, System)
     one = sc.on_chip()
     dev = one.chip
     if lay.pp > 1 and stage is None:
