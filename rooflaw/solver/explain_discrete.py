@@ -80,7 +80,8 @@ def explain_discrete(problem: Any, res: Result, within: float = WITHIN, top: int
     cons = []
     for con in problem.constraints:
         v = float(con.value(values))
-        cons.append({"name": con.label, "value": v, "budget": con.bound, "slack": float(con.slack(values))})
+        cons.append({"name": con.label, "value": v, "budget": con.bound, "slack": float(con.slack(values)),
+                     "quantity": con.quantity, "text": f"{con.human(v)} of {con.human(con.bound)}"})  # fmt: skip
     tight = min(cons, key=lambda c: c["slack"]) if cons else None
     for c in cons:
         c["tightest"] = c is tight
@@ -151,9 +152,11 @@ def explain_text(ex: dict[str, Any], phase: str = "decode") -> str:
     ]
     for c in ex["constraints"]:
         tag = "  <- tightest" if c["tightest"] else ""
-        what = f"{phase} latency" if c["name"] == "latency" else c["name"]
-        lines.append(f"  {what}: {_v(c['name'], c['value'])} of {_v(c['name'], c['budget'])}, "
-                     f"slack {c['slack']:.1%}{tag}")  # fmt: skip
+        what = c.get("quantity") or (f"{phase} latency" if c["name"] == "latency" else c["name"])
+        text = c.get("text") or f"{_v(c['name'], c['value'])} of {_v(c['name'], c['budget'])}"
+        if c["name"] == "capacity":
+            what = "memory (device capacity)"
+        lines.append(f"  {what}: {text}, slack {c['slack']:.1%}{tag}")
     rnd = ex.get("rounding")
     if rnd:
         lc, ld = rnd["loss"]["continuous"], rnd["loss"]["discrete"]
