@@ -5,8 +5,9 @@ point); precision, batch and option are categorical parameters (``precision``, `
 with one value is not a parameter). Each trial is evaluated by the joint frontier's own code
 (:func:`~rooflaw.solver.discrete.joint.evaluate_chunk` on one architecture and one combination), so a trial and
 the exact joint frontier agree to the bit. A layout that does not divide the architecture (or misses the serving
-floors ``--min-tokens-per-gpu`` / ``--tpot-budget``) is an infeasible trial through the ``option`` constraint, not
-an exception. ``throughput`` (aggregate decode tokens/s) is maximised; every other objective is minimised.
+floor ``--min-tokens-per-gpu``; ``--tpot-budget`` is a budget constraint) is an infeasible trial through the
+``option`` constraint, not an exception. ``throughput`` (aggregate decode tokens/s) is maximised; every other
+objective is minimised.
 """
 
 from __future__ import annotations
