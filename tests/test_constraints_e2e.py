@@ -193,27 +193,3 @@ def test_an_unmeetable_floor_names_the_largest_throughput_reached():
         with pytest.raises(rl.Infeasible, match="decode tokens/s per request ≤ .* tokens/s") as e:
             rl.solve(p, method)
         assert e.value.binding == "throughput" and e.value.smallest == pytest.approx(1 / lo["tpot"], rel=1e-9)
-
-
-# ---- --explain: the edges the answer sits on, and what the binding quantity is made of -------------------------------
-def test_explain_names_the_edges_and_the_binding_cost_shares():
-    p = rl.Problem(device="jetson-agx-orin-64gb", latency_budget="20ms")  # issue 26: the demo's corner answer
-    res = rl.solve(p, "exhaustive")
-    ex = rl.explain_discrete(p, res)
-    a = res.architecture
-    assert ex["tightest"] == "latency" and (a.layers, a.d_model) == (4, 768)
-    assert any(e.startswith("l = 4 is at the lower end of the domain law") for e in ex["edges"])
-    assert any(e.startswith("d = 768 is at the lower end of the domain law") for e in ex["edges"])
-    rep = rl.evaluate(a, p.device, p.workload, p.precision, engine=p.engine)
-    over = sum(o.seconds for o in rep.ops if o.phase == "decode" and o.name == "engine_overhead")
-    shares = ex["binding_shares"]
-    assert sum(shares.values()) == pytest.approx(1.0, rel=1e-12)
-    assert shares["engine overhead"] == pytest.approx(over / rep.decode_s, rel=1e-9)
-    text = rl.explain_text(ex, p.phase)
-    assert "engine overhead" in text and "at an edge: l = 4" in text
-    m = rl.Problem(device=DEV, memory_budget="1GB", workload=WL)  # memory binds: weights / KV / activations
-    ex = rl.explain_discrete(m, rl.solve(m, "exhaustive"))
-    r = rl.evaluate(rl.solve(m, "exhaustive").architecture, m.device, m.workload, m.precision, engine=m.engine)
-    assert ex["tightest"] == "memory" and ex["binding_shares"]["weights"] == pytest.approx(
-        r.weight_bytes / r.memory_bytes, rel=1e-12
-    )

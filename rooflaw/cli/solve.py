@@ -101,8 +101,7 @@ def solve(
     lat = res.latency_s
     summary = [
         ["loss", f"{res.loss:.4f}"], ["perplexity", f"{res.perplexity:.2f}"],
-        ["prefill", fmt_time(lat["prefill"])], ["decode", fmt_time(lat["decode"])],
-        ["per output token", fmt_time(lat["tpot"])], ["total", fmt_time(lat["total"])],
+        ["prefill", fmt_time(lat["prefill"])], ["decode", fmt_time(lat["decode"])], ["total", fmt_time(lat["total"])],
         ["memory", fmt_bytes(res.memory_bytes)], ["energy", f"{res.energy_j:.3g} J"],
         ["time", f"{res.seconds * 1e3:.1f} ms"],
     ]  # fmt: skip

@@ -90,11 +90,7 @@ def explain_discrete(problem: Any, res: Result, within: float = WITHIN, top: int
         "loss": res.loss,
         "constraints": cons,
         "tightest": tight["name"] if tight else None,
-        "edges": edges(problem, a),
     }
-    if tight is not None:
-        con = next(c for c in problem.constraints if c.label == tight["name"])
-        out["binding_shares"] = binding_shares(problem, a, con.column)
     cands = _candidates(problem, res)
     ups = []
     if len(cands):
@@ -129,69 +125,6 @@ def explain_discrete(problem: Any, res: Result, within: float = WITHIN, top: int
     return out
 
 
-def edges(problem: Any, arch: Any) -> list[str]:
-    """Where the answer sits at an end of the space's box or of the domain the law was fitted on (each a sentence):
-    an answer pinned there would move if the space or the law's data reached further."""
-    from ..constraints import complete_columns
-    from ..objectives import law_inputs
-
-    out = []
-    row = {k: getattr(arch, k) for k in ARCH_COLS}
-    pt = _paper_point(row)
-    for v, (lo, hi) in dict(problem.space.bounds()).items():
-        x = pt.get(v)
-        if x is None or not lo < hi:
-            continue
-        if x <= lo * (1 + 1e-9) or x >= hi * (1 - 1e-9):
-            end = "lower" if x <= lo * (1 + 1e-9) else "upper"
-            out.append(f"{v} = {x:.4g} is at the {end} end of space {problem.space.name!r} ({lo:.4g}–{hi:.4g})")
-    inputs = law_inputs(complete_columns({k: [float(v)] for k, v in arch.columns().items()}), tokens=problem.tokens)
-    for v, (lo, hi) in problem.law.domain.items():
-        if v not in inputs or not lo < hi:
-            continue
-        x = float(np.asarray(inputs[v], dtype=float).ravel()[0])
-        if x <= lo * (1 + 1e-9) or x >= hi * (1 - 1e-9):
-            end = "lower" if x <= lo * (1 + 1e-9) else "upper"
-            out.append(f"{v} = {x:.4g} is at the {end} end of the domain law {problem.law.name} was fitted on "
-                       f"({lo:.4g}–{hi:.4g})")  # fmt: skip
-    return out
-
-
-#: Which phases a latency column sums.
-_PHASES_OF = {"prefill_s": ("prefill",), "decode_s": ("decode",), "tpot_s": ("decode",),
-              "total_s": ("prefill", "decode")}  # fmt: skip
-#: Roof class of an operator -> the cost share it counts in.
-_SHARE = {"linear": "weights (linear layers)", "attention": "attention over the context (KV cache)"}
-
-
-def binding_shares(problem: Any, arch: Any, column: str) -> dict[str, float]:
-    """What the binding constraint's quantity is made of, as fractions: for memory, weights / KV cache /
-    activations; for a latency (prefill, decode, TPOT, total), the seconds of the linear layers (weights), of the
-    attention over the context (KV cache), of the engine's overhead and of the rest (norms, activations,
-    embeddings), from the per-operator breakdown in the problem's scenario. Empty for energy."""
-    from ..constraints import evaluate
-    from ..constraints import operators as O
-
-    rep = evaluate(arch, problem.scenario)
-    v = rep.values
-    if column == "memory_bytes":
-        parts = {"weights": v["weight_bytes"], "KV cache": v["kv_cache_bytes"], "activations": v["activation_bytes"]}
-        return {k: float(x / v["memory_bytes"]) for k, x in parts.items()}
-    phases = _PHASES_OF.get(column)
-    if phases is None:
-        return {}
-    roof = {op.name: op.roof for ops in (O.FULL_OPS, *O.KIND_OPS.values()) for op in ops}
-    sec: dict[str, float] = {}
-    for o in rep.ops:
-        if o.phase not in phases:
-            continue
-        name = o.name.removesuffix("_local")
-        group = "engine overhead" if o.name == "engine_overhead" else _SHARE.get(roof.get(name, ""), "other")
-        sec[group] = sec.get(group, 0.0) + o.seconds
-    total = sum(sec.values())
-    return {k: s / total for k, s in sorted(sec.items(), key=lambda kv: -kv[1])} if total > 0 else {}
-
-
 def _term_exprs(problem: Any) -> tuple:
     e = problem.law.bound_expr()
     return tuple(t for t in (e.args if isinstance(e, sympy.Add) else (e,)) if t.free_symbols)
@@ -224,11 +157,6 @@ def explain_text(ex: dict[str, Any], phase: str = "decode") -> str:
         if c["name"] == "capacity":
             what = "memory (device capacity)"
         lines.append(f"  {what}: {text}, slack {c['slack']:.1%}{tag}")
-    shares = ex.get("binding_shares") or {}
-    if shares and ex.get("tightest"):
-        lines.append(f"  {ex['tightest']} is made of: " + ", ".join(f"{k} {v:.0%}" for k, v in shares.items()))
-    for e in ex.get("edges", []):
-        lines.append(f"  at an edge: {e}")
     rnd = ex.get("rounding")
     if rnd:
         lc, ld = rnd["loss"]["continuous"], rnd["loss"]["discrete"]

@@ -101,6 +101,7 @@ class Problem:
         budgets = {"latency_budget": latency_budget, "tpot_budget": tpot_budget, "ttft_budget": ttft_budget,
                    "memory_budget": memory_budget, "energy_budget": energy_budget}  # fmt: skip
         cons, ph = I.constraints(constraints, budgets, phase, float(dev.memory_capacity))
+        I.energy_figures(cons, dev)
         self._set(I.law(law), Scenario(dev, wl, prec, pre, eng), I.space(space), cons, ph, I.align(align),
                   I.tokens(tokens), allow_extrapolation)  # fmt: skip
 

@@ -173,4 +173,15 @@ def constraints(given: Any, budgets: Mapping[str, Any], phase: Any, capacity: fl
     return out, lat.phase if isinstance(lat, LatencyBudget) else (phase or "decode")
 
 
-__all__ = ["KEYWORDS", "Unset", "constraints"]
+def energy_figures(cons: tuple[Constraint, ...], dev: Any) -> None:
+    """An energy budget on a device with no power figures is refused up front, naming the missing field."""
+    energy = next((c for c in cons if c.kind == "energy"), None)
+    if energy is not None and hasattr(dev, "has_energy") and not dev.has_energy:
+        raise bad(
+            "energy_budget", energy.bound,
+            f"device {dev.id} has no power_peak_w (nor energy_per_flop_pj and energy_per_byte_pj): "
+            "its energy is n/a; add them to the device file, or calibrate with --power",
+        )  # fmt: skip
+
+
+__all__ = ["KEYWORDS", "Unset", "constraints", "energy_figures"]
