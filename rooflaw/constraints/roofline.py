@@ -276,9 +276,9 @@ def evaluate_columns(
     layout); a :class:`Device` with the loose ``workload``, ``precision``, ``preset`` and ``engine`` builds one
     (``Scenario.of``). Returns arrays (SI units): prefill_s, decode_s (all S_out steps), ttft_s, tpot_s, total_s,
     prefill/decode FLOPs and bytes, weight_bytes, kv_cache_bytes, activation_bytes, memory_bytes,
-    fits_in_memory, energy_j, params_total, params_active; a scenario with a (non-trivial) layout returns the
-    serving columns of :func:`rooflaw.constraints.parallel.layout_columns` instead. Work is done in chunks of
-    ``chunk`` rows, so memory stays bounded whatever the table size. ``backend``: ``numpy``,
+    fits_in_memory, energy_j, params_total, params_active, for one chip (``rooflaw.constraints.evaluate_columns``
+    also serves a scenario with a layout). Work is done in chunks of ``chunk`` rows, so memory stays bounded
+    whatever the table size. ``backend``: ``numpy``,
     ``numba`` (the generated fused kernel of :mod:`.backend_numba`, same values bit for bit; needs the ``fast``
     extra) or ``auto`` (numba for tables of at least ``AUTO_MIN_ROWS`` rows when installed and ``tiles`` is off).
     ``out``: an earlier result with the same number of rows to overwrite and return (numpy style; the numba
@@ -288,9 +288,7 @@ def evaluate_columns(
 
     sc = Scenario.coerce(scenario, workload, precision, preset, engine)
     if sc.layout is not None:
-        from .parallel.serving import layout_columns
-
-        return layout_columns(columns, sc)
+        raise bad("scenario", sc.describe(), "has a layout: rooflaw.constraints.evaluate_columns serves it")
     cols = complete_columns(columns)
     n = len(cols["layers"])
     out = None if out is None else outputs.check(out, n)
@@ -444,24 +442,3 @@ def evaluate(
             ops.append(OpCost(o["name"], phase, F, By, s, bound, o["roof"]))
     values = {k: (float(v[0]) if k != "fits_in_memory" else bool(v[0])) for k, v in res.items() if k != "_ops"}
     return CostReport(arch, sc.chip, sc.workload, sc.precision, sc.preset, tiles, values, ops, sc.applied)
-
-
-def decode_steps(
-    arch: Architecture,
-    scenario: Scenario | Device,
-    workload: Workload | None = None,
-    precision: str | Precision = "fp16",
-    preset: str = "full",
-    tiles: bool = False,
-    engine: str | EngineProfile | None = None,
-) -> list[dict[str, float]]:
-    """Latency of every decode step t = 1..S_out (context S_in + t), one dict per step.
-
-    Each step is a one-step decode at its own context, independently of the closed-form sum used by
-    :func:`evaluate` -- the two agree exactly (a test checks it). All steps are evaluated in one vectorised
-    pass (:func:`rooflaw.constraints.steps.decode_step_table`, which returns the same as arrays).
-    """
-    from .steps import decode_step_table, step_rows
-
-    sc = Scenario.coerce(scenario, workload, precision, preset, engine)
-    return step_rows(decode_step_table(arch, sc, tiles=tiles))

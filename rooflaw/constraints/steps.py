@@ -71,10 +71,30 @@ def decode_step_table(
     return {"step": step, "context": workload.input_tokens + step, **out}
 
 
+def decode_steps(
+    arch: Architecture,
+    scenario: Scenario | Device,
+    workload: Workload | None = None,
+    precision: str | Precision = "fp16",
+    preset: str = "full",
+    tiles: bool = False,
+    engine: str | EngineProfile | None = None,
+) -> list[dict[str, float]]:
+    """Latency of every decode step t = 1..S_out (context S_in + t), one dict per step.
+
+    Each step is a one-step decode at its own context, independently of the closed-form sum
+    :func:`~rooflaw.constraints.roofline.evaluate` uses -- the two agree exactly (a test checks it). All steps are
+    evaluated in one vectorised pass (:func:`decode_step_table`, which returns the same as arrays).
+    """
+    return step_rows(
+        decode_step_table(arch, Scenario.coerce(scenario, workload, precision, preset, engine), tiles=tiles)
+    )
+
+
 def step_rows(table: dict[str, Any]) -> list[dict[str, Any]]:
     """The table as one dict per step (``step``/``context`` as ints, the rest as floats)."""
     cols = [table[k].tolist() for k in STEP_COLUMNS]
     return [dict(zip(STEP_COLUMNS, row, strict=True)) for row in zip(*cols, strict=True)]
 
 
-__all__ = ["STEP_COLUMNS", "decode_step_table", "step_rows"]
+__all__ = ["STEP_COLUMNS", "decode_step_table", "decode_steps", "step_rows"]
