@@ -1,6 +1,6 @@
 # rooflaw: two commands for a fresh machine.
 #   make demo   -- create .venv, install rooflaw alone (no torch, no test tools), solve for the best architecture
-#                  on a Jetson AGX Orin
+#                  on a Jetson Orin Nano 8GB at 20 ms per output token, a 2k prompt and 4 GB
 #   make test   -- the same .venv plus the CPU build of torch 2.13.0 and the test extras, then the test suite
 PYTHON ?= python3
 VENV   ?= .venv
@@ -33,7 +33,7 @@ install: $(VENV)/.base
 install-test: $(VENV)/.test
 
 demo: install
-	$(BIN)/rooflaw solve --device jetson-agx-orin-64gb --latency-budget 20ms --phase decode --explain
+	$(BIN)/rooflaw solve --device jetson-orin-nano-8gb --tpot-budget 20ms --input-tokens 2048 --memory-budget 4GB --explain
 
 # pytest-xdist: one worker per core, each test module whole on one worker, costliest modules first (tests/conftest.py).
 PYTEST_ARGS ?= -n auto --dist loadfile --no-loadscope-reorder

@@ -28,6 +28,7 @@ _MODULES: dict[str, str] = {
     "complete_columns decode_steps evaluate_columns gemm get_engine",
     "rooflaw.constraints.kernels": "KernelCurves curves_for",
     "rooflaw.constraints.kernels.fit": "fit_kernels kernel_gpus",
+    "rooflaw.constraints.scenario": "Scenario",
     "rooflaw.devices": "Device device_ids get_device list_devices load_device_file save_device_toml",
     # the function, from its module: the package attribute ``rooflaw.devices.calibrate`` is that module
     "rooflaw.devices.calibrate": "calibrate",
@@ -42,7 +43,9 @@ _MODULES: dict[str, str] = {
     "plot_fit",
     "rooflaw.solver": "AdaptiveResult adaptive_search FRONTIER_COLUMNS METHODS SAMPLERS ClosedForm Constraint "
     "DerivedTheorems EnergyBudget "
-    "FrontierResult LatencyBudget MemoryBudget Problem Result SearchResult closed_form derive_theorems frontier "
+    "FrontierResult LatencyBudget MemoryBudget Problem RelaxationResult Result SearchResult TPOTBudget TTFTBudget "
+    "ThroughputFloor "
+    "closed_form derive_theorems frontier "
     "hypervolume pareto_mask register_method round_solution search solve solve_exhaustive solve_gp solve_optuna",
     "rooflaw.solver.search.study": "search_frontier",
     "rooflaw.solver.discrete.joint": "JointFrontierResult JointSpace Option joint_frontier solve_joint",

@@ -26,11 +26,11 @@ def test_gp_agrees_with_closed_form(kw):
     p = Problem(LAW, DEV, **kw)
     cf = closed_form(p)
     g = solve_gp(p, preset="paper")
-    assert g["status"] == "optimal"
-    assert g["loss"] == pytest.approx(cf.loss, rel=1e-6)
+    assert g.status == "optimal"
+    assert g.loss == pytest.approx(cf.loss, rel=1e-6)
     for k, v in cf.x.items():
-        assert g["x"][k] == pytest.approx(v, rel=1e-4), k
-    assert set(g["active"]) == set(cf.active)
+        assert g.x[k] == pytest.approx(v, rel=1e-4), k
+    assert set(g.active) == set(cf.active)
 
 
 def test_gp_serves_a_user_posynomial_law():
@@ -40,7 +40,7 @@ def test_gp_serves_a_user_posynomial_law():
     p = Problem(law, DEV, latency_budget=0.02, phase="decode", memory_budget=2e9)
     g = solve_gp(p, preset="paper")
     cf = closed_form(p)
-    assert g["loss"] == pytest.approx(cf.loss, rel=1e-6)
+    assert g.loss == pytest.approx(cf.loss, rel=1e-6)
 
 
 def test_gp_refuses_non_posynomial_law():

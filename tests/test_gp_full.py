@@ -90,7 +90,7 @@ def _numerical_optimum(p, seed=0):
     f = sp.lambdify([K.X[v] for v in VARS], L, "numpy")
     g = solve_gp_full(p)
     col = {"latency": p.latency_column, "memory": "memory_bytes", "energy": "energy_j"}
-    budgets = g["budgets"]
+    budgets = g.budgets
     from rooflaw.solver.relaxation.gp_full import branches
 
     best = np.inf
@@ -128,9 +128,9 @@ CASES = [
 @pytest.mark.parametrize("kw", CASES, ids=lambda k: "-".join(f"{a}={b}" for a, b in k.items()))
 def test_gp_equals_numerical_optimum(kw):
     g, best = _numerical_optimum(Problem(LAW, DEV, **kw))
-    assert g["status"] == "optimal"
-    assert g["loss"] == pytest.approx(best, rel=1e-4)
-    assert g["loss"] <= best * (1 + 1e-7)  # the GP's optimum is global
+    assert g.status == "optimal"
+    assert g.loss == pytest.approx(best, rel=1e-4)
+    assert g.loss <= best * (1 + 1e-7)  # the GP's optimum is global
 
 
 @pytest.mark.parametrize(
@@ -145,8 +145,8 @@ def test_relaxation_bounds_the_discrete_optimum_and_rounds_feasibly(kw, frame):
     df = p.evaluate(frame)
     opt = float(df.loc[df["feasible"], "loss"].min())
     g = solve_gp(p)  # the problem's preset: full
-    assert g["preset"] == "full"
-    assert g["loss"] <= opt * (1 + 1e-9)
+    assert g.preset == "full"
+    assert g.loss <= opt * (1 + 1e-9)
     res = solve(p, "gp")
     a = res.architecture
     assert p.space.contains(a)
@@ -163,15 +163,15 @@ def frame():
 
 def test_paper_preset_is_the_theory_relaxation():
     p = Problem(LAW, DEV, latency_budget=0.02, phase="decode", preset="paper")
-    assert solve_gp(p)["preset"] == "paper"
+    assert solve_gp(p).preset == "paper"
     full = Problem(LAW, DEV, latency_budget=0.02, phase="decode")
-    assert solve_gp(full, preset="paper")["loss"] == pytest.approx(solve_gp(p)["loss"])
+    assert solve_gp(full, preset="paper").loss == pytest.approx(solve_gp(p).loss)
 
 
 def test_energy_budget_and_infeasible():
     p = Problem(LAW, DEV, latency_budget=0.1, phase="total", energy_budget=2.0)
     g = solve_gp(p)
-    assert g["values"]["energy"] <= 2.0 * (1 + 1e-6)
+    assert g.values["energy"] <= 2.0 * (1 + 1e-6)
     from rooflaw.errors import Infeasible
 
     with pytest.raises(Infeasible) as e:

@@ -106,8 +106,8 @@ def test_gp_bounds_brute_force_and_rounds_to_it(budget):
     feas = df[df["feasible"]]
     opt = float(feas["loss"].min())
     g = solve_gp(p)
-    assert g["preset"] == "full" and g["status"] == "optimal"
-    assert opt * (1 - 0.129) <= g["loss"] <= opt * (1 + 1e-9)
+    assert g.preset == "full" and g.status == "optimal"
+    assert opt * (1 - 0.129) <= g.loss <= opt * (1 + 1e-9)
     res = solve(p, "gp")
     row = p.evaluate({k: [v] for k, v in res.architecture.columns().items()}).iloc[0]
     assert bool(row["feasible"]) and opt - 1e-12 <= res.loss <= opt * 1.01

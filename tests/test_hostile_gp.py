@@ -142,5 +142,5 @@ def test_full_gp_checks_the_solvers_point_against_the_budget(monkeypatch):
     with pytest.raises(Infeasible):
         G.solve_gp_full(problem(true * (1 - 1e-4)), fix=fix)
     ok = G.solve_gp_full(problem(true * (1 + 1e-4)), fix=fix)
-    assert ok["values"]["latency"] == pytest.approx(true, rel=1e-12)
+    assert ok.values["latency"] == pytest.approx(true, rel=1e-12)
     assert G._over_budget(G.branches(problem(1.0))[0], fix, {"latency": true * (1 - 1e-4)}, "total")

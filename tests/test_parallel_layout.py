@@ -11,6 +11,7 @@ from rooflaw.constraints.parallel import batch_sweep, evaluate_layout, layout_co
 from rooflaw.constraints.parallel.layout import Layout
 from rooflaw.constraints.parallel.serving import _sharded
 from rooflaw.constraints.roofline import complete_columns
+from rooflaw.constraints.scenario import Scenario
 from rooflaw.devices.precision import Precision
 from rooflaw.devices.system import get_system, single
 from rooflaw.errors import RooflawError
@@ -66,7 +67,7 @@ def test_one_device_layout_is_the_single_chip_model_exactly():
         assert lay1["memory_per_device_bytes"] == rep.memory_bytes and lay1["comm_s_decode"] == 0
         assert one["joules_per_token"][0] == ref["energy_j"][0] / (4 * 64)
         # the sharded path (per-operator groups, the shapes of a layout) at degree 1 agrees to rounding
-        gen = _sharded(cols_of(a), H8, Layout(), wl, Precision.parse("bf16"), None, False, None)
+        gen = _sharded(cols_of(a), Scenario(H8, wl, Precision.parse("bf16"), "full", None, Layout()), None)
         for k in ("ttft_s", "decode_s", "memory_per_device_bytes", "joules_per_token"):
             assert gen[k][0] == pytest.approx(one[k][0], rel=1e-12), (name, k)
         assert gen["comm_s_prefill"][0] == 0 and gen["comm_s_decode"][0] == 0

@@ -84,7 +84,7 @@ def test_the_relaxation_is_monotone_and_closed_form_equals_the_gp(case):
     for b in (b1, b2):
         p = problem(PAPER, kind, b, preset="paper")
         cf = loss_or_inf(lambda p=p: closed_form(p).loss)
-        gp = loss_or_inf(lambda p=p: solve_gp(p, preset="paper")["loss"])
+        gp = loss_or_inf(lambda p=p: solve_gp(p, preset="paper").loss)
         assert math.isfinite(cf) == math.isfinite(gp), (kind, b, cf, gp)
         if math.isfinite(cf):
             assert cf == pytest.approx(gp, rel=1e-5), (kind, b)
@@ -97,7 +97,7 @@ def test_the_relaxation_is_monotone_and_closed_form_equals_the_gp(case):
 def test_a_user_law_the_regimes_cannot_reach_stays_monotone(case):
     kind, b1, b2 = case
     out = [loss_or_inf(lambda b=b: closed_form(problem(USER, kind, b, preset="paper")).loss) for b in (b1, b2)]
-    gp = [loss_or_inf(lambda b=b: solve_gp(problem(USER, kind, b, preset="paper"), preset="paper")["loss"])
+    gp = [loss_or_inf(lambda b=b: solve_gp(problem(USER, kind, b, preset="paper"), preset="paper").loss)
           for b in (b1, b2)]  # fmt: skip
     assert_monotone(*out, ("closed form", kind, b1, b2))
     for a, g in zip(out, gp, strict=True):
@@ -113,7 +113,7 @@ def test_exhaustive_and_rounding_are_monotone_and_consistent(law, case):
         p = problem(law, kind, b, space=SMALL, align=128)
         e = loss_or_inf(lambda p=p: solve(p, "exhaustive").loss)
         ex.append(e)
-        fg.append(loss_or_inf(lambda p=p: solve_gp(p)["loss"]))  # the full-preset GP: a lower bound of both
+        fg.append(loss_or_inf(lambda p=p: solve_gp(p).loss))  # the full-preset GP: a lower bound of both
         if kind in ("memory", "decode"):  # (other kinds: closed-form regimes take 20-90 s to derive in a new process)
             try:
                 r = solve(p, "closed-form")

@@ -125,10 +125,12 @@ def test_gp_branch_charges_kernels_per_expert_with_its_coverage_stand_ins():
     from rooflaw.devices.precision import Precision
 
     prec = Precision.parse("fp32")
-    eager = build_branch(dev, wl, prec, space_fixed(space), "moe", K, 1, bounds, engine="torch-eager")
+    from rooflaw.constraints.scenario import Scenario
+
+    eager = build_branch(Scenario(dev, wl, prec, engine="torch-eager"), space_fixed(space), "moe", K, 1, bounds)
     base = 1e-5 * (l * 38 + 13)
     assert eager.overhead_pre(x) == pytest.approx(base + 1e-5 * 11 * l * K / rho, rel=1e-12)
     assert eager.overhead_dec(x) == pytest.approx(3 * (base + 1e-5 * 11 * l * 2 * K), rel=1e-12)
-    fused = build_branch(dev, wl, prec, space_fixed(space), "moe", K, 1, bounds, engine="vllm")
+    fused = build_branch(Scenario(dev, wl, prec, engine="vllm"), space_fixed(space), "moe", K, 1, bounds)
     # vllm: 4 kernels per MoE layer, none per expert
     assert fused.overhead_pre(x) == pytest.approx(1e-5 * (l * (9 + 4) + 4), rel=1e-12)

@@ -153,6 +153,8 @@ def build_problem(
     allow_extrapolation: bool = False,
     engine: Optional[str] = None,
     confidence: Optional[float] = None,
+    tpot_budget: Optional[str] = None,
+    ttft_budget: Optional[str] = None,
 ) -> Any:
     """A :class:`~rooflaw.solver.Problem` from the options shared by ``solve``, ``frontier`` and ``search``."""
     from .. import api
@@ -168,6 +170,8 @@ def build_problem(
         phase=phase,
         memory_budget=None if memory_budget is None else api.parse_bytes(memory_budget, "memory-budget"),
         energy_budget=None if energy_budget is None else api.parse_energy(energy_budget, "energy-budget"),
+        tpot_budget=None if tpot_budget is None else api.parse_time(tpot_budget, "tpot-budget"),
+        ttft_budget=None if ttft_budget is None else api.parse_time(ttft_budget, "ttft-budget"),
         preset=preset,
         tokens=check_tokens(tokens),
         align=align,

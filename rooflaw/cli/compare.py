@@ -14,7 +14,8 @@ from .options import ARCH, ARCH_FILE, HF_CONFIG, JSON, N_JOBS, ProblemOptions, w
 
 
 @app.command()
-@with_options(omit=("latency_budget", "energy_budget"))  # compared at the model's own latency
+# compared at the model's own latency
+@with_options(omit=("latency_budget", "tpot_budget", "ttft_budget", "energy_budget"))
 def compare(
     *,
     opts: ProblemOptions,

@@ -12,7 +12,9 @@ SCHEDULER_HELP = "Run the exhaustive scan on Dask: local:N (a LocalCluster of N 
 SYSTEM_HELP = "Joint space: the system the --layouts run on, e.g. h100-sxm:8 (its device must be --device)."
 LAYOUTS_HELP = "Joint space: layouts to pick with the architecture, ';'-separated, e.g. 'tp=8;ep=8,dp_attn=8'."
 MIN_TPS_HELP = "With --layouts: keep only points with at least this many generated tokens/s per device."
-TPOT_HELP = "With --layouts: keep only points whose time per output token is at most this (e.g. 50ms)."
+TPOT_HELP = ("Time per output token (decode time / output tokens) at most this, e.g. 20ms; the closed form and GP "
+             "take it as a decode budget x output tokens.")  # fmt: skip
+TTFT_HELP = "Time to the first token (the prefill, engine pass included) at most this, e.g. 200ms."
 
 
 def _items(text: str, name: str) -> list[str]:
@@ -28,11 +30,11 @@ def joint_space(
     system: Optional[str] = None,
     layouts: Optional[str] = None,
     min_tokens_per_gpu: Optional[float] = None,
-    tpot_budget: Optional[str] = None,
 ) -> Any:
     """A :class:`~rooflaw.solver.discrete.joint.JointSpace` from ``--precisions`` / ``--batches`` and the layout
-    options ``--system`` / ``--layouts`` / ``--min-tokens-per-gpu`` / ``--tpot-budget`` (None: none of them)."""
-    options = _layouts(system, layouts, min_tokens_per_gpu, tpot_budget)
+    options ``--system`` / ``--layouts`` / ``--min-tokens-per-gpu`` (None: none of them). ``--tpot-budget`` is a
+    constraint of the problem, for every path."""
+    options = _layouts(system, layouts, min_tokens_per_gpu)
     if precisions is None and batches is None and options is None:
         return None
     from .. import api
@@ -48,10 +50,10 @@ def joint_space(
     return api.JointSpace(precisions=tuple(precs), batches=tuple(bs), options=options)
 
 
-def _layouts(system: Optional[str], layouts: Optional[str], min_tps: Optional[float], tpot: Optional[str]) -> Any:
+def _layouts(system: Optional[str], layouts: Optional[str], min_tps: Optional[float]) -> Any:
     """The layout options (or None when no layout option was given)."""
     if layouts is None:
-        for flag, v in (("system", system), ("min-tokens-per-gpu", min_tps), ("tpot-budget", tpot)):
+        for flag, v in (("system", system), ("min-tokens-per-gpu", min_tps)):
             if v is not None:
                 raise bad(flag, v, "needs --layouts (the layouts to pick from)")
         return None
@@ -59,9 +61,7 @@ def _layouts(system: Optional[str], layouts: Optional[str], min_tps: Optional[fl
         raise bad("layouts", layouts, "needs --system (the devices and interconnect they run on)")
     from .. import api
 
-    max_tpot = api.parse_time(tpot, "tpot-budget") if tpot is not None else None
-    return api.layout_options(system, api.parse_layouts(layouts), min_tokens_per_s_per_device=min_tps,
-                              max_tpot_s=max_tpot)  # fmt: skip
+    return api.layout_options(system, api.parse_layouts(layouts), min_tokens_per_s_per_device=min_tps)
 
 
 def wants_joint(joint: Any, scheduler: Optional[str], objectives: str = "") -> bool:

@@ -29,6 +29,7 @@ from .joint_options import (
     SCHEDULER_HELP,
     SYSTEM_HELP,
     TPOT_HELP,
+    TTFT_HELP,
     joint_space,
 )
 
@@ -81,7 +82,9 @@ class ProblemOptions:
     space: str = option("paper", help="Search space: a built-in name (paper, wide) or a TOML file.")
     phase: str = option("decode", help="Latency that counts: prefill, decode (all output tokens) or total.")
     precision: str = option(DEFAULT_PRECISION, help="fp16, bf16, int8, fp8, w4a16, w4a16kv8, ...")
-    latency_budget: Optional[str] = option(None, "--latency-budget", help="e.g. 20ms.")
+    latency_budget: Optional[str] = option(None, "--latency-budget", help="e.g. 20ms (of --phase).")
+    tpot_budget: Optional[str] = option(None, "--tpot-budget", help=TPOT_HELP)
+    ttft_budget: Optional[str] = option(None, "--ttft-budget", help=TTFT_HELP)
     memory_budget: Optional[str] = option(None, "--memory-budget", help="e.g. 8GB (capacity always applies).")
     energy_budget: Optional[str] = option(None, "--energy-budget", help="e.g. 2J per request.")
     batch: int = option(1, help="Sequences per batch.")
@@ -100,7 +103,8 @@ class ProblemOptions:
                              self.input_tokens, self.output_tokens, self.preset, self.tokens, self.latency_budget,
                              self.memory_budget, self.energy_budget, align, attention=self.attention,
                              allow_extrapolation=self.allow_extrapolation, engine=self.engine,
-                             confidence=self.confidence)  # fmt: skip
+                             confidence=self.confidence, tpot_budget=self.tpot_budget,
+                             ttft_budget=self.ttft_budget)  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,12 +116,10 @@ class JointOptions:
     system: Optional[str] = option(None, "--system", help=SYSTEM_HELP)
     layouts: Optional[str] = option(None, "--layouts", help=LAYOUTS_HELP)
     min_tokens_per_gpu: Optional[float] = option(None, "--min-tokens-per-gpu", help=MIN_TPS_HELP)
-    tpot_budget: Optional[str] = option(None, "--tpot-budget", help=TPOT_HELP)
 
     def space(self) -> Any:
         """The :class:`~rooflaw.solver.discrete.joint.JointSpace` asked for (None: no joint option was given)."""
-        return joint_space(self.precisions, self.batches, self.system, self.layouts, self.min_tokens_per_gpu,
-                           self.tpot_budget)  # fmt: skip
+        return joint_space(self.precisions, self.batches, self.system, self.layouts, self.min_tokens_per_gpu)
 
 
 def _parameters(group: type, more_help: Mapping[str, str], omit: frozenset[str]) -> list[inspect.Parameter]:

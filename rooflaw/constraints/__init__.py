@@ -2,8 +2,10 @@
 
 from ..devices.precision import FORMATS, Format, Precision
 from .engines import ENGINE_NAMES, Applied, EngineProfile, applied, get_engine
+from .evaluate import evaluate_columns
 from .gemm import GemmCost, gemm
-from .roofline import PRESETS, CostReport, OpCost, complete_columns, decode_steps, evaluate, evaluate_columns
+from .roofline import PRESETS, CostReport, OpCost, complete_columns, evaluate
+from .steps import decode_steps
 from .workload import Workload
 
 __all__ = [

@@ -388,16 +388,16 @@ def call_values(
     """Argument name -> value of the compiled ``fast`` function, exactly as ``roofline._evaluate_chunk`` builds it."""
     from . import assembly as A
     from .compile import compile_preset
-    from .roofline import _args, _inverse_roofs
+    from .roofline import model_call
+    from .scenario import Scenario
 
     pr = A.get_preset(k.preset)
     comp = compile_preset(k.preset, k.kinds)  # the kernels were generated for this table's stack kinds
-    rates = A.rates(device, precision, None if pr.theory else app)
+    sc = Scenario.given(device, workload, precision, k.preset, app)
+    rates = sc.rates
     from .numba_trace import rate_values
 
-    args = _args(cols, workload, precision)
-    ipp, ipd = _inverse_roofs(comp, rates, device, args, len(cols["layers"]), False)
-    out = dict(zip(k.args, (*args, *ipp, *ipd, rates.inv_beta, rates.overhead), strict=True))
+    out = dict(zip(k.args, model_call(cols, sc, comp), strict=True))
     out |= {a: cols[a] for a in k.per_row if a not in out}
     out["r_overlap"] = float(bool(app is not None and not pr.theory and app.overlap))
     return out | rate_values(rates, k.rate_fields)

@@ -52,6 +52,7 @@ import sympy as sp
 from ..errors import RooflawError
 from . import assembly as A
 from .roofline import with_overhead
+from .scenario import Scenario
 from .symbols import ARCH, B, S_in, S_out, b_a, b_h, b_kv, b_v, b_w, sym, unfused
 
 VARS = A.PAPER_VARS
@@ -292,10 +293,11 @@ def _posy(tm: _Templates, coef: np.ndarray, name: str) -> Posy:
 
 
 def build_branch(
-    device: Any, workload: Any, precision: Any, fixed: Mapping[str, float], name: str, K: float, moe: int,
-    bounds: dict[str, tuple[float, float]], decode_cover: str = "auto", engine: Any = None,
+    scenario: Scenario, fixed: Mapping[str, float], name: str, K: float, moe: int,
+    bounds: dict[str, tuple[float, float]], decode_cover: str = "auto",
 ) -> Branch:  # fmt: skip
-    """The branch's posynomials with the device, workload and precision substituted.
+    """The branch's posynomials with the scenario's device, workload and precision substituted (the ``full``
+    preset's roofline: its rates and energy are the scenario's under ``full``).
 
     ``fixed``: :func:`space_fixed` of the space. ``decode_cover``: the decode stand-in for the experts touched,
     ``BK`` (B·K) or ``E`` (all experts); ``auto`` takes E for a dense branch (moe = 0) and B·K otherwise.
@@ -303,15 +305,15 @@ def build_branch(
     if decode_cover == "auto":
         decode_cover = "BK" if moe else "E"
     tm = _templates(tuple(sorted(fixed.items())), moe, decode_cover)
-    wl, prec = workload, precision
+    sc = scenario if scenario.preset == "full" else replace(scenario, preset="full")
+    wl, prec = sc.workload, sc.precision
     consts = {B: wl.batch, S_in: wl.input_tokens, S_out: wl.output_tokens, b_w: prec.weights.bytes,
               b_a: prec.activations.bytes, b_kv: prec.kv.bytes, b_v: prec.vector_bytes, b_h: prec.head_format.bytes,
               unfused: 1.0 if wl.attention == "unfused" else 0.0}  # fmt: skip
     coef = np.asarray([float(np.asarray(v)) for v in tm.coef_fn(*[float(consts[s]) for s in CONSTS], float(K))])
-    from .engines import applied, decode_linear_inv
+    from .engines import decode_linear_inv
 
-    app = applied(device, engine, "full")
-    rates = A.rates(device, prec, app)
+    app, rates = sc.applied, sc.rates
     n = int(wl.output_tokens)
     br = Branch(name, float(K), moe, bounds, n, k_dependent=tm.k_dependent if moe else ())
     launches = Posy.zero()
@@ -352,7 +354,7 @@ def build_branch(
     br.overhead_pre, br.overhead_dec = eng_pre, eng_dec.scale(n)
     br.overlap = app.overlap  # the numpy and numba backends' flag (roofline._evaluate_chunk: full preset, app set)
     br.memory = _posy(tm, coef, "weights") + _posy(tm, coef, "kv") + _posy(tm, coef, "act")
-    ecoef = A.energy_coefficients(device, prec)
+    ecoef = sc.energy
     if ecoef is None:
         br.has_energy = False
     else:

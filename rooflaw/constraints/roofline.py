@@ -26,8 +26,9 @@ from . import operators as O
 from .assembly import sum_max_affine
 from .compile import ARG_NAMES, Compiled, compile_preset
 from .curves_applied import curve_tiles, rows_ramp
-from .engines import Applied, EngineProfile, applied, decode_linear_inv, experts_touched
+from .engines import Applied, EngineProfile, experts_touched
 from .gemm import gemv_inverse_rate, tile_efficiency
+from .scenario import Scenario
 from .workload import Workload
 
 #: Names of the presets (the registry is :data:`assembly.PRESETS`).
@@ -114,28 +115,24 @@ def _any_positive(c: np.ndarray) -> bool:
     return bool(np.any(c > 0))
 
 
-def _args(cols: Mapping[str, np.ndarray], workload: Workload, precision: Precision) -> list:
-    scal = {
-        "B": workload.batch,
-        "S_in": workload.input_tokens,
-        "S_out": workload.output_tokens,
-        "unfused": 1.0 if workload.attention == "unfused" else 0.0,
-        "b_w": precision.weights.bytes,
-        "b_a": precision.activations.bytes,
-        "b_kv": precision.kv.bytes,
-        "b_v": precision.vector_bytes,
-        "b_h": precision.head_format.bytes,
-    }
+def model_call(cols: Mapping[str, np.ndarray], sc: Scenario, comp: Compiled, tiles: bool = False) -> tuple:
+    """The arguments of ``comp``'s generated functions for completed columns ``cols`` in scenario ``sc``: the
+    architecture and workload arguments, the inverse roofs of both phases, 1/β and the per-kernel overhead."""
+    args = _args(cols, sc)
+    ipp, ipd = _inverse_roofs(comp, sc, args, len(cols["layers"]), tiles)
+    return (*args, *ipp, *ipd, sc.rates.inv_beta, sc.rates.overhead)
+
+
+def _args(cols: Mapping[str, np.ndarray], sc: Scenario) -> list:
+    scal = sc.scalars()
     return [cols[n] if n in cols else scal[n] for n in ARG_NAMES]
 
 
-def _inverse_roofs(comp: Compiled, rates: A.Rates, device, args, n: int, tiles: bool):
+def _inverse_roofs(comp: Compiled, sc: Scenario, args: list, n: int, tiles: bool):
     """Per part inverse roofs (s/FLOP) of prefill and decode; divided by the tile/wave efficiency with ``tiles``."""
-    batch = args[ARG_NAMES.index("B")]  # the workload's (scalar) batch
-    lin_dec = float(decode_linear_inv(rates, batch))
-    ipp = [rates.inv.get(r, 0.0) for r in comp.roofs]
-    ipd = [lin_dec if r == "linear" else rates.inv.get(r, 0.0) for r in comp.roofs]
+    ipp, ipd = sc.inverse_roofs(comp.roofs)
     if tiles:
+        device, rates = sc.chip, sc.rates
         g = [np.broadcast_to(np.asarray(v, dtype=np.float64), (n,)) for v in comp.gemms(*args)]
         half = len(g) // 2
         half_k = float(getattr(device, "gemv_half_k", 0.0))
@@ -178,19 +175,20 @@ def with_overhead(overlap: bool, roofline_s: Any, overhead_s: Any) -> Any:
     return np.maximum(roofline_s, overhead_s) if overlap else roofline_s + overhead_s
 
 
-def _evaluate_chunk(cols, device, workload, precision, preset, tiles, per_op, app: Applied):
-    pr = A.get_preset(preset)
-    comp = compile_preset(preset, stack_kinds(cols) if pr.kinds else frozenset())
-    rates = A.rates(device, precision, None if pr.theory else app)
+def evaluate_chunk(cols: Mapping[str, np.ndarray], sc: Scenario, tiles: bool = False, per_op: bool = False) -> dict:
+    """The numpy backend: every output of :func:`evaluate_columns` for completed columns ``cols`` (one chunk) in
+    scenario ``sc`` (one chip: a layout prices each shard with this); ``per_op`` adds ``_ops``, the per-operator
+    (FLOPs, bytes, seconds, compute-bound share) of each phase, for breakdowns and layouts."""
+    pr = sc.spec
+    comp = compile_preset(sc.preset, stack_kinds(cols) if pr.kinds else frozenset())
+    workload = sc.workload
     if pr.theory:
         extra, extra_dec = 0.0, 0.0
     else:
-        extra, extra_dec = phase_overheads(rates, cols, workload.batch, workload.input_tokens)
-    overlap = bool(app is not None and not pr.theory and app.overlap)
-    args = _args(cols, workload, precision)
+        extra, extra_dec = phase_overheads(sc.rates, cols, workload.batch, workload.input_tokens)
+    overlap = sc.host_overlap
     n = len(cols["layers"])
-    ipp, ipd = _inverse_roofs(comp, rates, device, args, n, tiles and not pr.theory)
-    call = (*args, *ipp, *ipd, rates.inv_beta, rates.overhead)
+    call = model_call(cols, sc, comp, tiles and not pr.theory)
     arr = lambda v: np.broadcast_to(np.asarray(v, dtype=np.float64), (n,))  # noqa: E731
     if not per_op:
         vals = comp.fast(*call)
@@ -202,7 +200,7 @@ def _evaluate_chunk(cols, device, workload, precision, preset, tiles, per_op, ap
             k += 6
         pre_t = with_overhead(overlap, pre_t, extra)
         dec_t = with_overhead(overlap, dec_t, workload.output_tokens * extra_dec)
-        return _finish(device, precision, pr, workload, pre_t, dec_t, [arr(v) for v in vals[k:]])
+        return _finish(sc, pre_t, dec_t, [arr(v) for v in vals[k:]])
     vals = comp.parts(*call)
     S_out = workload.output_tokens
     pre_t, dec_t = np.zeros(n), np.zeros(n)
@@ -219,7 +217,7 @@ def _evaluate_chunk(cols, device, workload, precision, preset, tiles, per_op, ap
         pre_t, dec_t = pre_t + count * tp, dec_t + count * td
         full = not pr.theory
         ops_out.append({
-            "name": name, "roof": A.roof(comp.roofs[i], device, precision)[0], "scope": comp.scopes[i],
+            "name": name, "roof": A.roof(comp.roofs[i], sc.chip, sc.precision)[0], "scope": comp.scopes[i],
             "prefill": (count * F, count * By, count * tp, np.where(tc >= tm, 1.0, 0.0) if full else np.ones(n)),
             "decode": (count * Fd, count * Bd, count * td, ncomp / S_out if full else np.zeros(n)),
         })  # fmt: skip
@@ -231,19 +229,19 @@ def _evaluate_chunk(cols, device, workload, precision, preset, tiles, per_op, ap
         ops_out.append({"name": "engine_overhead", "roof": "-", "scope": "model",
                         "prefill": (z, z, e, z), "decode": (z, z, ed, z)})  # fmt: skip
         pre_t, dec_t = pre_t + e, dec_t + ed
-    out = _finish(device, precision, pr, workload, pre_t, dec_t, [arr(v) for v in vals[k:]])
+    out = _finish(sc, pre_t, dec_t, [arr(v) for v in vals[k:]])
     out["_ops"] = ops_out
     return out
 
 
-def _finish(device, precision, pr: A.Preset, workload, pre_t, dec_t, totals):
+def _finish(sc: Scenario, pre_t, dec_t, totals):
     """Memory, energy and the output dict from phase times and the generated totals."""
-    S_out = workload.output_tokens
+    S_out = sc.workload.output_tokens
     t = dict(zip(A.TOTAL_KEYS, totals, strict=True))
-    memory = sum(t[m] for m in pr.memory)
+    memory = sum(t[m] for m in sc.spec.memory)
     total = pre_t + dec_t
     flops = {c: t[f"fpre_{c}"] + t[f"fdec_{c}"] for c in A.ROOF_CLASSES}
-    energy = A.energy(A.energy_coefficients(device, precision), total, flops, t["bytes_pre"] + t["bytes_dec"])
+    energy = A.energy(sc.energy, total, flops, t["bytes_pre"] + t["bytes_dec"])
     return dict(
         prefill_s=pre_t,
         decode_s=dec_t,
@@ -258,7 +256,7 @@ def _finish(device, precision, pr: A.Preset, workload, pre_t, dec_t, totals):
         kv_cache_bytes=t["kv"].copy(),
         activation_bytes=t["act"].copy(),
         memory_bytes=memory,
-        fits_in_memory=memory <= device.memory_capacity,
+        fits_in_memory=memory <= sc.chip.memory_capacity,
         energy_j=energy,
         params_total=t["params_total"].copy(),
         params_active=t["params_active"].copy(),
@@ -267,7 +265,7 @@ def _finish(device, precision, pr: A.Preset, workload, pre_t, dec_t, totals):
 
 def evaluate_columns(
     columns: Mapping[str, Any],
-    device: Device,
+    scenario: Scenario | Device,
     workload: Workload | None = None,
     precision: str | Precision = "fp16",
     preset: str = "full",
@@ -279,11 +277,13 @@ def evaluate_columns(
 ) -> dict[str, np.ndarray]:
     """Evaluate a table of candidates (dict of equal-length arrays or a DataFrame) in one call.
 
-    Returns arrays (SI units): prefill_s, decode_s (all S_out steps), ttft_s, tpot_s, total_s,
+    ``scenario``: a :class:`~rooflaw.constraints.scenario.Scenario` (device, workload, precision, preset, engine,
+    layout); a :class:`Device` with the loose ``workload``, ``precision``, ``preset`` and ``engine`` builds one
+    (``Scenario.of``). Returns arrays (SI units): prefill_s, decode_s (all S_out steps), ttft_s, tpot_s, total_s,
     prefill/decode FLOPs and bytes, weight_bytes, kv_cache_bytes, activation_bytes, memory_bytes,
-    fits_in_memory, energy_j, params_total, params_active. Work is done in chunks of ``chunk``
-    rows, so memory stays bounded whatever the table size. ``engine``: the serving stack's profile
-    (:mod:`.engines`; default: the device's), ``"ideal"`` for the pure roofline. ``backend``: ``numpy``,
+    fits_in_memory, energy_j, params_total, params_active, for one chip (``rooflaw.constraints.evaluate_columns``
+    also serves a scenario with a layout). Work is done in chunks of ``chunk`` rows, so memory stays bounded
+    whatever the table size. ``backend``: ``numpy``,
     ``numba`` (the generated fused kernel of :mod:`.backend_numba`, same values bit for bit; needs the ``fast``
     extra) or ``auto`` (numba for tables of at least ``AUTO_MIN_ROWS`` rows when installed and ``tiles`` is off).
     ``out``: an earlier result with the same number of rows to overwrite and return (numpy style; the numba
@@ -291,26 +291,26 @@ def evaluate_columns(
     """
     from . import outputs
 
-    pr = A.get_preset(preset)
-    workload = workload or Workload()
-    precision = Precision.parse(precision)
+    sc = Scenario.coerce(scenario, workload, precision, preset, engine)
+    if sc.layout is not None:
+        raise bad("scenario", sc.describe(), "has a layout: rooflaw.constraints.evaluate_columns serves it")
     cols = complete_columns(columns)
-    app = applied(device, engine, preset if pr.engine else "paper")
     n = len(cols["layers"])
     out = None if out is None else outputs.check(out, n)
     if _use_numba(backend, n, tiles):
         from .backend_numba import evaluate_rows
 
         block = None if out is None else outputs.block_of(out, n, cols)
-        res = evaluate_rows(cols, device, workload, precision, preset, strict=backend == "numba", app=app, block=block)
+        res = evaluate_rows(cols, sc.device, sc.workload, sc.precision, sc.preset, strict=backend == "numba",
+                            app=sc.applied, block=block)  # fmt: skip
         if res is not None:
             return outputs.into(out, res)
     if n <= chunk:
-        return outputs.into(out, _evaluate_chunk(cols, device, workload, precision, preset, tiles, False, app))
+        return outputs.into(out, evaluate_chunk(cols, sc, tiles))
     parts = []
     for s in range(0, n, chunk):
         sub = {k: v[s : s + chunk] for k, v in cols.items()}
-        parts.append(_evaluate_chunk(sub, device, workload, precision, preset, tiles, False, app))
+        parts.append(evaluate_chunk(sub, sc, tiles))
     return outputs.into(out, {k: np.concatenate([p[k] for p in parts]) for k in parts[0]})
 
 
@@ -411,7 +411,7 @@ class CostReport:
 
 def evaluate(
     arch: Architecture,
-    device: Device,
+    scenario: Scenario | Device,
     workload: Workload | None = None,
     precision: str | Precision = "fp16",
     preset: str = "full",
@@ -420,15 +420,14 @@ def evaluate(
 ) -> CostReport:
     """Latency per phase, memory, energy and the per-operator breakdown of one architecture.
 
-    ``engine``: serving-stack profile (:mod:`.engines`; default: the device's), ``"ideal"`` for the
-    pure roofline. The report's ``applied`` says which efficiencies and overheads were used.
+    ``scenario``: a :class:`Scenario`, or a :class:`Device` with the loose ``workload``, ``precision``,
+    ``preset`` and ``engine`` (serving-stack profile, :mod:`.engines`; default: the device's; ``"ideal"``: the
+    pure roofline). The report's ``applied`` says which efficiencies and overheads were used.
     """
-    theory = A.get_preset(preset).theory
-    workload = workload or Workload()
-    precision = Precision.parse(precision)
+    sc = Scenario.coerce(scenario, workload, precision, preset, engine)
+    theory = sc.spec.theory
     cols = complete_columns({k: np.array([float(v)]) for k, v in arch.columns().items()})
-    app = applied(device, engine, preset if A.get_preset(preset).engine else "paper")
-    res = _evaluate_chunk(cols, device, workload, precision, preset, tiles, True, app)
+    res = evaluate_chunk(cols, sc, tiles, per_op=True)
     ops: list[OpCost] = []
     for phase in ("prefill", "decode"):
         for o in res["_ops"]:
@@ -447,24 +446,4 @@ def evaluate(
                 bound = f"mixed ({frac:.0%} of steps compute-bound)"
             ops.append(OpCost(o["name"], phase, F, By, s, bound, o["roof"]))
     values = {k: (float(v[0]) if k != "fits_in_memory" else bool(v[0])) for k, v in res.items() if k != "_ops"}
-    return CostReport(arch, device, workload, precision, preset, tiles, values, ops, app)
-
-
-def decode_steps(
-    arch: Architecture,
-    device: Device,
-    workload: Workload | None = None,
-    precision: str | Precision = "fp16",
-    preset: str = "full",
-    tiles: bool = False,
-    engine: str | EngineProfile | None = None,
-) -> list[dict[str, float]]:
-    """Latency of every decode step t = 1..S_out (context S_in + t), one dict per step.
-
-    Each step is a one-step decode at its own context, independently of the closed-form sum used by
-    :func:`evaluate` -- the two agree exactly (a test checks it). All steps are evaluated in one vectorised
-    pass (:func:`rooflaw.constraints.steps.decode_step_table`, which returns the same as arrays).
-    """
-    from .steps import decode_step_table, step_rows
-
-    return step_rows(decode_step_table(arch, device, workload, precision, preset, tiles, engine))
+    return CostReport(arch, sc.chip, sc.workload, sc.precision, sc.preset, tiles, values, ops, sc.applied)

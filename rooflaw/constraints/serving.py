@@ -127,16 +127,18 @@ def assembly_step_cost(arch, device, precision, engine, prompt_tokens: int, outp
     over weights read once, and it streams at least the ``n`` sequences' weights and KV cache (decode at
     the schedule's mean context ``prompt + output/2``)."""
     from .roofline import evaluate
+    from .scenario import Scenario
     from .workload import Workload
+
+    sc = Scenario.of(device, None, precision, "full", engine)  # rates and energy derived once for every step
 
     @cache
     def pre(k: int) -> float:
-        return evaluate(arch, device, Workload(1, k, 1, attention), precision, engine=engine).prefill_s
+        return evaluate(arch, sc.with_workload(Workload(1, k, 1, attention))).prefill_s
 
     @cache
     def dec(n: int) -> float:
-        w = Workload(n, prompt_tokens, output_tokens, attention)
-        return evaluate(arch, device, w, precision, engine=engine).tpot_s
+        return evaluate(arch, sc.with_workload(Workload(n, prompt_tokens, output_tokens, attention))).tpot_s
 
     def step(c: int, n: int) -> float:
         return max(pre(c + n) if c else 0.0, dec(n) if n else 0.0)

@@ -5,13 +5,24 @@
 """
 
 from .adaptive import AdaptiveResult, adaptive_search
-from .budgets import PHASES, Constraint, EnergyBudget, LatencyBudget, MemoryBudget
+from .budgets import (
+    PHASES,
+    Capacity,
+    Constraint,
+    EnergyBudget,
+    LatencyBudget,
+    MemoryBudget,
+    ThroughputFloor,
+    TPOTBudget,  # fmt: skip
+    TTFTBudget,
+)
 from .discrete.exhaustive import FRONTIER_COLUMNS, FrontierResult, frontier, solve_exhaustive
 from .discrete.pareto import hypervolume, pareto_mask
 from .discrete.rounding import round_solution
 from .problem import Problem
 from .relaxation.closed_form import ClosedForm, budget_ratios, closed_form
 from .relaxation.geometric import solve_gp
+from .relaxation.result import RelaxationResult
 from .relaxation.theorems import DerivedTheorems, derive_theorems
 from .result import Result
 from .search.study import SAMPLERS, SearchResult, search, solve_optuna
@@ -24,6 +35,7 @@ __all__ = [
     "METHODS",
     "PHASES",
     "SAMPLERS",
+    "Capacity",
     "ClosedForm",
     "Constraint",
     "DerivedTheorems",
@@ -32,8 +44,12 @@ __all__ = [
     "LatencyBudget",
     "MemoryBudget",
     "Problem",
+    "RelaxationResult",
     "Result",
     "SearchResult",
+    "TPOTBudget",
+    "TTFTBudget",
+    "ThroughputFloor",
     "budget_ratios",
     "closed_form",
     "derive_theorems",

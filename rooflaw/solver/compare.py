@@ -4,7 +4,6 @@ the model's loss) -- the question of the paper's Fig. 8a, for any model."""
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from ..constraints import evaluate
@@ -24,15 +23,16 @@ def _entry(row: Any, phase_col: str) -> dict[str, Any]:
 
 def compare(arch: Any, problem: Any, n_jobs: int | None = None) -> dict[str, Any]:
     """``arch`` against ``problem.space`` under ``problem``'s law, device, workload, precision, preset and memory
-    limits (its latency budget, if any, is ignored: the model's own latency is the budget). SI units.
+    limits (its latency, TPOT and TTFT budgets, if any, are ignored: the model's own latency is the budget). SI units.
 
     Returns ``engine`` (the engine profile that priced both sides), ``model`` (the model's loss, latency of
     ``problem.phase``, memory, …), ``equal_latency`` (lowest-loss
     architecture with latency ≤ the model's; None if none is that fast), ``equal_loss`` (fastest architecture with
     loss ≤ the model's; None if none is that good), the relative gains, and the space's size.
     """
-    prob = dataclasses.replace(problem, latency_budget=None)
-    rep = evaluate(arch, prob.device, prob.workload, prob.precision, prob.preset, engine=prob.engine)
+    # the model's own latency is the budget: the latency-like budgets (phase latency, TPOT, TTFT) are dropped
+    prob = problem.replace(latency_budget=None, tpot_budget=None, ttft_budget=None)
+    rep = evaluate(arch, prob.scenario)
     cols = {k: [v] for k, v in arch.columns().items()}
     inputs = law_inputs(cols, tokens=prob.tokens)
     model_loss = float(prob.law.evaluate(inputs)[0])

@@ -3,6 +3,7 @@ and what rounding the continuous optimum to a real, aligned architecture changed
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -142,12 +143,14 @@ def explain_discrete(problem: Any, res: Result, within: float = WITHIN, top: int
     if a is None:
         return {"architecture": None}
     row = {k: getattr(a, k) for k in ARCH_COLS}
-    values = {"latency": res.latency_s[problem.phase], "memory": res.memory_bytes, "energy": res.energy_j}
+    lat = res.latency_s
+    values = {"prefill_s": lat["prefill"], "decode_s": lat["decode"], "total_s": lat["total"], "tpot_s": lat["tpot"],
+              "memory_bytes": res.memory_bytes, "energy_j": res.energy_j}  # fmt: skip
     cons = []
-    for name, (_, bound) in problem.budgets().items():
-        label = name if name != "memory" or problem.memory_budget is not None else "capacity"
-        v = values[name]
-        cons.append({"name": label, "value": v, "budget": bound, "slack": (bound - v) / bound})
+    for con in problem.constraints:
+        v = float(con.value(values))
+        cons.append({"name": con.label, "value": v, "budget": con.bound, "slack": float(con.slack(values)),
+                     "quantity": con.quantity, "text": f"{con.human(v)} of {con.human(con.bound)}"})  # fmt: skip
     tight = min(cons, key=lambda c: c["slack"]) if cons else None
     for c in cons:
         c["tightest"] = c is tight
@@ -192,10 +195,9 @@ def explain_discrete(problem: Any, res: Result, within: float = WITHIN, top: int
             if tc is not None and td is not None:
                 rnd["terms"] = [{"term": sympy.sstr(sympy.N(t, 3)), "continuous": c, "discrete": d}
                                 for t, c, d in zip(_term_exprs(problem), tc, td, strict=True)]  # fmt: skip
-        theory = evaluate(a, problem.device, problem.workload, problem.precision, "paper")
-        col = {"prefill": "prefill_s", "decode": "decode_s", "total": "total_s"}[problem.phase]
-        rnd["latency_theory_s"] = float(theory.values[col])
-        rnd["latency_judged_s"] = float(values["latency"])
+        theory = evaluate(a, dataclasses.replace(problem.scenario, preset="paper"))
+        rnd["latency_theory_s"] = float(theory.values[problem.latency_column])
+        rnd["latency_judged_s"] = float(values[problem.latency_column])
         rnd["judged_by"] = problem.preset
         out["rounding"] = rnd
     return out
@@ -228,9 +230,11 @@ def explain_text(ex: dict[str, Any], phase: str = "decode") -> str:
     ]
     for c in ex["constraints"]:
         tag = "  <- tightest" if c["tightest"] else ""
-        what = f"{phase} latency" if c["name"] == "latency" else c["name"]
-        lines.append(f"  {what}: {_v(c['name'], c['value'])} of {_v(c['name'], c['budget'])}, "
-                     f"slack {c['slack']:.1%}{tag}")  # fmt: skip
+        what = c.get("quantity") or (f"{phase} latency" if c["name"] == "latency" else c["name"])
+        text = c.get("text") or f"{_v(c['name'], c['value'])} of {_v(c['name'], c['budget'])}"
+        if c["name"] == "capacity":
+            what = "memory (device capacity)"
+        lines.append(f"  {what}: {text}, slack {c['slack']:.1%}{tag}")
     for e in ex.get("edges", []):
         lines.append(f"  at an edge -- {e}")
     sh = ex.get("cost_shares")

@@ -36,9 +36,11 @@ def _scan(problem: Problem, joint: JointSpace) -> list[dict[str, Any]]:
                 continue
             fi = np.flatnonzero(v["finite"])
             st["applies"] += len(fi)
-            for name, (col, _) in c.problem.budgets().items():
-                if len(fi):
-                    st["minimum"][name] = min(st["minimum"].get(name, math.inf), float(v[col][fi].min()))
+            for con in c.problem.constraints:
+                if len(fi):  # the best value of each constraint's quantity (largest for a floor)
+                    got = float(con.from_ceiling(float(np.asarray(v[con.as_upper()[0]])[fi].min())))
+                    old = st["minimum"].get(con.kind)
+                    st["minimum"][con.kind] = got if old is None else min(old, got) if con.upper else max(old, got)
             feas = np.flatnonzero(v["feasible"])
             st["feasible"] += len(feas)
             if len(feas):
@@ -75,11 +77,11 @@ def explain_joint(problem: Problem, joint: JointSpace, res: Any) -> dict[str, An
                                                                                        x["option"]))  # fmt: skip
     best = stats[pick_i]["best"]
     c = combos[pick_i]
-    budgets = c.problem.budgets()
     cons = []
-    for name, (col, bound) in budgets.items():
-        label = name if name != "memory" or problem.memory_budget is not None else "capacity (per device)"
-        cons.append({"name": label, "value": best[col], "budget": bound, "slack": (bound - best[col]) / bound})
+    for con in c.problem.constraints:
+        label = "capacity (per device)" if con.label == "capacity" else con.label
+        cons.append({"name": label, "value": float(con.value(best)), "budget": con.bound,
+                     "slack": float(con.slack(best))})  # fmt: skip
     fn = c.option.columns
     floor, tpot = getattr(fn, "min_tokens_per_s_per_device", None), getattr(fn, "max_tpot_s", None)
     if floor is not None:
@@ -102,7 +104,7 @@ def explain_joint(problem: Problem, joint: JointSpace, res: Any) -> dict[str, An
                          "latency_s": b["latency_s"], **_serving(b)}  # fmt: skip
         else:
             r["minimum"] = st["minimum"]
-            r["budgets"] = {k: bd for k, (_, bd) in cc.problem.budgets().items()}
+            r["budgets"] = {con.kind: con.bound for con in cc.problem.constraints}
         rows.append(r)
     rows.sort(key=lambda r: (r.get("best", {}).get("loss", math.inf), r["precision"], r["batch"], r["option"]))
     return {

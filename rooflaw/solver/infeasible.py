@@ -11,69 +11,71 @@ from typing import Any
 
 from ..errors import Infeasible
 
-ORDER = ("latency", "memory", "energy")
-
 
 def quantity(problem: Any, kind: str) -> str:
-    """What a constraint bounds, in words (``decode latency``, ``memory``, ``energy``)."""
-    return {"latency": f"{problem.phase} latency", "memory": "memory", "energy": "energy"}.get(kind, kind)
-
-
-def human(kind: str, value: float) -> str:
-    """A constraint value in the unit people read it in (ms, GB, J)."""
-    if kind == "latency":
-        return f"{value * 1e3:.4g} ms"
-    if kind == "memory":
-        return f"{value / 1e9:.4g} GB"
-    return f"{value:.4g} J"
+    """What the problem's constraint of ``kind`` bounds, in words (``decode latency``, ``TPOT``, ``memory``)."""
+    c = problem.constraint(kind)
+    return c.quantity if c is not None else kind
 
 
 def report(
     problem: Any,
     smallest: Mapping[str, float],
-    budgets: Mapping[str, float],
     where: str,
     closest: Mapping[str, float] | None = None,
 ) -> Infeasible:
-    """The :class:`Infeasible` for a problem whose budgets nothing in ``where`` meets.
+    """The :class:`Infeasible` for a problem whose constraints nothing in ``where`` meets.
 
-    ``smallest``: per constraint kind, the smallest value reached (SI); ``budgets``: kind -> bound (SI); ``where``
-    says what was searched (``in space 'paper'``, ``of the continuous relaxation of space 'paper' (theory model)``).
-    The binding constraint is the one furthest above its bound. When each bound alone can be met but not all
-    together, ``closest`` (kind -> the value of the least-violating candidate) names the constraint it misses most.
+    ``smallest``: per constraint kind (of ``problem.constraints``), the smallest value reached of its ceiling form
+    (:meth:`~rooflaw.solver.budgets.Constraint.as_upper`: the quantity itself for every budget, 1/TPOT's column for
+    a throughput floor); ``where`` says what was searched (``in space 'paper'``, ``of the continuous relaxation of
+    space 'paper' (theory model)``). The binding constraint is the one furthest past its bound. When each bound
+    alone can be met but not all together, ``closest`` (kind -> the least-violating candidate's value, same form)
+    names the constraint it misses most. Messages and ``Infeasible.smallest`` give the quantity itself.
     """
-    over = {k: smallest[k] / budgets[k] for k in budgets if k in smallest and smallest[k] > budgets[k]}
+    cons = [c for c in problem.constraints if c.kind in smallest]
+    over = {c.kind: smallest[c.kind] / c.as_upper()[1] for c in cons if smallest[c.kind] > c.as_upper()[1]}
     if over:
-        k = max(over, key=over.get)
-        label = problem.constraint_label(k)
-        what = "device capacity" if label == "capacity" else "budget"
+        c = problem.constraint(max(over, key=lambda k: over[k]))
+        best = c.from_ceiling(smallest[c.kind])
+        what = "device capacity" if c.label == "capacity" else "budget"
         return Infeasible(
-            f"{quantity(problem, k)} ≥ {human(k, smallest[k])} for every architecture {where} "
-            f"({what} {human(k, budgets[k])}{_at_confidence(problem, k)})",
-            binding=label,
-            smallest=float(smallest[k]),
-            budget=float(budgets[k]),
+            f"{c.quantity} {'≥' if c.upper else '≤'} {c.human(best)} for every architecture {where} "
+            f"({what} {c.human(c.bound)}{_at_confidence(c)})",
+            binding=c.label,
+            smallest=float(best),
+            budget=float(c.bound),
         )
-    kinds = [k for k in ORDER if k in budgets]
-    names = " and ".join(problem.constraint_label(k) for k in kinds)
-    if closest:
-        k = max((k for k in kinds if k in closest), key=lambda k: closest[k] / budgets[k])
+    names = " and ".join(c.label for c in cons)
+    near = [c for c in cons if closest and c.kind in closest]
+    if near:
+        assert closest is not None
+        c = max(near, key=lambda c: closest[c.kind] / c.as_upper()[1])
+        got = c.from_ceiling(closest[c.kind])
         return Infeasible(
-            f"no architecture {where} meets {names} together; the closest needs {quantity(problem, k)} "
-            f"{human(k, closest[k])} (budget {human(k, budgets[k])})",
-            binding=problem.constraint_label(k),
-            smallest=float(closest[k]),
-            budget=float(budgets[k]),
+            f"no architecture {where} meets {names} together; the closest needs {c.quantity} "
+            f"{c.human(got)} (budget {c.human(c.bound)})",
+            binding=c.label,
+            smallest=float(got),
+            budget=float(c.bound),
         )
-    return Infeasible(f"no architecture {where} meets {names} together", binding="+".join(kinds))
+    return Infeasible(f"no architecture {where} meets {names} together", binding="+".join(c.kind for c in cons))
 
 
-def _at_confidence(problem: Any, kind: str) -> str:
-    """``: 20 ms at the 90 % quantile, × 1.48`` when a latency bound carries a confidence factor."""
-    lat = next((c for c in getattr(problem, "constraints", ()) if c.kind == "latency"), None)
-    if kind != "latency" or lat is None or getattr(lat, "confidence", None) is None:
+def relaxed_report(problem: Any, smallest: Mapping[str, float], where: str) -> Infeasible:
+    """:func:`report` for a relaxation: ``smallest`` per relaxed kind (latency, memory, energy) in the relaxation's
+    terms, mapped back to the ceiling form of the constraints they come from (a TPOT budget's decode sum / S_out)."""
+    from .budgets import relaxation
+
+    rel = relaxation(problem.constraints, problem.workload)
+    return report(problem, {c.kind: smallest[k] / r.scale for k, (r, c) in rel.items() if k in smallest}, where)
+
+
+def _at_confidence(c: Any) -> str:
+    """``: 20 ms met at the 90 % quantile, prediction × 1.48`` when a latency-type bound carries a confidence."""
+    if getattr(c, "confidence", None) is None:
         return ""
-    return f": {human(kind, lat.seconds)} met at the {lat.confidence:.0%} quantile, prediction × {lat.factor:.3g}"
+    return f": {c.human(c.seconds)} met at the {c.confidence:.0%} quantile, prediction × {c.factor:.3g}"
 
 
 def no_finite_loss(problem: Any, where: str) -> Infeasible:
@@ -85,4 +87,4 @@ def space_name(problem: Any) -> str:
     return getattr(problem.space, "name", "space")
 
 
-__all__ = ["human", "no_finite_loss", "quantity", "report", "space_name"]
+__all__ = ["no_finite_loss", "quantity", "relaxed_report", "report", "space_name"]

@@ -22,12 +22,12 @@ def space_reference(problem: Problem, objectives: tuple[str, ...], backend: str 
     idx = np.unique(rng.integers(0, size, min(REFERENCE_SAMPLE, size), dtype=np.int64)) if size else np.array([0])
     v = evaluate_lean(problem, problem.space.columns_at(idx, np.float64), backend)
     ok = np.isfinite(v["loss"]) & v["in_domain"]
-    budgets = problem.budgets()
     out = []
     for o in objectives:
         col = OBJECTIVES[o]
-        if o in budgets:  # memory is always there: the capacity, or a tighter budget
-            out.append(float(budgets[o][1]))
+        c = problem.constraint(o)
+        if c is not None:  # memory is always there: the capacity, or a tighter budget
+            out.append(float(c.bound))
         else:
             vals = v[col][ok]
             out.append(1.1 * float(vals.max()) if len(vals) else math.nan)

@@ -23,7 +23,7 @@ import sympy as sp
 from ..errors import Infeasible, RooflawError, bad
 from .discrete.rounding import round_solution
 from .relaxation import kkt as K
-from .relaxation.closed_form import ClosedForm, closed_form, regime_name
+from .relaxation.closed_form import ClosedForm, closed_form, regime_name, relaxed_phase
 from .result import Result
 
 Method = Callable[..., Result]
@@ -47,7 +47,7 @@ def register_method(name: str) -> Callable[[Method], Method]:
 
 def _round_to_result(problem: Any, method: str, x: dict[str, float], cont_loss: float, regime: str,
                      active: tuple[str, ...], timings: dict[str, float], notes: list[str],
-                     extra: dict[str, Any]) -> Result:  # fmt: skip
+                     extra: dict[str, Any], relaxed: Any = None) -> Result:  # fmt: skip
     t0 = time.perf_counter()
     row, cands, stats = round_solution(problem, x)
     timings["rounding"] = time.perf_counter() - t0
@@ -60,9 +60,8 @@ def _round_to_result(problem: Any, method: str, x: dict[str, float], cont_loss: 
         res.notes = [*notes, "no feasible architecture near the relaxation; the space was enumerated", *res.notes]
         res.timings = {**timings, **{f"exhaustive_{k}": v for k, v in res.timings.items()}}
         return res
-    budgets = problem.budgets()
-    slack = {problem.constraint_label(k): (b - float(row[c])) / b for k, (c, b) in budgets.items()}
-    binding = "+".join(problem.constraint_label(k) for k in active) if active else "none"
+    slack = {c.label: float(c.slack(row)) for c in problem.constraints}
+    binding = "+".join(relaxed_label(relaxed or problem, k) for k in active) if active else "none"
     extra = {**extra, "rounding": stats}
     return Result(
         method=method,
@@ -81,6 +80,30 @@ def _round_to_result(problem: Any, method: str, x: dict[str, float], cont_loss: 
         notes=notes,
         extra=extra,
     )  # fmt: skip
+
+
+def relaxation_notes(problem: Any) -> list[str]:
+    """What the relaxation made of budgets it does not bound as given (a TPOT budget as a decode budget)."""
+    from .budgets import relaxation
+
+    out = []
+    for r, c in relaxation(problem.constraints, problem.workload).values():
+        if r.scale != 1.0 or (r.phase is not None and c.kind != "latency"):
+            how = ""
+            if r.scale != 1.0:
+                how = (f" = {c.human(c.bound)} × {r.scale:g} output tokens" if c.upper else
+                       f" = {r.scale:g} output tokens / {c.human(c.bound)}")  # fmt: skip
+            out.append(f"the relaxation takes {c.describe()} as a {r.phase} latency budget of "
+                       f"{r.bound * 1e3:.4g} ms{how}")  # fmt: skip
+    return out
+
+
+def relaxed_label(problem: Any, kind: str) -> str:
+    """The label of the constraint a relaxation's active ``kind`` (latency, memory, energy) comes from."""
+    from .budgets import relaxation
+
+    got = relaxation(problem.constraints, problem.workload).get(kind)
+    return got[1].label if got is not None else kind
 
 
 def explain_closed_form(cf: ClosedForm, problem: Any) -> str:
@@ -151,35 +174,63 @@ def solve(
         res.extra.setdefault("preset", problem.preset)
         res.extra.setdefault("engine", engine)
         if res.explain:
-            from ..constraints.engines import applied
-
-            pr = problem.preset
-            app = applied(problem.device, engine, pr if pr == "full" else "paper")
-            res.explain += f"\ncost model: preset {pr}; {app.describe()}"
+            res.explain += f"\ncost model: preset {problem.preset}; {problem.scenario.applied.describe()}"
     return res
+
+
+def relaxations(problem: Any) -> list[Any]:
+    """``[problem]`` when its latency budgets bound one phase in the relaxation; else one problem per phase, each
+    keeping the latency budgets of that phase only (a TPOT and a TTFT budget: one with each). Each drops
+    constraints, so each is a relaxation of ``problem``: the one with the higher relaxed loss bounds it tighter."""
+    wl = problem.workload
+    lat = [c for c in problem.constraints if c.relaxed(wl).kind == "latency"]
+    phases = sorted({c.relaxed(wl).phase for c in lat})
+    if len(phases) <= 1:
+        return [problem]
+    keep = lambda c, ph: c.relaxed(wl).kind != "latency" or c.relaxed(wl).phase == ph  # noqa: E731
+    return [problem.replace(constraints=tuple(c for c in problem.constraints if keep(c, ph))) for ph in phases]
+
+
+def _relaxed(problem: Any, method: str, solve_one: Callable[[Any], Any]) -> tuple[Any, Any, list[str]] | Result:
+    """(the relaxation kept, its solution, notes) over :func:`relaxations`; a :class:`Result` when a relaxation is
+    infeasible (the discrete verdict of ``problem``)."""
+    best = None
+    for q in relaxations(problem):
+        try:
+            got = solve_one(q)
+        except Infeasible as e:
+            return _discrete_verdict(problem, e)
+        except RooflawError as e:
+            raise _unsupported(e, method) from None
+        if best is None or got.loss > best[1].loss:
+            best = (q, got)
+    assert best is not None
+    notes = relaxation_notes(best[0])
+    if best[0] is not problem:
+        kept = ", ".join(c.describe() for c in best[0].constraints if c.relaxed(problem.workload).kind == "latency")
+        notes.insert(0, f"the relaxation bounds one latency phase at a time: solved once per phase, kept {kept} (the "
+                        "higher relaxed loss, so the tighter bound); the answer meets every budget")  # fmt: skip
+    return best[0], best[1], notes
 
 
 @register_method("closed-form")
 def _closed_form_method(problem: Any, explain: bool = False) -> Result:
-    notes: list[str] = []
+    got = _relaxed(problem, "closed-form", closed_form)
+    if isinstance(got, Result):
+        return got
+    q, cf, notes = got
     if problem.preset != "paper":
         notes.append(
             f"continuous optimum from the theory-mode model (compute-bound prefill, memory-bound decode, weight "
             f"memory); the architecture is judged by the '{problem.preset}' cost model"
         )
-    try:
-        cf = closed_form(problem)
-    except Infeasible as e:
-        return _discrete_verdict(problem, e)
-    except RooflawError as e:
-        raise _unsupported(e, "closed-form") from None
     notes += cf.notes
     timings = {"continuous": cf.seconds}
     extra = {"kkt": cf.to_dict(), "law": problem.law.name, "device": problem.device.id,
              "derivation_seconds": cf.derivation_seconds}  # fmt: skip
-    res = _round_to_result(problem, cf.method, cf.x, cf.loss, cf.regime, cf.active, timings, notes, extra)
+    res = _round_to_result(problem, cf.method, cf.x, cf.loss, cf.regime, cf.active, timings, notes, extra, q)
     if explain:
-        res.explain = explain_closed_form(cf, problem)
+        res.explain = explain_closed_form(cf, q)
     return res
 
 
@@ -187,28 +238,25 @@ def _closed_form_method(problem: Any, explain: bool = False) -> Result:
 def _gp_method(problem: Any, explain: bool = False, **kw: Any) -> Result:
     from .relaxation.geometric import solve_gp
 
-    try:
-        g = solve_gp(problem, **kw)
-    except Infeasible as e:
-        return _discrete_verdict(problem, e)
-    except RooflawError as e:
-        raise _unsupported(e, "gp") from None
-    notes = list(g.get("notes", []))
+    got = _relaxed(problem, "gp", lambda q: solve_gp(q, **kw))
+    if isinstance(got, Result):
+        return got
+    q, g, notes = got
+    notes += g.notes
     if problem.preset != "paper":
         notes.append(f"the architecture is judged by the '{problem.preset}' cost model")
-    timings = {"continuous": g["seconds"]}
-    regime = regime_name(g["active"], problem.phase)
-    extra = {"gp": {k: g[k] for k in ("status", "solver", "values", "budgets", "duals", "constant", "preset")},
+    timings = {"continuous": g.seconds}
+    regime = regime_name(g.active, relaxed_phase(q))
+    extra = {"gp": {k: getattr(g, k) for k in ("status", "solver", "values", "budgets", "duals", "constant", "preset")},
              "law": problem.law.name, "device": problem.device.id}  # fmt: skip
-    res = _round_to_result(problem, "gp", g["x"], g["loss"], regime, g["active"], timings, notes, extra)
+    res = _round_to_result(problem, "gp", g.x, g.loss, regime, g.active, timings, notes, extra, q)
     if explain:
         res.explain = (
-            f"geometric program over the '{g['preset']}' cost model (cvxpy, log-space convex form, {g['solver']}): "
-            f"status "
-            f"{g['status']}, regime {regime}; "
-            + ", ".join(f"{k} = {v:.6g}" for k, v in g["x"].items())
-            + f"; loss {g['loss']:.6f}; built in {g['build_seconds'] * 1e3:.1f} ms, solved in "
-            f"{g['solve_seconds'] * 1e3:.1f} ms"
+            f"geometric program over the '{g.preset}' cost model (cvxpy, log-space convex form, {g.solver}): "
+            f"status {g.status}, regime {regime}; "
+            + ", ".join(f"{k} = {v:.6g}" for k, v in g.x.items())
+            + f"; loss {g.loss:.6f}; built in {g.build_seconds * 1e3:.1f} ms, solved in "
+            f"{g.solve_seconds * 1e3:.1f} ms"
         )
     return res
 

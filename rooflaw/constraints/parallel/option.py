@@ -19,6 +19,7 @@ from ...arch.architecture import param_counts
 from ...devices.system import System
 from ...errors import bad
 from ..roofline import complete_columns
+from ..scenario import Scenario
 from .layout import Layout, parse_layout
 from .serving import layout_columns
 
@@ -42,7 +43,8 @@ class LayoutColumns:
             raise bad("system", system.id, f"runs {system.device.id}, the problem's device is {problem.device.id}")
         wl = problem.workload
         full = complete_columns(cols)
-        r = layout_columns(full, system, lay, wl, problem.precision, getattr(problem, "engine", None), self.overlap)
+        sc = Scenario(system, wl, problem.precision, "full", getattr(problem, "engine", None), lay, self.overlap)
+        r = layout_columns(full, sc)
         counts = param_counts(full)
         valid = r["divides"].copy()
         if self.min_tokens_per_s_per_device is not None:

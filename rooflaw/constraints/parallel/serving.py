@@ -36,14 +36,15 @@ import numpy as np
 from ...arch.architecture import param_counts
 from ...devices.precision import Precision
 from ...devices.system import System
+from ...errors import bad
 from .. import assembly as A
 from .. import operators as O
-from ..engines import applied
-from ..roofline import _evaluate_chunk, complete_columns, evaluate_columns
+from ..roofline import complete_columns, evaluate_chunk, evaluate_columns
+from ..scenario import Scenario
 from ..workload import Workload
 from . import collectives as C
 from . import shard
-from .layout import Layout, parse_layout
+from .layout import Layout
 
 CHUNK = 1 << 14
 _ROOF = {op.name: op.roof for ops in (O.FULL_OPS, *O.KIND_OPS.values()) for op in ops}
@@ -54,8 +55,9 @@ OUTPUTS = ("ttft_s", "decode_s", "tpot_s", "latency_s", "memory_per_device_bytes
            "divides", "valid")  # fmt: skip
 
 
-def _ops(cols, device, wl, precision, app) -> dict[str, Any]:
-    return _evaluate_chunk(complete_columns(cols), device, wl, precision, "full", False, True, app)
+def _ops(cols, sc: Scenario) -> dict[str, Any]:
+    """The per-operator costs of one device's shard shapes ``cols`` in its (one-chip) scenario ``sc``."""
+    return evaluate_chunk(complete_columns(cols), sc, per_op=True)
 
 
 def _sum_group(res: dict, group: str, phase: str, exclude_overhead: bool = False):
@@ -79,14 +81,15 @@ def _sum_group(res: dict, group: str, phase: str, exclude_overhead: bool = False
     return sec, flops, nbytes
 
 
-def _device_phase(shp, device, wl, precision, app, helix: bool):
+def _device_phase(shp, scs: Mapping[str, Scenario], helix: bool):
     """Seconds, FLOPs per class and bytes of one device's stage in both phases, and the evaluated shapes.
 
     Helix: prefill's context ops run on the ``ctx`` shape (heads/kvp: the whole prompt's queries against a 1/kvp
     slice of the keys); decode's on the attention shape at a 1/kvp context (``ctxd``: every attention kind --
-    GQA, MLA latent, sliding window -- reads only its slice of the cache)."""
+    GQA, MLA latent, sliding window -- reads only its slice of the cache). ``scs``: the one-chip scenario of
+    each shape (its own batch and context)."""
     names = ("attn", "ctx", "ctxd", "ffn") if helix else ("attn", "ffn")
-    res = {k: _ops(shp["attn" if k == "ctxd" else k], device, wl[k], precision, app) for k in names}
+    res = {k: _ops(shp["attn" if k == "ctxd" else k], scs[k]) for k in names}
     res.setdefault("ctx", res["attn"])
     res.setdefault("ctxd", res["ctx"])
     out = {}
@@ -200,11 +203,9 @@ def _combine(compute, comm, overlap: bool):
     return np.maximum(compute, comm) if overlap else compute + comm
 
 
-def _single(cols, system: System, wl: Workload, precision: Precision, engine, dp: int) -> dict[str, np.ndarray]:
+def _single(cols, sc: Scenario, dp: int) -> dict[str, np.ndarray]:
     """The single-chip model itself (a one-device layout is exactly it)."""
-    return from_single(
-        evaluate_columns(cols, system.device, wl, precision, "full", engine=engine, backend="numpy"), wl, dp
-    )
+    return from_single(evaluate_columns(cols, sc.on_chip(), backend="numpy"), sc.workload, dp)
 
 
 def from_single(r: Mapping[str, Any], wl: Workload, dp: int = 1) -> dict[str, np.ndarray]:
@@ -227,8 +228,8 @@ def from_single(r: Mapping[str, Any], wl: Workload, dp: int = 1) -> dict[str, np
 
 def layout_columns(
     columns: Mapping[str, Any],
-    system: System,
-    layout: str | Layout,
+    system: System | Scenario,
+    layout: str | Layout | None = None,
     workload: Workload | None = None,
     precision: str | Precision = "bf16",
     engine: Any = None,
@@ -237,6 +238,9 @@ def layout_columns(
 ) -> dict[str, np.ndarray]:
     """Serve every architecture of a column table under ``layout`` on ``system`` (arrays, SI units).
 
+    ``system``: a :class:`Scenario` whose device is a :class:`System` and whose ``layout`` is set (the ``full``
+    preset prices each shard); or a System with the loose ``layout``, ``workload``, ``precision``, ``engine`` and
+    ``overlap`` that build one.
     Returns :data:`OUTPUTS`: ttft_s, decode_s (all S_out steps), tpot_s, latency_s, memory_per_device_bytes
     (weights + KV cache + activations of the busiest device), comm_s_prefill / comm_s_decode (the collectives'
     seconds per phase), tokens_per_s (generated tokens per second, all replicas), tokens_per_s_per_user,
@@ -246,40 +250,49 @@ def layout_columns(
     counts (``layers``, ``attn_layers``, ... of :data:`shard.COUNTS`) of the pipeline stage to price (default: the
     busiest, ceil(layers/pp) layers with each kind in proportion).
     """
-    lay = parse_layout(layout) if isinstance(layout, str) else layout
-    wl = workload or Workload()
-    prec = Precision.parse(precision)
+    if isinstance(system, Scenario):
+        sc = system
+        if not isinstance(sc.device, System) or sc.layout is None:
+            raise bad("scenario", sc.describe(), "layout_columns needs a scenario with a System and a layout")
+    else:
+        if layout is None:
+            raise bad("layout", None, "a layout is required (a Layout or text such as tp=8)")
+        sc = Scenario.of(system, workload, precision, "full", engine, layout, overlap)
+    lay, sysm = sc.layout, sc.device
+    assert lay is not None and isinstance(sysm, System)
     cols = complete_columns(columns)
-    divides = shard.check(cols, lay, system.count)
+    divides = shard.check(cols, lay, sysm.count)
     if lay.trivial:
-        out = _single(cols, system, wl, prec, engine, 1)
+        out = _single(cols, sc, 1)
     else:
         n = len(cols["layers"])
         parts = []
         for s in range(0, n, CHUNK):
             sub = {k: v[s : s + CHUNK] for k, v in cols.items()}
             st = None if stage is None else {k: np.broadcast_to(stage[k], (n,))[s : s + CHUNK] for k in shard.COUNTS}
-            parts.append(_sharded(sub, system, lay, wl, prec, engine, overlap, st))
+            parts.append(_sharded(sub, sc, st))
         out = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
     out["divides"] = divides
     out["valid"] = divides & out["fits"]
     return out
 
 
-def _sharded(cols, system, lay: Layout, wl: Workload, prec: Precision, engine, overlap, stage):
-    dev = system.device
-    app = applied(dev, engine, "full")
+def _sharded(cols, sc: Scenario, stage):
+    system, lay, wl, prec, overlap = sc.device, sc.layout, sc.workload, sc.precision, sc.overlap
+    assert lay is not None and isinstance(system, System)
+    one = sc.on_chip()
+    dev = one.chip
     if lay.pp > 1 and stage is None:
         stage = shard.busiest_stage(cols, lay.pp)
     shp = shard.shapes(cols, lay, stage if lay.pp > 1 else None)
     micro = lay.pp
     ba, bf = shard.batches(wl.batch, lay)
     mba, mbf = shard.batches(wl.batch, lay, micro)
-    w = lambda b, s=wl.input_tokens: Workload(b, s, wl.output_tokens, wl.attention)  # noqa: E731
+    w = lambda b, s=wl.input_tokens: one.with_workload(Workload(b, s, wl.output_tokens, wl.attention))  # noqa: E731
     shard_in = math.ceil(wl.input_tokens / lay.kvp)  # Helix: each device holds 1/kvp of the prompt's KV
     loads = lambda a, f: {"attn": w(a), "ctx": w(a), "ctxd": w(a, shard_in), "ffn": w(f)}  # noqa: E731
-    pre, res = _device_phase(shp, dev, loads(ba, bf), prec, app, bool(lay.helix))
-    dec = pre if micro == 1 else _device_phase(shp, dev, loads(mba, mbf), prec, app, bool(lay.helix))[0]
+    pre, res = _device_phase(shp, loads(ba, bf), bool(lay.helix))
+    dec = pre if micro == 1 else _device_phase(shp, loads(mba, mbf), bool(lay.helix))[0]
     b_a = prec.activations.bytes
     layers = shp["attn"]["layers"]
     S_in, S_out = wl.input_tokens, wl.output_tokens
@@ -293,7 +306,7 @@ def _sharded(cols, system, lay: Layout, wl: Workload, prec: Precision, engine, o
         ctx = _sum_group(res["ctx"], "ctx", "prefill")[0]
         half = max(1, S_in // 2)
         ctx_shape = shp["ctx"] if lay.helix else shp["attn"]
-        ctx_half = _sum_group(_ops(ctx_shape, dev, w(ba, half), prec, app), "ctx", "prefill")[0] if half < S_in else ctx
+        ctx_half = _sum_group(_ops(ctx_shape, w(ba, half)), "ctx", "prefill")[0] if half < S_in else ctx
         comp = chunk_steps(pre["prefill"][0], ctx, ctx_half, S_in, half, sizes)
         comm_c = comm_pre[:, None] * (sizes / S_in)
         p2p_c = C.p2p_sys(ba * sizes * cols["d_model"][:, None] * b_a, system, cross)
@@ -320,7 +333,7 @@ def _sharded(cols, system, lay: Layout, wl: Workload, prec: Precision, engine, o
     kv = ctx["kv_cache_bytes"]
     act = a["activation_bytes"] - _ffn_workspace(shp["attn"], ba, S_in, b_a) + _ffn_workspace(shp["ffn"], bf, S_in, b_a)
     memory = weights + kv + act
-    coef = A.energy_coefficients(dev, prec)
+    coef = one.energy
     per_replica = lay.pp * lay.group
     dyn = A.energy(coef, 0.0, pre["prefill"][1], pre["prefill"][2])
     dyn = dyn + micro * A.energy(coef, 0.0, dec["decode"][1], dec["decode"][2])

@@ -11,9 +11,10 @@ from ...devices.precision import Precision
 from ...devices.system import System
 from ...errors import RooflawError, bad
 from ..roofline import complete_columns, evaluate
+from ..scenario import Scenario
 from ..workload import Workload
 from . import shard
-from .layout import Layout, parse_layout
+from .layout import Layout
 from .serving import OUTPUTS, from_single, layout_columns
 
 #: Largest batch ``max_batch`` searches (sequences per replica).
@@ -29,10 +30,25 @@ def _stages(arch: Any, pp: int) -> list[dict[str, int]]:
     return shard.pattern_stages(kinds, arch.first_dense, pp)
 
 
+def _scenario(system: System | Scenario, layout: Any, workload: Any, precision: Any, engine: Any = None,
+              overlap: bool = False) -> Scenario:  # fmt: skip
+    """``system`` itself when it is a Scenario with a layout (the rest left at their defaults), else the scenario of
+    the loose arguments (the ``full`` preset prices each shard)."""
+    if isinstance(system, Scenario):
+        if system.layout is None or not isinstance(system.device, System):
+            raise bad("scenario", system.describe(), "needs a System and a layout")
+        if layout is not None or workload is not None or engine is not None or overlap:
+            raise bad("layout", layout, "given beside a Scenario, which already holds the layout and workload")
+        return system
+    if layout is None:
+        raise bad("layout", None, "a layout is required (a Layout or text such as tp=8)")
+    return Scenario.of(system, workload, precision, "full", engine, layout, overlap)
+
+
 def evaluate_layout(
     arch: Any,
-    system: System,
-    layout: str | Layout,
+    system: System | Scenario,
+    layout: str | Layout | None = None,
     workload: Workload | None = None,
     precision: str | Precision = "bf16",
     engine: Any = None,
@@ -41,24 +57,26 @@ def evaluate_layout(
     """Serving metrics of ``arch`` under ``layout`` (floats, SI units; see :func:`layout_columns`) plus
     ``notes`` (KV replication, stage imbalance, the assumptions in force) and ``stages`` (pipeline stages'
     layer counts from the actual layer pattern, and each stage's seconds per micro-batch decode step). Raises a
-    one-line error when the layout does not divide the architecture or needs more devices than the system has."""
-    lay = parse_layout(layout) if isinstance(layout, str) else layout
-    wl = workload or Workload()
+    one-line error when the layout does not divide the architecture or needs more devices than the system has.
+    ``system``: a :class:`Scenario` with a System and a layout, or a System with the loose arguments."""
+    sc = _scenario(system, layout, workload, precision, engine, overlap)
+    lay, sysm, wl = sc.layout, sc.device, sc.workload
+    assert lay is not None and isinstance(sysm, System)
     cols = _columns(arch)
     why = shard.first_problem(cols, lay)
     if why is not None:
         raise bad("layout", lay.describe(), f"{why} of {arch.name or 'the architecture'}")
     stages = _stages(arch, lay.pp) if lay.pp > 1 else []
     if lay.trivial:  # exactly what `rooflaw evaluate` prints for one chip
-        shard.check(cols, lay, system.count)
-        rep = evaluate(arch, system.device, wl, precision, "full", engine=engine)
+        shard.check(cols, lay, sysm.count)
+        rep = evaluate(arch, sc.on_chip())
         res = from_single(rep.values, wl)
         out = {k: _scalar(v[0]) for k, v in res.items()}
         out.update(divides=True, valid=out["fits"])
     elif stages:  # every stage of the real pattern, one row each; the busiest one sets the pace
         rows = {k: np.repeat(v, len(stages)) for k, v in cols.items()}
         counts = {k: np.array([st[k] for st in stages], dtype=float) for k in shard.COUNTS}
-        res = layout_columns(rows, system, lay, wl, precision, engine, overlap, stage=counts)
+        res = layout_columns(rows, sc, stage=counts)
         slow = int(np.argmax(res["decode_s"] + res["ttft_s"]))
         out = {k: _scalar(v[slow]) for k, v in res.items()}
         per_stage = res["decode_s"]
@@ -66,10 +84,10 @@ def evaluate_layout(
         step = per_stage / (wl.output_tokens * lay.pp)  # one decode step of one micro-batch through the stage
         out["stages"] = [{**st, "decode_step_s": float(t)} for st, t in zip(stages, step, strict=True)]
     else:
-        res = layout_columns(cols, system, lay, wl, precision, engine, overlap)
+        res = layout_columns(cols, sc)
         out = {k: _scalar(v[0]) for k, v in res.items()}
-    out.update(layout=lay.describe(), devices=lay.devices, system=system.id, overlap=overlap,
-               batch=wl.batch, notes=notes(arch, lay, out, overlap))  # fmt: skip
+    out.update(layout=lay.describe(), devices=lay.devices, system=sysm.id, overlap=sc.overlap,
+               batch=wl.batch, notes=notes(arch, lay, out, sc.overlap))  # fmt: skip
     return out
 
 
@@ -102,20 +120,20 @@ def notes(arch: Any, lay: Layout, out: dict[str, Any], overlap: bool) -> list[st
 
 def max_batch(
     arch: Any,
-    system: System,
-    layout: str | Layout,
+    system: System | Scenario,
+    layout: str | Layout | None = None,
     workload: Workload | None = None,
     precision: str | Precision = "bf16",
 ) -> int:
     """Largest batch (sequences per replica, ≤ BATCH_LIMIT) whose weights, KV cache and activations fit every
-    device (0 when not even one sequence fits). Memory grows monotonically with the batch: bisection."""
-    wl = workload or Workload()
-    cols = _columns(arch)
-    lay = parse_layout(layout) if isinstance(layout, str) else layout
+    device (0 when not even one sequence fits). Memory grows monotonically with the batch: bisection.
+    ``system``: a :class:`Scenario` with a System and a layout, or a System with the loose arguments."""
+    sc = _scenario(system, layout, workload, precision)
+    wl, cols = sc.workload, _columns(arch)
 
     def fits(b: int) -> bool:
-        w = Workload(b, wl.input_tokens, wl.output_tokens, wl.attention)
-        return bool(_memory(cols, system, lay, w, precision, arch) <= system.device.memory_capacity)
+        w = sc.with_workload(Workload(b, wl.input_tokens, wl.output_tokens, wl.attention))
+        return bool(_memory(cols, w, arch) <= sc.chip.memory_capacity)
 
     if not fits(1):
         return 0
@@ -129,28 +147,28 @@ def max_batch(
     return lo
 
 
-def _memory(cols, system, lay, wl, precision, arch) -> float:
-    if lay.pp > 1:
-        return evaluate_layout(arch, system, lay, wl, precision)["memory_per_device_bytes"]
-    return float(layout_columns(cols, system, lay, wl, precision)["memory_per_device_bytes"][0])
+def _memory(cols: dict[str, np.ndarray], sc: Scenario, arch: Any) -> float:
+    if sc.layout is not None and sc.layout.pp > 1:
+        return evaluate_layout(arch, sc)["memory_per_device_bytes"]
+    return float(layout_columns(cols, sc)["memory_per_device_bytes"][0])
 
 
 def batch_sweep(
     arch: Any,
-    system: System,
-    layout: str | Layout,
-    batches: list[int],
+    system: System | Scenario,
+    layout: str | Layout | None = None,
+    batches: list[int] | None = None,
     workload: Workload | None = None,
     precision: str | Precision = "bf16",
     engine: Any = None,
     overlap: bool = False,
 ) -> list[dict[str, Any]]:
-    """:func:`evaluate_layout` at each batch, with ``pareto`` marking the throughput–interactivity front."""
-    wl = workload or Workload()
+    """:func:`evaluate_layout` at each of ``batches``, with ``pareto`` marking the throughput–interactivity front."""
+    sc = _scenario(system, layout, workload, precision, engine, overlap)
+    wl = sc.workload
     rows = []
-    for b in batches:
-        w = Workload(int(b), wl.input_tokens, wl.output_tokens, wl.attention)
-        r = evaluate_layout(arch, system, layout, w, precision, engine, overlap)
+    for b in batches or [wl.batch]:
+        r = evaluate_layout(arch, sc.with_workload(Workload(int(b), wl.input_tokens, wl.output_tokens, wl.attention)))
         rows.append({"batch": int(b), **{k: r[k] for k in (*OUTPUTS, "layout", "devices", "notes")}})
     mark_pareto(rows)
     return rows

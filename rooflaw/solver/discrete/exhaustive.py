@@ -43,6 +43,7 @@ from .scan_parts import (  # noqa: F401 (re-exported: the search and the numba s
     absorb,
     check_objectives,
     evaluate_lean,
+    track,
 )  # fmt: skip
 
 
@@ -50,7 +51,6 @@ def _scan(problem: Problem, start: int, stop: int, objectives: tuple[str, ...], 
     acc = _Acc()
     space = problem.space
     ocols = tuple(OBJECTIVES[o] for o in objectives)
-    budgets = problem.budgets()
     total = max(1, space.size)
     rng = np.random.default_rng(start)
     for s in range(start, stop, sub_chunk):
@@ -65,22 +65,7 @@ def _scan(problem: Problem, start: int, stop: int, objectives: tuple[str, ...], 
         if finite.any():
             fi = np.flatnonzero(finite)
             acc.best_any = _better(acc.best_any, _row(v, _argbest(v, fi)))
-            ratio = None
-            ratios = {}
-            for name, (col, bound) in budgets.items():
-                vals = v[col][fi]
-                acc.minimum[name] = min(acc.minimum.get(name, math.inf), float(vals.min()))
-                if acc.feasible == 0:  # diagnostics only matter while nothing is feasible
-                    ratios[name] = vals / bound
-                    ratio = ratios[name] if ratio is None else np.maximum(ratio, ratios[name])
-            if ratio is not None:
-                j = int(np.argmin(ratio))
-                if acc.closest is None or ratio[j] < acc.closest[0]:
-                    acc.closest = (
-                        float(ratio[j]),
-                        {name: float(r[j]) for name, r in ratios.items()}
-                        | {f"{name}_value": float(v[budgets[name][0]][fi[j]]) for name in budgets},
-                    )
+            acc.closest = track(problem.constraints, v, fi, acc.minimum, acc.closest, acc.feasible == 0)
         acc.eval_s += time.perf_counter() - t0
         if not feas.any():
             continue
@@ -193,10 +178,9 @@ def _raise_infeasible(problem: Problem, acc: _Acc) -> None:
         if dom:
             where += f" inside the domain the law was fitted on ({dom}; --allow-extrapolation to go outside)"
         raise no_finite_loss(problem, where)
-    budgets = {k: b for k, (_, b) in problem.budgets().items()}
     ratios = acc.closest[1] if acc.closest else {}
-    closest = {k: ratios[f"{k}_value"] for k in budgets if f"{k}_value" in ratios}
-    raise report(problem, acc.minimum, budgets, where, closest)
+    closest = {c.kind: ratios[f"{c.kind}_value"] for c in problem.constraints if f"{c.kind}_value" in ratios}
+    raise report(problem, acc.minimum, where, closest)
 
 
 @dataclass(eq=False)
@@ -274,14 +258,13 @@ def result_from_row(problem: Problem, row: dict[str, float], method: str, best_a
                     **kw: Any) -> Result:  # fmt: skip
     """A :class:`Result` for one evaluated point (a dict with :data:`_KEEP` keys)."""
     arch = problem.space.architecture(row) if hasattr(problem.space, "architecture") else None
-    budgets = problem.budgets()
-    slack = {problem.constraint_label(k): (b - row[c]) / b for k, (c, b) in budgets.items()}
+    slack = {c.label: float(c.slack(row)) for c in problem.constraints}
     binding = "none"
     if best_any is not None and best_any["loss"] < row["loss"]:
         # the unconstrained optimum is infeasible: the tightest constraint binds
-        violated = [k for k, (c, b) in budgets.items() if best_any[c] > b]
+        violated = [c.label for c in problem.constraints if not c.satisfied(best_any)]
         if violated:
-            binding = min((problem.constraint_label(k) for k in violated), key=lambda k: slack[k])
+            binding = min(violated, key=lambda k: slack[k])
     return Result(
         method=method,
         architecture=arch,

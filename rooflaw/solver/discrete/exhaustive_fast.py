@@ -145,16 +145,30 @@ def _merge(s: np.ndarray, t: np.ndarray) -> None:
         s[11:13] = t[11:13]
 
 
+#: Constraints the scan kernel tracks (stats slots 8..10 hold the smallest value of each).
+MAX_BUDGETS = 3
+
+
+def finish_diagnostics(acc: Any, problem: Problem, stats: np.ndarray, evaluate: Any) -> None:
+    """The per-constraint minima (from the kernel's stats) and, when nothing is feasible, the closest point
+    (evaluated by ``evaluate(index)`` with numpy) of one scan, into ``acc``."""
+    cons = problem.constraints
+    if stats[5] >= 0:
+        acc.minimum = {c.kind: float(stats[8 + j]) for j, c in enumerate(cons)}
+    if acc.feasible == 0 and stats[12] >= 0:
+        v = evaluate(int(stats[12]))
+        up = {c.kind: c.as_upper() for c in cons}  # the ceiling form the kernel tracks
+        ratios = {k: float(v[col][0] / b) for k, (col, b) in up.items()}
+        acc.closest = (max(ratios.values()), ratios | {f"{k}_value": float(v[col][0]) for k, (col, _) in up.items()})
+
+
 def _new_stats() -> np.ndarray:
     return np.array([0, 0, -1, np.inf, np.inf, -1, np.inf, np.inf, np.inf, np.inf, np.inf, np.inf, -1, 0, 0.0])
 
 
 def _applied(problem: Problem) -> Any:
-    """The engine profile the numpy backend applies to ``problem`` (the device's default engine)."""
-    from ...constraints import assembly as A
-    from ...constraints.engines import applied
-
-    return applied(problem.device, problem.engine, problem.preset if A.get_preset(problem.preset).engine else "paper")
+    """The engine profile the numpy backend applies to ``problem`` (its scenario's)."""
+    return problem.scenario.applied
 
 
 @dataclass(frozen=True)
@@ -182,9 +196,14 @@ def kernel_plan(problem: Problem, obj: np.ndarray, strict: bool = False, lohi: n
     """The scan kernel's arguments for ``problem`` with objective output codes ``obj`` (16 = loss), or None when
     the kernel cannot price it and the numpy path should run (with ``strict`` this raises instead, naming why).
     ``lohi``: the staircase's loss range (any range is exact; default: from a sample of feasible points)."""
-    budgets = problem.budgets()
-    bcol = np.array([bn.OUTPUTS.index(c) for c, _ in budgets.values()], dtype=np.int64)
-    bval = np.array([b for _, b in budgets.values()], dtype=np.float64)
+    ceilings = [c.as_upper() for c in problem.constraints]
+    if len(ceilings) > MAX_BUDGETS:  # the kernel keeps the smallest value of each in 3 slots of its stats
+        if strict:
+            raise RooflawError(f"backend='numba': the scan kernel takes at most {MAX_BUDGETS} constraints; this "
+                               f"problem has {len(ceilings)}")  # fmt: skip
+        return None
+    bcol = np.array([bn.OUTPUTS.index(c) for c, _ in ceilings], dtype=np.int64)
+    bval = np.array([b for _, b in ceilings], dtype=np.float64)
     latc = bn.OUTPUTS.index(problem.latency_column)
     need = tuple(sorted({int(c) for c in (*obj.tolist(), *bcol.tolist(), latc) if c != 16}))
     try:
@@ -217,7 +236,6 @@ def run_numba(problem: Problem, objectives: tuple[str, ...], n_jobs: int | None,
         return None
     k, tabs, radix, p, tokens = pl.kernels, pl.tabs, pl.radix, pl.params, pl.tokens
     obj, latc, bcol, bval, lohi = pl.obj, pl.latc, pl.bcol, pl.bval, pl.lohi
-    budgets = problem.budgets()
     ocols = tuple(OBJECTIVES[o] for o in objectives)
     jobs = max(1, _n_jobs(n_jobs, max(size, 1 << 30)))
     lock, nxt = threading.Lock(), [0]
@@ -257,13 +275,9 @@ def run_numba(problem: Problem, objectives: tuple[str, ...], n_jobs: int | None,
     acc.front = red.reduce()
     acc.best = _point(problem, stats[2])
     acc.best_any = _point(problem, stats[5])
-    if stats[5] >= 0:
-        acc.minimum = {name: float(stats[8 + j]) for j, name in enumerate(budgets)}
-    if acc.feasible == 0 and stats[12] >= 0:
-        v = evaluate_lean(problem, problem.space.columns_at(np.array([int(stats[12])]), np.float64))
-        ratios = {name: float(v[c][0] / b) for name, (c, b) in budgets.items()}
-        vals = {f"{name}_value": float(v[c][0]) for name, (c, _) in budgets.items()}
-        acc.closest = (max(ratios.values()), ratios | vals)
+    finish_diagnostics(
+        acc, problem, stats, lambda i: evaluate_lean(problem, problem.space.columns_at(np.array([i]), np.float64))
+    )
     if cloud and acc.feasible:
         acc.cloud = _cloud(problem, cloud, acc.feasible / max(1, acc.evaluated))
     merge = time.perf_counter() - t1

@@ -14,9 +14,7 @@ or ``"tcp://host:8786"``).
 
 from __future__ import annotations
 
-import copy
 import dataclasses
-import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,7 +27,7 @@ from ..problem import Problem
 from .exhaustive import FrontierResult, _frame, _raise_infeasible, result_from_row
 from .joint_eval import COSTS, JOINT_KEEP, JOINT_OBJECTIVES, SERVING, _filter, _matrix, evaluate_chunk
 from .pareto import pareto_mask
-from .scan_parts import _ARCH, _PATTERN, _VALUES, FRONTIER_COLUMNS, SUB_CHUNK, _Acc, _cat, _n_jobs, absorb
+from .scan_parts import _ARCH, _PATTERN, _VALUES, FRONTIER_COLUMNS, SUB_CHUNK, _Acc, _cat, _n_jobs, absorb, track
 
 
 @dataclass(frozen=True)
@@ -55,11 +53,7 @@ class Option:
         if self.columns is None:
             from ...constraints import evaluate_columns
 
-            res = dict(
-                evaluate_columns(
-                    cols, problem.device, problem.workload, problem.precision, problem.preset, engine=problem.engine
-                )
-            )
+            res = dict(evaluate_columns(cols, problem.scenario))
         else:
             res = dict(self.columns(cols, problem))
         missing = [k for k in COSTS if k not in res]
@@ -160,22 +154,18 @@ def variant(problem: Problem, precision: Any, batch: int) -> Problem:
     """``problem`` at another precision and batch: same law (bound again to the precision's bits), space,
     device and budgets."""
     from ...constraints import Precision
-    from ...objectives.precision_law import bind_precision
 
-    p = Precision.parse(precision)
-    q = copy.copy(problem)
-    put = lambda k, v: object.__setattr__(q, k, v)  # noqa: E731
-    put("precision", p)
-    put("workload", dataclasses.replace(problem.workload, batch=int(batch)))
-    put("law", bind_precision(problem.law, p, problem.allow_extrapolation))
-    return q
+    sc = problem.scenario
+    return problem.with_scenario(
+        dataclasses.replace(
+            sc, precision=Precision.parse(precision), workload=dataclasses.replace(sc.workload, batch=int(batch))
+        )  # fmt: skip
+    )
 
 
 def _with_batch(q: Problem, batch: int) -> Problem:
     """``q`` at another batch (same law object, so its compiled function is shared)."""
-    r = copy.copy(q)
-    object.__setattr__(r, "workload", dataclasses.replace(q.workload, batch=int(batch)))
-    return r
+    return q.with_scenario(q.scenario.with_workload(dataclasses.replace(q.workload, batch=int(batch))))
 
 
 def check_joint_objectives(objectives: Any) -> tuple[str, ...]:
@@ -199,21 +189,9 @@ def _account(acc: _Acc, q: Problem, v: dict[str, np.ndarray] | None, n: int, obj
     fi = np.flatnonzero(v["finite"])
     feas = np.flatnonzero(v["feasible"])
     acc.feasible += len(feas)
-    budgets = q.budgets()
     if len(fi):
         acc.best_any = _better_joint(acc.best_any, _row(v, _argbest(v, fi), keep))
-        ratio, ratios = None, {}
-        for name, (col, bound) in budgets.items():
-            vals = v[col][fi]
-            acc.minimum[name] = min(acc.minimum.get(name, math.inf), float(vals.min()))
-            if acc.feasible == 0:
-                ratios[name] = vals / bound
-                ratio = ratios[name] if ratio is None else np.maximum(ratio, ratios[name])
-        if ratio is not None:
-            j = int(np.argmin(ratio))
-            if acc.closest is None or ratio[j] < acc.closest[0]:
-                acc.closest = (float(ratio[j]), {nm: float(r[j]) for nm, r in ratios.items()}
-                               | {f"{nm}_value": float(v[budgets[nm][0]][fi[j]]) for nm in budgets})  # fmt: skip
+        acc.closest = track(q.constraints, v, fi, acc.minimum, acc.closest, acc.feasible == 0)
     if not len(feas):
         return
     acc.best = _better_joint(acc.best, _row(v, _argbest(v, feas), keep))

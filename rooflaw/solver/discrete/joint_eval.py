@@ -67,9 +67,7 @@ def evaluate_chunk(combos: Sequence[Any], cols: Mapping[str, np.ndarray], extra:
         v["latency_s"] = np.asarray(res[q.latency_column], dtype=float)
         valid = np.broadcast_to(np.asarray(res.get("valid", True), dtype=bool), (n,))
         finite = np.isfinite(v["loss"]) & valid
-        feas = finite.copy()
-        for col, bound in q.budgets().values():
-            feas &= v[col] <= bound
+        feas = finite & q.feasible(v)
         for k in _ARCH:
             v[k] = cols[k]
         for k in _PATTERN:

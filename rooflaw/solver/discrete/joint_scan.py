@@ -29,7 +29,17 @@ from ...constraints import backend_numba as bn
 from ...errors import RooflawError
 from ..problem import Problem
 from .exhaustive import _ranges
-from .exhaustive_fast import NBINS, OUT_CAP, PIECE, REDUCE_AT, Plan, _merge, _new_stats, kernel_plan
+from .exhaustive_fast import (
+    NBINS,
+    OUT_CAP,
+    PIECE,
+    REDUCE_AT,
+    Plan,
+    _merge,
+    _new_stats,
+    finish_diagnostics,
+    kernel_plan,  # fmt: skip
+)
 from .joint_eval import JOINT_KEEP, _filter, evaluate_chunk
 from .scan_parts import _Acc, _cat
 
@@ -86,13 +96,7 @@ def scan_blocks(combo: Any, pl: Plan, a: int, b: int, objectives: tuple[str, ...
     acc.front = front
     acc.best = _point(combo, stats[2], keep)
     acc.best_any = _point(combo, stats[5], keep)
-    budgets = combo.problem.budgets()
-    if stats[5] >= 0:
-        acc.minimum = {name: float(stats[8 + j]) for j, name in enumerate(budgets)}
-    if acc.feasible == 0 and stats[12] >= 0:
-        v = _evaluate(combo, np.array([int(stats[12])]), keep)
-        ratios = {name: float(v[col][0] / bound) for name, (col, bound) in budgets.items()}
-        acc.closest = (max(ratios.values()), ratios | {f"{n}_value": float(v[c][0]) for n, (c, _) in budgets.items()})
+    finish_diagnostics(acc, combo.problem, stats, lambda i: _evaluate(combo, np.array([i]), keep))
     acc.eval_s = time.thread_time() - c0
     return acc
 

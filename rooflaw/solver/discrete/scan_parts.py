@@ -4,6 +4,7 @@ evaluation of a chunk of candidates, the running accumulator and its small helpe
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,12 +45,11 @@ def check_objectives(objectives: Any) -> tuple[str, ...]:
 def evaluate_lean(problem: Problem, cols: dict[str, np.ndarray], backend: str = "auto") -> dict[str, np.ndarray]:
     """Loss, the cost columns in :data:`_VALUES` and ``feasible`` for a table of columns (no DataFrame).
 
-    Same semantics as :meth:`Problem.evaluate`: feasible = finite loss and every budget of ``problem.budgets()``.
+    Same semantics as :meth:`Problem.evaluate`: feasible = finite loss and every constraint of ``problem.constraints``.
     """
     from ...objectives import law_inputs
 
-    res = evaluate_columns(cols, problem.device, problem.workload, problem.precision, problem.preset,
-                           engine=problem.engine, backend=backend)  # fmt: skip
+    res = evaluate_columns(cols, problem.scenario, backend=backend)
     out = {k: res[k] for k in _VALUES if k in res}
     inputs = law_inputs(cols, tokens=problem.tokens)
     out["loss"] = problem.law.evaluate(inputs)
@@ -59,14 +59,40 @@ def evaluate_lean(problem: Problem, cols: dict[str, np.ndarray], backend: str = 
         True if problem.allow_extrapolation else problem.law.in_domain(inputs), out["loss"].shape
     )
     feasible = np.isfinite(out["loss"]) & out["in_domain"]
-    for col, bound in problem.budgets().values():
-        feasible &= res[col] <= bound
-    out["feasible"] = feasible
+    out["feasible"] = feasible & problem.feasible(res)
     for k in _ARCH:
         out[k] = cols[k]
     for k in _PATTERN:
         out[k] = cols[k] if k in cols else np.zeros(len(feasible))
     return out
+
+
+def track(
+    constraints: Any,
+    v: Mapping[str, np.ndarray],
+    fi: np.ndarray,
+    minimum: dict[str, float],
+    closest: tuple[float, dict[str, float]] | None,
+    diagnose: bool,
+) -> tuple[float, dict[str, float]] | None:
+    """Fold the finite-loss rows ``fi`` of ``v`` into the per-constraint ``minimum`` (kind -> smallest value seen of
+    its ceiling form, :meth:`Constraint.as_upper`), and, while nothing is feasible (``diagnose``), into ``closest``:
+    (max ratio to its bound, kind -> ratio and ``kind_value``) of the row nearest to meeting every constraint.
+    Returns the new ``closest``."""
+    ratio, ratios, vals = None, {}, {}
+    for c in constraints:
+        col, bound = c.as_upper()  # diagnostics in the ceiling form (smallest is best), read by Constraint.from_ceiling
+        vals[c.kind] = np.asarray(v[col], dtype=float)[fi]
+        minimum[c.kind] = min(minimum.get(c.kind, math.inf), float(vals[c.kind].min()))
+        if diagnose:
+            ratios[c.kind] = vals[c.kind] / bound
+            ratio = ratios[c.kind] if ratio is None else np.maximum(ratio, ratios[c.kind])
+    if ratio is not None:
+        j = int(np.argmin(ratio))
+        if closest is None or ratio[j] < closest[0]:
+            closest = (float(ratio[j]), {k: float(r[j]) for k, r in ratios.items()}
+                       | {f"{k}_value": float(x[j]) for k, x in vals.items()})  # fmt: skip
+    return closest
 
 
 @dataclass

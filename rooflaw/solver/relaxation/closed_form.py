@@ -32,7 +32,8 @@ import numpy as np
 import sympy as sp
 
 from ...errors import Infeasible, RooflawError
-from ..infeasible import report, space_name
+from ..budgets import relaxation
+from ..infeasible import relaxed_report, space_name
 from . import kkt as K
 from .certificate import cheapest_corner as _cheapest
 from .certificate import constraint_values as _constraint_values
@@ -251,13 +252,17 @@ class ClosedForm:
 
 
 def problem_budgets(problem: Any) -> dict[str, float]:
-    """Theory-mode budgets: latency (of the problem's phase), memory (capacity or budget), energy."""
-    out = {"memory": float(problem.capacity)}
-    if problem.latency_budget is not None:  # the bound at the problem's confidence quantile, if any
-        out["latency"] = float(problem.latency_bound)
-    if problem.energy_budget is not None:
-        out["energy"] = float(problem.energy_budget)
-    return out
+    """The relaxation's budgets, from ``problem.constraints`` (:func:`~rooflaw.solver.budgets.relaxation`):
+    memory (capacity or budget), latency of :func:`relaxed_phase` (a TPOT budget as a decode budget × S_out, a TTFT
+    budget as a prefill budget), energy."""
+    return {k: r.bound for k, (r, _) in relaxation(problem.constraints, problem.workload).items()}
+
+
+def relaxed_phase(problem: Any) -> str:
+    """The latency phase the relaxation bounds: its latency budget's (a TPOT budget: decode; TTFT: prefill), else
+    the problem's phase."""
+    lat = relaxation(problem.constraints, problem.workload).get("latency")
+    return lat[0].phase if lat is not None and lat[0].phase is not None else problem.phase
 
 
 def bounds_of(problem: Any) -> dict[str, tuple[float, float]]:
@@ -278,7 +283,7 @@ def bounds_of(problem: Any) -> dict[str, tuple[float, float]]:
 def budget_ratios(problem: Any) -> dict[str, float]:
     """§5.1's F̄_p = T·π/(B·S_in), M̄_d = T·β/S_out and η = M̄_d/M_budget, η_p = F̄_p/M_budget."""
     c = K.constants(problem)
-    T = problem.latency_bound
+    T = problem_budgets(problem).get("latency")
     if T is None:
         return {}
     Fp = T * c[K.pi] / (c[K.B] * c[K.S_in])
@@ -326,7 +331,8 @@ def closed_form(problem: Any, fix: Mapping[str, float] | None = None) -> ClosedF
     budgets = problem_budgets(problem)
     kinds = tuple(k for k in ("latency", "memory", "energy") if k in budgets)
     law_kw = K.law_kwargs(problem)
-    der = derive(problem.law, problem.phase, kinds, **law_kw)
+    phase = relaxed_phase(problem)
+    der = derive(problem.law, phase, kinds, **law_kw)
     compiled_before = len(der.compiled)
     c = K.constants(problem)
     if "energy" in kinds and not math.isfinite(c[K.P_idle]):
@@ -365,7 +371,7 @@ def closed_form(problem: Any, fix: Mapping[str, float] | None = None) -> ClosedF
         active = tuple(k for k in kinds if vals[k] >= budgets[k] * (1 - 1e-7))
         mu, resid, at, sign_ok = _kkt(der, x, cvals, active, budgets, bounds, frozenset(fix))
         certified = (not mu or min(mu.values()) >= -1e-9) and resid < 1e-7 and sign_ok
-        cand = {"regime": regime_name(spec.active, problem.phase), "solved_for": dict((v, c_) for c_, v in spec.elim),
+        cand = {"regime": regime_name(spec.active, phase), "solved_for": dict((v, c_) for c_, v in spec.elim),
                 "x": x, "loss": loss, "kkt": certified}  # fmt: skip
         cands.append(cand)
         if best is None or loss < best[2] - 1e-15 * abs(loss) or (certified and not best[4][-1]):
@@ -392,14 +398,14 @@ def closed_form(problem: Any, fix: Mapping[str, float] | None = None) -> ClosedF
         active = tuple(k for k in kinds if vals[k] >= budgets[k] * (1 - 1e-7))
         mu, resid, at, sign_ok = _kkt(der, x, cvals, active, budgets, bounds, frozenset(fix))
         method = "numerical-kkt"
-    name = regime_name(active, problem.phase)
+    name = regime_name(active, phase)
     binding = "+".join(active) if active else "none"
     eta = budget_ratios(problem)
     elim = dict(cr.elim_exprs) if cr is not None else {}
     out = ClosedForm(
         x=x, loss=loss, regime=name, active=active, binding=binding, at_bound=at, multipliers=mu, values=vals,
         budgets=budgets, eliminated=elim, method=method, kkt_residual=resid, eta=eta,
-        paper_regime=paper_regime(eta, problem.phase), notes=notes, derivation_seconds=der.seconds,
+        paper_regime=paper_regime(eta, phase), notes=notes, derivation_seconds=der.seconds,
         candidates=cands,
     )  # fmt: skip
     out.theorem_checks = _theorem_checks(der, out, c)
@@ -457,7 +463,7 @@ def _infeasible(problem, der, cvals, bounds, budgets) -> Infeasible:
     best_x = _cheapest(bounds)
     _, vals = _constraint_values(der, best_x, cvals)
     where = f"of the continuous relaxation of space {space_name(problem)!r} (theory model)"
-    return report(problem, vals, budgets, where)
+    return relaxed_report(problem, vals, where)
 
 
 __all__ = ["ClosedForm", "Derivation", "Regime", "budget_ratios", "closed_form", "derive", "paper_regime",

@@ -10,17 +10,19 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...errors import RooflawError
+from .result import RelaxationResult
 
 GP_PRESETS = ("full", "paper")
 
 
 def solve_gp(
     problem: Any, fix: Mapping[str, float] | None = None, solver: str | None = None, preset: str | None = None
-) -> dict[str, Any]:
+) -> RelaxationResult:
     """Solve ``problem``'s relaxation as a GP (cvxpy DGP): a certified global optimum of the relaxation.
 
-    Returns ``x`` (l, d, r, rho, gqa), ``loss``, ``active`` constraints, ``values``, ``budgets``, ``status``,
-    ``solver``, ``seconds``, ``preset`` and ``notes``; raises :class:`~rooflaw.errors.Infeasible` when the GP is.
+    Returns a :class:`~.result.RelaxationResult` (``x`` = l, d, r, rho, gqa, ``loss``, ``active`` constraints,
+    ``values``, ``budgets``, ``status``, ``solver``, ``seconds``, ``preset``, ``notes``); raises
+    :class:`~rooflaw.errors.Infeasible` when the GP is.
     ``fix`` pins variables; ``solver`` names a cvxpy solver; ``preset`` (default ``problem.preset``) is ``full``
     (the full cost model's roofline) or ``paper`` (theory mode).
     """

@@ -24,6 +24,7 @@ import sympy as sp
 from ...errors import RooflawError
 from . import kkt as K
 from .kkt import VARS, X
+from .result import RelaxationResult
 
 
 def posynomial_terms(expr: sp.Expr, what: str) -> tuple[float, list[tuple[float, dict[str, float]]]]:
@@ -78,25 +79,28 @@ def law_posynomial(problem: Any) -> tuple[sp.Expr, float, list]:
     return L, const, lmons
 
 
-def solve_gp_theory(problem: Any, fix: Mapping[str, float] | None = None, solver: str | None = None) -> dict[str, Any]:
+def solve_gp_theory(
+    problem: Any, fix: Mapping[str, float] | None = None, solver: str | None = None
+) -> RelaxationResult:
     """Solve ``problem``'s theory-mode relaxation (compute-bound prefill, memory-bound decode, weight memory -- the
     relaxation the closed form solves) as a GP. Returns the keys documented in
     :func:`rooflaw.solver.relaxation.geometric.solve_gp`; raises :class:`Infeasible` when the GP is."""
     import cvxpy as cp
 
-    from .closed_form import bounds_of, problem_budgets
+    from .closed_form import bounds_of, problem_budgets, relaxed_phase
 
     t0 = time.perf_counter()
     L, const, lmons = law_posynomial(problem)
     c = K.constants(problem)
     budgets = problem_budgets(problem)
+    phase = relaxed_phase(problem)
     if "energy" in budgets and not math.isfinite(c[K.P_idle]):
         raise RooflawError(f"energy budget: device {problem.device.id} has no power or energy figures")
     xs = {v: cp.Variable(pos=True, name=v) for v in VARS}
     cons = []
     cmons = {}
     for k, bud in budgets.items():
-        g = K.constraint_expr(k, problem.phase).xreplace({s: sp.Float(v) for s, v in c.items()})
+        g = K.constraint_expr(k, phase).xreplace({s: sp.Float(v) for s, v in c.items()})
         k0, m = posynomial_terms(g, f"{k} constraint")
         if k0:
             m = m + [(k0, {})]
@@ -143,7 +147,7 @@ def solve_gp_theory(problem: Any, fix: Mapping[str, float] | None = None, solver
         from .closed_form import _infeasible, derive
 
         kinds = tuple(k for k in ("latency", "memory", "energy") if k in budgets)
-        der = derive(problem.law, problem.phase, kinds, **K.law_kwargs(problem))
+        der = derive(problem.law, phase, kinds, **K.law_kwargs(problem))
         raise _infeasible(problem, der, [c[s] for s in K.CONSTS], bounds, budgets) from None
     if prob.status not in ("optimal", "optimal_inaccurate"):
         raise RooflawError(f"GP solver returned status {prob.status}")
@@ -158,14 +162,13 @@ def solve_gp_theory(problem: Any, fix: Mapping[str, float] | None = None, solver
     active = tuple(k for k in budgets if values[k] >= budgets[k] * (1 - 1e-5))
     duals = {k: float(np.atleast_1d(con.dual_value)[0]) if con.dual_value is not None else float("nan")
              for k, con in zip(budgets, cons, strict=False)}  # fmt: skip
-    return {
-        "x": x, "loss": loss, "constant": const, "active": active, "values": values, "budgets": budgets,
-        "status": prob.status, "solver": prob.solver_stats.solver_name if prob.solver_stats else "",
-        "duals": duals, "seconds": time.perf_counter() - t0, "build_seconds": t1 - t0, "solve_seconds": t2 - t1,
-        "preset": "paper", "notes": [
-            "continuous optimum from the theory-mode model (compute-bound prefill, memory-bound decode, weight memory)"
-        ],
-    }  # fmt: skip
+    return RelaxationResult(
+        x=x, loss=loss, constant=const, active=active, values=values, budgets=budgets, status=prob.status,
+        solver=prob.solver_stats.solver_name if prob.solver_stats else "", duals=duals,
+        seconds=time.perf_counter() - t0, build_seconds=t1 - t0, solve_seconds=t2 - t1, preset="paper",
+        notes=["continuous optimum from the theory-mode model (compute-bound prefill, memory-bound decode, weight "
+               "memory)"],
+    )  # fmt: skip
 
 
 __all__ = ["law_posynomial", "posynomial_terms", "solve_gp_theory"]

@@ -22,19 +22,26 @@ import numpy as np
 from ...constraints.posynomial import Branch, Posy, k_dependent_ops, space_fixed
 from ...constraints.posynomial import build_branch as _build_branch
 from ...errors import Infeasible, RooflawError
-from ..infeasible import report, space_name
+from ..infeasible import relaxed_report, space_name
 from .gp_fallback import solve_with_fallback
 from .kkt import VARS, X
+from .result import RelaxationResult
 
 PHASE_COLUMN = {"prefill": "prefill_s", "decode": "decode_s", "total": "total_s"}
+
+
+def _phase(problem: Any) -> str:
+    """The latency phase the relaxation bounds (:func:`.closed_form.relaxed_phase`)."""
+    from .closed_form import relaxed_phase
+
+    return relaxed_phase(problem)
 
 
 def build_branch(
     problem: Any, name: str, K: float, moe: int, bounds: dict[str, tuple[float, float]], decode_cover: str = "auto"
 ) -> Branch:
     """The branch's posynomials (:func:`rooflaw.constraints.posynomial.build_branch`) for ``problem``."""
-    return _build_branch(problem.device, problem.workload, problem.precision, space_fixed(problem.space), name, K,
-                         moe, bounds, decode_cover, engine=problem.engine)  # fmt: skip
+    return _build_branch(problem.scenario, space_fixed(problem.space), name, K, moe, bounds, decode_cover)
 
 
 def branches(problem: Any) -> list[Branch]:
@@ -191,7 +198,7 @@ _COMPILED_MAX = 32
 def _compiled_key(problem: Any, br: Branch, lmons: Any, budgets: Mapping[str, float], solver: str | None) -> str:
     return repr((
         problem.law.name, sorted(problem.law.params.items()), lmons, problem.device.to_dict(),
-        problem.workload.to_dict(), problem.precision.name, getattr(problem.space, "name", ""), problem.phase,
+        problem.workload.to_dict(), problem.precision.name, getattr(problem.space, "name", ""), _phase(problem),
         problem.preset, sorted(budgets), br.name, br.K, sorted(br.bounds.items()), solver,
         getattr(problem, "engine", None),
     ))  # fmt: skip
@@ -243,7 +250,7 @@ def _build_branch_problem(problem, br: Branch, lmons, budgets, bounds):
         lat, cons = _latency_logs(br, y, log_ref)
     if "latency" in budgets:
         pieces = {"prefill": lat["prefill"], "decode": lat["decode"], "total": lat["prefill"] + lat["decode"]}
-        named["latency"] = _lse(pieces[problem.phase]) <= params["latency"]
+        named["latency"] = _lse(pieces[_phase(problem)]) <= params["latency"]
     named["memory"] = _log_posy(y, br.memory, log_ref) <= params["memory"]
     if "energy" in budgets:
         pieces = [_log_posy(y, br.energy_dyn, log_ref)]
@@ -298,7 +305,7 @@ def _over_budget(br: Branch, x: Mapping[str, float], budgets: Mapping[str, float
     return ""
 
 
-def solve_gp_full(problem: Any, fix: Mapping[str, float] | None = None, solver: str | None = None) -> dict[str, Any]:
+def solve_gp_full(problem: Any, fix: Mapping[str, float] | None = None, solver: str | None = None) -> RelaxationResult:
     """The full-preset relaxation of ``problem`` as GPs (one per branch); the best branch's optimum.
 
     Returns the keys of :func:`.geometric.solve_gp` plus ``branch``, ``branches`` (loss or status per
@@ -326,7 +333,7 @@ def solve_gp_full(problem: Any, fix: Mapping[str, float] | None = None, solver: 
         if "x" not in o:
             summary[br.name] = o["status"]
             continue
-        over = _over_budget(br, o["x"], budgets, problem.phase)
+        over = _over_budget(br, o["x"], budgets, _phase(problem))
         if over:  # a fallback solver (SCS) can call a program that cannot be met "optimal": check the point
             summary[br.name] = f"{o['status']} by {o['solver']}, but {over}"
             continue
@@ -339,7 +346,7 @@ def solve_gp_full(problem: Any, fix: Mapping[str, float] | None = None, solver: 
         raise _infeasible_full(problem, brs, budgets)
     br, o = best
     vals = br.values(o["x"])
-    col = {"latency": PHASE_COLUMN[problem.phase], "memory": "memory_bytes", "energy": "energy_j"}
+    col = {"latency": PHASE_COLUMN[_phase(problem)], "memory": "memory_bytes", "energy": "energy_j"}
     values = {k: float(vals[col[k]]) for k in budgets}
     active = tuple(k for k in budgets if values[k] >= budgets[k] * (1 - 1e-5))
     notes = [
@@ -355,19 +362,19 @@ def solve_gp_full(problem: Any, fix: Mapping[str, float] | None = None, solver: 
         f"branches: {', '.join(f'{k} {v:.6g}' if isinstance(v, float) else f'{k} {v}' for k, v in summary.items())}"
         + (f"; MoE branch at K = {br.K:g} (top_k enters {', '.join(br.k_dependent)})" if br.moe else ""),
     ]
-    return {
-        "x": o["x"], "loss": o["loss"], "constant": const, "active": active, "values": values, "budgets": budgets,
-        "status": o["status"], "solver": o["solver"], "duals": o["duals"], "seconds": time.perf_counter() - t0,
-        "build_seconds": t1 - t0, "solve_seconds": t2 - t1, "preset": "full", "branch": br.name,
-        "branches": summary, "notes": notes, "all_values": {k: float(v) for k, v in vals.items()},
-    }  # fmt: skip
+    return RelaxationResult(
+        x=o["x"], loss=o["loss"], constant=const, active=active, values=values, budgets=budgets, status=o["status"],
+        solver=o["solver"], duals=o["duals"], seconds=time.perf_counter() - t0, build_seconds=t1 - t0,
+        solve_seconds=t2 - t1, preset="full", branch=br.name, branches=summary, notes=notes,
+        all_values={k: float(v) for k, v in vals.items()},
+    )  # fmt: skip
 
 
 def _infeasible_full(problem: Any, brs: list[Branch], budgets: dict[str, float]) -> Infeasible:
-    col = {"latency": PHASE_COLUMN[problem.phase], "memory": "memory_bytes", "energy": "energy_j"}
+    col = {"latency": PHASE_COLUMN[_phase(problem)], "memory": "memory_bytes", "energy": "energy_j"}
     smallest = {k: min(float(b.values(_corner(b))[col[k]]) for b in brs) for k in budgets}
     where = f"of the continuous relaxation of space {space_name(problem)!r} (full model)"
-    return report(problem, smallest, budgets, where)
+    return relaxed_report(problem, smallest, where)
 
 
 __all__ = ["Branch", "Posy", "branches", "build_branch", "k_dependent_ops", "solve_gp_full", "space_fixed"]

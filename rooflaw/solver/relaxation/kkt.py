@@ -11,6 +11,7 @@ Variables: ``l, d, r, rho, gqa`` (the paper's §5 parametrisation, d_m = d/gqa).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -69,9 +70,9 @@ def constraint_expr(kind: str, phase: str = "decode") -> sp.Expr:
 def constants(problem: Any) -> dict[sp.Symbol, float]:
     """Numbers for :data:`CONSTS` from a :class:`~rooflaw.solver.Problem` (efficiency factors included, as the
     ``paper`` preset evaluates them)."""
-    wl, prec, dev = problem.workload, problem.precision, problem.device
-    rates = A.rates(dev, prec)
-    coef = A.energy_coefficients(dev, prec)
+    wl, prec = problem.workload, problem.precision
+    theory = dataclasses.replace(problem.scenario, preset="paper")  # the device's scalar efficiencies, no engine
+    rates, coef = theory.rates, theory.energy
     nan = float("nan")
     pidle, ef, eb = (coef.p_idle, coef.per_flop["linear"], coef.per_byte) if coef else (nan, nan, nan)
     return {

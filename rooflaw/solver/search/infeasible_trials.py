@@ -17,13 +17,12 @@ def infeasible_from_trials(problem: Problem, trials: pd.DataFrame) -> Infeasible
     where = f"among the {len(trials)} trials of the search on space {problem.space.name!r}"
     if not len(t):
         return no_finite_loss(problem, where)
-    budgets = {k: b for k, (_, b) in problem.budgets().items()}
-    cols = {k: c for k, (c, _) in problem.budgets().items()}
-    smallest = {k: float(t[cols[k]].min()) for k in budgets}
-    ratio = np.max([t[cols[k]].to_numpy(dtype=float) / budgets[k] for k in budgets], axis=0)
+    up = {c.kind: c.as_upper() for c in problem.constraints}  # the ceiling form report() reads
+    smallest = {k: float(t[col].min()) for k, (col, _) in up.items()}
+    ratio = np.max([t[col].to_numpy(dtype=float) / b for col, b in up.values()], axis=0)
     j = int(np.argmin(ratio))
-    closest = {k: float(t[cols[k]].iloc[j]) for k in budgets}
-    return report(problem, smallest, budgets, where, closest)
+    closest = {k: float(t[col].iloc[j]) for k, (col, _) in up.items()}
+    return report(problem, smallest, where, closest)
 
 
 __all__ = ["infeasible_from_trials"]

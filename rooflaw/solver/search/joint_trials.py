@@ -5,8 +5,9 @@ point); precision, batch and option are categorical parameters (``precision``, `
 with one value is not a parameter). Each trial is evaluated by the joint frontier's own code
 (:func:`~rooflaw.solver.discrete.joint.evaluate_chunk` on one architecture and one combination), so a trial and
 the exact joint frontier agree to the bit. A layout that does not divide the architecture (or misses the serving
-floors ``--min-tokens-per-gpu`` / ``--tpot-budget``) is an infeasible trial through the ``option`` constraint, not
-an exception. ``throughput`` (aggregate decode tokens/s) is maximised; every other objective is minimised.
+floor ``--min-tokens-per-gpu``; ``--tpot-budget`` is a budget constraint) is an infeasible trial through the
+``option`` constraint, not an exception. ``throughput`` (aggregate decode tokens/s) is maximised; every other
+objective is minimised.
 """
 
 from __future__ import annotations
@@ -96,8 +97,7 @@ class JointObjective:
             row["feasible"] = bool(v["feasible"][0])
             row["valid"] = bool(v["finite"][0]) or not math.isfinite(row["loss"])
         q = c.problem
-        budgets = q.budgets()
-        cons = [(row[col] - bound) / bound for col, bound in budgets.values()]
+        cons = [-float(con.slack(row)) for con in q.constraints]
         bad_point = not math.isfinite(row["loss"])
         row["constraints"] = [1.0] * len(cons) if bad_point else cons
         row["constraints"].append(0.0 if row["valid"] and not bad_point else 1.0)  # the option applies
@@ -113,7 +113,8 @@ class JointObjective:
         trial.set_user_attr("index", index)
         trial.set_user_attr("cached", cached)
         trial.set_user_attr("constraints", row["constraints"])
-        for name, c in zip([*self.problem.budgets(), "option"], row["constraints"], strict=True):
+        for name, c in zip([*(con.kind for con in self.problem.constraints), "option"], row["constraints"],
+                           strict=True):  # fmt: skip
             trial.set_constraint(name, float(c))
         trial.set_user_attr(ATTR, {k: v for k, v in row.items() if k != "constraints"})
         set_trial_attrs(trial, row)
@@ -200,13 +201,13 @@ def joint_reference(problem: Problem, joint: JointSpace, objectives: Sequence[st
         if v is not None:
             for o in objectives:
                 seen.setdefault(o, []).append(np.asarray(v[JOINT_OBJECTIVES[o][0]])[v["finite"]])
-    budgets = problem.budgets()
     out = []
     for o in objectives:
+        con = problem.constraint(o)
         if JOINT_OBJECTIVES[o][1] < 0:
             out.append(0.0)
-        elif o in budgets:
-            out.append(float(budgets[o][1]))
+        elif con is not None:
+            out.append(float(con.bound))
         else:
             vals = np.concatenate(seen.get(o, [np.empty(0)]))
             out.append(1.1 * float(vals.max()) if len(vals) else math.nan)

@@ -68,6 +68,8 @@ def study_definition(problem: Any, objectives: Sequence[str]) -> dict[str, Any]:
         "energy_budget": problem.energy_budget,
         "tokens": problem.tokens,
         "align": problem.align,
+        # the kinds and settings added since, only when set, so that studies written before keep their fingerprint
+        **{c.field: c.bound for c in problem.constraints if c.kind in ("tpot", "ttft", "throughput")},
         **({"confidence": problem.confidence} if problem.confidence is not None else {}),
     }
 

@@ -70,11 +70,10 @@ class _Objective:
         row["feasible"] = bool(v["feasible"][0])
         row["measured"] = False
         self.evaluations += 1
-        budgets = p.budgets()
         if self.measure is not None:
             # the analytic model prunes what cannot fit; only candidates that fit are measured
-            mem_col, cap = budgets["memory"]
-            if row[mem_col] <= cap and math.isfinite(row["loss"]):
+            mem = p.constraint("memory")
+            if mem is not None and mem.satisfied(row) and math.isfinite(row["loss"]):
                 arch = p.space.architecture(row)
                 try:
                     got = self.measure(arch, p.workload)
@@ -91,11 +90,9 @@ class _Objective:
                 row["latency_s"] = seconds
                 row[p.latency_column] = seconds
                 row["measured"] = True
-                feas = math.isfinite(row["loss"])
-                for col, bound in budgets.values():
-                    feas &= row[col] <= bound
-                row["feasible"] = bool(feas)
-        row["constraints"] = [(row[col] - bound) / bound for col, bound in budgets.values()]
+                row["feasible"] = bool(math.isfinite(row["loss"]) and all(c.satisfied(row) for c in p.constraints))
+        # Optuna's convention: a trial is feasible where every value is ≤ 0 (minus the relative slack)
+        row["constraints"] = [-float(c.slack(row)) for c in p.constraints]
         if not math.isfinite(row["loss"]):
             row["constraints"] = [1.0 for _ in row["constraints"]]
         return row
@@ -109,8 +106,8 @@ class _Objective:
         trial.set_user_attr("index", index)
         trial.set_user_attr("cached", cached)
         trial.set_user_attr("constraints", row["constraints"])
-        for name, c in zip(self.problem.budgets(), row["constraints"], strict=True):
-            trial.set_constraint(name, float(c))
+        for con, c in zip(self.problem.constraints, row["constraints"], strict=True):
+            trial.set_constraint(con.kind, float(c))
         trial.set_user_attr(_ATTR, {k: row[k] for k in (*_KEEP, "feasible", "measured")})
         dashboard.set_trial_attrs(trial, row)
         vals = [row[OBJECTIVES[o]] for o in self.objectives]
