@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
-import numpy as np
 import typer
 
 from .. import api
@@ -37,6 +36,8 @@ def serve_disagg(device: Optional[str], system: Optional[str], arch: Any, precis
     sys_ = _system(device, system)
     d = D.parse_disagg(text)
     wl = api.Workload(int(batch), s_in, s_out, attention)
+    import numpy as np  # not at import: `rooflaw --help` loads no heavy library
+
     cols = {k: np.array([float(v)]) for k, v in arch.columns().items()}
     given = re.search(r"x\d+(,decode=|$)", text.strip()) is not None
     if given:
