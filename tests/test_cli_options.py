@@ -43,12 +43,14 @@ FLAGS = {
 SPECULATIVE_FLAGS = {"evaluate": "--acceptance --disagg --draft --draft-tokens",
                      **dict.fromkeys(COMMANDS, "--acceptance --draft --draft-tokens --speculative")}  # fmt: skip
 FLAGS |= {k: " ".join(sorted(FLAGS[k].split() + v.split())) for k, v in SPECULATIVE_FLAGS.items()}
+#: --confidence (issue 27: meet the latency-type budgets at a quantile of the held-out error band).
+FLAGS |= {k: " ".join(sorted([*FLAGS[k].split(), "--confidence"])) for k in COMMANDS}
 #: Defaults of the shared options, as the commands had them at f5289ed.
 DEFAULTS = {"device": None, "law": "paper-2602.10377", "space": "paper", "phase": "decode", "precision": "fp16",
             "latency_budget": None, "memory_budget": None, "energy_budget": None, "batch": 1, "input_tokens": 1024,
             "output_tokens": 16, "attention": "fused", "preset": "full", "engine": None, "tokens": None,
             "allow_extrapolation": False, "precisions": None, "batches": None, "system": None, "layouts": None,
-            "min_tokens_per_gpu": None, "tpot_budget": None, "ttft_budget": None}  # fmt: skip
+            "min_tokens_per_gpu": None, "tpot_budget": None, "ttft_budget": None, "confidence": None}  # fmt: skip
 
 
 def _options(name: str, sub: str | None = None) -> dict[str, dict]:
@@ -82,7 +84,7 @@ def test_compare_shares_the_problem_options_but_the_latency_and_energy_budgets()
     got, ref = _options("compare"), _options("frontier")
     assert sorted(o for v in got.values() for o in v["opts"]) == FLAGS["compare"].split()
     for f in dataclasses.fields(ProblemOptions):
-        if f.name in ("latency_budget", "tpot_budget", "ttft_budget", "energy_budget"):  # at the model's own latency
+        if f.name in ("latency_budget", "tpot_budget", "ttft_budget", "energy_budget", "confidence"):  # its own latency
             assert f.name not in got
         else:
             assert got[f.name] == ref[f.name], f.name

@@ -15,7 +15,7 @@ from .options import ARCH, ARCH_FILE, HF_CONFIG, JSON, N_JOBS, ProblemOptions, w
 
 @app.command()
 # compared at the model's own latency
-@with_options(omit=("latency_budget", "tpot_budget", "ttft_budget", "energy_budget"))
+@with_options(omit=("latency_budget", "tpot_budget", "ttft_budget", "energy_budget", "confidence"))
 def compare(
     *,
     opts: ProblemOptions,

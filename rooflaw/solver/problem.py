@@ -190,6 +190,12 @@ class Problem:
         return float(c.seconds) if c.kind in TIMED else float(c.bound)
 
     @property
+    def latency_bound(self) -> float | None:
+        """The latency bound the solvers meet: the latency budget divided by its confidence factor (if any)."""
+        c = self.constraint("latency")
+        return None if c is None else float(c.bound)
+
+    @property
     def confidence(self) -> float | None:
         """The quantile the latency-type budgets are met at (``None``: the prediction itself)."""
         return next((c.confidence for c in self.constraints if c.kind in TIMED and c.confidence is not None), None)
