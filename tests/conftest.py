@@ -25,6 +25,7 @@ MODULE_COST_HINT = {
     "test_paper_repro.py": 129,
     "test_truth_engine.py": 117,
     "test_joint_numba.py": 78,
+    "test_dask_backends.py": 33,
     "test_ref_kkt.py": 54,
     "test_search.py": 52,
     "test_gp_full.py": 50,

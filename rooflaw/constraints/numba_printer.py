@@ -11,7 +11,6 @@ from user text.
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -37,10 +36,11 @@ _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**
 
 @dataclass
 class Scalarized:
-    """``body``: ``name = expr`` lines; ``outputs``: one expression per returned value (list or single)."""
+    """``body``: statements (each a list of lines: ``name = expr``, or a memo site); ``outputs``: one expression per
+    returned value (list or single)."""
 
     args: tuple[str, ...]
-    body: list[str]
+    body: list[list[str]]
     outputs: list[str]
     init: list[str]  # lines to run once before the loop the body is pasted into
 
@@ -59,7 +59,7 @@ class _Printer:
     def __init__(self, names: Mapping[str, str], prefix: str):
         self.names = dict(names)
         self.prefix = prefix
-        self.pre: list[str] = []
+        self.pre: list[list[str]] = []
         self.init: list[str] = []
         self.npow = 0
 
@@ -112,7 +112,7 @@ class _Printer:
         self.npow += 1
         init, pre = memo_site(t, b, self.expr(ex))
         self.init += init
-        self.pre += pre
+        self.pre.append(pre)
         return t
 
 
@@ -144,18 +144,9 @@ def memo_site(t: str, base: str, ex: str) -> tuple[list[str], list[str]]:
     ]
 
 
-def hash_only(stmt: list[str]) -> list[str]:
-    """Memo site statement ``stmt`` (see :func:`memo_site`) without its last-value check: the table lookup for
-    every row. For rows in no particular order the last value rarely repeats and its branch is mispredicted; the
-    table's own check is then the cheaper one. Other statements come back unchanged."""
-    m = re.match(r"^if (\w+)_x == \1_lx and ", stmt[0])
-    if not m or stmt[2] != "else:":
-        return stmt
-    t = m.group(1)
-    return [ln[4:] for ln in stmt[3:] if not ln.startswith((f"    {t}_lx =", f"    {t}_ly =", f"    {t}_lr ="))]
-
-
-def memo_powers(expr: str, prefix: str, start: int, body: list[str] = ()) -> tuple[list[str], list[str], str]:
+def memo_powers(
+    expr: str, prefix: str, start: int, body: list[list[str]] = ()
+) -> tuple[list[str], list[list[str]], str]:
     """Give every ``a ** b`` with a non-literal exponent in the scalar expression ``expr`` a memo site: (init
     lines, statements to run first, the expression reading the sites).
 
@@ -166,10 +157,10 @@ def memo_powers(expr: str, prefix: str, start: int, body: list[str] = ()) -> tup
     statements compute each power unconditionally (pure; an unused value changes nothing), and the rest of the
     expression -- e.g. numpy's ``x * x if y == 2.0`` fast path around it -- is kept as it was."""
     init: list[str] = []
-    pre: list[str] = []
+    pre: list[list[str]] = []
     temps: dict[str, str] = {}  # expression text -> the variable assigned it
     xy: dict[str, str] = {}  # memo site operand (``t_pwK_x`` / ``_y``) -> its expression text
-    for ln in body:
+    for ln in (ln for st in body for ln in st):
         tgt, eq, rhs = ln.partition(" = ")
         if eq and tgt.isidentifier() and not ln.startswith(" "):
             rhs = ast.unparse(ast.parse(rhs, mode="eval"))
@@ -198,7 +189,7 @@ def memo_powers(expr: str, prefix: str, start: int, body: list[str] = ()) -> tup
                 t = f"{prefix}pw{start + len(init) // 6}"
                 i, p = memo_site(t, b, e)
                 init.extend(i)
-                pre.extend(p)
+                pre.append(p)
                 sites[key] = t
             return ast.Name(t, ast.Load())
 
@@ -222,7 +213,7 @@ def scalarize(source: str, names: Mapping[str, str], prefix: str) -> Scalarized:
     if missing:
         raise Unsupported(f"no kernel variable for argument(s) {missing}")
     pr = _Printer({a: names[a] for a in args}, prefix)
-    body: list[str] = []
+    body: list[list[str]] = []
     outputs: list[str] = []
     for st in fn.body:
         if isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant) and isinstance(st.value.value, str):
@@ -231,7 +222,7 @@ def scalarize(source: str, names: Mapping[str, str], prefix: str) -> Scalarized:
             rhs = pr.expr(st.value)
             tgt = prefix + st.targets[0].id
             pr.names[st.targets[0].id] = tgt
-            body += pr.pre + [f"{tgt} = {rhs}"]
+            body += [*pr.pre, [f"{tgt} = {rhs}"]]
             pr.pre = []
         elif isinstance(st, ast.Return) and st.value is not None:
             vals = st.value.elts if isinstance(st.value, (ast.List, ast.Tuple)) else [st.value]

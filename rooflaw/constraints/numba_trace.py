@@ -130,14 +130,15 @@ def rate_values(rates: Any, fields: tuple[str, ...]) -> dict[str, float]:
     return {f"r_{f}": float(getattr(rates, f)) for f in fields}
 
 
-def domain_source(domain: tuple[tuple[str, float, float], ...], inputs: dict[str, str]) -> list[str]:
-    """Statements setting ``dom`` (True inside the law's fitted domain) the way :meth:`LossLaw.in_domain` judges:
-    ``lo·(1 − 1e-9) ≤ v ≤ hi·(1 + 1e-9)`` per variable, the bounds computed here as numpy computes them."""
+def domain_source(domain: tuple[str, ...], inputs: dict[str, str]) -> list[str]:
+    """Statements setting ``dom`` (True inside the law's fitted domain) the way :meth:`LossLaw.in_domain` judges,
+    ``dlo[j] ≤ v ≤ dhi[j]`` for each variable ``domain[j]``, with the bounds (tolerance included) given at run time
+    and a NaN ``dlo[j]`` meaning the variable is not judged (extrapolation allowed, or no token count)."""
     lines, terms = [], []
-    for j, (var, lo, hi) in enumerate(domain):
+    for j, var in enumerate(domain):
         if var not in inputs:
             raise Unsupported(f"domain variable {var}")
         lines.append(f"dv{j} = {inputs[var]}")
-        terms.append(f"(dv{j} >= {float(lo) * (1 - 1e-9)!r}) and (dv{j} <= {float(hi) * (1 + 1e-9)!r})")
+        terms.append(f"(dlo[{j}] != dlo[{j}] or (dv{j} >= dlo[{j}] and dv{j} <= dhi[{j}]))")
     lines.append("dom = " + (" and ".join(terms) if terms else "True"))
     return lines

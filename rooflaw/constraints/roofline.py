@@ -23,6 +23,7 @@ from ..errors import bad
 from . import assembly as A
 from . import operators as O
 from .assembly import sum_max_affine
+from .backends import fallback, resolve
 from .compile import ARG_NAMES, Compiled, compile_preset
 from .engines import Applied, EngineProfile, applied, decode_linear_inv, experts_touched, prefill_pad
 from .gemm import gemv_inverse_rate, tile_efficiency
@@ -270,7 +271,6 @@ def evaluate_columns(
     chunk: int = CHUNK,
     engine: str | EngineProfile | None = None,
     backend: str = "auto",
-    out: Mapping[str, np.ndarray] | None = None,
 ) -> dict[str, np.ndarray]:
     """Evaluate a table of candidates (dict of equal-length arrays or a DataFrame) in one call.
 
@@ -280,43 +280,54 @@ def evaluate_columns(
     rows, so memory stays bounded whatever the table size. ``engine``: the serving stack's profile
     (:mod:`.engines`; default: the device's), ``"ideal"`` for the pure roofline. ``backend``: ``numpy``,
     ``numba`` (the generated fused kernel of :mod:`.backend_numba`, same values bit for bit; needs the ``fast``
-    extra) or ``auto`` (numba for tables of at least ``AUTO_MIN_ROWS`` rows when installed and ``tiles`` is off).
-    ``out``: an earlier result with the same number of rows to overwrite and return (numpy style; the numba
-    kernel writes straight into a numba result's arrays), instead of allocating new arrays (:mod:`.outputs`).
+    extra) or ``auto`` (numba for tables of at least ``backends.AUTO_MIN_ROWS`` rows when installed and ``tiles``
+    is off; a warning says why when it cannot).
     """
-    from . import outputs
-
     pr = A.get_preset(preset)
     workload = workload or Workload()
     precision = Precision.parse(precision)
     cols = complete_columns(columns)
     app = applied(device, engine, preset if pr.engine else "paper")
     n = len(cols["layers"])
-    out = None if out is None else outputs.check(out, n)
     if _use_numba(backend, n, tiles):
-        from .backend_numba import evaluate_rows
+        from .backend_numba import evaluate_rows  # the optional backend, below this module
 
-        block = None if out is None else outputs.block_of(out, n, cols)
-        res = evaluate_rows(cols, device, workload, precision, preset, strict=backend == "numba", app=app, block=block)
+        comp, call, rates = fast_inputs(cols, device, workload, precision, preset, app)
+        kinds = stack_kinds(cols) if pr.kinds else frozenset()
+        overlap = bool(app is not None and not pr.theory and app.overlap)
+        res = evaluate_rows(cols, device, workload, precision, preset, kinds, call, rates, overlap, backend == "numba")
         if res is not None:
-            return outputs.into(out, res)
+            return res
     if n <= chunk:
-        return outputs.into(out, _evaluate_chunk(cols, device, workload, precision, preset, tiles, False, app))
+        return _evaluate_chunk(cols, device, workload, precision, preset, tiles, False, app)
     parts = []
     for s in range(0, n, chunk):
         sub = {k: v[s : s + chunk] for k, v in cols.items()}
         parts.append(_evaluate_chunk(sub, device, workload, precision, preset, tiles, False, app))
-    return outputs.into(out, {k: np.concatenate([p[k] for p in parts]) for k in parts[0]})
+    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+
+
+def fast_inputs(
+    cols: Mapping[str, Any], device: Device, workload: Workload, precision: Precision, preset: str, app: Applied
+) -> tuple[Compiled, tuple, A.Rates]:
+    """The compiled model for completed ``cols``, the arguments of its ``fast`` function as
+    :func:`_evaluate_chunk` passes them (no tile model), and the rates they came from: what a generated kernel
+    takes to compute the same values."""
+    pr = A.get_preset(preset)
+    comp = compile_preset(preset, stack_kinds(cols) if pr.kinds else frozenset())
+    rates = A.rates(device, precision, None if pr.theory else app)
+    args = _args(cols, workload, precision)
+    ipp, ipd = _inverse_roofs(comp, rates, device, args, len(cols["layers"]), False)
+    return comp, (*args, *ipp, *ipd, rates.inv_beta, rates.overhead), rates
 
 
 def _use_numba(backend: str, n: int, tiles: bool) -> bool:
-    from . import backend_numba as bn
-
-    if bn.resolve(backend, n) == "numpy":
+    if resolve(backend, n) == "numpy":
         return False
     if tiles:
         if backend == "numba":
             raise bad("backend", backend, "the numba kernel has no tile/wave model; use tiles=False or numpy")
+        fallback("the numba kernel has no tile/wave model (tiles=True)")
         return False
     return True
 

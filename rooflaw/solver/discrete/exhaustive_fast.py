@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ...constraints import backend_numba as bn
+from ...constraints.backends import fallback, resolve
 from ...errors import RooflawError
 from ..problem import Problem
 from .pareto import pareto_mask
@@ -46,50 +47,58 @@ def _decode(idx: np.ndarray, tw, tm, tl, tv, fixed: dict[str, float]) -> dict[st
     return out
 
 
-def _setup(problem: Problem, need: tuple[int, ...]) -> tuple[Any, ...] | None:
-    """Kernels, lookup tables and constants of a scan, if the kernel's decoding reproduces the numpy inputs."""
+def _setup(problem: Problem) -> tuple[Any, ...] | str:
+    """Kernels, lookup tables and constants of a scan, if the kernel's decoding reproduces the numpy inputs (else
+    why not)."""
     from ...constraints import assembly as A
-    from ...constraints.roofline import complete_columns, stack_kinds
+    from ...constraints.roofline import complete_columns, fast_inputs, stack_kinds
 
     space = problem.space
     try:
         tw, tm, tl, tv = space._width, space._moe, space._layers, space._vt
         radix = tuple(space._radix)
     except AttributeError:
-        return None
+        return f"space {space.name!r} has no index tables the kernel reads"
     if radix[4:] not in ((), (1,)):  # a space searching layer patterns: not decoded by the kernel (numpy path)
-        return None
+        return f"space {space.name!r} searches layer patterns, which the kernel does not decode"
     if radix[:4] != (len(tw), len(tm), len(tl), len(tv)) or tw.ndim != 2 or tw.shape[1] != 5:
-        return None
+        return f"space {space.name!r} has index tables of a shape the kernel does not read"
     size = space.size
     rng = np.random.default_rng(1)
     idx = np.unique(np.concatenate([[0, size - 1], rng.integers(0, size, 512)]))
     cc = complete_columns(space.columns_at(idx, np.float64))
     kinds = stack_kinds(cc) if A.get_preset(problem.preset).kinds else frozenset()
-    k = bn.kernels(problem.preset, problem.law, kinds, need, _domain(problem))
-    vals = bn.call_values(cc, problem.device, problem.workload, problem.precision, k, _applied(problem))
+    k = bn.kernels(problem.preset, problem.law, kinds)
+    app = _applied(problem)
+    comp, call, rates = fast_inputs(cc, problem.device, problem.workload, problem.precision, problem.preset, app)
+    overlap = bool(app is not None and not A.get_preset(problem.preset).theory and app.overlap)
+    vals = bn.kernel_values(k, cc, call, rates, overlap)
     fixed = {}
     for name in k.fixed:
         v = np.asarray(vals[name], dtype=np.float64)
         if v.ndim and not np.all(v == v.flat[0]):
-            return None  # a column the kernel takes as constant varies in this space
+            return f"column {name!r} varies in space {space.name!r}; the kernel takes it as a constant"
         fixed[name] = float(v.flat[0])
     dec = _decode(idx, tw, tm, tl, tv, fixed)
-    if any(name not in dec or not np.array_equal(dec[name], vals[name]) for name in k.per_row if name not in fixed):
-        return None
+    for name in k.per_row:
+        if name not in fixed and (name not in dec or not np.array_equal(dec[name], vals[name])):
+            return f"the kernel's decoding of column {name!r} differs from space {space.name!r}'s"
     w = np.array([float(vals[a]) for a in k.scalars])
     tabs = [np.ascontiguousarray(t, dtype=np.int64) for t in (tw, tm, tl, tv)]
     fx = np.array([fixed[a] for a in k.fixed])
     return k, (*tabs, fx, w), np.array([len(tv), len(tl), len(tm)], dtype=np.int64)
 
 
-def _domain(problem: Problem) -> tuple[tuple[str, float, float], ...]:
-    """The law's fitted domain as the kernel checks it (none when the problem extrapolates; ``D`` only when
-    the problem gives tokens, as ``law_inputs`` computes D only then)."""
-    if problem.allow_extrapolation:
-        return ()
-    return tuple((v, float(lo), float(hi)) for v, (lo, hi) in problem.law.domain.items()
-                 if v != "D" or problem.tokens is not None)  # fmt: skip
+def _domain(problem: Problem, names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """The bounds ``(dlo, dhi)`` of the law's domain variables ``names`` as :meth:`LossLaw.in_domain` applies
+    them (tolerance included); NaN where a variable is not judged: the problem extrapolates, or ``D`` without
+    tokens (``law_inputs`` computes D only then)."""
+    lo, hi = np.full(len(names), np.nan), np.full(len(names), np.nan)
+    for j, v in enumerate(names):
+        if not problem.allow_extrapolation and (v != "D" or problem.tokens is not None):
+            a, b = problem.law.domain[v]
+            lo[j], hi[j] = a * (1 - 1e-9), b * (1 + 1e-9)
+    return lo, hi
 
 
 def _loss_range(problem: Problem) -> np.ndarray:
@@ -105,32 +114,39 @@ def _loss_range(problem: Problem) -> np.ndarray:
 
 
 class _Reducer:
-    """Survivor indices of one thread, cut down to their exact frontier whenever they pile up."""
+    """Survivors of one thread (indices and the kernel's objective values), cut down to their exact frontier with
+    :func:`pareto_mask` whenever they pile up; only the final frontier is evaluated again by numpy."""
 
-    def __init__(self, problem: Problem, ocols: tuple[str, ...]):
-        self.problem, self.ocols, self.parts, self.n = problem, ocols, [], 0
-        self.seconds = 0.0
-        self.survivors = 0  # indices the kernel wrote out (could reach the frontier)
+    def __init__(self) -> None:
+        self.idx: list[np.ndarray] = []
+        self.val: list[np.ndarray] = []
+        self.n, self.seconds, self.survivors = 0, 0.0, 0  # survivors: indices the kernel wrote out
 
-    def add(self, idx: np.ndarray) -> None:
-        self.parts.append(idx.copy())
+    def add(self, idx: np.ndarray, val: np.ndarray) -> None:
+        self.idx.append(idx.copy())
+        self.val.append(val.copy())
         self.n += len(idx)
         self.survivors += len(idx)
         if self.n > REDUCE_AT:
             self.reduce()
 
-    def reduce(self) -> dict[str, np.ndarray] | None:
-        t0 = time.perf_counter()
-        idx = np.concatenate(self.parts) if self.parts else np.empty(0, dtype=np.int64)
-        front = None
-        if len(idx):
-            v = evaluate_lean(self.problem, self.problem.space.columns_at(idx, np.float64))
-            m = pareto_mask(np.column_stack([v[c] for c in self.ocols]))
-            front = _take({k: v[k] for k in _KEEP}, m)
-            idx = idx[m]
-        self.parts, self.n = [idx], len(idx)
-        self.seconds += time.perf_counter() - t0
-        return front
+    def absorb(self, other: _Reducer) -> None:
+        self.idx += other.idx
+        self.val += other.val
+        self.n += other.n
+
+    def reduce(self) -> np.ndarray:
+        """The indices of the non-dominated survivors, ascending (the numpy path's order)."""
+        t0 = time.thread_time()
+        if not self.idx:
+            return np.empty(0, dtype=np.int64)
+        idx, val = np.concatenate(self.idx), np.concatenate(self.val)
+        m = pareto_mask(val)
+        order = np.argsort(idx[m], kind="stable")
+        idx, val = idx[m][order], val[m][order]
+        self.idx, self.val, self.n = [idx], [val], len(idx)
+        self.seconds += time.thread_time() - t0  # CPU: reductions run on the scan's threads
+        return idx
 
 
 def _merge(s: np.ndarray, t: np.ndarray) -> None:
@@ -170,12 +186,22 @@ class Plan:
     latc: int
     bcol: np.ndarray
     bval: np.ndarray
+    dlo: np.ndarray
+    dhi: np.ndarray
     lohi: np.ndarray
 
     @property
     def block(self) -> int:
         """Points per (width, experts) block: the kernel's unit of work."""
         return int(self.radix[0] * self.radix[1])
+
+    def scan(self, pos: int, stop: int, stair: np.ndarray, out: np.ndarray, val: np.ndarray, stats: np.ndarray):
+        """Scan blocks ``pos … stop-1``: survivors' indices into ``out``, their objectives into the rows of ``val``
+        (it stops early when ``out`` fills: ``stats[13]`` is where to resume, ``stats[14]`` how many)."""
+        need = np.zeros(len(bn.OUTPUTS), dtype=np.int64)  # the outputs this scan reads (16: the loss, always)
+        need[[c for c in (*self.obj.tolist(), *self.bcol.tolist(), self.latc) if c < len(need)]] = 1
+        self.kernels.scan(pos, stop, *self.tabs, self.params, self.tokens, self.radix, self.obj, need, self.latc,
+                          self.bcol, self.bval, self.dlo, self.dhi, self.lohi, stair, out, val, stats)  # fmt: skip
 
 
 def kernel_plan(problem: Problem, obj: np.ndarray, strict: bool = False, lohi: np.ndarray | None = None) -> Plan | None:
@@ -186,60 +212,59 @@ def kernel_plan(problem: Problem, obj: np.ndarray, strict: bool = False, lohi: n
     bcol = np.array([bn.OUTPUTS.index(c) for c, _ in budgets.values()], dtype=np.int64)
     bval = np.array([b for _, b in budgets.values()], dtype=np.float64)
     latc = bn.OUTPUTS.index(problem.latency_column)
-    need = tuple(sorted({int(c) for c in (*obj.tolist(), *bcol.tolist(), latc) if c != 16}))
     try:
-        setup = _setup(problem, need)
+        setup = _setup(problem)
     except bn.Unsupported as e:
+        setup = f"the generated kernel cannot express this problem ({e})"
+    if isinstance(setup, str):
         if strict:
-            raise RooflawError(f"backend='numba': the generated kernel cannot express this problem ({e})") from None
-        return None
-    if setup is None:
-        if strict:
-            raise RooflawError(f"backend='numba': space {problem.space.name!r} has no index tables the kernel reads")
+            raise RooflawError(f"backend='numba': {setup}")
+        fallback(setup)
         return None
     k, tabs, radix = setup
     if "D" in k.law_vars and problem.tokens is None:
         return None  # the numpy path raises the law's own error message
     tokens = float(problem.tokens) if problem.tokens is not None else 0.0
     p = bn.params(problem.device, problem.workload, problem.precision)
-    return Plan(k, tabs, radix, p, tokens, obj, latc, bcol, bval, _loss_range(problem) if lohi is None else lohi)
+    dlo, dhi = _domain(problem, k.domain)
+    lohi = _loss_range(problem) if lohi is None else lohi
+    return Plan(k, tabs, radix, p, tokens, obj, latc, bcol, bval, dlo, dhi, lohi)
 
 
 def run_numba(problem: Problem, objectives: tuple[str, ...], n_jobs: int | None, cloud: int, backend: str):
     """``(acc, timings)`` like ``exhaustive._run``, or None when the numpy path should run instead."""
     size = problem.space.size
-    if bn.resolve(backend, size) == "numpy":
+    if resolve(backend, size) == "numpy":
         return None
     out_code = {"loss": 16, "latency": bn.OUTPUTS.index(problem.latency_column)}
     out_code |= {o: bn.OUTPUTS.index(c) for o, c in OBJECTIVES.items() if o not in out_code}
     pl = kernel_plan(problem, np.array([out_code[o] for o in objectives], dtype=np.int64), backend == "numba")
     if pl is None:
         return None
-    k, tabs, radix, p, tokens = pl.kernels, pl.tabs, pl.radix, pl.params, pl.tokens
-    obj, latc, bcol, bval, lohi = pl.obj, pl.latc, pl.bcol, pl.bval, pl.lohi
     budgets = problem.budgets()
     ocols = tuple(OBJECTIVES[o] for o in objectives)
     jobs = max(1, _n_jobs(n_jobs, max(size, 1 << 30)))
     lock, nxt = threading.Lock(), [0]
-    blk = int(radix[0] * radix[1])  # points per (width, experts) block: the kernel's unit of work
+    blk = pl.block
     blocks, piece, cap = size // blk, max(1, PIECE // blk), max(OUT_CAP, 4 * (8192 + 2 * blk))
 
     def work() -> tuple[np.ndarray, _Reducer]:
-        stats, red = _new_stats(), _Reducer(problem, ocols)
+        stats, red = _new_stats(), _Reducer()
         stair = np.full(NBINS, np.inf)
-        out = np.empty(cap, dtype=np.int64)
+        out, val = np.empty(cap, dtype=np.int64), np.empty((cap, len(objectives)))
         while True:
             with lock:
                 a = nxt[0]
                 nxt[0] = min(blocks, a + piece)
             if a >= blocks:
+                red.reduce()  # each thread filters its own survivors, in parallel (moocore releases the GIL)
                 return stats, red
             b, pos = min(blocks, a + piece), a
             while pos < b:
                 t = _new_stats()
-                k.scan(pos, b, *tabs, p, tokens, radix, obj, latc, bcol, bval, lohi, stair, out, t)
+                pl.scan(pos, b, stair, out, val, t)
                 _merge(stats, t)
-                red.add(out[: int(t[14])])
+                red.add(out[: int(t[14])], val[: int(t[14])])
                 pos = int(t[13])
 
     t0 = time.perf_counter()
@@ -250,11 +275,14 @@ def run_numba(problem: Problem, objectives: tuple[str, ...], n_jobs: int | None,
     stats = _new_stats()
     for st, _ in parts:
         _merge(stats, st)
-    red = _Reducer(problem, ocols)
+    red = _Reducer()
     for _, r in parts:
-        red.parts += r.parts
+        red.absorb(r)
     acc = _Acc(evaluated=int(stats[0]), feasible=int(stats[1]))
-    acc.front = red.reduce()
+    idx = red.reduce()
+    if len(idx):  # the frontier's rows from the numpy reference, filtered again on its values (the same ones)
+        v = evaluate_lean(problem, problem.space.columns_at(idx, np.float64))
+        acc.front = _take({k: v[k] for k in _KEEP}, pareto_mask(np.column_stack([v[c] for c in ocols])))
     acc.best = _point(problem, stats[2])
     acc.best_any = _point(problem, stats[5])
     if stats[5] >= 0:

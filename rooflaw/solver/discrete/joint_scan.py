@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from ...constraints import backend_numba as bn
+from ...constraints.backends import resolve
 from ...errors import RooflawError
 from ..problem import Problem
 from .exhaustive import _ranges
@@ -60,19 +61,17 @@ def scan_blocks(combo: Any, pl: Plan, a: int, b: int, objectives: tuple[str, ...
     """Blocks ``[a, b)`` of one combination through the kernel: counts, best points, budget minima, least
     violating point and the non-dominated rows (:data:`.joint_eval.JOINT_KEEP` + ``keep``'s extra columns)."""
     c0 = time.thread_time()
-    k = pl.kernels
     stats = _new_stats()
     stair = np.full(NBINS, np.inf)
     cap = max(OUT_CAP, 4 * (8192 + 2 * pl.block))
-    out = np.empty(cap, dtype=np.int64)
+    out, val = np.empty(cap, dtype=np.int64), np.empty((cap, len(pl.obj)))
     survivors: list[np.ndarray] = []
     held, front = 0, None
     for s in range(a, b, max(1, PIECE // pl.block)):
         pos, stop = s, min(b, s + max(1, PIECE // pl.block))
         while pos < stop:
             t = _new_stats()
-            k.scan(pos, stop, *pl.tabs, pl.params, pl.tokens, pl.radix, pl.obj, pl.latc, pl.bcol, pl.bval, pl.lohi,
-                   stair, out, t)  # fmt: skip
+            pl.scan(pos, stop, stair, out, val, t)
             _merge(stats, t)
             n = int(t[14])
             if n:
@@ -140,7 +139,7 @@ def kernel_combinations(problem: Problem, combos: Sequence[Any], objectives: tup
     numba scan runs (``auto``: numba when installed, the joint space is large and the kernel can express the
     problem; ``numba``: raises where it cannot). Whether the kernel applies, and the loss range (any range is
     exact), are settled once per precision: batch sizes change only the kernel's scalar arguments."""
-    if bn.resolve(backend, size) == "numpy":
+    if resolve(backend, size) == "numpy":
         return {}
     out, by_precision = {}, {}
     for c in combos:
