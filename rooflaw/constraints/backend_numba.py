@@ -51,6 +51,7 @@ class Kernels:
     per_row: tuple[str, ...]  # of which architecture/stack columns (one value per candidate)
     scalars: tuple[str, ...]  # of which workload, precision and rate scalars (one value per call)
     fixed: tuple[str, ...]  # per-row columns the scan kernel takes as constants (not decoded from the index)
+    axes: tuple[tuple[str, ...], ...]  # per-row columns the scan reads from each axis's table (width … vocab)
     law_vars: tuple[str, ...]
     domain: tuple[str, ...]  # law variables whose fitted range the scan checks (bounds: runtime ``dlo``/``dhi``)
     rate_fields: tuple[str, ...]  # Rates fields engine_overhead reads (scalars ``r_<field>``)
@@ -113,7 +114,7 @@ def law_source(law: Any) -> str:
         return inspect.getsource(sympy.lambdify(args, law.bound_expr(), modules="numpy", cse=True))
 
 
-def _source(preset: str, law: Any, kinds: frozenset[str]) -> tuple[str, Kernels]:
+def _source(preset: str, law: Any, kinds: frozenset[str], axes: tuple[tuple[str, ...], ...]) -> tuple[str, Kernels]:
     import ast
 
     from ..arch.architecture import COLUMNS, STACK_COLUMNS
@@ -190,7 +191,8 @@ def _source(preset: str, law: Any, kinds: frozenset[str]) -> tuple[str, Kernels]
     law_vars: tuple[str, ...] = ()
     domain: tuple[str, ...] = ()
     n_scan = 0
-    fixed = tuple(a for a in per_row if a not in _DECODE)
+    axes = tuple(tuple(a for a in per_row if a in ax) for ax in axes)
+    fixed = tuple(a for a in per_row if not any(a in ax for ax in axes))
     if law is not None:
         inputs = _law_inputs()
         # domain variables numpy cannot compute from columns and tokens (precision bits) are not judged there either
@@ -203,9 +205,9 @@ def _source(preset: str, law: Any, kinds: frozenset[str]) -> tuple[str, Kernels]
         # outside the law's fitted domain counts as no loss (LossLaw.in_domain); bounds are runtime arrays
         loss += [[ln] for ln in domain_source(domain, inputs)] + [[f"loss = {lz.outputs[0]} if dom else math.nan"]]
         scan_init, n_scan = no_alloc(init + lz.init)
-        kernels["scan"] = _scan_source(per_row, scalars, fixed, body, loss, scan_init)
+        kernels["scan"] = _scan_source(axes, scalars, fixed, body, loss, scan_init)
     src += ["", *(entry_source(fn, spec, kernels[fn]) for fn, spec in specs(per_row, law is not None).items())]
-    meta = Kernels(None, fn_args, per_row, scalars, fixed, law_vars, domain, rate_fields, "", preset, kinds,
+    meta = Kernels(None, fn_args, per_row, scalars, fixed, axes, law_vars, domain, rate_fields, "", preset, kinds,
                    (n_memo, n_scan))  # fmt: skip
     return "\n".join(src) + "\n", meta
 
@@ -331,7 +333,7 @@ def _guards(stmts: list[list[str]], roots: dict[str, int]) -> list[frozenset[int
     return [frozenset(u) for u in users]
 
 
-def _scan_source(per_row, scalars, fixed, body: list[list[str]], loss: list[list[str]], init: list[str]) -> str:
+def _scan_source(axes, scalars, fixed, body: list[list[str]], loss: list[list[str]], init: list[str]) -> str:
     """The scan kernel: each statement of the point code is placed in the outermost loop where its inputs are
     known, so per-layer and per-block work is done once per block, not once per point (same operations). One
     kernel serves any objectives and budgets: a statement no requested output needs (``need``, a run-time flag
@@ -339,7 +341,7 @@ def _scan_source(per_row, scalars, fixed, body: list[list[str]], loss: list[list
     from .scan_source import POINT, SCAN
 
     pre = [f"{_var(a)} = w[{k}]" for k, a in enumerate(scalars)] + [f"c_{a} = fx[{k}]" for k, a in enumerate(fixed)]
-    dec = [[f"c_{a} = {_DECODE[a]}"] for a in _DECODE if a in per_row]
+    dec = [[f"c_{a} = T{x.upper()}[i{x}, {j}]"] for x, ax in zip("wmlv", axes, strict=True) for j, a in enumerate(ax)]
     stmts = _hoist(dec + body + loss, dict(_LOOPS))
     levels = _levels(stmts, dict(_LOOPS))
     group = {k: _GROUPS.get(name, k) for k, name in enumerate(OUTPUTS)}
@@ -402,18 +404,6 @@ def _scan_source(per_row, scalars, fixed, body: list[list[str]], loss: list[list
     )
 
 
-#: How the scan kernel decodes a flat index into columns (mirrors ``Space.columns_at`` and the uniform-stack
-#: defaults of ``roofline.complete_columns``): iv fastest, then layers, then (experts, top_k), then the width row
-#: (d_model, head_dim, heads, kv_heads, ffn). Derived entries come after the columns they use.
-_DECODE = {
-    "layers": "float(TL[il])", "d_model": "float(TW[iw, 0])", "head_dim": "float(TW[iw, 1])",
-    "heads": "float(TW[iw, 2])", "kv_heads": "float(TW[iw, 3])", "ffn": "float(TW[iw, 4])",
-    "shared_ffn": "float(TW[iw, 4])", "experts": "float(TM[im, 0])", "top_k": "float(TM[im, 1])",
-    "moe": "1.0 if TM[im, 0] > 1 else 0.0", "vocab": "float(TV[iv, 0])", "tied": "float(TV[iv, 1])",
-    "attn_layers": "c_layers - c_mla_layers - c_mixer_layers", "ffn_layers": "c_layers - c_dense_layers",
-}  # fmt: skip
-
-
 # ---- loading (disk cache) ----------------------------------------------------------------------------------------
 def _key(src: str) -> str:
     from importlib.metadata import version  # not numba.__version__: a warm process never imports numba
@@ -423,21 +413,24 @@ def _key(src: str) -> str:
     return h.hexdigest()[:20]
 
 
-def kernels(preset: str, law: Any = None, kinds: frozenset[str] = frozenset()) -> Kernels:
+def kernels(
+    preset: str, law: Any = None, kinds: frozenset[str] = frozenset(), axes: tuple[tuple[str, ...], ...] = ((),) * 4
+) -> Kernels:
     """The generated kernel for ``preset`` and layer ``kinds``: the row kernel, or with ``law`` the frontier scan;
     compiled or loaded from disk, one module per preset × kinds × law (objectives, budgets and domain bounds are
-    arguments)."""
+    arguments). ``axes``: for the scan, the columns that vary along each axis of a space's index (width rows,
+    (experts, top_k) pairs, layer counts, (vocab, tied) pairs): each is read from that axis's table."""
     if not available():
         raise ModuleNotFoundError("No module named 'numba'", name="numba")
     from .compile import compile_preset
 
     fast = source_of(compile_preset(preset, kinds).fast)
-    memo = (preset, kinds, fast, None if law is None else (law_source(law), tuple(law.domain)))
+    memo = (preset, kinds, fast, None if law is None else (law_source(law), tuple(law.domain), axes))
     hit = _MEMO.get(memo)
     if hit is not None:
         return hit
     t1 = time.perf_counter()
-    src, meta = _source(preset, law, kinds)
+    src, meta = _source(preset, law, kinds, axes)
     key = _key(src)
     TIMINGS["generate_s"] = time.perf_counter() - t1
     with _LOCK:

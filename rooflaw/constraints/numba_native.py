@@ -242,7 +242,7 @@ def specs(per_row, scan: bool) -> dict[str, list[tuple[str, str]]]:
         return {"rows": [("x", f"f8[:]*{len(per_row)}"), ("s", "i8[:]"), ("w", "f8[:]"), ("p", "f8[:]"),
                          ("out", "f8[:,:]"), ("mw", "f8[:,:]")]}  # fmt: skip
     kinds = (
-        "pos:i8 stop:i8 TW:i8[:,:] TM:i8[:,:] TL:i8[:] TV:i8[:,:] fx:f8[:] w:f8[:] p:f8[:] p_tokens:f8 "
+        "pos:i8 stop:i8 TW:f8[:,:] TM:f8[:,:] TL:f8[:,:] TV:f8[:,:] fx:f8[:] w:f8[:] p:f8[:] p_tokens:f8 "
         "radix:i8[:] obj:i8[:] need:i8[:] latc:i8 bcol:i8[:] bval:f8[:] dlo:f8[:] dhi:f8[:] lohi:f8[:] "
         "stair:f8[:] out_idx:i8[:] out_val:f8[:,:] stats:f8[:] mw:f8[:,:] v:f8[:] sf:f8[:,:] si:i8[:,:] pre:f8[:]"
     )

@@ -8,6 +8,7 @@ frontier rows, best points and diagnostics are built by the same code as the num
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 import time
@@ -28,65 +29,61 @@ PIECE = 1 << 21  # indices per kernel call (a thread takes pieces from a shared 
 OUT_CAP = 1 << 18  # survivors buffer per call (the kernel stops early and resumes when it fills)
 NBINS = 1 << 13  # loss bins of the 2-objective staircase
 REDUCE_AT = 1 << 20  # survivors held per thread before an exact intermediate filter
-_WIDTH = ("d_model", "head_dim", "heads", "kv_heads", "ffn")
+#: A space where every axis of the index has two values: probing it tells along which axis each completed column
+#: varies (the scan reads such a column from that axis's table; a column constant in a space is a fixed one).
+_PROBE = {"name": "probe", "layers": [2, 3], "d_model": [512, 1024], "head_dim": [64, 128], "kv_heads": [1, "heads"],
+          "moe": [(1, 1), (8, 2)], "r_single": [1.0, 2.0], "vocab": [1000, 2000], "tied": [False, True]}  # fmt: skip
 
 
-def _decode(idx: np.ndarray, tw, tm, tl, tv, fixed: dict[str, float]) -> dict[str, np.ndarray]:
-    """The kernel's index decoding (``backend_numba._DECODE``), in numpy, to check it against the space."""
-    nv, nl, nm = len(tv), len(tl), len(tm)
-    rest, iv = np.divmod(idx, nv)
-    rest, il = np.divmod(rest, nl)
-    iw, im = np.divmod(rest, nm)
-    out = {k: tw[iw, j].astype(float) for j, k in enumerate(_WIDTH)}
-    out |= {"layers": tl[il].astype(float), "shared_ffn": tw[iw, 4].astype(float)}
-    out |= {"experts": tm[im, 0].astype(float), "top_k": tm[im, 1].astype(float)}
-    out |= {"moe": (tm[im, 0] > 1).astype(float), "vocab": tv[iv, 0].astype(float), "tied": tv[iv, 1].astype(float)}
-    if "mla_layers" in fixed:
-        out["attn_layers"] = out["layers"] - fixed["mla_layers"] - fixed["mixer_layers"]
-        out["ffn_layers"] = out["layers"] - fixed["dense_layers"]
-    return out
+@functools.cache
+def _axes() -> tuple[tuple[str, ...], ...]:
+    """The completed columns that vary along each of the first four axes of a space's index."""
+    from ...arch import Space
+    from ...constraints.roofline import complete_columns
+
+    tabs = [complete_columns(t) for t in Space(**_PROBE).index_tables()[:4]]
+    return tuple(tuple(c for c, v in t.items() if np.any(v != v[0])) for t in tabs)
 
 
 def _setup(problem: Problem) -> tuple[Any, ...] | str:
-    """Kernels, lookup tables and constants of a scan, if the kernel's decoding reproduces the numpy inputs (else
-    why not)."""
+    """Kernels, per-axis tables and constants of a scan, if they reproduce the numpy inputs (else why not)."""
     from ...constraints import assembly as A
     from ...constraints.roofline import complete_columns, fast_inputs, stack_kinds
 
     space = problem.space
-    try:
-        tw, tm, tl, tv = space._width, space._moe, space._layers, space._vt
-        radix = tuple(space._radix)
-    except AttributeError:
-        return f"space {space.name!r} has no index tables the kernel reads"
-    if radix[4:] not in ((), (1,)):  # a space searching layer patterns: not decoded by the kernel (numpy path)
+    if not hasattr(space, "index_tables"):
+        return f"space {space.name!r} has no index tables"
+    raw = space.index_tables()
+    if len(raw) != 5 or len(raw[4]["layers"]) != 1:  # the kernel has no loop over layer patterns
         return f"space {space.name!r} searches layer patterns, which the kernel does not decode"
-    if radix[:4] != (len(tw), len(tm), len(tl), len(tv)) or tw.ndim != 2 or tw.shape[1] != 5:
-        return f"space {space.name!r} has index tables of a shape the kernel does not read"
-    size = space.size
+    shape = tuple(len(t["layers"]) for t in raw)
     rng = np.random.default_rng(1)
-    idx = np.unique(np.concatenate([[0, size - 1], rng.integers(0, size, 512)]))
+    idx = np.unique(np.concatenate([[0, space.size - 1], rng.integers(0, space.size, 512)]))
     cc = complete_columns(space.columns_at(idx, np.float64))
     kinds = stack_kinds(cc) if A.get_preset(problem.preset).kinds else frozenset()
-    k = bn.kernels(problem.preset, problem.law, kinds)
+    k = bn.kernels(problem.preset, problem.law, kinds, _axes())
     app = _applied(problem)
     comp, call, rates = fast_inputs(cc, problem.device, problem.workload, problem.precision, problem.preset, app)
     overlap = bool(app is not None and not A.get_preset(problem.preset).theory and app.overlap)
     vals = bn.kernel_values(k, cc, call, rates, overlap)
-    fixed = {}
-    for name in k.fixed:
+    tabs = []
+    digits = np.unravel_index(idx, shape)
+    for names, t, digit in zip(k.axes, raw, digits, strict=False):
+        t = complete_columns(t)
+        tab = np.zeros((len(t["layers"]), max(1, len(names))))
+        for j, name in enumerate(names):
+            tab[:, j] = t[name]
+            if not np.array_equal(tab[digit, j], vals[name]):  # the table row at the point's digit
+                return f"column {name!r} of space {space.name!r} does not follow one axis of its index"
+        tabs.append(tab)
+    fx = np.zeros(len(k.fixed))
+    for j, name in enumerate(k.fixed):
         v = np.asarray(vals[name], dtype=np.float64)
         if v.ndim and not np.all(v == v.flat[0]):
             return f"column {name!r} varies in space {space.name!r}; the kernel takes it as a constant"
-        fixed[name] = float(v.flat[0])
-    dec = _decode(idx, tw, tm, tl, tv, fixed)
-    for name in k.per_row:
-        if name not in fixed and (name not in dec or not np.array_equal(dec[name], vals[name])):
-            return f"the kernel's decoding of column {name!r} differs from space {space.name!r}'s"
+        fx[j] = v.flat[0]
     w = np.array([float(vals[a]) for a in k.scalars])
-    tabs = [np.ascontiguousarray(t, dtype=np.int64) for t in (tw, tm, tl, tv)]
-    fx = np.array([fixed[a] for a in k.fixed])
-    return k, (*tabs, fx, w), np.array([len(tv), len(tl), len(tm)], dtype=np.int64)
+    return k, (*tabs, fx, w), np.array([shape[3], shape[2], shape[1]], dtype=np.int64)
 
 
 def _domain(problem: Problem, names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
