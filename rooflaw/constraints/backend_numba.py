@@ -73,23 +73,13 @@ class Kernels:
 
 # ---- source generation ---------------------------------------------------------------------------------------
 def _law_inputs() -> dict[str, str]:
-    """Law variable -> scalar expression over kernel column names, as :func:`objectives.law_inputs` computes it."""
-    import sympy as sp
+    """Law variable -> scalar expression over kernel column names: :func:`objectives.law_inputs` itself, traced
+    (the same operations in the same order as on numpy columns)."""
+    from ..arch.architecture import COLUMNS
+    from ..objectives import law_inputs
+    from .numba_trace import Traced, code
 
-    from ..arch.architecture import COLUMNS, param_counts
-
-    sym = {c: sp.Symbol(f"c_{c}") for c in COLUMNS}
-    pc = param_counts(sym)
-    emb = pc["embed"] + pc["lm_head"]
-    code = {k: sp.pycode(v) for k, v in {"N": pc["total"], "N_active": pc["active"], "emb": emb}.items()}
-    return {
-        "l": "c_layers", "d": "c_d_model", "r": "(c_top_k * c_ffn) / c_d_model", "G": "(4.0 * c_d_model) / c_ffn",
-        "rho": "c_top_k / c_experts", "gqa": "c_heads / c_kv_heads", "d_m": "c_kv_heads * c_head_dim",
-        "E": "c_experts", "K": "c_top_k", "N": code["N"], "N_active": code["N_active"],
-        "N_nonembed": f"({code['N']}) - ({code['emb']})",
-        "N_active_nonembed": f"({code['N_active']}) - ({code['emb']})",
-        "D": "p_tokens",
-    }  # fmt: skip
+    return {k: code(v) for k, v in law_inputs({c: Traced(f"c_{c}") for c in COLUMNS}, Traced("p_tokens")).items()}
 
 
 def source_of(fn: Any) -> str:
@@ -120,7 +110,7 @@ def _source(preset: str, law: Any, kinds: frozenset[str], axes: tuple[tuple[str,
     from ..arch.architecture import COLUMNS, STACK_COLUMNS
     from . import assembly as A
     from .compile import compile_preset
-    from .numba_trace import domain_source, trace_engine_overhead
+    from .numba_trace import domain_source, energy_source, sum_max_affine_source, trace_engine_overhead
 
     pr = A.get_preset(preset)
     comp = compile_preset(preset, kinds)
@@ -162,12 +152,8 @@ def _source(preset: str, law: Any, kinds: frozenset[str], axes: tuple[tuple[str,
     lines += [
         ["memory = " + " + ".join(["0.0", *(t[m] for m in pr.memory)])],
         ["total = pre_t + dec_t"],
-        ["if p_emode == 0.0:",
-         "    energy = total * np.nan",
-         "else:",
-         f"    energy = p_idle * total + p_ebyte * ({t['bytes_pre']} + {t['bytes_dec']})",
-         *(f"    energy = energy + p_ef_{c} * {fl[c]}" for c in A.ROOF_CLASSES)],
-    ]  # fmt: skip
+        [f"energy = {energy_source('total', fl, t['bytes_pre'] + ' + ' + t['bytes_dec'])}"],
+    ]
     outs = ("pre_t", "dec_t", "pre_t", "dec_t / p_sout", "total",
             f"{t['fpre_linear']} + {t['fpre_attention']} + {t['fpre_vector']}",
             f"{t['fdec_linear']} + {t['fdec_attention']} + {t['fdec_vector']}", t["bytes_pre"], t["bytes_dec"],
@@ -184,6 +170,7 @@ def _source(preset: str, law: Any, kinds: frozenset[str], axes: tuple[tuple[str,
         "from numba import types as _t",
         "_JI = dict(cache=True, fastmath=False, nogil=True, error_model='numpy')",
         HELPERS,
+        sum_max_affine_source(),
     ]
     kernels: dict[str, str] = {}  # a module holds the row kernel (law None) or the scan (a law)
     if law is None:

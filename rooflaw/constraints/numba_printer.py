@@ -234,8 +234,7 @@ def scalarize(source: str, names: Mapping[str, str], prefix: str) -> Scalarized:
     return Scalarized(args, body, outputs, pr.init)
 
 
-#: Scalar helpers with numpy's semantics (NaN propagates through max/min; sign(NaN) is NaN), and the exact
-#: Σ_{t=1..n} max(a0 + a1·t, b0 + b1·t) of ``roofline._sum_max_affine`` in the same operation order.
+#: Scalar helpers with numpy's semantics (NaN propagates through max/min; sign(NaN) is NaN).
 HELPERS = """
 @njit(**_JI)
 def _mx(a, b):
@@ -250,24 +249,4 @@ def _mn(a, b):
 @njit(**_JI)
 def _sg(x):
     return 1.0 if x > 0.0 else (-1.0 if x < 0.0 else (0.0 if x == 0.0 else x))  # selects: vectorizable
-
-
-@njit(**_JI)
-def _clip(x, lo, hi):
-    return lo if x < lo else (hi if x > hi else x)
-
-
-@njit(**_JI)
-def _sma(a0, a1, b0, b1, n):
-    g0 = a0 - b0
-    g1 = a1 - b1
-    base = n * b0 + b1 * n * (n + 1.0) / 2.0
-    root = -g0 / g1 if g1 != 0.0 else 0.0
-    lo = _clip(np.floor(root) + 1.0, 1.0, n + 1.0)
-    hi = _clip(np.ceil(root) - 1.0, 0.0, n)
-    cnt = (n - lo + 1.0) if g1 > 0.0 else (hi if g1 < 0.0 else (n if g0 > 0.0 else 0.0))
-    first = lo if g1 > 0.0 else 1.0
-    last = first + cnt - 1.0
-    pos = cnt * g0 + g1 * (first + last) * cnt / 2.0
-    return base + _mx(pos, 0.0)
 """
