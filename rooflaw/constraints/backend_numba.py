@@ -1,13 +1,13 @@
-"""The numba backend: one fused loop per table, generated from the numpy backend's lambdified cost model.
+"""The numba backend: the numpy cost model's own arithmetic in one generated loop.
 
-``kernels(preset, law)`` prints a Python module (the compiled preset's common-subexpression code, re-printed per
-candidate by :mod:`.numba_printer`, plus the roofline step-sum and the memory/energy assembly of
-:mod:`.roofline` in the same operation order), writes it under the rooflaw cache directory keyed by a hash of its
-text and the numba/numpy/Python versions, and imports it; every kernel is ``@njit(cache=True, fastmath=False)``, so
-numba's own on-disk cache sits next to the file and a fresh process (or a joblib/Dask worker) loads the machine code
-instead of compiling it again. Division by zero gives inf/NaN as in numpy (``error_model="numpy"``).
-
-numba is optional (``pip install rooflaw[fast]``): :func:`available` says whether it is importable.
+:func:`kernels` prints a Python module: the compiled preset's common-subexpression statements re-printed per
+candidate (:mod:`.numba_printer`), then the numpy path's epilogue, whose functions (engine overhead, decode-step sum,
+energy, the law's inputs) are traced (:mod:`.numba_trace`), so the kernel performs the same IEEE operations in the
+same order: bit-identical values. The module holds the row kernel (``evaluate_columns``) or, with a law, the
+frontier scan (:mod:`.scan_source`); it is written under the rooflaw cache directory keyed by a hash of its text and
+the library versions, and numba's ``cache=True`` machine code sits beside it, so a new process or a Dask worker loads
+instead of compiling. Division by zero gives inf/NaN as in numpy (``error_model="numpy"``). numba is optional
+(``pip install rooflaw[fast]``; :func:`.backends.available`).
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """The exhaustive frontier on the numba backend: the generated scan kernel over flat indices, on threads.
 
 The kernel (see :mod:`rooflaw.constraints.scan_source`) evaluates cost model and loss law per index, keeps the
-feasibility statistics and writes out only the indices that can still reach the frontier. The survivors are then
-evaluated again by the numpy reference (:func:`evaluate_lean`, bit-identical values) and filtered exactly, so the
-frontier rows, best points and diagnostics are built by the same code as the numpy path.
+feasibility statistics and writes out the indices that can still reach the frontier with their objective values
+(bit-identical to numpy's). Those are filtered exactly (:func:`pareto_mask`, moocore for three objectives or more);
+only the frontier, the best points and the diagnostics are evaluated again by the numpy reference
+(:func:`evaluate_lean`), so their rows are built by the same code as the numpy path.
 """
 
 from __future__ import annotations
@@ -228,6 +229,20 @@ def kernel_plan(problem: Problem, obj: np.ndarray, strict: bool = False, lohi: n
     return Plan(k, tabs, radix, p, tokens, obj, latc, bcol, bval, dlo, dhi, lohi)
 
 
+def scan_range(pl: Plan, a: int, b: int, stats: np.ndarray, red: _Reducer, stair: np.ndarray) -> None:
+    """Blocks ``[a, b)`` through the kernel, at most :data:`PIECE` points a call: its statistics folded into
+    ``stats``, its survivors into ``red`` (``stair``: the staircase, carried from call to call)."""
+    cap = max(OUT_CAP, 4 * (8192 + 2 * pl.block))
+    out, val = np.empty(cap, dtype=np.int64), np.empty((cap, len(pl.obj)))
+    pos = a
+    while pos < b:
+        t = _new_stats()
+        pl.scan(pos, min(b, pos + max(1, PIECE // pl.block)), stair, out, val, t)
+        _merge(stats, t)
+        red.add(out[: int(t[14])], val[: int(t[14])])
+        pos = int(t[13])
+
+
 def run_numba(problem: Problem, objectives: tuple[str, ...], n_jobs: int | None, cloud: int, backend: str):
     """``(acc, timings)`` like ``exhaustive._run``, or None when the numpy path should run instead."""
     size = problem.space.size
@@ -242,13 +257,10 @@ def run_numba(problem: Problem, objectives: tuple[str, ...], n_jobs: int | None,
     ocols = tuple(OBJECTIVES[o] for o in objectives)
     jobs = max(1, _n_jobs(n_jobs, max(size, 1 << 30)))
     lock, nxt = threading.Lock(), [0]
-    blk = pl.block
-    blocks, piece, cap = size // blk, max(1, PIECE // blk), max(OUT_CAP, 4 * (8192 + 2 * blk))
+    blocks, piece = size // pl.block, max(1, PIECE // pl.block)
 
     def work() -> tuple[np.ndarray, _Reducer]:
-        stats, red = _new_stats(), _Reducer()
-        stair = np.full(NBINS, np.inf)
-        out, val = np.empty(cap, dtype=np.int64), np.empty((cap, len(objectives)))
+        stats, red, stair = _new_stats(), _Reducer(), np.full(NBINS, np.inf)
         while True:
             with lock:
                 a = nxt[0]
@@ -256,13 +268,7 @@ def run_numba(problem: Problem, objectives: tuple[str, ...], n_jobs: int | None,
             if a >= blocks:
                 red.reduce()  # each thread filters its own survivors, in parallel (moocore releases the GIL)
                 return stats, red
-            b, pos = min(blocks, a + piece), a
-            while pos < b:
-                t = _new_stats()
-                pl.scan(pos, b, stair, out, val, t)
-                _merge(stats, t)
-                red.add(out[: int(t[14])], val[: int(t[14])])
-                pos = int(t[13])
+            scan_range(pl, a, min(blocks, a + piece), stats, red, stair)
 
     t0 = time.perf_counter()
     with ThreadPoolExecutor(jobs) as ex:

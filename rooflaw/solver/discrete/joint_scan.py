@@ -9,11 +9,12 @@ cost column that decides it *inside a combination*: loss, the phase's latency, m
 so a lower ``decode_s`` never means a lower throughput. Objectives that share a column count once; when only loss
 and one column remain, the kernel's staircase drops points that another feasible point of the same combination
 beats with a strictly lower loss and a no-worse column: dominated on every joint objective, hence never on the joint
-frontier. With more columns the kernel keeps every feasible point (still exact, only slower).
+frontier. With more columns the kernel keeps every feasible point, and the same argument lets its survivors be cut
+to those non-dominated on the kernel's columns (their values as the kernel computed them).
 
-The survivors are evaluated again by the numpy reference of the joint space (:func:`.joint_eval.evaluate_chunk`, the
-same values as the numpy path) and filtered on the joint objectives, so rows, best points and diagnostics are built
-by the same code as there; the union over tasks is filtered once more by the caller (:func:`.joint.merge`).
+Those are evaluated again by the numpy reference of the joint space (:func:`.joint_eval.evaluate_chunk`, the same
+values as the numpy path) and filtered on the joint objectives, so rows, best points and diagnostics are built by
+the same code as there; the union over tasks is filtered once more by the caller (:func:`.joint.merge`).
 """
 
 from __future__ import annotations
@@ -30,9 +31,9 @@ from ...constraints.backends import resolve
 from ...errors import RooflawError
 from ..problem import Problem
 from .exhaustive import _ranges
-from .exhaustive_fast import NBINS, OUT_CAP, PIECE, REDUCE_AT, Plan, _merge, _new_stats, kernel_plan
+from .exhaustive_fast import NBINS, Plan, _new_stats, _Reducer, kernel_plan, scan_range
 from .joint_eval import JOINT_KEEP, _filter, evaluate_chunk
-from .scan_parts import _Acc, _cat
+from .scan_parts import _Acc
 
 #: Joint objective -> the cost column that orders it inside one combination (None: the problem's latency phase).
 KERNEL_COLUMN = {"loss": "loss", "latency": None, "memory": "memory_bytes", "energy": "energy_j",
@@ -61,26 +62,9 @@ def scan_blocks(combo: Any, pl: Plan, a: int, b: int, objectives: tuple[str, ...
     """Blocks ``[a, b)`` of one combination through the kernel: counts, best points, budget minima, least
     violating point and the non-dominated rows (:data:`.joint_eval.JOINT_KEEP` + ``keep``'s extra columns)."""
     c0 = time.thread_time()
-    stats = _new_stats()
-    stair = np.full(NBINS, np.inf)
-    cap = max(OUT_CAP, 4 * (8192 + 2 * pl.block))
-    out, val = np.empty(cap, dtype=np.int64), np.empty((cap, len(pl.obj)))
-    survivors: list[np.ndarray] = []
-    held, front = 0, None
-    for s in range(a, b, max(1, PIECE // pl.block)):
-        pos, stop = s, min(b, s + max(1, PIECE // pl.block))
-        while pos < stop:
-            t = _new_stats()
-            pl.scan(pos, stop, stair, out, val, t)
-            _merge(stats, t)
-            n = int(t[14])
-            if n:
-                survivors.append(out[:n].copy())
-                held += n
-            pos = int(t[13])
-        if held > REDUCE_AT:
-            front, survivors, held = _reduce(combo, front, survivors, objectives, keep), [], 0
-    front = _reduce(combo, front, survivors, objectives, keep)
+    stats, red = _new_stats(), _Reducer()
+    scan_range(pl, a, b, stats, red, np.full(NBINS, np.inf))
+    front = _front(combo, red.reduce(), objectives, keep)
     acc = _Acc(evaluated=int(stats[0]), feasible=int(stats[1]))
     acc.front = front
     acc.best = _point(combo, stats[2], keep)
@@ -106,17 +90,15 @@ def _evaluate(combo: Any, idx: np.ndarray, keep: tuple[str, ...]) -> dict[str, n
     return v
 
 
-def _reduce(combo: Any, front: dict[str, np.ndarray] | None, survivors: list[np.ndarray],
-            objectives: tuple[str, ...], keep: tuple[str, ...]) -> dict[str, np.ndarray] | None:  # fmt: skip
-    """``front`` plus the survivors' rows, cut to their non-dominated rows on the joint objectives."""
-    if survivors:
-        idx = np.concatenate(survivors)
-        v = _evaluate(combo, idx, keep)
-        feas = np.flatnonzero(v["feasible"])
-        if len(feas) != len(idx):
-            raise RooflawError("numba joint scan: a survivor is infeasible under numpy")  # kernel/numpy disagree
-        front = _cat(front, {x: np.asarray(v[x]) for x in keep})
-    return None if front is None else _filter(front, objectives)
+def _front(combo: Any, idx: np.ndarray, objectives: tuple[str, ...], keep: tuple[str, ...]) -> dict | None:
+    """The rows of the survivors ``idx`` (non-dominated on the kernel's columns inside the combination), cut to
+    their non-dominated rows on the joint objectives."""
+    if not len(idx):
+        return None
+    v = _evaluate(combo, idx, keep)
+    if not v["feasible"].all():
+        raise RooflawError("numba joint scan: a survivor is infeasible under numpy")  # kernel/numpy disagree
+    return _filter({x: np.asarray(v[x]) for x in keep}, objectives)
 
 
 def _point(combo: Any, index: float, keep: tuple[str, ...]) -> dict[str, float] | None:
