@@ -260,7 +260,7 @@ _GROUPS = {"prefill_s": 16, "ttft_s": 16, "decode_s": 17, "tpot_s": 17, "total_s
            "params_active": 19}  # fmt: skip
 
 
-#: Output sets the point loop has a version for besides the one computing everything (the loop is short, so a run-
+#: Output sets the point code has a version for besides the one computing everything (the loop is short, so a run-
 #: time branch per group there costs as much as the work it skips; a version prunes it at compile time).
 _VERSIONS = (("decode_s", "memory_bytes"), ("prefill_s", "memory_bytes"))
 
@@ -368,12 +368,13 @@ def _scan_source(axes, scalars, fixed, body: list[list[str]], loss: list[list[st
     every = frozenset(group.values())
     versions = [frozenset(group[OUTPUTS.index(o)] for o in v) for v in _VERSIONS] + [every]
     ind = lambda lines, n: "\n".join(" " * n + ln for ln in lines)  # noqa: E731
-    points = []
+    point = []  # one branch per point, well predicted; the loss and the feasibility code are shared
     for j, ver in enumerate(versions):
-        stores = [f"v[{k}] = o{k}" for k in range(len(OUTPUTS))] + ["v[16] = loss"]
-        body = POINT.replace("{LOSS}", ind(emit(5, ver), 0)).replace("{POINT}", ind(emit(4, ver) + stores, 0))
-        head = f"{'if' if j == 0 else 'elif'} mode == {j}:" if j < len(versions) - 1 else "else:"
-        points += [head, "    for iv in range(nv):", *(f"        {ln}" for ln in body.strip("\n").split("\n"))]
+        head = "else:" if 0 < j == len(versions) - 1 else f"{'if' if j == 0 else 'elif'} mode == {j}:"
+        point += [head, *(f"    {ln}" for ln in emit(4, ver))]
+    point += [f"v[{k}] = o{k}" for k in range(len(OUTPUTS))] + ["v[16] = loss"]
+    body = POINT.replace("{LOSS}", ind(emit(5), 0)).replace("{POINT}", ind(point, 0))
+    points = ["for iv in range(nv):", *(f"    {ln}" for ln in body.strip("\n").split("\n"))]
     outer = {lv: emit(lv) for lv in range(4)}
     on = {q: " or ".join(f"need[{k}] != 0" for k in group if group[k] == q) for q in every}
     flag_lines = [f"{g} = {' or '.join(on[q] for q in sorted(u))}" for u, g in flags.items()]
