@@ -301,7 +301,8 @@ def test_kernels_cached_on_disk_for_a_fresh_process(tmp_path):
                              capture_output=True, text=True, timeout=600)  # fmt: skip
         assert run.returncode == 0, run.stderr
         seen.append(run.stdout.split())
-    assert seen[0] == seen[1] == ["True", "Native", "True"]
+    assert seen[0] == ["True", "Native", "True"]  # numba's own cache (or a compile)
+    assert seen[1][1:] == ["Native", "True"]  # compiled once more to keep the object code, unless already kept
     assert seen[2] == ["False", "Native", "True"]  # linked natively: numba never imported
     assert list((base / "numba").glob("rl_*.py")) and list(base.glob("native-*.pkl"))
 

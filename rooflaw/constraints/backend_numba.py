@@ -19,7 +19,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -234,7 +234,8 @@ def _names(st: list[str]) -> tuple[set[str], set[str]]:
     """(names read, names assigned) by a statement, from its syntax tree (a subscripted store reads its array)."""
     import ast
 
-    reads, writes = set(), set()
+    reads: set[str] = set()
+    writes: set[str] = set()
     for n in ast.walk(ast.parse("\n".join(st))):
         if isinstance(n, ast.Name):
             (writes if isinstance(n.ctx, ast.Store) else reads).add(n.id)
@@ -276,6 +277,8 @@ def _hoist(stmts: list[list[str]], level: dict[str, int]) -> list[list[str]]:
     lv = lambda n: max((level.get(x.id, 0) for x in ast.walk(n) if isinstance(x, ast.Name)), default=0)  # noqa: E731
 
     class Hoist(ast.NodeTransformer):
+        top = 0  # the statement's level
+
         def visit(self, n: ast.AST) -> ast.AST:
             if isinstance(n, (ast.BinOp, ast.UnaryOp, ast.Call)) and lv(n) < self.top:
                 name = f"h{len(level)}"
@@ -283,14 +286,14 @@ def _hoist(stmts: list[list[str]], level: dict[str, int]) -> list[list[str]]:
                 out.append([f"{name} = {ast.unparse(n)}"])
                 return ast.Name(name, ast.Load())
             if isinstance(n, ast.Call):
-                n.args = [self.visit(a) for a in n.args]
+                n.args = [cast(ast.expr, self.visit(a)) for a in n.args]
                 return n
             return n if isinstance(n, (ast.IfExp, ast.BoolOp)) else super().visit(n)
 
     for st in stmts:
         tgt, eq, rhs = st[0].partition(" = ")
         if len(st) == 1 and eq and tgt.isidentifier():
-            tree = ast.parse(rhs, mode="eval").body
+            tree: ast.AST = ast.parse(rhs, mode="eval").body
             h = Hoist()
             h.top = lv(tree)
             if h.top:
@@ -373,8 +376,8 @@ def _scan_source(axes, scalars, fixed, body: list[list[str]], loss: list[list[st
         head = "else:" if 0 < j == len(versions) - 1 else f"{'if' if j == 0 else 'elif'} mode == {j}:"
         point += [head, *(f"    {ln}" for ln in emit(4, ver))]
     point += [f"v[{k}] = o{k}" for k in range(len(OUTPUTS))] + ["v[16] = loss"]
-    body = POINT.replace("{LOSS}", ind(emit(5), 0)).replace("{POINT}", ind(point, 0))
-    points = ["for iv in range(nv):", *(f"    {ln}" for ln in body.strip("\n").split("\n"))]
+    loop = POINT.replace("{LOSS}", ind(emit(5), 0)).replace("{POINT}", ind(point, 0))
+    points = ["for iv in range(nv):", *(f"    {ln}" for ln in loop.strip("\n").split("\n"))]
     outer = {lv: emit(lv) for lv in range(4)}
     on = {q: " or ".join(f"need[{k}] != 0" for k in group if group[k] == q) for q in every}
     flag_lines = [f"{g} = {' or '.join(on[q] for q in sorted(u))}" for u, g in flags.items()]

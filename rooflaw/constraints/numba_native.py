@@ -246,4 +246,4 @@ def specs(per_row, scan: bool) -> dict[str, list[tuple[str, str]]]:
         "radix:i8[:] obj:i8[:] need:i8[:] latc:i8 bcol:i8[:] bval:f8[:] dlo:f8[:] dhi:f8[:] lohi:f8[:] "
         "stair:f8[:] out_idx:i8[:] out_val:f8[:,:] stats:f8[:] mw:f8[:,:] v:f8[:] sf:f8[:,:] si:i8[:,:] pre:f8[:]"
     )
-    return {"scan": [tuple(a.split(":", 1)) for a in kinds.split()]}
+    return {"scan": [(a, k) for a, _, k in (x.partition(":") for x in kinds.split())]}

@@ -11,7 +11,7 @@ from user text.
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 
@@ -145,7 +145,7 @@ def memo_site(t: str, base: str, ex: str) -> tuple[list[str], list[str]]:
 
 
 def memo_powers(
-    expr: str, prefix: str, start: int, body: list[list[str]] = ()
+    expr: str, prefix: str, start: int, body: Sequence[list[str]] = ()
 ) -> tuple[list[str], list[list[str]], str]:
     """Give every ``a ** b`` with a non-literal exponent in the scalar expression ``expr`` a memo site: (init
     lines, statements to run first, the expression reading the sites).

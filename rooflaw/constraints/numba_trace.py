@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any
+from typing import Any, cast
 
 from .numba_printer import Unsupported
 
@@ -152,7 +152,7 @@ def trace_engine_overhead(
     proxy = _RatesProxy(_numeric_fields())
     try:
         touched = experts_touched(Traced(experts), Traced(top_k), Traced(tokens))
-        out = A.engine_overhead(proxy, Traced(layers), Traced(moe), touched)
+        out = A.engine_overhead(cast(Any, proxy), Traced(layers), Traced(moe), touched)
     except (TypeError, AttributeError) as e:  # an operation the tracer does not record
         raise Unsupported(f"engine_overhead: {e}") from None
     return code(out), tuple(proxy.used)
@@ -173,7 +173,9 @@ def energy_source(total: str, flops: dict[str, str], nbytes: str) -> str:
     from . import assembly as A
 
     args = (Traced(f"({total})"), {c: Traced(f"({f})") for c, f in flops.items()}, Traced(f"({nbytes})"))
-    coef = A.EnergyCoefficients(Traced("p_idle"), {c: Traced(f"p_ef_{c}") for c in flops}, Traced("p_ebyte"))
+    idle, per_byte, per_flop = cast(Any, Traced("p_idle")), cast(Any, Traced("p_ebyte")), cast(Any, {})
+    per_flop.update({c: Traced(f"p_ef_{c}") for c in flops})
+    coef = A.EnergyCoefficients(idle, per_flop, per_byte)
     return f"{code(A.energy(coef, *args))} if p_emode != 0.0 else {code(A.energy(None, *args))}"
 
 

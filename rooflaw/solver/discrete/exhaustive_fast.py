@@ -111,7 +111,7 @@ def _loss_range(problem: Problem) -> np.ndarray:
     return np.array([lo, hi])
 
 
-class _Reducer:
+class Reducer:
     """Survivors of one thread (indices and the kernel's objective values), cut down to their exact frontier with
     :func:`pareto_mask` whenever they pile up; only the final frontier is evaluated again by numpy."""
 
@@ -128,7 +128,7 @@ class _Reducer:
         if self.n > REDUCE_AT:
             self.reduce()
 
-    def absorb(self, other: _Reducer) -> None:
+    def absorb(self, other: Reducer) -> None:
         self.idx += other.idx
         self.val += other.val
         self.n += other.n
@@ -159,7 +159,7 @@ def _merge(s: np.ndarray, t: np.ndarray) -> None:
         s[11:13] = t[11:13]
 
 
-def _new_stats() -> np.ndarray:
+def new_stats() -> np.ndarray:
     return np.array([0, 0, -1, np.inf, np.inf, -1, np.inf, np.inf, np.inf, np.inf, np.inf, np.inf, -1, 0, 0.0])
 
 
@@ -229,14 +229,14 @@ def kernel_plan(problem: Problem, obj: np.ndarray, strict: bool = False, lohi: n
     return Plan(k, tabs, radix, p, tokens, obj, latc, bcol, bval, dlo, dhi, lohi)
 
 
-def scan_range(pl: Plan, a: int, b: int, stats: np.ndarray, red: _Reducer, stair: np.ndarray) -> None:
+def scan_range(pl: Plan, a: int, b: int, stats: np.ndarray, red: Reducer, stair: np.ndarray) -> None:
     """Blocks ``[a, b)`` through the kernel, at most :data:`PIECE` points a call: its statistics folded into
     ``stats``, its survivors into ``red`` (``stair``: the staircase, carried from call to call)."""
     cap = max(OUT_CAP, 4 * (8192 + 2 * pl.block))
     out, val = np.empty(cap, dtype=np.int64), np.empty((cap, len(pl.obj)))
     pos = a
     while pos < b:
-        t = _new_stats()
+        t = new_stats()
         pl.scan(pos, min(b, pos + max(1, PIECE // pl.block)), stair, out, val, t)
         _merge(stats, t)
         red.add(out[: int(t[14])], val[: int(t[14])])
@@ -259,8 +259,8 @@ def run_numba(problem: Problem, objectives: tuple[str, ...], n_jobs: int | None,
     lock, nxt = threading.Lock(), [0]
     blocks, piece = size // pl.block, max(1, PIECE // pl.block)
 
-    def work() -> tuple[np.ndarray, _Reducer]:
-        stats, red, stair = _new_stats(), _Reducer(), np.full(NBINS, np.inf)
+    def work() -> tuple[np.ndarray, Reducer]:
+        stats, red, stair = new_stats(), Reducer(), np.full(NBINS, np.inf)
         while True:
             with lock:
                 a = nxt[0]
@@ -275,10 +275,10 @@ def run_numba(problem: Problem, objectives: tuple[str, ...], n_jobs: int | None,
         parts = [f.result() for f in [ex.submit(work) for _ in range(jobs)]]
     eval_wall = time.perf_counter() - t0
     t1 = time.perf_counter()
-    stats = _new_stats()
+    stats = new_stats()
     for st, _ in parts:
         _merge(stats, st)
-    red = _Reducer()
+    red = Reducer()
     for _, r in parts:
         red.absorb(r)
     acc = _Acc(evaluated=int(stats[0]), feasible=int(stats[1]))

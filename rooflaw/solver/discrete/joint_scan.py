@@ -31,7 +31,7 @@ from ...constraints.backends import resolve
 from ...errors import RooflawError
 from ..problem import Problem
 from .exhaustive import _ranges
-from .exhaustive_fast import NBINS, Plan, _new_stats, _Reducer, kernel_plan, scan_range
+from .exhaustive_fast import NBINS, Plan, Reducer, kernel_plan, new_stats, scan_range
 from .joint_eval import JOINT_KEEP, _filter, evaluate_chunk
 from .scan_parts import _Acc
 
@@ -62,7 +62,7 @@ def scan_blocks(combo: Any, pl: Plan, a: int, b: int, objectives: tuple[str, ...
     """Blocks ``[a, b)`` of one combination through the kernel: counts, best points, budget minima, least
     violating point and the non-dominated rows (:data:`.joint_eval.JOINT_KEEP` + ``keep``'s extra columns)."""
     c0 = time.thread_time()
-    stats, red = _new_stats(), _Reducer()
+    stats, red = new_stats(), Reducer()
     scan_range(pl, a, b, stats, red, np.full(NBINS, np.inf))
     front = _front(combo, red.reduce(), objectives, keep)
     acc = _Acc(evaluated=int(stats[0]), feasible=int(stats[1]))
@@ -130,8 +130,8 @@ def kernel_combinations(problem: Problem, combos: Sequence[Any], objectives: tup
         if c.precision not in by_precision:
             pl = plan(c.problem, objectives, strict=backend == "numba")
             by_precision[c.precision] = None if pl is None else (problem.space.size // pl.block, pl.lohi)
-        if by_precision[c.precision] is not None:
-            out[c.index] = by_precision[c.precision]
+        if (bp := by_precision[c.precision]) is not None:
+            out[c.index] = bp
     return out
 
 
