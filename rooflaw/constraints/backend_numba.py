@@ -19,11 +19,12 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
 from ..errors import RooflawError
+from . import numba_schedule as S
 from .backends import available
 from .numba_native import entry_source, load, no_alloc, specs
 from .numba_printer import HELPERS, Unsupported, memo_powers, scalarize
@@ -208,7 +209,7 @@ def _rows_source(per_row, scalars, body: list[list[str]], init: list[str]) -> li
     """The row kernel: one loop over the table, every output of a row computed in registers and stored once;
     statements that read only workload/device scalars run once before the loop. (Recomputing a row's statements
     only when its columns changed from the previous row measured no faster: 370-560 vs 260-300 ns per row.)"""
-    levels = _levels(body, {f"c_{a}": 1 for a in per_row})
+    levels = S.levels(body, {f"c_{a}": 1 for a in per_row})
     once = [ln for st, x in zip(body, levels, strict=True) if x == 0 for ln in st]
     each = [ln for st, x in zip(body, levels, strict=True) if x != 0 for ln in st]
     return [
@@ -230,29 +231,6 @@ def _rows_source(per_row, scalars, body: list[list[str]], init: list[str]) -> li
 _LOOPS = {"iw": 1, "im": 2, "il": 3, "iv": 4}
 
 
-def _names(st: list[str]) -> tuple[set[str], set[str]]:
-    """(names read, names assigned) by a statement, from its syntax tree (a subscripted store reads its array)."""
-    import ast
-
-    reads: set[str] = set()
-    writes: set[str] = set()
-    for n in ast.walk(ast.parse("\n".join(st))):
-        if isinstance(n, ast.Name):
-            (writes if isinstance(n.ctx, ast.Store) else reads).add(n.id)
-    return reads, writes
-
-
-def _levels(stmts: list[list[str]], level: dict[str, int]) -> list[int]:
-    """The loop level of each statement: the deepest level of the names it reads (``level``: of the inputs)."""
-    out = []
-    for st in stmts:
-        reads, writes = _names(st)
-        lv = max((level.get(n, 0) for n in reads), default=0)
-        level.update(dict.fromkeys(writes, lv))
-        out.append(lv)
-    return out
-
-
 #: Outputs whose statements the scan skips together (one run-time branch per group and statement run, not per
 #: output: fewer branches per point). A grouping for speed only: an output not listed is a group of its own.
 _GROUPS = {"prefill_s": 16, "ttft_s": 16, "decode_s": 17, "tpot_s": 17, "total_s": 18, "prefill_flops": 18,
@@ -266,63 +244,6 @@ _GROUPS = {"prefill_s": 16, "ttft_s": 16, "decode_s": 17, "tpot_s": 17, "total_s
 _VERSIONS = (("decode_s", "memory_bytes"), ("prefill_s", "memory_bytes"))
 
 
-def _hoist(stmts: list[list[str]], level: dict[str, int]) -> list[list[str]]:
-    """The same statements with each arithmetic subexpression whose inputs are known at an outer loop level than
-    its statement's taken out into a statement of its own (``h<k> = …``), so it runs at that level. Only values
-    are named: every operation, and its order, stays the same. (LLVM would hoist them itself, but not out of the
-    run-time ``need`` branches.)"""
-    import ast
-
-    out: list[list[str]] = []
-    lv = lambda n: max((level.get(x.id, 0) for x in ast.walk(n) if isinstance(x, ast.Name)), default=0)  # noqa: E731
-
-    class Hoist(ast.NodeTransformer):
-        top = 0  # the statement's level
-
-        def visit(self, n: ast.AST) -> ast.AST:
-            if isinstance(n, (ast.BinOp, ast.UnaryOp, ast.Call)) and lv(n) < self.top:
-                name = f"h{len(level)}"
-                level[name] = lv(n)
-                out.append([f"{name} = {ast.unparse(n)}"])
-                return ast.Name(name, ast.Load())
-            if isinstance(n, ast.Call):
-                n.args = [cast(ast.expr, self.visit(a)) for a in n.args]
-                return n
-            return n if isinstance(n, (ast.IfExp, ast.BoolOp)) else super().visit(n)
-
-    for st in stmts:
-        tgt, eq, rhs = st[0].partition(" = ")
-        if len(st) == 1 and eq and tgt.isidentifier():
-            tree: ast.AST = ast.parse(rhs, mode="eval").body
-            h = Hoist()
-            h.top = lv(tree)
-            if h.top:
-                tree = h.visit(tree)
-            level[tgt] = h.top
-            out.append([f"{tgt} = {ast.unparse(tree)}"])
-        else:
-            reads, writes = _names(st)
-            level.update(dict.fromkeys(writes, max((level.get(n, 0) for n in reads), default=0)))
-            out.append(st)
-    return out
-
-
-def _guards(stmts: list[list[str]], roots: dict[str, int]) -> list[frozenset[int]]:
-    """For each statement, the outputs that need it (``roots``: output variable -> its index; -1 for one that
-    is always needed): the scan skips a statement at run time when none of its outputs is asked for."""
-    rw = [_names(st) for st in stmts]
-    by = {w: j for j, (_, ws) in enumerate(rw) for w in ws}
-    users: list[set[int]] = [set() for _ in stmts]
-    for name, k in roots.items():
-        todo = [by[name]]
-        while todo:
-            j = todo.pop()
-            if k not in users[j]:
-                users[j].add(k)
-                todo += [by[n] for n in rw[j][0] if n in by and by[n] != j]
-    return [frozenset(u) for u in users]
-
-
 def _scan_source(axes, scalars, fixed, body: list[list[str]], loss: list[list[str]], init: list[str]) -> str:
     """The scan kernel: each statement of the point code is placed in the outermost loop where its inputs are
     known, so per-layer and per-block work is done once per block, not once per point (same operations). One
@@ -332,10 +253,10 @@ def _scan_source(axes, scalars, fixed, body: list[list[str]], loss: list[list[st
 
     pre = [f"{_var(a)} = w[{k}]" for k, a in enumerate(scalars)] + [f"c_{a} = fx[{k}]" for k, a in enumerate(fixed)]
     dec = [[f"c_{a} = T{x.upper()}[i{x}, {j}]"] for x, ax in zip("wmlv", axes, strict=True) for j, a in enumerate(ax)]
-    stmts = _hoist(dec + body + loss, dict(_LOOPS))
-    levels = _levels(stmts, dict(_LOOPS))
+    stmts = S.hoist(dec + body + loss, dict(_LOOPS))
+    levels = S.levels(stmts, dict(_LOOPS))
     group = {k: _GROUPS.get(name, k) for k, name in enumerate(OUTPUTS)}
-    users = [frozenset(group.get(k, k) for k in u) for u in _guards(stmts, {"loss": -1} | {f"o{k}": k for k in group})]
+    users = [frozenset(group.get(k, k) for k in u) for u in S.guards(stmts, {"loss": -1} | {f"o{k}": k for k in group})]
     flags: dict[frozenset[int], str] = {}
     # a statement's inputs are needed by a superset of its outputs: ordering each level by decreasing output set
     # keeps every input before its readers and puts the statements of one set together, under one flag
@@ -343,7 +264,7 @@ def _scan_source(axes, scalars, fixed, body: list[list[str]], loss: list[list[st
     blocks: list[tuple[int, frozenset[int] | None, list[list[str]]]] = []  # (level, guard, statements)
     for lv, _, _, j in sorted(live):  # statements no output needs are dead code, left out
         st, u = stmts[j], users[j]
-        g = None if lv == 0 or -1 in u or len(_names(st)[1]) != 1 else u  # memo sites: ints must stay defined
+        g = None if lv == 0 or -1 in u or len(S.names(st)[1]) != 1 else u  # memo sites: ints must stay defined
         lv = 5 if lv == 4 and -1 in u else lv  # the point's loss first: an infeasible point skips the rest
         if blocks and blocks[-1][:2] == (lv, g) and g is not None:
             blocks[-1][2].append(st)
@@ -364,7 +285,7 @@ def _scan_source(axes, scalars, fixed, body: list[list[str]], loss: list[list[st
             # skipped: every value still defined in this iteration (a value kept from an earlier one would be
             # carried around the loop, which costs registers and time)
             out += [f"if {flag}:", *(f"    {ln}" for st in sts for ln in st), "else:"]
-            out += [f"    {w} = 0.0" for st in sts for w in sorted(_names(st)[1])]
+            out += [f"    {w} = 0.0" for st in sts for w in sorted(S.names(st)[1])]
         return out
 
     # the point loop once per version: a query runs the first whose groups hold every output it needs
