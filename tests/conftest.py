@@ -26,6 +26,7 @@ MODULE_COST_HINT = {
     "test_truth_engine.py": 117,
     "test_joint_numba.py": 78,
     "test_report_browser.py": 55,  # chromium, four pages (measured alone, 2026-12-02, load ~8)
+    "test_dask_backends.py": 33,
     "test_ref_kkt.py": 54,
     "test_search.py": 52,
     "test_gp_full.py": 50,

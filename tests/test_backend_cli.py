@@ -7,9 +7,9 @@ import json
 import pytest
 
 from rooflaw.cli import main
-from rooflaw.constraints import backend_numba as bn
+from rooflaw.constraints import backends
 
-needs_numba = pytest.mark.skipif(not bn.available(), reason="numba (the fast extra) is not installed")
+needs_numba = pytest.mark.skipif(not backends.available(), reason="numba (the fast extra) is not installed")
 # the defaults: full preset, the device's fitted engine profile, the law's fitted domain (no extrapolation)
 COMMON = ("--device", "jetson-orin-nano-8gb", "--space", "paper", "--json")
 

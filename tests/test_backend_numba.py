@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -15,11 +15,11 @@ import pytest
 from rooflaw import Infeasible, RooflawError, get_device
 from rooflaw.arch import Space
 from rooflaw.arch.load import bundled_models, from_hf_config
-from rooflaw.constraints import Workload, evaluate_columns
+from rooflaw.constraints import Workload, backends, evaluate_columns
 from rooflaw.constraints import backend_numba as bn
 from rooflaw.solver import Problem, frontier, solve_exhaustive
 
-needs_numba = pytest.mark.skipif(not bn.available(), reason="numba (the fast extra) is not installed")
+needs_numba = pytest.mark.skipif(not backends.available(), reason="numba (the fast extra) is not installed")
 
 
 def random_columns(rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
@@ -64,85 +64,46 @@ def assert_identical(a: dict, b: dict) -> None:
         assert np.array_equal(a[k], b[k], equal_nan=a[k].dtype != bool), (k, np.flatnonzero(a[k] != b[k])[:5])
 
 
+CASES = [
+    (Workload(), "fp16"),
+    (Workload(batch=8, input_tokens=512, output_tokens=64, attention="fused"), "w4a16kv8"),
+    (Workload(batch=3, input_tokens=4096, output_tokens=1), "int8"),
+]
+
+
 @needs_numba
+@pytest.mark.parametrize("case", range(len(CASES)))
+@pytest.mark.parametrize("dev", range(4))
 @pytest.mark.parametrize("preset", ["full", "paper"])
-def test_identical_on_random_candidates(preset):
-    rng = np.random.default_rng(7)
-    cols = random_columns(rng, 20_000)
-    cases = [
-        (Workload(), "fp16"),
-        (Workload(batch=8, input_tokens=512, output_tokens=64, attention="fused"), "w4a16kv8"),
-        (Workload(batch=3, input_tokens=4096, output_tokens=1), "int8"),
-    ]
-    for dev in devices():
-        for w, prec in cases:
-            # None: the device's default (fitted) engine profile; torch-eager: kernels per routed expert touched
-            for engine in ("device", None, "vllm", "torch-eager"):
-                a = evaluate_columns(cols, dev, w, prec, preset, backend="numpy", engine=engine)
-                b = evaluate_columns(cols, dev, w, prec, preset, backend="numba", engine=engine)
-                assert_identical(a, b)
+def test_identical_on_random_candidates(preset, dev, case):
+    cols = random_columns(np.random.default_rng(7), 20_000)
+    w, prec = CASES[case]
+    # None: the device's default (fitted) engine profile; torch-eager: kernels per routed expert touched
+    for engine in ("device", None, "vllm", "torch-eager"):
+        a = evaluate_columns(cols, devices()[dev], w, prec, preset, backend="numpy", engine=engine)
+        b = evaluate_columns(cols, devices()[dev], w, prec, preset, backend="numba", engine=engine)
+        assert_identical(a, b)
 
 
 @needs_numba
-def test_identical_on_the_vectorized_kernel():
-    """Tables of at least VECTOR_MIN_ROWS rows run the SIMD kernel specialised to their constant columns."""
+def test_identical_with_nan_inf_and_in_space_order():
+    """K/E = inf and 0/0 through the powers and the decode sums; rows in space order (the memo's last-value
+    path), at random (its table) and both mixed."""
     from rooflaw.arch import get_space
 
-    n = bn.VECTOR_MIN_ROWS + 5  # a remainder after the vector loop
+    n = 6000
     rng = np.random.default_rng(11)
     space = get_space("wide")
     mixed = np.concatenate([np.arange(n // 2), rng.integers(0, space.size, n - n // 2), np.arange(3000)])
     tables = [random_columns(rng, n), space.columns_at(rng.integers(0, space.size, n), np.float64),
-              space.columns_at(np.arange(n) * 37, np.float64),
-              space.columns_at(mixed, np.float64)]  # fmt: skip  # ordered, random, ordered: both first passes
-    tables[0]["experts"][:7] = 0.0  # K/E = inf, 0/0: NaN and inf through the powers and the decode sums
+              space.columns_at(np.arange(n) * 37, np.float64), space.columns_at(mixed, np.float64)]  # fmt: skip
+    tables[0]["experts"][:7] = 0.0
     for cols in tables:
         for dev, engine in ((devices()[0], None), (devices()[3], "device")):
             w = Workload(batch=4, input_tokens=700, output_tokens=33)
             with np.errstate(all="ignore"):
                 a = evaluate_columns(cols, dev, w, backend="numpy", engine=engine)
             assert_identical(a, evaluate_columns(cols, dev, w, backend="numba", engine=engine))
-
-
-@needs_numba
-def test_out_overwrites_an_earlier_result_in_place():
-    """``out=``: the kernel writes straight into an earlier numba result's block; other backends and separate
-    arrays are filled by copying; the values are the fresh evaluation's either way. Bad ``out`` names the key."""
-    from rooflaw.arch import get_space
-
-    n = bn.VECTOR_MIN_ROWS + 5
-    rng = np.random.default_rng(12)
-    space = get_space("wide")
-    first, second = (space.columns_at(rng.integers(0, space.size, n), np.float64) for _ in range(2))
-    dev, w = devices()[0], Workload(batch=4, input_tokens=700, output_tokens=33)
-    prev = evaluate_columns(first, dev, w, backend="numba")
-    addr = {k: v.__array_interface__["data"][0] for k, v in prev.items()}
-    ref = evaluate_columns(second, dev, w, backend="numpy")
-    got = evaluate_columns(second, dev, w, backend="numba", out=prev)
-    assert_identical(ref, got)
-    assert all(got[k] is prev[k] for k in prev)
-    assert {k: v.__array_interface__["data"][0] for k, v in got.items()} == addr  # no new memory
-    # an input column that is one of out's arrays: computed first, then copied (never read after overwriting)
-    aliased = {**second, "tied": got["prefill_s"]}  # tied is read after prefill_s is stored
-    got["prefill_s"][:] = second["tied"]
-    assert_identical(ref, evaluate_columns(aliased, dev, w, backend="numba", out=got))
-    separate = {k: np.full(n, np.nan) if v.dtype != bool else np.zeros(n, bool) for k, v in ref.items()}
-    for backend in ("numba", "numpy"):
-        target = {k: v.copy() for k, v in separate.items()}
-        assert_identical(ref, evaluate_columns(second, dev, w, backend=backend, out=target))
-        assert_identical(ref, target)
-    bad_outs = [
-        ({**prev, "decode_s": np.zeros(n - 1)}, "out['decode_s']"),
-        ({"prefill_s": prev["prefill_s"]}, "out='decode_s'"),
-        ([1, 2], "out"),
-        ({**prev, "energy_j": np.zeros(n, np.float32)}, "out['energy_j']"),
-    ]
-    ro = prev["total_s"].view()
-    ro.flags.writeable = False
-    bad_outs.append(({**prev, "total_s": ro}, "out['total_s']"))
-    for out, field in bad_outs:
-        with pytest.raises(RooflawError, match=f"^{re.escape(field)}"):
-            evaluate_columns(second, dev, w, backend="numba", out=out)
 
 
 @needs_numba
@@ -243,17 +204,28 @@ def test_frontier_exact_against_brute_force(seed, monkeypatch):
     dev_id = ["jetson-orin-nano-8gb", "h100-sxm", "rtx-4090", "jetson-orin-nano-8gb"][seed]
     dev = get_device(dev_id) if seed % 2 == 0 else dataclasses.replace(get_device(dev_id), achieved={})
     budget = [{}, {"latency_budget": 0.02}, {"memory_budget": 2e9}, {"energy_budget": 5.0}][seed]
-    prob = Problem(law="paper-2602.10377", device=dev, space=space, allow_extrapolation=seed % 2 == 1, **budget)
-    # two kernels in all (each compiles once): the scan is specialised to the outputs it reads
-    for objectives in [("loss", "latency"), ("loss", "latency", "energy")]:
-        a = frontier(prob, objectives, n_jobs=2, cloud=0, backend="numba")
-        b = frontier(prob, objectives, n_jobs=1, cloud=0, backend="numpy")
-        assert rows(a.frontier) == brute_front(prob, objectives)
+
+    def problem(extrapolate: bool, **extra) -> Problem:
+        return Problem(law="paper-2602.10377", device=dev, space=space, allow_extrapolation=extrapolate, **budget,
+                       **extra)  # fmt: skip
+
+    # one scan kernel per law: a second query (other objectives, a budget, the domain off) compiles nothing
+    prob = problem(seed % 2 == 1)
+    extra = {"memory_budget": 3e9} if seed != 2 else {"energy_budget": 50.0}
+    queries = [(prob, ("loss", "latency")), (prob, ("loss", "latency", "energy")),
+               (problem(seed % 2 == 0, **extra), ("loss", "memory"))]  # fmt: skip
+    for q, objectives in queries:
+        a = frontier(q, objectives, n_jobs=2, cloud=0, backend="numba")
+        if q is queries[0][0] and objectives == queries[0][1]:
+            loaded = dict(bn._LOADED)
+        assert loaded == bn._LOADED  # no new module, hence nothing compiled
+        b = frontier(q, objectives, n_jobs=1, cloud=0, backend="numpy")
+        assert rows(a.frontier) == brute_front(q, objectives)
         assert a.frontier.equals(b.frontier)
         assert (a.evaluated, a.feasible) == (b.evaluated, b.feasible) == (space.size, b.feasible)
         assert a.timings["backend"] == "numba"
-    ra = solve_exhaustive(prob, backend="numba")
-    rb = solve_exhaustive(prob, backend="numpy")
+    ra = solve_exhaustive(q, backend="numba")
+    rb = solve_exhaustive(q, backend="numpy")
     assert ra.architecture == rb.architecture and ra.loss == rb.loss and ra.binding == rb.binding
 
 
@@ -274,17 +246,41 @@ def test_prefilter_drops_points_and_infeasible_message_matches():
 
 def test_backend_choice_and_missing_numba(monkeypatch):
     with pytest.raises(RooflawError, match="backend='gpu'"):
-        bn.resolve("gpu", 10)
-    assert bn.resolve("auto", 10) == "numpy"  # small tables stay on numpy
-    monkeypatch.setattr(bn, "available", lambda: False)
-    assert bn.resolve("auto", 10**9) == "numpy"
+        backends.resolve("gpu", 10)
+    assert backends.resolve("auto", 10) == "numpy"  # small tables stay on numpy
+    monkeypatch.setattr(backends, "available", lambda: False)
+    assert backends.resolve("auto", 10**9) == "numpy"
     with pytest.raises(RooflawError, match="numba is not installed"):
         evaluate_columns({"layers": 2, "d_model": 256, "heads": 4, "ffn": 512}, get_device("h100-sxm"),
                          backend="numba", engine="device")  # fmt: skip
 
 
+def test_auto_says_once_why_it_runs_numpy(monkeypatch):
+    """``auto`` on a table numba would take but cannot: one SlowPathWarning naming the reason, then silence."""
+    monkeypatch.setattr(backends, "AUTO_MIN_ROWS", 1)
+    monkeypatch.setattr(backends, "available", lambda: True)
+    monkeypatch.setattr(backends, "_WARNED", set())
+    cols, dev = {"layers": np.arange(1, 9), "d_model": 512, "heads": 8, "ffn": 2048}, get_device("h100-sxm")
+    with pytest.warns(backends.SlowPathWarning, match=r"runs numpy .* because the numba kernel has no tile/wave"):
+        a = evaluate_columns(cols, dev, tiles=True, engine="device")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        b = evaluate_columns(cols, dev, tiles=True, engine="device")  # the same reason: no second warning
+    assert_identical(a, b)
+
+    def unsupported(*a, **k):
+        raise bn.Unsupported("function Heaviside")
+
+    monkeypatch.setattr(bn, "kernels", unsupported)
+    with pytest.warns(backends.SlowPathWarning, match="cannot express this cost model .function Heaviside"):
+        assert_identical(evaluate_columns(cols, dev, engine="device", backend="auto"),
+                         evaluate_columns(cols, dev, engine="device", backend="numpy"))  # fmt: skip
+
+
 @needs_numba
 def test_kernels_cached_on_disk_for_a_fresh_process(tmp_path):
+    """A fresh process loads the kernel from numba's disk cache; with ROOFLAW_NUMBA_NATIVE=1 the second one links
+    the stored object code without importing numba. Values equal numpy's either way."""
     from rooflaw import cache
 
     base = cache.cache_dir() or tmp_path  # the session's cache: usually compiled already by the tests above
@@ -297,15 +293,17 @@ def test_kernels_cached_on_disk_for_a_fresh_process(tmp_path):
         "same = all(np.array_equal(a[c], b[c], equal_nan=a[c].dtype != bool) for c in a);"
         "print('numba' in sys.modules, type(bn.kernels('full').module.rows).__name__, same)"
     )
-    env = {k: v for k, v in os.environ.items() if k != "ROOFLAW_NO_CACHE"}
+    env = {k: v for k, v in os.environ.items() if k not in ("ROOFLAW_NO_CACHE", "ROOFLAW_NUMBA_NATIVE")}
     env |= {"ROOFLAW_CACHE_DIR": str(base), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     seen = []
-    for _ in range(2):
-        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
-        assert out.returncode == 0, out.stderr
-        seen.append(out.stdout.split())
-    # the second process linked the cached machine code without importing numba, and got numpy's values
-    assert seen[1] == ["False", "Native", "True"]
+    for native in ("0", "1", "1"):
+        run = subprocess.run([sys.executable, "-c", code], env=env | {"ROOFLAW_NUMBA_NATIVE": native},
+                             capture_output=True, text=True, timeout=600)  # fmt: skip
+        assert run.returncode == 0, run.stderr
+        seen.append(run.stdout.split())
+    assert seen[0] == ["True", "Native", "True"]  # numba's own cache (or a compile)
+    assert seen[1][1:] == ["Native", "True"]  # compiled once more to keep the object code, unless already kept
+    assert seen[2] == ["False", "Native", "True"]  # linked natively: numba never imported
     assert list((base / "numba").glob("rl_*.py")) and list(base.glob("native-*.pkl"))
 
 

@@ -14,8 +14,7 @@ import pytest
 from rooflaw import Workload, evaluate
 from rooflaw.api import from_mapping
 from rooflaw.cli import main
-from rooflaw.constraints import backend_numba as bn
-from rooflaw.constraints import evaluate_columns
+from rooflaw.constraints import backends, evaluate_columns
 from rooflaw.constraints.engines import (
     EAGER_EXPERT_KERNELS,
     EAGER_KERNELS_PER_EXPERT,
@@ -190,7 +189,7 @@ def test_torch_eager_charges_kernel_overhead_per_counted_kernel(experts):
     assert over["decode"] == pytest.approx(4 * 1e-5 * (3 * (38 + 11 * touched_dec) + 13))  # 4 decode steps
 
 
-@pytest.mark.skipif(not bn.available(), reason="numba (the fast extra) is not installed")
+@pytest.mark.skipif(not backends.available(), reason="numba (the fast extra) is not installed")
 def test_numba_identical_to_numpy_with_per_expert_kernels():
     """The per-phase expert term reaches the numba kernel through the traced engine_overhead, bit for bit
     (batch 2: numpy squares where libm pow may round differently)."""

@@ -250,6 +250,14 @@ class Space:
             return {k: _as(cols[k], dtype) for k in keys}
         return {k: cols[k] for k in keys}
 
+    def index_tables(self, dtype: Any = np.float64) -> list[dict[str, np.ndarray]]:
+        """The columns of the points along each axis of the flat index (a mixed radix, slowest axis first: width
+        rows, (experts, top_k) pairs, layer counts, (vocab, tied) pairs, layer patterns), every other axis at its
+        first value: ``len(tables[a]["layers"])`` is axis ``a``'s size, and a column that varies along one axis
+        only is, at any point, that axis's table row at the point's digit."""
+        strides = [math.prod(self._radix[a + 1 :]) for a in range(len(self._radix))]
+        return [self.columns_at(np.arange(n) * st, dtype) for n, st in zip(self._radix, strides, strict=True)]
+
     @property
     def has_patterns(self) -> bool:
         """Whether the space searches layer patterns (some points have sliding-window layers)."""

@@ -1,4 +1,5 @@
-"""Run the generated kernels from their cached machine code, without importing numba.
+"""The generated kernels' C entries, and (only with ``ROOFLAW_NUMBA_NATIVE=1``) running them from their cached
+machine code without importing numba.
 
 Importing numba and initialising its typing/lowering registries costs ~1 s per process (numba imports
 ``scipy.linalg`` for a BLAS check, ``cffi``, …) even when every kernel is in numba's on-disk cache, and every
@@ -7,7 +8,8 @@ pointers, shapes and scalars; :func:`entry_source`). When numba compiles a kerne
 code is stored in rooflaw's cache (HMAC-signed like every entry, keyed by the generated source, the library
 versions and the host CPU); a later process links it with llvmlite's ORC JIT (a few ms) and calls it through
 ctypes (the GIL is released during the call). It is the same machine code numba would run, so the values are
-the same; whenever the object code is missing or cannot be linked, the caller compiles with numba instead.
+the same. It relies on numba's private object-code serialisation and on llvmlite's ORC JIT, so it is off by
+default (numba's own cache costs ~0.75 s more per fresh process) and, when asked for, fails loudly.
 
 The kernels allocate nothing (their scratch arrays are arguments), so the code needs no numba runtime; the only
 external symbols besides libm are numba's error-path helpers, which these kernels never reach (no exceptions
@@ -32,6 +34,7 @@ from .numba_printer import Unsupported
 
 #: Argument kinds of a kernel: scalars, C-contiguous arrays (dtype, ndim), or a tuple of 1-D float64 arrays.
 _DT = {"f8": (np.float64, "float64"), "i8": (np.int64, "int64")}
+_CACHED = "error_model='numpy', cache=True"  # the entries' options: numba keeps their machine code on disk
 _LOCK = threading.Lock()
 _JIT: list[Any] = []  # the ORC JIT and the error-path stub's address, made once per process
 _KEEP: list[Any] = []
@@ -84,7 +87,7 @@ def entry_source(fn: str, spec: Sequence[tuple[str, str]], kernel: str) -> str:
             items.append(f"carray({ptr}, ({', '.join(dims)},))")
         conv.append(f"    {arg} = ({', '.join(items)},)" if count else f"    {arg} = {items[0]}")
     return "\n".join([
-        f"@cfunc(_t.void({', '.join(sig)}), error_model='numpy', cache=True)",
+        f"@cfunc(_t.void({', '.join(sig)}), {_CACHED})",
         f"def {fn}_c({', '.join(params)}):",
         *conv,
         *lines[fdef.body[0].lineno - 1:],
@@ -183,40 +186,36 @@ def object_code(entry: Any) -> tuple[str, bytes]:
     return entry.native_name, bytes(data[0])
 
 
-def load(key: str, src: str, specs: dict, vector: bool, timings: dict) -> Any:
-    """The kernels of generated module ``src``: their cached object code linked natively when rooflaw's cache has
-    it (no numba import), else compiled by numba (or loaded from numba's own disk cache), stored, and linked; the
-    C entries as numba loaded them if the native link fails or with ``ROOFLAW_NUMBA_NATIVE=0`` (the comparison:
-    numba import, registry initialisation and numba's cache, as before this loader)."""
+def load(key: str, src: str, specs: dict, timings: dict) -> Any:
+    """The C entries of generated module ``src``, compiled by numba (or loaded from numba's disk cache beside the
+    file). With ``ROOFLAW_NUMBA_NATIVE=1`` their object code is kept in rooflaw's cache and linked natively in
+    later processes, which then never import numba; a failure there raises (it is a setting the user chose)."""
     from .. import cache
+    from ..errors import ExternalError
 
     t0 = time.perf_counter()
-    native = os.environ.get("ROOFLAW_NUMBA_NATIVE", "1") != "0"  # 0: numba's dispatchers (for comparisons)
+    native = os.environ.get("ROOFLAW_NUMBA_NATIVE", "0") == "1"
     ckey = f"native-{key}-{hashlib.sha256(host().encode()).hexdigest()[:12]}" if native else ""
     objs = cache.load(ckey) if native else None
-    if isinstance(objs, dict) and set(objs) == set(specs):
-        try:
+    try:
+        if isinstance(objs, dict) and set(objs) == set(specs):
             fns = link(f"rl_{key}_cached", objs, specs)
             timings.setdefault("native_load_s", time.perf_counter() - t0)
             return SimpleNamespace(**fns)
-        except Exception:  # noqa: BLE001 - unusable object code only costs a compile
-            pass
-    import numba  # noqa: F401 - fails with ImportError when the extra is missing
+        import numba  # noqa: F401 - fails with ImportError when the extra is missing
 
-    timings.setdefault("import_numba_s", time.perf_counter() - t0)
-    if vector:
-        from .numba_rows import allow_alias_checks
-
-        allow_alias_checks()  # before numba compiles the module's loop
-    mod = cache.load_generated(f"rl_{key}", src, f"rooflaw_kernel_{key}")
-    numba_fns = SimpleNamespace(**{fn: Native(getattr(mod, f"{fn}_c").address, sp, mod) for fn, sp in specs.items()})
-    if not native:
-        return numba_fns
-    try:
+        timings.setdefault("import_numba_s", time.perf_counter() - t0)
+        if native:  # object code exists only for a fresh compile, not for an entry numba loaded from its cache
+            src, key = src.replace(_CACHED, _CACHED.replace("True", "False")), f"{key}_n"
+        mod = cache.load_generated(f"rl_{key}", src, f"rooflaw_kernel_{key}")
+        if not native:
+            return SimpleNamespace(**{f: Native(getattr(mod, f"{f}_c").address, sp, mod) for f, sp in specs.items()})
         objs = {fn: object_code(getattr(mod, f"{fn}_c")) for fn in specs}
         fns = link(f"rl_{key}", objs, specs)
-    except Exception:  # noqa: BLE001 - the entries numba loaded run the same machine code
-        return numba_fns
+    except Exception as e:  # noqa: BLE001 - the native loader was asked for: say why it cannot run
+        if not native or isinstance(e, ImportError):
+            raise
+        raise ExternalError(f"ROOFLAW_NUMBA_NATIVE=1: the kernels' object code cannot be linked ({e})") from e
     cache.store(ckey, objs)
     return SimpleNamespace(**fns)
 
@@ -237,18 +236,14 @@ def no_alloc(init: list[str]) -> tuple[list[str], int]:
     return out, n
 
 
-def specs(per_row, const, scan: bool) -> dict[str, list[tuple[str, str]]]:
-    """Argument kinds of the module's kernels, for their C entries."""
-    vary = [a for a in per_row if a not in (const or ())]
-    out = {"rows": [("x", f"f8[:]*{len(vary)}"), ("s", "i8[:]" if const is None else "f8[:]"), ("w", "f8[:]"),
-                    ("p", "f8[:]"), ("out", "f8[:,:]"), ("mw", "f8[:,:]")]}  # fmt: skip
-    if const is not None:
-        out["rows"].append(("tmp", "f8[:,:]"))
-    if scan:
-        i8, f8 = ("i8", "i8[:]", "i8[:,:]"), ("f8", "f8[:]", "f8[:,:]")
-        out["scan"] = [("pos", i8[0]), ("stop", i8[0]), ("TW", i8[2]), ("TM", i8[2]), ("TL", i8[1]),
-                       ("TV", i8[2]), ("fx", f8[1]), ("w", f8[1]), ("p", f8[1]), ("p_tokens", f8[0]),
-                       ("radix", i8[1]), ("obj", i8[1]), ("latc", i8[0]), ("bcol", i8[1]), ("bval", f8[1]),
-                       ("lohi", f8[1]), ("stair", f8[1]), ("out_idx", i8[1]), ("stats", f8[1]), ("mw", f8[2]),
-                       ("v", f8[1]), ("sf", f8[2]), ("si", i8[2]), ("pre", f8[1])]  # fmt: skip
-    return out
+def specs(per_row, scan: bool) -> dict[str, list[tuple[str, str]]]:
+    """Argument kinds of the module's kernel (``rows``, or ``scan``), for its C entry."""
+    if not scan:
+        return {"rows": [("x", f"f8[:]*{len(per_row)}"), ("s", "i8[:]"), ("w", "f8[:]"), ("p", "f8[:]"),
+                         ("out", "f8[:,:]"), ("mw", "f8[:,:]")]}  # fmt: skip
+    kinds = (
+        "pos:i8 stop:i8 TW:f8[:,:] TM:f8[:,:] TL:f8[:,:] TV:f8[:,:] fx:f8[:] w:f8[:] p:f8[:] p_tokens:f8 "
+        "radix:i8[:] obj:i8[:] need:i8[:] latc:i8 bcol:i8[:] bval:f8[:] dlo:f8[:] dhi:f8[:] lohi:f8[:] "
+        "stair:f8[:] out_idx:i8[:] out_val:f8[:,:] stats:f8[:] mw:f8[:,:] v:f8[:] sf:f8[:,:] si:i8[:,:] pre:f8[:]"
+    )
+    return {"scan": [(a, k) for a, _, k in (x.partition(":") for x in kinds.split())]}

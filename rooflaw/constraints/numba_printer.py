@@ -11,8 +11,7 @@ from user text.
 from __future__ import annotations
 
 import ast
-import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 
@@ -37,10 +36,11 @@ _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**
 
 @dataclass
 class Scalarized:
-    """``body``: ``name = expr`` lines; ``outputs``: one expression per returned value (list or single)."""
+    """``body``: statements (each a list of lines: ``name = expr``, or a memo site); ``outputs``: one expression per
+    returned value (list or single)."""
 
     args: tuple[str, ...]
-    body: list[str]
+    body: list[list[str]]
     outputs: list[str]
     init: list[str]  # lines to run once before the loop the body is pasted into
 
@@ -59,7 +59,7 @@ class _Printer:
     def __init__(self, names: Mapping[str, str], prefix: str):
         self.names = dict(names)
         self.prefix = prefix
-        self.pre: list[str] = []
+        self.pre: list[list[str]] = []
         self.init: list[str] = []
         self.npow = 0
 
@@ -112,7 +112,7 @@ class _Printer:
         self.npow += 1
         init, pre = memo_site(t, b, self.expr(ex))
         self.init += init
-        self.pre += pre
+        self.pre.append(pre)
         return t
 
 
@@ -144,18 +144,9 @@ def memo_site(t: str, base: str, ex: str) -> tuple[list[str], list[str]]:
     ]
 
 
-def hash_only(stmt: list[str]) -> list[str]:
-    """Memo site statement ``stmt`` (see :func:`memo_site`) without its last-value check: the table lookup for
-    every row. For rows in no particular order the last value rarely repeats and its branch is mispredicted; the
-    table's own check is then the cheaper one. Other statements come back unchanged."""
-    m = re.match(r"^if (\w+)_x == \1_lx and ", stmt[0])
-    if not m or stmt[2] != "else:":
-        return stmt
-    t = m.group(1)
-    return [ln[4:] for ln in stmt[3:] if not ln.startswith((f"    {t}_lx =", f"    {t}_ly =", f"    {t}_lr ="))]
-
-
-def memo_powers(expr: str, prefix: str, start: int, body: list[str] = ()) -> tuple[list[str], list[str], str]:
+def memo_powers(
+    expr: str, prefix: str, start: int, body: Sequence[list[str]] = ()
+) -> tuple[list[str], list[list[str]], str]:
     """Give every ``a ** b`` with a non-literal exponent in the scalar expression ``expr`` a memo site: (init
     lines, statements to run first, the expression reading the sites).
 
@@ -166,10 +157,10 @@ def memo_powers(expr: str, prefix: str, start: int, body: list[str] = ()) -> tup
     statements compute each power unconditionally (pure; an unused value changes nothing), and the rest of the
     expression -- e.g. numpy's ``x * x if y == 2.0`` fast path around it -- is kept as it was."""
     init: list[str] = []
-    pre: list[str] = []
+    pre: list[list[str]] = []
     temps: dict[str, str] = {}  # expression text -> the variable assigned it
     xy: dict[str, str] = {}  # memo site operand (``t_pwK_x`` / ``_y``) -> its expression text
-    for ln in body:
+    for ln in (ln for st in body for ln in st):
         tgt, eq, rhs = ln.partition(" = ")
         if eq and tgt.isidentifier() and not ln.startswith(" "):
             rhs = ast.unparse(ast.parse(rhs, mode="eval"))
@@ -198,7 +189,7 @@ def memo_powers(expr: str, prefix: str, start: int, body: list[str] = ()) -> tup
                 t = f"{prefix}pw{start + len(init) // 6}"
                 i, p = memo_site(t, b, e)
                 init.extend(i)
-                pre.extend(p)
+                pre.append(p)
                 sites[key] = t
             return ast.Name(t, ast.Load())
 
@@ -222,7 +213,7 @@ def scalarize(source: str, names: Mapping[str, str], prefix: str) -> Scalarized:
     if missing:
         raise Unsupported(f"no kernel variable for argument(s) {missing}")
     pr = _Printer({a: names[a] for a in args}, prefix)
-    body: list[str] = []
+    body: list[list[str]] = []
     outputs: list[str] = []
     for st in fn.body:
         if isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant) and isinstance(st.value.value, str):
@@ -231,7 +222,7 @@ def scalarize(source: str, names: Mapping[str, str], prefix: str) -> Scalarized:
             rhs = pr.expr(st.value)
             tgt = prefix + st.targets[0].id
             pr.names[st.targets[0].id] = tgt
-            body += pr.pre + [f"{tgt} = {rhs}"]
+            body += [*pr.pre, [f"{tgt} = {rhs}"]]
             pr.pre = []
         elif isinstance(st, ast.Return) and st.value is not None:
             vals = st.value.elts if isinstance(st.value, (ast.List, ast.Tuple)) else [st.value]
@@ -243,8 +234,7 @@ def scalarize(source: str, names: Mapping[str, str], prefix: str) -> Scalarized:
     return Scalarized(args, body, outputs, pr.init)
 
 
-#: Scalar helpers with numpy's semantics (NaN propagates through max/min; sign(NaN) is NaN), and the exact
-#: Σ_{t=1..n} max(a0 + a1·t, b0 + b1·t) of ``roofline._sum_max_affine`` in the same operation order.
+#: Scalar helpers with numpy's semantics (NaN propagates through max/min; sign(NaN) is NaN).
 HELPERS = """
 @njit(**_JI)
 def _mx(a, b):
@@ -259,24 +249,4 @@ def _mn(a, b):
 @njit(**_JI)
 def _sg(x):
     return 1.0 if x > 0.0 else (-1.0 if x < 0.0 else (0.0 if x == 0.0 else x))  # selects: vectorizable
-
-
-@njit(**_JI)
-def _clip(x, lo, hi):
-    return lo if x < lo else (hi if x > hi else x)
-
-
-@njit(**_JI)
-def _sma(a0, a1, b0, b1, n):
-    g0 = a0 - b0
-    g1 = a1 - b1
-    base = n * b0 + b1 * n * (n + 1.0) / 2.0
-    root = -g0 / g1 if g1 != 0.0 else 0.0
-    lo = _clip(np.floor(root) + 1.0, 1.0, n + 1.0)
-    hi = _clip(np.ceil(root) - 1.0, 0.0, n)
-    cnt = (n - lo + 1.0) if g1 > 0.0 else (hi if g1 < 0.0 else (n if g0 > 0.0 else 0.0))
-    first = lo if g1 > 0.0 else 1.0
-    last = first + cnt - 1.0
-    pos = cnt * g0 + g1 * (first + last) * cnt / 2.0
-    return base + _mx(pos, 0.0)
 """

@@ -24,6 +24,7 @@ from ..errors import bad
 from . import assembly as A
 from . import operators as O
 from .assembly import sum_max_affine
+from .backends import fallback, resolve
 from .compile import ARG_NAMES, Compiled, compile_preset
 from .curves_applied import curve_tiles, rows_ramp
 from .engines import Applied, EngineProfile, experts_touched
@@ -273,7 +274,6 @@ def evaluate_columns(
     chunk: int = CHUNK,
     engine: str | EngineProfile | None = None,
     backend: str = "auto",
-    out: Mapping[str, np.ndarray] | None = None,
 ) -> dict[str, np.ndarray]:
     """Evaluate a table of candidates (dict of equal-length arrays or a DataFrame) in one call.
 
@@ -285,43 +285,48 @@ def evaluate_columns(
     also serves a scenario with a layout). Work is done in chunks of ``chunk`` rows, so memory stays bounded
     whatever the table size. ``backend``: ``numpy``,
     ``numba`` (the generated fused kernel of :mod:`.backend_numba`, same values bit for bit; needs the ``fast``
-    extra) or ``auto`` (numba for tables of at least ``AUTO_MIN_ROWS`` rows when installed and ``tiles`` is off).
-    ``out``: an earlier result with the same number of rows to overwrite and return (numpy style; the numba
-    kernel writes straight into a numba result's arrays), instead of allocating new arrays (:mod:`.outputs`).
+    extra) or ``auto`` (numba for tables of at least ``backends.AUTO_MIN_ROWS`` rows when installed and ``tiles``
+    is off; a warning says why when it cannot).
     """
-    from . import outputs
-
     sc = Scenario.coerce(scenario, workload, precision, preset, engine)
     if sc.layout is not None:
         raise bad("scenario", sc.describe(), "has a layout: rooflaw.constraints.evaluate_columns serves it")
+    pr = sc.spec
     cols = complete_columns(columns)
     n = len(cols["layers"])
-    out = None if out is None else outputs.check(out, n)
     if _use_numba(backend, n, tiles):
-        from .backend_numba import evaluate_rows
+        from .backend_numba import evaluate_rows  # the optional backend, below this module
 
-        block = None if out is None else outputs.block_of(out, n, cols)
-        res = evaluate_rows(cols, sc.device, sc.workload, sc.precision, sc.preset, strict=backend == "numba",
-                            app=sc.applied, block=block)  # fmt: skip
+        comp, call, rates = fast_inputs(cols, sc)
+        kinds = stack_kinds(cols) if pr.kinds else frozenset()
+        res = evaluate_rows(cols, sc.device, sc.workload, sc.precision, sc.preset, kinds, call, rates,
+                            sc.host_overlap, backend == "numba")  # fmt: skip
         if res is not None:
-            return outputs.into(out, res)
+            return res
     if n <= chunk:
-        return outputs.into(out, evaluate_chunk(cols, sc, tiles))
+        return evaluate_chunk(cols, sc, tiles)
     parts = []
     for s in range(0, n, chunk):
         sub = {k: v[s : s + chunk] for k, v in cols.items()}
         parts.append(evaluate_chunk(sub, sc, tiles))
-    return outputs.into(out, {k: np.concatenate([p[k] for p in parts]) for k in parts[0]})
+    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+
+
+def fast_inputs(cols: Mapping[str, Any], sc: Scenario) -> tuple[Compiled, tuple, A.Rates]:
+    """The compiled model for completed ``cols``, the arguments of its ``fast`` function as :func:`evaluate_chunk`
+    passes them (no tile model), and the rates they came from: what a generated kernel takes to compute the same
+    values."""
+    comp = compile_preset(sc.preset, stack_kinds(cols) if sc.spec.kinds else frozenset())
+    return comp, model_call(cols, sc, comp), sc.rates
 
 
 def _use_numba(backend: str, n: int, tiles: bool) -> bool:
-    from . import backend_numba as bn
-
-    if bn.resolve(backend, n) == "numpy":
+    if resolve(backend, n) == "numpy":
         return False
     if tiles:
         if backend == "numba":
             raise bad("backend", backend, "the numba kernel has no tile/wave model; use tiles=False or numpy")
+        fallback("the numba kernel has no tile/wave model (tiles=True)")
         return False
     return True
 

@@ -4,7 +4,7 @@
 combination, flat index ``block·nl·nv + il·nv + iv`` -- in a loop nest where the generator placed each statement
 of the cost model and the loss law at the outermost level its inputs allow (block, layer, point). It checks
 feasibility (finite loss and every budget), updates the statistics the exhaustive solver reports, and writes out
-the indices of the points that can still be on the frontier:
+the indices of the points that can still be on the frontier (``out_idx``) with their objectives (``out_val``):
 
 * 2 objectives: a staircase over loss bins. ``stair[b]`` holds the smallest second objective of any feasible
   point seen (this call or earlier ones) whose loss falls in bin b; bins are monotone in loss, so a point whose
@@ -21,8 +21,8 @@ finite-loss points (3 slots), the least violating point's worst ratio and index,
 """
 
 SCAN = """
-def scan(pos, stop, TW, TM, TL, TV, fx, w, p, p_tokens, radix, obj, latc, bcol, bval, lohi, stair, out_idx, stats,
-         mw, v, sf, si, pre):
+def scan(pos, stop, TW, TM, TL, TV, fx, w, p, p_tokens, radix, obj, need, latc, bcol, bval, dlo, dhi, lohi, stair,
+         out_idx, out_val, stats, mw, v, sf, si, pre):
     {PARAMS} = {P}
 {FIXED}
     nv, nl, nm = radix[0], radix[1], radix[2]
@@ -43,50 +43,7 @@ def scan(pos, stop, TW, TM, TL, TV, fx, w, p, p_tokens, radix, obj, latc, bcol, 
 {BLOCK}
         for il in range(nl):
 {LAYER}
-            for iv in range(nv):
-                idx = pos * blk + il * nv + iv
-{POINT}
-                stats[0] += 1.0
-                if not math.isfinite(loss):
-                    continue
-                lat = v[latc]
-                if loss < stats[6] or (loss == stats[6] and lat < stats[7]):
-                    stats[5], stats[6], stats[7] = idx, loss, lat
-                feas = True
-                ratio = -np.inf
-                for j in range(nbud):
-                    x = v[bcol[j]]
-                    if x < stats[8 + j]:
-                        stats[8 + j] = x
-                    q = x / bval[j]
-                    if q > ratio:
-                        ratio = q
-                    if not (x <= bval[j]):
-                        feas = False
-                if ratio < stats[11]:
-                    stats[11], stats[12] = ratio, idx
-                if not feas:
-                    continue
-                stats[1] += 1.0
-                if loss < stats[3] or (loss == stats[3] and lat < stats[4]):
-                    stats[2], stats[3], stats[4] = idx, loss, lat
-                finite = True
-                for j in range(1, k):
-                    if v[obj[j]] != v[obj[j]]:
-                        finite = False
-                if not finite:
-                    continue
-                if k == 2:
-                    b = int((loss - lo) * scale) if scale > 0.0 else 0
-                    b = min(max(b, 0), nb - 1)
-                    y = v[obj[1]]
-                    f1[m], f2[m], bi[m], ix[m] = loss, y, b, idx
-                    if y < stair[b]:
-                        stair[b] = y
-                    m += 1
-                else:
-                    out_idx[nout] = idx
-                    nout += 1
+{POINTS}
         pos += 1
         if k == 2 and m > 0 and (m >= C or pos >= stop or nout + C + 2 * blk > cap):
             run = np.inf
@@ -97,6 +54,8 @@ def scan(pos, stop, TW, TM, TL, TV, fx, w, p, p_tokens, radix, obj, latc, bcol, 
             for j in range(m):
                 if pre[bi[j]] > f2[j]:
                     out_idx[nout] = ix[j]
+                    out_val[nout, 0] = f1[j]
+                    out_val[nout, 1] = f2[j]
                     nout += 1
             m = 0
     stats[13] = pos
@@ -111,3 +70,54 @@ def scratch(radix, stair) -> tuple:
     blk = int(radix[0] * radix[1])
     c = max(8192, blk) + blk
     return np.empty(17), np.empty((2, c)), np.empty((2, c), dtype=np.int64), np.empty(len(stair))
+
+
+#: The body of the loop over a block's points (``for iv in range(nv)``), once per specialised version.
+POINT = """
+idx = pos * blk + il * nv + iv
+{LOSS}
+stats[0] += 1.0
+if not math.isfinite(loss):
+    continue
+{POINT}
+lat = v[latc]
+if loss < stats[6] or (loss == stats[6] and lat < stats[7]):
+    stats[5], stats[6], stats[7] = idx, loss, lat
+feas = True
+ratio = -np.inf
+for j in range(nbud):
+    x = v[bcol[j]]
+    if x < stats[8 + j]:
+        stats[8 + j] = x
+    q = x / bval[j]
+    if q > ratio:
+        ratio = q
+    if not (x <= bval[j]):
+        feas = False
+if ratio < stats[11]:
+    stats[11], stats[12] = ratio, idx
+if not feas:
+    continue
+stats[1] += 1.0
+if loss < stats[3] or (loss == stats[3] and lat < stats[4]):
+    stats[2], stats[3], stats[4] = idx, loss, lat
+finite = True
+for j in range(1, k):
+    if v[obj[j]] != v[obj[j]]:
+        finite = False
+if not finite:
+    continue
+if k == 2:
+    b = int((loss - lo) * scale) if scale > 0.0 else 0
+    b = min(max(b, 0), nb - 1)
+    y = v[obj[1]]
+    f1[m], f2[m], bi[m], ix[m] = loss, y, b, idx
+    if y < stair[b]:
+        stair[b] = y
+    m += 1
+else:
+    out_idx[nout] = idx
+    for j in range(k):
+        out_val[nout, j] = v[obj[j]]
+    nout += 1
+"""

@@ -176,7 +176,7 @@ def _kernel(terms: int, p: int) -> Any:
         if (terms, p) in _KERNELS:
             return _KERNELS[(terms, p)]
         # the loop reads and writes ~10 arrays: let LLVM's vectoriser emit the run-time overlap checks it needs
-        # (the same option as constraints.numba_rows, set here because objectives do not import constraints)
+        # (an LLVM option of this process)
         llb.set_option("rooflaw", "-runtime-memory-check-threshold=4096")
         llb.set_option("rooflaw", "-vectorize-memory-check-threshold=8192")
         mod = cache.load_generated(name, src)

@@ -47,6 +47,8 @@ SYMBOLS: dict[str, sympy.Symbol] = {name: symbol(name) for name in VARIABLES}
 
 
 def _arr(v: Any, name: str) -> np.ndarray:
+    if getattr(v, "__traced__", False):  # a recording tracer (constraints.numba_trace): passed through
+        return v
     try:
         return np.asarray(v, dtype=float)
     except (TypeError, ValueError) as e:
@@ -85,8 +87,8 @@ def law_inputs(columns: Mapping[str, Any], tokens: Any = None, precision: Any = 
     if all(has(k) for k in COLUMNS):
         pc = param_counts(c)
         emb = pc["embed"] + pc["lm_head"]
-        out["N"] = np.asarray(pc["total"], dtype=float)
-        out["N_active"] = np.asarray(pc["active"], dtype=float)
+        out["N"] = _arr(pc["total"], "N")
+        out["N_active"] = _arr(pc["active"], "N_active")
         out["N_nonembed"] = out["N"] - emb
         out["N_active_nonembed"] = out["N_active"] - emb
     if tokens is not None:

@@ -1,13 +1,15 @@
 """The exhaustive frontier on the numba backend: the generated scan kernel over flat indices, on threads.
 
 The kernel (see :mod:`rooflaw.constraints.scan_source`) evaluates cost model and loss law per index, keeps the
-feasibility statistics and writes out only the indices that can still reach the frontier. The survivors are then
-evaluated again by the numpy reference (:func:`evaluate_lean`, bit-identical values) and filtered exactly, so the
-frontier rows, best points and diagnostics are built by the same code as the numpy path.
+feasibility statistics and writes out the indices that can still reach the frontier with their objective values
+(bit-identical to numpy's). Those are filtered exactly (:func:`pareto_mask`, moocore for three objectives or more);
+only the frontier, the best points and the diagnostics are evaluated again by the numpy reference
+(:func:`evaluate_lean`), so their rows are built by the same code as the numpy path.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 import time
@@ -18,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from ...constraints import backend_numba as bn
+from ...constraints.backends import fallback, resolve
 from ...errors import RooflawError
 from ..problem import Problem
 from .pareto import pareto_mask
@@ -27,69 +30,73 @@ PIECE = 1 << 21  # indices per kernel call (a thread takes pieces from a shared 
 OUT_CAP = 1 << 18  # survivors buffer per call (the kernel stops early and resumes when it fills)
 NBINS = 1 << 13  # loss bins of the 2-objective staircase
 REDUCE_AT = 1 << 20  # survivors held per thread before an exact intermediate filter
-_WIDTH = ("d_model", "head_dim", "heads", "kv_heads", "ffn")
+#: A space where every axis of the index has two values: probing it tells along which axis each completed column
+#: varies (the scan reads such a column from that axis's table; a column constant in a space is a fixed one).
+_PROBE = {"name": "probe", "layers": [2, 3], "d_model": [512, 1024], "head_dim": [64, 128], "kv_heads": [1, "heads"],
+          "moe": [(1, 1), (8, 2)], "r_single": [1.0, 2.0], "vocab": [1000, 2000], "tied": [False, True]}  # fmt: skip
 
 
-def _decode(idx: np.ndarray, tw, tm, tl, tv, fixed: dict[str, float]) -> dict[str, np.ndarray]:
-    """The kernel's index decoding (``backend_numba._DECODE``), in numpy, to check it against the space."""
-    nv, nl, nm = len(tv), len(tl), len(tm)
-    rest, iv = np.divmod(idx, nv)
-    rest, il = np.divmod(rest, nl)
-    iw, im = np.divmod(rest, nm)
-    out = {k: tw[iw, j].astype(float) for j, k in enumerate(_WIDTH)}
-    out |= {"layers": tl[il].astype(float), "shared_ffn": tw[iw, 4].astype(float)}
-    out |= {"experts": tm[im, 0].astype(float), "top_k": tm[im, 1].astype(float)}
-    out |= {"moe": (tm[im, 0] > 1).astype(float), "vocab": tv[iv, 0].astype(float), "tied": tv[iv, 1].astype(float)}
-    if "mla_layers" in fixed:
-        out["attn_layers"] = out["layers"] - fixed["mla_layers"] - fixed["mixer_layers"]
-        out["ffn_layers"] = out["layers"] - fixed["dense_layers"]
-    return out
+@functools.cache
+def _axes() -> tuple[tuple[str, ...], ...]:
+    """The completed columns that vary along each of the first four axes of a space's index."""
+    from ...arch import Space
+    from ...constraints.roofline import complete_columns
+
+    tabs = [complete_columns(t) for t in Space(**_PROBE).index_tables()[:4]]
+    return tuple(tuple(c for c, v in t.items() if np.any(v != v[0])) for t in tabs)
 
 
-def _setup(problem: Problem, need: tuple[int, ...]) -> tuple[Any, ...] | None:
-    """Kernels, lookup tables and constants of a scan, if the kernel's decoding reproduces the numpy inputs."""
+def _setup(problem: Problem) -> tuple[Any, ...] | str:
+    """Kernels, per-axis tables and constants of a scan, if they reproduce the numpy inputs (else why not)."""
     from ...constraints import assembly as A
-    from ...constraints.roofline import complete_columns, stack_kinds
+    from ...constraints.roofline import complete_columns, fast_inputs, stack_kinds
 
     space = problem.space
-    try:
-        tw, tm, tl, tv = space._width, space._moe, space._layers, space._vt
-        radix = tuple(space._radix)
-    except AttributeError:
-        return None
-    if radix[4:] not in ((), (1,)):  # a space searching layer patterns: not decoded by the kernel (numpy path)
-        return None
-    if radix[:4] != (len(tw), len(tm), len(tl), len(tv)) or tw.ndim != 2 or tw.shape[1] != 5:
-        return None
-    size = space.size
+    if not hasattr(space, "index_tables"):
+        return f"space {space.name!r} has no index tables"
+    raw = space.index_tables()
+    if len(raw) != 5 or len(raw[4]["layers"]) != 1:  # the kernel has no loop over layer patterns
+        return f"space {space.name!r} searches layer patterns, which the kernel does not decode"
+    shape = tuple(len(t["layers"]) for t in raw)
     rng = np.random.default_rng(1)
-    idx = np.unique(np.concatenate([[0, size - 1], rng.integers(0, size, 512)]))
+    idx = np.unique(np.concatenate([[0, space.size - 1], rng.integers(0, space.size, 512)]))
     cc = complete_columns(space.columns_at(idx, np.float64))
     kinds = stack_kinds(cc) if A.get_preset(problem.preset).kinds else frozenset()
-    k = bn.kernels(problem.preset, problem.law, kinds, need, _domain(problem))
-    vals = bn.call_values(cc, problem.device, problem.workload, problem.precision, k, _applied(problem))
-    fixed = {}
-    for name in k.fixed:
+    k = bn.kernels(problem.preset, problem.law, kinds, _axes())
+    app = _applied(problem)
+    comp, call, rates = fast_inputs(cc, problem.device, problem.workload, problem.precision, problem.preset, app)
+    overlap = bool(app is not None and not A.get_preset(problem.preset).theory and app.overlap)
+    vals = bn.kernel_values(k, cc, call, rates, overlap)
+    tabs = []
+    digits = np.unravel_index(idx, shape)
+    for names, t, digit in zip(k.axes, raw, digits, strict=False):
+        t = complete_columns(t)
+        tab = np.zeros((len(t["layers"]), max(1, len(names))))
+        for j, name in enumerate(names):
+            tab[:, j] = t[name]
+            if not np.array_equal(tab[digit, j], vals[name]):  # the table row at the point's digit
+                return f"column {name!r} of space {space.name!r} does not follow one axis of its index"
+        tabs.append(tab)
+    fx = np.zeros(len(k.fixed))
+    for j, name in enumerate(k.fixed):
         v = np.asarray(vals[name], dtype=np.float64)
         if v.ndim and not np.all(v == v.flat[0]):
-            return None  # a column the kernel takes as constant varies in this space
-        fixed[name] = float(v.flat[0])
-    dec = _decode(idx, tw, tm, tl, tv, fixed)
-    if any(name not in dec or not np.array_equal(dec[name], vals[name]) for name in k.per_row if name not in fixed):
-        return None
+            return f"column {name!r} varies in space {space.name!r}; the kernel takes it as a constant"
+        fx[j] = v.flat[0]
     w = np.array([float(vals[a]) for a in k.scalars])
-    tabs = [np.ascontiguousarray(t, dtype=np.int64) for t in (tw, tm, tl, tv)]
-    fx = np.array([fixed[a] for a in k.fixed])
-    return k, (*tabs, fx, w), np.array([len(tv), len(tl), len(tm)], dtype=np.int64)
+    return k, (*tabs, fx, w), np.array([shape[3], shape[2], shape[1]], dtype=np.int64)
 
 
-def _domain(problem: Problem) -> tuple[tuple[str, float, float], ...]:
-    """The law's fitted domain as the kernel checks it (none when the problem extrapolates; ``D`` only when
-    the problem gives tokens, as ``law_inputs`` computes D only then)."""
-    if problem.allow_extrapolation:
-        return ()
-    return tuple((v, float(lo), float(hi)) for v, (lo, hi) in problem.law.domain.items()
-                 if v != "D" or problem.tokens is not None)  # fmt: skip
+def _domain(problem: Problem, names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """The bounds ``(dlo, dhi)`` of the law's domain variables ``names`` as :meth:`LossLaw.in_domain` applies
+    them (tolerance included); NaN where a variable is not judged: the problem extrapolates, or ``D`` without
+    tokens (``law_inputs`` computes D only then)."""
+    lo, hi = np.full(len(names), np.nan), np.full(len(names), np.nan)
+    for j, v in enumerate(names):
+        if not problem.allow_extrapolation and (v != "D" or problem.tokens is not None):
+            a, b = problem.law.domain[v]
+            lo[j], hi[j] = a * (1 - 1e-9), b * (1 + 1e-9)
+    return lo, hi
 
 
 def _loss_range(problem: Problem) -> np.ndarray:
@@ -104,33 +111,40 @@ def _loss_range(problem: Problem) -> np.ndarray:
     return np.array([lo, hi])
 
 
-class _Reducer:
-    """Survivor indices of one thread, cut down to their exact frontier whenever they pile up."""
+class Reducer:
+    """Survivors of one thread (indices and the kernel's objective values), cut down to their exact frontier with
+    :func:`pareto_mask` whenever they pile up; only the final frontier is evaluated again by numpy."""
 
-    def __init__(self, problem: Problem, ocols: tuple[str, ...]):
-        self.problem, self.ocols, self.parts, self.n = problem, ocols, [], 0
-        self.seconds = 0.0
-        self.survivors = 0  # indices the kernel wrote out (could reach the frontier)
+    def __init__(self) -> None:
+        self.idx: list[np.ndarray] = []
+        self.val: list[np.ndarray] = []
+        self.n, self.seconds, self.survivors = 0, 0.0, 0  # survivors: indices the kernel wrote out
 
-    def add(self, idx: np.ndarray) -> None:
-        self.parts.append(idx.copy())
+    def add(self, idx: np.ndarray, val: np.ndarray) -> None:
+        self.idx.append(idx.copy())
+        self.val.append(val.copy())
         self.n += len(idx)
         self.survivors += len(idx)
         if self.n > REDUCE_AT:
             self.reduce()
 
-    def reduce(self) -> dict[str, np.ndarray] | None:
-        t0 = time.perf_counter()
-        idx = np.concatenate(self.parts) if self.parts else np.empty(0, dtype=np.int64)
-        front = None
-        if len(idx):
-            v = evaluate_lean(self.problem, self.problem.space.columns_at(idx, np.float64))
-            m = pareto_mask(np.column_stack([v[c] for c in self.ocols]))
-            front = _take({k: v[k] for k in _KEEP}, m)
-            idx = idx[m]
-        self.parts, self.n = [idx], len(idx)
-        self.seconds += time.perf_counter() - t0
-        return front
+    def absorb(self, other: Reducer) -> None:
+        self.idx += other.idx
+        self.val += other.val
+        self.n += other.n
+
+    def reduce(self) -> np.ndarray:
+        """The indices of the non-dominated survivors, ascending (the numpy path's order)."""
+        t0 = time.thread_time()
+        if not self.idx:
+            return np.empty(0, dtype=np.int64)
+        idx, val = np.concatenate(self.idx), np.concatenate(self.val)
+        m = pareto_mask(val)
+        order = np.argsort(idx[m], kind="stable")
+        idx, val = idx[m][order], val[m][order]
+        self.idx, self.val, self.n = [idx], [val], len(idx)
+        self.seconds += time.thread_time() - t0  # CPU: reductions run on the scan's threads
+        return idx
 
 
 def _merge(s: np.ndarray, t: np.ndarray) -> None:
@@ -162,7 +176,7 @@ def finish_diagnostics(acc: Any, problem: Problem, stats: np.ndarray, evaluate: 
         acc.closest = (max(ratios.values()), ratios | {f"{k}_value": float(v[col][0]) for k, (col, _) in up.items()})
 
 
-def _new_stats() -> np.ndarray:
+def new_stats() -> np.ndarray:
     return np.array([0, 0, -1, np.inf, np.inf, -1, np.inf, np.inf, np.inf, np.inf, np.inf, np.inf, -1, 0, 0.0])
 
 
@@ -184,12 +198,22 @@ class Plan:
     latc: int
     bcol: np.ndarray
     bval: np.ndarray
+    dlo: np.ndarray
+    dhi: np.ndarray
     lohi: np.ndarray
 
     @property
     def block(self) -> int:
         """Points per (width, experts) block: the kernel's unit of work."""
         return int(self.radix[0] * self.radix[1])
+
+    def scan(self, pos: int, stop: int, stair: np.ndarray, out: np.ndarray, val: np.ndarray, stats: np.ndarray):
+        """Scan blocks ``pos … stop-1``: survivors' indices into ``out``, their objectives into the rows of ``val``
+        (it stops early when ``out`` fills: ``stats[13]`` is where to resume, ``stats[14]`` how many)."""
+        need = np.zeros(len(bn.OUTPUTS), dtype=np.int64)  # the outputs this scan reads (16: the loss, always)
+        need[[c for c in (*self.obj.tolist(), *self.bcol.tolist(), self.latc) if c < len(need)]] = 1
+        self.kernels.scan(pos, stop, *self.tabs, self.params, self.tokens, self.radix, self.obj, need, self.latc,
+                          self.bcol, self.bval, self.dlo, self.dhi, self.lohi, stair, out, val, stats)  # fmt: skip
 
 
 def kernel_plan(problem: Problem, obj: np.ndarray, strict: bool = False, lohi: np.ndarray | None = None) -> Plan | None:
@@ -205,74 +229,81 @@ def kernel_plan(problem: Problem, obj: np.ndarray, strict: bool = False, lohi: n
     bcol = np.array([bn.OUTPUTS.index(c) for c, _ in ceilings], dtype=np.int64)
     bval = np.array([b for _, b in ceilings], dtype=np.float64)
     latc = bn.OUTPUTS.index(problem.latency_column)
-    need = tuple(sorted({int(c) for c in (*obj.tolist(), *bcol.tolist(), latc) if c != 16}))
     try:
-        setup = _setup(problem, need)
+        setup = _setup(problem)
     except bn.Unsupported as e:
+        setup = f"the generated kernel cannot express this problem ({e})"
+    if isinstance(setup, str):
         if strict:
-            raise RooflawError(f"backend='numba': the generated kernel cannot express this problem ({e})") from None
-        return None
-    if setup is None:
-        if strict:
-            raise RooflawError(f"backend='numba': space {problem.space.name!r} has no index tables the kernel reads")
+            raise RooflawError(f"backend='numba': {setup}")
+        fallback(setup)
         return None
     k, tabs, radix = setup
     if "D" in k.law_vars and problem.tokens is None:
         return None  # the numpy path raises the law's own error message
     tokens = float(problem.tokens) if problem.tokens is not None else 0.0
     p = bn.params(problem.device, problem.workload, problem.precision)
-    return Plan(k, tabs, radix, p, tokens, obj, latc, bcol, bval, _loss_range(problem) if lohi is None else lohi)
+    dlo, dhi = _domain(problem, k.domain)
+    lohi = _loss_range(problem) if lohi is None else lohi
+    return Plan(k, tabs, radix, p, tokens, obj, latc, bcol, bval, dlo, dhi, lohi)
+
+
+def scan_range(pl: Plan, a: int, b: int, stats: np.ndarray, red: Reducer, stair: np.ndarray) -> None:
+    """Blocks ``[a, b)`` through the kernel, at most :data:`PIECE` points a call: its statistics folded into
+    ``stats``, its survivors into ``red`` (``stair``: the staircase, carried from call to call)."""
+    cap = max(OUT_CAP, 4 * (8192 + 2 * pl.block))
+    out, val = np.empty(cap, dtype=np.int64), np.empty((cap, len(pl.obj)))
+    pos = a
+    while pos < b:
+        t = new_stats()
+        pl.scan(pos, min(b, pos + max(1, PIECE // pl.block)), stair, out, val, t)
+        _merge(stats, t)
+        red.add(out[: int(t[14])], val[: int(t[14])])
+        pos = int(t[13])
 
 
 def run_numba(problem: Problem, objectives: tuple[str, ...], n_jobs: int | None, cloud: int, backend: str):
     """``(acc, timings)`` like ``exhaustive._run``, or None when the numpy path should run instead."""
     size = problem.space.size
-    if bn.resolve(backend, size) == "numpy":
+    if resolve(backend, size) == "numpy":
         return None
     out_code = {"loss": 16, "latency": bn.OUTPUTS.index(problem.latency_column)}
     out_code |= {o: bn.OUTPUTS.index(c) for o, c in OBJECTIVES.items() if o not in out_code}
     pl = kernel_plan(problem, np.array([out_code[o] for o in objectives], dtype=np.int64), backend == "numba")
     if pl is None:
         return None
-    k, tabs, radix, p, tokens = pl.kernels, pl.tabs, pl.radix, pl.params, pl.tokens
-    obj, latc, bcol, bval, lohi = pl.obj, pl.latc, pl.bcol, pl.bval, pl.lohi
     ocols = tuple(OBJECTIVES[o] for o in objectives)
     jobs = max(1, _n_jobs(n_jobs, max(size, 1 << 30)))
     lock, nxt = threading.Lock(), [0]
-    blk = int(radix[0] * radix[1])  # points per (width, experts) block: the kernel's unit of work
-    blocks, piece, cap = size // blk, max(1, PIECE // blk), max(OUT_CAP, 4 * (8192 + 2 * blk))
+    blocks, piece = size // pl.block, max(1, PIECE // pl.block)
 
-    def work() -> tuple[np.ndarray, _Reducer]:
-        stats, red = _new_stats(), _Reducer(problem, ocols)
-        stair = np.full(NBINS, np.inf)
-        out = np.empty(cap, dtype=np.int64)
+    def work() -> tuple[np.ndarray, Reducer]:
+        stats, red, stair = new_stats(), Reducer(), np.full(NBINS, np.inf)
         while True:
             with lock:
                 a = nxt[0]
                 nxt[0] = min(blocks, a + piece)
             if a >= blocks:
+                red.reduce()  # each thread filters its own survivors, in parallel (moocore releases the GIL)
                 return stats, red
-            b, pos = min(blocks, a + piece), a
-            while pos < b:
-                t = _new_stats()
-                k.scan(pos, b, *tabs, p, tokens, radix, obj, latc, bcol, bval, lohi, stair, out, t)
-                _merge(stats, t)
-                red.add(out[: int(t[14])])
-                pos = int(t[13])
+            scan_range(pl, a, min(blocks, a + piece), stats, red, stair)
 
     t0 = time.perf_counter()
     with ThreadPoolExecutor(jobs) as ex:
         parts = [f.result() for f in [ex.submit(work) for _ in range(jobs)]]
     eval_wall = time.perf_counter() - t0
     t1 = time.perf_counter()
-    stats = _new_stats()
+    stats = new_stats()
     for st, _ in parts:
         _merge(stats, st)
-    red = _Reducer(problem, ocols)
+    red = Reducer()
     for _, r in parts:
-        red.parts += r.parts
+        red.absorb(r)
     acc = _Acc(evaluated=int(stats[0]), feasible=int(stats[1]))
-    acc.front = red.reduce()
+    idx = red.reduce()
+    if len(idx):  # the frontier's rows from the numpy reference, filtered again on its values (the same ones)
+        v = evaluate_lean(problem, problem.space.columns_at(idx, np.float64))
+        acc.front = _take({k: v[k] for k in _KEEP}, pareto_mask(np.column_stack([v[c] for c in ocols])))
     acc.best = _point(problem, stats[2])
     acc.best_any = _point(problem, stats[5])
     finish_diagnostics(

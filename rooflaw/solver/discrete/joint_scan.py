@@ -9,11 +9,12 @@ cost column that decides it *inside a combination*: loss, the phase's latency, m
 so a lower ``decode_s`` never means a lower throughput. Objectives that share a column count once; when only loss
 and one column remain, the kernel's staircase drops points that another feasible point of the same combination
 beats with a strictly lower loss and a no-worse column: dominated on every joint objective, hence never on the joint
-frontier. With more columns the kernel keeps every feasible point (still exact, only slower).
+frontier. With more columns the kernel keeps every feasible point, and the same argument lets its survivors be cut
+to those non-dominated on the kernel's columns (their values as the kernel computed them).
 
-The survivors are evaluated again by the numpy reference of the joint space (:func:`.joint_eval.evaluate_chunk`, the
-same values as the numpy path) and filtered on the joint objectives, so rows, best points and diagnostics are built
-by the same code as there; the union over tasks is filtered once more by the caller (:func:`.joint.merge`).
+Those are evaluated again by the numpy reference of the joint space (:func:`.joint_eval.evaluate_chunk`, the same
+values as the numpy path) and filtered on the joint objectives, so rows, best points and diagnostics are built by
+the same code as there; the union over tasks is filtered once more by the caller (:func:`.joint.merge`).
 """
 
 from __future__ import annotations
@@ -26,22 +27,13 @@ from typing import Any
 import numpy as np
 
 from ...constraints import backend_numba as bn
+from ...constraints.backends import resolve
 from ...errors import RooflawError
 from ..problem import Problem
 from .exhaustive import _ranges
-from .exhaustive_fast import (
-    NBINS,
-    OUT_CAP,
-    PIECE,
-    REDUCE_AT,
-    Plan,
-    _merge,
-    _new_stats,
-    finish_diagnostics,
-    kernel_plan,  # fmt: skip
-)
+from .exhaustive_fast import NBINS, Plan, Reducer, finish_diagnostics, kernel_plan, new_stats, scan_range
 from .joint_eval import JOINT_KEEP, _filter, evaluate_chunk
-from .scan_parts import _Acc, _cat
+from .scan_parts import _Acc
 
 #: Joint objective -> the cost column that orders it inside one combination (None: the problem's latency phase).
 KERNEL_COLUMN = {"loss": "loss", "latency": None, "memory": "memory_bytes", "energy": "energy_j",
@@ -70,28 +62,9 @@ def scan_blocks(combo: Any, pl: Plan, a: int, b: int, objectives: tuple[str, ...
     """Blocks ``[a, b)`` of one combination through the kernel: counts, best points, budget minima, least
     violating point and the non-dominated rows (:data:`.joint_eval.JOINT_KEEP` + ``keep``'s extra columns)."""
     c0 = time.thread_time()
-    k = pl.kernels
-    stats = _new_stats()
-    stair = np.full(NBINS, np.inf)
-    cap = max(OUT_CAP, 4 * (8192 + 2 * pl.block))
-    out = np.empty(cap, dtype=np.int64)
-    survivors: list[np.ndarray] = []
-    held, front = 0, None
-    for s in range(a, b, max(1, PIECE // pl.block)):
-        pos, stop = s, min(b, s + max(1, PIECE // pl.block))
-        while pos < stop:
-            t = _new_stats()
-            k.scan(pos, stop, *pl.tabs, pl.params, pl.tokens, pl.radix, pl.obj, pl.latc, pl.bcol, pl.bval, pl.lohi,
-                   stair, out, t)  # fmt: skip
-            _merge(stats, t)
-            n = int(t[14])
-            if n:
-                survivors.append(out[:n].copy())
-                held += n
-            pos = int(t[13])
-        if held > REDUCE_AT:
-            front, survivors, held = _reduce(combo, front, survivors, objectives, keep), [], 0
-    front = _reduce(combo, front, survivors, objectives, keep)
+    stats, red = new_stats(), Reducer()
+    scan_range(pl, a, b, stats, red, np.full(NBINS, np.inf))
+    front = _front(combo, red.reduce(), objectives, keep)
     acc = _Acc(evaluated=int(stats[0]), feasible=int(stats[1]))
     acc.front = front
     acc.best = _point(combo, stats[2], keep)
@@ -111,17 +84,15 @@ def _evaluate(combo: Any, idx: np.ndarray, keep: tuple[str, ...]) -> dict[str, n
     return v
 
 
-def _reduce(combo: Any, front: dict[str, np.ndarray] | None, survivors: list[np.ndarray],
-            objectives: tuple[str, ...], keep: tuple[str, ...]) -> dict[str, np.ndarray] | None:  # fmt: skip
-    """``front`` plus the survivors' rows, cut to their non-dominated rows on the joint objectives."""
-    if survivors:
-        idx = np.concatenate(survivors)
-        v = _evaluate(combo, idx, keep)
-        feas = np.flatnonzero(v["feasible"])
-        if len(feas) != len(idx):
-            raise RooflawError("numba joint scan: a survivor is infeasible under numpy")  # kernel/numpy disagree
-        front = _cat(front, {x: np.asarray(v[x]) for x in keep})
-    return None if front is None else _filter(front, objectives)
+def _front(combo: Any, idx: np.ndarray, objectives: tuple[str, ...], keep: tuple[str, ...]) -> dict | None:
+    """The rows of the survivors ``idx`` (non-dominated on the kernel's columns inside the combination), cut to
+    their non-dominated rows on the joint objectives."""
+    if not len(idx):
+        return None
+    v = _evaluate(combo, idx, keep)
+    if not v["feasible"].all():
+        raise RooflawError("numba joint scan: a survivor is infeasible under numpy")  # kernel/numpy disagree
+    return _filter({x: np.asarray(v[x]) for x in keep}, objectives)
 
 
 def _point(combo: Any, index: float, keep: tuple[str, ...]) -> dict[str, float] | None:
@@ -144,7 +115,7 @@ def kernel_combinations(problem: Problem, combos: Sequence[Any], objectives: tup
     numba scan runs (``auto``: numba when installed, the joint space is large and the kernel can express the
     problem; ``numba``: raises where it cannot). Whether the kernel applies, and the loss range (any range is
     exact), are settled once per precision: batch sizes change only the kernel's scalar arguments."""
-    if bn.resolve(backend, size) == "numpy":
+    if resolve(backend, size) == "numpy":
         return {}
     out, by_precision = {}, {}
     for c in combos:
@@ -153,8 +124,8 @@ def kernel_combinations(problem: Problem, combos: Sequence[Any], objectives: tup
         if c.precision not in by_precision:
             pl = plan(c.problem, objectives, strict=backend == "numba")
             by_precision[c.precision] = None if pl is None else (problem.space.size // pl.block, pl.lohi)
-        if by_precision[c.precision] is not None:
-            out[c.index] = by_precision[c.precision]
+        if (bp := by_precision[c.precision]) is not None:
+            out[c.index] = bp
     return out
 
 

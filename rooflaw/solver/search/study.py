@@ -383,7 +383,7 @@ def search(
     if workers > 1 and safety.is_memory_storage(storage):
         raise bad("storage", storage, f"lives in one process; {workers} workers need a file or server storage")
     load_measure(measure)  # fail early on a bad spec
-    from ...constraints.backend_numba import resolve
+    from ...constraints.backends import resolve
 
     resolve(backend, 1)  # fail early on a bad or unavailable backend
     problem = problem.on_aligned_space()  # trials are drawn among aligned points only, like every solver
