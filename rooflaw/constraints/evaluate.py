@@ -28,20 +28,19 @@ def evaluate_columns(
     chunk: int = roofline.CHUNK,
     engine: str | EngineProfile | None = None,
     backend: str = "auto",
-    out: Mapping[str, np.ndarray] | None = None,
 ) -> dict[str, np.ndarray]:
     """Evaluate a table of candidates (dict of equal-length arrays or a DataFrame) in ``scenario``.
 
     ``scenario``: a :class:`Scenario`, or a :class:`Device` with the loose ``workload``, ``precision``, ``preset``
     and ``engine`` (``Scenario.of``). One chip: the columns of :func:`.roofline.evaluate_columns` (prefill_s,
-    decode_s, ttft_s, tpot_s, total_s, FLOPs, bytes, memory, energy, parameter counts; ``tiles``, ``chunk``,
-    ``backend`` and ``out`` as there). A scenario with a layout (its device a System): the serving columns of
+    decode_s, ttft_s, tpot_s, total_s, FLOPs, bytes, memory, energy, parameter counts; ``tiles``, ``chunk``
+    and ``backend`` as there). A scenario with a layout (its device a System): the serving columns of
     :func:`.parallel.serving.layout_columns`.
     """
     sc = Scenario.coerce(scenario, workload, precision, preset, engine)
     if sc.layout is not None:
         return layout_columns(columns, sc)
-    return roofline.evaluate_columns(columns, sc, tiles=tiles, chunk=chunk, backend=backend, out=out)
+    return roofline.evaluate_columns(columns, sc, tiles=tiles, chunk=chunk, backend=backend)
 
 
 __all__ = ["evaluate_columns"]

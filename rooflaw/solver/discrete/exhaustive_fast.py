@@ -63,10 +63,9 @@ def _setup(problem: Problem) -> tuple[Any, ...] | str:
     cc = complete_columns(space.columns_at(idx, np.float64))
     kinds = stack_kinds(cc) if A.get_preset(problem.preset).kinds else frozenset()
     k = bn.kernels(problem.preset, problem.law, kinds, _axes())
-    app = _applied(problem)
-    comp, call, rates = fast_inputs(cc, problem.device, problem.workload, problem.precision, problem.preset, app)
-    overlap = bool(app is not None and not A.get_preset(problem.preset).theory and app.overlap)
-    vals = bn.kernel_values(k, cc, call, rates, overlap)
+    sc = problem.scenario
+    comp, call, rates = fast_inputs(cc, sc)
+    vals = bn.kernel_values(k, cc, call, rates, sc.host_overlap)
     tabs = []
     digits = np.unravel_index(idx, shape)
     for names, t, digit in zip(k.axes, raw, digits, strict=False):
