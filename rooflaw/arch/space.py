@@ -149,7 +149,7 @@ class Space:
 
     def kv_options(self, heads: int) -> list[int]:
         """Valid kv_heads values (resolved) for a head count, ascending."""
-        vals = {heads if k == "heads" else k for k in self.kv_heads}
+        vals = {heads if isinstance(k, str) else k for k in self.kv_heads}  # the one str is "heads" (_kv_list)
         return sorted(v for v in vals if heads % v == 0)
 
     def _build(self) -> None:
@@ -240,7 +240,7 @@ class Space:
         for k in ("layernorm", "qk_norm_size", "shared_gate", "qk_norm_on"):
             cols[k] = _same(0, n)
         cols["moe"] = (cols["experts"] > 1).astype(np.int64)
-        keys = COLUMNS
+        keys: tuple[str, ...] = COLUMNS
         if self.has_patterns:
             every, cols["window"] = self._pat[ip, 0], self._pat[ip, 1]
             cols["local_layers"] = cols["layers"] - cols["layers"] // every
