@@ -125,7 +125,8 @@ class Bench:
         dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
         self.model = build(arch, dtype, device)
         B, S_in, self.S_out = workload.batch, workload.input_tokens, workload.output_tokens
-        shape = (B, arch.kv_heads, S_in + self.S_out + 1, arch.head_dim)
+        cols = arch.columns()  # the derived sizes as ints
+        shape = (B, cols["kv_heads"], S_in + self.S_out + 1, cols["head_dim"])
         self.caches = [(torch.zeros(shape, dtype=dtype, device=device), torch.zeros(shape, dtype=dtype, device=device))
                        for _ in range(arch.layers)]  # fmt: skip
         self.ids = torch.randint(0, arch.vocab, (B, S_in), device=device)

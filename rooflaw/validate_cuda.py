@@ -130,7 +130,8 @@ def measure(arch: Architecture, precision: str, wl: Workload, torch_device: str,
     dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
     model = build(arch, dtype, torch_device)
     B, S_in, S_out = wl.batch, wl.input_tokens, wl.output_tokens
-    shape = (B, arch.kv_heads, S_in + S_out + 1, arch.head_dim)
+    cols = arch.columns()  # the derived sizes as ints
+    shape = (B, cols["kv_heads"], S_in + S_out + 1, cols["head_dim"])
     kv = lambda: torch.zeros(shape, dtype=dtype, device=torch_device)  # noqa: E731
     caches = [(kv(), kv()) for _ in range(arch.layers)]
     ids = torch.randint(0, arch.vocab, (B, S_in), device=torch_device)

@@ -6,7 +6,7 @@ import contextlib
 import os
 import shlex
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Optional
 
@@ -25,7 +25,7 @@ def _writable(out: Path, option: str, suffixes: tuple[str, ...]) -> Path:
 
 
 @contextlib.contextmanager
-def _progress(quiet: bool) -> Iterator[object]:
+def _progress(quiet: bool) -> Iterator[Callable[[str], None]]:
     """A status line on a terminal (``update(text)``), nothing with ``--json`` or when piped."""
     if quiet or not err_console.is_terminal:
         yield lambda text: None
@@ -68,13 +68,13 @@ def fit_kernels_cmd(
     with _progress(as_json) as say:
         found: dict[str, list] = {}
         for d in dirs:
-            say(f"reading {d} ...")  # type: ignore[operator]
+            say(f"reading {d} ...")
             for gpu, tabs in gpu_tables(d).items():
                 if gpu in found:
                     raise bad("DIR", str(d), f"GPU folder {gpu!r} given twice")
                 found[gpu] = tabs
         gpus = [kf.GPU(n, kf.device_for_folder(n, overrides), t) for n, t in found.items()]
-        res = kf.fit(gpus, sample=sample, held_out=held_out, progress=lambda s: say(f"fitting {s} ..."))  # type: ignore[operator]
+        res = kf.fit(gpus, sample=sample, held_out=held_out, progress=lambda s: say(f"fitting {s} ..."))
     argv = sys.argv[sys.argv.index("fit-kernels") + 1 :] if "fit-kernels" in sys.argv else []
     command = " ".join(["rooflaw devices fit-kernels", *(shlex.quote(a) for a in argv)])
     curves = kf.with_provenance(res, gpus, command, sample)
@@ -181,7 +181,7 @@ def check_kernels_cmd(
     dev = get_device(device)
     with _progress(as_json) as say:
         tables = read_tables(folder)
-        say(f"predicting {sum(len(t.rows) for t in tables):,} rows on {dev.id} ...")  # type: ignore[operator]
+        say(f"predicting {sum(len(t.rows) for t in tables):,} rows on {dev.id} ...")
         if engine == "ideal":
             curves: KernelCurves | None = KernelCurves(architecture="ideal", compute={}, memory=1.0, kernel_s=0.0)
         else:
@@ -192,12 +192,12 @@ def check_kernels_cmd(
             rows = t.rows if fw is None else t.rows.assign(framework=fw)
             preds.append(predict_tables([_with_rows(t, rows)], dev, curves)[0])
         frames = []
-        summary: dict[str, dict[str, float | int]] = {}
+        summary: dict[str, dict[str, float | int | None]] = {}
         for t, p in zip(tables, preds, strict=True):
             f = t.rows[["table", "framework", "version", "row", "latency"]].copy()
             f["predicted_ms"] = p
             frames.append(f)
-        say(f"writing {out} ...")  # type: ignore[operator]
+        say(f"writing {out} ...")
         full = pd.concat(frames, ignore_index=True)
         with atomic_output(out, "--out", (".csv",)) as tmp:
             full.to_csv(tmp, index=False, na_rep="")
@@ -207,7 +207,7 @@ def check_kernels_cmd(
             "rows": int(len(grp)),
             "modelled": int(len(e)),
             "median_abs_error": float(np.median(e)) if len(e) else None,
-        }  # type: ignore[dict-item]
+        }
     src = "ideal" if engine == "ideal" else (curves.architecture if curves is not None else None)
     if as_json:
         print_json({"device": dev.id, "curves": src, "engine": engine, "out": str(out), "tables": summary})

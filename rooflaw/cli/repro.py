@@ -30,10 +30,10 @@ def _load_paper_repro():
             "install rooflaw with its paper_repro package or run from a source checkout"
         )
     spec = importlib.util.spec_from_file_location("paper_repro", init, submodule_search_locations=[str(init.parent)])
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    module = importlib.util.module_from_spec(spec)
     sys.modules["paper_repro"] = module
     try:
-        spec.loader.exec_module(module)  # type: ignore[union-attr]
+        spec.loader.exec_module(module)
     except BaseException:
         sys.modules.pop("paper_repro", None)
         raise
