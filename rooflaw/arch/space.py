@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import copy
 import math
+import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
@@ -41,10 +42,10 @@ from ..errors import RooflawError, bad
 from .architecture import COLUMNS, Architecture
 from .space_values import MAX_INT, _bool_list, _float_list, _int_list, _kv_list, _moe_list
 
-try:  # Python >= 3.11
+if sys.version_info >= (3, 11):
     import tomllib
-except ModuleNotFoundError:  # pragma: no cover
-    import tomli as tomllib  # type: ignore[no-redef]
+else:  # pragma: no cover
+    import tomli as tomllib
 
 #: Most (d_model, head_dim, kv_heads, r_single) combinations checked when the width table is built.
 MAX_WIDTH_COMBINATIONS = 2_000_000
