@@ -201,7 +201,7 @@ def _rounds(benches: dict[str, Bench], session, mode: str, say: Callable[[str, f
     import random
 
     lo, hi, budget, cal_seconds = ROUNDS[mode]
-    items: list[object] = [*benches, *(["calibration"] if session is not None else [])]
+    items: list[str] = [*benches, *(["calibration"] if session is not None else [])]
     rng, start, r = random.Random(0), time.perf_counter(), 0
     while r < lo or (r < hi and time.perf_counter() - start < budget):
         rng.shuffle(items)
@@ -210,7 +210,7 @@ def _rounds(benches: dict[str, Bench], session, mode: str, say: Callable[[str, f
             if item == "calibration":
                 session.sample(cal_seconds / lo)
             else:
-                benches[item].sample()  # type: ignore[index]
+                benches[item].sample()
         r += 1
     return r
 

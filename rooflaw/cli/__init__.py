@@ -56,7 +56,7 @@ from . import systems as _systems  # noqa: E402,F401  (`devices systems`)
 from . import validate as _validate  # noqa: E402,F401
 
 
-def _one_line(e: BaseException) -> str:
+def _one_line(e: BaseException | str) -> str:
     text = " ".join(str(e).split()) or type(e).__name__
     return text if len(text) <= 600 else text[:597] + "..."
 
@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
         if code == 0:
             seen = set()
             for w in caught:
-                line = f"rooflaw: warning: {_one_line(w.message)}"  # type: ignore[arg-type]
+                line = f"rooflaw: warning: {_one_line(w.message)}"
                 if line not in seen:
                     seen.add(line)
                     print(line, file=sys.stderr)

@@ -418,7 +418,7 @@ def device_from(m: CudaMeasurements) -> Device:
         memory_bandwidth=m.gemv_bandwidth,
         memory_capacity=m.memory_capacity,
         sm_count=m.sm_count,
-        tile=tuple(tile),  # type: ignore[arg-type]
+        tile=(tile[0], tile[1]),  # a catalog TOML tile may be a list
         kernel_overhead=m.kernel_overhead,
         l2_bytes=m.l2_bytes or None,
         gemm_half_rows=m.half_rows,

@@ -190,7 +190,8 @@ def to_sympy(
             else:  # Pow
                 out = _pow(a, b, text, what)
         elif isinstance(node, ast.Call):
-            fn = FUNCTIONS[node.func.id][0]  # type: ignore[attr-defined]
+            assert isinstance(node.func, ast.Name)  # check() admits calls of named functions only
+            fn = FUNCTIONS[node.func.id][0]
             out = fn(*[build(a) for a in node.args])
         else:  # pragma: no cover - parse() admits nothing else
             raise _err(what, text, f"{type(node).__name__} is not allowed")
@@ -236,7 +237,8 @@ def to_numpy(tree: ast.expr, text: str, columns: Mapping[str, np.ndarray], what:
                 raise _err(what, text, f"exponent {float(b):g} is outside ±{MAX_EXPONENT:g}")
             return np.power(a, b)
         if isinstance(node, ast.Call):
-            fn = FUNCTIONS[node.func.id][1]  # type: ignore[attr-defined]
+            assert isinstance(node.func, ast.Name)  # check() admits calls of named functions only
+            fn = FUNCTIONS[node.func.id][1]
             args = [ev(a) for a in node.args]
             out = args[0]
             if len(args) == 1:
