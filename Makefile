@@ -6,7 +6,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
 
-.PHONY: demo test install install-test lint
+.PHONY: demo test install install-test lint typecheck
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -41,5 +41,9 @@ PYTEST_ARGS ?= -n auto --dist loadfile --no-loadscope-reorder
 test: install-test
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
-lint: install-test
+# mypy's settings (python 3.10, the untyped third-party packages) are in pyproject.toml's [tool.mypy].
+typecheck: install-test
+	$(BIN)/python -m mypy rooflaw
+
+lint: install-test typecheck
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .

@@ -18,7 +18,7 @@ from .errors import Infeasible, RooflawError, bad  # noqa: F401  (public names)
 
 if TYPE_CHECKING:  # pragma: no cover - names for type checkers and IDEs
     from .arch import Architecture
-    from .constraints import CostReport, Precision, Workload
+    from .constraints import CostReport, EngineProfile, Precision, Workload
 
 #: module -> the public names it defines (imported on first access).
 _MODULES: dict[str, str] = {
@@ -145,7 +145,7 @@ def evaluate(
     precision: str | Precision = "fp16",  # = solver.problem.DEFAULT_PRECISION (a test pins it)
     preset: str = "full",
     tiles: bool = False,
-    engine: str | None = None,
+    engine: str | EngineProfile | None = None,
     *,
     batch: int | None = None,
     input_tokens: int | None = None,
@@ -156,8 +156,8 @@ def evaluate(
 
     ``arch``: anything :func:`load_architecture` takes; ``device``: a :class:`Device`, a catalog id or a device
     file; ``workload``: a :class:`Workload` or a mapping, with keyword overrides (``batch``, ``input_tokens``,
-    ``output_tokens``, ``attention``); ``engine``: an engine profile name (``ideal``, ``tensorrt-llm``, ...; None:
-    the device's fitted default). Defaults are the CLI's (batch 1, 1024 in, 16 out, fused attention, the ``full``
+    ``output_tokens``, ``attention``); ``engine``: an engine profile or its name (``ideal``, ``tensorrt-llm``, ...;
+    None: the device's fitted default). Defaults are the CLI's (batch 1, 1024 in, 16 out, fused attention, the ``full``
     preset, the default precision). ``.to_dict()`` gives the totals, ``.to_frame()`` the operators.
     """
     from .constraints import evaluate as _evaluate

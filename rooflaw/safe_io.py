@@ -7,16 +7,17 @@ from __future__ import annotations
 import json
 import os
 import stat
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from .errors import RooflawError, bad
 
-try:  # Python >= 3.11
+if sys.version_info >= (3, 11):
     import tomllib
-except ModuleNotFoundError:  # pragma: no cover
-    import tomli as tomllib  # type: ignore[no-redef]
+else:  # pragma: no cover
+    import tomli as tomllib
 
 #: Deepest nesting of tables/lists accepted in a TOML or JSON input (real files nest 3-4 levels).
 MAX_DEPTH = 32

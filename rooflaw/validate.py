@@ -125,7 +125,8 @@ class Bench:
         dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
         self.model = build(arch, dtype, device)
         B, S_in, self.S_out = workload.batch, workload.input_tokens, workload.output_tokens
-        shape = (B, arch.kv_heads, S_in + self.S_out + 1, arch.head_dim)
+        cols = arch.columns()  # the derived sizes as ints
+        shape = (B, cols["kv_heads"], S_in + self.S_out + 1, cols["head_dim"])
         self.caches = [(torch.zeros(shape, dtype=dtype, device=device), torch.zeros(shape, dtype=dtype, device=device))
                        for _ in range(arch.layers)]  # fmt: skip
         self.ids = torch.randint(0, arch.vocab, (B, S_in), device=device)
@@ -200,7 +201,7 @@ def _rounds(benches: dict[str, Bench], session, mode: str, say: Callable[[str, f
     import random
 
     lo, hi, budget, cal_seconds = ROUNDS[mode]
-    items: list[object] = [*benches, *(["calibration"] if session is not None else [])]
+    items: list[str] = [*benches, *(["calibration"] if session is not None else [])]
     rng, start, r = random.Random(0), time.perf_counter(), 0
     while r < lo or (r < hi and time.perf_counter() - start < budget):
         rng.shuffle(items)
@@ -209,7 +210,7 @@ def _rounds(benches: dict[str, Bench], session, mode: str, say: Callable[[str, f
             if item == "calibration":
                 session.sample(cal_seconds / lo)
             else:
-                benches[item].sample()  # type: ignore[index]
+                benches[item].sample()
         r += 1
     return r
 

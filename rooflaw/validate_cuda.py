@@ -64,12 +64,12 @@ def predict(arch: Architecture, precision: str, device: Device, wl: Workload, gr
 
     summed = dataclasses.replace(get_engine(ENGINE), launch="device")  # the same kernels, their cost added
     engine = summed if graphs else get_engine(ENGINE)
-    rep = evaluate(arch, device, wl, precision, engine=engine, tiles=True)  # type: ignore[arg-type]
+    rep = evaluate(arch, device, wl, precision, engine=engine, tiles=True)
     no_kernels = dataclasses.replace(
         engine, kernels_per_layer=0.0, kernels_per_pass=0.0, moe_kernels=0.0, kernels_per_expert=0.0
     )  # a GPU priced by kernel curves has its kernel_s there
-    bare = evaluate(arch, _without_launch(device), wl, precision, engine=no_kernels, tiles=True)  # type: ignore[arg-type]
-    add = evaluate(arch, device, wl, precision, engine=summed, tiles=True)  # type: ignore[arg-type]
+    bare = evaluate(arch, _without_launch(device), wl, precision, engine=no_kernels, tiles=True)
+    add = evaluate(arch, device, wl, precision, engine=summed, tiles=True)
     return {"prefill_s": rep.prefill_s, "decode_s": rep.tpot_s, "prefill_roofline_s": bare.prefill_s,
             "decode_roofline_s": bare.tpot_s, "prefill_launch_s": add.prefill_s - bare.prefill_s,
             "decode_launch_s": add.tpot_s - bare.tpot_s, "weight_bytes": float(rep.values["weight_bytes"]),
@@ -130,7 +130,8 @@ def measure(arch: Architecture, precision: str, wl: Workload, torch_device: str,
     dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
     model = build(arch, dtype, torch_device)
     B, S_in, S_out = wl.batch, wl.input_tokens, wl.output_tokens
-    shape = (B, arch.kv_heads, S_in + S_out + 1, arch.head_dim)
+    cols = arch.columns()  # the derived sizes as ints
+    shape = (B, cols["kv_heads"], S_in + S_out + 1, cols["head_dim"])
     kv = lambda: torch.zeros(shape, dtype=dtype, device=torch_device)  # noqa: E731
     caches = [(kv(), kv()) for _ in range(arch.layers)]
     ids = torch.randint(0, arch.vocab, (B, S_in), device=torch_device)

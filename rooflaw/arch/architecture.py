@@ -138,7 +138,7 @@ class Architecture:
         _positive_int("shared_ffn", self.shared_ffn)
         if not isinstance(self.shared_experts, int) or self.shared_experts < 0:
             raise bad("shared_experts", self.shared_experts, "must be a non-negative integer")
-        if self.heads % self.kv_heads:
+        if self.heads % _filled(self.kv_heads):
             raise bad("kv_heads", self.kv_heads, f"does not divide heads={self.heads}")
         if self.top_k > self.experts:
             raise bad("top_k", self.top_k, f"exceeds experts={self.experts}")
@@ -163,7 +163,8 @@ class Architecture:
                 raise bad("layer_types", kind, f"unknown layer kind; known: {', '.join(LAYER_KINDS)}")
         if "local" in types and self.window <= 0:
             raise bad("window", self.window, "sliding-window layers need a positive window")
-        if "mla" in types and (self.kv_lora_rank <= 0 or self.v_head_dim <= 0 or self.rope_dim >= self.head_dim):
+        mla_bad = self.kv_lora_rank <= 0 or self.v_head_dim <= 0 or self.rope_dim >= _filled(self.head_dim)
+        if "mla" in types and mla_bad:
             raise bad("kv_lora_rank", self.kv_lora_rank, "MLA layers need kv_lora_rank, v_head_dim > 0 and "
                       "rope_dim < head_dim (head_dim = qk nope + rope dims)")  # fmt: skip
         if any(k in STATE_KINDS for k in types) and (self.mixer_in <= 0 or self.mixer_inner <= 0):
@@ -181,7 +182,7 @@ class Architecture:
     @property
     def r(self) -> float:
         """Active FFN expansion ratio r = top_k·ffn/d_model (the paper's r = K·r_single)."""
-        return self.top_k * self.ffn / self.d_model
+        return self.top_k * _filled(self.ffn) / self.d_model
 
     @property
     def rho(self) -> float:
@@ -191,12 +192,12 @@ class Architecture:
     @property
     def gqa(self) -> float:
         """GQA ratio heads/kv_heads."""
-        return self.heads / self.kv_heads
+        return self.heads / _filled(self.kv_heads)
 
     @property
     def d_m(self) -> int:
         """KV dimension d_m = kv_heads·head_dim."""
-        return self.kv_heads * self.head_dim
+        return _filled(self.kv_heads) * _filled(self.head_dim)
 
     @property
     def is_moe(self) -> bool:
@@ -215,18 +216,19 @@ class Architecture:
 
     def columns(self) -> dict[str, int]:
         """The numeric columns of :data:`COLUMNS` (booleans as 0/1)."""
-        qk = {"none": 0, "head": 2 * self.head_dim, "full": (self.heads + self.kv_heads) * self.head_dim}
+        kv, hd = _filled(self.kv_heads), _filled(self.head_dim)
+        qk = {"none": 0, "head": 2 * hd, "full": (self.heads + kv) * hd}
         return {
             "layers": self.layers,
             "d_model": self.d_model,
             "heads": self.heads,
-            "kv_heads": self.kv_heads,
-            "head_dim": self.head_dim,
-            "ffn": self.ffn,
+            "kv_heads": kv,
+            "head_dim": hd,
+            "ffn": _filled(self.ffn),
             "experts": self.experts,
             "top_k": self.top_k,
             "shared_experts": self.shared_experts,
-            "shared_ffn": self.shared_ffn,
+            "shared_ffn": _filled(self.shared_ffn),
             "vocab": self.vocab,
             "tied": int(self.tied),
             "gated": int(self.gated),
@@ -311,6 +313,14 @@ class Architecture:
 _STACK_FIELDS = ("layer_types", "window", "q_lora_rank", "kv_lora_rank", "rope_dim", "v_head_dim", "first_dense",
                  "dense_ffn", "mixer_in", "mixer_inner", "mixer_state", "mixer_params",
                  "mixer_flops")  # fmt: skip
+
+
+def _filled(size: int | None) -> int:
+    """A size that ``Architecture.__post_init__`` derives when it is not given (``kv_heads``, ``head_dim``,
+    ``ffn``, ``shared_ffn``): an int on every constructed instance, typed ``int | None`` for the constructor."""
+    if size is None:  # pragma: no cover - __post_init__ fills all four
+        raise AssertionError("an Architecture size was left unset by __post_init__")
+    return size
 
 
 def _positive_int(key: str, value: Any) -> None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import copy
 import math
+import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
@@ -41,10 +42,10 @@ from ..errors import RooflawError, bad
 from .architecture import COLUMNS, Architecture
 from .space_values import MAX_INT, _bool_list, _float_list, _int_list, _kv_list, _moe_list
 
-try:  # Python >= 3.11
+if sys.version_info >= (3, 11):
     import tomllib
-except ModuleNotFoundError:  # pragma: no cover
-    import tomli as tomllib  # type: ignore[no-redef]
+else:  # pragma: no cover
+    import tomli as tomllib
 
 #: Most (d_model, head_dim, kv_heads, r_single) combinations checked when the width table is built.
 MAX_WIDTH_COMBINATIONS = 2_000_000
@@ -149,7 +150,7 @@ class Space:
 
     def kv_options(self, heads: int) -> list[int]:
         """Valid kv_heads values (resolved) for a head count, ascending."""
-        vals = {heads if k == "heads" else k for k in self.kv_heads}
+        vals = {heads if isinstance(k, str) else k for k in self.kv_heads}  # the one str is "heads" (_kv_list)
         return sorted(v for v in vals if heads % v == 0)
 
     def _build(self) -> None:
@@ -240,7 +241,7 @@ class Space:
         for k in ("layernorm", "qk_norm_size", "shared_gate", "qk_norm_on"):
             cols[k] = _same(0, n)
         cols["moe"] = (cols["experts"] > 1).astype(np.int64)
-        keys = COLUMNS
+        keys: tuple[str, ...] = COLUMNS
         if self.has_patterns:
             every, cols["window"] = self._pat[ip, 0], self._pat[ip, 1]
             cols["local_layers"] = cols["layers"] - cols["layers"] // every

@@ -56,7 +56,7 @@ from . import systems as _systems  # noqa: E402,F401  (`devices systems`)
 from . import validate as _validate  # noqa: E402,F401
 
 
-def _one_line(e: BaseException) -> str:
+def _one_line(e: BaseException | str) -> str:
     text = " ".join(str(e).split()) or type(e).__name__
     return text if len(text) <= 600 else text[:597] + "..."
 
@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
         if code == 0:
             seen = set()
             for w in caught:
-                line = f"rooflaw: warning: {_one_line(w.message)}"  # type: ignore[arg-type]
+                line = f"rooflaw: warning: {_one_line(w.message)}"
                 if line not in seen:
                     seen.add(line)
                     print(line, file=sys.stderr)
@@ -132,15 +132,16 @@ def _run(argv: list[str] | None) -> int:
         print(f"rooflaw: error: input is not valid UTF-8 ({e.reason} at byte {e.start})", file=sys.stderr)
         return 2
     except (OSError, MemoryError) as e:
-        what = f"{e.filename}: " if getattr(e, "filename", None) else ""
+        filename = getattr(e, "filename", None)  # an OSError's; MemoryError has none
+        what = f"{filename}: " if filename else ""
         why = getattr(e, "strerror", None) or _one_line(e)
         print(f"rooflaw: error: {what}{why}", file=sys.stderr)
         return 4
     except Exception as e:
         # usage errors of typer's (vendored) click: unknown option, missing parameter, bad value
         if hasattr(e, "format_message") and hasattr(e, "exit_code"):
-            print(f"rooflaw: error: {_one_line(e.format_message())}", file=sys.stderr)  # type: ignore[attr-defined]
-            return int(e.exit_code) if e.exit_code else 2  # type: ignore[attr-defined]
+            print(f"rooflaw: error: {_one_line(e.format_message())}", file=sys.stderr)
+            return int(e.exit_code) if e.exit_code else 2
         if os.environ.get("ROOFLAW_DEBUG"):
             raise
         print(f"rooflaw: internal error: {type(e).__name__}: {_one_line(e)} (ROOFLAW_DEBUG=1 shows where)",

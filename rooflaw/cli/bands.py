@@ -37,4 +37,7 @@ def fmt_banded(value: float, band: dict[str, Any], fmt: Callable[[float], str] =
 
 def intervals(values: Iterable[float], band: dict[str, Any]) -> list[list[float]] | None:
     """[low, high] of each latency of ``values`` (a frontier's), None without a band."""
-    return [interval(float(v), band) for v in values] if band else None  # type: ignore[misc]
+    if not band:
+        return None
+    lo, hi = band["ratio"]
+    return [[float(v) * lo, float(v) * hi] for v in values]

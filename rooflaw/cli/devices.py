@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+from collections.abc import Callable
 from pathlib import Path
 from typing import Optional
 
@@ -36,7 +37,7 @@ def _prov_summary(dev: Device) -> str:
 
 
 #: Columns of ``devices list``: key -> (header, cell); the first ``NARROW`` fit 80 columns, ``--wide`` shows all.
-def _columns() -> dict[str, tuple[str, object]]:
+def _columns() -> dict[str, tuple[str, Callable[[Device], str]]]:
     return {
         "id": ("id", lambda d: d.id),
         "fp16": ("fp16 TF", lambda d: _t(d, "fp16")),
@@ -80,7 +81,7 @@ def list_cmd(
         wide = True  # the user's choice: print it whole
     else:
         cols = list(every.values()) if wide else list(every.values())[:NARROW]
-    rows = [[str(cell(d)) for _, cell in cols] for d in devs]  # type: ignore[operator]
+    rows = [[str(cell(d)) for _, cell in cols] for d in devs]
     more = "" if wide else "; --wide, --columns for more"
     title = f"{len(devs)} devices: dense TFLOP/s (TOP/s), '?' = uncertain{more}"
     t = table(title, [h for h, _ in cols], rows)
@@ -99,9 +100,13 @@ def list_cmd(
 def _fmt_field(field: str, value: object) -> str:
     if value is None:
         return "—"
+    if field == "tile" and isinstance(value, tuple):
+        return "x".join(str(x) for x in value)
+    if not isinstance(value, (int, float)):
+        return str(value)
     if field.startswith("peak_flops."):
         unit = "OP/s" if field.startswith("peak_flops.int") else "FLOP/s"
-        return f"{float(value) / 1e12:.6g} T{unit} ({float(value):.6g} {unit})"  # type: ignore[arg-type]
+        return f"{float(value) / 1e12:.6g} T{unit} ({float(value):.6g} {unit})"
     units = {
         "memory_bandwidth": (1e9, "GB/s", "B/s"),
         "memory_capacity": (1e9, "GB", "B"),
@@ -111,11 +116,9 @@ def _fmt_field(field: str, value: object) -> str:
     }
     if field in units:
         scale, human, si = units[field]
-        return f"{float(value) / scale:.6g} {human} ({float(value):.6g} {si})"  # type: ignore[arg-type]
+        return f"{float(value) / scale:.6g} {human} ({float(value):.6g} {si})"
     if field in ("power_idle", "power_peak"):
-        return f"{float(value):.4g} W"  # type: ignore[arg-type]
-    if field == "tile":
-        return "x".join(str(x) for x in value)  # type: ignore[attr-defined]
+        return f"{float(value):.4g} W"
     if isinstance(value, float):
         return f"{value:.4g}"
     return str(value)

@@ -57,7 +57,7 @@ def load_arch(hf_config: Optional[Path], arch: Optional[str], arch_file: Optiona
         return api.from_hf_config(hf_config)
     if arch_file is not None:
         return api.from_file(arch_file)
-    return api.from_spec(arch)  # type: ignore[arg-type]
+    return api.from_spec(arch)
 
 
 @app.command()
@@ -141,7 +141,7 @@ def evaluate(
         )
     if device is None:
         raise bad("device", None, "give --device (one chip) or --system (several)")
-    batch = int(batch)  # type: ignore[assignment]
+    n_batch = int(batch)
     if plot is not None:
         api.check_figure_path(plot, "plot")
     steps = steps or steps_csv is not None
@@ -153,7 +153,7 @@ def evaluate(
         check_output(steps_csv, "--steps-csv")
     a = load_arch(hf_config, arch, arch_file)
     dev = api.get_device(device)
-    wl = api.Workload(batch, input_tokens, output_tokens, attention)
+    wl = api.Workload(n_batch, input_tokens, output_tokens, attention)
     rep = api.evaluate(a, dev, wl, precision, preset, tiles, engine)
     out = rep.to_dict()
     op_rows = api.op_rows(rep)
@@ -182,7 +182,7 @@ def evaluate(
         out["steps_summary"] = steps_summary(tab)
         if as_json and output_tokens <= JSON_STEPS:
             out["steps"] = api.step_rows(tab)
-    if steps_csv is not None:
+    if steps_csv is not None and tab is not None:  # --steps-csv implies --steps
         write_steps_csv(tab, steps_csv)
     if csv is not None:
         write_csv(op_rows, csv)
@@ -195,7 +195,7 @@ def evaluate(
     name = a.name or "architecture"
     console.print(
         f"[bold]{esc(name)}[/bold] on [bold]{esc(dev.name)}[/bold] ({esc(dev.id)}) — {esc(rep.precision.name)}, "
-        f"B={batch}, S_in={input_tokens}, S_out={output_tokens}, preset={preset}"
+        f"B={n_batch}, S_in={input_tokens}, S_out={output_tokens}, preset={preset}"
     )
     console.print(
         f"params {fmt_count(out['params_total'])} total, {fmt_count(out['params_active'])} active; "
@@ -229,7 +229,7 @@ def evaluate(
             ["loss (" + out["law"] + ")", f"{out['loss']:.4f}"],
             ["perplexity", "overflow" if out["perplexity"] is None else f"{out['perplexity']:.2f}"],
         ]
-    if steps:
+    if tab is not None:  # --steps
         console.print(steps_table(tab))
     console.print(table("summary", ["quantity", "value"], summary))
     if not banded:

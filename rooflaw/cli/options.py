@@ -16,7 +16,7 @@ import functools
 import inspect
 import typing
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Optional, TypeVar
+from typing import Any, Optional, TypeVar, cast
 
 import typer
 
@@ -147,7 +147,11 @@ def with_options(more_help: Optional[Mapping[str, str]] = None, omit: Iterable[s
 
     def decorate(fn: F) -> F:
         sig = inspect.signature(fn, eval_str=True)
-        groups = {p.name: p.annotation for p in sig.parameters.values() if dataclasses.is_dataclass(p.annotation)}
+        groups: dict[str, type[Any]] = {
+            p.name: p.annotation
+            for p in sig.parameters.values()
+            if isinstance(p.annotation, type) and dataclasses.is_dataclass(p.annotation)
+        }
         params: list[inspect.Parameter] = []
         for p in sig.parameters.values():
             if p.name in groups:
@@ -170,8 +174,9 @@ def with_options(more_help: Optional[Mapping[str, str]] = None, omit: Iterable[s
                 kw[name] = group(**given)
             return fn(**kw)
 
+        # inspect (and so typer) reads __signature__, which typeshed does not declare on functions
         command.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
         command.__annotations__ = {p.name: p.annotation for p in params} | {"return": sig.return_annotation}
-        return command  # type: ignore[return-value]
+        return cast(F, command)  # the usual decorator cast: wraps() keeps fn's call signature for callers
 
     return decorate

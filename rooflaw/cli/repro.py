@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import typer
 
@@ -12,7 +13,7 @@ from ..errors import RooflawError
 from . import app
 
 
-def _load_paper_repro():
+def _load_paper_repro() -> ModuleType:
     """``paper_repro`` from beside the ``rooflaw`` package that is running -- never from the working
     directory or another ``sys.path`` entry (a stray ``paper_repro/`` there must not run)."""
     import rooflaw
@@ -30,10 +31,12 @@ def _load_paper_repro():
             "install rooflaw with its paper_repro package or run from a source checkout"
         )
     spec = importlib.util.spec_from_file_location("paper_repro", init, submodule_search_locations=[str(init.parent)])
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    if spec is None or spec.loader is None:  # pragma: no cover - a .py file always gets a spec with a loader
+        raise RooflawError(f"cannot import paper_repro from {init}")
+    module = importlib.util.module_from_spec(spec)
     sys.modules["paper_repro"] = module
     try:
-        spec.loader.exec_module(module)  # type: ignore[union-attr]
+        spec.loader.exec_module(module)
     except BaseException:
         sys.modules.pop("paper_repro", None)
         raise

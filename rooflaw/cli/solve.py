@@ -42,7 +42,7 @@ def solve(
     from ..api import solve as run
 
     prob = opts.problem(align)
-    kw = {"n_trials": trials, "seed": seed} if method == "optuna" else {}
+    kw: dict[str, Any] = {"n_trials": trials, "seed": seed} if method == "optuna" else {}
     if method == "exhaustive":
         kw = {"backend": backend}
     joint = spec_opts.merge(joint_opts.space(), prob)

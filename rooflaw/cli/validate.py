@@ -61,7 +61,7 @@ def validate(
         print_json(rep)
         return
     rows = [[c["name"], c["phase"], f"{c['predicted_s'] * 1e3:.3g} ms", f"{c['measured_s'] * 1e3:.3g} ms",
-             f"{c['error']:+.1%}", f"{c['spread']:.0%}"] for c in rep["configs"]]  # type: ignore[union-attr]  # fmt: skip
+             f"{c['error']:+.1%}", f"{c['spread']:.0%}"] for c in rep["configs"]]  # fmt: skip
     if cuda:
         title = f"validate on {rep['device']} (engine torch-eager, the GPU ({rep['gpu']}), {rep['statistic']})"
         tail = f"(load average {_load(rep['load_avg_1min'])}, median spread {rep['median_spread']:.0%})"

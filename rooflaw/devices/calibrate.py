@@ -81,7 +81,11 @@ def _measure(seconds: float, progress: Progress | None, threads: int | None, clo
     say("setting up (weights, arrays, probe decoders)", 0.0)
     session = Session(memory_capacity(), threads, gemm_budget=0.25 * seconds)
     for r in range(ROUNDS):
-        session.sample(seconds / ROUNDS, lambda step, frac, r=r: say(step, 0.05 + 0.95 * (r + frac) / ROUNDS))
+
+        def round_say(step: str, frac: float, r: int = r) -> None:
+            say(step, 0.05 + 0.95 * (r + frac) / ROUNDS)
+
+        session.sample(seconds / ROUNDS, round_say)
     return session.measurements(clock)
 
 
@@ -146,8 +150,9 @@ def calibrate(
     ``memory_efficiency`` = measured / peak bandwidth, tagged ``measured``. A ratio above 1 (the
     base does not describe this machine) is capped at 1.0 and said so in ``notes``.
     """
-    from .power import rapl_power, stated_power, with_power
+    from .power import PowerReading, rapl_power, stated_power, with_power
 
+    reading: PowerReading | None
     if power is not None:
         m, reading = measure(seconds, progress, threads, clock), stated_power(power)
     else:
@@ -158,7 +163,7 @@ def calibrate(
 def local_device(m: Measurements) -> Device:
     """The ``local-cpu`` device of :func:`calibrate` (no base) from measured figures."""
     summary = _summary(m)
-    fields = (
+    fields: tuple[str, ...] = (
         "peak_flops.fp32",
         "peak_flops.tf32",
         "peak_flops.fp16",

@@ -11,15 +11,21 @@ state -- and both keep their best. The figures (:class:`.measurements.Measuremen
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from . import calibrate_torch as ct
+
+if TYPE_CHECKING:
+    from .measurements import Measurements
 
 __all__ = ["Session"]
 
@@ -48,6 +54,15 @@ def _mean_call(fn: Callable[[], object], seconds: float, last: float | None = No
     for _ in range(n):
         fn()
     return max((ct.now() - c0) / n, 1e-12), (time.perf_counter() - t0) / n
+
+
+@dataclass
+class _TorchSetup:
+    """What the torch timers reuse every round."""
+
+    weights: dict[tuple[str, int], list[Any]]  #: cold weight copies per (dtype, K), one list per timer
+    probe: tuple[Any, Any, Any, Any]  #: (step, model) of the shallow then the deep probe decoder
+    kernels: float  #: eager kernels per probe layer
 
 
 class Session:
@@ -80,12 +95,12 @@ class Session:
         n = 256
         while n < 4096:
             a = rng.standard_normal((n, n), dtype=np.float32)
-            if ct._time_best(lambda a=a: a @ a, budget / 8, min_reps=2) > budget / 40:
+            if ct._time_best(functools.partial(np.matmul, a, a), budget / 8, min_reps=2) > budget / 40:
                 break
             n *= 2
         return n
 
-    def _torch_setup(self) -> dict[str, object] | None:
+    def _torch_setup(self) -> _TorchSetup | None:
         try:
             import torch
         except ImportError:
@@ -93,7 +108,8 @@ class Session:
         with ct._torch_threads(self.threads):
             torch.manual_seed(0)
             full = [torch.empty(ct._N, ct._K).uniform_(-1.0, 1.0) for _ in range(ct._WEIGHTS)]
-            weights = {}  # separate copies per (dtype, K): each timer streams its own cold weights
+            # separate copies per (dtype, K): each timer streams its own cold weights
+            weights: dict[tuple[str, int], list[Any]] = {}
             for dtype, k, _ in _LINEAR:
                 if (dtype, k) not in weights:
                     weights[(dtype, k)] = [w[:, :k].to(getattr(torch, dtype), copy=True).contiguous() for w in full]
@@ -101,7 +117,7 @@ class Session:
             with torch.inference_mode():
                 (s_lo, m_lo), (s_hi, m_hi) = ct.probe_decoder(lo), ct.probe_decoder(hi)
                 kernels = (ct.eager_kernels(m_hi, s_hi) - ct.eager_kernels(m_lo, s_lo)) / (hi - lo)
-        return {"weights": weights, "probe": (s_lo, m_lo, s_hi, m_hi), "kernels": kernels}
+        return _TorchSetup(weights, (s_lo, m_lo, s_hi, m_hi), kernels)
 
     def _keep(self, key: object, t: float) -> None:
         self.best[key] = min(self.best.get(key, math.inf), t)
@@ -135,17 +151,20 @@ class Session:
     def _sample_torch(self, seconds: float, say: Progress) -> None:
         import torch
 
-        weights = self.torch["weights"]
+        assert self.torch is not None  # sample() calls this only with torch set up
+        weights = self.torch.weights
         with torch.inference_mode():
             for i, ((dtype, k, rows), share) in enumerate(_LINEAR.items()):
                 say(f"F.linear {dtype} K={k} rows={rows}", 0.2 + 0.44 * i / len(_LINEAR))
                 ws, x = weights[(dtype, k)], torch.randn(rows, k).to(getattr(torch, dtype))
                 nxt = itertools.cycle(ws)  # one call per weight in turn: each read cold (8 weights > the caches)
-                self._sample(
-                    (dtype, k, rows), lambda x=x, nxt=nxt: torch.nn.functional.linear(x, next(nxt)), share * seconds
-                )
+
+                def linear(x: Any = x, nxt: Iterator[Any] = nxt) -> object:
+                    return torch.nn.functional.linear(x, next(nxt))
+
+                self._sample((dtype, k, rows), linear, share * seconds)
             say("per-op overhead", 0.64)
-            s_lo, m_lo, s_hi, m_hi = self.torch["probe"]
+            s_lo, m_lo, s_hi, m_hi = self.torch.probe
             s_lo(m_lo), s_hi(m_hi)  # warm-up
             start, n, lo, hi = time.perf_counter(), 0, 0.0, 0.0
             # the largest share: a difference of two times, and what an overhead-bound decode step rests on
@@ -158,15 +177,18 @@ class Session:
             self._keep("probe_lo", lo / n)
             self._keep("probe_hi", hi / n)
 
-    def measurements(self, clock: str = "wall"):
+    def measurements(self, clock: str = "wall") -> Measurements:
         """The figures (:class:`.measurements.Measurements`) from the best times of every round so far."""
         from .measurements import Measurements
 
         b = self.best
         copy_bw, read_bw = 2.0 * self.src.nbytes / b["copy"], self.src.nbytes / b["sum"]
-        torch_part = {}
+        torch_part: dict[str, float] = {}
         if self.torch is not None:
-            lin = lambda dtype, k, rows: b[(dtype, k, rows)]  # noqa: E731
+
+            def lin(dtype: str, k: int, rows: int) -> float:
+                return b[(dtype, k, rows)]
+
             flops128 = 2.0 * ct._M_GEMM * ct._N * ct._K
             tgemm = flops128 / lin("float32", ct._K, ct._M_GEMM)
             gemv = 4.0 * ct._N * ct._K / lin("float32", ct._K, 1)
@@ -180,8 +202,7 @@ class Session:
                 gemv_half_k=ct.fit_half_k(gemv, lin("float32", ct._K // 2, 1)),
                 gemv16_bandwidth=gemv16,
                 gemv16_half_k=ct.fit_half_k(gemv16, lin("bfloat16", ct._K // 2, 1), "bfloat16"),
-                op_overhead=ct.overhead_from(b["probe_lo"], b["probe_hi"], hi - lo, self.torch["kernels"], gemv),
-                torch_threads=self._threads_used(),
+                op_overhead=ct.overhead_from(b["probe_lo"], b["probe_hi"], hi - lo, self.torch.kernels, gemv),
             )
         return Measurements(
             gemm_flops=2.0 * self.n**3 / b["gemm"],
@@ -194,6 +215,7 @@ class Session:
             memory_capacity=self.capacity,
             threads=os.cpu_count() or 1,
             clock=clock,
+            torch_threads=self._threads_used() if self.torch is not None else 0,
             **torch_part,
         )
 

@@ -139,9 +139,9 @@ class Device:
                 raise bad(f"{self.id}.achieved.{k}", v, "must be in [0, 1) seconds")
         if self.architecture is not None and self.architecture not in ARCHITECTURES:
             raise bad(f"{self.id}.architecture", self.architecture, f"must be one of {', '.join(ARCHITECTURES)}")
-        for k, v in self.provenance.items():
-            if v not in PROVENANCE:
-                raise bad(f"{self.id}.provenance.{k}", v, f"must be one of {', '.join(PROVENANCE)}")
+        for k, tag in self.provenance.items():
+            if tag not in PROVENANCE:
+                raise bad(f"{self.id}.provenance.{k}", tag, f"must be one of {', '.join(PROVENANCE)}")
 
     def peak(self, dtype: str) -> float:
         """Dense peak of ``dtype`` in FLOP/s; raises if the device has no such roof."""

@@ -121,6 +121,12 @@ def system_ids() -> list[str]:
     return sorted(system_catalog())
 
 
+def _positive_int(v: object, key: str, where: str) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+        raise bad(key, v, f"in {where} must be a positive integer")
+    return v
+
+
 def _number(entry: dict[str, Any], key: str, where: str) -> float:
     v = entry.get(key)
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
@@ -135,13 +141,11 @@ def _build(sid: str, entry: dict[str, Any], device: Device, count: int | None, w
     missing = [k for k, req in FIELDS.items() if req and k not in entry and not (k == "count" and count)]
     if missing:
         raise bad(missing[0], None, f"missing in {where}")
-    n = entry.get("count") if count is None else count
-    for key, v in (("count", n), ("node_size", entry["node_size"])):
-        if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-            raise bad(key, v, f"in {where} must be a positive integer")
+    n = _positive_int(entry.get("count") if count is None else count, "count", where)
+    node_size = _positive_int(entry["node_size"], "node_size", where)
     return System(
         id=sid if count is None or count == entry.get("count") else f"{sid}:{count}",
-        name=str(entry.get("name", sid)), device=device, count=int(n), node_size=int(entry["node_size"]),
+        name=str(entry.get("name", sid)), device=device, count=n, node_size=node_size,
         link_bw=_number(entry, "link_gbs", where) * 1e9, link_latency=_number(entry, "link_latency_us", where) * 1e-6,
         scale_out_bw=_number(entry, "scale_out_gbs", where) * 1e9,
         scale_out_latency=_number(entry, "scale_out_latency_us", where) * 1e-6,

@@ -203,7 +203,7 @@ class FitResult:
         }
         if self.n_holdout:
             out.update(r2_holdout=self.r2_holdout, rmse_holdout=self.rmse_holdout, n_holdout=self.n_holdout)
-        if self.bootstrap:
+        if self.bootstrap and self.ci95 is not None:  # set together by fit_law
             out.update(bootstrap=self.bootstrap, stderr=self.stderr, ci95={k: list(v) for k, v in self.ci95.items()})
         out.update(n_starts=self.n_starts, n_converged=self.n_converged, seconds=self.seconds)
         if self.subsample:

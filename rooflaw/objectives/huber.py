@@ -41,14 +41,14 @@ class LogHuberObjective:
         lx = {v: sympy.Symbol(f"_lx_{v}", real=True) for v in law.variables}
         sub = {psyms[p]: (sympy.exp(t) if p in self.log_params else t) for p, t in zip(self.names, th, strict=False)}
         sub.update({symbol(v): sympy.exp(lx[v]) for v in law.variables})
-        us = []
+        us: list[sympy.Expr] = []
         for t in terms:
             u = sympy.expand_log(sympy.log(t.xreplace(sub)), force=True)
             if u.has(sympy.I) or any(not a.args[0].is_number for a in u.atoms(sympy.log)):
-                us = None
+                us = []
                 break
             us.append(u)
-        if us is None or any(u.has(sympy.zoo, sympy.nan) for u in us):
+        if not us or any(u.has(sympy.zoo, sympy.nan) for u in us):
             us = [sympy.log(expr.xreplace(sub))]  # not a sum of positive terms: log of the whole
         self.logx = np.vstack([np.log(np.asarray(x[v], dtype=float)) for v in law.variables])
         args = th + [lx[v] for v in law.variables]
@@ -81,10 +81,10 @@ class LogHuberObjective:
         if self.linear:
             us = [theta @ ph + c for ph, c in zip(self.phi, self.c0, strict=False)]
 
-            def back(ws: list[np.ndarray]) -> np.ndarray:
+            def back_linear(ws: list[np.ndarray]) -> np.ndarray:
                 return sum(w @ ph.T for w, ph in zip(ws, self.phi, strict=False))
 
-            return us, back
+            return us, back_linear
         cols = [theta[:, k : k + 1] for k in range(theta.shape[1])]
         lx = [row[None, :] for row in self.logx]
         us = [np.broadcast_to(np.asarray(f(*cols, *lx), float), (S, self.n)) for f in self.fu]

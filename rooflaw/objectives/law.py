@@ -223,7 +223,8 @@ def parse_law(
     if unknown_v:
         raise RooflawError(f"variables {sorted(unknown_v)} are not law variables; known: {', '.join(VARIABLES)}")
     bare = {a.name for a in (expr.args if isinstance(expr, sympy.Add) else (expr,)) if isinstance(a, sympy.Symbol)}
-    var_names, par_names = [], []
+    var_names: list[str] = []
+    par_names: list[str] = []
     order = list(dict.fromkeys(nm for nm, _ in found if nm in syms))
     for nm in order:
         is_var = nm in forced_v or (nm in VARIABLES and nm not in forced_p and nm not in bare)

@@ -97,7 +97,7 @@ def _check_node(node: ast.AST, text: str, what: str, functions: Mapping[str, Any
         return
     if isinstance(node, ast.Constant):
         v = node.value
-        if type(v) not in (int, float):
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise _err(what, text, f"literal {v!r} is not a real number; allowed: {allowed}")
         if not math.isfinite(v) or (v != 0 and math.log10(abs(v)) > MAX_LOG10):
             raise _err(what, text, f"number {v!r} is outside ±1e{MAX_LOG10:.0f}")
@@ -190,7 +190,8 @@ def to_sympy(
             else:  # Pow
                 out = _pow(a, b, text, what)
         elif isinstance(node, ast.Call):
-            fn = FUNCTIONS[node.func.id][0]  # type: ignore[attr-defined]
+            assert isinstance(node.func, ast.Name)  # check() admits calls of named functions only
+            fn = FUNCTIONS[node.func.id][0]
             out = fn(*[build(a) for a in node.args])
         else:  # pragma: no cover - parse() admits nothing else
             raise _err(what, text, f"{type(node).__name__} is not allowed")
@@ -211,6 +212,7 @@ def to_numpy(tree: ast.expr, text: str, columns: Mapping[str, np.ndarray], what:
 
     def ev(node: ast.expr) -> np.ndarray:
         if isinstance(node, ast.Constant):
+            assert isinstance(node.value, (int, float))  # check() lets only int and float literals through
             return np.asarray(float(node.value))
         if isinstance(node, ast.Name):
             if node.id not in columns:
@@ -235,7 +237,8 @@ def to_numpy(tree: ast.expr, text: str, columns: Mapping[str, np.ndarray], what:
                 raise _err(what, text, f"exponent {float(b):g} is outside ±{MAX_EXPONENT:g}")
             return np.power(a, b)
         if isinstance(node, ast.Call):
-            fn = FUNCTIONS[node.func.id][1]  # type: ignore[attr-defined]
+            assert isinstance(node.func, ast.Name)  # check() admits calls of named functions only
+            fn = FUNCTIONS[node.func.id][1]
             args = [ev(a) for a in node.args]
             out = args[0]
             if len(args) == 1:

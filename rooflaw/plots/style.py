@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from ..errors import bad
+
+if TYPE_CHECKING:  # matplotlib >= 3.10 names the rcParams keys (a Literal); only the annotation uses it
+    from matplotlib.typing import RcKeyType
 
 #: File extensions a figure can be written to.
 FORMATS = (".png", ".svg")
@@ -19,7 +24,7 @@ ROOF_COLOURS = {
     "fp32": "#7f7f7f", "tf32": "#8c564b", "fp16": "#1f77b4", "fp8": "#2ca02c", "int8": "#ff7f0e",
     "int4": "#9467bd", "fp4": "#e377c2",
 }  # fmt: skip
-RC = {
+RC: dict[RcKeyType, Any] = {
     "figure.dpi": 110,
     "savefig.dpi": 150,
     "savefig.bbox": "tight",
@@ -48,7 +53,7 @@ def check_path(path: str | Path, field: str = "out") -> Path:
 
 
 @contextmanager
-def style():
+def style() -> Iterator[ModuleType]:
     """Context in which figures get rooflaw's style (the Agg backend: no display needed)."""
     import matplotlib
 
