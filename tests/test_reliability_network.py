@@ -160,3 +160,19 @@ def test_sqlite_storage_in_a_missing_directory_names_it(tmp_path):
 
     with pytest.raises(RooflawError, match=f"directory '{tmp_path}/missing' does not exist"):
         open_storage(f"sqlite:///{tmp_path}/missing/study.db")
+
+
+def test_a_lost_cluster_is_told_apart_from_the_tasks_own_errors():
+    """A scheduler killed mid-scan cancels the futures (exit 4, one line naming --scheduler); an error the task
+    itself raised keeps its meaning (bad input 2, a bug 1)."""
+    from distributed.client import FutureCancelledError
+    from distributed.comm.core import CommClosedError
+    from distributed.scheduler import KilledWorker
+
+    from rooflaw.solver.discrete.distributed import _lost
+
+    assert _lost(FutureCancelledError("k", "scheduler-connection-lost"))
+    assert _lost(CommClosedError("in tcp: ConnectionRefusedError"))
+    assert _lost(KilledWorker("k", "tcp://127.0.0.1:1", 3))
+    assert not _lost(RooflawError("layers=-1: must be positive"))
+    assert not _lost(ZeroDivisionError("a bug"))

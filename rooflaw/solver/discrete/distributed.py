@@ -7,6 +7,7 @@ Each task scans a range of architecture indices and returns only its non-dominat
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 from collections.abc import Callable, Sequence
@@ -111,19 +112,47 @@ def map_tasks(sched: Scheduler, fn: Callable[..., Any], problem: Any, joint: Any
 
 def _map(sched: Scheduler, fn: Callable[..., Any], problem: Any, joint: Any, heads: Sequence[tuple],
          args: tuple) -> tuple[list[Any], int]:  # fmt: skip
-    client, cluster = _client(sched)
+    # Dask's own tracebacks on a lost connection are silenced: the one line below says it
+    with contextlib.suppress(ImportError):
+        import distributed  # noqa: F401 - its loggers exist once it is imported
+    quiet = [
+        logging.getLogger(n) for n in ["distributed", *logging.root.manager.loggerDict] if n.startswith("distributed")
+    ]
+    levels = [q.level for q in quiet]
+    for q in quiet:
+        q.setLevel(logging.CRITICAL)
     try:
-        workers = max(1, len(client.scheduler_info().get("workers", {})))
-        p, j = client.scatter([problem, joint], broadcast=True)
-        futures = [client.submit(fn, p, j, *h, *args, pure=False) for h in heads]
+        client, cluster = _client(sched)
         try:
-            return client.gather(futures), workers
-        except (OSError, RuntimeError) as e:  # CommClosedError is an OSError: the scheduler went away
-            if isinstance(e, RooflawError):
-                raise
-            why = " ".join(str(e).split())[:200] or type(e).__name__
-            raise ExternalError(f"scheduler={sched.text!r}: lost the Dask scheduler during the scan ({why})") from None
+            workers = max(1, len(client.scheduler_info().get("workers", {})))
+            p, j = client.scatter([problem, joint], broadcast=True)
+            futures = [client.submit(fn, p, j, *h, *args, pure=False) for h in heads]
+            try:
+                return client.gather(futures), workers
+            except Exception as e:
+                if not _lost(e):
+                    raise  # the task's own error (bad input: exit 2; a bug: exit 1)
+                why = f"{type(e).__name__}: {' '.join(str(e).split())}"[:200]
+                raise ExternalError(
+                    f"scheduler={sched.text!r}: the Dask cluster failed during the scan ({why})"
+                ) from None
+        finally:
+            with contextlib.suppress(Exception):
+                client.close()
+            if cluster is not None:
+                with contextlib.suppress(Exception):
+                    cluster.close()
     finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+        for q, lv in zip(quiet, levels, strict=True):
+            q.setLevel(lv)
+
+
+def _lost(e: BaseException) -> bool:
+    """Whether ``e`` says the cluster failed (scheduler gone, connection lost, a worker killed), not the task."""
+    import concurrent.futures
+
+    if isinstance(e, RooflawError):
+        return False
+    return isinstance(e, (OSError, TimeoutError, concurrent.futures.CancelledError)) or type(e).__module__.startswith(
+        "distributed"
+    )
