@@ -315,3 +315,17 @@ def test_fit_efficiency_refuses_bad_latencies(tmp_path, capsys, value):
     out.write_text(",".join(rows[0]) + "\n")  # the header only
     code, _, err = run_cli(capsys, "devices", "fit-efficiency", out, "--json")
     _one_line_exit2(code, err, "no usable measurement")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_validate_measured_report_is_read_safely(tmp_path):
+    from rooflaw.validate_cuda import measured_rows
+
+    fifo = tmp_path / "report.json"
+    os.mkfifo(fifo)
+    hung, _ = _in_thread(lambda: pytest.raises(RooflawError, measured_rows, str(fifo)), 10)
+    assert not hung
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"configs": ' + "[" * DEEP + "]" * DEEP + "}")
+    with pytest.raises(RooflawError, match="levels deep"):
+        measured_rows(str(deep))
