@@ -92,7 +92,12 @@ def test_a_dask_scheduler_that_answers_garbage(short_timeout):
     from rooflaw.solver.discrete.distributed import _probe, parse_scheduler
 
     junk = b"\xff" * 8 + b"HTTP/1.1 200 OK\r\n\r\nnot dask" * 8
-    with loopback_server(junk) as port, pytest.raises(RooflawError, match=rf"scheduler='tcp://127.0.0.1:{port}'"):
+    with (
+        loopback_server(junk) as port,
+        pytest.raises(
+            RooflawError, match=rf"scheduler='tcp://127.0.0.1:{port}': answered, but not as a Dask scheduler"
+        ),
+    ):
         _probe(parse_scheduler(f"tcp://127.0.0.1:{port}"))
 
 

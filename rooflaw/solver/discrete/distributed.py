@@ -87,9 +87,10 @@ def _probe(sched: Scheduler) -> None:
             raise bad("scheduler", sched.text, f"no answer within {CONNECT_TIMEOUT_S:g} s (connect/handshake "
                       "timeout)") from None  # fmt: skip
         except OSError as e:
-            raise bad(
-                "scheduler", sched.text, f"no Dask scheduler answers there ({' '.join(str(e).split())})"
-            ) from None
+            why = " ".join(str(e).split())
+            raise bad("scheduler", sched.text, f"no Dask scheduler answers there ({why})") from None
+        except Exception as e:  # noqa: BLE001 - bytes that do not decode as Dask messages (even a huge "length")
+            raise bad("scheduler", sched.text, f"answered, but not as a Dask scheduler ({type(e).__name__})") from None
 
     info = within(run, CONNECT_TIMEOUT_S + 5, "scheduler", sched.text, "the Dask scheduler")
     if not isinstance(info, dict) or info.get("type") != "Scheduler":
