@@ -181,3 +181,22 @@ def test_a_lost_cluster_is_told_apart_from_the_tasks_own_errors():
     assert _lost(KilledWorker("k", "tcp://127.0.0.1:1", 3))
     assert not _lost(RooflawError("layers=-1: must be positive"))
     assert not _lost(ZeroDivisionError("a bug"))
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+@pytest.mark.parametrize("scheme", ["journal://", "sqlite:///"])
+def test_a_storage_file_that_is_a_fifo_is_refused(tmp_path, scheme):
+    from rooflaw.solver.search.storage import open_storage
+
+    fifo = tmp_path / "study.log"
+    os.mkfifo(fifo)
+    hung, _ = net_thread(lambda: pytest.raises(RooflawError, open_storage, f"{scheme}{fifo}"))
+    assert not hung
+
+
+def net_thread(fn, seconds: float = 10.0):
+    box: dict = {}
+    t = threading.Thread(target=lambda: box.setdefault("v", fn()), daemon=True)
+    t.start()
+    t.join(seconds)
+    return t.is_alive(), box.get("v")
