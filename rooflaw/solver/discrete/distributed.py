@@ -53,7 +53,7 @@ def _client(sched: Scheduler) -> tuple[Any, Any]:
 
         with sigint_blocked():  # the workers ignore the terminal's Ctrl-C: this process stops them (no traceback flood)
             cluster = LocalCluster(n_workers=sched.workers, threads_per_worker=1, processes=True,
-                                   dashboard_address=None, silence_logs=logging.ERROR)  # fmt: skip
+                                   dashboard_address=None, silence_logs=logging.CRITICAL)  # fmt: skip
             return Client(cluster), cluster
     from ...net import CONNECT_TIMEOUT_S, within
 
@@ -116,9 +116,8 @@ def _map(sched: Scheduler, fn: Callable[..., Any], problem: Any, joint: Any, hea
     # Dask's own tracebacks on a lost connection are silenced: the one line below says it
     with contextlib.suppress(ImportError):
         import distributed  # noqa: F401 - its loggers exist once it is imported
-    quiet = [
-        logging.getLogger(n) for n in ["distributed", *logging.root.manager.loggerDict] if n.startswith("distributed")
-    ]
+    names = ["asyncio", "distributed", *logging.root.manager.loggerDict]  # asyncio: Dask's pending tasks on close
+    quiet = [logging.getLogger(n) for n in names if n == "asyncio" or n.startswith("distributed")]
     levels = [q.level for q in quiet]
     for q in quiet:
         q.setLevel(logging.CRITICAL)
@@ -143,6 +142,9 @@ def _map(sched: Scheduler, fn: Callable[..., Any], problem: Any, joint: Any, hea
             if cluster is not None:
                 with contextlib.suppress(Exception):
                     cluster.close()
+    except KeyboardInterrupt:  # the process is ending: Dask's pending tasks would be reported at shutdown
+        levels = [logging.CRITICAL] * len(quiet)
+        raise
     finally:
         for q, lv in zip(quiet, levels, strict=True):
             q.setLevel(lv)
