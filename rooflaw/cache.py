@@ -158,6 +158,20 @@ def store(key: str, obj: Any) -> None:
                 os.unlink(tmp)
 
 
+def _drop_irregular(d: Path, stem: str) -> None:
+    """Remove entries for ``stem`` (its source and numba's index/data files beside it or in ``__pycache__``) that
+    are not regular files: numba opens them blocking, so a FIFO planted there would hang the command."""
+    for where in (d, d / "__pycache__"):
+        try:
+            entries = list(os.scandir(where))
+        except OSError:
+            continue
+        for e in entries:
+            if e.name.startswith(stem) and not e.is_file(follow_symlinks=False):
+                with contextlib.suppress(OSError):
+                    os.unlink(e.path)
+
+
 def load_generated(stem: str, src: str, name: str | None = None) -> ModuleType:
     """Write generated source ``src`` to ``<cache>/numba/<stem>.py`` (atomically, only if it differs; a private
     temporary directory when caching is off) and import it as module ``name`` (default ``stem``): numba's
@@ -169,6 +183,7 @@ def load_generated(stem: str, src: str, name: str | None = None) -> ModuleType:
     d = cache_dir()
     d = (Path(tempfile.mkdtemp(prefix="rooflaw-numba-")) if d is None else d) / "numba"
     d.mkdir(parents=True, exist_ok=True)
+    _drop_irregular(d, stem)
     path = d / f"{stem}.py"
     name = name or stem
     if not path.is_file() or path.read_text(encoding="utf-8") != src:

@@ -170,14 +170,12 @@ def measured_rows(path: str) -> dict:
     """(name, phase) -> (:class:`~rooflaw.validate.Timing`, host syncs counted) of an earlier ``validate --cuda
     --json`` report: the measurements another device's predictions can be compared with (no GPU work); the key
     ``"meta"`` holds the report's ``gpu``, ``versions``, ``graphs`` and ``workload``."""
-    import json
-    from pathlib import Path
-
     from .errors import RooflawError
+    from .safe_io import load
     from .validate import Timing
 
+    rep = load(path, "measured", ".json")  # a regular file, nesting-limited: a one-line error otherwise
     try:
-        rep = json.loads(Path(path).read_text(encoding="utf-8"))
         rows: dict = {(c["name"], c["phase"]): (Timing(c["wall_best_s"], c["wall_median_s"], c["cpu_s"]),
                                                 c.get("host_syncs_counted")) for c in rep["configs"]}  # fmt: skip
         rows["meta"] = {"gpu": rep["gpu"], "versions": rep["versions"], "graphs": bool(rep.get("graphs", False)),

@@ -154,6 +154,28 @@ def test_a_fifo_in_the_cache_directory_is_not_opened(tmp_path, monkeypatch):
     assert not hung and value is None
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_a_fifo_among_the_generated_kernels_is_removed_before_numba_opens_it(tmp_path):
+    from rooflaw.cache import _drop_irregular
+
+    pyc = tmp_path / "__pycache__"
+    pyc.mkdir()
+    os.mkfifo(tmp_path / "kern_abc.py")
+    os.mkfifo(pyc / "kern_abc.f-1.py311.nbi")
+    (pyc / "kern_abc.f-1.py311.nbc").write_bytes(b"ok")
+    os.mkfifo(tmp_path / "other.py")  # another stem: not ours to touch here
+    _drop_irregular(tmp_path, "kern_abc")
+    assert not (tmp_path / "kern_abc.py").exists() and not (pyc / "kern_abc.f-1.py311.nbi").exists()
+    assert (pyc / "kern_abc.f-1.py311.nbc").read_bytes() == b"ok" and (tmp_path / "other.py").exists()
+
+
+def test_dev_zero_as_a_device_file_is_refused(capsys):
+    if not Path("/dev/zero").exists():
+        pytest.skip("needs /dev/zero")
+    code, _, err = run_cli(capsys, "evaluate", "--device", "/dev/zero", "--hf-config", "gemma-3-1b")
+    _one_line_exit2(code, err, "device", "not a regular file")
+
+
 @pytest.mark.parametrize(
     "args, field",
     [
@@ -293,3 +315,17 @@ def test_fit_efficiency_refuses_bad_latencies(tmp_path, capsys, value):
     out.write_text(",".join(rows[0]) + "\n")  # the header only
     code, _, err = run_cli(capsys, "devices", "fit-efficiency", out, "--json")
     _one_line_exit2(code, err, "no usable measurement")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_validate_measured_report_is_read_safely(tmp_path):
+    from rooflaw.validate_cuda import measured_rows
+
+    fifo = tmp_path / "report.json"
+    os.mkfifo(fifo)
+    hung, _ = _in_thread(lambda: pytest.raises(RooflawError, measured_rows, str(fifo)), 10)
+    assert not hung
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"configs": ' + "[" * DEEP + "]" * DEEP + "}")
+    with pytest.raises(RooflawError, match="levels deep"):
+        measured_rows(str(deep))

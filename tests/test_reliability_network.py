@@ -92,7 +92,12 @@ def test_a_dask_scheduler_that_answers_garbage(short_timeout):
     from rooflaw.solver.discrete.distributed import _probe, parse_scheduler
 
     junk = b"\xff" * 8 + b"HTTP/1.1 200 OK\r\n\r\nnot dask" * 8
-    with loopback_server(junk) as port, pytest.raises(RooflawError, match=rf"scheduler='tcp://127.0.0.1:{port}'"):
+    with (
+        loopback_server(junk) as port,
+        pytest.raises(
+            RooflawError, match=rf"scheduler='tcp://127.0.0.1:{port}': answered, but not as a Dask scheduler"
+        ),
+    ):
         _probe(parse_scheduler(f"tcp://127.0.0.1:{port}"))
 
 
@@ -160,3 +165,38 @@ def test_sqlite_storage_in_a_missing_directory_names_it(tmp_path):
 
     with pytest.raises(RooflawError, match=f"directory '{tmp_path}/missing' does not exist"):
         open_storage(f"sqlite:///{tmp_path}/missing/study.db")
+
+
+def test_a_lost_cluster_is_told_apart_from_the_tasks_own_errors():
+    """A scheduler killed mid-scan cancels the futures (exit 4, one line naming --scheduler); an error the task
+    itself raised keeps its meaning (bad input 2, a bug 1)."""
+    from distributed.client import FutureCancelledError
+    from distributed.comm.core import CommClosedError
+    from distributed.scheduler import KilledWorker
+
+    from rooflaw.solver.discrete.distributed import _lost
+
+    assert _lost(FutureCancelledError("k", "scheduler-connection-lost"))
+    assert _lost(CommClosedError("in tcp: ConnectionRefusedError"))
+    assert _lost(KilledWorker("k", "tcp://127.0.0.1:1", 3))
+    assert not _lost(RooflawError("layers=-1: must be positive"))
+    assert not _lost(ZeroDivisionError("a bug"))
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+@pytest.mark.parametrize("scheme", ["journal://", "sqlite:///"])
+def test_a_storage_file_that_is_a_fifo_is_refused(tmp_path, scheme):
+    from rooflaw.solver.search.storage import open_storage
+
+    fifo = tmp_path / "study.log"
+    os.mkfifo(fifo)
+    hung, _ = net_thread(lambda: pytest.raises(RooflawError, open_storage, f"{scheme}{fifo}"))
+    assert not hung
+
+
+def net_thread(fn, seconds: float = 10.0):
+    box: dict = {}
+    t = threading.Thread(target=lambda: box.setdefault("v", fn()), daemon=True)
+    t.start()
+    t.join(seconds)
+    return t.is_alive(), box.get("v")

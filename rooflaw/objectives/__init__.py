@@ -22,7 +22,7 @@ _LAZY = {
     "FitResult": ".fit",
     "fit_law": ".fit",
     "gemstones": ".fit",
-    "load_table": ".fit",
+    "load_table": ".table",
     "plot_fit": ".fit_plot",
 }
 

@@ -35,6 +35,7 @@ from .huber_fused import usable
 from .identifiable import check_identifiable
 from .law import LossLaw
 from .lbfgs import batched_lbfgs
+from .table import load_table
 from .variables import VARIABLES, law_inputs
 
 #: The recipe's start grids, in fit space (coefficients as natural logs).
@@ -53,34 +54,6 @@ REFINE_STARTS = 8
 
 
 # ---- data --------------------------------------------------------------------------------------------
-def load_table(path: str | Path) -> pd.DataFrame:
-    """CSV, JSON lines (``.jsonl``/``.ndjson``/``.json``) or Parquet, by file suffix."""
-    path = Path(path)
-    if not path.exists():
-        raise RooflawError(f"data={str(path)!r}: no such file")
-    from ..safe_io import check_regular
-
-    check_regular(path, "data")
-    suf = path.suffix.lower()
-    try:
-        if suf in (".csv", ".txt"):
-            return pd.read_csv(path)
-        if suf in (".jsonl", ".ndjson"):
-            return pd.read_json(path, lines=True)
-        if suf == ".json":
-            try:
-                return pd.read_json(path, lines=True)
-            except ValueError:
-                return pd.read_json(path)
-        if suf in (".parquet", ".pq"):
-            return pd.read_parquet(path)
-    except ImportError as e:
-        raise RooflawError(f"data={str(path)!r}: {e}") from None
-    except Exception as e:  # noqa: BLE001 - parser errors of many kinds
-        raise RooflawError(f"data={str(path)!r}: cannot read ({type(e).__name__}: {e})") from None
-    raise RooflawError(f"data={str(path)!r}: unknown format {suf!r}; use .csv, .jsonl or .parquet")
-
-
 def gemstones(which: str = "cool_end") -> pd.DataFrame:
     """The Gemstones runs shipped with rooflaw (McLeish et al. 2025, MIT).
 

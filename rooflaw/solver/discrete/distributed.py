@@ -7,6 +7,7 @@ Each task scans a range of architecture indices and returns only its non-dominat
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 from collections.abc import Callable, Sequence
@@ -52,7 +53,7 @@ def _client(sched: Scheduler) -> tuple[Any, Any]:
 
         with sigint_blocked():  # the workers ignore the terminal's Ctrl-C: this process stops them (no traceback flood)
             cluster = LocalCluster(n_workers=sched.workers, threads_per_worker=1, processes=True,
-                                   dashboard_address=None, silence_logs=logging.ERROR)  # fmt: skip
+                                   dashboard_address=None, silence_logs=logging.CRITICAL)  # fmt: skip
             return Client(cluster), cluster
     from ...net import CONNECT_TIMEOUT_S, within
 
@@ -86,9 +87,10 @@ def _probe(sched: Scheduler) -> None:
             raise bad("scheduler", sched.text, f"no answer within {CONNECT_TIMEOUT_S:g} s (connect/handshake "
                       "timeout)") from None  # fmt: skip
         except OSError as e:
-            raise bad(
-                "scheduler", sched.text, f"no Dask scheduler answers there ({' '.join(str(e).split())})"
-            ) from None
+            why = " ".join(str(e).split())
+            raise bad("scheduler", sched.text, f"no Dask scheduler answers there ({why})") from None
+        except Exception as e:  # noqa: BLE001 - bytes that do not decode as Dask messages (even a huge "length")
+            raise bad("scheduler", sched.text, f"answered, but not as a Dask scheduler ({type(e).__name__})") from None
 
     info = within(run, CONNECT_TIMEOUT_S + 5, "scheduler", sched.text, "the Dask scheduler")
     if not isinstance(info, dict) or info.get("type") != "Scheduler":
@@ -111,19 +113,49 @@ def map_tasks(sched: Scheduler, fn: Callable[..., Any], problem: Any, joint: Any
 
 def _map(sched: Scheduler, fn: Callable[..., Any], problem: Any, joint: Any, heads: Sequence[tuple],
          args: tuple) -> tuple[list[Any], int]:  # fmt: skip
-    client, cluster = _client(sched)
+    # Dask's own tracebacks on a lost connection are silenced: the one line below says it
+    with contextlib.suppress(ImportError):
+        import distributed  # noqa: F401 - its loggers exist once it is imported
+    names = ["asyncio", "distributed", *logging.root.manager.loggerDict]  # asyncio: Dask's pending tasks on close
+    quiet = [logging.getLogger(n) for n in names if n == "asyncio" or n.startswith("distributed")]
+    levels = [q.level for q in quiet]
+    for q in quiet:
+        q.setLevel(logging.CRITICAL)
     try:
-        workers = max(1, len(client.scheduler_info().get("workers", {})))
-        p, j = client.scatter([problem, joint], broadcast=True)
-        futures = [client.submit(fn, p, j, *h, *args, pure=False) for h in heads]
+        client, cluster = _client(sched)
         try:
-            return client.gather(futures), workers
-        except (OSError, RuntimeError) as e:  # CommClosedError is an OSError: the scheduler went away
-            if isinstance(e, RooflawError):
-                raise
-            why = " ".join(str(e).split())[:200] or type(e).__name__
-            raise ExternalError(f"scheduler={sched.text!r}: lost the Dask scheduler during the scan ({why})") from None
+            workers = max(1, len(client.scheduler_info().get("workers", {})))
+            p, j = client.scatter([problem, joint], broadcast=True)
+            futures = [client.submit(fn, p, j, *h, *args, pure=False) for h in heads]
+            try:
+                return client.gather(futures), workers
+            except Exception as e:
+                if not _lost(e):
+                    raise  # the task's own error (bad input: exit 2; a bug: exit 1)
+                why = f"{type(e).__name__}: {' '.join(str(e).split())}"[:200]
+                raise ExternalError(
+                    f"scheduler={sched.text!r}: the Dask cluster failed during the scan ({why})"
+                ) from None
+        finally:
+            with contextlib.suppress(Exception):
+                client.close()
+            if cluster is not None:
+                with contextlib.suppress(Exception):
+                    cluster.close()
+    except KeyboardInterrupt:  # the process is ending: Dask's pending tasks would be reported at shutdown
+        levels = [logging.CRITICAL] * len(quiet)
+        raise
     finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+        for q, lv in zip(quiet, levels, strict=True):
+            q.setLevel(lv)
+
+
+def _lost(e: BaseException) -> bool:
+    """Whether ``e`` says the cluster failed (scheduler gone, connection lost, a worker killed), not the task."""
+    import concurrent.futures
+
+    if isinstance(e, RooflawError):
+        return False
+    return isinstance(e, (OSError, TimeoutError, concurrent.futures.CancelledError)) or type(e).__module__.startswith(
+        "distributed"
+    )

@@ -26,6 +26,7 @@ def open_storage(url: str | None) -> Any:
             parent = os.path.dirname(os.path.abspath(path))
             if not os.path.isdir(parent):
                 raise OSError(f"directory {parent} does not exist")
+            _regular_if_there(path, url)
             return JournalStorage(journal_backend(path))  # fsync in batches: as fast as in memory (see .journal)
         url = _driver_url(url)
         if "://" not in url:
@@ -35,6 +36,8 @@ def open_storage(url: str | None) -> Any:
 
             kw = {"pool_pre_ping": True, "connect_args": {"connect_timeout": int(CONNECT_TIMEOUT_S)}}
             return within(lambda: _rdb(optuna, url, kw), 3 * CONNECT_TIMEOUT_S, "storage", url, "the PostgreSQL server")
+        if _sqlite_path(url) is not None:
+            _regular_if_there(_sqlite_path(url) or "", url)
         return _rdb(optuna, url, {"pool_pre_ping": True})
     except RooflawError:
         raise
@@ -72,6 +75,17 @@ def _why(e: BaseException, url: str) -> str:
         if os.path.exists(path) and not os.access(path, os.R_OK | os.W_OK):
             return f"file {path!r} is not readable and writable by this user"
     return msg[:300]
+
+
+def _regular_if_there(path: str, url: str) -> None:
+    """A storage file that exists must be a regular file: a FIFO would block the journal's reader forever."""
+    if os.path.lexists(path):
+        from ...safe_io import check_regular
+
+        try:
+            check_regular(path, "storage")
+        except RooflawError as e:
+            raise RooflawError(f"storage={url!r}: {str(e).split(': ', 1)[1]}") from None
 
 
 def _sqlite_path(url: str) -> str | None:
