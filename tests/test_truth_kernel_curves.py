@@ -274,3 +274,24 @@ def test_assembly_gemm_op_equals_the_kernel_predictor(dev_id, prec, gemm_dtype, 
                              "framework": ["trtllm"]})  # fmt: skip
         want = float(KG.seconds(KG.terms(rows, dev), dev, kc)[0])
         assert op.seconds / a.layers + kc.kernel_s + r.gemm_s == pytest.approx(want, rel=rel), M
+
+
+def test_evaluate_prints_and_returns_bands(capsys):
+    """evaluate: each time and throughput gets its 80 % band (time × the phase's quantiles; a rate inverted); none
+    under --engine ideal."""
+    from rooflaw.cli import main
+
+    args = ["evaluate", "--hf-config", "qwen3-0.6b", "--device", "jetson-agx-thor", "--precision", "bf16"]
+    assert main([*args, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    bd = out["bands"]
+    for col, phase in (("prefill_s", "prefill"), ("tpot_s", "decode"), ("total_s", "e2e")):
+        lo, hi = BD.phase_band(phase).band()
+        assert bd[col] == pytest.approx([out[col] * lo, out[col] * hi], rel=1e-12)
+    lo, hi = BD.phase_band("decode").band()
+    tps = out["tokens_per_s"]["decode"]
+    assert bd["decode_tokens_per_s"] == pytest.approx([tps / hi, tps / lo], rel=1e-9)
+    assert main(args) == 0
+    assert "], 80 %" in capsys.readouterr().out
+    assert main([*args, "--engine", "ideal", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["bands"] == {}
