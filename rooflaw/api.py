@@ -57,7 +57,7 @@ _MODULES: dict[str, str] = {
     "rooflaw.plots": "check_figure_path plot_breakdown plot_frontier plot_report plot_roofline",
     "rooflaw.units": "parse_bytes parse_energy parse_time",
     "rooflaw.constraints.bands": "BAND_LEVEL band_applies band_coverage bands_dict bands_from_rows confidence_factor "
-    "phase_band problem_band value_band",
+    "phase_band problem_band value_band write_bands",
 }
 #: name -> module that defines it.
 _LAZY: dict[str, str] = {name: mod for mod, names in _MODULES.items() for name in names.split()}
