@@ -17,15 +17,18 @@ COMMANDS = ("solve", "frontier", "search")
 SHARED = [f.name for f in dataclasses.fields(ProblemOptions)] + [f.name for f in dataclasses.fields(JointOptions)]
 #: Every flag of each command at f5289ed, before the options were shared (a rename or a lost option fails here).
 FLAGS = {
-    "solve": "--align --allow-extrapolation --attention --backend --batch --batches --device --energy-budget --engine "
+    "solve": "--align --allow-extrapolation --attention --backend --batch --batches --confidence --device "
+    "--energy-budget --engine "
     "--explain --input-tokens --json --latency-budget --law --layouts --memory-budget --method --min-tokens-per-gpu "
     "--output-tokens --phase --precision --precisions --preset --scheduler --seed --space --system --tokens "
     "--tpot-budget --trials",
-    "frontier": "--allow-extrapolation --attention --backend --batch --batches --device --energy-budget --engine "
+    "frontier": "--allow-extrapolation --attention --backend --batch --batches --confidence --device --energy-budget "
+    "--engine "
     "--input-tokens --json --latency-budget --law --layouts --memory-budget --min-tokens-per-gpu --n-jobs "
     "--objectives --out --output-tokens --phase --plot --precision --precisions --preset --scheduler --space "
     "--system --tokens --tpot-budget",
-    "search": "--allow-extrapolation --attention --backend --batch --batches --device --energy-budget --engine "
+    "search": "--allow-extrapolation --attention --backend --batch --batches --confidence --device --energy-budget "
+    "--engine "
     "--input-tokens --json --latency-budget --law --layouts --measure --memory-budget --min-tokens-per-gpu "
     "--n-trials --objectives --out --output-tokens --phase --precision --precisions --preset --reference "
     "--sampler --seed --space --storage --study-name --system --tokens --tpot-budget --workers",
@@ -43,7 +46,7 @@ DEFAULTS = {"device": None, "law": "paper-2602.10377", "space": "paper", "phase"
             "latency_budget": None, "memory_budget": None, "energy_budget": None, "batch": 1, "input_tokens": 1024,
             "output_tokens": 16, "attention": "fused", "preset": "full", "engine": None, "tokens": None,
             "allow_extrapolation": False, "precisions": None, "batches": None, "system": None, "layouts": None,
-            "min_tokens_per_gpu": None, "tpot_budget": None}  # fmt: skip
+            "min_tokens_per_gpu": None, "tpot_budget": None, "confidence": None}  # fmt: skip
 
 
 def _options(name: str, sub: str | None = None) -> dict[str, dict]:
@@ -77,7 +80,7 @@ def test_compare_shares_the_problem_options_but_the_latency_and_energy_budgets()
     got, ref = _options("compare"), _options("frontier")
     assert sorted(o for v in got.values() for o in v["opts"]) == FLAGS["compare"].split()
     for f in dataclasses.fields(ProblemOptions):
-        if f.name in ("latency_budget", "energy_budget"):  # compared at the model's own latency: no budget
+        if f.name in ("latency_budget", "energy_budget", "confidence"):  # at the model's own latency: no budget
             assert f.name not in got
         else:
             assert got[f.name] == ref[f.name], f.name

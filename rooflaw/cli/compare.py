@@ -14,7 +14,7 @@ from .options import ARCH, ARCH_FILE, HF_CONFIG, JSON, N_JOBS, ProblemOptions, w
 
 
 @app.command()
-@with_options(omit=("latency_budget", "energy_budget"))  # compared at the model's own latency
+@with_options(omit=("latency_budget", "energy_budget", "confidence"))  # compared at the model's own latency
 def compare(
     *,
     opts: ProblemOptions,
