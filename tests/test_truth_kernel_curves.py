@@ -253,13 +253,14 @@ def test_cli_confidence_is_validated_and_reported(capsys):
 @pytest.mark.parametrize(
     ("dev_id", "prec", "gemm_dtype", "rel"),
     [("h100-sxm", "bf16", "bfloat16", 1e-12), ("a100-sxm-80gb", "w4a16", "int4_wo", 1e-12),
-     ("jetson-agx-thor", "bf16", "bfloat16", 1e-12), ("h100-sxm", "fp8", "fp8", 0.1)],
+     ("jetson-agx-thor", "bf16", "bfloat16", 1e-12), ("h100-sxm", "fp8", "fp8", 2e-3)],
 )  # fmt: skip
 def test_assembly_gemm_op_equals_the_kernel_predictor(dev_id, prec, gemm_dtype, rel):
     """One layer's ffn_down of Llama-3.1-8B priced by the assembly (tile model on) plus the fixed seconds the engine
     charges per GEMM (kernel_s and the per-call extra) equals the kernel fit's own predictor for that (M, N, K), at
-    M = 1 (a GEMV), 16, 300 and 4,096 rows. fp8: within 10 % -- the kernel fit also charges the activation-quantise
-    kernel's bytes (bf16 in, fp8 out) and a bf16 output, which the assembly does not count yet (8 % at M = 300)."""
+    M = 1 (a GEMV), 16, 300 and 4,096 rows. fp8: the kernel fit also charges the activation-quantise kernel's bytes
+    (bf16 in, fp8 out: ``quant_bytes``, up to 13 % of the time at M = 4,096), which the assembly does not count yet:
+    added here by hand; then within 0.2 % (the fit's bf16 output against the assembly's fp8 activations)."""
     import pandas as pd
 
     KG = pytest.importorskip("rooflaw.constraints.kernels.gemm")  # the kernel fit (merged with the curves catalog)
@@ -273,8 +274,10 @@ def test_assembly_gemm_op_equals_the_kernel_predictor(dev_id, prec, gemm_dtype, 
         op = next(o for o in rep.ops if o.phase == "prefill" and o.name == "ffn_down")
         rows = pd.DataFrame({"m": [M], "n": [a.d_model], "k": [a.ffn], "gemm_dtype": [gemm_dtype],
                              "framework": ["trtllm"]})  # fmt: skip
-        want = float(KG.seconds(KG.terms(rows, dev), dev, kc)[0])
-        assert op.seconds / a.layers + kc.kernel_s + r.gemm_s == pytest.approx(want, rel=rel), M
+        terms = KG.terms(rows, dev)
+        want = float(KG.seconds(terms, dev, kc)[0])
+        quant = float(np.asarray(getattr(terms, "quant_bytes", [0.0]))[0]) / (dev.memory_bandwidth * kc.memory)
+        assert op.seconds / a.layers + kc.kernel_s + r.gemm_s + quant == pytest.approx(want, rel=rel), M
 
 
 def test_evaluate_prints_and_returns_bands(capsys):
