@@ -91,7 +91,8 @@ def test_gp_latency_at_a_fixed_architecture_is_the_evaluators(engine):
                 "total_s": _lse(lat["prefill"] + lat["decode"])}  # fmt: skip
         prob = cp.Problem(cp.Minimize(sum(logs.values())), [*cons, y == logx])
         prob.solve(solver="CLARABEL")
-        assert prob.status == "optimal"
+        # every variable is fixed (y == log x): Clarabel may flag its (exact) answer inaccurate; the values decide
+        assert prob.status in ("optimal", "optimal_inaccurate")
         for col, e in logs.items():
             assert np.exp(e.value) == pytest.approx(ref[col][i], rel=1e-7), (i, col)
 

@@ -20,7 +20,7 @@ KW = {"law": "chinchilla-hoffmann", "device": "h100-sxm", "space": SPACE, "preci
 LAYOUTS = ["tp=8", "tp=2", "ep=8,dp_attn=8"]
 # tokens/s per GPU at least, seconds per output token at most: each changes the answer here (both: tp=2 on a smaller
 # model; TPOT only: EP on the larger one; neither: tp=2 and EP tie on loss, EP decodes faster)
-FLOOR, TPOT = 10_000.0, 0.0012
+FLOOR, TPOT = 12_000.0, 0.0012  # re-chosen for the kernel-curve figures (the scenario above, by brute force)
 WL = R.Workload(64, 512, 16)
 
 

@@ -90,9 +90,11 @@ def test_llama3_70b_does_not_fit_one_h100_and_tp8_memory_by_hand():
     assert r["weight_bytes_per_device"] == 2 * per_dev  # bf16
     assert r["kv_cache_bytes_per_device"] == 2 * L70["L"] * 1 * L70["hd"] * 2 * (1024 + 1024)  # one KV head
     assert r["comm_s_decode"] > 0 and r["tokens_per_s"] > 0
-    # the largest batch that fits: weights + per-sequence KV and workspace, by hand
-    per_seq = r["kv_cache_bytes_per_device"] + 1024 * (2 * L70["d"] + 2 * L70["ffn"] / 8) * 2 + 4 * L70["V"] / 8
-    assert max_batch(a, H8, "tp=8", wl) == int((80e9 - 2 * per_dev) // per_seq)
+    # the largest batch that fits, by hand: weights + per-sequence KV cache and fp32 logits + the workspace of one
+    # prefill chunk of 8,192 tokens (engines prefill in chunks while the others decode; batch ≥ 8 fills a chunk)
+    per_seq = r["kv_cache_bytes_per_device"] + 4 * L70["V"] / 8
+    chunk = 8192 * (2 * L70["d"] + 2 * L70["ffn"] / 8) * 2
+    assert max_batch(a, H8, "tp=8", wl) == int((80e9 - 2 * per_dev - chunk) // per_seq)
     assert max_batch(a, get_system("h100-sxm:1"), "tp=1", wl) == 0
 
 
@@ -168,8 +170,10 @@ def test_layouts_that_do_not_divide(model, layout, system, word):
 
 def test_batch_sweep_pareto_and_tp_comm_grows_with_batch():
     a = R.load_architecture("llama-3-70b")
-    rows = batch_sweep(a, H8, "tp=8", [1, 8, 64, 256, 1024], R.Workload(1, 1024, 256))
-    assert [r["fits"] for r in rows] == [True, True, True, True, False]
+    # 1,024 sequences of 1,280 tokens: 53.7 GB of KV cache per device + 17.6 GB of weights + one prefill chunk's
+    # workspace fit 80 GB; 2,048 do not
+    rows = batch_sweep(a, H8, "tp=8", [1, 8, 64, 256, 1024, 2048], R.Workload(1, 1024, 256))
+    assert [r["fits"] for r in rows] == [True, True, True, True, True, False]
     fit = [r for r in rows if r["fits"]]
     assert all(r["pareto"] for r in fit) and not rows[-1]["pareto"]
     per_dev = [r["tokens_per_s_per_device"] for r in fit]

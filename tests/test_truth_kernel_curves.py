@@ -258,7 +258,9 @@ def test_cli_confidence_is_validated_and_reported(capsys):
 def test_assembly_gemm_op_equals_the_kernel_predictor(dev_id, prec, gemm_dtype, rel):
     """One layer's ffn_down of Llama-3.1-8B priced by the assembly (tile model on) plus the fixed seconds the engine
     charges per GEMM (kernel_s and the per-call extra) equals the kernel fit's own predictor for that (M, N, K), at
-    M = 1 (a GEMV), 16, 300 and 4,096 rows (fp8: the fit's tables write bf16 output, the assembly fp8: ≤ 0.2 %)."""
+    M = 1 (a GEMV), 16, 300 and 4,096 rows. fp8: the kernel fit also charges the activation-quantise kernel's bytes
+    (bf16 in, fp8 out: ``quant_bytes``, up to 13 % of the time at M = 4,096), which the assembly does not count yet:
+    added here by hand; then within 0.2 % (the fit's bf16 output against the assembly's fp8 activations)."""
     import pandas as pd
 
     KG = pytest.importorskip("rooflaw.constraints.kernels.gemm")  # the kernel fit (merged with the curves catalog)
@@ -272,5 +274,28 @@ def test_assembly_gemm_op_equals_the_kernel_predictor(dev_id, prec, gemm_dtype, 
         op = next(o for o in rep.ops if o.phase == "prefill" and o.name == "ffn_down")
         rows = pd.DataFrame({"m": [M], "n": [a.d_model], "k": [a.ffn], "gemm_dtype": [gemm_dtype],
                              "framework": ["trtllm"]})  # fmt: skip
-        want = float(KG.seconds(KG.terms(rows, dev), dev, kc)[0])
-        assert op.seconds / a.layers + kc.kernel_s + r.gemm_s == pytest.approx(want, rel=rel), M
+        terms = KG.terms(rows, dev)
+        want = float(KG.seconds(terms, dev, kc)[0])
+        quant = float(np.asarray(getattr(terms, "quant_bytes", [0.0]))[0]) / (dev.memory_bandwidth * kc.memory)
+        assert op.seconds / a.layers + kc.kernel_s + r.gemm_s + quant == pytest.approx(want, rel=rel), M
+
+
+def test_evaluate_prints_and_returns_bands(capsys):
+    """evaluate: each time and throughput gets its 80 % band (time × the phase's quantiles; a rate inverted); none
+    under --engine ideal."""
+    from rooflaw.cli import main
+
+    args = ["evaluate", "--hf-config", "qwen3-0.6b", "--device", "jetson-agx-thor", "--precision", "bf16"]
+    assert main([*args, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    bd = out["bands"]
+    for col, phase in (("prefill_s", "prefill"), ("tpot_s", "decode"), ("total_s", "e2e")):
+        lo, hi = BD.phase_band(phase).band()
+        assert bd[col] == pytest.approx([out[col] * lo, out[col] * hi], rel=1e-12)
+    lo, hi = BD.phase_band("decode").band()
+    tps = out["tokens_per_s"]["decode"]
+    assert bd["decode_tokens_per_s"] == pytest.approx([tps / hi, tps / lo], rel=1e-9)
+    assert main(args) == 0
+    assert "], 80 %" in capsys.readouterr().out
+    assert main([*args, "--engine", "ideal", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["bands"] == {}

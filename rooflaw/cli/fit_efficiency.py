@@ -49,7 +49,7 @@ def fit_efficiency_cmd(
         "skipped": [{"row_id": r, "reason": why} for r, why in skipped],
     }
     if held_out or write_catalog:
-        from ..constraints import bands as BD
+        from .. import api
 
         for key in ("source", "board") if held_out else ("source",):
             ho = fe.held_out(cases, key)
@@ -57,9 +57,9 @@ def fit_efficiency_cmd(
             report[f"leave_one_{key}_out_cases"] = ho
             if key == "source":
                 loso = ho
-        phase_bands = BD.from_rows(loso, "leave one source out")
+        phase_bands = api.bands_from_rows(loso, "leave one source out")
         report["bands"] = {p: {"rows": b.rows, "band_80": list(b.band())} for p, b in phase_bands.items()}
-        report["band_coverage"] = cov = BD.coverage(loso)
+        report["band_coverage"] = cov = api.band_coverage(loso)
     if out is not None:
         text = "\n".join(fe.achieved_table(res, f).replace("[achieved]", f'[family."{f}"]') for f in res.families)
         out.write_text(text + "\n" + fe.engines_toml(res), encoding="utf-8")
@@ -67,7 +67,7 @@ def fit_efficiency_cmd(
         for p in fe.write_catalog(res):
             err_console.print(f"wrote {p}")
         note = f"leave-one-source-out residuals of {len(cases)} cases of {data.name}"
-        err_console.print(f"wrote {BD.write(phase_bands, note, fe.FIT_COMMAND)}")
+        err_console.print(f"wrote {api.write_bands(phase_bands, note, fe.FIT_COMMAND)}")
     if as_json:
         print_json(report)
         return

@@ -391,8 +391,9 @@ def _gemm_launch(app: Any, precision: Any) -> tuple[float, float]:
     if not extras or not app.kernels_per_layer:  # no engine kernel count: no GEMM calls counted
         return 0.0, 0.0
     from .curves_applied import FALLBACK, GEMMS_PER_LAYER, gemm_key
+    from .engines import mixed_input
 
-    key = gemm_key(precision)
+    key = gemm_key(precision, mixed_input(precision))
     while key not in extras and key in FALLBACK:
         key = FALLBACK[key]
     return float(extras.get(key, 0.0)), GEMMS_PER_LAYER

@@ -245,3 +245,4 @@ def fmt_band(text: str, low: str, high: str, level: float = BAND_LEVEL) -> str:
 # names under which the public API (``rooflaw``) exports this module's entry points
 band_coverage = coverage
 bands_from_rows = from_rows
+write_bands = write

@@ -64,10 +64,12 @@ def compute_fraction(kc: Any, key: str) -> float:
     return float(kc.compute.get(key, 1.0))
 
 
-def compute_fractions(kc: Any) -> dict[str, float]:
-    """Achieved fraction of each roof dtype (:data:`.engines.COMPUTE_KEYS`) from curves ``kc``."""
-    from .engines import COMPUTE_KEYS
+#: Roof dtypes an achieved-compute table may carry (``fp32`` is the vector roof); :data:`.engines.COMPUTE_KEYS`.
+COMPUTE_KEYS = ("fp32", "tf32", "fp16", "fp8", "int8", "int4", "fp4")
 
+
+def compute_fractions(kc: Any) -> dict[str, float]:
+    """Achieved fraction of each roof dtype (:data:`COMPUTE_KEYS`) from curves ``kc``."""
     return {k: compute_fraction(kc, k) for k in COMPUTE_KEYS}
 
 
@@ -87,11 +89,10 @@ def gemm_extra_s(kc: Any, key: str, engine: str) -> float:
     return extra[fw] if fw in extra else min(extra.values())
 
 
-def gemm_key(precision: Any) -> str:
-    """The curves' compute key of a precision's linear layers: ``mixed`` for a dequantising GEMM, else its roof."""
-    from .engines import mixed_input
-
-    return "mixed" if mixed_input(precision) else precision.linear_dtype
+def gemm_key(precision: Any, mixed: bool) -> str:
+    """The curves' compute key of a precision's linear layers: ``mixed`` for a dequantising GEMM (``mixed``:
+    :func:`.engines.mixed_input`), else its roof."""
+    return "mixed" if mixed else precision.linear_dtype
 
 
 def engine_note(device: Device, prof: Any, family: bool = False) -> str:
@@ -108,10 +109,9 @@ def engine_note(device: Device, prof: Any, family: bool = False) -> str:
     return f"{prof.name} figures fitted on {where}: none apply to a {device.kind} without an architecture"
 
 
-def applied_from_curves(device: Device, prof: Any, kc: Any) -> Any:
-    """:class:`.engines.Applied` of ``device`` under engine profile ``prof`` with kernel curves ``kc``."""
-    from .engines import Applied
-
+def applied_fields(device: Device, prof: Any, kc: Any) -> dict[str, Any]:
+    """The fields of :class:`.engines.Applied` for ``device`` under engine profile ``prof`` with kernel curves ``kc``
+    (:func:`.engines.applied` builds it: this module sits below the engines)."""
     ce, me = float(device.compute_efficiency), float(device.memory_efficiency)
     frac = compute_fractions(kc)
     own = prof.name not in TABLE_ENGINES  # an engine with its own kernels keeps its kernel-class factors
@@ -121,9 +121,6 @@ def applied_from_curves(device: Device, prof: Any, kc: Any) -> Any:
     fp16 = frac["fp16"]
     mixed_abs = compute_fraction(kc, "mixed") * (prof.mixed_factor if own else 1.0)
     att_abs = float(kc.attention) * (prof.attention_factor if own else 1.0)
-    mixed = mixed_abs / (fp16 * cf)
-    attention = att_abs / (fp16 * cf)
-    kernel_s = float(device.kernel_overhead or kc.kernel_s)
     prov = kc.provenance or {}
     src = f"kernel curves {kc.architecture}"
     if kc.architecture != device.architecture:
@@ -131,11 +128,13 @@ def applied_from_curves(device: Device, prof: Any, kc: Any) -> Any:
     if prov.get("source"):
         src += f", {prov['source']}"
     src += f" × {device.id} datasheet peaks"
-    return Applied(
-        prof.name, mem, comp, kernel_s, prof.kernels_per_layer, prof.kernels_per_pass, prof.moe_kernels,
-        prof.pass_s, src, prof.kernels_per_expert, mixed, attention, prof.gemv_max_batch,
-        prof.launch == "host" and device.kind != "cpu", prof.layer_s, float(kc.half_rows), kc.architecture,
-        engine_note(device, prof), gemm_extras(kc, prof.name),
+    return dict(
+        engine=prof.name, memory=mem, compute=comp, kernel_s=float(device.kernel_overhead or kc.kernel_s),
+        kernels_per_layer=prof.kernels_per_layer, kernels_per_pass=prof.kernels_per_pass,
+        moe_kernels=prof.moe_kernels, pass_s=prof.pass_s, source=src, kernels_per_expert=prof.kernels_per_expert,
+        mixed=mixed_abs / (fp16 * cf), attention=att_abs / (fp16 * cf), gemv_max_batch=prof.gemv_max_batch,
+        overlap=prof.launch == "host" and device.kind != "cpu", layer_s=prof.layer_s, half_rows=float(kc.half_rows),
+        curves=kc.architecture, engine_note=engine_note(device, prof), gemm_launch=gemm_extras(kc, prof.name),
     )  # fmt: skip
 
 

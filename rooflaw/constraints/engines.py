@@ -45,6 +45,7 @@ import numpy as np
 
 from ..devices.device import Device
 from ..errors import bad
+from .curves_applied import COMPUTE_KEYS  # roof dtypes an achieved-compute table may carry (fp32: the vector roof)
 
 try:  # Python >= 3.11
     import tomllib
@@ -52,8 +53,6 @@ except ModuleNotFoundError:  # pragma: no cover
     import tomli as tomllib  # type: ignore[no-redef]
 
 ENGINES_FILE = Path(__file__).with_name("engines.toml")
-#: Roof dtypes a device's achieved-compute table may carry (``fp32`` is the vector roof).
-COMPUTE_KEYS = ("fp32", "tf32", "fp16", "fp8", "int8", "int4", "fp4")
 
 
 @dataclass(frozen=True)
@@ -319,7 +318,7 @@ def applied(
 
     kc = CA.curves_of(device) if curves is _NO_CURVES else curves
     if kc is not None:
-        return CA.applied_from_curves(device, prof, kc)
+        return Applied(**CA.applied_fields(device, prof, kc))
     ach = device.achieved or {}
     if not ach:  # no fitted family: the engine's kernel count, but none of the fitted figures
         prof = dataclasses.replace(

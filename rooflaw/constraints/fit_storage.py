@@ -3,10 +3,10 @@ and ``engines.toml`` (the engine figures, the rows and device architectures they
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
-if TYPE_CHECKING:
-    from .fit_efficiency import FitResult
+#: a :class:`.fit_efficiency.FitResult` (not imported: this module sits below the fit)
+FitResult = Any
 
 
 def _toml_value(v: object) -> str:

@@ -341,9 +341,11 @@ def build_branch(
         if roof in A.ROOF_CLASSES:
             F_tot[roof] = F_tot[roof] + P["pF"] + P["dF0"].scale(n) + P["dF1"].scale(tri)
         B_tot = B_tot + P["pB"] + P["dB0"].scale(n) + P["dB1"].scale(tri)
-    eng = Posy.const(rates.kernel_s * (rates.per_layer + rates.per_moe_layer * moe)).times_l() + Posy.const(
+    per_layer_s = rates.kernel_s * (rates.per_layer + rates.per_moe_layer * moe) + rates.layer_s
+    per_layer_s += rates.gemm_s * rates.gemms_per_layer  # the kernel curves' per-GEMM-call extras
+    eng = Posy.const(per_layer_s).times_l() + Posy.const(
         rates.kernel_s * rates.per_pass + rates.pass_s
-    )  # the engine's kernels and per-pass overhead (assembly.engine_overhead)
+    )  # the engine's kernels, per-layer and per-pass overhead (assembly.engine_overhead)
     # kernels per routed expert touched, with the byte model's coverage stand-ins: E = K/ρ in prefill, B·K or E in
     # a decode step (each at least the expected coverage, so the relaxation stays a bound)
     per_e = rates.kernel_s * rates.per_expert * moe
