@@ -9,21 +9,18 @@ cvxpy, optuna, torch or matplotlib. The API takes what the CLI takes: device ids
 from __future__ import annotations
 
 import importlib
-import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import Infeasible, RooflawError, bad  # noqa: F401  (public names)
 
 if TYPE_CHECKING:  # pragma: no cover - names for type checkers and IDEs
-    from .arch import Architecture
     from .constraints import CostReport, EngineProfile, Precision, Workload
 
 #: module -> the public names it defines (imported on first access).
 _MODULES: dict[str, str] = {
     "rooflaw.arch": "COLUMNS Architecture Space bundled_models from_file from_hf_config from_mapping from_spec "
-    "get_space list_spaces param_counts",
+    "get_space list_spaces load_architecture param_counts",
     "rooflaw.constraints": "ENGINE_NAMES FORMATS PRESETS CostReport EngineProfile Precision Workload "
     "complete_columns decode_steps evaluate_columns gemm get_engine",
     "rooflaw.constraints.kernels": "KernelCurves curves_for",
@@ -88,38 +85,6 @@ def __dir__() -> list[str]:
 
 
 # ---- what the CLI accepts, as Python --------------------------------------------------------------------------
-def load_architecture(arch: Any) -> Architecture:
-    """An :class:`Architecture` from what ``--arch``/``--arch-file``/``--hf-config`` take.
-
-    ``arch`` is an :class:`Architecture`; a spec string (``"layers=24,d_model=896,heads=14,kv_heads=2,ffn=4864"``);
-    a Hugging Face ``config.json`` path; a model folder holding ``config.json`` (e.g. a local Hugging Face cache
-    snapshot); an architecture TOML/JSON file; a mapping of architecture fields; or a bundled model name
-    (:func:`bundled_models`).
-    """
-    from .arch import Architecture, bundled_models, from_file, from_hf_config, from_mapping, from_spec
-
-    if isinstance(arch, Architecture):
-        return arch
-    if isinstance(arch, Mapping):
-        return from_mapping(arch)
-    if isinstance(arch, os.PathLike) or (isinstance(arch, str) and "=" not in arch):
-        text = os.fspath(arch).strip()
-        p = Path(text).expanduser()
-        if p.is_dir():
-            cfg = p / "config.json"
-            if not cfg.is_file():
-                raise bad("arch", text, "a folder without config.json (expected a Hugging Face model folder)")
-            return from_hf_config(cfg, name=p.name)
-        if p.is_file():
-            return from_file(p)
-        if text in bundled_models():
-            return from_hf_config(text)
-        raise bad("arch", text, "no such file or folder, and not a key=value spec or a bundled model name")
-    if isinstance(arch, str):
-        return from_spec(arch)
-    raise bad("arch", arch, "expected an Architecture, a spec string, a config.json path or a model folder")
-
-
 def _workload(workload: Any, overrides: Mapping[str, Any]) -> Workload:
     from .constraints import Workload
 
@@ -160,6 +125,7 @@ def evaluate(
     None: the device's fitted default). Defaults are the CLI's (batch 1, 1024 in, 16 out, fused attention, the ``full``
     preset, the default precision). ``.to_dict()`` gives the totals, ``.to_frame()`` the operators.
     """
+    from .arch import load_architecture
     from .constraints import evaluate as _evaluate
     from .devices import get_device
     from .solver.problem import DEFAULT_PRECISION
@@ -225,4 +191,4 @@ def clear_cache(*what: str, disk: bool = False) -> list[str]:
     return done
 
 
-__all__ = sorted([*_LAZY, "Infeasible", "RooflawError", "clear_cache", "evaluate", "load_architecture"], key=str.lower)
+__all__ = sorted([*_LAZY, "Infeasible", "RooflawError", "clear_cache", "evaluate"], key=str.lower)
