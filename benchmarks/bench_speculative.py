@@ -24,8 +24,7 @@ import time
 import numpy as np
 
 import rooflaw as rl
-from rooflaw.constraints.speculative import Draft, evaluate_speculative
-from rooflaw.solver.speculative import explain_speculative
+from rooflaw import Draft, evaluate_speculative, explain_speculative
 
 DEVICE = "jetson-agx-orin-64gb"
 WL = dict(batch=1, input_tokens=512, output_tokens=128)

@@ -29,7 +29,7 @@ _MODULES: dict[str, str] = {
     "rooflaw.devices": "Device device_ids get_device list_devices load_device_file save_device_toml",
     # the function, from its module: the package attribute ``rooflaw.devices.calibrate`` is that module
     "rooflaw.devices.calibrate": "calibrate",
-    "rooflaw.devices.calibrate_cuda": "calibrate_cuda",
+    "rooflaw.devices.calibrate_cuda": "calibrate_cuda cuda_available",
     "rooflaw.devices.system": "System get_system system_ids",
     "rooflaw.constraints.parallel": "Layout batch_sweep evaluate_layout layout_columns max_batch parse_batches "
     "parse_layout",
@@ -44,7 +44,10 @@ _MODULES: dict[str, str] = {
     "ThroughputFloor "
     "closed_form derive_theorems frontier "
     "hypervolume pareto_mask register_method round_solution search solve solve_exhaustive solve_gp solve_optuna",
-    "rooflaw.solver.search.study": "search_frontier",
+    "rooflaw.solver.search.study": "infeasible_from_trials search_frontier",
+    "rooflaw.solver.search.safety": "check_out_not_storage",
+    "rooflaw.solver.search.joint_trials": "joint_result",
+    "rooflaw.constraints.parallel.disagg": "balanced_split check_fits disagg_columns parse_disagg",
     "rooflaw.solver.discrete.joint": "JointFrontierResult JointSpace Option joint_frontier solve_joint",
     "rooflaw.solver.discrete.layout_options": "layout_options parse_layouts",
     "rooflaw.objectives.precision_law": "bind_precision precision_aware precision_bits",

@@ -22,7 +22,7 @@ def serve_disagg(device: Optional[str], system: Optional[str], arch: Any, precis
                  s_out: int, attention: str, engine: Optional[str], preset: str, tiles: bool, overlap: bool,
                  text: str, as_json: bool) -> None:  # fmt: skip
     """Price ``arch`` under a prefill pool and a decode pool of ``system`` and print or write the result."""
-    from ..constraints.parallel import disagg as D
+    from .. import api as D
     from .serving import resolve_system
 
     if system is None:
