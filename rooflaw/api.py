@@ -48,7 +48,8 @@ _MODULES: dict[str, str] = {
     "rooflaw.solver.search.safety": "check_out_not_storage",
     "rooflaw.solver.search.joint_trials": "joint_result",
     "rooflaw.constraints.parallel.disagg": "balanced_split check_fits disagg_columns parse_disagg",
-    "rooflaw.solver.discrete.joint": "JointFrontierResult JointSpace Option joint_frontier solve_joint",
+    "rooflaw.solver.discrete.joint": "JointFrontierResult JointSpace Option combination_problem joint_frontier "
+    "solve_joint",
     "rooflaw.solver.discrete.layout_options": "layout_options parse_layouts",
     "rooflaw.objectives.precision_law": "bind_precision precision_aware precision_bits",
     "rooflaw.solver.jobs": "cpu_count resolve_jobs",

@@ -139,7 +139,7 @@ class JointSpace:
         batches = self.batches or (problem.workload.batch,)
         out = []
         for p in precs:
-            first = variant(problem, p, batches[0])  # the law bound once per precision (compiled once)
+            first = combination_problem(problem, p, batches[0])  # the law bound once per precision (compiled once)
             for b in batches:
                 q = first if b == batches[0] else _with_batch(first, b)
                 for o in self.options:
@@ -169,7 +169,7 @@ def _seq(v: Any, name: str) -> tuple[Any, ...]:
     return tuple(v)
 
 
-def variant(problem: Problem, precision: Any, batch: int) -> Problem:
+def combination_problem(problem: Problem, precision: Any, batch: int) -> Problem:
     """``problem`` at another precision and batch: same law (bound again to the precision's bits), space,
     device and budgets."""
     from ...constraints import Precision

@@ -1,9 +1,9 @@
 """The joint space's single-device combinations on the numba scan kernel.
 
 Each (precision, batch) combination of the one-device option is a :class:`~rooflaw.solver.problem.Problem` of its
-own (:func:`.joint.variant`: the law bound to the precision's bits, the workload at that batch), so the generated
-scan kernel of the exhaustive solver (:mod:`.exhaustive_fast`) prices it at its single-device speed, with the
-engine overhead and the law's fitted domain. The kernel's in-loop pre-filter gets, per joint objective, the one
+own (:func:`.joint.combination_problem`: the law bound to the precision's bits, the workload at that batch), so
+the generated scan kernel of the exhaustive solver (:mod:`.exhaustive_fast`) prices it at its single-device speed,
+with the engine overhead and the law's fitted domain. The kernel's in-loop pre-filter gets, per joint objective, the one
 cost column that decides it *inside a combination*: loss, the phase's latency, memory, energy and, for throughput
 (``batch · S_out / decode_s``, maximised), ``decode_s`` -- within a combination batch and ``S_out`` are constants,
 so a lower ``decode_s`` never means a lower throughput. Objectives that share a column count once; when only loss
