@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from ...devices.device import Device
-from ..gemm import tile_efficiency
+from ..tiles import tile_efficiency
 from . import Family, KernelCurves, register
 from .gemm import launch_s
 

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ...devices.device import Device
-from ..gemm import tile_efficiency
+from ..tiles import tile_efficiency
 from . import Family, KernelCurves, register
 
 #: measured ``gemm_dtype`` -> (device roof dtype, ``KernelCurves.compute`` key, activation bytes, weight bytes);
