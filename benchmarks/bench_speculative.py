@@ -102,9 +102,7 @@ def gamma_from(alpha: float, tau: float) -> int:
 
 
 def published() -> dict:
-    from rooflaw.constraints.acceptance import load_rows
-
-    rows = {r.id: r for r in load_rows()}
+    rows = {r.id: r for r in rl.load_acceptance_rows()}
     out = []
     for rid, spec in ROWS.items():
         r = rows[rid]

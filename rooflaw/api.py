@@ -60,6 +60,7 @@ _MODULES: dict[str, str] = {
     "rooflaw.constraints.speculative": "MAX_DRAFT_TOKENS Draft SpeculativeReport check_alpha eagle_draft "
     "evaluate_speculative expected_tokens optimal_draft_tokens optimal_gamma_continuous parse_draft",
     "rooflaw.constraints.passes": "pass_table",
+    "rooflaw.constraints.acceptance": "load_acceptance_rows",
     "rooflaw.solver.speculative": "DEFAULT_GAMMAS explain_speculative explain_speculative_text space_drafts "
     "speculative_options",
     "rooflaw.constraints.theory": "theory_expressions",
