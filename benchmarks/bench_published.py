@@ -99,8 +99,10 @@ def main() -> None:
     print("\n80 % bands (measured/predicted), leave one source out:", out["bands_80"])
     for what in ("by_source", "by_row"):
         cov = out[f"band_coverage_{what}"]
-        print(f"  held-out rows inside their band, banded {what.replace('_', ' ')}: "
-              + ", ".join(f"{p} {v['inside']}/{v['rows']} = {v['share']:.0%}" for p, v in cov.items()))  # type: ignore[union-attr]
+        print(
+            f"  held-out rows inside their band, banded {what.replace('_', ' ')}: "
+            + ", ".join(f"{p} {v['inside']}/{v['rows']} = {v['share']:.0%}" for p, v in cov.items())
+        )  # type: ignore[union-attr]
     residuals("decode residuals, predicted/measured − 1, per source / engine / format / batch", held)
     wall, cpu = time.perf_counter() - t_all, time.process_time() - cpu0
     child = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -64,7 +64,8 @@ def test_numba_equals_numpy_and_brute_force(objectives):
     assert not (got["params_total"] < 7e7).any()  # the law's domain (N ≥ 70M) holds on the kernel too
     assert (brute(objectives, allow_extrapolation=True)["params_total"] < 7e7).any()  # … which leaves some out
     # loss-latency: batch 1 is always faster; with throughput, batch 16 is on the frontier; for loss-throughput a
-    # batch-1 point is there only where the same architecture at batch 16 misses the 12 ms budget (else batch 16 would dominate it)
+    # batch-1 point is there only where the same architecture at batch 16 misses the 12 ms budget (else batch 16
+    # would dominate it)
     assert set(got["batch"]) == ({1} if objectives == ("loss", "latency") else set(got["batch"]) | {16})
     if objectives == ("loss", "throughput"):
         arch = [k for k in KEY if k not in ("precision", "batch")]
