@@ -79,9 +79,8 @@ def gemm_family_fit(root: Path, train: list[str], sample: int = 8000) -> KernelC
     from rooflaw.constraints.kernels import FAMILIES
 
     try:
-        from rooflaw.constraints.kernels.tables import gpu_tables
-
         from rooflaw.constraints.kernels import fit as kf
+        from rooflaw.constraints.kernels.tables import gpu_tables
     except ImportError:
         return None
     if "gemm" not in FAMILIES:

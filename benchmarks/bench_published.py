@@ -101,8 +101,8 @@ def main() -> None:
         cov = out[f"band_coverage_{what}"]
         print(
             f"  held-out rows inside their band, banded {what.replace('_', ' ')}: "
-            + ", ".join(f"{p} {v['inside']}/{v['rows']} = {v['share']:.0%}" for p, v in cov.items())
-        )  # type: ignore[union-attr]
+            + ", ".join(f"{p} {v['inside']}/{v['rows']} = {v['share']:.0%}" for p, v in cov.items())  # type: ignore[union-attr]
+        )
     residuals("decode residuals, predicted/measured − 1, per source / engine / format / batch", held)
     wall, cpu = time.perf_counter() - t_all, time.process_time() - cpu0
     child = resource.getrusage(resource.RUSAGE_CHILDREN)

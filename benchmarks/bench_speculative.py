@@ -24,8 +24,7 @@ import time
 import numpy as np
 
 import rooflaw as rl
-from rooflaw.constraints.speculative import Draft, evaluate_speculative
-from rooflaw.solver.speculative import explain_speculative
+from rooflaw import Draft, evaluate_speculative, explain_speculative
 
 DEVICE = "jetson-agx-orin-64gb"
 WL = dict(batch=1, input_tokens=512, output_tokens=128)
@@ -103,9 +102,7 @@ def gamma_from(alpha: float, tau: float) -> int:
 
 
 def published() -> dict:
-    from rooflaw.constraints.acceptance import load_rows
-
-    rows = {r.id: r for r in load_rows()}
+    rows = {r.id: r for r in rl.load_acceptance_rows()}
     out = []
     for rid, spec in ROWS.items():
         r = rows[rid]

@@ -9,21 +9,18 @@ cvxpy, optuna, torch or matplotlib. The API takes what the CLI takes: device ids
 from __future__ import annotations
 
 import importlib
-import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import Infeasible, RooflawError, bad  # noqa: F401  (public names)
 
 if TYPE_CHECKING:  # pragma: no cover - names for type checkers and IDEs
-    from .arch import Architecture
     from .constraints import CostReport, EngineProfile, Precision, Workload
 
 #: module -> the public names it defines (imported on first access).
 _MODULES: dict[str, str] = {
     "rooflaw.arch": "COLUMNS Architecture Space bundled_models from_file from_hf_config from_mapping from_spec "
-    "get_space list_spaces param_counts",
+    "get_space list_spaces load_architecture param_counts",
     "rooflaw.constraints": "ENGINE_NAMES FORMATS PRESETS CostReport EngineProfile Precision Workload "
     "complete_columns decode_steps evaluate_columns gemm get_engine",
     "rooflaw.constraints.kernels": "KernelCurves curves_for",
@@ -32,7 +29,7 @@ _MODULES: dict[str, str] = {
     "rooflaw.devices": "Device device_ids get_device list_devices load_device_file save_device_toml",
     # the function, from its module: the package attribute ``rooflaw.devices.calibrate`` is that module
     "rooflaw.devices.calibrate": "calibrate",
-    "rooflaw.devices.calibrate_cuda": "calibrate_cuda",
+    "rooflaw.devices.calibrate_cuda": "calibrate_cuda cuda_available",
     "rooflaw.devices.system": "System get_system system_ids",
     "rooflaw.constraints.parallel": "Layout batch_sweep evaluate_layout layout_columns max_batch parse_batches "
     "parse_layout",
@@ -47,8 +44,12 @@ _MODULES: dict[str, str] = {
     "ThroughputFloor "
     "closed_form derive_theorems frontier "
     "hypervolume pareto_mask register_method round_solution search solve solve_exhaustive solve_gp solve_optuna",
-    "rooflaw.solver.search.study": "search_frontier",
-    "rooflaw.solver.discrete.joint": "JointFrontierResult JointSpace Option joint_frontier solve_joint",
+    "rooflaw.solver.search.study": "infeasible_from_trials search_frontier",
+    "rooflaw.solver.search.safety": "check_out_not_storage",
+    "rooflaw.solver.search.joint_trials": "joint_result",
+    "rooflaw.constraints.parallel.disagg": "balanced_split check_fits disagg_columns parse_disagg",
+    "rooflaw.solver.discrete.joint": "JointFrontierResult JointSpace Option combination_problem joint_frontier "
+    "solve_joint",
     "rooflaw.solver.discrete.layout_options": "layout_options parse_layouts",
     "rooflaw.objectives.precision_law": "bind_precision precision_aware precision_bits",
     "rooflaw.solver.jobs": "cpu_count resolve_jobs",
@@ -59,6 +60,7 @@ _MODULES: dict[str, str] = {
     "rooflaw.constraints.speculative": "MAX_DRAFT_TOKENS Draft SpeculativeReport check_alpha eagle_draft "
     "evaluate_speculative expected_tokens optimal_draft_tokens optimal_gamma_continuous parse_draft",
     "rooflaw.constraints.passes": "pass_table",
+    "rooflaw.constraints.acceptance": "load_acceptance_rows",
     "rooflaw.solver.speculative": "DEFAULT_GAMMAS explain_speculative explain_speculative_text space_drafts "
     "speculative_options",
     "rooflaw.constraints.theory": "theory_expressions",
@@ -88,38 +90,6 @@ def __dir__() -> list[str]:
 
 
 # ---- what the CLI accepts, as Python --------------------------------------------------------------------------
-def load_architecture(arch: Any) -> Architecture:
-    """An :class:`Architecture` from what ``--arch``/``--arch-file``/``--hf-config`` take.
-
-    ``arch`` is an :class:`Architecture`; a spec string (``"layers=24,d_model=896,heads=14,kv_heads=2,ffn=4864"``);
-    a Hugging Face ``config.json`` path; a model folder holding ``config.json`` (e.g. a local Hugging Face cache
-    snapshot); an architecture TOML/JSON file; a mapping of architecture fields; or a bundled model name
-    (:func:`bundled_models`).
-    """
-    from .arch import Architecture, bundled_models, from_file, from_hf_config, from_mapping, from_spec
-
-    if isinstance(arch, Architecture):
-        return arch
-    if isinstance(arch, Mapping):
-        return from_mapping(arch)
-    if isinstance(arch, os.PathLike) or (isinstance(arch, str) and "=" not in arch):
-        text = os.fspath(arch).strip()
-        p = Path(text).expanduser()
-        if p.is_dir():
-            cfg = p / "config.json"
-            if not cfg.is_file():
-                raise bad("arch", text, "a folder without config.json (expected a Hugging Face model folder)")
-            return from_hf_config(cfg, name=p.name)
-        if p.is_file():
-            return from_file(p)
-        if text in bundled_models():
-            return from_hf_config(text)
-        raise bad("arch", text, "no such file or folder, and not a key=value spec or a bundled model name")
-    if isinstance(arch, str):
-        return from_spec(arch)
-    raise bad("arch", arch, "expected an Architecture, a spec string, a config.json path or a model folder")
-
-
 def _workload(workload: Any, overrides: Mapping[str, Any]) -> Workload:
     from .constraints import Workload
 
@@ -160,6 +130,7 @@ def evaluate(
     None: the device's fitted default). Defaults are the CLI's (batch 1, 1024 in, 16 out, fused attention, the ``full``
     preset, the default precision). ``.to_dict()`` gives the totals, ``.to_frame()`` the operators.
     """
+    from .arch import load_architecture
     from .constraints import evaluate as _evaluate
     from .devices import get_device
     from .solver.problem import DEFAULT_PRECISION
@@ -225,4 +196,4 @@ def clear_cache(*what: str, disk: bool = False) -> list[str]:
     return done
 
 
-__all__ = sorted([*_LAZY, "Infeasible", "RooflawError", "clear_cache", "evaluate", "load_architecture"], key=str.lower)
+__all__ = sorted([*_LAZY, "Infeasible", "RooflawError", "clear_cache", "evaluate"], key=str.lower)

@@ -106,7 +106,7 @@ def _timing(samples: list[tuple[float, float]], n: int = 1) -> Timing:
     return Timing(min(wall), statistics.median(wall), min(c for _, c in samples) / n)
 
 
-def _time(fn: Callable[[], None], sync: Callable[[], None], repeats: int) -> Timing:
+def time_calls(fn: Callable[[], None], sync: Callable[[], None], repeats: int) -> Timing:
     """:class:`Timing` of ``repeats`` calls of ``fn`` after one warm-up call (the GPU path times this way)."""
     fn()
     sync()
@@ -186,12 +186,12 @@ def run(
     among the configs of every measurement round, so both sides sample the same stretch of time.
     ``clock``: ``wall`` compares best wall times, ``cpu`` the thread's CPU time (see
     :data:`rooflaw.devices.calibrate_torch.CLOCKS`); both are in every row."""
-    from .devices.calibrate_torch import CLOCKS, _torch_threads, use_clock
+    from .devices.calibrate_torch import CLOCKS, torch_threads, use_clock
     from .errors import bad
 
     if clock not in CLOCKS:
         raise bad("clock", clock, f"must be one of {', '.join(CLOCKS)}")
-    with _torch_threads(threads), use_clock(clock):
+    with torch_threads(threads), use_clock(clock):
         return _run(device, quick, torch_device, progress, clock)
 
 
@@ -223,7 +223,7 @@ def _run(device: Device | None, quick: bool, torch_device: str, progress, clock:
     from .devices.measurements import memory_capacity
 
     say = progress or (lambda step, frac: None)
-    load_start = _load()
+    load_start = load_average()
     names = list(QUICK if quick else CONFIGS)
     wl = Workload(1, 64 if quick else 128, 8 if quick else 16)
     archs = {name: from_mapping(CONFIGS[name][0], name=name) for name in names}
@@ -276,7 +276,7 @@ def _run(device: Device | None, quick: bool, torch_device: str, progress, clock:
         # noise: median over rows of (median / best wall time − 1), and the machine's load at start and end
         "median_spread": statistics.median(r.timing.spread for r in runs) if runs else math.nan,
         "load_avg_1min_start": load_start,
-        "load_avg_1min": _load(),
+        "load_avg_1min": load_average(),
     }
 
 
@@ -288,7 +288,7 @@ def _figures(device: Device) -> dict[str, float]:
             "gemm_half_rows": device.gemm_half_rows, "gemv_half_k": device.gemv_half_k}  # fmt: skip
 
 
-def _load() -> float | None:
+def load_average() -> float | None:
     """The 1-minute load average (co-tenants), None where the OS has none."""
     try:
         return float(os.getloadavg()[0])

@@ -125,7 +125,7 @@ def measure(arch: Architecture, precision: str, wl: Workload, torch_device: str,
 
     from .devices.calibrate_cuda import capture_graph
     from .devices.eager_decoder import build
-    from .validate import _time
+    from .validate import time_calls
 
     dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
     model = build(arch, dtype, torch_device)
@@ -158,8 +158,8 @@ def measure(arch: Architecture, precision: str, wl: Workload, torch_device: str,
             f()
 
     with torch.inference_mode():
-        pre = _time(prefill, sync, repeats)
-        dec = _time(decode, sync, repeats).per(S_out)
+        pre = time_calls(prefill, sync, repeats)
+        dec = time_calls(decode, sync, repeats).per(S_out)
         counted = on_gpu and not graphs
         syncs_pre = count_syncs(prefill) if counted else None
         syncs_dec = count_syncs(steps[0]) if counted else None
@@ -205,7 +205,7 @@ def run_cuda(
     import torch
 
     from .api import from_mapping
-    from .validate import Run, _load
+    from .validate import Run, load_average
 
     wl, table = workload, configs or CONFIGS_CUDA
     meta = (measured or {}).get("meta")
@@ -282,5 +282,5 @@ def run_cuda(
         "clock": "wall",
         "statistic": f"best wall time (device synchronised) of {REPEATS_CUDA} repeats",
         "median_spread": statistics.median(r.timing.spread for r in runs) if runs else math.nan,
-        "load_avg_1min": _load(),
+        "load_avg_1min": load_average(),
     }

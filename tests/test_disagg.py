@@ -12,12 +12,12 @@ from cli_helpers import run_cli
 from rooflaw import Workload, api, load_architecture
 from rooflaw.constraints.parallel.disagg import (
     disagg_columns,
-    disagg_options,
     kv_bytes,
     parse_disagg,
     simulate,
     splits,
 )
+from rooflaw.solver.discrete.layout_options import disagg_options
 
 SYS = api.get_system("hgx-h100")
 LLAMA = load_architecture("llama-3.1-8b")

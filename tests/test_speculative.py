@@ -261,9 +261,9 @@ def test_cli_a_draft_needs_an_acceptance_and_an_acceptance_needs_a_draft(capsys)
 
 # ---- the fitted acceptance law -------------------------------------------------------------------------------------
 def test_acceptance_rows_cite_their_sources_and_the_law_refits_them():
-    from rooflaw.constraints.acceptance import fitted_law, leave_one_out, load_rows
+    from rooflaw.constraints.acceptance import fitted_law, leave_one_out, load_acceptance_rows
 
-    rows = load_rows()
+    rows = load_acceptance_rows()
     assert len(rows) >= 6 and all(r.source.startswith("https://") for r in rows)
     assert all(0 < r.alpha < 1 and r.params_draft < r.params_target for r in rows)
     law = fitted_law()

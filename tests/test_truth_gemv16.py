@@ -65,9 +65,9 @@ def test_16bit_roof_leaves_fp32_and_uncalibrated_devices_alone():
 def test_bf16_gemv_fit_recovers_the_curve(monkeypatch, k_half):
     beta = 9.5e9  # long-row bf16 bandwidth: a K-long row streams at beta·K/(K + k½)
 
-    def fake_time(dtype, rows, budget, k=ct._K):
+    def fake_time(dtype, rows, budget, k=ct.PROBE_K):
         assert dtype == "bfloat16" and rows == 1
-        return 2.0 * ct._N * k / (beta * k / (k + k_half))
+        return 2.0 * ct.PROBE_N * k / (beta * k / (k + k_half))
 
     monkeypatch.setattr(ct, "_torch_linear_time", fake_time)
     bw_1024 = ct._gemv_bandwidth(0.01, "bfloat16")

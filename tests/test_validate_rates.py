@@ -70,8 +70,8 @@ def test_decode_step_streams_short_rows_slower_with_tiles():
 
 @pytest.mark.parametrize(("R", "h"), [(8e10, 22.0), (7e10, 39.5), (5e10, 0.0)])
 def test_half_rows_fit_recovers_the_curve(monkeypatch, R, h):
-    def fake_time(dtype, rows, budget, k=ct._K):
-        return 2.0 * rows * ct._N * k / (R * rows / (rows + h))
+    def fake_time(dtype, rows, budget, k=ct.PROBE_K):
+        return 2.0 * rows * ct.PROBE_N * k / (R * rows / (rows + h))
 
     monkeypatch.setattr(ct, "_torch_linear_time", fake_time)
     rate_128 = R * 128 / (128 + h)
@@ -83,8 +83,8 @@ def test_half_rows_fit_recovers_the_curve(monkeypatch, R, h):
 def test_gemv_half_k_fit_recovers_the_curve(monkeypatch, k_half):
     beta = 3.1e10  # long-row bandwidth; a K-long row streams at beta·K/(K + k½)
 
-    def fake_time(dtype, rows, budget, k=ct._K):
-        return 4.0 * ct._N * k / (beta * k / (k + k_half))
+    def fake_time(dtype, rows, budget, k=ct.PROBE_K):
+        return 4.0 * ct.PROBE_N * k / (beta * k / (k + k_half))
 
     monkeypatch.setattr(ct, "_torch_linear_time", fake_time)
     bw_1024 = beta * 1024 / (1024 + k_half)

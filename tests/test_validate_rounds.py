@@ -22,7 +22,7 @@ def _session_with_bests(R=7e10, h=25.0, beta=1.8e10, k32=700.0, beta16=9e9, k16=
     s.src = type("A", (), {"nbytes": 256e6})()
     s.va = type("A", (), {"size": 1 << 17})()
     s.torch = cs._TorchSetup(weights={}, probe=(None, None, None, None), kernels=kernels)
-    N, K = ct._N, ct._K
+    N, K = ct.PROBE_N, ct.PROBE_K
 
     def gemm_t(rows):  # one weight: 2·rows·N·K FLOPs at R·M/(M + h)
         return 2.0 * rows * N * K / (R * rows / (rows + h))

@@ -6,7 +6,7 @@ import importlib
 from typing import Any
 
 from .architecture import COLUMNS, STACK_COLUMNS, Architecture, param_counts
-from .load import bundled_models, from_file, from_hf_config, from_mapping, from_spec
+from .load import bundled_models, from_file, from_hf_config, from_mapping, from_spec, load_architecture
 
 _LAZY = {"Space": ".space", "get_space": ".space", "list_spaces": ".space"}
 
@@ -28,6 +28,7 @@ __all__ = [
     "from_hf_config",
     "from_mapping",
     "from_spec",
+    "load_architecture",
     "param_counts",
     "Space",
     "get_space",

@@ -364,3 +364,33 @@ _STACK_IMPORTERS = {
     "lfm2": _lfm2,
     "granitemoehybrid": _granite_hybrid,
 }
+
+
+def load_architecture(arch: Any) -> Architecture:
+    """An :class:`Architecture` from what ``--arch``/``--arch-file``/``--hf-config`` take.
+
+    ``arch`` is an :class:`Architecture`; a spec string (``"layers=24,d_model=896,heads=14,kv_heads=2,ffn=4864"``);
+    a Hugging Face ``config.json`` path; a model folder holding ``config.json`` (e.g. a local Hugging Face cache
+    snapshot); an architecture TOML/JSON file; a mapping of architecture fields; or a bundled model name
+    (:func:`bundled_models`).
+    """
+    if isinstance(arch, Architecture):
+        return arch
+    if isinstance(arch, Mapping):
+        return from_mapping(arch)
+    if isinstance(arch, os.PathLike) or (isinstance(arch, str) and "=" not in arch):
+        text = os.fspath(arch).strip()
+        p = Path(text).expanduser()
+        if p.is_dir():
+            cfg = p / "config.json"
+            if not cfg.is_file():
+                raise bad("arch", text, "a folder without config.json (expected a Hugging Face model folder)")
+            return from_hf_config(cfg, name=p.name)
+        if p.is_file():
+            return from_file(p)
+        if text in bundled_models():
+            return from_hf_config(text)
+        raise bad("arch", text, "no such file or folder, and not a key=value spec or a bundled model name")
+    if isinstance(arch, str):
+        return from_spec(arch)
+    raise bad("arch", arch, "expected an Architecture, a spec string, a config.json path or a model folder")

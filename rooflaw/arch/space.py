@@ -40,7 +40,7 @@ import pandas as pd
 
 from ..errors import RooflawError, bad
 from .architecture import COLUMNS, Architecture
-from .space_values import MAX_INT, _bool_list, _float_list, _int_list, _kv_list, _moe_list
+from .space_values import MAX_INT, bool_list, float_list, int_list, kv_list, moe_list
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -107,16 +107,16 @@ class Space:
     window: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.layers = _int_list("layers", self.layers)
-        self.d_model = _int_list("d_model", self.d_model)
-        self.head_dim = _int_list("head_dim", self.head_dim)
-        self.kv_heads = _kv_list(self.kv_heads)
-        self.moe = _moe_list(self.moe)
-        self.r_single = _float_list("r_single", self.r_single)
-        self.vocab = _int_list("vocab", self.vocab)
-        self.tied = _bool_list("tied", self.tied)
-        self.global_every = _int_list("global_every", self.global_every)
-        self.window = _int_list("window", self.window) if self.window else []
+        self.layers = int_list("layers", self.layers)
+        self.d_model = int_list("d_model", self.d_model)
+        self.head_dim = int_list("head_dim", self.head_dim)
+        self.kv_heads = kv_list(self.kv_heads)
+        self.moe = moe_list(self.moe)
+        self.r_single = float_list("r_single", self.r_single)
+        self.vocab = int_list("vocab", self.vocab)
+        self.tied = bool_list("tied", self.tied)
+        self.global_every = int_list("global_every", self.global_every)
+        self.window = int_list("window", self.window) if self.window else []
         if max(self.global_every) > 1 and not self.window:
             raise bad("window", self.window, "global_every > 1 needs a list of sliding windows")
         if isinstance(self.ffn_align, bool) or not isinstance(self.ffn_align, int) or self.ffn_align <= 0:
@@ -150,7 +150,7 @@ class Space:
 
     def kv_options(self, heads: int) -> list[int]:
         """Valid kv_heads values (resolved) for a head count, ascending."""
-        vals = {heads if isinstance(k, str) else k for k in self.kv_heads}  # the one str is "heads" (_kv_list)
+        vals = {heads if isinstance(k, str) else k for k in self.kv_heads}  # the one str is "heads" (kv_list)
         return sorted(v for v in vals if heads % v == 0)
 
     def _build(self) -> None:

@@ -15,7 +15,7 @@ MAX_VALUES = 100_000
 MAX_INT = 2**31 - 1
 
 
-def _int_list(key: str, value: Any) -> list[int]:
+def int_list(key: str, value: Any) -> list[int]:
     if isinstance(value, Mapping):  # {start, stop, step}, stop inclusive
         try:
             start, stop, step = int(value["start"]), int(value["stop"]), int(value.get("step", 1))
@@ -44,7 +44,7 @@ def _int_list(key: str, value: Any) -> list[int]:
     return sorted(set(out))
 
 
-def _float_list(key: str, value: Any) -> list[float]:
+def float_list(key: str, value: Any) -> list[float]:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         value = [value]
     if not isinstance(value, (list, tuple)) or not value:
@@ -57,7 +57,7 @@ def _float_list(key: str, value: Any) -> list[float]:
     return sorted(set(out))
 
 
-def _kv_list(value: Any) -> list[int | str]:
+def kv_list(value: Any) -> list[int | str]:
     if isinstance(value, (int, str)) and not isinstance(value, bool):
         value = [value]
     if not isinstance(value, (list, tuple)) or not value:
@@ -73,7 +73,7 @@ def _kv_list(value: Any) -> list[int | str]:
     return [*sorted(set(ints)), *(["heads"] if mha else [])]
 
 
-def _moe_list(value: Any) -> list[tuple[int, int]]:
+def moe_list(value: Any) -> list[tuple[int, int]]:
     if not isinstance(value, (list, tuple)) or not value:
         raise bad("moe", value, "must be a non-empty list of [experts, top_k] pairs")
     out = []
@@ -88,7 +88,7 @@ def _moe_list(value: Any) -> list[tuple[int, int]]:
     return sorted(set(out))
 
 
-def _bool_list(key: str, value: Any) -> list[bool]:
+def bool_list(key: str, value: Any) -> list[bool]:
     if isinstance(value, bool):
         value = [value]
     if not isinstance(value, (list, tuple)) or not value or any(not isinstance(v, bool) for v in value):

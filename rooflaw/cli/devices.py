@@ -247,8 +247,7 @@ def calibrate_cmd(
 
 def _calibrate_cuda(out: Optional[Path], base: Optional[str], as_json: bool, watts: Optional[float] = None) -> None:
     """``devices calibrate --cuda``: the ``local-cuda`` device (:mod:`rooflaw.devices.calibrate_cuda`)."""
-    from ..api import calibrate_cuda
-    from ..devices.calibrate_cuda import cuda_available
+    from ..api import calibrate_cuda, cuda_available
 
     if base is not None:
         raise bad("--base", base, "not used with --cuda (the GPU's roofs are its own measured rates)")

@@ -22,8 +22,8 @@ def serve_disagg(device: Optional[str], system: Optional[str], arch: Any, precis
                  s_out: int, attention: str, engine: Optional[str], preset: str, tiles: bool, overlap: bool,
                  text: str, as_json: bool) -> None:  # fmt: skip
     """Price ``arch`` under a prefill pool and a decode pool of ``system`` and print or write the result."""
-    from ..constraints.parallel import disagg as D
-    from .serving import _system
+    from .. import api as D
+    from .serving import resolve_system
 
     if system is None:
         raise bad("disagg", text, "needs --system (the devices the two pools share)")
@@ -33,7 +33,7 @@ def serve_disagg(device: Optional[str], system: Optional[str], arch: Any, precis
         raise bad("tiles", True, "the tile/wave model is not applied to sharded shapes; drop --tiles")
     if not batch.isdigit() or int(batch) < 1:
         raise bad("batch", batch, "with --disagg: one positive integer (sequences per decode replica)")
-    sys_ = _system(device, system)
+    sys_ = resolve_system(device, system)
     d = D.parse_disagg(text)
     wl = api.Workload(int(batch), s_in, s_out, attention)
     import numpy as np  # not at import: `rooflaw --help` loads no heavy library

@@ -46,9 +46,8 @@ def search(
     spec_opts: SpeculativeOptions,
 ) -> None:
     """Search a space with Optuna; report the feasible frontier of the trials and its hypervolume."""
+    from ..api import check_out_not_storage, infeasible_from_trials
     from ..api import search as run
-    from ..solver.search.safety import check_out_not_storage
-    from ..solver.search.study import infeasible_from_trials
 
     if out is not None:
         check_output(out, "--out")
@@ -78,7 +77,7 @@ def search(
             res.trials.to_csv(tmp, index=False)
     if (prob.latency_budget or prob.memory_budget or prob.energy_budget or joint is not None) and not len(res.frontier):
         if joint is not None:
-            from ..solver.search.joint_trials import joint_result
+            from ..api import joint_result
 
             joint_result(prob, joint, res)  # raises Infeasible naming what no trial met (exit 3)
         raise infeasible_from_trials(prob, res.trials)  # exit 3, like solve

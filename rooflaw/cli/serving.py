@@ -14,7 +14,7 @@ HEADERS = ["batch", "TTFT", "TPOT", "mem/device", "comm prefill", "comm decode",
            "tok/s/device", "J/token", "fits", "Pareto"]  # fmt: skip
 
 
-def _system(device: Optional[str], system: Optional[str]) -> Any:
+def resolve_system(device: Optional[str], system: Optional[str]) -> Any:
     if system is None:
         if device is None:
             raise bad("system", None, "give --system (e.g. h100-sxm:8) or --device")
@@ -34,7 +34,7 @@ def serve(device, system, layout, arch, precision, batch, s_in, s_out, attention
         raise bad("tiles", True, "the tile/wave model is not applied to sharded shapes; drop --tiles")
     if pareto_plot is not None:
         api.check_figure_path(pareto_plot, "pareto-plot")
-    sys_ = _system(device, system)
+    sys_ = resolve_system(device, system)
     lay = api.parse_layout(layout or "tp=1")
     batches = api.parse_batches(batch)
     wl = api.Workload(batches[0], s_in, s_out, attention)

@@ -158,8 +158,8 @@ def _draft_for_search(text: str) -> Any:
 def explain_pick(problem: Any, joint: Any, res: Any) -> dict:
     """:func:`api.explain_speculative` of the solved point: its architecture and the option it picked, at the
     precision and batch it picked."""
-    from ..solver.discrete.joint import variant
-
     opt = next(o for o in joint.options if o.name == res.extra["option"])
-    q = variant(problem, res.extra.get("precision", problem.precision), res.extra.get("batch", problem.workload.batch))
+    q = api.combination_problem(
+        problem, res.extra.get("precision", problem.precision), res.extra.get("batch", problem.workload.batch)
+    )
     return api.explain_speculative(q, res.architecture, opt)

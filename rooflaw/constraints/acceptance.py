@@ -47,7 +47,7 @@ class Row:
         return math.log(self.params_target / self.params_draft)
 
 
-def load_rows(path: Path | str = DATA) -> list[Row]:
+def load_acceptance_rows(path: Path | str = DATA) -> list[Row]:
     """The rows of ``acceptance.csv`` (lines starting with ``#`` are comments)."""
     with open(path, newline="") as f:
         lines = [ln for ln in f if not ln.startswith("#")]
@@ -122,7 +122,7 @@ def leave_one_out(rows: list[Row]) -> np.ndarray:
 @cache
 def fitted_law(path: str = str(DATA)) -> AcceptanceLaw:
     """The law fitted on every row of ``path`` (cached)."""
-    rows = load_rows(path)
+    rows = load_acceptance_rows(path)
     x = np.array([r.log_ratio for r in rows])
     a, b = _fit(x, np.array([r.alpha for r in rows]))
     loo = leave_one_out(rows)
@@ -141,4 +141,4 @@ def fitted_acceptance(draft: Any, target: Any, extrapolate: bool = False) -> flo
     return fitted_law().alpha(float(nd), float(nt), extrapolate)
 
 
-__all__ = ["AcceptanceLaw", "Row", "fitted_acceptance", "fitted_law", "leave_one_out", "load_rows"]
+__all__ = ["AcceptanceLaw", "Row", "fitted_acceptance", "fitted_law", "leave_one_out", "load_acceptance_rows"]

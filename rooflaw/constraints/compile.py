@@ -27,7 +27,7 @@ from .symbols import ARCH, PRECISION, STACK, WORKLOAD
 ARGS = (*ARCH.values(), *STACK.values(), *WORKLOAD, *PRECISION)
 ARG_NAMES = tuple(str(s) for s in ARGS)
 RATE_ARGS = (A.INV_BETA, A.OVERHEAD)
-_MODULES = [{"Max": np.maximum, "Min": np.minimum, "nonzero": np.sign}, "numpy"]
+LAMBDIFY_MODULES = [{"Max": np.maximum, "Min": np.minimum, "nonzero": np.sign}, "numpy"]
 
 
 @dataclass(frozen=True)
@@ -55,14 +55,15 @@ class Compiled:
 @cache
 def _namespace() -> dict:
     """The globals lambdify gives its functions (built once per process: each lambdify call re-imports them)."""
-    ns = dict(sp.lambdify((), 0, modules=_MODULES).__globals__)
+    ns = dict(sp.lambdify((), 0, modules=LAMBDIFY_MODULES).__globals__)
     ns.setdefault("reduce", functools.reduce)  # lambdify adds it only for Max/Min of > 2 arguments
     return ns
 
 
 def _globals_for(code: types.CodeType) -> dict | None:
     """lambdify's namespace restricted to the global names ``code`` reads, resolved with lambdify's precedence
-    (the ``_MODULES`` mapping, then ``from numpy import *``, then builtins), or None for a name found in neither.
+    (the ``LAMBDIFY_MODULES`` mapping, then ``from numpy import *``, then builtins), or None for a name found in
+    neither.
     Building lambdify's full namespace runs ``from numpy import *``, which imports numpy.testing and f2py: the
     largest cost of loading a cached evaluator in a fresh process."""
     names, todo = set(), [code]
@@ -70,7 +71,7 @@ def _globals_for(code: types.CodeType) -> dict | None:
         c = todo.pop()
         names.update(c.co_names)
         todo += [k for k in c.co_consts if isinstance(k, types.CodeType)]
-    first, exported = _MODULES[0], set(np.__all__)
+    first, exported = LAMBDIFY_MODULES[0], set(np.__all__)
     ns: dict = {}
     for n in names:
         if n in first:
@@ -170,11 +171,12 @@ def _compile_preset(preset: str, kinds: frozenset[str] = frozenset()) -> Compile
         launches,
     )
     args = (*ARGS, *ipp, *ipd, *RATE_ARGS)
-    lam = lambda ex: sp.lambdify(args, ex, modules=_MODULES, cse=True)  # noqa: E731
+    lam = lambda ex: sp.lambdify(args, ex, modules=LAMBDIFY_MODULES, cse=True)  # noqa: E731
     gemm_parts = tuple(i for i, p in enumerate(parts) if p.gemm_pre is not None)
     gex = [e for i in gemm_parts for e in parts[i].gemm_pre] + [e for i in gemm_parts for e in parts[i].gemm_dec]
     return Compiled(
         tuple(p.name for p in parts), tuple(p.roof for p in parts), tuple(p.scope for p in parts), tuple(n_varying),
-        lam([pre_sum, dec_sum, *vary, *tot]), lam(per_part + tot), sp.lambdify(ARGS, gex, modules=_MODULES, cse=True),
+        lam([pre_sum, dec_sum, *vary, *tot]), lam(per_part + tot),
+        sp.lambdify(ARGS, gex, modules=LAMBDIFY_MODULES, cse=True),
         gemm_parts,
     )  # fmt: skip

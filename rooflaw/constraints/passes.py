@@ -28,7 +28,7 @@ from ..devices.device import Device
 from ..errors import bad
 from . import assembly as A
 from . import operators as O
-from .compile import _MODULES, ARGS
+from .compile import ARGS, LAMBDIFY_MODULES
 from .engines import EngineProfile, applied, decode_linear_inv
 from .precision import Precision
 from .symbols import STACK, B, C, Sq, T, sym
@@ -110,7 +110,7 @@ def _pass_model(preset: str, kinds: frozenset[str]) -> PassModel:
         sec = tm["pre"] + A.OVERHEAD * tm["launch"]
         out += [p.count * F, p.count * By, p.count * sec]
     args = (*ARGS, Q, CACHED, *ipi, A.INV_BETA, A.OVERHEAD)
-    fn = sp.lambdify(args, out, modules=_MODULES, cse=True)
+    fn = sp.lambdify(args, out, modules=LAMBDIFY_MODULES, cse=True)
     return PassModel(tuple(p.name for p in placed), tuple(p.roof for p in placed), fn)
 
 

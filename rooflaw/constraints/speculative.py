@@ -129,7 +129,7 @@ def eagle_draft(target: Architecture, layers: int = 1) -> Draft:
 def parse_draft(text: str, target: Architecture | None = None) -> Draft:
     """``--draft``: ``eagle`` / ``eagle:N`` (heads on the target), a bundled model id, a config.json, an
     architecture file or a ``key=value`` spec."""
-    from ..api import load_architecture
+    from ..arch import load_architecture
 
     t = str(text).strip()
     if t == "eagle" or t.startswith("eagle:"):

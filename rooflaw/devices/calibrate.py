@@ -43,9 +43,9 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ExternalError, bad
-from .calibrate_torch import _K, _M_GEMM, _N, release_weights, use_clock
+from .calibrate_torch import GEMM_M, PROBE_K, PROBE_N, release_weights, use_clock
 from .device import DTYPES, Device
-from .device_file import _FIELD_TO_KEY, _SCALAR_KEYS, SCHEMA_VERSION
+from .device_file import FIELD_TO_KEY, SCALAR_KEYS, SCHEMA_VERSION
 from .measurements import Measurements, memory_capacity
 
 __all__ = ["Measurements", "calibrate", "measure", "save_device_toml", "device_toml"]
@@ -104,7 +104,8 @@ def check_budget(seconds: float, threads: int | None) -> None:
 def _summary(m: Measurements) -> str:
     torch_part = (
         f"; with torch ({m.torch_threads} threads): fp32 GEMM {m.linear_flops / 1e9:.1f} GFLOP/s "
-        f"(F.linear, {_M_GEMM} tokens x cold {_N}x{_K} weights), bf16 GEMM {m.gemm16_flops / 1e9:.1f} GFLOP/s, "
+        f"(F.linear, {GEMM_M} tokens x cold {PROBE_N}x{PROBE_K} weights), "
+        f"bf16 GEMM {m.gemm16_flops / 1e9:.1f} GFLOP/s, "
         f"GEMV bandwidth {m.gemv_bandwidth / 1e9:.1f} GB/s (bf16 {m.gemv16_bandwidth / 1e9:.1f} GB/s), "
         f"eager kernel {m.op_overhead * 1e6:.2f} us, "
         f"GEMM half-rate rows {m.gemm_half_rows:.3g}, GEMV half-rate K {m.gemv_half_k:.3g} "
@@ -281,7 +282,7 @@ def device_toml(device: Device) -> str:
     for dt in DTYPES:
         if dt in device.peak_flops:
             field = f"peak_flops.{dt}"
-            key = _FIELD_TO_KEY[field]
+            key = FIELD_TO_KEY[field]
             lines.append(f"{key} = {_figure(device, field, _toml_num(device.peak_flops[dt] / 1e12))}")
     for field in (
         "memory_bandwidth",
@@ -305,8 +306,8 @@ def device_toml(device: Device) -> str:
             continue
         if field.endswith("_efficiency") and v == 1.0 and field not in device.provenance:
             continue
-        key = _FIELD_TO_KEY[field]
-        lines.append(f"{key} = {_figure(device, field, _toml_num(v / _SCALAR_KEYS[key][1]))}")
+        key = FIELD_TO_KEY[field]
+        lines.append(f"{key} = {_figure(device, field, _toml_num(v / SCALAR_KEYS[key][1]))}")
     if device.sm_count is not None:
         lines.append(f"sm_count = {_figure(device, 'sm_count', str(int(device.sm_count)))}")
     if device.tile != (128, 128) or "tile" in device.provenance:

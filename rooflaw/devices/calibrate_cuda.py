@@ -261,12 +261,12 @@ def _probe(reps: int, stream_bandwidth: float) -> tuple[float, float, float, flo
 
     import torch
 
-    from .calibrate_torch import _PROBE, eager_kernels
+    from .calibrate_torch import PROBE_ARCH, eager_kernels
     from .eager_decoder import build
 
     def setup(layers: int):
-        model = build(SimpleNamespace(layers=layers, **_PROBE), torch.bfloat16, _DEV)
-        shape = (1, _PROBE["kv_heads"], 32, _PROBE["head_dim"])
+        model = build(SimpleNamespace(layers=layers, **PROBE_ARCH), torch.bfloat16, _DEV)
+        shape = (1, PROBE_ARCH["kv_heads"], 32, PROBE_ARCH["head_dim"])
         kv = lambda: torch.zeros(shape, dtype=torch.bfloat16, device=_DEV)  # noqa: E731
         caches = [(kv(), kv()) for _ in range(layers)]
         tok = torch.zeros(1, 1, dtype=torch.long, device=_DEV)
@@ -279,7 +279,7 @@ def _probe(reps: int, stream_bandwidth: float) -> tuple[float, float, float, flo
         t_lo, t_hi = _host(step_lo, reps), _host(step_hi, reps)
     with torch.no_grad():
         g_lo, g_hi = _events(_graph(step_lo), reps), _events(_graph(step_hi), reps)
-    d, f, kv = _PROBE["d_model"], _PROBE["ffn"], _PROBE["kv_heads"] * _PROBE["head_dim"]
+    d, f, kv = PROBE_ARCH["d_model"], PROBE_ARCH["ffn"], PROBE_ARCH["kv_heads"] * PROBE_ARCH["head_dim"]
     layer_bytes = 2.0 * (2 * d * d + 2 * d * kv + 3 * d * f + 2 * d)  # bf16 q, o, k, v, gate/up/down, two norms
     reads = layer_bytes / stream_bandwidth if stream_bandwidth > 0 else 0.0
     per = [(h - lo_) / (hi - lo) / kernels for h, lo_ in zip(t_hi, t_lo, strict=True)]

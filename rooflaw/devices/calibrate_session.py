@@ -34,9 +34,10 @@ Progress = Callable[[str, float], None]
 #: (dtype, K, rows) of every ``F.linear`` timer: the 128-row GEMM roofs (fp32, bf16), the fp32 rate curve in M,
 #: the one-token GEMVs at K = 1024 and 512 in fp32 and bf16; each with its share of a round's budget.
 _LINEAR = {
-    ("float32", ct._K, ct._M_GEMM): 0.10, ("float32", ct._K, 16): 0.04, ("float32", ct._K, 32): 0.04,
-    ("float32", ct._K, 1): 0.05, ("float32", ct._K // 2, 1): 0.05,
-    ("bfloat16", ct._K, 1): 0.04, ("bfloat16", ct._K // 2, 1): 0.04, ("bfloat16", ct._K, ct._M_GEMM): 0.08,
+    ("float32", ct.PROBE_K, ct.GEMM_M): 0.10, ("float32", ct.PROBE_K, 16): 0.04, ("float32", ct.PROBE_K, 32): 0.04,
+    ("float32", ct.PROBE_K, 1): 0.05, ("float32", ct.PROBE_K // 2, 1): 0.05,
+    ("bfloat16", ct.PROBE_K, 1): 0.04, ("bfloat16", ct.PROBE_K // 2, 1): 0.04,
+    ("bfloat16", ct.PROBE_K, ct.GEMM_M): 0.08,
 }  # fmt: skip
 
 
@@ -105,9 +106,9 @@ class Session:
             import torch
         except ImportError:
             return None
-        with ct._torch_threads(self.threads):
+        with ct.torch_threads(self.threads):
             torch.manual_seed(0)
-            full = [torch.empty(ct._N, ct._K).uniform_(-1.0, 1.0) for _ in range(ct._WEIGHTS)]
+            full = [torch.empty(ct.PROBE_N, ct.PROBE_K).uniform_(-1.0, 1.0) for _ in range(ct._WEIGHTS)]
             # separate copies per (dtype, K): each timer streams its own cold weights
             weights: dict[tuple[str, int], list[Any]] = {}
             for dtype, k, _ in _LINEAR:
@@ -143,7 +144,7 @@ class Session:
 
         self._sample("vector", vector, 0.08 * seconds)
         if self.torch is not None:
-            with ct._torch_threads(self.threads):
+            with ct.torch_threads(self.threads):
                 self._sample_torch(seconds, say)
         self.rounds += 1
         say("done", 1.0)
@@ -189,19 +190,19 @@ class Session:
             def lin(dtype: str, k: int, rows: int) -> float:
                 return b[(dtype, k, rows)]
 
-            flops128 = 2.0 * ct._M_GEMM * ct._N * ct._K
-            tgemm = flops128 / lin("float32", ct._K, ct._M_GEMM)
-            gemv = 4.0 * ct._N * ct._K / lin("float32", ct._K, 1)
-            gemv16 = 2.0 * ct._N * ct._K / lin("bfloat16", ct._K, 1)
+            flops128 = 2.0 * ct.GEMM_M * ct.PROBE_N * ct.PROBE_K
+            tgemm = flops128 / lin("float32", ct.PROBE_K, ct.GEMM_M)
+            gemv = 4.0 * ct.PROBE_N * ct.PROBE_K / lin("float32", ct.PROBE_K, 1)
+            gemv16 = 2.0 * ct.PROBE_N * ct.PROBE_K / lin("bfloat16", ct.PROBE_K, 1)
             lo, hi = ct.PROBE_DEPTHS
             torch_part = dict(
                 torch_gemm_flops=tgemm,
-                gemm16_flops=flops128 / lin("bfloat16", ct._K, ct._M_GEMM),
-                gemm_half_rows=ct.fit_half_rows({m: lin("float32", ct._K, m) for m in ct.HALF_ROWS_M}, tgemm),
+                gemm16_flops=flops128 / lin("bfloat16", ct.PROBE_K, ct.GEMM_M),
+                gemm_half_rows=ct.fit_half_rows({m: lin("float32", ct.PROBE_K, m) for m in ct.HALF_ROWS_M}, tgemm),
                 gemv_bandwidth=gemv,
-                gemv_half_k=ct.fit_half_k(gemv, lin("float32", ct._K // 2, 1)),
+                gemv_half_k=ct.fit_half_k(gemv, lin("float32", ct.PROBE_K // 2, 1)),
                 gemv16_bandwidth=gemv16,
-                gemv16_half_k=ct.fit_half_k(gemv16, lin("bfloat16", ct._K // 2, 1), "bfloat16"),
+                gemv16_half_k=ct.fit_half_k(gemv16, lin("bfloat16", ct.PROBE_K // 2, 1), "bfloat16"),
                 op_overhead=ct.overhead_from(b["probe_lo"], b["probe_hi"], hi - lo, self.torch.kernels, gemv),
             )
         return Measurements(
@@ -220,5 +221,5 @@ class Session:
         )
 
     def _threads_used(self) -> int:
-        with ct._torch_threads(self.threads):
+        with ct.torch_threads(self.threads):
             return ct.torch_threads_now()

@@ -62,7 +62,7 @@ def _time_best(fn: Callable[[], object], budget: float, min_reps: int = 3, max_r
     return max(best, 1e-9)
 
 
-def _torch_threads(threads: int | None):
+def torch_threads(threads: int | None):
     """Context: torch's intra-op thread count set to ``threads`` (None: leave it), restored on exit."""
     import contextlib
 
@@ -96,7 +96,7 @@ def torch_threads_now() -> int:
 #: The overhead probe: a decoder layer (d=256, GQA 4/2, FFN 512) whose 2.4 MB of fp32 weights exceed the
 #: 1-2 MB L2 of a core, so that, as in a real decode step, each layer's weights evict the previous layer's
 #: code and data; its one-token step is mostly dispatch (≈ 38 kernels vs 2.4 MB of GEMV reads).
-_PROBE = {"d_model": 256, "heads": 4, "kv_heads": 2, "head_dim": 64, "ffn": 512, "experts": 1, "top_k": 1,
+PROBE_ARCH = {"d_model": 256, "heads": 4, "kv_heads": 2, "head_dim": 64, "ffn": 512, "experts": 1, "top_k": 1,
           "vocab": 64}  # fmt: skip
 
 
@@ -122,14 +122,14 @@ PROBE_DEPTHS = (1, 5)
 
 
 def probe_decoder(layers: int):
-    """(step, model): a ``layers``-deep fp32 probe decoder (:data:`_PROBE`) and its one-token decode step."""
+    """(step, model): a ``layers``-deep fp32 probe decoder (:data:`PROBE_ARCH`) and its one-token decode step."""
     from types import SimpleNamespace
 
     import torch
 
     from .eager_decoder import build
 
-    model = build(SimpleNamespace(layers=layers, **_PROBE), torch.float32)
+    model = build(SimpleNamespace(layers=layers, **PROBE_ARCH), torch.float32)
     caches = [(torch.zeros(1, 2, 32, 64), torch.zeros(1, 2, 32, 64)) for _ in range(layers)]
     tok = torch.zeros(1, 1, dtype=torch.long)
     return (lambda m: m(tok, caches, 8)), model
@@ -137,7 +137,7 @@ def probe_decoder(layers: int):
 
 def _op_overhead(budget: float, stream_bandwidth: float) -> float:
     """Seconds per eager aten kernel launch (dispatch, Python, allocator, cold caches): the extra time of one
-    more layer of the probe decoder (:data:`_PROBE`, one decode token, :mod:`.eager_decoder`) less its weight
+    more layer of the probe decoder (:data:`PROBE_ARCH`, one decode token, :mod:`.eager_decoder`) less its weight
     reads at ``stream_bandwidth`` (the GEMV rate, bytes/s), divided by the aten kernels that layer launches
     (counted). Each depth's best time over interleaved repeats. 0 without torch."""
     try:
@@ -163,8 +163,8 @@ def _op_overhead(budget: float, stream_bandwidth: float) -> float:
 
 #: fp32 weight bytes of one probe layer: q, o, k, v, gate/up/down, two norms
 PROBE_LAYER_BYTES = 4.0 * (
-    2 * _PROBE["d_model"] ** 2 + 2 * _PROBE["d_model"] * _PROBE["kv_heads"] * _PROBE["head_dim"]
-    + 3 * _PROBE["d_model"] * _PROBE["ffn"] + 2 * _PROBE["d_model"]
+    2 * PROBE_ARCH["d_model"] ** 2 + 2 * PROBE_ARCH["d_model"] * PROBE_ARCH["kv_heads"] * PROBE_ARCH["head_dim"]
+    + 3 * PROBE_ARCH["d_model"] * PROBE_ARCH["ffn"] + 2 * PROBE_ARCH["d_model"]
 )  # fmt: skip
 
 
@@ -179,7 +179,7 @@ def overhead_from(best_lo: float, best_hi: float, layers: int, kernels: float, s
 #: The torch rates run ``F.linear`` over 8 separate 4096×1024 weights (128 MB in fp32, 64 MB in bf16:
 #: above the caches, so each call reads its weight from DRAM as a forward pass does), with M rows:
 #: a 128-token prompt chunk for the GEMM roofs, one token for the decode (GEMV) bandwidth.
-_WEIGHTS, _N, _K, _M_GEMM = 8, 4096, 1024, 128
+_WEIGHTS, PROBE_N, PROBE_K, GEMM_M = 8, 4096, 1024, 128
 
 
 _last_weights: list = [None, None]  # (dtype name, K), the weights -- emptied by :func:`release_weights`
@@ -190,7 +190,7 @@ def release_weights() -> None:
     _last_weights[:] = [None, None]
 
 
-def _torch_linear_time(dtype_name: str, rows: int, budget: float, k: int = _K) -> float:
+def _torch_linear_time(dtype_name: str, rows: int, budget: float, k: int = PROBE_K) -> float:
     """Best seconds of one ``F.linear`` of ``rows`` tokens through a cold 4096×``k`` weight (``inf`` without torch)."""
     try:
         import torch
@@ -198,7 +198,7 @@ def _torch_linear_time(dtype_name: str, rows: int, budget: float, k: int = _K) -
         return math.inf
     dtype = getattr(torch, dtype_name)
     if _last_weights[0] != (dtype_name, k):  # the last set is kept: M sweeps on one set build it once
-        _last_weights[:] = [(dtype_name, k), [torch.randn(_N, k).to(dtype) for _ in range(_WEIGHTS)]]
+        _last_weights[:] = [(dtype_name, k), [torch.randn(PROBE_N, k).to(dtype) for _ in range(_WEIGHTS)]]
     ws = _last_weights[1]
     x = torch.randn(rows, k).to(dtype)
 
@@ -212,7 +212,7 @@ def _torch_linear_time(dtype_name: str, rows: int, budget: float, k: int = _K) -
 
 def _torch_gemm(dtype_name: str, budget: float) -> float:
     """FLOP/s of ``F.linear`` (the kernel a decoder's projections run) on a 128-token chunk, 0 without torch."""
-    return 2.0 * _M_GEMM * _N * _K / _torch_linear_time(dtype_name, _M_GEMM, budget)
+    return 2.0 * GEMM_M * PROBE_N * PROBE_K / _torch_linear_time(dtype_name, GEMM_M, budget)
 
 
 def _half_rows(budget: float, rate_128: float) -> float:
@@ -233,10 +233,10 @@ def fit_half_rows(times: dict[int, float], rate_128: float) -> float:
     row counts and the 128-row rate; 0 when the rate does not fall with M or a time is missing."""
     if not rate_128 or not math.isfinite(rate_128) or not all(math.isfinite(t) for t in times.values()):
         return 0.0
-    ms, inv = [float(_M_GEMM)], [1.0 / rate_128]
+    ms, inv = [float(GEMM_M)], [1.0 / rate_128]
     for m, t in times.items():
         ms.append(float(m))
-        inv.append(t / (2.0 * m * _N * _K))
+        inv.append(t / (2.0 * m * PROBE_N * PROBE_K))
     b, a = np.polyfit(1.0 / np.asarray(ms), np.asarray(inv), 1)  # 1/r = a + b/M, a = 1/R, b = h/R
     return float(b / a) if a > 0 and b > 0 else 0.0
 
@@ -248,7 +248,7 @@ _BYTES = {"float32": 4.0, "bfloat16": 2.0, "float16": 2.0}
 def _gemv_bandwidth(budget: float, dtype_name: str = "float32") -> float:
     """Weight bytes/s of a one-token ``F.linear`` (a decode step's GEMV) on cold weights of ``dtype_name``
     (``bfloat16``: the 16-bit GEMV roof; a CPU without native bf16 converts every weight), 0 without torch."""
-    return _BYTES[dtype_name] * _N * _K / _torch_linear_time(dtype_name, 1, budget)
+    return _BYTES[dtype_name] * PROBE_N * PROBE_K / _torch_linear_time(dtype_name, 1, budget)
 
 
 def _gemv_half_k(budget: float, bandwidth_1024: float, dtype_name: str = "float32") -> float:
@@ -256,7 +256,7 @@ def _gemv_half_k(budget: float, bandwidth_1024: float, dtype_name: str = "float3
     output row is a dot product with a fixed cost, so bytes/s ∝ K/(K + k½); from the cold 4096×512 GEMV's rate
     and ``bandwidth_1024`` (the 4096×1024 one), both in ``dtype_name``. 0 when the rate does not rise with K (or
     without torch)."""
-    return fit_half_k(bandwidth_1024, _torch_linear_time(dtype_name, 1, budget, k=_K // 2), dtype_name)
+    return fit_half_k(bandwidth_1024, _torch_linear_time(dtype_name, 1, budget, k=PROBE_K // 2), dtype_name)
 
 
 def fit_half_k(bandwidth_1024: float, t_512: float, dtype_name: str = "float32") -> float:
@@ -264,8 +264,8 @@ def fit_half_k(bandwidth_1024: float, t_512: float, dtype_name: str = "float32")
     if not (bandwidth_1024 > 0 and math.isfinite(t_512)):
         return 0.0
     t = t_512
-    q = bandwidth_1024 / (_BYTES[dtype_name] * _N * (_K // 2) / t)  # = 2 (512 + k½) / (1024 + k½)
-    return float(_K * (q - 1.0) / (2.0 - q)) if 1.0 < q < 2.0 else 0.0
+    q = bandwidth_1024 / (_BYTES[dtype_name] * PROBE_N * (PROBE_K // 2) / t)  # = 2 (512 + k½) / (1024 + k½)
+    return float(PROBE_K * (q - 1.0) / (2.0 - q)) if 1.0 < q < 2.0 else 0.0
 
 
 def _gemm16(budget: float) -> float:

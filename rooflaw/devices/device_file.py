@@ -47,7 +47,7 @@ from .device import ARCHITECTURES, DTYPES, PROVENANCE, Device
 SCHEMA_VERSION = 1
 
 #: file key -> (Device field, factor to SI). Compute keys are generated below.
-_SCALAR_KEYS: dict[str, tuple[str, float]] = {
+SCALAR_KEYS: dict[str, tuple[str, float]] = {
     "bandwidth_gbs": ("memory_bandwidth", 1e9),
     "bandwidth_tbs": ("memory_bandwidth", 1e12),
     "memory_gb": ("memory_capacity", 1e9),
@@ -68,8 +68,8 @@ _SCALAR_KEYS: dict[str, tuple[str, float]] = {
     "vector_gflops": ("vector_rate", 1e9),
 }
 for _dt in DTYPES:
-    _SCALAR_KEYS[f"{_dt}_tflops"] = (f"peak_flops.{_dt}", 1e12)
-    _SCALAR_KEYS[f"{_dt}_tops"] = (f"peak_flops.{_dt}", 1e12)
+    SCALAR_KEYS[f"{_dt}_tflops"] = (f"peak_flops.{_dt}", 1e12)
+    SCALAR_KEYS[f"{_dt}_tops"] = (f"peak_flops.{_dt}", 1e12)
 _INT_KEYS = {"sm_count": "sm_count"}
 _META_KEYS = {
     "schema",
@@ -90,7 +90,7 @@ _FIGURE_TABLE_KEYS = {"value", "sparse", "provenance", "source", "note"}
 KINDS = ("gpu", "soc", "tpu", "cpu", "npu", "accelerator")
 
 #: Device field -> preferred file key (used by the writer and to normalise ``uncertain``).
-_FIELD_TO_KEY: dict[str, str] = {
+FIELD_TO_KEY: dict[str, str] = {
     "memory_bandwidth": "bandwidth_gbs",
     "memory_capacity": "memory_gb",
     "l2_bytes": "l2_mb",
@@ -110,7 +110,7 @@ _FIELD_TO_KEY: dict[str, str] = {
     "tile": "tile",
 }
 for _dt in DTYPES:
-    _FIELD_TO_KEY[f"peak_flops.{_dt}"] = f"{_dt}_tops" if _dt.startswith("int") else f"{_dt}_tflops"
+    FIELD_TO_KEY[f"peak_flops.{_dt}"] = f"{_dt}_tops" if _dt.startswith("int") else f"{_dt}_tflops"
 
 
 #: Largest integer field of a device file (SM count, tile sides) and longest device id.
@@ -128,8 +128,8 @@ def _is_number(v: object) -> bool:
 
 def _normalise_field(name: str) -> str:
     """A file key or Device field name -> Device field name (``fp8_tflops`` -> ``peak_flops.fp8``)."""
-    if name in _SCALAR_KEYS:
-        return _SCALAR_KEYS[name][0]
+    if name in SCALAR_KEYS:
+        return SCALAR_KEYS[name][0]
     return name
 
 
@@ -159,7 +159,7 @@ class _Builder:
         self.notes: list[tuple[str, str]] = []  # (field, note)
 
     def figure(self, key: str, raw: object) -> None:
-        field_name, factor = _SCALAR_KEYS[key]
+        field_name, factor = SCALAR_KEYS[key]
         prov, src, note = self.provenance, self.source, None
         if isinstance(raw, dict):
             extra = set(raw) - _FIGURE_TABLE_KEYS
@@ -192,7 +192,7 @@ class _Builder:
         if not math.isfinite(si):
             raise _err(self.where, key, value, "overflows a double in SI units")
         if field_name in self.prov:
-            first = _FIELD_TO_KEY.get(field_name, field_name)
+            first = FIELD_TO_KEY.get(field_name, field_name)
             raise _err(self.where, key, value, f"sets {field_name} again (already given, e.g. as {first!r})")
         if field_name in ("compute_efficiency", "memory_efficiency") and si > 1:
             raise _err(self.where, key, value, "must be in (0, 1]")
@@ -244,14 +244,14 @@ class _Builder:
         for key, raw in data.items():
             if key in meta:
                 continue
-            if key in _SCALAR_KEYS:
+            if key in SCALAR_KEYS:
                 self.figure(key, raw)
             elif key in _INT_KEYS:
                 self.integer(key, raw)
             elif key == "tile":
                 self.tile(raw)
             else:
-                near = difflib.get_close_matches(key, [*_SCALAR_KEYS, *_INT_KEYS, "tile", *meta], n=1)
+                near = difflib.get_close_matches(key, [*SCALAR_KEYS, *_INT_KEYS, "tile", *meta], n=1)
                 hint = f" (did you mean {near[0]!r}?)" if near else ""
                 raise _err(self.where, key, raw, f"unknown field{hint}")
 
@@ -329,7 +329,7 @@ def parse_device_dict(data: dict[str, Any], where: str = "<device>") -> list[Dev
     b.take(data, _META_KEYS)
     for req in ("memory_bandwidth", "memory_capacity"):
         if req not in b.kwargs:
-            raise _err(where, _FIELD_TO_KEY[req], None, "required field is missing")
+            raise _err(where, FIELD_TO_KEY[req], None, "required field is missing")
     if not b.peak:
         raise _err(where, "fp16_tflops", None, "a device needs at least one compute roof (<dtype>_tflops)")
     all_notes = "; ".join(x for x in [notes, *(f"{f}: {n}" for f, n in b.notes)] if x)

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..units import fmt_bytes, fmt_time
-from .discrete.joint import JOINT_KEEP, JointSpace, _argbest, evaluate_chunk
+from .discrete.joint import JOINT_KEEP, JointSpace, argbest_joint, evaluate_chunk
 from .discrete.scan_parts import SUB_CHUNK
 from .problem import Problem
 
@@ -44,7 +44,7 @@ def _scan(problem: Problem, joint: JointSpace) -> list[dict[str, Any]]:
             feas = np.flatnonzero(v["feasible"])
             st["feasible"] += len(feas)
             if len(feas):
-                j = _argbest(v, feas)
+                j = argbest_joint(v, feas)
                 row = {k: float(np.asarray(v[k])[j]) for k in keep}
                 b = st["best"]
                 if b is None or (row["loss"], row["latency_s"]) < (b["loss"], b["latency_s"]):

@@ -9,7 +9,7 @@ dtype). ``t = max(FLOPs / (peak · attention · tile·wave), bytes / (bandwidth 
 memory) + waves · attention_tile_s + kernel_s + launch``, ``prep_bytes = B·S·d·(4·H + H_kv·2·(2 + b_kv))`` the
 RoPE and KV-cache write the op runs beside the kernel, ``waves = ceil(B·H·ceil(S/128) / SMs)``; FLOPs count the
 128×128 blocks a block-sparse causal kernel visits (:func:`block_pairs`),
-the tile/wave term being :func:`rooflaw.constraints.gemm.tile_efficiency` of 128-query-row tiles over the
+the tile/wave term being :func:`rooflaw.constraints.tiles.tile_efficiency` of 128-query-row tiles over the
 ``B·H`` heads; the roof is fp8 where the attention dtype is fp8 (fraction ``attention_fp8``), else fp16.
 
 Decode: each sequence reads its cached context ``L = isl + step`` (``min(L, W)`` with a window):
@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from ...devices.device import Device
-from ..gemm import tile_efficiency
+from ..tiles import tile_efficiency
 from . import Family, KernelCurves, register
 from .gemm import launch_s
 

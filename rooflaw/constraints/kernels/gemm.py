@@ -4,7 +4,7 @@
 + quant_bytes / (bandwidth · memory) + kernel_s + launch["<framework>/<key>"]`` where
 ``bytes = M·K·b_a + K·N·b_w + 2·M·N`` (bf16 output) and ``quant_bytes = M·K·(2 + b_a)`` for a GEMM whose
 activations the engine quantises from bf16 first (fp8, block fp8, nvfp4, int8 W8A8; 0 for bf16 and weight-only).
-Tile and wave quantisation reuse :func:`rooflaw.constraints.gemm.tile_efficiency`; the kernel library picks
+Tile and wave quantisation reuse :func:`rooflaw.constraints.tiles.tile_efficiency`; the kernel library picks
 the output tile of :data:`TILE_MENU` that wastes least (tiles × waves over the device's SMs), as cuBLAS and
 CUTLASS heuristics do, so a GEMM of few output tiles is not charged a whole wave of the largest tile.
 """
@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ...devices.device import Device
-from ..gemm import tile_efficiency
+from ..tiles import tile_efficiency
 from . import Family, KernelCurves, register
 
 #: measured ``gemm_dtype`` -> (device roof dtype, ``KernelCurves.compute`` key, activation bytes, weight bytes);

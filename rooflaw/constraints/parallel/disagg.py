@@ -299,21 +299,6 @@ class DisaggColumns:
         }  # fmt: skip
 
 
-def disagg_options(system: System, text: str) -> list[Any]:
-    """Joint-space options of ``prefill=LAYOUT[xN],decode=LAYOUT[xN]``: that split, or with no replica count on
-    either pool every maximal split of the system (:func:`splits`)."""
-    from ...solver.discrete.joint import Option
-
-    t = str(text).strip()
-    d = parse_disagg(t)
-    given = re.search(r"x\d+(,decode=|$)", t) is not None
-    cands = [d] if given else splits(system, d.prefill.layout, d.decode.layout)
-    for c in cands:
-        check_fits(c, system)
-    return [Option(f"disagg {c.describe()}", DisaggColumns(system, c), extra=DISAGG_EXTRA,
-                   meta={"system": system.id, "devices": c.devices}) for c in cands]  # fmt: skip
-
-
 __all__ = [
     "DISAGG_EXTRA",
     "Disagg",
@@ -321,7 +306,6 @@ __all__ = [
     "Pool",
     "balanced_split",
     "disagg_columns",
-    "disagg_options",
     "kv_bytes",
     "parse_disagg",
     "simulate",

@@ -24,31 +24,33 @@ from ..problem import Problem
 from ..result import FrontierView, Result
 from .pareto import pareto_mask
 from .scan_parts import (  # noqa: F401 (re-exported: the search and the numba scan share them)
-    _ARCH,
-    _KEEP,
-    _PATTERN,
-    _VALUES,
+    ARCH,
     FRONTIER_COLUMNS,
+    KEEP,
     OBJECTIVES,
     PARALLEL_MIN,
+    PATTERN,
     SUB_CHUNK,
-    _Acc,
-    _argbest,
-    _better,
-    _cat,
-    _filter,
-    _n_jobs,
-    _row,
-    _take,
+    VALUES,
+    Accumulator,
     absorb,
+    argbest,
+    better,
     check_objectives,
+    concat_rows,
     evaluate_lean,
+    filter_front,
+    n_jobs_for,
+    row_at,
+    take_rows,
     track,
 )  # fmt: skip
 
 
-def _scan(problem: Problem, start: int, stop: int, objectives: tuple[str, ...], cloud: int, sub_chunk: int) -> _Acc:
-    acc = _Acc()
+def _scan(
+    problem: Problem, start: int, stop: int, objectives: tuple[str, ...], cloud: int, sub_chunk: int
+) -> Accumulator:
+    acc = Accumulator()
     space = problem.space
     ocols = tuple(OBJECTIVES[o] for o in objectives)
     total = max(1, space.size)
@@ -64,31 +66,31 @@ def _scan(problem: Problem, start: int, stop: int, objectives: tuple[str, ...], 
         acc.feasible += int(feas.sum())
         if finite.any():
             fi = np.flatnonzero(finite)
-            acc.best_any = _better(acc.best_any, _row(v, _argbest(v, fi)))
+            acc.best_any = better(acc.best_any, row_at(v, argbest(v, fi)))
             acc.closest = track(problem.constraints, v, fi, acc.minimum, acc.closest, acc.feasible == 0)
         acc.eval_s += time.perf_counter() - t0
         if not feas.any():
             continue
         t0 = time.perf_counter()
         fidx = np.flatnonzero(feas)
-        acc.best = _better(acc.best, _row(v, _argbest(v, fidx)))
+        acc.best = better(acc.best, row_at(v, argbest(v, fidx)))
         m = pareto_mask(np.column_stack([v[c][fidx] for c in ocols]))
-        acc.front = _cat(acc.front, _take({k: v[k] for k in _KEEP}, fidx[m]))
+        acc.front = concat_rows(acc.front, take_rows({k: v[k] for k in KEEP}, fidx[m]))
         if len(acc.front["loss"]) > 20_000:
-            acc.front = _filter(acc.front, ocols)
+            acc.front = filter_front(acc.front, ocols)
         if cloud:
             k = min(len(fidx), max(1, int(math.ceil(cloud * n / total))))
             pick = np.sort(rng.choice(len(fidx), size=k, replace=False))
-            acc.cloud = _cat(acc.cloud, _take({k2: v[k2] for k2 in _KEEP}, fidx[pick]))
+            acc.cloud = concat_rows(acc.cloud, take_rows({k2: v[k2] for k2 in KEEP}, fidx[pick]))
         acc.pareto_s += time.perf_counter() - t0
     if acc.front is not None:
         t0 = time.perf_counter()
-        acc.front = _filter(acc.front, ocols)
+        acc.front = filter_front(acc.front, ocols)
         acc.pareto_s += time.perf_counter() - t0
     return acc
 
 
-def _ranges(size: int, n_jobs: int, sub_chunk: int) -> list[tuple[int, int]]:
+def index_ranges(size: int, n_jobs: int, sub_chunk: int) -> list[tuple[int, int]]:
     # several tasks per worker for load balance, each a multiple of sub_chunk
     tasks = max(1, n_jobs * 4) if n_jobs > 1 else 1
     step = max(sub_chunk, int(math.ceil(size / tasks / sub_chunk)) * sub_chunk)
@@ -128,8 +130,8 @@ def _run(problem: Problem, objectives: tuple[str, ...], n_jobs: int | None, clou
         fast = run_numba(problem, objectives, n_jobs, cloud, backend)
         if fast is not None:
             return fast
-    jobs = _n_jobs(n_jobs, size)
-    ranges = _ranges(size, jobs, sub_chunk)
+    jobs = n_jobs_for(n_jobs, size)
+    ranges = index_ranges(size, jobs, sub_chunk)
     t0 = time.perf_counter()
     if jobs == 1:
         parts = [_scan(problem, a, b, objectives, cloud, sub_chunk) for a, b in ranges]
@@ -139,12 +141,12 @@ def _run(problem: Problem, objectives: tuple[str, ...], n_jobs: int | None, clou
         parts = run_parallel(jobs, _scan, [(problem, a, b, objectives, cloud, sub_chunk) for a, b in ranges])
     eval_wall = time.perf_counter() - t0
     t1 = time.perf_counter()
-    acc = _Acc()
+    acc = Accumulator()
     ocols = tuple(OBJECTIVES[o] for o in objectives)
     for p in parts:
-        absorb(acc, p, _better)
+        absorb(acc, p, better)
     if acc.front is not None:
-        acc.front = _filter(acc.front, ocols)
+        acc.front = filter_front(acc.front, ocols)
     merge = time.perf_counter() - t1
     timings = {"eval_seconds": eval_wall, "pareto_seconds": merge, "eval_cpu_seconds": acc.eval_s,
                "pareto_cpu_seconds": acc.pareto_s, "n_jobs": jobs}  # fmt: skip
@@ -167,7 +169,7 @@ def _aligned_note(problem: Problem) -> list[str]:
     return [f"align {problem.align}: {m:,} of the space's {n:,} points have d_model and ffn multiples of it"]
 
 
-def _raise_infeasible(problem: Problem, acc: _Acc) -> None:
+def raise_infeasible(problem: Problem, acc: Accumulator) -> None:
     where = _where(problem)
     if not acc.minimum:
         dom = (
@@ -201,7 +203,7 @@ class FrontierResult(FrontierView):
 
     def table(self) -> pd.DataFrame:
         """The frontier restricted to the CSV columns (and the layer pattern, when the space searches one)."""
-        extra = [k for k in _PATTERN if k in self.frontier and self.frontier[k].any()]
+        extra = [k for k in PATTERN if k in self.frontier and self.frontier[k].any()]
         return self.frontier[list(FRONTIER_COLUMNS) + extra]
 
     def to_dict(self) -> dict[str, Any]:
@@ -212,11 +214,11 @@ class FrontierResult(FrontierView):
         }  # fmt: skip
 
 
-def _frame(d: dict[str, np.ndarray] | None, sort: tuple[str, ...] = ("latency_s", "loss")) -> pd.DataFrame:
+def frame(d: dict[str, np.ndarray] | None, sort: tuple[str, ...] = ("latency_s", "loss")) -> pd.DataFrame:
     if d is None:
-        d = {k: np.empty(0) for k in _KEEP}
-    df = pd.DataFrame({k: d[k] for k in _KEEP})
-    for k in _ARCH + _PATTERN:
+        d = {k: np.empty(0) for k in KEEP}
+    df = pd.DataFrame({k: d[k] for k in KEEP})
+    for k in ARCH + PATTERN:
         df[k] = df[k].astype(np.int64)
     df = add_paper_variables(df)
     cols = list(FRONTIER_COLUMNS) + [c for c in df.columns if c not in FRONTIER_COLUMNS]
@@ -239,9 +241,9 @@ def frontier(
     objs = check_objectives(objectives)
     acc, t = _run(problem, objs, n_jobs, cloud, chunk, backend)
     if acc.feasible == 0:
-        _raise_infeasible(problem, acc)
+        raise_infeasible(problem, acc)
     return FrontierResult(
-        frontier=_frame(acc.front),
+        frontier=frame(acc.front),
         objectives=objs,
         evaluated=acc.evaluated,
         feasible=acc.feasible,
@@ -249,14 +251,14 @@ def frontier(
         pareto_seconds=t["pareto_seconds"],
         space=problem.space.name,
         phase=problem.phase,
-        cloud=_frame(acc.cloud) if acc.cloud is not None else None,
+        cloud=frame(acc.cloud) if acc.cloud is not None else None,
         timings=t,
     )
 
 
 def result_from_row(problem: Problem, row: dict[str, float], method: str, best_any: dict[str, float] | None = None,
                     **kw: Any) -> Result:  # fmt: skip
-    """A :class:`Result` for one evaluated point (a dict with :data:`_KEEP` keys)."""
+    """A :class:`Result` for one evaluated point (a dict with :data:`KEEP` keys)."""
     arch = problem.space.architecture(row) if hasattr(problem.space, "architecture") else None
     slack = {c.label: float(c.slack(row)) for c in problem.constraints}
     binding = "none"
@@ -291,14 +293,14 @@ def solve_exhaustive(problem: Problem, n_jobs: int | None = None, backend: str =
     """
     acc, t = _run(problem, ("loss", "latency"), n_jobs, 0, SUB_CHUNK, backend)
     if acc.feasible == 0 or acc.best is None:
-        _raise_infeasible(problem, acc)
+        raise_infeasible(problem, acc)
     assert acc.best is not None
     res = result_from_row(
         problem,
         acc.best,
         "exhaustive",
         acc.best_any,
-        frontier=_frame(acc.front)[list(FRONTIER_COLUMNS)],
+        frontier=frame(acc.front)[list(FRONTIER_COLUMNS)],
         timings={"evaluate": t["eval_seconds"], "pareto": t["pareto_seconds"]},
         notes=[
             f"{acc.evaluated:,} points of space {problem.space.name!r} evaluated, {acc.feasible:,} feasible",

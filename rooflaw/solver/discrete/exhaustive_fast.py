@@ -24,7 +24,7 @@ from ...constraints.backends import fallback, resolve
 from ...errors import RooflawError
 from ..problem import Problem
 from .pareto import pareto_mask
-from .scan_parts import _KEEP, OBJECTIVES, _Acc, _n_jobs, _row, _take, evaluate_lean
+from .scan_parts import KEEP, OBJECTIVES, Accumulator, evaluate_lean, n_jobs_for, row_at, take_rows
 
 PIECE = 1 << 21  # indices per kernel call (a thread takes pieces from a shared counter)
 OUT_CAP = 1 << 18  # survivors buffer per call (the kernel stops early and resumes when it fills)
@@ -272,7 +272,7 @@ def run_numba(problem: Problem, objectives: tuple[str, ...], n_jobs: int | None,
     if pl is None:
         return None
     ocols = tuple(OBJECTIVES[o] for o in objectives)
-    jobs = max(1, _n_jobs(n_jobs, max(size, 1 << 30)))
+    jobs = max(1, n_jobs_for(n_jobs, max(size, 1 << 30)))
     lock, nxt = threading.Lock(), [0]
     blocks, piece = size // pl.block, max(1, PIECE // pl.block)
 
@@ -298,11 +298,11 @@ def run_numba(problem: Problem, objectives: tuple[str, ...], n_jobs: int | None,
     red = Reducer()
     for _, r in parts:
         red.absorb(r)
-    acc = _Acc(evaluated=int(stats[0]), feasible=int(stats[1]))
+    acc = Accumulator(evaluated=int(stats[0]), feasible=int(stats[1]))
     idx = red.reduce()
     if len(idx):  # the frontier's rows from the numpy reference, filtered again on its values (the same ones)
         v = evaluate_lean(problem, problem.space.columns_at(idx, np.float64))
-        acc.front = _take({k: v[k] for k in _KEEP}, pareto_mask(np.column_stack([v[c] for c in ocols])))
+        acc.front = take_rows({k: v[k] for k in KEEP}, pareto_mask(np.column_stack([v[c] for c in ocols])))
     acc.best = _point(problem, stats[2])
     acc.best_any = _point(problem, stats[5])
     finish_diagnostics(
@@ -321,7 +321,7 @@ def _point(problem: Problem, index: float) -> dict[str, float] | None:
     if index < 0:
         return None
     v = evaluate_lean(problem, problem.space.columns_at(np.array([int(index)]), np.float64))
-    return _row(v, 0)
+    return row_at(v, 0)
 
 
 def _cloud(problem: Problem, n: int, rate: float) -> dict[str, np.ndarray]:
@@ -334,4 +334,4 @@ def _cloud(problem: Problem, n: int, rate: float) -> dict[str, np.ndarray]:
     keep = np.flatnonzero(v["feasible"])
     if len(keep) > n:
         keep = np.sort(rng.choice(keep, n, replace=False))
-    return _take({k2: v[k2] for k2 in _KEEP}, keep)
+    return take_rows({k2: v[k2] for k2 in KEEP}, keep)

@@ -24,10 +24,29 @@ import numpy as np
 
 from ...errors import bad
 from ..problem import Problem
-from .exhaustive import FrontierResult, _frame, _raise_infeasible, result_from_row
-from .joint_eval import COSTS, JOINT_KEEP, JOINT_OBJECTIVES, SERVING, _filter, _matrix, evaluate_chunk
+from .exhaustive import FrontierResult, frame, raise_infeasible, result_from_row
+from .joint_eval import (
+    COSTS,
+    JOINT_KEEP,
+    JOINT_OBJECTIVES,
+    SERVING,
+    evaluate_chunk,
+    filter_joint_front,
+    objective_matrix,
+)
 from .pareto import pareto_mask
-from .scan_parts import _ARCH, _PATTERN, _VALUES, FRONTIER_COLUMNS, SUB_CHUNK, _Acc, _cat, _n_jobs, absorb, track
+from .scan_parts import (
+    ARCH,
+    FRONTIER_COLUMNS,
+    PATTERN,
+    SUB_CHUNK,
+    VALUES,
+    Accumulator,
+    absorb,
+    concat_rows,
+    n_jobs_for,
+    track,
+)
 
 
 @dataclass(frozen=True)
@@ -120,7 +139,7 @@ class JointSpace:
         batches = self.batches or (problem.workload.batch,)
         out = []
         for p in precs:
-            first = variant(problem, p, batches[0])  # the law bound once per precision (compiled once)
+            first = combination_problem(problem, p, batches[0])  # the law bound once per precision (compiled once)
             for b in batches:
                 q = first if b == batches[0] else _with_batch(first, b)
                 for o in self.options:
@@ -150,7 +169,7 @@ def _seq(v: Any, name: str) -> tuple[Any, ...]:
     return tuple(v)
 
 
-def variant(problem: Problem, precision: Any, batch: int) -> Problem:
+def combination_problem(problem: Problem, precision: Any, batch: int) -> Problem:
     """``problem`` at another precision and batch: same law (bound again to the precision's bits), space,
     device and budgets."""
     from ...constraints import Precision
@@ -179,7 +198,7 @@ def check_joint_objectives(objectives: Any) -> tuple[str, ...]:
     return objs
 
 
-def _account(acc: _Acc, q: Problem, v: dict[str, np.ndarray] | None, n: int, objectives: tuple[str, ...],
+def _account(acc: Accumulator, q: Problem, v: dict[str, np.ndarray] | None, n: int, objectives: tuple[str, ...],
              keep: tuple[str, ...]) -> None:  # fmt: skip
     """Add one combination of a chunk of ``n`` architectures to ``acc`` (counts, best points, diagnostics,
     frontier); ``v`` holds the evaluated ones (None: none was inside the law's domain)."""
@@ -190,22 +209,22 @@ def _account(acc: _Acc, q: Problem, v: dict[str, np.ndarray] | None, n: int, obj
     feas = np.flatnonzero(v["feasible"])
     acc.feasible += len(feas)
     if len(fi):
-        acc.best_any = _better_joint(acc.best_any, _row(v, _argbest(v, fi), keep))
+        acc.best_any = _better_joint(acc.best_any, _row(v, argbest_joint(v, fi), keep))
         acc.closest = track(q.constraints, v, fi, acc.minimum, acc.closest, acc.feasible == 0)
     if not len(feas):
         return
-    acc.best = _better_joint(acc.best, _row(v, _argbest(v, feas), keep))
-    m = pareto_mask(_matrix(v, objectives, feas))
-    acc.front = _cat(acc.front, {k: np.asarray(v[k])[feas[m]] for k in keep})
+    acc.best = _better_joint(acc.best, _row(v, argbest_joint(v, feas), keep))
+    m = pareto_mask(objective_matrix(v, objectives, feas))
+    acc.front = concat_rows(acc.front, {k: np.asarray(v[k])[feas[m]] for k in keep})
     if len(acc.front["loss"]) > 20_000:
-        acc.front = _filter(acc.front, objectives)
+        acc.front = filter_joint_front(acc.front, objectives)
 
 
 def _row(v: Mapping[str, np.ndarray], i: int, keep: tuple[str, ...]) -> dict[str, float]:
     return {k: float(v[k][i]) for k in keep}
 
 
-def _argbest(v: Mapping[str, np.ndarray], idx: np.ndarray) -> int:
+def argbest_joint(v: Mapping[str, np.ndarray], idx: np.ndarray) -> int:
     loss = v["loss"][idx]
     tie = idx[loss == loss.min()]
     lat = v["latency_s"][tie]
@@ -214,7 +233,7 @@ def _argbest(v: Mapping[str, np.ndarray], idx: np.ndarray) -> int:
 
 
 def scan_range(problem: Problem, joint: JointSpace, start: int, stop: int, objectives: tuple[str, ...],
-               sub_chunk: int = SUB_CHUNK, only: Sequence[int] | None = None) -> _Acc:  # fmt: skip
+               sub_chunk: int = SUB_CHUNK, only: Sequence[int] | None = None) -> Accumulator:  # fmt: skip
     """Architecture indices ``[start, stop)`` × every combination (or the combinations numbered ``only``): an
     accumulator holding only non-dominated rows (the numpy unit of work of the in-process, joblib and Dask runs)."""
     combos = joint.combos(problem)
@@ -222,7 +241,7 @@ def scan_range(problem: Problem, joint: JointSpace, start: int, stop: int, objec
         combos = [combos[i] for i in only]
     extra = tuple(dict.fromkeys(k for o in joint.options for k in o.extra))
     keep = JOINT_KEEP + extra
-    acc = _Acc()
+    acc = Accumulator()
     for s in range(start, stop, sub_chunk):
         t0 = time.process_time()
         cols = problem.space.columns_at(np.arange(s, min(s + sub_chunk, stop), dtype=np.int64), np.float64)
@@ -230,12 +249,12 @@ def scan_range(problem: Problem, joint: JointSpace, start: int, stop: int, objec
             _account(acc, c.problem, v, n, objectives, keep)
         acc.eval_s += time.process_time() - t0  # CPU seconds of the worker
     if acc.front is not None:
-        acc.front = _filter(acc.front, objectives)
+        acc.front = filter_joint_front(acc.front, objectives)
     return acc
 
 
 def run_task(problem: Problem, joint: JointSpace, task: tuple, objectives: tuple[str, ...],
-             sub_chunk: int = SUB_CHUNK) -> _Acc:  # fmt: skip
+             sub_chunk: int = SUB_CHUNK) -> Accumulator:  # fmt: skip
     """One unit of work: ``("numpy", combos, start, stop)`` (architecture indices × those combinations, numpy) or
     ``("numba", combo, first_block, stop_block, loss_range)`` (one single-device combination on the scan kernel)."""
     kind, which, a, b = task[:4]
@@ -249,13 +268,13 @@ def run_task(problem: Problem, joint: JointSpace, task: tuple, objectives: tuple
     return scan_blocks(combo, pl, a, b, objectives, keep)
 
 
-def merge(parts: Sequence[_Acc], objectives: tuple[str, ...]) -> _Acc:
+def merge(parts: Sequence[Accumulator], objectives: tuple[str, ...]) -> Accumulator:
     """The exact union of per-range accumulators (parts in range order)."""
-    acc = _Acc()
+    acc = Accumulator()
     for p in parts:
         absorb(acc, p, _better_joint)
     if acc.front is not None:
-        acc.front = _filter(acc.front, objectives)
+        acc.front = filter_joint_front(acc.front, objectives)
     return acc
 
 
@@ -267,7 +286,7 @@ def _better_joint(a: dict[str, float] | None, b: dict[str, float] | None) -> dic
 
 def run(problem: Problem, joint: JointSpace, objectives: tuple[str, ...], n_jobs: int | None = None,
         scheduler: str | None = None, chunk: int = SUB_CHUNK,
-        backend: str = "auto") -> tuple[_Acc, dict[str, float]]:  # fmt: skip
+        backend: str = "auto") -> tuple[Accumulator, dict[str, float]]:  # fmt: skip
     """Scan the joint space: in-process, on ``n_jobs`` joblib processes (numba tasks: threads), or on Dask when
     ``scheduler`` is given; single-device combinations on the numba scan kernel per ``backend``."""
     check_joint_size(problem, joint)
@@ -285,7 +304,7 @@ def run(problem: Problem, joint: JointSpace, objectives: tuple[str, ...], n_jobs
         tasks = tasks_of(problem, combos, fast, max(2, sched.workers or 2) * (1 if fast else 2), chunk)
         parts, jobs = map_tasks(sched, run_task, problem, joint, tasks, objectives, chunk)
     else:
-        jobs = _n_jobs(n_jobs, size * len(combos))
+        jobs = n_jobs_for(n_jobs, size * len(combos))
         tasks = tasks_of(problem, combos, fast, jobs, chunk)
         slow = [t for t in tasks if t[0] == "numpy"]
         if jobs == 1 or len(slow) <= 1:
@@ -321,9 +340,9 @@ def _joint_frame(problem: Problem, joint: JointSpace, d: dict[str, np.ndarray] |
     # sorted on the full key first, so that the rows do not depend on how the work was split
 
     raw = pd.DataFrame({k: d[k] for k in JOINT_KEEP + extra})
-    order = ["latency_s", "loss", "combo", *_ARCH, *_PATTERN]
+    order = ["latency_s", "loss", "combo", *ARCH, *PATTERN]
     raw = raw.sort_values(order, kind="stable").reset_index(drop=True)
-    df = _frame({k: raw[k].to_numpy() for k in _ARCH + _VALUES + _PATTERN}, sort=("latency_s",))  # stable: kept
+    df = frame({k: raw[k].to_numpy() for k in ARCH + VALUES + PATTERN}, sort=("latency_s",))  # stable: kept
     idx = raw["combo"].to_numpy().astype(np.int64)
     df["precision"] = [combos[i].precision for i in idx]
     df["batch"] = np.array([combos[i].batch for i in idx], dtype=np.int64)
@@ -342,7 +361,7 @@ class JointFrontierResult(FrontierResult):
     architectures: int = 0
 
     def table(self) -> Any:
-        extra = [k for k in _PATTERN if k in self.frontier and self.frontier[k].any()]
+        extra = [k for k in PATTERN if k in self.frontier and self.frontier[k].any()]
         cols = list(FRONTIER_COLUMNS) + ["precision", "batch", "option", *SERVING] + extra
         cols += [c for c in self.frontier.columns if c not in cols and c not in ("vocab", "tied", "total_s",
                  "tpot_s", "params_total", "params_active", "local_layers", "window", "d_m")]  # fmt: skip
@@ -366,7 +385,7 @@ def joint_frontier(problem: Problem, joint: JointSpace | None = None, objectives
     objs = check_joint_objectives(objectives)
     acc, t = run(problem, joint, objs, n_jobs, scheduler, chunk, backend)
     if acc.feasible == 0:
-        _raise_infeasible(problem, acc)
+        raise_infeasible(problem, acc)
     combos = len(joint.combos(problem))
     return JointFrontierResult(
         frontier=_joint_frame(problem, joint, acc.front), objectives=objs, evaluated=acc.evaluated,
@@ -383,7 +402,7 @@ def solve_joint(problem: Problem, joint: JointSpace | None = None, n_jobs: int |
     joint = JointSpace() if joint is None else joint
     acc, t = run(problem, joint, ("loss", "latency"), n_jobs, scheduler, backend=backend)
     if acc.feasible == 0 or acc.best is None:
-        _raise_infeasible(problem, acc)
+        raise_infeasible(problem, acc)
     combos = joint.combos(problem)
     c = combos[int(acc.best["combo"])]
     res = result_from_row(

@@ -9,28 +9,28 @@ from typing import Any
 import numpy as np
 
 from .pareto import pareto_mask
-from .scan_parts import _ARCH, _PATTERN, _VALUES
+from .scan_parts import ARCH, PATTERN, VALUES
 
 #: Objective name -> (column, sign): the frontier minimises sign·column (throughput is maximised).
 JOINT_OBJECTIVES = {"loss": ("loss", 1.0), "latency": ("latency_s", 1.0), "memory": ("memory_bytes", 1.0),
                     "energy": ("energy_j", 1.0), "throughput": ("tokens_per_s", -1.0)}  # fmt: skip
 #: Cost columns every option returns (per architecture; memory per device).
-COSTS = tuple(k for k in _VALUES if k not in ("loss", "latency_s"))
+COSTS = tuple(k for k in VALUES if k not in ("loss", "latency_s"))
 #: Serving columns every option reports (the one-device option derives them from the decode time).
 SERVING = ("tokens_per_s", "tokens_per_s_per_user")
 #: What a joint frontier row keeps (numeric): architecture, costs, serving figures and the combination index.
-JOINT_KEEP = _ARCH + _VALUES + _PATTERN + SERVING + ("combo",)
+JOINT_KEEP = ARCH + VALUES + PATTERN + SERVING + ("combo",)
 
 
-def _matrix(d: Mapping[str, np.ndarray], objectives: tuple[str, ...], idx: Any = slice(None)) -> np.ndarray:
+def objective_matrix(d: Mapping[str, np.ndarray], objectives: tuple[str, ...], idx: Any = slice(None)) -> np.ndarray:
     cols = (JOINT_OBJECTIVES[o] for o in objectives)
     return np.column_stack([s * np.asarray(d[c], dtype=float)[idx] for c, s in cols])
 
 
-def _filter(front: dict[str, np.ndarray], objectives: tuple[str, ...]) -> dict[str, np.ndarray]:
+def filter_joint_front(front: dict[str, np.ndarray], objectives: tuple[str, ...]) -> dict[str, np.ndarray]:
     if not len(front["loss"]):
         return front
-    m = pareto_mask(_matrix(front, objectives))
+    m = pareto_mask(objective_matrix(front, objectives))
     return {k: v[m] for k, v in front.items()}
 
 
@@ -68,9 +68,9 @@ def evaluate_chunk(combos: Sequence[Any], cols: Mapping[str, np.ndarray], extra:
         valid = np.broadcast_to(np.asarray(res.get("valid", True), dtype=bool), (n,))
         finite = np.isfinite(v["loss"]) & valid
         feas = finite & q.feasible(v)
-        for k in _ARCH:
+        for k in ARCH:
             v[k] = cols[k]
-        for k in _PATTERN:
+        for k in PATTERN:
             v[k] = cols[k] if k in cols else np.zeros(n)
         v["combo"] = np.full(n, float(c.index))
         v["finite"], v["feasible"] = finite, feas

@@ -1,9 +1,9 @@
 """The joint space's single-device combinations on the numba scan kernel.
 
 Each (precision, batch) combination of the one-device option is a :class:`~rooflaw.solver.problem.Problem` of its
-own (:func:`.joint.variant`: the law bound to the precision's bits, the workload at that batch), so the generated
-scan kernel of the exhaustive solver (:mod:`.exhaustive_fast`) prices it at its single-device speed, with the
-engine overhead and the law's fitted domain. The kernel's in-loop pre-filter gets, per joint objective, the one
+own (:func:`.joint.combination_problem`: the law bound to the precision's bits, the workload at that batch), so
+the generated scan kernel of the exhaustive solver (:mod:`.exhaustive_fast`) prices it at its single-device speed,
+with the engine overhead and the law's fitted domain. The kernel's in-loop pre-filter gets, per joint objective, the one
 cost column that decides it *inside a combination*: loss, the phase's latency, memory, energy and, for throughput
 (``batch · S_out / decode_s``, maximised), ``decode_s`` -- within a combination batch and ``S_out`` are constants,
 so a lower ``decode_s`` never means a lower throughput. Objectives that share a column count once; when only loss
@@ -30,10 +30,10 @@ from ...constraints import backend_numba as bn
 from ...constraints.backends import resolve
 from ...errors import RooflawError
 from ..problem import Problem
-from .exhaustive import _ranges
+from .exhaustive import index_ranges
 from .exhaustive_fast import NBINS, Plan, Reducer, finish_diagnostics, kernel_plan, new_stats, scan_range
-from .joint_eval import JOINT_KEEP, _filter, evaluate_chunk
-from .scan_parts import _Acc
+from .joint_eval import JOINT_KEEP, evaluate_chunk, filter_joint_front
+from .scan_parts import Accumulator
 
 #: Joint objective -> the cost column that orders it inside one combination (None: the problem's latency phase).
 KERNEL_COLUMN = {"loss": "loss", "latency": None, "memory": "memory_bytes", "energy": "energy_j",
@@ -58,14 +58,16 @@ def plan(q: Problem, objectives: Sequence[str], strict: bool = False, lohi: np.n
     return kernel_plan(q, np.array(kernel_objectives(q, objectives), dtype=np.int64), strict, lohi)
 
 
-def scan_blocks(combo: Any, pl: Plan, a: int, b: int, objectives: tuple[str, ...], keep: tuple[str, ...]) -> _Acc:
+def scan_blocks(
+    combo: Any, pl: Plan, a: int, b: int, objectives: tuple[str, ...], keep: tuple[str, ...]
+) -> Accumulator:
     """Blocks ``[a, b)`` of one combination through the kernel: counts, best points, budget minima, least
     violating point and the non-dominated rows (:data:`.joint_eval.JOINT_KEEP` + ``keep``'s extra columns)."""
     c0 = time.thread_time()
     stats, red = new_stats(), Reducer()
     scan_range(pl, a, b, stats, red, np.full(NBINS, np.inf))
     front = _front(combo, red.reduce(), objectives, keep)
-    acc = _Acc(evaluated=int(stats[0]), feasible=int(stats[1]))
+    acc = Accumulator(evaluated=int(stats[0]), feasible=int(stats[1]))
     acc.front = front
     acc.best = _point(combo, stats[2], keep)
     acc.best_any = _point(combo, stats[5], keep)
@@ -92,7 +94,7 @@ def _front(combo: Any, idx: np.ndarray, objectives: tuple[str, ...], keep: tuple
     v = _evaluate(combo, idx, keep)
     if not v["feasible"].all():
         raise RooflawError("numba joint scan: a survivor is infeasible under numpy")  # kernel/numpy disagree
-    return _filter({x: np.asarray(v[x]) for x in keep}, objectives)
+    return filter_joint_front({x: np.asarray(v[x]) for x in keep}, objectives)
 
 
 def _point(combo: Any, index: float, keep: tuple[str, ...]) -> dict[str, float] | None:
@@ -136,7 +138,7 @@ def tasks_of(problem: Problem, combos: Sequence[Any], fast: dict[int, tuple[int,
     rest = tuple(c.index for c in combos if c.index not in fast)
     out: list[tuple] = []
     if rest:
-        out += [("numpy", rest, a, b) for a, b in _ranges(problem.space.size, workers, chunk)]
+        out += [("numpy", rest, a, b) for a, b in index_ranges(problem.space.size, workers, chunk)]
     per = math.ceil(2 * workers / len(fast)) if fast else 0
     for ci, (blocks, lohi) in fast.items():
         out += [("numba", ci, a, b, lohi) for a, b in block_ranges(blocks, per)]

@@ -8,8 +8,10 @@ meets the serving floors asked for (tokens/s per device, TPOT).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
+from ...constraints.parallel.disagg import DISAGG_EXTRA, DisaggColumns, check_fits, parse_disagg, splits
 from ...constraints.parallel.layout import parse_layout
 from ...constraints.parallel.option import EXTRA, layout_cost_columns
 from ...devices.system import System, get_system
@@ -29,8 +31,6 @@ def layout_options(
     out = []
     for text in layouts:
         if text.startswith("disagg:"):  # a prefill pool and a decode pool (every split of the system)
-            from ...constraints.parallel.disagg import disagg_options
-
             out += disagg_options(sys_, text[len("disagg:") :])
             continue
         lay = parse_layout(text)
@@ -44,6 +44,19 @@ def layout_options(
     return tuple(out)
 
 
+def disagg_options(system: System, text: str) -> list[Option]:
+    """Joint-space options of ``prefill=LAYOUT[xN],decode=LAYOUT[xN]``: that split, or with no replica count on
+    either pool every maximal split of the system (:func:`~rooflaw.constraints.parallel.disagg.splits`)."""
+    t = str(text).strip()
+    d = parse_disagg(t)
+    given = re.search(r"x\d+(,decode=|$)", t) is not None
+    cands = [d] if given else splits(system, d.prefill.layout, d.decode.layout)
+    for c in cands:
+        check_fits(c, system)
+    return [Option(f"disagg {c.describe()}", DisaggColumns(system, c), extra=DISAGG_EXTRA,
+                   meta={"system": system.id, "devices": c.devices}) for c in cands]  # fmt: skip
+
+
 def parse_layouts(text: str) -> list[str]:
     """``tp=8;ep=8,dp_attn=8`` (layouts separated by ``;``, since a layout itself uses commas)."""
     items = [t.strip() for t in str(text).split(";")]
@@ -52,4 +65,4 @@ def parse_layouts(text: str) -> list[str]:
     return items
 
 
-__all__ = ["layout_options", "parse_layouts"]
+__all__ = ["disagg_options", "layout_options", "parse_layouts"]

@@ -22,12 +22,12 @@ FRONTIER_COLUMNS = (
     "layers", "d_model", "heads", "kv_heads", "head_dim", "ffn", "experts", "top_k", "r", "rho", "gqa",
     "loss", "latency_s", "prefill_s", "decode_s", "memory_bytes", "energy_j",
 )  # fmt: skip
-_ARCH = ("layers", "d_model", "heads", "kv_heads", "head_dim", "ffn", "experts", "top_k", "vocab", "tied")
-_VALUES = ("loss", "latency_s", "prefill_s", "decode_s", "total_s", "tpot_s", "memory_bytes", "energy_j",
+ARCH = ("layers", "d_model", "heads", "kv_heads", "head_dim", "ffn", "experts", "top_k", "vocab", "tied")
+VALUES = ("loss", "latency_s", "prefill_s", "decode_s", "total_s", "tpot_s", "memory_bytes", "energy_j",
            "params_total", "params_active")  # fmt: skip
 #: Layer-pattern columns kept for every point (zero for uniform spaces).
-_PATTERN = ("local_layers", "window")
-_KEEP = _ARCH + _VALUES + _PATTERN
+PATTERN = ("local_layers", "window")
+KEEP = ARCH + VALUES + PATTERN
 SUB_CHUNK = 1 << 16
 #: Spaces smaller than this are evaluated in-process (process start-up costs more than it saves).
 PARALLEL_MIN = 200_000
@@ -43,14 +43,14 @@ def check_objectives(objectives: Any) -> tuple[str, ...]:
 
 
 def evaluate_lean(problem: Problem, cols: dict[str, np.ndarray], backend: str = "auto") -> dict[str, np.ndarray]:
-    """Loss, the cost columns in :data:`_VALUES` and ``feasible`` for a table of columns (no DataFrame).
+    """Loss, the cost columns in :data:`VALUES` and ``feasible`` for a table of columns (no DataFrame).
 
     Same semantics as :meth:`Problem.evaluate`: feasible = finite loss and every constraint of ``problem.constraints``.
     """
     from ...objectives import law_inputs
 
     res = evaluate_columns(cols, problem.scenario, backend=backend)
-    out = {k: res[k] for k in _VALUES if k in res}
+    out = {k: res[k] for k in VALUES if k in res}
     inputs = law_inputs(cols, tokens=problem.tokens)
     out["loss"] = problem.law.evaluate(inputs)
     out["latency_s"] = res[problem.latency_column]
@@ -60,9 +60,9 @@ def evaluate_lean(problem: Problem, cols: dict[str, np.ndarray], backend: str = 
     )
     feasible = np.isfinite(out["loss"]) & out["in_domain"]
     out["feasible"] = feasible & problem.feasible(res)
-    for k in _ARCH:
+    for k in ARCH:
         out[k] = cols[k]
-    for k in _PATTERN:
+    for k in PATTERN:
         out[k] = cols[k] if k in cols else np.zeros(len(feasible))
     return out
 
@@ -96,7 +96,7 @@ def track(
 
 
 @dataclass
-class _Acc:
+class Accumulator:
     """What one range of indices reports back: small, whatever the range size."""
 
     evaluated: int = 0
@@ -111,7 +111,7 @@ class _Acc:
     pareto_s: float = 0.0
 
 
-def absorb(acc: _Acc, p: _Acc, better: Any) -> None:
+def absorb(acc: Accumulator, p: Accumulator, better: Any) -> None:
     """Add range ``p``'s report to ``acc`` (counts, best points chosen by ``better``, minima, least violation,
     frontier and cloud rows concatenated: the caller filters the union once)."""
     acc.evaluated += p.evaluated
@@ -123,42 +123,42 @@ def absorb(acc: _Acc, p: _Acc, better: Any) -> None:
     if p.closest is not None and (acc.closest is None or p.closest[0] < acc.closest[0]):
         acc.closest = p.closest
     if p.front is not None:
-        acc.front = _cat(acc.front, p.front)
+        acc.front = concat_rows(acc.front, p.front)
     if p.cloud is not None:
-        acc.cloud = _cat(acc.cloud, p.cloud)
+        acc.cloud = concat_rows(acc.cloud, p.cloud)
     acc.eval_s += p.eval_s
     acc.pareto_s += p.pareto_s
 
 
-def _take(d: dict[str, np.ndarray], idx: Any) -> dict[str, np.ndarray]:
+def take_rows(d: dict[str, np.ndarray], idx: Any) -> dict[str, np.ndarray]:
     return {k: np.asarray(v)[idx] for k, v in d.items()}
 
 
-def _cat(a: dict[str, np.ndarray] | None, b: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def concat_rows(a: dict[str, np.ndarray] | None, b: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     if a is None:
         return b
     return {k: np.concatenate([a[k], b[k]]) for k in a}
 
 
-def _filter(front: dict[str, np.ndarray], cols: tuple[str, ...]) -> dict[str, np.ndarray]:
+def filter_front(front: dict[str, np.ndarray], cols: tuple[str, ...]) -> dict[str, np.ndarray]:
     if not len(front["loss"]):
         return front
     m = pareto_mask(np.column_stack([front[c] for c in cols]))
-    return _take(front, m)
+    return take_rows(front, m)
 
 
-def _row(d: dict[str, np.ndarray], i: int) -> dict[str, float]:
-    return {k: float(d[k][i]) for k in _KEEP}
+def row_at(d: dict[str, np.ndarray], i: int) -> dict[str, float]:
+    return {k: float(d[k][i]) for k in KEEP}
 
 
-def _argbest(v: dict[str, np.ndarray], idx: np.ndarray) -> int:
+def argbest(v: dict[str, np.ndarray], idx: np.ndarray) -> int:
     """Index (into v) of the lowest loss among ``idx``; ties: lowest latency, then lowest index."""
     loss = v["loss"][idx]
     tie = idx[loss == loss.min()]
     return int(tie[np.argmin(v["latency_s"][tie])])
 
 
-def _better(a: dict[str, float] | None, b: dict[str, float] | None) -> dict[str, float] | None:
+def better(a: dict[str, float] | None, b: dict[str, float] | None) -> dict[str, float] | None:
     if a is None:
         return b
     if b is None:
@@ -166,7 +166,7 @@ def _better(a: dict[str, float] | None, b: dict[str, float] | None) -> dict[str,
     return a if (a["loss"], a["latency_s"]) <= (b["loss"], b["latency_s"]) else b
 
 
-def _n_jobs(n_jobs: int | None, size: int) -> int:
+def n_jobs_for(n_jobs: int | None, size: int) -> int:
     from ..jobs import resolve_jobs  # refuses 0 and more than the CPU count (exit 2), never clips
 
     jobs = resolve_jobs(n_jobs)

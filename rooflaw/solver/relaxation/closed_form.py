@@ -347,7 +347,7 @@ def closed_form(problem: Any, fix: Mapping[str, float] | None = None) -> ClosedF
         bounds[k] = (float(v), float(v))
     _, low = _constraint_values(der, _cheapest(bounds), cvals)
     if any(low[k] > budgets[k] for k in kinds):  # not even the cheapest corner of the box fits: skip the regimes
-        raise _infeasible(problem, der, cvals, bounds, budgets)
+        raise explain_infeasible(problem, der, cvals, bounds, budgets)
     # a variable the loss does not depend on sits where every constraint is smallest: that costs no loss and only
     # frees budget (left to the regimes, its arbitrary value could break a budget an equal-loss point meets)
     law_vars = {s.name for s in der.law.free_symbols}
@@ -458,7 +458,7 @@ def _theorem_checks(der: Derivation, cf: ClosedForm, c) -> dict[str, float]:
     return out
 
 
-def _infeasible(problem, der, cvals, bounds, budgets) -> Infeasible:
+def explain_infeasible(problem, der, cvals, bounds, budgets) -> Infeasible:
     """The binding constraint and its smallest value over the box."""
     best_x = _cheapest(bounds)
     _, vals = _constraint_values(der, best_x, cvals)

@@ -144,11 +144,11 @@ def solve_gp_theory(
             break
     t2 = time.perf_counter()
     if prob.status in ("infeasible", "infeasible_inaccurate"):
-        from .closed_form import _infeasible, derive
+        from .closed_form import derive, explain_infeasible
 
         kinds = tuple(k for k in ("latency", "memory", "energy") if k in budgets)
         der = derive(problem.law, phase, kinds, **K.law_kwargs(problem))
-        raise _infeasible(problem, der, [c[s] for s in K.CONSTS], bounds, budgets) from None
+        raise explain_infeasible(problem, der, [c[s] for s in K.CONSTS], bounds, budgets) from None
     if prob.status not in ("optimal", "optimal_inaccurate"):
         raise RooflawError(f"GP solver returned status {prob.status}")
     x = {v: float(xs[v].value) for v in VARS}

@@ -247,7 +247,7 @@ def joint_result(problem: Problem, joint: JointSpace, res: Any) -> Any:
     """The best feasible trial of a joint search as a :class:`~rooflaw.solver.result.Result` (method ``optuna``)
     with its precision, batch and option in ``extra``; raises :class:`Infeasible` when no trial is feasible."""
     from ..discrete.exhaustive import result_from_row
-    from ..discrete.scan_parts import _KEEP
+    from ..discrete.scan_parts import KEEP
     from .infeasible_trials import infeasible_from_trials
 
     best = best_row(res.trials)
@@ -262,7 +262,7 @@ def joint_result(problem: Problem, joint: JointSpace, res: Any) -> Any:
     c = joint.combos(problem)[int(best["combo"])]
     d = res.to_dict()
     return result_from_row(
-        c.problem, {k: float(best[k]) for k in _KEEP}, "optuna", None, timings={"search": res.seconds},
+        c.problem, {k: float(best[k]) for k in KEEP}, "optuna", None, timings={"search": res.seconds},
         notes=[f"{d['trials']} trials ({d['unique']} distinct joint points of {d['joint_points']:,}), sampler "
                f"{res.sampler}; best at precision {c.precision}, batch {c.batch}, option {c.option.name}"],
         extra={"trials": d["trials"], "sampler": res.sampler, "study_name": res.study_name,

@@ -29,7 +29,7 @@ import pandas as pd
 
 from ...arch.space import add_paper_variables
 from ...errors import ExternalError, RooflawError, bad
-from ..discrete.exhaustive import _KEEP, FRONTIER_COLUMNS, OBJECTIVES, check_objectives, evaluate_lean, result_from_row
+from ..discrete.exhaustive import FRONTIER_COLUMNS, KEEP, OBJECTIVES, check_objectives, evaluate_lean, result_from_row
 from ..discrete.pareto import hypervolume, pareto_mask
 from ..jobs import cpu_count
 from ..problem import Problem
@@ -66,7 +66,7 @@ class _Objective:
         p = self.problem
         cols = p.space.columns_at(np.array([index]), np.float64)
         v = evaluate_lean(p, cols, self.backend)
-        row = {k: float(v[k][0]) for k in _KEEP}
+        row = {k: float(v[k][0]) for k in KEEP}
         row["feasible"] = bool(v["feasible"][0])
         row["measured"] = False
         self.evaluations += 1
@@ -108,7 +108,7 @@ class _Objective:
         trial.set_user_attr("constraints", row["constraints"])
         for con, c in zip(self.problem.constraints, row["constraints"], strict=True):
             trial.set_constraint(con.kind, float(c))
-        trial.set_user_attr(_ATTR, {k: row[k] for k in (*_KEEP, "feasible", "measured")})
+        trial.set_user_attr(_ATTR, {k: row[k] for k in (*KEEP, "feasible", "measured")})
         dashboard.set_trial_attrs(trial, row)
         vals = [row[OBJECTIVES[o]] for o in self.objectives]
         vals = [v if math.isfinite(v) else 1e300 for v in vals]
@@ -467,7 +467,7 @@ def solve_optuna(
     row: Mapping[str, Any] = best.to_dict()
     out = result_from_row(
         problem,
-        {k: float(row[k]) for k in _KEEP},
+        {k: float(row[k]) for k in KEEP},
         "optuna",
         None,
         timings={"search": res.seconds},
