@@ -31,7 +31,7 @@ from . import operators as O
 from .compile import ARGS, LAMBDIFY_MODULES
 from .engines import EngineProfile, applied, decode_linear_inv
 from .precision import Precision
-from .symbols import STACK, B, C, Sq, T, sym
+from .symbols import STACK, B, C, Mk, Sq, T, sym
 
 #: Tokens per sequence in the pass, and tokens already in each sequence's KV cache.
 Q, CACHED = sym("q_pass"), sym("cached")
@@ -42,7 +42,9 @@ PASS_CHUNK = 1 << 15
 def pass_phase(op: O.Op, expr: sp.Expr, window: sp.Expr | None = None) -> sp.Expr:
     """``expr`` (a cost of ``op``) in a pass of q tokens per sequence over ``cached`` tokens."""
     ctx = CACHED + Q if window is None else sp.Min(CACHED + Q, window)
-    subs: dict[sp.Expr, sp.Expr] = {T: B * Q, Sq: Q, C: ctx}
+    # the causal mask among the q new tokens hides q(q-1)/2 query-key pairs (a fused kernel skips them; the assembly's
+    # Mk: C(C-1)/2 in a prefill, 0 in a one-token step, which this is at q = 1)
+    subs: dict[sp.Expr, sp.Expr] = {T: B * Q, Sq: Q, C: ctx, Mk: Q * (Q - 1) / 2}
     if per_sequence(op):
         subs[B] = B * Q
     e = sp.sympify(expr).xreplace({O.experts_touched: O.EXPERTS_TOUCHED})
@@ -160,7 +162,7 @@ def pass_columns(
 ) -> dict[str, Any]:
     """:func:`pass_table` over a table of candidates: row i is architecture ``cols[...][i]`` (completed columns,
     :func:`roofline.complete_columns`) over ``cached[i]`` tokens (a scalar: the same for every row)."""
-    from .roofline import _args, phase_overheads, stack_kinds, with_overhead
+    from .roofline import ARG_NAMES, phase_overheads, stack_kinds, with_overhead
 
     if isinstance(q, bool) or not isinstance(q, (int, np.integer)) or q < 1:
         raise bad("q", q, "tokens per sequence in a pass must be a positive integer")
@@ -182,11 +184,17 @@ def pass_columns(
     by_roof = {c: np.zeros(n) for c in A.ROOF_CLASSES}
     ops: dict[str, list[np.ndarray]] = {name: [np.zeros(n), np.zeros(n), np.zeros(n)] for name in model.names}
     wl = _PassWorkload(batch, attention)
+    scal = {  # the compiled model's scalar arguments (Scenario.scalars) for this pass's workload
+        "B": wl.batch, "S_in": wl.input_tokens, "S_out": wl.output_tokens,
+        "unfused": 1.0 if wl.attention == "unfused" else 0.0, "b_w": precision.weights.bytes,
+        "b_a": precision.activations.bytes, "b_kv": precision.kv.bytes, "b_v": precision.vector_bytes,
+        "b_h": precision.head_format.bytes,
+    }  # fmt: skip
     for s in range(0, n, PASS_CHUNK):
         m = min(PASS_CHUNK, n - s)
         sub = {k: v[s : s + m] for k, v in cols.items()}
         overhead = phase_overheads(rates, sub, tokens, 1)[1]
-        args = _args(sub, wl, precision)  # type: ignore[arg-type]  # duck-typed, like steps._StepWorkload
+        args = [sub[a] if a in sub else scal[a] for a in ARG_NAMES]
         vals = model.fn(*args, float(q), cached[s : s + m], *ipi, rates.inv_beta, rates.overhead)
         arr = lambda v, m=m: np.broadcast_to(np.asarray(v, dtype=np.float64), (m,))  # noqa: E731
         t, f, b = np.zeros(m), np.zeros(m), np.zeros(m)
