@@ -18,7 +18,7 @@ SHARED = [f.name for f in dataclasses.fields(ProblemOptions)] + [f.name for f in
 #: Every flag of each command at f5289ed, before the options were shared (a rename or a lost option fails here);
 #: --ttft-budget added since (issue 26: per-token budgets for every method).
 FLAGS = {
-    "solve": "--align --allow-extrapolation --attention --backend --batch --batches --confidence --device "
+    "solve": "--align --allow-extrapolation --attention --backend --batch --batches --device "
     "--energy-budget --engine "
     "--explain --input-tokens --json --latency-budget --law --layouts --memory-budget --method --min-tokens-per-gpu "
     "--output-tokens --phase --precision --precisions --preset --scheduler --seed --space --system --tokens "

@@ -47,7 +47,8 @@ def _gemm_rows(m, n, k, dtype="bfloat16", framework="trtllm") -> pd.DataFrame:
 def _write_folder(root: Path) -> dict[str, pd.DataFrame]:
     g = pd.DataFrame({"framework": "TRTLLM", "gemm_dtype": ["bfloat16", "fp8", "bfloat16"], "m": [1, 64, 4096],
                       "n": [4096, 4096, 4096], "k": [4096, 4096, 4096], "latency": [0.0123, 0.02, 0.31]})  # fmt: skip
-    a = pd.DataFrame({"num_gpus": [2, 4], "message_size": [128, 1024], "latency": [0.005, 0.007]})
+    a = pd.DataFrame({"op_name": ["all_reduce", "all_gather"], "nccl_dtype": ["half", "half"], "num_gpus": [2, 4],
+                      "message_size": [128, 1024], "latency": [0.005, 0.007]})  # fmt: skip
     (root / "gpu_x" / "trtllm-1.3.0rc20").mkdir(parents=True)
     (root / "gpu_x" / "nccl-2.29.2").mkdir(parents=True)
     with gzip.open(root / "gpu_x" / "trtllm-1.3.0rc20" / "gemm_perf.csv.gz", "wt") as f:
@@ -224,6 +225,9 @@ def test_curves_for_and_catalog(tmp_path):
 # ---- CLI --------------------------------------------------------------------------------------------------
 def test_check_kernels_csv_has_every_row(tmp_path, capsys):
     src = _write_folder(tmp_path / "k")
+    mla = pd.DataFrame({"batch_size": [1, 2], "isl": [128, 256], "latency": [0.01, 0.02]})  # a table no family models
+    mla.to_csv(tmp_path / "k" / "gpu_x" / "trtllm-1.3.0rc20" / "context_mla_perf.csv", index=False)
+    src = {**src, "context_mla_perf": mla}
     out = tmp_path / "pred.csv"
     code, stdout, stderr = run_cli(
         capsys, "devices", "check-kernels", tmp_path / "k" / "gpu_x", "--device", "h100-sxm", "--out", out, "--json"
@@ -232,10 +236,11 @@ def test_check_kernels_csv_has_every_row(tmp_path, capsys):
     got = pd.read_csv(out, keep_default_na=False, na_values=[])
     assert list(got.columns) == ["table", "framework", "version", "row", "latency", "predicted_ms"]
     assert len(got) == sum(len(s) for s in src.values())
-    nccl = got[got["table"] == "nccl_perf"]
-    assert (nccl["predicted_ms"] == "").all() and nccl["latency"].astype(float).tolist() == src["nccl_perf"][
-        "latency"
-    ].tolist()
+    unmodelled = got[got["table"] == "context_mla_perf"]
+    assert (unmodelled["predicted_ms"] == "").all() and unmodelled["latency"].astype(float).tolist() == [0.01, 0.02]
+    nccl = got[got["table"] == "nccl_perf"]  # modelled: the collectives family prices it
+    assert (nccl["predicted_ms"].astype(float) > 0).all()
+    assert nccl["latency"].astype(float).tolist() == src["nccl_perf"]["latency"].tolist()
     gemm = got[got["table"] == "gemm_perf"]
     assert gemm["row"].tolist() == [0, 1, 2] and (gemm["framework"] == "trtllm").all()
     want = KG.predict(
@@ -245,7 +250,7 @@ def test_check_kernels_csv_has_every_row(tmp_path, capsys):
     rep = json.loads(stdout)
     e = np.median(np.abs(want / src["gemm_perf"]["latency"] - 1))
     assert rep["tables"]["gemm_perf"]["median_abs_error"] == pytest.approx(e)
-    assert rep["tables"]["nccl_perf"]["modelled"] == 0
+    assert rep["tables"]["nccl_perf"]["modelled"] == 2 and rep["tables"]["context_mla_perf"]["modelled"] == 0
 
 
 @pytest.mark.parametrize(

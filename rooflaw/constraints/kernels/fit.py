@@ -239,8 +239,12 @@ def predict_tables(tables: Iterable[Table], device: Device, curves: KernelCurves
         if fam is None or curves is None:
             out.append(np.full(len(t.rows), np.nan))
             continue
-        with np.errstate(all="ignore"):
-            out.append(np.asarray(fam.predict(t.rows, device, curves), dtype=np.float64))
+        try:
+            with np.errstate(all="ignore"):
+                out.append(np.asarray(fam.predict(t.rows, device, curves), dtype=np.float64))
+        except KeyError as e:  # a table without a column its family reads: bad input, named
+            where = f"{t.table} ({t.framework}-{t.version})"
+            raise bad(where, str(e.args[0]), "column missing from the table") from None
     return out
 
 
