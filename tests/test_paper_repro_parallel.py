@@ -19,7 +19,10 @@ def claims(tmp_path_factory):
 def test_ep_avoids_tp_all_reduce(claims):
     ep = claims["ep"]
     tp, e8 = ep["curves"]["tp=8"], ep["curves"]["ep=8,dp_attn=8"]
-    assert all(t["comm_step_ms"] > e["comm_step_ms"] for t, e in zip(tp, e8, strict=True))
+    # with the collectives priced from the fitted NVLink curves (issue 27), the all-to-all's fixed latency makes EP's
+    # step dearer than TP's all-reduce at the lowest concurrency (1.79 vs 1.60 ms); from the next one on EP avoids it
+    assert all(t["comm_step_ms"] > e["comm_step_ms"] for t, e in zip(tp[1:], e8[1:], strict=True))
+    assert (tp[-1]["comm_step_ms"] - e8[-1]["comm_step_ms"]) > (tp[0]["comm_step_ms"] - e8[0]["comm_step_ms"])
     assert [t["comm_step_ms"] for t in tp] == sorted(t["comm_step_ms"] for t in tp)  # grows with concurrency
     caps = ep["max_batch"]
     assert caps["tp=8"] < caps["ep=8,dp_attn=8"] < caps["ep=32,dp_attn=32"]
