@@ -79,12 +79,12 @@ def test_frontier_excludes_exactly_the_out_of_domain_rows(space, allow):
 
 def test_solvers_keep_to_the_domain(space):
     prob = Problem(law="paper-2602.10377", device=ORIN, space=space,
-                   latency_budget=0.01)  # fmt: skip
+                   latency_budget=0.02)  # fmt: skip  (20 ms: the fitted figures put the domain's fastest at 10.7)
     for method in ("closed-form", "exhaustive"):
         a = solve(prob, method).architecture
         assert 4 <= a.layers <= 32 and a.d_model >= 768 and a.experts <= 16 and a.top_k <= 2, method
     loose = Problem(law="paper-2602.10377", device=ORIN, space=space,
-                    latency_budget=0.01, allow_extrapolation=True)  # fmt: skip
+                    latency_budget=0.02, allow_extrapolation=True)  # fmt: skip
     assert solve(loose, "exhaustive").loss <= solve(prob, "exhaustive").loss
 
 

@@ -52,7 +52,7 @@ ALIGN_SPACE = Space(
     r_single=[1, 2, 3, 4],
     ffn_align=64,
 )
-BUDGETS = (0.01, 0.02, 0.04, 0.05, 0.07, 0.15)
+BUDGETS = (0.03, 0.05, 0.08, 0.1, 0.2, 0.3)  # chosen on the kernel-fitted figures: unaligned widths win at each
 
 
 @pytest.fixture(scope="module")
@@ -65,6 +65,8 @@ def align_cases():
         p0 = Problem(LAW, DEV, space=ALIGN_SPACE, latency_budget=T, phase="decode")
         df = p0.evaluate(frame)
         feas = df[df["feasible"]]
+        if feas.empty:  # a budget nothing meets on this device's fitted figures: no case to draw from it
+            continue
         best_any = feas.loc[feas["loss"].idxmin()]
         for align in (128, 256, 512, 1024):
             ok = feas["d_model"] % align == 0
@@ -130,7 +132,7 @@ TINY = Space(
 )  # fmt: skip
 def test_optuna_frontier_is_non_dominated_and_matches_brute_force_on_a_small_space(sampler, objectives):
     # d_model 512 lies outside the law's fitted domain: allow it, this checks the frontier, not the domain
-    p = Problem(LAW, DEV, space=TINY, latency_budget=0.01, phase="decode", allow_extrapolation=True)
+    p = Problem(LAW, DEV, space=TINY, latency_budget=0.02, phase="decode", allow_extrapolation=True)
     res = search(p, sampler=sampler, n_trials=150, seed=3, objectives=objectives)
     t = res.trials
     feas = t[t["feasible"]]
