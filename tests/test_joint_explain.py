@@ -23,7 +23,7 @@ def problem(**kw):
 
 
 def test_explain_joint_against_each_combination_solved_alone():
-    prob = problem(latency_budget="8.75ms")  # EP's all-to-all keeps it above 9.3 ms here: its 4 combinations fail
+    prob = problem(latency_budget="3ms")  # EP's all-to-all keeps it above 3.5 ms here (kernel-fitted collectives)
     opts = R.layout_options("h100-sxm:8", LAYOUTS, min_tokens_per_s_per_device=50.0)
     js = R.JointSpace(("bf16", "fp8"), (1, 16), opts)
     res = R.solve_joint(prob, js)
@@ -34,7 +34,7 @@ def test_explain_joint_against_each_combination_solved_alone():
     cons = {c["name"]: c for c in ex["constraints"]}
     assert set(cons) == {"latency", "capacity (per device)", "tokens/s per device (floor)"}
     assert ex["tightest"] == "latency" and all(c["slack"] >= 0 for c in cons.values())
-    assert cons["latency"]["value"] == res.latency_s["decode"] and cons["latency"]["budget"] == 8.75e-3
+    assert cons["latency"]["value"] == res.latency_s["decode"] and cons["latency"]["budget"] == 3e-3
     infeasible = 0
     for r in ex["combinations"]:
         alone = R.JointSpace((r["precision"],), (r["batch"],), tuple(o for o in opts if o.name == r["option"]))

@@ -264,6 +264,8 @@ def test_assembly_gemm_op_equals_the_kernel_predictor(dev_id, prec, gemm_dtype, 
     import pandas as pd
 
     KG = pytest.importorskip("rooflaw.constraints.kernels.gemm")  # the kernel fit (merged with the curves catalog)
+    from rooflaw.constraints import curves_applied as CA
+    from rooflaw.constraints.engines import mixed_input
     from rooflaw.constraints.kernels import curves_for
 
     a, dev = from_hf_config("llama-3.1-8b"), get_device(dev_id)
@@ -277,7 +279,12 @@ def test_assembly_gemm_op_equals_the_kernel_predictor(dev_id, prec, gemm_dtype, 
         terms = KG.terms(rows, dev)
         want = float(KG.seconds(terms, dev, kc)[0])
         quant = float(np.asarray(getattr(terms, "quant_bytes", [0.0]))[0]) / (dev.memory_bandwidth * kc.memory)
-        assert op.seconds / a.layers + kc.kernel_s + r.gemm_s + quant == pytest.approx(want, rel=rel), M
+        # the fit's predictor carries the benchmark's measured per-call extra; a graph-captured engine is charged at
+        # most one more kernel for it (curves_applied.gemm_extra_s): compare with the measured one, and check the cap
+        key = CA.gemm_key(Precision.parse(prec), mixed_input(Precision.parse(prec)))
+        measured = float(kc.launch.get(f"trtllm/{key}", 0.0))
+        assert r.gemm_s == pytest.approx(min(measured, kc.kernel_s), rel=1e-12)
+        assert op.seconds / a.layers + kc.kernel_s + measured + quant == pytest.approx(want, rel=rel), M
 
 
 def test_evaluate_prints_and_returns_bands(capsys):
