@@ -150,6 +150,25 @@ def _run(argv: list[str] | None) -> int:
     return 0
 
 
+def _stop_workers() -> None:
+    """Kill this process's worker processes (loky's, multiprocessing's) before the exit handlers join them: they
+    ignore Ctrl-C by design, and a worker in the middle of a long scan chunk would hold the exit for its whole chunk."""
+    import contextlib
+    import multiprocessing
+
+    if "joblib.externals.loky" in sys.modules:
+        with contextlib.suppress(Exception):
+            from joblib.externals.loky import get_reusable_executor
+
+            get_reusable_executor().shutdown(wait=False, kill_workers=True)
+    import signal
+
+    for child in multiprocessing.active_children():  # loky's processes are here too; their Popen has no kill()
+        with contextlib.suppress(Exception):
+            if child.pid:
+                os.kill(child.pid, signal.SIGKILL)
+
+
 def exit_interrupted() -> None:  # pragma: no cover - ends the process; tested through `python -m rooflaw`
     """End the process with 130 after an interrupt: Ctrl-C is ignored from here, the exit handlers run (loky
     workers, temporary files), then the process exits at once. A plain ``sys.exit(130)`` can still end "by the
@@ -159,6 +178,7 @@ def exit_interrupted() -> None:  # pragma: no cover - ends the process; tested t
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
+        _stop_workers()
         atexit._run_exitfuncs()
     finally:
         import contextlib
