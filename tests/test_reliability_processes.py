@@ -84,7 +84,8 @@ def test_ctrl_c_of_frontier_n_jobs_2_ends_130_with_one_line(after):
 
 def test_ctrl_c_of_frontier_on_a_local_dask_cluster_prints_one_line():
     pytest.importorskip("distributed")
+    # the run takes ~6 s since the numba-path merge: interrupt it mid-way
     code, err = _interrupt(["frontier", "--device", "h100-sxm", "--space", "wide", "--backend", "numpy",
-                            "--scheduler", "local:2"], 3.5)  # fmt: skip  (the run takes ~6 s now: interrupt mid-way)
+                            "--scheduler", "local:2"], 3.5)  # fmt: skip
     assert code == 130, (code, err)
     assert err == "rooflaw: interrupted\n", err
