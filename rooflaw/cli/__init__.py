@@ -155,12 +155,6 @@ def _stop_workers() -> None:
     ignore Ctrl-C by design, and a worker in the middle of a long scan chunk would hold the exit for its whole chunk."""
     import contextlib
     import multiprocessing
-
-    if "joblib.externals.loky" in sys.modules:
-        with contextlib.suppress(Exception):
-            from joblib.externals.loky import get_reusable_executor
-
-            get_reusable_executor().shutdown(wait=False, kill_workers=True)
     import signal
 
     for child in multiprocessing.active_children():  # loky's processes are here too; their Popen has no kill()
@@ -174,10 +168,15 @@ def exit_interrupted() -> None:  # pragma: no cover - ends the process; tested t
     workers, temporary files), then the process exits at once. A plain ``sys.exit(130)`` can still end "by the
     signal" (status -2): CPython does so when a KeyboardInterrupt escaped any code it ran, even one caught later."""
     import atexit
+    import contextlib
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
+        # the one line is out: what the pool's threads say about workers killed under them is noise
+        with contextlib.suppress(Exception):
+            sys.stderr.flush()
+            os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
         _stop_workers()
         atexit._run_exitfuncs()
     finally:

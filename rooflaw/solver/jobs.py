@@ -96,8 +96,25 @@ def run_parallel(jobs: int, fn: Callable[..., T], arg_tuples: Sequence[tuple]) -
         first.result()
         return list(ex.map(fn, *zip(*arg_tuples, strict=True))) if arg_tuples else []
     except BaseException:
+        _quiet_pool_manager()
         ex.shutdown(wait=False, kill_workers=True)
         raise
+
+
+def _quiet_pool_manager() -> None:
+    """Silence loky's manager thread while the pool is shut down under it: it can race the shutdown we asked for
+    and print an ``InvalidStateError`` traceback after the one line the CLI promises; other threads' errors still
+    print."""
+    import threading
+
+    prev = threading.excepthook
+
+    def hook(args: threading.ExceptHookArgs) -> None:
+        if args.thread is not None and args.thread.name == "ExecutorManagerThread":
+            return
+        prev(args)
+
+    threading.excepthook = hook
 
 
 __all__ = ["cpu_count", "resolve_jobs", "run_parallel", "sigint_blocked"]
