@@ -163,6 +163,7 @@ def pass_columns(
     """:func:`pass_table` over a table of candidates: row i is architecture ``cols[...][i]`` (completed columns,
     :func:`roofline.complete_columns`) over ``cached[i]`` tokens (a scalar: the same for every row)."""
     from .roofline import ARG_NAMES, phase_overheads, stack_kinds, with_overhead
+    from .scenario import model_scalars
 
     if isinstance(q, bool) or not isinstance(q, (int, np.integer)) or q < 1:
         raise bad("q", q, "tokens per sequence in a pass must be a positive integer")
@@ -184,12 +185,7 @@ def pass_columns(
     by_roof = {c: np.zeros(n) for c in A.ROOF_CLASSES}
     ops: dict[str, list[np.ndarray]] = {name: [np.zeros(n), np.zeros(n), np.zeros(n)] for name in model.names}
     wl = _PassWorkload(batch, attention)
-    scal = {  # the compiled model's scalar arguments (Scenario.scalars) for this pass's workload
-        "B": wl.batch, "S_in": wl.input_tokens, "S_out": wl.output_tokens,
-        "unfused": 1.0 if wl.attention == "unfused" else 0.0, "b_w": precision.weights.bytes,
-        "b_a": precision.activations.bytes, "b_kv": precision.kv.bytes, "b_v": precision.vector_bytes,
-        "b_h": precision.head_format.bytes,
-    }  # fmt: skip
+    scal = model_scalars(wl, precision)  # the compiled model's scalar arguments for this pass's workload
     for s in range(0, n, PASS_CHUNK):
         m = min(PASS_CHUNK, n - s)
         sub = {k: v[s : s + m] for k, v in cols.items()}

@@ -150,12 +150,7 @@ class Scenario:
 
     def scalars(self) -> dict[str, float]:
         """The workload's and precision's scalar arguments of the compiled cost model (B, S_in, S_out, bytes)."""
-        wl, p = self.workload, self.precision
-        return {
-            "B": wl.batch, "S_in": wl.input_tokens, "S_out": wl.output_tokens,
-            "unfused": 1.0 if wl.attention == "unfused" else 0.0, "b_w": p.weights.bytes,
-            "b_a": p.activations.bytes, "b_kv": p.kv.bytes, "b_v": p.vector_bytes, "b_h": p.head_format.bytes,
-        }  # fmt: skip
+        return model_scalars(self.workload, self.precision)
 
     # ---- variants --------------------------------------------------------------------------------------------------
     def with_workload(self, workload: Any) -> Scenario:
@@ -195,4 +190,15 @@ def _rebind(sc: Scenario, workload: Any) -> Scenario:
     return out
 
 
-__all__ = ["Scenario"]
+__all__ = ["Scenario", "model_scalars"]
+
+
+def model_scalars(workload: Any, precision: Any) -> dict[str, float]:
+    """The compiled cost model's scalar arguments (B, S_in, S_out, unfused, bytes per element) for a workload (or
+    anything with its ``batch``, ``input_tokens``, ``output_tokens`` and ``attention``) and a :class:`Precision`."""
+    wl, p = workload, precision
+    return {
+        "B": wl.batch, "S_in": wl.input_tokens, "S_out": wl.output_tokens,
+        "unfused": 1.0 if wl.attention == "unfused" else 0.0, "b_w": p.weights.bytes,
+        "b_a": p.activations.bytes, "b_kv": p.kv.bytes, "b_v": p.vector_bytes, "b_h": p.head_format.bytes,
+    }  # fmt: skip

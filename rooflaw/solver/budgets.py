@@ -238,17 +238,14 @@ class LatencyBudget(Constraint):
 
 
 @dataclass(frozen=True)
-class TPOTBudget(Constraint):
-    """Time per output token ≤ ``seconds``: the decode time of all S_out steps over S_out (``tpot_s``).
-
-    The relaxation sees it as a decode budget of ``seconds`` × S_out (the theory model's decode sum).
-    ``confidence``: met at that quantile of the decode band (as :class:`LatencyBudget`)."""
+class _PhaseTime(Constraint):
+    """A per-token-kind time budget of one phase (``budget_phase``): ``seconds`` (a number in s, or ``"20ms"``), met
+    at the ``confidence`` quantile of that phase's band when one is given (as :class:`LatencyBudget`)."""
 
     seconds: float
     confidence: float | None = None
 
-    kind: ClassVar[str] = "tpot"
-    field: ClassVar[str] = "tpot_budget"
+    budget_phase: ClassVar[str] = ""
 
     def __post_init__(self) -> None:
         from ..units import parse_time
@@ -258,15 +255,29 @@ class TPOTBudget(Constraint):
 
     @property
     def factor(self) -> float:
-        return _factor("decode", self.confidence)
-
-    @property
-    def column(self) -> str:
-        return "tpot_s"
+        return _factor(self.budget_phase, self.confidence)
 
     @property
     def bound(self) -> float:
         return self.seconds / self.factor
+
+    def describe(self) -> str:
+        return super().describe() + _at_quantile(self)
+
+
+@dataclass(frozen=True)
+class TPOTBudget(_PhaseTime):
+    """Time per output token ≤ ``seconds``: the decode time of all S_out steps over S_out (``tpot_s``).
+
+    The relaxation sees it as a decode budget of ``seconds`` × S_out (the theory model's decode sum)."""
+
+    kind: ClassVar[str] = "tpot"
+    field: ClassVar[str] = "tpot_budget"
+    budget_phase: ClassVar[str] = "decode"
+
+    @property
+    def column(self) -> str:
+        return "tpot_s"
 
     @property
     def quantity(self) -> str:
@@ -275,38 +286,18 @@ class TPOTBudget(Constraint):
     def relaxed(self, workload: Any) -> Relaxed:
         return Relaxed("latency", "decode", self.bound * workload.output_tokens, float(workload.output_tokens))
 
-    def describe(self) -> str:
-        return super().describe() + _at_quantile(self)
-
 
 @dataclass(frozen=True)
-class TTFTBudget(Constraint):
-    """Time to first token ≤ ``seconds``: the prefill time, the engine's pass included (``prefill_s``).
-    ``confidence``: met at that quantile of the prefill band (as :class:`LatencyBudget`)."""
-
-    seconds: float
-    confidence: float | None = None
+class TTFTBudget(_PhaseTime):
+    """Time to first token ≤ ``seconds``: the prefill time, the engine's pass included (``prefill_s``)."""
 
     kind: ClassVar[str] = "ttft"
     field: ClassVar[str] = "ttft_budget"
-
-    def __post_init__(self) -> None:
-        from ..units import parse_time
-
-        object.__setattr__(self, "seconds", _si(self.seconds, self.field, parse_time))
-        _check_confidence(self)
-
-    @property
-    def factor(self) -> float:
-        return _factor("prefill", self.confidence)
+    budget_phase: ClassVar[str] = "prefill"
 
     @property
     def column(self) -> str:
         return "prefill_s"
-
-    @property
-    def bound(self) -> float:
-        return self.seconds / self.factor
 
     @property
     def quantity(self) -> str:
@@ -314,9 +305,6 @@ class TTFTBudget(Constraint):
 
     def relaxed(self, workload: Any) -> Relaxed:
         return Relaxed("latency", "prefill", self.bound)
-
-    def describe(self) -> str:
-        return super().describe() + _at_quantile(self)
 
 
 @dataclass(frozen=True)
