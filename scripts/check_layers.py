@@ -33,11 +33,14 @@ RANK = {
     "objectives": 2,
     "constraints": 3,
     "solver": 4,
-    "api": 5, "validate": 6, "validate_cuda": 6, "plots": 5, "report": 5, "__init__": 7, "__main__": 8,
+    "api": 5, "fitting": 5, "validate": 6, "validate_cuda": 6, "plots": 5, "report": 5, "__init__": 7, "__main__": 8,
     "cli": 8,
 }  # fmt: skip
 #: Submodules the CLI, benchmarks and paper_repro may import besides ``rooflaw`` itself.
-PUBLIC_MODULES = {"rooflaw", "rooflaw.api", "rooflaw.errors", "rooflaw.units"}
+PUBLIC_MODULES = {
+    "rooflaw", "rooflaw.api", "rooflaw.errors", "rooflaw.units", "rooflaw.fitting", "rooflaw.validate",
+    "rooflaw.validate_cuda",
+}  # fmt: skip
 
 
 def module_name(path: Path) -> str:

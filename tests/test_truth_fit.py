@@ -31,7 +31,7 @@ def test_fit_recovers_synthetic_truth(smolhub, monkeypatch):
 
     monkeypatch.setattr(curves_applied, "curves_of", lambda dev: None)
     feats = [fe._features(c, get_device(c.device)) for c in smolhub]
-    P = fe._Params(smolhub, feats)
+    P = fe.FitParameters(smolhub, feats)
     truth = {("family", "jetson-ampere", "memory"): 0.6, ("family", "jetson-ampere", "kernel_s"): 8e-6,
              ("engine", "llama.cpp", "pass_s"): 2e-3, ("engine", "llama.cpp", "memory_factor"): 0.7,
              ("engine", "llama.cpp", "compute_factor"): 0.5}  # fmt: skip

@@ -26,17 +26,17 @@ def fit_efficiency_cmd(
     as_json: bool = typer.Option(False, "--json", help="One JSON object; no tables."),
 ) -> None:
     """Fit per-family bandwidth/compute efficiencies, kernel cost and engine overheads (robust, log space)."""
-    from ..constraints import fit_efficiency as fe
-    from ..constraints.published import load_cases
+    from .. import fitting as fe
+    from ..fitting import load_cases
 
     cases, skipped = load_cases(data)
     if not as_json and console.is_terminal:
         with console.status(f"fitting {len(cases)} measurements ..."):
-            res = fe.fit(cases)
+            res = fe.fit_efficiency(cases)
     else:
-        res = fe.fit(cases)
-    rows = fe.errors(cases, res)
-    in_sample, ideal = fe.median_abs_error(rows), fe.median_abs_error(fe.errors(cases, None))
+        res = fe.fit_efficiency(cases)
+    rows = fe.efficiency_errors(cases, res)
+    in_sample, ideal = fe.median_abs_error(rows), fe.median_abs_error(fe.efficiency_errors(cases, None))
     held: dict[str, dict[str, float]] = {}  # median errors left out by source / board
     cov: dict[str, Any] = {}
     report: dict[str, object] = {
@@ -52,7 +52,7 @@ def fit_efficiency_cmd(
         from .. import api
 
         for key in ("source", "board") if held_out else ("source",):
-            ho = fe.held_out(cases, key)
+            ho = fe.efficiency_held_out(cases, key)
             report[f"leave_one_{key}_out"] = held[key] = fe.median_abs_error(ho)
             report[f"leave_one_{key}_out_cases"] = ho
             if key == "source":
@@ -64,7 +64,7 @@ def fit_efficiency_cmd(
         text = "\n".join(fe.achieved_table(res, f).replace("[achieved]", f'[family."{f}"]') for f in res.families)
         out.write_text(text + "\n" + fe.engines_toml(res), encoding="utf-8")
     if write_catalog:
-        for p in fe.write_catalog(res):
+        for p in fe.write_engine_catalog(res):
             err_console.print(f"wrote {p}")
         note = f"leave-one-source-out residuals of {len(cases)} cases of {data.name}"
         err_console.print(f"wrote {api.write_bands(phase_bands, note, fe.FIT_COMMAND)}")

@@ -64,7 +64,7 @@ def fit_kernels_cmd(
     as_json: bool = typer.Option(False, "--json", help="One JSON object; no tables."),
 ) -> None:
     """Fit kernel curves per GPU architecture (robust, log space) with leave-one-GPU-out residuals and bands."""
-    from ..constraints.kernels import fit as kf
+    from .. import fitting as kf
 
     if out is not None:
         _writable(out, "--out", (".toml",))
@@ -81,7 +81,7 @@ def fit_kernels_cmd(
         with atomic_output(out, "--out", (".toml",)) as tmp:
             tmp.write_text(text, encoding="utf-8")
     if write_catalog:
-        p = kf.write_catalog(text)
+        p = kf.write_kernel_catalog(text)
         err_console.print(f"wrote {p}", markup=False)
     report = {
         "gpus": {g.name: {"device": g.device.id, "architecture": g.architecture} for g in gpus},
@@ -169,9 +169,8 @@ def check_kernels_cmd(
     import pandas as pd
 
     from ..api import get_device
-    from ..constraints.kernels import KernelCurves, curves_for
-    from ..constraints.kernels.fit import abs_errors, predict_tables
-    from ..constraints.kernels.tables import read_tables
+    from ..fitting import KernelCurves, abs_errors, curves_for, predict_tables
+    from ..fitting import read_kernel_tables as read_tables
 
     if engine not in (*ENGINE_FRAMEWORKS, "ideal"):
         raise bad("--engine", engine, f"use one of {', '.join((*ENGINE_FRAMEWORKS, 'ideal'))}")

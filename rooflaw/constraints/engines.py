@@ -138,7 +138,7 @@ EAGER_KERNELS_PER_EXPERT = sum(EAGER_EXPERT_KERNELS.values())
 EAGER_MOE_KERNELS = sum(EAGER_ROUTER_KERNELS.values()) - sum(
     EAGER_LAYER_KERNELS[k] for k in ("ffn_up", "ffn_act", "ffn_down")
 )
-_BUILTIN: dict[str, EngineProfile] = {
+BUILTIN_ENGINES: dict[str, EngineProfile] = {
     "ideal": EngineProfile("ideal", 0.0, 0.0, 0.0, head=None, note="pure roofline: efficiency 1, no overhead"),
     "device": EngineProfile(
         "device",
@@ -177,11 +177,11 @@ _BUILTIN: dict[str, EngineProfile] = {
         note="eager PyTorch, one aten kernel per op (EAGER_LAYER_KERNELS); GQA layer, 11 per routed expert touched",
     ),
 }
-ENGINE_NAMES = tuple(_BUILTIN)
+ENGINE_NAMES = tuple(BUILTIN_ENGINES)
 
 
 @cache
-def _fitted() -> dict[str, dict[str, Any]]:
+def fitted_figures() -> dict[str, dict[str, Any]]:
     if not ENGINES_FILE.is_file():
         return {}
     data = tomllib.loads(ENGINES_FILE.read_text(encoding="utf-8"))
@@ -192,10 +192,10 @@ def get_engine(name: str | EngineProfile) -> EngineProfile:
     """The profile called ``name`` with its fitted figures (``engines.toml``) applied."""
     if isinstance(name, EngineProfile):
         return name
-    if name not in _BUILTIN:
+    if name not in BUILTIN_ENGINES:
         raise bad("engine", name, f"unknown engine profile; use one of {', '.join(ENGINE_NAMES)}")
-    base = _BUILTIN[name]
-    fit = _fitted().get(name)
+    base = BUILTIN_ENGINES[name]
+    fit = fitted_figures().get(name)
     if not fit or name == "ideal":
         return base
     changes = {k: float(fit[k]) for k in ENGINE_KEYS if k in fit}
@@ -214,7 +214,7 @@ def default_engine(device: Device) -> str:
     ``device`` (its own scalar efficiencies and per-launch overhead) on anything else: an NPU, a TPU or
     another vendor's GPU gets no engine figures fitted on NVIDIA rows."""
     name = device.achieved.get("engine") if device.achieved else None
-    if isinstance(name, str) and name in _BUILTIN:
+    if isinstance(name, str) and name in BUILTIN_ENGINES:
         return name
     if device.kind == "cpu":
         return "torch-eager"

@@ -14,21 +14,25 @@ kind of continuous batching (the slower of its prompt chunk and its decode token
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .engines import _BUILTIN
+from .engines import BUILTIN_ENGINES
 
 if TYPE_CHECKING:
-    from .fit_efficiency import _Feat, _Params
     from .published import Case
+
+#: :class:`.fit_efficiency.FitParameters` and :class:`.fit_efficiency.CaseFeatures` (duck-typed here: this module
+#: sits below ``fit_efficiency``, which imports it)
+FitParameters = Any
+CaseFeatures = Any
 
 
 class FlatCases:
     """Index arrays of ``cases`` against the parameter vector of ``P`` (plus a constant 1 and 0 at its end)."""
 
-    def __init__(self, P: _Params, cases: Sequence[Case], feats: Sequence[_Feat]):
+    def __init__(self, P: FitParameters, cases: Sequence[Case], feats: Sequence[CaseFeatures]):
         n = len(P.names)
         self.one, self.zero = n, n + 1
         self.fixed_keys = list(P.fixed)  # figures held fixed: after the constants 1 and 0
@@ -52,7 +56,7 @@ class FlatCases:
         self.j1, self.j2, self.gw, self.gcase = g[:, 0].astype(int), g[:, 1].astype(int), g[:, 2], g[:, 3].astype(int)
         self.n_cases, self.n_t = len(cases), len(tc["mem"])
 
-    def _case(self, P: _Params, ci: int, c: Case, f: _Feat) -> None:
+    def _case(self, P: FitParameters, ci: int, c: Case, f: CaseFeatures) -> None:
         """Append the t-calls and groups of case ``ci`` (the arithmetic of :func:`.fit_efficiency._predict`)."""
         fam, eng, one = c.family, c.engine, self.one
         ops, tc = self._ops, self._tc
@@ -71,7 +75,7 @@ class FlatCases:
         fac_i = np.where(np.array(f.dtypes) != "-", fac_i, one)
         i_fp32 = idx("family", fam, "fp32", one)
         i_pad = one  # no padding: packed prompts (the former batch_pad is gone)
-        gemv_max = _BUILTIN[eng].gemv_max_batch
+        gemv_max = BUILTIN_ENGINES[eng].gemv_max_batch
 
         def add(F: np.ndarray, B: np.ndarray, pad: bool = False, gemv: bool = False) -> int:
             j = len(tc["mem"])

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from ..devices.device import Device
-from .engines import _BUILTIN, ENGINE_NAMES, EngineProfile, get_engine, mixed_input
+from .engines import BUILTIN_ENGINES, ENGINE_NAMES, EngineProfile, get_engine, mixed_input
 from .published import Case
 from .roofline import evaluate
 from .serving import VLLM_TOKEN_BUDGET, Schedule, assembly_step_cost
@@ -55,7 +55,7 @@ OBS_SCALE = 0.1  #: relative error at which the robust loss turns linear
 
 
 @dataclass
-class _Feat:
+class CaseFeatures:
     """Per-op FLOPs/bytes of one case's passes (summed over layers) and its roof dtypes."""
 
     pre: tuple[np.ndarray, np.ndarray] | None  # F, B per op
@@ -105,7 +105,7 @@ def _schedule(case: Case) -> Schedule:
     return Schedule(w.batch, w.input_tokens, w.output_tokens + 1, VLLM_TOKEN_BUDGET)
 
 
-def _features(case: Case, device: Device) -> _Feat:
+def _features(case: Case, device: Device) -> CaseFeatures:
     """Per-op FLOPs/bytes of the case's prefill and mean decode step, from the assembly's own breakdown."""
     w = case.workload
     names, (Fp, Bp), (Fd, Bd) = _op_arrays(case, device, w)
@@ -145,13 +145,13 @@ def _features(case: Case, device: Device) -> _Feat:
     for name in launches:
         r = rates(device, case.precision, applied(device, name))
         extra[name] = r.gemm_s * r.gemms_per_layer * layers
-    return _Feat((Fp, Bp), (Fd, Bd), np.array(pis), dts, float(device.memory_bandwidth), launches, np.array(mixed),
-                 np.array(att), float(device.vector_flops), steps, extra)  # fmt: skip
+    return CaseFeatures((Fp, Bp), (Fd, Bd), np.array(pis), dts, float(device.memory_bandwidth), launches,
+                        np.array(mixed), np.array(att), float(device.vector_flops), steps, extra)  # fmt: skip
 
 
 def params_for(
-    cases: Sequence[Case], feats: Sequence[_Feat], devices: dict[str, Device] | None = None
-) -> tuple[list[Case], _Params]:
+    cases: Sequence[Case], feats: Sequence[CaseFeatures], devices: dict[str, Device] | None = None
+) -> tuple[list[Case], FitParameters]:
     """The cases as the fit sees them (a device priced by kernel curves: family ``kernels:<architecture>``) and
     their parameters (those device figures fixed)."""
     from .curves_applied import CURVES_FAMILY, curves_of
@@ -161,14 +161,14 @@ def params_for(
         kc = curves_of(case_device(c, devices))
         relabelled.append((c if kc is None else dataclasses.replace(c, family=CURVES_FAMILY + kc.architecture), kc))
     out = [c for c, _ in relabelled]
-    return out, _Params(out, feats, {c.family: kc for c, kc in relabelled if kc is not None})
+    return out, FitParameters(out, feats, {c.family: kc for c, kc in relabelled if kc is not None})
 
 
-class _Params:
+class FitParameters:
     """Maps named parameters to a log-space vector; ``fixed`` holds the figures that are not fitted (the device
     figures of a family priced by kernel curves)."""
 
-    def __init__(self, cases: Sequence[Case], feats: Sequence[_Feat], curves: dict[str, Any] | None = None):
+    def __init__(self, cases: Sequence[Case], feats: Sequence[CaseFeatures], curves: dict[str, Any] | None = None):
         from .curves_applied import TABLE_ENGINES, curve_figures
 
         self.names: list[tuple[str, str, str]] = []  # (scope, owner, key)
@@ -184,7 +184,7 @@ class _Params:
                     self._add("engine", c.engine, "compute_factor")
                     if f.mixed.any():
                         self._add("engine", c.engine, "mixed_factor")
-                    if _BUILTIN[c.engine].attention == "unfused":
+                    if BUILTIN_ENGINES[c.engine].attention == "unfused":
                         self._add("engine", c.engine, "attention_factor")
                 self._add("engine", c.engine, "pass_s")
                 self._add("engine", c.engine, "layer_s")
@@ -199,7 +199,7 @@ class _Params:
             self._add("engine", c.engine, "pass_s")
             if f.mixed.any():
                 self._add("engine", c.engine, "mixed_factor")
-            if _BUILTIN[c.engine].attention == "unfused":  # fused attention: the family fraction, factor 1
+            if BUILTIN_ENGINES[c.engine].attention == "unfused":  # fused attention: the family fraction, factor 1
                 self._add("engine", c.engine, "attention_factor")
         self.index = {k: i for i, k in enumerate(self.names)}
 
@@ -227,7 +227,7 @@ class _Params:
         return dt
 
 
-def _predict(x: np.ndarray, P: _Params, case: Case, f: _Feat) -> float:
+def _predict(x: np.ndarray, P: FitParameters, case: Case, f: CaseFeatures) -> float:
     fam, eng = case.family, case.engine
     mf = P.get(x, "engine", eng, "memory_factor")
     cf = P.get(x, "engine", eng, "compute_factor")
@@ -253,7 +253,7 @@ def _predict(x: np.ndarray, P: _Params, case: Case, f: _Feat) -> float:
 
     w = case.workload
     pad = 1.0
-    gemv = bool(f.mixed.any()) and w.batch <= _BUILTIN[eng].gemv_max_batch
+    gemv = bool(f.mixed.any()) and w.batch <= BUILTIN_ENGINES[eng].gemv_max_batch
     if case.phase == "prefill":
         return t(*f.pre, pad)
     if case.phase == "decode":
@@ -262,7 +262,8 @@ def _predict(x: np.ndarray, P: _Params, case: Case, f: _Feat) -> float:
         tot = 0.0
         for count, pre, dec, n in f.steps:
             tp = t(*pre) if pre is not None else 0.0
-            td = t(*dec, gemv=bool(f.mixed.any()) and n <= _BUILTIN[eng].gemv_max_batch) if dec is not None else 0.0
+            gemv_n = bool(f.mixed.any()) and n <= BUILTIN_ENGINES[eng].gemv_max_batch
+            td = t(*dec, gemv=gemv_n) if dec is not None else 0.0
             tot += count * max(tp, td)
         return tot / (w.output_tokens + 1)
     return (t(*f.pre, pad) + w.output_tokens * t(*f.dec, gemv=gemv)) / (w.batch * (w.output_tokens + 1))
@@ -291,7 +292,7 @@ class FitResult:
 
     def engine(self, name: str) -> EngineProfile:
         """The built-in profile ``name`` with this fit's figures (prior-free defaults where it has none)."""
-        base = _BUILTIN[name]
+        base = BUILTIN_ENGINES[name]
         fit = self.engines.get(name, {})
         prov = dict.fromkeys(fit, "fitted")
         on = tuple(self.fitted_on.get(name, ()))
@@ -310,7 +311,7 @@ def case_device(case: Case, devices: dict[str, Device] | None = None) -> Device:
 
 
 def fit(cases: Sequence[Case], devices: dict[str, Device] | None = None,
-        feats: Sequence[_Feat] | None = None) -> FitResult:  # fmt: skip
+        feats: Sequence[CaseFeatures] | None = None) -> FitResult:  # fmt: skip
     """Fit the family and engine parameters to ``cases`` (see the module docstring); ``feats``: their
     :func:`_features`, where already computed."""
     from scipy.optimize import least_squares

@@ -50,7 +50,7 @@ def write_catalog(result: FitResult, catalog_dir: str | None = None, engines_fil
     from pathlib import Path
 
     from ..devices.catalog import CATALOG_DIR, clear_cache
-    from .engines import ENGINES_FILE, _fitted
+    from .engines import ENGINES_FILE, fitted_figures
     from .published import FAMILY_OF
 
     cdir = Path(catalog_dir) if catalog_dir else CATALOG_DIR
@@ -72,5 +72,5 @@ def write_catalog(result: FitResult, catalog_dir: str | None = None, engines_fil
     ef.write_text(engines_toml(result), encoding="utf-8")
     written.append(str(ef))
     clear_cache()
-    _fitted.cache_clear()
+    fitted_figures.cache_clear()
     return written
