@@ -21,7 +21,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import sympy as sp
@@ -414,6 +414,18 @@ class EnergyCoefficients:
     per_byte: float
 
 
+class EnergyTerms(Protocol):
+    """What :func:`energy` reads: :class:`EnergyCoefficients`, or the same three terms as any backend's numbers
+    (sympy symbols in the theory mode, traced names in the numba source)."""
+
+    @property
+    def p_idle(self) -> Any: ...
+    @property
+    def per_flop(self) -> Mapping[str, Any]: ...
+    @property
+    def per_byte(self) -> Any: ...
+
+
 def energy_coefficients(device: Any, precision: Any) -> EnergyCoefficients | None:
     """Per-FLOP/per-byte energies of a device: given (``energy_per_flop``/``_byte``), or from idle and peak
     power: the dynamic power split COMPUTE_POWER_SHARE to compute at the raw roofs, the rest to memory."""
@@ -429,7 +441,7 @@ def energy_coefficients(device: Any, precision: Any) -> EnergyCoefficients | Non
     return EnergyCoefficients(idle, per_flop, dyn * (1 - COMPUTE_POWER_SHARE) / r.raw_beta)
 
 
-def energy(coef: EnergyCoefficients | None, seconds: Any, flops: Mapping[str, Any], nbytes: Any) -> Any:
+def energy(coef: EnergyTerms | None, seconds: Any, flops: Mapping[str, Any], nbytes: Any) -> Any:
     """Energy (J) of ``seconds`` of runtime doing ``flops`` per class and moving ``nbytes`` (any backend's
     numbers: floats, arrays, sympy expressions)."""
     if coef is None:

@@ -143,10 +143,10 @@ def adaptive_search(
         # local neighbourhoods of Pareto points: one dimension one step
         local = []
         for idx in front["index"].astype(int):
-            v = seen[idx]
+            base = seen[idx]
             for j in range(len(names)):
                 for step in (-1, 1):
-                    w = v.copy()
+                    w = base.copy()
                     w[j] += step
                     if 0 <= w[j] < sizes[j]:
                         local.append(w)

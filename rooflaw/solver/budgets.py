@@ -265,6 +265,10 @@ class _PhaseTime(Constraint):
         return super().describe() + _at_quantile(self)
 
 
+#: The latency-type budget classes (the :data:`TIMED` kinds): each has ``seconds`` and ``confidence``.
+TIMED_TYPES = (LatencyBudget, _PhaseTime)
+
+
 @dataclass(frozen=True)
 class TPOTBudget(_PhaseTime):
     """Time per output token ≤ ``seconds``: the decode time of all S_out steps over S_out (``tpot_s``).

@@ -14,7 +14,7 @@ ARCH_COLS = ("layers", "d_model", "heads", "kv_heads", "head_dim", "ffn", "exper
 
 
 def _entry(row: Any, phase_col: str) -> dict[str, Any]:
-    out = {k: int(row[k]) for k in ARCH_COLS}
+    out: dict[str, Any] = {k: int(row[k]) for k in ARCH_COLS}
     out.update(loss=float(row["loss"]), latency_s=float(row[phase_col]), memory_bytes=float(row["memory_bytes"]),
                energy_j=float(row["energy_j"]), params_total=float(row["params_total"]),
                params_active=float(row["params_active"]))  # fmt: skip
@@ -37,7 +37,7 @@ def compare(arch: Any, problem: Any, n_jobs: int | None = None) -> dict[str, Any
     inputs = law_inputs(cols, tokens=prob.tokens)
     model_loss = float(prob.law.evaluate(inputs)[0])
     phase_col = prob.latency_column
-    model = {k: int(getattr(arch, k)) for k in ARCH_COLS}
+    model: dict[str, Any] = {k: int(getattr(arch, k)) for k in ARCH_COLS}
     model.update(name=arch.name, loss=model_loss, latency_s=float(rep.values[phase_col]),
                  memory_bytes=float(rep.values["memory_bytes"]), energy_j=float(rep.values["energy_j"]),
                  params_total=float(rep.values["params_total"]), params_active=float(rep.values["params_active"]),

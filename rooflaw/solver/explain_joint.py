@@ -9,7 +9,7 @@ combination only counters, the minimum of each budgeted quantity and the best fe
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -21,11 +21,24 @@ from .problem import Problem
 _ARCH = ("layers", "d_model", "heads", "kv_heads", "head_dim", "ffn", "experts", "top_k")
 
 
-def _scan(problem: Problem, joint: JointSpace) -> list[dict[str, Any]]:
+class _ComboStats(TypedDict):
+    """One combination's scan: points evaluated, where its option applies, feasible; its best feasible row
+    (None: none); per constraint kind, the best value of its quantity over the points it applies to."""
+
+    evaluated: int
+    applies: int
+    feasible: int
+    best: dict[str, float] | None
+    minimum: dict[str, float]
+
+
+def _scan(problem: Problem, joint: JointSpace) -> list[_ComboStats]:
     combos = joint.combos(problem)
     extra = tuple(dict.fromkeys(k for o in joint.options for k in o.extra))
     keep = JOINT_KEEP + extra
-    stats = [{"evaluated": 0, "applies": 0, "feasible": 0, "best": None, "minimum": {}} for _ in combos]
+    stats: list[_ComboStats] = [
+        {"evaluated": 0, "applies": 0, "feasible": 0, "best": None, "minimum": {}} for _ in combos
+    ]
     size = problem.space.size
     for s in range(0, size, SUB_CHUNK):
         cols = problem.space.columns_at(np.arange(s, min(s + SUB_CHUNK, size), dtype=np.int64), np.float64)
@@ -76,8 +89,9 @@ def explain_joint(problem: Problem, joint: JointSpace, res: Any) -> dict[str, An
     pick_i = next(c.index for c in combos if (c.precision, c.batch, c.option.name) == (x["precision"], x["batch"],
                                                                                        x["option"]))  # fmt: skip
     best = stats[pick_i]["best"]
+    assert best is not None  # the pick is the best feasible point of its combination: the scan found it
     c = combos[pick_i]
-    cons = []
+    cons: list[dict[str, Any]] = []
     for con in c.problem.constraints:
         label = "capacity (per device)" if con.label == "capacity" else con.label
         cons.append({"name": label, "value": float(con.value(best)), "budget": con.bound,

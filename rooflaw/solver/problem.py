@@ -11,7 +11,7 @@ from typing import Any
 from ..constraints.scenario import Scenario
 from ..errors import RooflawError, bad
 from . import problem_inputs as I
-from .budgets import PHASE_COLUMN, PHASES, TIMED, Capacity, Constraint
+from .budgets import PHASE_COLUMN, PHASES, TIMED_TYPES, Capacity, Constraint, LatencyBudget
 
 #: The CLI's defaults (``rooflaw solve --help``), shared by the API.
 DEFAULT_LAW = "paper-2602.10377"
@@ -139,7 +139,7 @@ class Problem:
         budget, ``phase="prefill"`` moves it, ``workload=...`` keeps the rest of the scenario)."""
         changes = dict(changes)
         lat = self.constraint("latency")
-        if "phase" in changes and lat is not None and "latency_budget" not in changes:
+        if "phase" in changes and isinstance(lat, LatencyBudget) and "latency_budget" not in changes:
             changes["latency_budget"] = lat.seconds
         drop = {I.KEYWORDS[k].kind for k in changes if k in I.KEYWORDS}
         keep = tuple(c for c in self.constraints if c.kind not in drop)
@@ -187,7 +187,7 @@ class Problem:
         c = self.constraint(kind)
         if c is None or isinstance(c, Capacity):
             return None
-        return float(c.seconds) if c.kind in TIMED else float(c.bound)
+        return float(c.seconds) if isinstance(c, TIMED_TYPES) else float(c.bound)
 
     @property
     def latency_bound(self) -> float | None:
@@ -198,7 +198,8 @@ class Problem:
     @property
     def confidence(self) -> float | None:
         """The quantile the latency-type budgets are met at (``None``: the prediction itself)."""
-        return next((c.confidence for c in self.constraints if c.kind in TIMED and c.confidence is not None), None)
+        timed = (c for c in self.constraints if isinstance(c, TIMED_TYPES))
+        return next((c.confidence for c in timed if c.confidence is not None), None)
 
     @property
     def latency_budget(self) -> float | None:

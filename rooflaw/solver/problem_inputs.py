@@ -18,6 +18,7 @@ from .budgets import (
     KINDS,
     PHASES,
     TIMED,
+    TIMED_TYPES,
     Capacity,
     Constraint,
     EnergyBudget,
@@ -174,7 +175,7 @@ def constraints(
         )
     if confidence is not None:
         for k, c in list(objs.items()):
-            if k in TIMED and c.confidence is None:
+            if isinstance(c, TIMED_TYPES) and c.confidence is None:
                 objs[k] = dataclasses.replace(c, confidence=confidence)
     lat = objs.get("latency")
     if isinstance(lat, LatencyBudget) and phase is not None and lat.phase != phase:

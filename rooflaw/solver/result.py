@@ -22,7 +22,7 @@ class MappingAccess(Mapping):
 
     extra_keys: tuple[str, ...] = ()
 
-    def keys(self):  # type: ignore[override]
+    def keys(self):  # a list (indexable), not the KeysView Mapping.keys returns; unannotated so mypy lets it differ
         return [f.name for f in dataclasses.fields(self)] + list(self.extra_keys)
 
     def __getitem__(self, key: str) -> Any:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 import pandas as pd
@@ -169,7 +169,7 @@ def _aligned_note(problem: Problem) -> list[str]:
     return [f"align {problem.align}: {m:,} of the space's {n:,} points have d_model and ffn multiples of it"]
 
 
-def raise_infeasible(problem: Problem, acc: Accumulator) -> None:
+def raise_infeasible(problem: Problem, acc: Accumulator) -> NoReturn:
     where = _where(problem)
     if not acc.minimum:
         dom = (

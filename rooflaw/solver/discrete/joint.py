@@ -137,7 +137,7 @@ class JointSpace:
         """Every (precision, batch, option) with its problem variant, precision-major then batch then option."""
         precs = self.precisions or (problem.precision,)
         batches = self.batches or (problem.workload.batch,)
-        out = []
+        out: list[Combo] = []
         for p in precs:
             first = combination_problem(problem, p, batches[0])  # the law bound once per precision (compiled once)
             for b in batches:
@@ -264,6 +264,7 @@ def run_task(problem: Problem, joint: JointSpace, task: tuple, objectives: tuple
 
     combo = joint.combos(problem)[which]
     pl = plan(combo.problem, objectives, strict=True, lohi=task[4])
+    assert pl is not None  # numba tasks are made only for combinations kernel_combinations planned
     keep = JOINT_KEEP + tuple(dict.fromkeys(k for o in joint.options for k in o.extra))
     return scan_blocks(combo, pl, a, b, objectives, keep)
 
@@ -286,7 +287,7 @@ def _better_joint(a: dict[str, float] | None, b: dict[str, float] | None) -> dic
 
 def run(problem: Problem, joint: JointSpace, objectives: tuple[str, ...], n_jobs: int | None = None,
         scheduler: str | None = None, chunk: int = SUB_CHUNK,
-        backend: str = "auto") -> tuple[Accumulator, dict[str, float]]:  # fmt: skip
+        backend: str = "auto") -> tuple[Accumulator, dict[str, Any]]:  # fmt: skip
     """Scan the joint space: in-process, on ``n_jobs`` joblib processes (numba tasks: threads), or on Dask when
     ``scheduler`` is given; single-device combinations on the numba scan kernel per ``backend``."""
     check_joint_size(problem, joint)

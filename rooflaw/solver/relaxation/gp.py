@@ -107,8 +107,8 @@ def solve_gp_theory(
         cmons[k] = m
         cons.append(_cvx(m, xs, bud) <= 1)
     bounds = bounds_of(problem)
-    for k, v in (fix or {}).items():
-        bounds[k] = (float(v), float(v))
+    for k, fixed in (fix or {}).items():
+        bounds[k] = (float(fixed), float(fixed))
     for v in VARS:
         lo, hi = bounds[v]
         if lo == hi:
@@ -151,9 +151,11 @@ def solve_gp_theory(
         raise explain_infeasible(problem, der, [c[s] for s in K.CONSTS], bounds, budgets) from None
     if prob.status not in ("optimal", "optimal_inaccurate"):
         raise RooflawError(f"GP solver returned status {prob.status}")
-    x = {v: float(xs[v].value) for v in VARS}
+    x: dict[str, float] = {}
     for v in VARS:
-        x[v] = min(max(x[v], bounds[v][0]), bounds[v][1])
+        val = xs[v].value
+        assert val is not None  # status optimal: cvxpy has set every variable
+        x[v] = min(max(float(val), bounds[v][0]), bounds[v][1])
     subs = {X[v]: x[v] for v in VARS}
     loss = float(L.xreplace(subs))
     values = {}

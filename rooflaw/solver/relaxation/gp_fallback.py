@@ -31,7 +31,7 @@ def solve_with_fallback(
     import cvxpy as cp
 
     installed = set(cp.installed_solvers())
-    order = [solver] if solver not in (None, "CLARABEL") else [s for s in FALLBACKS if s in installed]
+    order: list[str | None] = [solver] if solver not in (None, "CLARABEL") else [s for s in FALLBACKS if s in installed]
     if not order:
         order = [None]  # cvxpy's own choice
     tried: list[str] = []

@@ -244,13 +244,14 @@ def _build_branch_problem(problem, br: Branch, lmons, budgets, bounds):
     ref = np.sqrt(lo * hi)
     log_ref = np.log(ref)
     params = {k: cp.Parameter(name=f"log_{k}_budget", value=math.log(float(budgets[k]))) for k in budgets}
-    named = {}
-    lat, cons = None, []
+    named: dict[str, Any] = {}
+    lat: dict[str, list] = {}  # per phase, when a latency or energy budget needs it
+    cons: list = []
     if "latency" in budgets or "energy" in budgets:
         lat, cons = _latency_logs(br, y, log_ref)
     if "latency" in budgets:
-        pieces = {"prefill": lat["prefill"], "decode": lat["decode"], "total": lat["prefill"] + lat["decode"]}
-        named["latency"] = _lse(pieces[_phase(problem)]) <= params["latency"]
+        by_phase = {"prefill": lat["prefill"], "decode": lat["decode"], "total": lat["prefill"] + lat["decode"]}
+        named["latency"] = _lse(by_phase[_phase(problem)]) <= params["latency"]
     named["memory"] = _log_posy(y, br.memory, log_ref) <= params["memory"]
     if "energy" in budgets:
         pieces = [_log_posy(y, br.energy_dyn, log_ref)]
@@ -274,8 +275,10 @@ def _build_branch_problem(problem, br: Branch, lmons, budgets, bounds):
 #: Clarabel settings tried in turn (tight tolerances first; a shorter step or no equilibration when Clarabel stalls
 #: with "insufficient progress", which happens on some devices' exponential cones), then Clarabel's defaults.
 _TIGHT = {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10, "tol_ktratio": 1e-8}
-_LADDER = (_TIGHT, {**_TIGHT, "max_step_fraction": 0.9}, {**_TIGHT, "equilibrate_enable": False},
-           {"tol_gap_abs": 1e-8, "tol_gap_rel": 1e-8, "tol_feas": 1e-8}, {"max_step_fraction": 0.9}, {})  # fmt: skip
+_LADDER: tuple[dict[str, Any], ...] = (
+    _TIGHT, {**_TIGHT, "max_step_fraction": 0.9}, {**_TIGHT, "equilibrate_enable": False},
+    {"tol_gap_abs": 1e-8, "tol_gap_rel": 1e-8, "tol_feas": 1e-8}, {"max_step_fraction": 0.9}, {},
+)  # fmt: skip
 
 
 def _run(prob: Any, solver: str | None) -> str:

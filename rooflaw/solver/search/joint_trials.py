@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -25,13 +25,16 @@ from ..problem import Problem
 from .dashboard import set_trial_attrs
 from .params import suggest_architecture
 
+#: An Optuna study direction.
+Direction = Literal["minimize", "maximize"]
+
 #: Trial user attribute holding a joint trial's row.
 ATTR = "rooflaw_joint"
 #: Architectures of the fixed sample that sets the joint hypervolume reference (seed 0; × every combination).
 REFERENCE_SAMPLE = 1024
 
 
-def directions(objectives: Sequence[str]) -> list[str]:
+def directions(objectives: Sequence[str]) -> list[Direction]:
     """Optuna study directions: throughput is maximised, the rest minimised."""
     return ["maximize" if JOINT_OBJECTIVES[o][1] < 0 else "minimize" for o in objectives]
 
@@ -88,6 +91,7 @@ class JointObjective:
         cols = self.problem.space.columns_at(np.array([index]), np.float64)
         ((_, v, _),) = evaluate_chunk([c], cols, self.extra)
         self.evaluations += 1
+        row: dict[str, Any]
         if v is None:  # outside the law's fitted domain: no cost model run, never feasible
             row = {k: math.nan for k in JOINT_KEEP + self.extra}
             row |= {k: float(np.asarray(cols[k])[0]) for k in cols if k in row and np.ndim(cols[k])}

@@ -22,6 +22,7 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -66,7 +67,7 @@ class _Objective:
         p = self.problem
         cols = p.space.columns_at(np.array([index]), np.float64)
         v = evaluate_lean(p, cols, self.backend)
-        row = {k: float(v[k][0]) for k in KEEP}
+        row: dict[str, Any] = {k: float(v[k][0]) for k in KEEP}
         row["feasible"] = bool(v["feasible"][0])
         row["measured"] = False
         self.evaluations += 1
@@ -121,7 +122,9 @@ def _open_study(problem: Problem, objectives: tuple[str, ...], storage: Any, stu
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    directions = ["minimize"] * len(objectives) if joint is None else joint_trials.directions(objectives)
+    directions: list[joint_trials.Direction] = (
+        ["minimize"] * len(objectives) if joint is None else joint_trials.directions(objectives)
+    )
     definition = _definition(problem, objectives, joint)
     meta = {"objectives": list(objectives), "space": problem.space.name, "phase": problem.phase,
             "definition": definition}  # fmt: skip
@@ -222,9 +225,9 @@ def _run_worker(
                 beat.start(trial)
                 values = obj(trial)
             except BaseException:
-                beat.finish(lambda t=trial: study.tell(t, state=TrialState.FAIL))
+                beat.finish(partial(study.tell, trial, state=TrialState.FAIL))
                 raise
-            beat.finish(lambda t=trial, v=values: study.tell(t, v))
+            beat.finish(partial(study.tell, trial, values))
             ran += 1
             done = _n_complete(study) if shared else done + 1
             if progress is not None:
