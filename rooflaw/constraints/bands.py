@@ -18,6 +18,7 @@ sources' held-out ratios only and the source's own held-out rows are counted ins
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -28,10 +29,10 @@ import numpy as np
 
 from ..errors import bad
 
-try:  # Python >= 3.11
+if sys.version_info >= (3, 11):
     import tomllib
-except ModuleNotFoundError:  # pragma: no cover
-    import tomli as tomllib  # type: ignore[no-redef]
+else:  # pragma: no cover
+    import tomli as tomllib
 
 BANDS_FILE = Path(__file__).with_name("bands.toml")
 #: Quantile levels stored per phase (a ``--confidence`` outside [0.05, 0.95] is refused: too few rows).

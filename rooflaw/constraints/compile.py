@@ -16,6 +16,7 @@ import types
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 import numpy as np
 import sympy as sp
@@ -27,7 +28,8 @@ from .symbols import ARCH, PRECISION, STACK, WORKLOAD
 ARGS = (*ARCH.values(), *STACK.values(), *WORKLOAD, *PRECISION)
 ARG_NAMES = tuple(str(s) for s in ARGS)
 RATE_ARGS = (A.INV_BETA, A.OVERHEAD)
-LAMBDIFY_MODULES = [{"Max": np.maximum, "Min": np.minimum, "nonzero": np.sign}, "numpy"]
+_LAMBDIFY_FUNCS: dict[str, Any] = {"Max": np.maximum, "Min": np.minimum, "nonzero": np.sign}
+LAMBDIFY_MODULES: list[dict[str, Any] | str] = [_LAMBDIFY_FUNCS, "numpy"]
 
 
 @dataclass(frozen=True)
@@ -66,12 +68,13 @@ def _globals_for(code: types.CodeType) -> dict | None:
     neither.
     Building lambdify's full namespace runs ``from numpy import *``, which imports numpy.testing and f2py: the
     largest cost of loading a cached evaluator in a fresh process."""
-    names, todo = set(), [code]
+    names: set[str] = set()
+    todo = [code]
     while todo:
         c = todo.pop()
         names.update(c.co_names)
         todo += [k for k in c.co_consts if isinstance(k, types.CodeType)]
-    first, exported = LAMBDIFY_MODULES[0], set(np.__all__)
+    first, exported = _LAMBDIFY_FUNCS, set(np.__all__)
     ns: dict = {}
     for n in names:
         if n in first:
@@ -118,7 +121,9 @@ def compile_preset(preset: str, kinds: frozenset[str] = frozenset()) -> Compiled
     if hit is not None:
         try:
             fns = {k: _from_source(hit[k]) for k in ("fast", "parts", "gemms")}
-            return Compiled(*hit["meta"], fns["fast"], fns["parts"], fns["gemms"], tuple(hit["gemm_parts"]))
+            names, roofs, scopes, n_varying = hit["meta"]
+            return Compiled(names, roofs, scopes, n_varying, fns["fast"], fns["parts"], fns["gemms"],
+                            tuple(hit["gemm_parts"]))  # fmt: skip
         except Exception:  # noqa: BLE001 - a stale or broken entry: derive again
             pass
     comp = _compile_preset(preset, kinds)
@@ -173,7 +178,8 @@ def _compile_preset(preset: str, kinds: frozenset[str] = frozenset()) -> Compile
     args = (*ARGS, *ipp, *ipd, *RATE_ARGS)
     lam = lambda ex: sp.lambdify(args, ex, modules=LAMBDIFY_MODULES, cse=True)  # noqa: E731
     gemm_parts = tuple(i for i, p in enumerate(parts) if p.gemm_pre is not None)
-    gex = [e for i in gemm_parts for e in parts[i].gemm_pre] + [e for i in gemm_parts for e in parts[i].gemm_dec]
+    pre_dec = [(parts[i].gemm_pre, parts[i].gemm_dec) for i in gemm_parts]
+    gex = [e for g, _ in pre_dec for e in g or ()] + [e for _, g in pre_dec for e in g or ()]  # both set together
     return Compiled(
         tuple(p.name for p in parts), tuple(p.roof for p in parts), tuple(p.scope for p in parts), tuple(n_varying),
         lam([pre_sum, dec_sum, *vary, *tot]), lam(per_part + tot),

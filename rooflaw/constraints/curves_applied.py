@@ -39,7 +39,7 @@ def curves_of(device: Device) -> Any:
     if not getattr(device, "architecture", None):
         return None
     try:
-        from .kernels import curves_for  # type: ignore[attr-defined]
+        from .kernels import curves_for
     except ImportError:  # the curves catalog is not shipped in this build
         return None
     return curves_for(device)
@@ -170,7 +170,7 @@ def curve_tiles(M: Any, N: Any, groups: Any, device: Device) -> Any:
     """Tile × wave efficiency of ``groups`` M×N GEMMs priced by kernel curves: the kernel fit's best tile of its menu
     (:func:`.kernels.gemm.tile_wave_efficiency`), else the device's own tile (:func:`.gemm.tile_efficiency`)."""
     try:
-        from .kernels.gemm import tile_wave_efficiency  # type: ignore[import-not-found]
+        from .kernels.gemm import tile_wave_efficiency
     except ImportError:
         from .gemm import tile_efficiency
 

@@ -41,7 +41,7 @@ class Workload:
         """S̄ = S_in + (S_out + 1)/2."""
         return self.input_tokens + (self.output_tokens + 1) / 2
 
-    def to_dict(self) -> dict[str, int]:
+    def to_dict(self) -> dict[str, int | str]:
         return {
             "batch": self.batch,
             "input_tokens": self.input_tokens,

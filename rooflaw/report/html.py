@@ -44,7 +44,7 @@ def plotly_js() -> str:
 
 
 def _template(name: str) -> str:
-    return resources.files(__package__).joinpath("template", name).read_text(encoding="utf-8")
+    return resources.files(__package__).joinpath("template").joinpath(name).read_text(encoding="utf-8")
 
 
 def _escape_html(text: str) -> str:
