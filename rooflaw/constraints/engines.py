@@ -36,6 +36,7 @@ says so in :meth:`Applied.describe`. ``ideal`` is the pure roofline (efficiency 
 from __future__ import annotations
 
 import dataclasses
+import sys
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -47,10 +48,10 @@ from ..devices.device import Device
 from ..errors import bad
 from .curves_applied import COMPUTE_KEYS  # roof dtypes an achieved-compute table may carry (fp32: the vector roof)
 
-try:  # Python >= 3.11
+if sys.version_info >= (3, 11):
     import tomllib
-except ModuleNotFoundError:  # pragma: no cover
-    import tomli as tomllib  # type: ignore[no-redef]
+else:  # pragma: no cover
+    import tomli as tomllib
 
 ENGINES_FILE = Path(__file__).with_name("engines.toml")
 
@@ -198,7 +199,7 @@ def get_engine(name: str | EngineProfile) -> EngineProfile:
     fit = fitted_figures().get(name)
     if not fit or name == "ideal":
         return base
-    changes = {k: float(fit[k]) for k in ENGINE_KEYS if k in fit}
+    changes: dict[str, Any] = {k: float(fit[k]) for k in ENGINE_KEYS if k in fit}  # fields named at run time
     prov = {k: str(fit.get("provenance", "fitted")) for k in changes}
     on = tuple(str(x) for x in fit.get("fitted_on", ()))
     return dataclasses.replace(base, **changes, provenance=prov, rows=tuple(fit.get("rows", ())), fitted_on=on)

@@ -14,7 +14,7 @@ kind of continuous batching (the slower of its prompt chunk and its decode token
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -26,11 +26,40 @@ if TYPE_CHECKING:
 #: :class:`.fit_efficiency.FitParameters` and :class:`.fit_efficiency.CaseFeatures` (duck-typed here: this module
 #: sits below ``fit_efficiency``, which imports it)
 FitParameters = Any
-CaseFeatures = Any
+#: Per-op FLOPs and bytes of one pass (F, B).
+OpFB = tuple[np.ndarray, np.ndarray]
+
+
+class CaseFeatures(Protocol):
+    """What :class:`FlatCases` reads of a :class:`.fit_efficiency.CaseFeatures`."""
+
+    pre: OpFB
+    dec: OpFB
+    pi: np.ndarray
+    dtypes: list[str]
+    beta: float
+    launches: dict[str, float]
+    mixed: np.ndarray
+    att: np.ndarray
+    vector: float
+    steps: list[tuple[float, OpFB | None, OpFB | None, int]] | None
+    gemm_extra: dict[str, float]
 
 
 class FlatCases:
     """Index arrays of ``cases`` against the parameter vector of ``P`` (plus a constant 1 and 0 at its end)."""
+
+    # per t-call, set from ``_tc`` in __init__: parameter indices, and the float columns launch, beta, nlayers, const
+    mem: np.ndarray
+    mf: np.ndarray
+    pad: np.ndarray
+    kern: np.ndarray
+    launch: np.ndarray
+    pass_: np.ndarray
+    beta: np.ndarray
+    layer: np.ndarray
+    nlayers: np.ndarray
+    const: np.ndarray
 
     def __init__(self, P: FitParameters, cases: Sequence[Case], feats: Sequence[CaseFeatures]):
         n = len(P.names)

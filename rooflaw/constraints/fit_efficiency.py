@@ -58,8 +58,8 @@ OBS_SCALE = 0.1  #: relative error at which the robust loss turns linear
 class CaseFeatures:
     """Per-op FLOPs/bytes of one case's passes (summed over layers) and its roof dtypes."""
 
-    pre: tuple[np.ndarray, np.ndarray] | None  # F, B per op
-    dec: tuple[np.ndarray, np.ndarray] | None
+    pre: tuple[np.ndarray, np.ndarray]  # F, B per op
+    dec: tuple[np.ndarray, np.ndarray]
     pi: np.ndarray
     dtypes: list[str]
     beta: float
@@ -69,7 +69,9 @@ class CaseFeatures:
     vector: float  # the vector (FP32 CUDA-core) roof, FLOP/s: dequantising GEMVs of small decode batches
     #: continuous batching (``Case.concurrent``): per steady-state step kind, (count, prefill F/B of its c + n
     #: tokens or None, decode-step F/B of its n sequences or None, n)
-    steps: list[tuple[float, tuple | None, tuple | None, int]] | None = None
+    steps: (
+        list[tuple[float, tuple[np.ndarray, np.ndarray] | None, tuple[np.ndarray, np.ndarray] | None, int]] | None
+    ) = None
     #: engine -> seconds per pass the kernel curves' per-GEMM-call extras add (0 without curves)
     gemm_extra: dict[str, float] = dataclasses.field(default_factory=dict)
 
@@ -203,7 +205,8 @@ class FitParameters:
                 self._add("engine", c.engine, "attention_factor")
         self.index = {k: i for i, k in enumerate(self.names)}
 
-    def _add(self, *key: str) -> None:
+    def _add(self, scope: str, owner: str, figure: str) -> None:
+        key = (scope, owner, figure)
         if key not in self.names:
             self.names.append(key)
 
@@ -293,7 +296,7 @@ class FitResult:
     def engine(self, name: str) -> EngineProfile:
         """The built-in profile ``name`` with this fit's figures (prior-free defaults where it has none)."""
         base = BUILTIN_ENGINES[name]
-        fit = self.engines.get(name, {})
+        fit: dict[str, Any] = self.engines.get(name, {})  # fields named at run time
         prov = dict.fromkeys(fit, "fitted")
         on = tuple(self.fitted_on.get(name, ()))
         return dataclasses.replace(base, **fit, provenance=prov, rows=tuple(self.rows.get(name, [])), fitted_on=on)
@@ -337,6 +340,7 @@ def fit(cases: Sequence[Case], devices: dict[str, Device] | None = None,
                           x_scale=1.0, max_nfev=400)  # fmt: skip
         if sol is None or s.cost < sol.cost:
             sol = s
+    assert sol is not None  # the loop above ran
     fams: dict[str, dict[str, float]] = {}
     engs: dict[str, dict[str, float]] = {}
     for k, i in P.index.items():
@@ -352,7 +356,7 @@ def fit(cases: Sequence[Case], devices: dict[str, Device] | None = None,
         where = dev.architecture or dev.kind
         if where not in fitted_on.setdefault(c.engine, []):
             fitted_on[c.engine].append(where)
-    fixed = {}
+    fixed: dict[str, dict[str, float]] = {}
     for (_, fam, key), v in P.fixed.items():
         fixed.setdefault(fam, {})[key] = v
     return FitResult(fams, engs, rows, float(sol.cost), {k: sorted(v) for k, v in fitted_on.items()}, fixed)

@@ -24,6 +24,7 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict
 
 from ..arch import Architecture, from_hf_config
 from ..devices.precision import FORMATS, Format, Precision
@@ -97,6 +98,21 @@ class Case:
     #: the FP16 roof (FLOP/s) this row's 16-bit GEMMs run on when it is not the catalog's: llama.cpp's cuBLAS
     #: path accumulates in FP16 (:data:`FP16_ACCUMULATE_FLOPS`)
     fp16_flops: float | None = None
+
+
+class _RowFields(TypedDict):
+    """The :class:`Case` fields every case of one published row shares (the prompt's may differ in precision and
+    FP16 roof on llama.cpp)."""
+
+    row_id: str
+    source: str
+    device: str
+    family: str
+    engine: str
+    model: str
+    arch: Architecture
+    precision: Precision
+    fp16_flops: float | None
 
 
 def _num(text: str) -> float:
@@ -235,8 +251,8 @@ def _cases(row: dict[str, str], arch: Architecture, device: str, engine: str) ->
     mtype = row["measurement_type"].lower()
     att = get_engine(engine).attention
     fam = FAMILY_OF.get(device.split("@")[0], "other")
-    base = dict(row_id=row["row_id"], source=row["source_id"], device=device, family=fam, engine=engine,
-                model=_model(row["model_hf"]) or "", arch=arch, precision=prec)  # fmt: skip
+    base = _RowFields(row_id=row["row_id"], source=row["source_id"], device=device, family=fam, engine=engine,
+                      model=_model(row["model_hf"]) or "", arch=arch, precision=prec, fp16_flops=None)  # fmt: skip
     out = []
     pre_base = base
     if engine == "llama.cpp":  # the prompt GEMMs' kernel path depends on the build (PR #8075)
@@ -246,10 +262,10 @@ def _cases(row: dict[str, str], arch: Architecture, device: str, engine: str) ->
         pre_base = {**base, "precision": pp, "fp16_flops": acc16}
     tok_s = _num(row["decode_tok_s"])
     if "llama-bench" in mtype:  # separate pp512 and tg512 tests
-        pp = _num(row["prefill_tok_s"])
-        if math.isfinite(pp) and "tg only" not in row["use_for_validation"]:
+        pp_tok_s = _num(row["prefill_tok_s"])
+        if math.isfinite(pp_tok_s) and "tg only" not in row["use_for_validation"]:
             w = Workload(batch, s_in, 1, att)
-            out.append(Case(**pre_base, workload=w, phase="prefill", measured_s=s_in / pp))
+            out.append(Case(**pre_base, workload=w, phase="prefill", measured_s=s_in / pp_tok_s))
         out.append(Case(**base, workload=Workload(batch, 1, s_out, att), phase="decode", measured_s=batch / tok_s))
         return out
     if "output token throughput" in mtype or "end-to-end" in mtype:
