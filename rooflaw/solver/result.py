@@ -45,14 +45,15 @@ class FrontierView(MappingAccess):
     """What every frontier-bearing result shares: ``frontier_size`` and ``to_frame()`` (the frontier)."""
 
     extra_keys = ("frontier_size",)
+    frontier: Any  # a DataFrame: a field of every subclass (a plain annotation here, not a dataclass field)
 
     @property
     def frontier_size(self) -> int:
-        return len(self.frontier)  # type: ignore[attr-defined]
+        return len(self.frontier)
 
     def to_frame(self) -> Any:
         """The Pareto frontier (a copy), one row per architecture, SI units."""
-        return self.frontier.copy()  # type: ignore[attr-defined]
+        return self.frontier.copy()
 
 
 @dataclass(eq=False)
