@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_helpers import run_cli
 
 from rooflaw.cli import answer_cache
-from cli_helpers import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 ARGS = ("solve", "--device", "jetson-agx-orin-64gb", "--latency-budget", "20ms")
