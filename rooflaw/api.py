@@ -71,6 +71,7 @@ _MODULES: dict[str, str] = {
     "rooflaw.constraints.bands": "BAND_LEVEL band_applies band_coverage bands_dict bands_from_rows confidence_factor "
     "phase_band problem_band value_band write_bands",
     "rooflaw.report": "REPORT_DETAILS plotly_js report_data write_report",
+    "rooflaw.cache": "answer_key load_answer store_answer",
 }
 #: name -> module that defines it.
 _LAZY: dict[str, str] = {name: mod for mod, names in _MODULES.items() for name in names.split()}
@@ -197,3 +198,47 @@ def clear_cache(*what: str, disk: bool = False) -> list[str]:
 
 
 __all__ = sorted([*_LAZY, "Infeasible", "RooflawError", "clear_cache", "evaluate"], key=str.lower)
+
+# ---- how ``rooflaw`` groups these names ----------------------------------------------------------------------
+#: The public API beside the top of ``rooflaw``: ``rooflaw.<group>`` -> the names it holds (each defined where
+#: :data:`_MODULES` says). ``units``, ``plots`` and ``report`` are the packages that define theirs; the others are
+#: namespaces over this module (:func:`group_attr`). The top of ``rooflaw`` (:data:`TOP`) keeps the rest: solving,
+#: evaluating, and loading devices, architectures, spaces and laws.
+GROUPS: dict[str, str] = {
+    "units": "parse_bytes parse_energy parse_time",
+    "plots": "check_figure_path plot_breakdown plot_frontier plot_joint_frontier plot_report plot_roofline "
+    "plot_serving",
+    "report": "REPORT_DETAILS plotly_js report_data write_report",
+    "bands": "BAND_LEVEL band_applies band_coverage bands_dict bands_from_rows confidence_factor phase_band "
+    "problem_band value_band write_bands",
+    "speculative": "DEFAULT_GAMMAS MAX_DRAFT_TOKENS Draft SpeculativeReport check_alpha eagle_draft "
+    "evaluate_speculative expected_tokens explain_speculative explain_speculative_text load_acceptance_rows "
+    "optimal_draft_tokens optimal_gamma_continuous parse_draft space_drafts speculative_options",
+    "parallel": "Layout Option balanced_split batch_sweep check_fits combination_problem cpu_count disagg_columns "
+    "evaluate_layout layout_columns layout_options max_batch parse_batches parse_disagg parse_layout parse_layouts "
+    "resolve_jobs",
+    "fitting": "KernelCurves calibrate calibrate_cuda cuda_available curves_for efficiency_errors fit_efficiencies "
+    "fit_kernels gemstones held_out_errors kernel_gpus load_cases load_table median_abs_error plot_fit",
+    "explain": "DerivedTheorems OP_COLUMNS STEP_COLUMNS decode_step_table decode_steps derive_theorems "
+    "explain_discrete explain_joint explain_joint_text explain_text op_rows pass_table step_rows theory_expressions "
+    "throughput",
+}
+#: Names only the command line needs (spelled ``rooflaw.api.NAME``).
+CLI_HELPERS = ("answer_key", "check_out_not_storage", "infeasible_from_trials", "joint_result", "load_answer",
+               "store_answer")  # fmt: skip
+#: name -> its group.
+GROUP_OF: dict[str, str] = {name: group for group, names in GROUPS.items() for name in names.split()}
+#: The top of ``rooflaw``: what is in no group and is no CLI helper.
+TOP: tuple[str, ...] = tuple(n for n in __all__ if n not in GROUP_OF and n not in CLI_HELPERS)
+
+
+def group_names(group: str) -> list[str]:
+    """The names of ``rooflaw.<group>``, sorted."""
+    return sorted(GROUPS[group].split(), key=str.lower)
+
+
+def group_attr(group: str, name: str) -> Any:
+    """``rooflaw.<group>.<name>`` (loaded on first use); AttributeError for a name not in the group."""
+    if name not in GROUPS[group].split():
+        raise AttributeError(f"module 'rooflaw.{group}' has no attribute {name!r}")
+    return __getattr__(name)

@@ -239,3 +239,113 @@ def lambdify_numpy(args: Any, expr: Any, cse: bool = True) -> Any:
     with contextlib.suppress(OSError, TypeError):  # no source to keep: nothing stored
         store(key, inspect.getsource(fn))
     return fn
+
+
+# ---- answers: what a deterministic command printed, keyed by all of its inputs ----------------------------------
+#: Bump when the stored answer format changes.
+ANSWER_FORMAT = 1
+#: Distributions whose versions can change an answer (missing ones count as "none").
+ANSWER_LIBRARIES = ("numpy", "scipy", "sympy", "pandas", "cloudpickle", "cvxpy", "clarabel", "scs", "ecos")
+#: Files named by an option are hashed up to this size; a larger one (or a directory) means no key.
+MAX_INPUT_FILE_BYTES = 4 << 20
+
+
+def package_digest(root: Path | None = None) -> str:
+    """sha256 over the relative path and bytes of every file of the package (sources and data; ``__pycache__`` left
+    out): any edit, refit or new file changes it."""
+    root = root or _ROOT
+    h = hashlib.sha256()
+    for d, dirs, files in os.walk(root):
+        dirs[:] = sorted(x for x in dirs if x != "__pycache__")
+        for name in sorted(files):
+            if name.endswith((".pyc", ".pyo")):
+                continue
+            p = os.path.join(d, name)
+            h.update(f"\0{os.path.relpath(p, root)}\0".encode())
+            with open(p, "rb") as f:
+                h.update(f.read())
+    return h.hexdigest()
+
+
+def _library_versions() -> list[str]:
+    import sys
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = [sys.version]
+    for lib in ANSWER_LIBRARIES:
+        try:
+            out.append(f"{lib} {version(lib)}")
+        except PackageNotFoundError:
+            out.append(f"{lib} none")
+    return out
+
+
+def _device_plugins_installed() -> bool:
+    from importlib.metadata import entry_points
+
+    return any(True for _ in entry_points(group="rooflaw.devices"))
+
+
+def _input_files(value: str) -> list[str] | None:
+    """``[path, sha256]`` for each existing file ``value`` names (itself, or before an ``@mode``); None when it
+    names something a key cannot cover (a directory, a special file, a file over :data:`MAX_INPUT_FILE_BYTES`)."""
+    out: list[str] = []
+    for cand in dict.fromkeys((value, value.partition("@")[0])):
+        if not cand or len(cand) > 4096:
+            continue
+        try:
+            st = os.stat(cand)
+        except (OSError, ValueError):
+            continue
+        if not os.path.isfile(cand) or st.st_size > MAX_INPUT_FILE_BYTES:
+            return None
+        with open(cand, "rb") as f:
+            out += [os.path.abspath(cand), hashlib.sha256(f.read()).hexdigest()]
+    return out
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, (list, tuple)):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def answer_key(command: str, options: dict[str, Any]) -> str | None:
+    """The key of ``command``'s answer for ``options`` (JSON-able: strings, numbers, lists, dicts), or None when it
+    must be computed: the cache is off, an option names a directory or a large file, or a ``rooflaw.devices``
+    plug-in is installed (its code is outside the package and not hashed).
+
+    Hashes the command, every option value, the path and bytes of every file an option names, every file of the
+    package (:func:`package_digest`), the versions of Python and :data:`ANSWER_LIBRARIES`, and the ``ROOFLAW_*``
+    environment (but the cache directory)."""
+    import json
+
+    if cache_dir() is None:
+        return None
+    files: list[str] = []
+    for s in _strings(options):
+        parts = _input_files(s)
+        if parts is None:
+            return None
+        files += parts
+    if _device_plugins_installed():
+        return None
+    env = sorted((k, v) for k, v in os.environ.items() if k.startswith("ROOFLAW_") and k != "ROOFLAW_CACHE_DIR")
+    blob = [ANSWER_FORMAT, command, options, files, _library_versions(), env, package_digest()]
+    text = json.dumps(blob, sort_keys=True, default=repr)
+    return f"answer-{command}-{hashlib.sha256(text.encode()).hexdigest()[:32]}"
+
+
+def load_answer(key: str) -> Any | None:
+    """The answer stored under ``key`` by :func:`store_answer`, or None."""
+    hit = load(key)
+    return hit[1] if isinstance(hit, tuple) and len(hit) == 2 and hit[0] == ANSWER_FORMAT else None
+
+
+def store_answer(key: str, answer: Any) -> None:
+    """Keep ``answer`` (plain data) under ``key``, signed like every entry."""
+    store(key, (ANSWER_FORMAT, answer))

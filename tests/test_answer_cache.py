@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from cli_helpers import run_cli
 
+from rooflaw import cache
 from rooflaw.cli import answer_cache
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -98,7 +99,7 @@ def test_key_follows_the_package_and_the_options(answer_dir, monkeypatch):
     k = answer_cache.answer_key("solve", {"device": "jetson-agx-orin-64gb", "latency_budget": "20ms"})
     assert k == answer_cache.answer_key("solve", {"latency_budget": "20ms", "device": "jetson-agx-orin-64gb"})
     assert k != answer_cache.answer_key("solve", {"device": "jetson-agx-orin-64gb", "latency_budget": "21ms"})
-    monkeypatch.setattr(answer_cache, "package_digest", lambda: "an edited package")
+    monkeypatch.setattr(cache, "package_digest", lambda: "an edited package")
     assert k != answer_cache.answer_key("solve", {"device": "jetson-agx-orin-64gb", "latency_budget": "20ms"})
 
 
