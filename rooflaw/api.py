@@ -130,6 +130,17 @@ def evaluate(
     ``output_tokens``, ``attention``); ``engine``: an engine profile or its name (``ideal``, ``tensorrt-llm``, ...;
     None: the device's fitted default). Defaults are the CLI's (batch 1, 1024 in, 16 out, fused attention, the ``full``
     preset, the default precision). ``.to_dict()`` gives the totals, ``.to_frame()`` the operators.
+    Example (the pure roofline, ``engine="ideal"``: datasheet figures only)::
+
+        >>> import rooflaw as rl
+        >>> r = rl.evaluate("layers=4,d_model=512,heads=8,kv_heads=2,ffn=1536,vocab=32000", "jetson-agx-orin-64gb",
+        ...                 engine="ideal", input_tokens=1024, output_tokens=16)
+        >>> print(f"prefill {r.prefill_s * 1e3:.3f} ms, decode {r.decode_s * 1e3:.3f} ms")
+        prefill 1.352 ms, decode 4.634 ms
+        >>> print(f"memory {r.memory_bytes / 1e6:.1f} MB")
+        memory 100.3 MB
+        >>> r.params_total == 44_831_232 and r.weight_bytes == 2 * r.params_total  # fp16: 2 bytes a weight
+        True
     """
     from .arch import load_architecture
     from .constraints import evaluate as _evaluate
