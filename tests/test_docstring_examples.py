@@ -11,9 +11,9 @@ import pytest
 
 import rooflaw as rl
 
-#: The ten main functions (and the one class) a newcomer meets first.
-MAIN = ("solve", "Problem", "evaluate", "evaluate_columns", "frontier", "search", "get_device", "load_architecture",
-        "get_law", "get_space")  # fmt: skip
+#: The ten main functions (one of them the Problem class) a newcomer meets first.
+MAIN = ("solve", "Problem", "evaluate", "evaluate_columns", "frontier", "search", "compare", "get_device",
+        "load_architecture", "get_law")  # fmt: skip
 
 
 @pytest.mark.parametrize("name", MAIN)

@@ -487,14 +487,7 @@ _CACHE: dict[str, Space] = {}
 
 
 def get_space(name_or_path: str | Path | Space) -> Space:
-    """A built-in space by name (``paper``, ``wide``), or a space TOML file.
-
-    Example::
-
-        >>> import rooflaw as rl
-        >>> rl.get_space("paper").size, rl.get_space("wide").size
-        (6800, 11907072)
-    """
+    """A built-in space by name (``paper``, ``wide``), or a space TOML file."""
     if isinstance(name_or_path, Space):
         return name_or_path
     key = str(name_or_path)
