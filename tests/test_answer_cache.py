@@ -116,3 +116,20 @@ def test_a_hit_on_the_command_line_loads_no_numerical_library(capsys, answer_dir
     assert "HEAVY []" in p.stderr, p.stderr
     assert "read from the answer cache" in p.stdout
     assert "loss" in p.stdout and "8" in p.stdout
+
+
+def test_warnings_travel_with_the_answer(answer_dir, capsys):
+    """What a computed answer warned (e.g. a device without a vector roof) is warned again by a cached one."""
+    import warnings
+
+    rec = answer_cache.Recorder()
+    with rec.catching_warnings():
+        warnings.warn("device d gives no fp32 or vector figure", UserWarning, stacklevel=1)
+        rec.print("an answer")
+    key = answer_cache.answer_key("solve", {"device": "d"})
+    answer_cache.store(key, rec)
+    hit = answer_cache.load(key)
+    assert hit is not None and hit.items == rec.items and hit.warnings == ["device d gives no fp32 or vector figure"]
+    with pytest.warns(UserWarning, match="no fp32 or vector figure"):
+        answer_cache.replay(hit, cached_seconds=0.001)
+    assert "an answer" in capsys.readouterr().out
