@@ -26,7 +26,7 @@ import time
 import numpy as np
 
 import rooflaw
-from rooflaw import calibrate
+from rooflaw.fitting import calibrate
 
 ARCHS = {
     "dense-512x4": rooflaw.Architecture(layers=4, d_model=512, heads=8, kv_heads=2, ffn=1536, vocab=8000),

@@ -34,9 +34,9 @@ def main(argv: list[str]) -> dict:
     root = Path(args[0]) if args else DEFAULT
     overrides = {} if "l40s" in rl.device_ids() else {"l40s": str(L40S)}
     t0, c0 = time.perf_counter(), time.process_time()
-    gpus = rl.kernel_gpus([root], overrides)
+    gpus = rl.fitting.kernel_gpus([root], overrides)
     t_read = time.perf_counter() - t0
-    res = rl.fit_kernels(gpus, sample=sample, held_out=True)
+    res = rl.fitting.fit_kernels(gpus, sample=sample, held_out=True)
     t_fit = time.perf_counter() - t0 - t_read
     cpu = time.process_time() - c0
     fams = list(res.pooled_in_sample)

@@ -37,9 +37,9 @@ def main() -> None:
     wl = rooflaw.Workload(8, 1024, 64)
     out = {}
     for lay in LAYOUTS:
-        rooflaw.layout_columns({k: v[:64] for k, v in cols.items()}, system, lay, wl, "bf16")  # compile, warm
+        rooflaw.parallel.layout_columns({k: v[:64] for k, v in cols.items()}, system, lay, wl, "bf16")  # compile, warm
         t = time.perf_counter()
-        res = rooflaw.layout_columns(cols, system, lay, wl, "bf16")
+        res = rooflaw.parallel.layout_columns(cols, system, lay, wl, "bf16")
         dt = time.perf_counter() - t
         out[lay] = {"rows": args.n, "seconds": dt, "rows_per_s": args.n / dt, "valid": float(np.mean(res["valid"]))}
     if args.json:

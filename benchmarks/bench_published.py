@@ -66,25 +66,25 @@ def _pct(d: dict[str, float]) -> dict[str, str]:
 def main() -> None:
     path = sys.argv[1] if len(sys.argv) > 1 else "../shared/data/measured/published.csv"
     t_all, cpu0 = time.perf_counter(), time.process_time()
-    cases, skipped = rl.load_cases(path)
+    cases, skipped = rl.fitting.load_cases(path)
     print(f"{len(cases)} cases from {len({c.row_id for c in cases})} rows; {len(skipped)} rows skipped")
     t = time.perf_counter()
-    res = rl.fit_efficiencies(cases)
+    res = rl.fitting.fit_efficiencies(cases)
     fit_s = time.perf_counter() - t
     n_par = sum(len(v) for v in {**res.families, **res.engines}.values())
     print(f"fit: {fit_s:.1f} s, {n_par} parameters")
     for name, vals in {**res.families, **res.engines}.items():
         print(f"  {name:26s} " + ", ".join(f"{k}={v:.3g}" for k, v in sorted(vals.items())))
-    ideal, ins = rl.efficiency_errors(cases, None), rl.efficiency_errors(cases, res)
+    ideal, ins = rl.fitting.efficiency_errors(cases, None), rl.fitting.efficiency_errors(cases, res)
     out: dict[str, object] = {"cases": len(cases), "parameters": n_par, "fit_s": round(fit_s, 1)}
-    out["pure_roofline"], out["in_sample"] = rl.median_abs_error(ideal), rl.median_abs_error(ins)
+    out["pure_roofline"], out["in_sample"] = rl.fitting.median_abs_error(ideal), rl.fitting.median_abs_error(ins)
     print("\nmedian |err|  pure roofline:", _pct(out["pure_roofline"]))  # type: ignore[arg-type]
     print("median |err|  fitted (in-sample):", _pct(out["in_sample"]))  # type: ignore[arg-type]
     _table("in-sample, per family", ins, "family")
     held: dict[str, list[dict[str, object]]] = {"in sample": ins}
     for key in ("source", "board"):
-        ho = held[f"no {key}"] = rl.held_out_errors(cases, key)
-        out[f"leave_one_{key}_out"] = rl.median_abs_error(ho)
+        ho = held[f"no {key}"] = rl.fitting.held_out_errors(cases, key)
+        out[f"leave_one_{key}_out"] = rl.fitting.median_abs_error(ho)
         print(f"\nmedian |err|  leave one {key} out:", _pct(out[f"leave_one_{key}_out"]))  # type: ignore[arg-type]
         out[f"leave_one_{key}_out_per_group"] = _table(f"leave one {key} out, per held-out {key}", ho, "held_out")
         if key == "board":
@@ -92,10 +92,10 @@ def main() -> None:
                                                             coverage)  # fmt: skip
     # error bands: 80 % bands from the leave-one-source-out residuals; do they hold 80 % of rows they did not see?
     loso = held["no source"]
-    bands = rl.bands_from_rows(loso, "leave one source out")
+    bands = rl.bands.bands_from_rows(loso, "leave one source out")
     out["bands_80"] = {p: [round(x, 4) for x in b.band()] for p, b in bands.items()}
-    out["band_coverage_by_source"] = rl.band_coverage(loso)  # each source banded from the other sources only
-    out["band_coverage_by_row"] = rl.band_coverage(loso, key="row_id")  # each row banded from every other row
+    out["band_coverage_by_source"] = rl.bands.band_coverage(loso)  # each source banded from the other sources only
+    out["band_coverage_by_row"] = rl.bands.band_coverage(loso, key="row_id")  # each row banded from every other row
     print("\n80 % bands (measured/predicted), leave one source out:", out["bands_80"])
     for what in ("by_source", "by_row"):
         cov = out[f"band_coverage_{what}"]

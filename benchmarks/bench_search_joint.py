@@ -46,7 +46,7 @@ def main() -> None:
     objs = ("loss", "latency", "throughput")
     prob = R.Problem(law="chinchilla-precision", device="h100-sxm", space="paper", tokens=1e11,
                      workload=R.Workload(16, 1024, 64))  # fmt: skip
-    opts = R.layout_options("h100-sxm:8", ["tp=8", "ep=8,dp_attn=8"], max_tpot_s=0.05)
+    opts = R.parallel.layout_options("h100-sxm:8", ["tp=8", "ep=8,dp_attn=8"], max_tpot_s=0.05)
     js = R.JointSpace(("bf16", "fp8"), (16, 64), opts)
     t0, c0 = time.perf_counter(), time.process_time()
     ex = R.joint_frontier(prob, js, objs, n_jobs=1)

@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 import rooflaw as rl
-from rooflaw import Draft, evaluate_speculative, explain_speculative
+from rooflaw.speculative import Draft, evaluate_speculative, explain_speculative
 
 DEVICE = "jetson-agx-orin-64gb"
 WL = dict(batch=1, input_tokens=512, output_tokens=128)
@@ -53,11 +53,11 @@ def study(space: str, alphas: tuple[float, ...]) -> dict:
     t0 = time.time()
     plain = rl.solve_joint(prob, rl.JointSpace())
     out = {"space": prob.space.name, "plain": _pick(plain), "seconds_plain": time.time() - t0, "speculative": []}
-    drafts = rl.space_drafts(prob)
+    drafts = rl.speculative.space_drafts(prob)
     out["drafts"] = [{"name": d.name, "params": d.arch.params_total, "loss": prob.law.loss(d.arch)} for d in drafts]
     for a in alphas:
         t0 = time.time()
-        opts = rl.speculative_options(drafts, GAMMAS, a)
+        opts = rl.speculative.speculative_options(drafts, GAMMAS, a)
         res = rl.solve_joint(prob, rl.JointSpace(options=opts))
         row = {"alpha": a, **_pick(res), "seconds": time.time() - t0}
         opt = next(o for o in opts if o.name == res.extra["option"])
@@ -102,7 +102,7 @@ def gamma_from(alpha: float, tau: float) -> int:
 
 
 def published() -> dict:
-    rows = {r.id: r for r in rl.load_acceptance_rows()}
+    rows = {r.id: r for r in rl.speculative.load_acceptance_rows()}
     out = []
     for rid, spec in ROWS.items():
         r = rows[rid]

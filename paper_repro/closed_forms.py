@@ -89,7 +89,7 @@ def derived(regime: str) -> dict[str, Any]:
     """Sympy: the regime's constraint g, l*, μ and the r- and gqa-stationarity conditions (law numbers bound)."""
     import sympy as sp
 
-    from rooflaw import theory_expressions
+    from rooflaw.explain import theory_expressions
 
     s = _sym()
     th = theory_expressions()
@@ -131,7 +131,7 @@ def xi_expressions() -> dict[str, Any]:
     """ξ_F, ξ_W^eff (decode bytes per l·S_out·d²·b_w, KV included) and ξ_W^all from rooflaw's theory model."""
     import sympy as sp
 
-    from rooflaw import theory_expressions
+    from rooflaw.explain import theory_expressions
 
     s = _sym()
     th = theory_expressions()

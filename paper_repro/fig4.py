@@ -27,7 +27,7 @@ N_HELD_MODELS = 4
 
 def run(ctx: C.Context) -> dict:
     plt = C.plt()
-    allruns = C.rooflaw.gemstones("cool_end")
+    allruns = C.rooflaw.fitting.gemstones("cool_end")
     fixed = allruns[allruns["tokens"] == allruns["tokens"].min()].reset_index(drop=True)
     models = sorted(allruns["run_name"].unique())
     held = {str(m) for m in np.random.default_rng(0).choice(models, size=N_HELD_MODELS, replace=False)}

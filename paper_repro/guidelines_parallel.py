@@ -1,6 +1,6 @@
 """Seed guidelines 5–7 (serving across GPUs) with numbers: expert parallelism, chunked pipelines, Helix.
 
-Every number comes from ``rooflaw.evaluate_layout`` / ``max_batch`` (the one cost model on sharded shapes, plus
+Every number comes from ``rooflaw.parallel.evaluate_layout`` / ``max_batch`` (the one cost model on sharded shapes, plus
 α–β collectives on the catalog's systems). The models are real configs: DeepSeek-R1 (the seed post's model; its
 Hugging Face config numbers below: 671 B total, 37.6 B active parameters) and Llama-3.1-70B (bundled).
 """
@@ -39,13 +39,13 @@ def _ep(quick: bool) -> dict:
     rows, curves = [], {k: [] for k in layouts}
     for c in conc:  # concurrency per GPU
         for lay, n in layouts.items():
-            r = R.evaluate_layout(a, sys_, lay, R.Workload(c * n, 4096, 256), PRECISION)
+            r = R.parallel.evaluate_layout(a, sys_, lay, R.Workload(c * n, 4096, 256), PRECISION)
             step = r["comm_s_decode"] / 256
             curves[lay].append({"per_gpu": c, "comm_step_ms": step * 1e3, "tok_s_gpu": r["tokens_per_s_per_device"],
                                 "tpot_ms": r["tpot_s"] * 1e3, "fits": r["fits"]})  # fmt: skip
             rows.append([c, lay, f"{step * 1e3:.2f}", f"{r['tpot_s'] * 1e3:.1f}", f"{r['tokens_per_s_per_device']:.0f}",
                          f"{r['memory_per_device_bytes'] / 1e9:.0f}", "yes" if r["fits"] else "NO"])  # fmt: skip
-    caps = {lay: R.max_batch(a, sys_, lay, R.Workload(1, 4096, 256), PRECISION) for lay in layouts}
+    caps = {lay: R.parallel.max_batch(a, sys_, lay, R.Workload(1, 4096, 256), PRECISION) for lay in layouts}
     ends = {lay: (curves[lay][0]["comm_step_ms"], curves[lay][-1]["comm_step_ms"]) for lay in layouts}
     return {"rows": rows, "curves": curves, "max_batch": caps, "comm_ms_lo_hi": ends, "concurrency": list(conc),
             "m_per_expert": {c: c * 8 * 8 / 256 for c in conc}}  # fmt: skip
@@ -61,7 +61,7 @@ def _pp(quick: bool) -> dict:
         pts = []
         for pp in (1, 2, 4, 8):
             lay = "tp=8" if pp == 1 else f"pp={pp},tp=8,chunk=4096"
-            r = R.evaluate_layout(a, sys_, lay, wl, PRECISION)
+            r = R.parallel.evaluate_layout(a, sys_, lay, wl, PRECISION)
             pts.append({"pp": pp, "gpus": 8 * pp, "ttft_s": r["ttft_s"], "balance": r["stage_balance"],
                         "bubble": r["bubble_fraction"], "tok_s_gpu": r["prefill_tokens_per_s_per_device"],
                         "stages": [s["layers"] for s in r.get("stages", [])]})  # fmt: skip
@@ -79,7 +79,7 @@ def _helix(quick: bool) -> dict:
     batches = [1, 2, 4, 8, 16, 32, 64, 128] if not quick else [1, 8, 32]
     res = {}
     for lay in layouts:
-        sweep = R.batch_sweep(a, sys_, lay, batches, R.Workload(1, s_in, 64), "bf16")
+        sweep = R.parallel.batch_sweep(a, sys_, lay, batches, R.Workload(1, s_in, 64), "bf16")
         ok = [r["batch"] for r in sweep if r["fits"] and r["tpot_s"] <= target]
         res[lay] = {"tpot_ms": {r["batch"]: r["tpot_s"] * 1e3 for r in sweep},
                     "fits": {r["batch"]: r["fits"] for r in sweep},

@@ -1,6 +1,6 @@
 """Numbers from the sympy-derived theorems of §5, for tables and checks (paper_repro calls these).
 
-Every function evaluates an expression that :func:`rooflaw.derive_theorems` derived from rooflaw's own law and
+Every function evaluates an expression that :func:`rooflaw.explain.derive_theorems` derived from rooflaw's own law and
 theory-mode cost model; none types in the paper's formula.
 """
 
@@ -19,8 +19,8 @@ PAPER_LAW = "paper-2602.10377"
 THEOREM_5_2_WIDTHS = (768, 1024, 1536, 2048, 2560, 3072)
 
 
-def _derived(law: Any) -> rooflaw.DerivedTheorems:
-    return rooflaw.derive_theorems(PAPER_LAW if law is None else law)
+def _derived(law: Any) -> rooflaw.explain.DerivedTheorems:
+    return rooflaw.explain.derive_theorems(PAPER_LAW if law is None else law)
 
 
 def rho_star_memory(d: float | Iterable[float], law: Any = None) -> float | np.ndarray:

@@ -24,7 +24,9 @@ _MODULES: dict[str, str] = {
     "rooflaw.constraints": "ENGINE_NAMES FORMATS PRESETS CostReport EngineProfile Precision Workload "
     "complete_columns decode_steps evaluate_columns gemm get_engine",
     "rooflaw.constraints.kernels": "KernelCurves curves_for",
-    "rooflaw.constraints.kernels.fit": "fit_kernels kernel_gpus",
+    "rooflaw.constraints.kernels.fit": "abs_errors catalog_text fit_kernels kernel_gpus predict_tables with_provenance "
+    "write_kernel_catalog",
+    "rooflaw.constraints.kernels.tables": "read_kernel_tables",
     "rooflaw.constraints.scenario": "Scenario",
     "rooflaw.devices": "Device device_ids get_device list_devices load_device_file save_device_toml",
     # the function, from its module: the package attribute ``rooflaw.devices.calibrate`` is that module
@@ -65,12 +67,14 @@ _MODULES: dict[str, str] = {
     "speculative_options",
     "rooflaw.constraints.theory": "theory_expressions",
     "rooflaw.constraints.published": "load_cases",
-    "rooflaw.constraints.fit_efficiency": "efficiency_errors fit_efficiencies held_out_errors median_abs_error",
+    "rooflaw.constraints.fit_efficiency": "FIT_COMMAND FitResult achieved_table efficiency_errors engines_toml "
+    "fit_efficiencies held_out_errors median_abs_error write_engine_catalog",
     "rooflaw.plots": "check_figure_path plot_breakdown plot_frontier plot_report plot_roofline",
     "rooflaw.units": "parse_bytes parse_energy parse_time",
     "rooflaw.constraints.bands": "BAND_LEVEL band_applies band_coverage bands_dict bands_from_rows confidence_factor "
     "phase_band problem_band value_band write_bands",
     "rooflaw.report": "REPORT_DETAILS plotly_js report_data write_report",
+    "rooflaw.cache": "answer_key load_answer store_answer",
 }
 #: name -> module that defines it.
 _LAZY: dict[str, str] = {name: mod for mod, names in _MODULES.items() for name in names.split()}
@@ -129,6 +133,17 @@ def evaluate(
     ``output_tokens``, ``attention``); ``engine``: an engine profile or its name (``ideal``, ``tensorrt-llm``, ...;
     None: the device's fitted default). Defaults are the CLI's (batch 1, 1024 in, 16 out, fused attention, the ``full``
     preset, the default precision). ``.to_dict()`` gives the totals, ``.to_frame()`` the operators.
+    Example (the pure roofline, ``engine="ideal"``: datasheet figures only)::
+
+        >>> import rooflaw as rl
+        >>> r = rl.evaluate("layers=4,d_model=512,heads=8,kv_heads=2,ffn=1536,vocab=32000", "jetson-agx-orin-64gb",
+        ...                 engine="ideal", input_tokens=1024, output_tokens=16)
+        >>> print(f"prefill {r.prefill_s * 1e3:.3f} ms, decode {r.decode_s * 1e3:.3f} ms")
+        prefill 1.352 ms, decode 4.634 ms
+        >>> print(f"memory {r.memory_bytes / 1e6:.1f} MB")
+        memory 100.3 MB
+        >>> r.params_total == 44_831_232 and r.weight_bytes == 2 * r.params_total  # fp16: 2 bytes a weight
+        True
     """
     from .arch import load_architecture
     from .constraints import evaluate as _evaluate
@@ -197,3 +212,49 @@ def clear_cache(*what: str, disk: bool = False) -> list[str]:
 
 
 __all__ = sorted([*_LAZY, "Infeasible", "RooflawError", "clear_cache", "evaluate"], key=str.lower)
+
+# ---- how ``rooflaw`` groups these names ----------------------------------------------------------------------
+#: The public API beside the top of ``rooflaw``: ``rooflaw.<group>`` -> the names it holds (each defined where
+#: :data:`_MODULES` says). ``units``, ``plots`` and ``report`` are the packages that define theirs; the others are
+#: namespaces over this module (:func:`group_attr`). The top of ``rooflaw`` (:data:`TOP`) keeps the rest: solving,
+#: evaluating, and loading devices, architectures, spaces and laws.
+GROUPS: dict[str, str] = {
+    "units": "parse_bytes parse_energy parse_time",
+    "plots": "check_figure_path plot_breakdown plot_frontier plot_joint_frontier plot_report plot_roofline "
+    "plot_serving",
+    "report": "REPORT_DETAILS plotly_js report_data write_report",
+    "bands": "BAND_LEVEL band_applies band_coverage bands_dict bands_from_rows confidence_factor phase_band "
+    "problem_band value_band write_bands",
+    "speculative": "DEFAULT_GAMMAS MAX_DRAFT_TOKENS Draft SpeculativeReport check_alpha eagle_draft "
+    "evaluate_speculative expected_tokens explain_speculative explain_speculative_text load_acceptance_rows "
+    "optimal_draft_tokens optimal_gamma_continuous parse_draft space_drafts speculative_options",
+    "parallel": "Layout Option balanced_split batch_sweep check_fits combination_problem cpu_count disagg_columns "
+    "evaluate_layout layout_columns layout_options max_batch parse_batches parse_disagg parse_layout parse_layouts "
+    "resolve_jobs",
+    "fitting": "KernelCurves calibrate calibrate_cuda cuda_available curves_for efficiency_errors fit_efficiencies "
+    "fit_kernels gemstones held_out_errors kernel_gpus load_cases load_table median_abs_error plot_fit "
+    "FIT_COMMAND FitResult abs_errors achieved_table catalog_text engines_toml predict_tables read_kernel_tables "
+    "with_provenance write_engine_catalog write_kernel_catalog",
+    "explain": "DerivedTheorems OP_COLUMNS STEP_COLUMNS decode_step_table decode_steps derive_theorems "
+    "explain_discrete explain_joint explain_joint_text explain_text op_rows pass_table step_rows theory_expressions "
+    "throughput",
+}
+#: Names only the command line needs (spelled ``rooflaw.api.NAME``).
+CLI_HELPERS = ("answer_key", "check_out_not_storage", "infeasible_from_trials", "joint_result", "load_answer",
+               "store_answer")  # fmt: skip
+#: name -> its group.
+GROUP_OF: dict[str, str] = {name: group for group, names in GROUPS.items() for name in names.split()}
+#: The top of ``rooflaw``: what is in no group and is no CLI helper.
+TOP: tuple[str, ...] = tuple(n for n in __all__ if n not in GROUP_OF and n not in CLI_HELPERS)
+
+
+def group_names(group: str) -> list[str]:
+    """The names of ``rooflaw.<group>``, sorted."""
+    return sorted(GROUPS[group].split(), key=str.lower)
+
+
+def group_attr(group: str, name: str) -> Any:
+    """``rooflaw.<group>.<name>`` (loaded on first use); AttributeError for a name not in the group."""
+    if name not in GROUPS[group].split():
+        raise AttributeError(f"module 'rooflaw.{group}' has no attribute {name!r}")
+    return __getattr__(name)

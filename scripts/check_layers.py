@@ -33,14 +33,15 @@ RANK = {
     "objectives": 2,
     "constraints": 3,
     "solver": 4,
-    "api": 5, "fitting": 5, "validate": 6, "validate_cuda": 6, "plots": 5, "report": 5, "__init__": 7, "__main__": 8,
+    "api": 5, "validate": 6, "validate_cuda": 6, "plots": 5, "report": 5, "__init__": 7, "__main__": 8,
+    "bands": 5, "speculative": 5, "parallel": 5, "fitting": 5, "explain": 5,
     "cli": 8,
 }  # fmt: skip
 #: Submodules the CLI, benchmarks and paper_repro may import besides ``rooflaw`` itself.
-PUBLIC_MODULES = {
-    "rooflaw", "rooflaw.api", "rooflaw.errors", "rooflaw.units", "rooflaw.fitting", "rooflaw.validate",
-    "rooflaw.validate_cuda",
-}  # fmt: skip
+PUBLIC_MODULES = {"rooflaw", "rooflaw.api", "rooflaw.errors", "rooflaw.units", "rooflaw.validate", "rooflaw.validate_cuda"}
+#: The groups of the public API (``rooflaw.api.GROUPS``): ``from rooflaw.bands import value_band`` is public too.
+PUBLIC_MODULES |= {f"rooflaw.{g}" for g in ("bands", "speculative", "parallel", "fitting", "explain", "plots",
+                                             "report")}  # fmt: skip
 
 
 def module_name(path: Path) -> str:

@@ -373,6 +373,15 @@ def load_architecture(arch: Any) -> Architecture:
     a Hugging Face ``config.json`` path; a model folder holding ``config.json`` (e.g. a local Hugging Face cache
     snapshot); an architecture TOML/JSON file; a mapping of architecture fields; or a bundled model name
     (:func:`bundled_models`).
+
+    Example::
+
+        >>> import rooflaw as rl
+        >>> a = rl.load_architecture("layers=4,d_model=512,heads=8,kv_heads=2,ffn=1536,vocab=32000")
+        >>> a.layers, a.head_dim, a.params_total
+        (4, 64, 44831232)
+        >>> rl.load_architecture("qwen2.5-0.5b").layers  # a bundled Hugging Face config
+        24
     """
     if isinstance(arch, Architecture):
         return arch

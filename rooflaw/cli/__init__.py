@@ -67,10 +67,15 @@ def main(argv: list[str] | None = None) -> int:
     0 success; 2 bad input (one line naming the field, value and what is allowed); 3 nothing meets
     the budget; 4 a failure outside rooflaw (disk full, an unwritable output, a ``--measure``
     function that failed); 130 interrupted. Never a traceback: warnings raised while a command runs
-    are printed (one line each) only if it succeeds. ``ROOFLAW_DEBUG=1`` re-raises internal errors.
+    are printed (one line each) only if it succeeds. ``ROOFLAW_DEBUG=1`` re-raises internal errors. Without
+    ``argv`` (the command line) a deterministic ``solve`` may be answered from the disk (:mod:`.answer_cache`).
     """
     import warnings
 
+    if argv is None:  # the command line itself, not an in-process caller: the answer cache may serve it
+        from . import answer_cache
+
+        answer_cache.enabled = True
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("default")

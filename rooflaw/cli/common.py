@@ -69,10 +69,14 @@ def _clean(o: Any) -> Any:
     return o
 
 
+def json_text(obj: Any) -> str:
+    """``obj`` as the indented JSON text :func:`print_json` writes (non-finite floats become null)."""
+    return json.dumps(_clean(json.loads(json.dumps(obj, default=_default))), indent=2)
+
+
 def print_json(obj: Any) -> None:
     """One JSON object on stdout (non-finite floats become null)."""
-    text = json.dumps(_clean(json.loads(json.dumps(obj, default=_default))), indent=2)
-    sys.stdout.write(text + "\n")
+    sys.stdout.write(json_text(obj) + "\n")
 
 
 _LEFT = ("name", "op", "phase", "bound", "id", "field", "provenance", "tied")

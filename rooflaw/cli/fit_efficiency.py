@@ -32,9 +32,9 @@ def fit_efficiency_cmd(
     cases, skipped = load_cases(data)
     if not as_json and console.is_terminal:
         with console.status(f"fitting {len(cases)} measurements ..."):
-            res = fe.fit_efficiency(cases)
+            res = fe.fit_efficiencies(cases)
     else:
-        res = fe.fit_efficiency(cases)
+        res = fe.fit_efficiencies(cases)
     rows = fe.efficiency_errors(cases, res)
     in_sample, ideal = fe.median_abs_error(rows), fe.median_abs_error(fe.efficiency_errors(cases, None))
     held: dict[str, dict[str, float]] = {}  # median errors left out by source / board
@@ -52,7 +52,7 @@ def fit_efficiency_cmd(
         from .. import api
 
         for key in ("source", "board") if held_out else ("source",):
-            ho = fe.efficiency_held_out(cases, key)
+            ho = fe.held_out_errors(cases, key)
             report[f"leave_one_{key}_out"] = held[key] = fe.median_abs_error(ho)
             report[f"leave_one_{key}_out_cases"] = ho
             if key == "source":

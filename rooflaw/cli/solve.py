@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+import dataclasses
+import time
 from typing import Any, Optional
 
 import typer
 
 from .. import api
 from ..units import fmt_bytes, fmt_count, fmt_energy, fmt_time
-from . import app
+from . import answer_cache, app
 from .bands import fmt_banded, interval, problem_band
-from .common import console, esc, print_json, table
+from .common import esc
 from .joint_options import describe_joint, wants_joint
 from .options import JSON, SCHEDULER, JointOptions, ProblemOptions, with_options
 from .speculative import SpeculativeOptions
 
 METHODS = ("closed-form", "gp", "exhaustive", "optuna")
+#: Methods whose answers the answer cache keeps (deterministic, no side effects): :mod:`.answer_cache`.
+CACHED_METHODS = ("closed-form", "gp")
 #: What ``--precisions`` and ``--batches`` add to their help on ``solve``.
 _JOINT_METHODS = "--method exhaustive or optuna."
 
@@ -39,6 +43,33 @@ def solve(
     """Choose the architecture with the lowest loss that meets the budgets (closed form, GP, exhaustive, Optuna)."""
     if method not in METHODS:
         raise api.RooflawError(f"method={method!r}: must be one of {', '.join(METHODS)}")
+    t0 = time.perf_counter()
+    key = None
+    if method in CACHED_METHODS and scheduler is None and _defaults(joint_opts) and _defaults(spec_opts):
+        key = answer_cache.answer_key("solve", {
+            "opts": opts, "method": method, "align": align, "explain": explain, "json": as_json,
+        })  # fmt: skip
+    rec = answer_cache.load(key)
+    if rec is not None:
+        answer_cache.replay(rec, cached_seconds=time.perf_counter() - t0)
+        return
+    rec = answer_cache.Recorder()
+    with rec.catching_warnings():
+        _solve(rec, opts, method, align, trials, seed, backend, joint_opts, spec_opts, scheduler, explain, as_json)
+    answer_cache.store(key, rec)
+    answer_cache.replay(rec)
+
+
+def _defaults(group: Any) -> bool:
+    """Whether every option of ``group`` (JointOptions, SpeculativeOptions) has its default."""
+    return all(getattr(group, f.name) == f.metadata["option"].default for f in dataclasses.fields(group))
+
+
+def _solve(
+    rec: answer_cache.Recorder, opts: ProblemOptions, method: str, align: int, trials: int, seed: int, backend: str,
+    joint_opts: JointOptions, spec_opts: SpeculativeOptions, scheduler: Optional[str], explain: bool, as_json: bool,
+) -> None:  # fmt: skip
+    """Solve and record what ``solve`` prints into ``rec``."""
     from ..api import solve as run
 
     prob = opts.problem(align)
@@ -83,20 +114,20 @@ def solve(
             obj["explain_joint"] = joint_explain
         elif explain:
             obj["explain_discrete"] = api.explain_discrete(prob, res)
-        print_json(obj)
+        rec.json(obj)
         return
     a = res.architecture
     desc = describe_joint(prob, joint) if joint_pick else prob.describe()
-    console.print(f"[bold]{esc(desc)}[/bold] — space {esc(prob.space.name)}, method {res.method}")
+    rec.print(f"[bold]{esc(desc)}[/bold] — space {esc(prob.space.name)}, method {res.method}")
     if res.regime:
-        console.print(f"regime: [bold]{res.regime}[/bold]; binding: {res.binding}")
+        rec.print(f"regime: [bold]{res.regime}[/bold]; binding: {res.binding}")
     if cont:
-        console.print(
+        rec.print(
             "continuous optimum: " + ", ".join(f"{k} = {v:.4g}" for k, v in cont.items())
             + (f" (loss {res.continuous_loss:.4f})" if res.continuous_loss is not None else "")
         )  # fmt: skip
     if joint_pick:
-        console.print("joint choice: " + ", ".join(f"{k} {v}" for k, v in joint_pick.items()))
+        rec.print("joint choice: " + ", ".join(f"{k} {v}" for k, v in joint_pick.items()))
     if a is not None:
         rows = [
             ["layers", a.layers], ["d_model", a.d_model], ["heads", a.heads], ["kv_heads", a.kv_heads],
@@ -105,7 +136,7 @@ def solve(
         ]  # fmt: skip
         if not a.uniform:
             rows.insert(1, ["layer pattern", a.pattern])
-        console.print(table("architecture", ["field", "value"], rows))
+        rec.table("architecture", ["field", "value"], rows)
     lat = res.latency_s
     bands = {ph: problem_band(prob, ph) for ph in ("prefill", "decode", "total")}
     summary = [
@@ -122,24 +153,24 @@ def solve(
         q, f = own["confidence"], own["factor"]
         summary.insert(2, [f"{prob.phase} at the {q:.0%} quantile", f"{fmt_time(lat[prob.phase] * f)} (× {f:.3g})"])
     title = f"judged by the '{prob.preset}' cost model, engine {prob.engine}"
-    console.print(table(title, ["quantity", "value"], summary))
+    rec.table(title, ["quantity", "value"], summary)
     if prob.phase == "decode" and prob.latency_budget is not None and prob.workload.output_tokens > 1:
         n = prob.workload.output_tokens
-        console.print(f"[dim]note: the decode budget {fmt_time(prob.latency_budget)} covers all {n} output tokens "
+        rec.print(f"[dim]note: the decode budget {fmt_time(prob.latency_budget)} covers all {n} output tokens "
                       f"({fmt_time(prob.latency_budget / n)} per token)[/dim]")  # fmt: skip
-    console.print(f"[dim]solved in {res.seconds * 1e3:.1f} ms ({res.method})[/dim]")
+    rec.timing(f"solved in {res.seconds * 1e3:.1f} ms ({res.method})")
     for n in res.notes:
-        console.print(f"[dim]note: {esc(n)}[/dim]")
+        rec.print(f"[dim]note: {esc(n)}[/dim]")
     if explain:
         if res.explain:
-            console.print("the continuous relaxation:", style="bold")
-            console.print(res.explain, markup=False, highlight=False)
+            rec.print("the continuous relaxation:", style="bold")
+            rec.print(res.explain, markup=False, highlight=False)
         if joint_explain is not None:
-            console.print(api.explain_joint_text(joint_explain), markup=False, highlight=False)
+            rec.print(api.explain_joint_text(joint_explain), markup=False, highlight=False)
             if "speculative" in joint_explain:
-                console.print(api.explain_speculative_text(joint_explain["speculative"]), markup=False)
+                rec.print(api.explain_speculative_text(joint_explain["speculative"]), markup=False)
         else:
-            console.print(api.explain_text(api.explain_discrete(prob, res), prob.phase), markup=False, highlight=False)
+            rec.print(api.explain_text(api.explain_discrete(prob, res), prob.phase), markup=False, highlight=False)
 
 
 def _latency_bands(prob: Any, lat: dict | None) -> dict:

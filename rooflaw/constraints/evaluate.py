@@ -36,6 +36,16 @@ def evaluate_columns(
     decode_s, ttft_s, tpot_s, total_s, FLOPs, bytes, memory, energy, parameter counts; ``tiles``, ``chunk``
     and ``backend`` as there). A scenario with a layout (its device a System): the serving columns of
     :func:`.parallel.serving.layout_columns`.
+    Example: two depths at once, on the pure roofline::
+
+        >>> import numpy as np
+        >>> import rooflaw as rl
+        >>> cols = {"layers": np.array([4, 8]), "d_model": 512, "heads": 8, "kv_heads": 2, "ffn": 1536}
+        >>> out = rl.evaluate_columns(cols, rl.get_device("jetson-agx-orin-64gb"), engine="ideal")
+        >>> np.round(out["decode_s"] * 1e3, 3)
+        array([4.634, 6.698])
+        >>> out["params_total"].tolist()
+        [44831232.0, 56893952.0]
     """
     sc = Scenario.coerce(scenario, workload, precision, preset, engine)
     if sc.layout is not None:

@@ -444,3 +444,4 @@ from .fit_storage import FIT_COMMAND, achieved_table, engines_toml, write_catalo
 fit_efficiencies = fit
 efficiency_errors = errors
 held_out_errors = held_out
+write_engine_catalog = write_catalog

@@ -161,7 +161,15 @@ def _find_mode(devs: list[Device], mode: str, where: str) -> Device:
 
 
 def get_device(id_or_path: str | os.PathLike[str] | Device) -> Device:
-    """A device by catalog id, ``id@mode``, path to a device file (``file.toml[@mode]``) or plug-in id."""
+    """A device by catalog id, ``id@mode``, path to a device file (``file.toml[@mode]``) or plug-in id.
+
+    Example (dense figures from the datasheet; SI units)::
+
+        >>> import rooflaw as rl
+        >>> orin = rl.get_device("jetson-agx-orin-64gb")
+        >>> orin.name, orin.peak("fp16") / 1e12, orin.memory_bandwidth / 1e9, orin.memory_capacity / 1e9
+        ('NVIDIA Jetson AGX Orin 64GB', 42.5, 204.8, 64.0)
+    """
     if isinstance(id_or_path, Device):
         return id_or_path
     if isinstance(id_or_path, os.PathLike):

@@ -207,7 +207,17 @@ def parse_wrapper(text: str) -> LossLaw | None:
 
 
 def get_law(name_or_expr: str, **kwargs) -> LossLaw:
-    """A built-in law by name, or a user law from an expression (see ``parse_law`` for kwargs)."""
+    """A built-in law by name, or a user law from an expression (see ``parse_law`` for kwargs).
+
+    Example::
+
+        >>> import rooflaw as rl
+        >>> law = rl.get_law("paper-2602.10377")
+        >>> law.variables
+        ('l', 'd', 'r', 'rho', 'd_m')
+        >>> round(law.loss(rl.load_architecture("layers=4,d_model=512,heads=8,kv_heads=2,ffn=1536")), 4)
+        4.9051
+    """
     if not isinstance(name_or_expr, str):
         raise RooflawError(f"law={name_or_expr!r}: expected a name or an expression string")
     key = name_or_expr.strip()

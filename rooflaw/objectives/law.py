@@ -124,8 +124,9 @@ class LossLaw:
     # ---- numeric -----------------------------------------------------------------------------
     @cached_property
     def _fn(self):
-        args = [symbol(v) for v in self.variables]
-        return sympy.lambdify(args, self.bound_expr(), modules="numpy", cse=True)
+        from ..cache import lambdify_numpy  # sympy.lambdify, its source kept on disk for the next process
+
+        return lambdify_numpy([symbol(v) for v in self.variables], self.bound_expr(), cse=True)
 
     def evaluate(self, inputs: Mapping[str, Any]) -> np.ndarray:
         """Loss for arrays of variables (``inputs``: name -> array, broadcast together)."""

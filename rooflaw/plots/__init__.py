@@ -5,8 +5,10 @@ matplotlib is imported inside the drawing functions, so importing this package i
 
 from .breakdown import breakdown_data, plot_breakdown
 from .frontier import plot_frontier
+from .joint import plot_joint_frontier
 from .report import plot_report
 from .roofline import RooflineData, plot_roofline, roofline_data
+from .serving import plot_serving
 from .style import FORMATS, check_path
 
 #: the public API's name for :func:`check_path`
@@ -20,7 +22,9 @@ __all__ = [
     "check_path",
     "plot_breakdown",
     "plot_frontier",
+    "plot_joint_frontier",
     "plot_report",
     "plot_roofline",
+    "plot_serving",
     "roofline_data",
 ]

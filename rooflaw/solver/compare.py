@@ -29,6 +29,18 @@ def compare(arch: Any, problem: Any, n_jobs: int | None = None) -> dict[str, Any
     ``problem.phase``, memory, …), ``equal_latency`` (lowest-loss
     architecture with latency ≤ the model's; None if none is that fast), ``equal_loss`` (fastest architecture with
     loss ≤ the model's; None if none is that good), the relative gains, and the space's size.
+
+    Example: a 4-layer model against a 16-point space, on the pure roofline::
+
+        >>> import rooflaw as rl
+        >>> tiny = rl.Space.from_mapping({"layers": [4, 8], "d_model": [768, 1024], "head_dim": [128],
+        ...                               "kv_heads": [1, 2], "moe": [[1, 1]], "r_single": [2, 4]}, name="tiny")
+        >>> problem = rl.Problem(device="jetson-agx-orin-64gb", space=tiny, engine="ideal")
+        >>> c = rl.compare(rl.load_architecture("layers=4,d_model=1024,heads=8,kv_heads=8,ffn=4096"), problem)
+        >>> round(c["model"]["loss"], 3), c["model"]["layers"], c["equal_latency"]["layers"]
+        (4.427, 4, 8)
+        >>> print(f"as fast: loss {c['equal_latency']['loss']:.3f}; as good: {c['equal_loss']['speedup']:.2f}x faster")
+        as fast: loss 3.829; as good: 1.64x faster
     """
     # the model's own latency is the budget: the latency-like budgets (phase latency, TPOT, TTFT) are dropped
     prob = problem.replace(latency_budget=None, tpot_budget=None, ttft_budget=None)

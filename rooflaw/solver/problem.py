@@ -54,6 +54,14 @@ class Problem:
     see :meth:`on_aligned_space`; None: the space as declared);
     ``tokens`` the training token count D for laws that use it.
     Architectures outside the domain the law was fitted on are infeasible unless ``allow_extrapolation``.
+    Example::
+
+        >>> import rooflaw as rl
+        >>> p = rl.Problem(device="jetson-agx-orin-64gb", latency_budget="20ms", memory_budget="4GB")
+        >>> p.constraints
+        (LatencyBudget(phase='decode', seconds=0.02, confidence=None), MemoryBudget(bytes=4000000000.0))
+        >>> p.law.name, p.space.name, p.phase
+        ('paper-2602.10377', 'paper', 'decode')
     """
 
     law: Any

@@ -159,7 +159,21 @@ def solve(
     """Solve ``problem`` with ``method`` (a name in :data:`METHODS`: closed-form | gp | exhaustive | optuna | any
     registered one). ``explain`` adds the derivation behind the answer (``Result.explain``) where the method has
     one. Extra keywords go to the method (optuna: n_trials, seed, sampler, ...; exhaustive: n_jobs; gp: solver,
-    preset, fix)."""
+    preset, fix).
+
+    Example: a 16-point space judged by the pure roofline (``engine="ideal"``: datasheet figures only)::
+
+        >>> import rooflaw as rl
+        >>> tiny = rl.Space.from_mapping({"layers": [4, 8], "d_model": [768, 1024], "head_dim": [128],
+        ...                               "kv_heads": [1, 2], "moe": [[1, 1]], "r_single": [2, 4]}, name="tiny")
+        >>> problem = rl.Problem(device="jetson-agx-orin-64gb", latency_budget="10ms", space=tiny, engine="ideal")
+        >>> result = rl.solve(problem, method="exhaustive")
+        >>> a = result.architecture
+        >>> a.layers, a.d_model, a.kv_heads, round(result.loss, 3), result.binding
+        (4, 768, 2, 4.568, 'latency')
+        >>> print(f"decode {result.latency_s['decode'] * 1e3:.2f} ms of 10 ms")
+        decode 9.61 ms of 10 ms
+    """
     if not all(hasattr(problem, a) for a in ("law", "device", "space", "preset")):
         text = repr(problem) if len(repr(problem)) <= 40 else repr(problem)[:37] + "..."
         raise RooflawError(f"problem={text}: must be a rooflaw.Problem (law, device, space, budgets)")

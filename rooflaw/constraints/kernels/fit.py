@@ -459,3 +459,6 @@ def write_catalog(text: str, path: str | Path | None = None) -> Path:
     p.write_text(text, encoding="utf-8")
     load_curves.cache_clear()
     return p
+
+#: the public spelling (``rooflaw.fitting``)
+write_kernel_catalog = write_catalog

@@ -237,7 +237,20 @@ def frontier(
     phase, memory, energy), among feasible points only. ``n_jobs`` processes (default: all cores; spaces under
     200,000 points run in-process). ``backend``: ``numpy``, ``numba`` (the generated scan kernel on threads, with
     in-kernel feasibility and a non-dominated pre-filter; same frontier) or ``auto`` (numba for spaces of at least
-    10⁵ points when installed). Raises :class:`Infeasible` when no point is feasible."""
+    10⁵ points when installed). Raises :class:`Infeasible` when no point is feasible.
+
+    Example: loss against decode latency over a 16-point space (pure roofline)::
+
+        >>> import rooflaw as rl
+        >>> tiny = rl.Space.from_mapping({"layers": [4, 8], "d_model": [768, 1024], "head_dim": [128],
+        ...                               "kv_heads": [1, 2], "moe": [[1, 1]], "r_single": [2, 4]}, name="tiny")
+        >>> problem = rl.Problem(device="jetson-agx-orin-64gb", latency_budget="10ms", space=tiny, engine="ideal")
+        >>> f = rl.frontier(problem, ("loss", "latency"))
+        >>> f.evaluated, f.feasible, len(f.frontier)
+        (16, 4, 4)
+        >>> f.frontier[["layers", "d_model", "loss"]].round(3).to_dict("list")
+        {'layers': [4, 4, 4, 4], 'd_model': [768, 768, 768, 768], 'loss': [4.68, 4.674, 4.574, 4.568]}
+    """
     objs = check_objectives(objectives)
     acc, t = _run(problem, objs, n_jobs, cloud, chunk, backend)
     if acc.feasible == 0:

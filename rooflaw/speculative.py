@@ -1,0 +1,23 @@
+"""Speculative decoding: drafts, acceptance rates, expected tokens per pass and the best draft length.
+
+A namespace of the public API (names load on first use): ``from rooflaw.speculative import NAME``. The top of
+``rooflaw`` keeps solving, evaluating and loading; :data:`rooflaw.api.GROUPS` lists every group.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .api import group_attr, group_names
+
+__all__ = group_names("speculative")
+
+
+def __getattr__(name: str) -> Any:
+    value = group_attr("speculative", name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
