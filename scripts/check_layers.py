@@ -38,7 +38,8 @@ RANK = {
     "cli": 8,
 }  # fmt: skip
 #: Submodules the CLI, benchmarks and paper_repro may import besides ``rooflaw`` itself.
-PUBLIC_MODULES = {"rooflaw", "rooflaw.api", "rooflaw.errors", "rooflaw.units", "rooflaw.validate", "rooflaw.validate_cuda"}
+PUBLIC_MODULES = {"rooflaw", "rooflaw.api", "rooflaw.errors", "rooflaw.units", "rooflaw.validate",
+                  "rooflaw.validate_cuda"}  # fmt: skip
 #: The groups of the public API (``rooflaw.api.GROUPS``): ``from rooflaw.bands import value_band`` is public too.
 PUBLIC_MODULES |= {f"rooflaw.{g}" for g in ("bands", "speculative", "parallel", "fitting", "explain", "plots",
                                              "report")}  # fmt: skip
