@@ -460,5 +460,6 @@ def write_catalog(text: str, path: str | Path | None = None) -> Path:
     load_curves.cache_clear()
     return p
 
+
 #: the public spelling (``rooflaw.fitting``)
 write_kernel_catalog = write_catalog

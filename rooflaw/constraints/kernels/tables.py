@@ -120,5 +120,6 @@ def gpu_tables(path: str | Path, only: Iterable[str] | None = None) -> dict[str,
         out.setdefault(t.gpu or t.path.parent.parent.name, []).append(t)
     return out
 
+
 #: the public spelling (``rooflaw.fitting``)
 read_kernel_tables = read_tables
