@@ -40,6 +40,7 @@ import pandas as pd
 
 from ..errors import RooflawError, bad
 from .architecture import COLUMNS, Architecture
+from .layer_kinds import LAYER_KINDS, kinds
 from .space_values import MAX_INT, bool_list, float_list, int_list, kv_list, moe_list
 
 if sys.version_info >= (3, 11):
@@ -71,8 +72,10 @@ _KEYS = {
     "global_every",
     "window",
 }
+#: The layer kind a space's layer patterns (``global_every``, ``window``) mix with global attention.
+PATTERN_KIND = LAYER_KINDS["local"]
 #: Columns a layer-pattern space adds to its points.
-PATTERN_COLUMNS = ("attn_layers", "local_layers", "window", "ffn_layers")
+PATTERN_COLUMNS = ("attn_layers", *PATTERN_KIND.stack_columns, "ffn_layers")
 
 
 def _same(value: Any, shape: tuple[int, ...]) -> np.ndarray:
@@ -322,7 +325,7 @@ class Space:
             return False
         if c["shared_experts"] or c["layernorm"] or c["qk_norm_size"] or c["shared_gate"]:
             return False
-        if c["mla_layers"] or c["mixer_layers"] or c["dense_layers"]:
+        if any(c[k.count] for k in kinds() if k.name != PATTERN_KIND.name):  # a kind a space's points never hold
             return False
         local = c["local_layers"]
         ok = [

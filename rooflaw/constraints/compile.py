@@ -22,10 +22,29 @@ import sympy as sp
 
 from . import assembly as A
 from . import operators as O
-from .symbols import ARCH, PRECISION, STACK, WORKLOAD
+from .symbols import ARCH, PRECISION, STACK, WORKLOAD, sym
 
 ARGS = (*ARCH.values(), *STACK.values(), *WORKLOAD, *PRECISION)
 ARG_NAMES = tuple(str(s) for s in ARGS)
+
+
+def args_for(kinds: frozenset[str]) -> tuple[sp.Symbol, ...]:
+    """The architecture, stack, workload and precision arguments of the model for layer ``kinds``: :data:`ARGS`,
+    plus the stack columns of the kinds in ``kinds`` registered from outside rooflaw (after the built-in ones)."""
+    from ..arch.layer_kinds import stack_columns
+
+    extra = [sym(c) for c in stack_columns(kinds) if c not in STACK]
+    return (*ARCH.values(), *STACK.values(), *extra, *WORKLOAD, *PRECISION) if extra else ARGS
+
+
+def external_kinds(kinds: frozenset[str]) -> bool:
+    """Whether ``kinds`` holds a layer kind registered from outside rooflaw (its ops are not in the package's
+    source, which keys the disk cache: such a model is compiled per process)."""
+    from ..arch.layer_kinds import LAYER_KINDS
+
+    return any(k in LAYER_KINDS and not LAYER_KINDS[k].builtin for k in kinds)
+
+
 RATE_ARGS = (A.INV_BETA, A.OVERHEAD)
 LAMBDIFY_MODULES = [{"Max": np.maximum, "Min": np.minimum, "nonzero": np.sign}, "numpy"]
 
@@ -50,6 +69,7 @@ class Compiled:
     parts: Callable[..., list]
     gemms: Callable[..., list]
     gemm_parts: tuple[int, ...]
+    args: tuple[str, ...] = ARG_NAMES  # names of the leading arguments (architecture ... precision)
 
 
 @cache
@@ -111,6 +131,8 @@ def compile_preset(preset: str, kinds: frozenset[str] = frozenset()) -> Compiled
     from . import symbols
 
     A.get_preset(preset)
+    if external_kinds(kinds):
+        return _compile_preset(preset, kinds)
     tag = f"compile-{preset}-{'+'.join(sorted(kinds)) or 'uniform'}"
     mods = (O, symbols, architecture, A, sys.modules[__name__])
     key = disk.source_key(tag, *mods)
@@ -170,13 +192,14 @@ def _compile_preset(preset: str, kinds: frozenset[str] = frozenset()) -> Compile
         sum((c * e for c, e in dec_by.items()), sp.Integer(0)),
         launches,
     )
-    args = (*ARGS, *ipp, *ipd, *RATE_ARGS)
+    head = args_for(kinds)
+    args = (*head, *ipp, *ipd, *RATE_ARGS)
     lam = lambda ex: sp.lambdify(args, ex, modules=LAMBDIFY_MODULES, cse=True)  # noqa: E731
     gemm_parts = tuple(i for i, p in enumerate(parts) if p.gemm_pre is not None)
     gex = [e for i in gemm_parts for e in parts[i].gemm_pre] + [e for i in gemm_parts for e in parts[i].gemm_dec]
     return Compiled(
         tuple(p.name for p in parts), tuple(p.roof for p in parts), tuple(p.scope for p in parts), tuple(n_varying),
         lam([pre_sum, dec_sum, *vary, *tot]), lam(per_part + tot),
-        sp.lambdify(ARGS, gex, modules=LAMBDIFY_MODULES, cse=True),
-        gemm_parts,
+        sp.lambdify(head, gex, modules=LAMBDIFY_MODULES, cse=True),
+        gemm_parts, tuple(str(a) for a in head),
     )  # fmt: skip
