@@ -264,6 +264,9 @@ def from_hf_config(config: Mapping[str, Any] | str | Path, name: str = "") -> Ar
     for kind in kinds():  # each layer kind the stack holds reads its own fields (a sliding window, MLA ranks)
         if kind in present and kind.hf_fields is not None:
             kind.hf_fields(cfg, fields, mt)
+    extra = _kind_fields() & fields.keys()  # a kind registered from outside rooflaw keeps its fields apart
+    if extra:
+        fields["kind_fields"] = {k: fields.pop(k) for k in sorted(extra)}
     try:
         return Architecture(**fields, name=name or str(cfg.get("_name_or_path", "")))
     except RooflawError as e:

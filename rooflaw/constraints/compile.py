@@ -31,18 +31,39 @@ ARG_NAMES = tuple(str(s) for s in ARGS)
 def args_for(kinds: frozenset[str]) -> tuple[sp.Symbol, ...]:
     """The architecture, stack, workload and precision arguments of the model for layer ``kinds``: :data:`ARGS`,
     plus the stack columns of the kinds in ``kinds`` registered from outside rooflaw (after the built-in ones)."""
-    from ..arch.layer_kinds import stack_columns
-
-    extra = [sym(c) for c in stack_columns(kinds) if c not in STACK]
+    extra = [sym(c) for c in stack_columns_of(kinds) if c not in STACK]
     return (*ARCH.values(), *STACK.values(), *extra, *WORKLOAD, *PRECISION) if extra else ARGS
 
 
-def external_kinds(kinds: frozenset[str]) -> bool:
-    """Whether ``kinds`` holds a layer kind registered from outside rooflaw (its ops are not in the package's
-    source, which keys the disk cache: such a model is compiled per process)."""
+def kinds_tag(kinds: frozenset[str]) -> str | None:
+    """The disk-cache tag of a model for layer ``kinds``: their names (``uniform``: none), plus, for a kind registered
+    from outside rooflaw (whose ops are not in the package source the cache key hashes), a hash of what the model
+    reads of it -- its ops and its parameter, cache and derived terms over the symbols. None: not cacheable."""
+    import hashlib
+
     from ..arch.layer_kinds import LAYER_KINDS
 
-    return any(k in LAYER_KINDS and not LAYER_KINDS[k].builtin for k in kinds)
+    tag = "+".join(sorted(kinds)) or "uniform"
+    outside = [LAYER_KINDS[k] for k in sorted(kinds) if k in LAYER_KINDS and not LAYER_KINDS[k].builtin]
+    if not outside:
+        return tag
+    cols = {**ARCH, **{c: sym(c) for c in stack_columns_of(kinds)}}
+    h = hashlib.sha256()
+    for k in outside:
+        terms = [k.params, k.cache_token, k.cache_state, *k.derived.values()]
+        try:
+            vals = [None if f is None else sp.srepr(sp.sympify(f(cols))) for f in terms]
+        except Exception:  # noqa: BLE001 - a term not written over symbols: compile per process
+            return None
+        fields = (k.name, k.count, k.slot, k.columns, k.in_base, k.window, k.full_context, sorted(k.derived))
+        h.update(repr((fields, vals, [repr(op) for op in k.ops])).encode())
+    return f"{tag}-{h.hexdigest()[:16]}"
+
+
+def stack_columns_of(kinds: frozenset[str]) -> tuple[str, ...]:
+    from ..arch.layer_kinds import stack_columns
+
+    return stack_columns(kinds)
 
 
 RATE_ARGS = (A.INV_BETA, A.OVERHEAD)
@@ -131,23 +152,25 @@ def compile_preset(preset: str, kinds: frozenset[str] = frozenset()) -> Compiled
     from . import symbols
 
     A.get_preset(preset)
-    if external_kinds(kinds):
+    ktag = kinds_tag(kinds)
+    if ktag is None:
         return _compile_preset(preset, kinds)
-    tag = f"compile-{preset}-{'+'.join(sorted(kinds)) or 'uniform'}"
+    tag = f"compile-{preset}-{ktag}"
     mods = (O, symbols, architecture, A, sys.modules[__name__])
     key = disk.source_key(tag, *mods)
     hit = disk.load(key)
     if hit is not None:
         try:
             fns = {k: _from_source(hit[k]) for k in ("fast", "parts", "gemms")}
-            return Compiled(*hit["meta"], fns["fast"], fns["parts"], fns["gemms"], tuple(hit["gemm_parts"]))
+            gp, args = tuple(hit["gemm_parts"]), tuple(hit.get("args", ARG_NAMES))
+            return Compiled(*hit["meta"], fns["fast"], fns["parts"], fns["gemms"], gp, args)
         except Exception:  # noqa: BLE001 - a stale or broken entry: derive again
             pass
     comp = _compile_preset(preset, kinds)
     meta = (comp.names, comp.roofs, comp.scopes, comp.n_varying)
     disk.store(key, {
         "fast": inspect.getsource(comp.fast), "parts": inspect.getsource(comp.parts),
-        "gemms": inspect.getsource(comp.gemms), "meta": meta, "gemm_parts": comp.gemm_parts,
+        "gemms": inspect.getsource(comp.gemms), "meta": meta, "gemm_parts": comp.gemm_parts, "args": comp.args,
     })  # fmt: skip
     return comp
 

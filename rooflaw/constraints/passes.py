@@ -28,7 +28,7 @@ from ..devices.device import Device
 from ..errors import bad
 from . import assembly as A
 from . import operators as O
-from .compile import ARG_NAMES, LAMBDIFY_MODULES, args_for, external_kinds
+from .compile import ARG_NAMES, LAMBDIFY_MODULES, args_for, kinds_tag
 from .engines import EngineProfile, applied, decode_linear_inv
 from .precision import Precision
 from .symbols import B, C, Mk, Sq, T, sym
@@ -84,18 +84,20 @@ def pass_model(preset: str, kinds: frozenset[str] = frozenset()) -> PassModel:
     from . import symbols
 
     A.get_preset(preset)
-    if external_kinds(kinds):
+    ktag = kinds_tag(kinds)
+    if ktag is None:
         return _pass_model(preset, kinds)
-    tag = f"pass-{preset}-{'+'.join(sorted(kinds)) or 'uniform'}"
+    tag = f"pass-{preset}-{ktag}"
     key = disk.source_key(tag, O, symbols, architecture, A, compile_mod, sys.modules[__name__])
     hit = disk.load(key)
     if hit is not None:
         try:
-            return PassModel(tuple(hit["names"]), tuple(hit["roofs"]), compile_mod._from_source(hit["fn"]))
+            fn, args = compile_mod._from_source(hit["fn"]), tuple(hit.get("args", ARG_NAMES))
+            return PassModel(tuple(hit["names"]), tuple(hit["roofs"]), fn, args)
         except Exception:  # noqa: BLE001 - a stale or broken entry: derive again
             pass
     model = _pass_model(preset, kinds)
-    disk.store(key, {"names": model.names, "roofs": model.roofs, "fn": inspect.getsource(model.fn)})
+    disk.store(key, {"names": model.names, "roofs": model.roofs, "fn": inspect.getsource(model.fn), "args": model.args})
     return model
 
 
