@@ -72,9 +72,8 @@ _KEYS = {
     "global_every",
     "window",
 }
-#: The layer kind a space's layer patterns (``global_every``, ``window``) mix with global attention.
+#: The layer kind a space's patterns (``global_every``, ``window``) mix in, and the columns they add to its points.
 PATTERN_KIND = LAYER_KINDS["local"]
-#: Columns a layer-pattern space adds to its points.
 PATTERN_COLUMNS = ("attn_layers", *PATTERN_KIND.stack_columns, "ffn_layers")
 
 
@@ -323,9 +322,8 @@ class Space:
             return False
         if tuple(c[k] for k in WIDTH_COLUMNS) not in self._width_index:
             return False
-        if c["shared_experts"] or c["layernorm"] or c["qk_norm_size"] or c["shared_gate"]:
-            return False
-        if any(c[k.count] for k in kinds() if k.name != PATTERN_KIND.name):  # a kind a space's points never hold
+        never = any(c[k.count] for k in kinds() if k.name != PATTERN_KIND.name)  # a kind no point holds
+        if never or c["shared_experts"] or c["layernorm"] or c["qk_norm_size"] or c["shared_gate"]:
             return False
         local = c["local_layers"]
         ok = [
