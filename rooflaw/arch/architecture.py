@@ -129,7 +129,7 @@ class Architecture:
     def _check_stack(self) -> None:
         extra = self.kind_fields
         pairs = sorted(extra.items()) if isinstance(extra, Mapping) else sorted(tuple(p) for p in extra)
-        own = {c for k in kinds() for c in k.fields if not _is_field(c)}
+        own = {c for k in kinds() for c in (*k.fields, k.first or "") if c and not _is_field(c)}
         for key, _ in pairs:
             if key not in own:
                 raise bad("kind_fields", key, "is not a field of a registered layer kind")
@@ -152,7 +152,7 @@ class Architecture:
         """The field ``key`` of a layer kind (a dataclass field, or one of ``kind_fields``; 0 when unset)."""
         if _is_field(key):
             return getattr(self, key)
-        return dict(self.kind_fields).get(key, 0)  # type: ignore[arg-type]
+        return dict(self.kind_fields).get(key, 0)
 
     def count(self, kind: str) -> int:
         """Number of layers of type ``kind`` (a ``layer_types`` name; a uniform model is all ``global``)."""
@@ -272,7 +272,7 @@ class Architecture:
             if f.name in _stack_fields() and d.get(f.name) == f.default:
                 d.pop(f.name)
         d.pop("kind_fields")
-        d.update(self.kind_fields)  # type: ignore[arg-type]
+        d.update(self.kind_fields)
         if "layer_types" in d:
             d["layer_types"] = list(d["layer_types"])
         return d

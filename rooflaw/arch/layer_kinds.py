@@ -113,7 +113,7 @@ def register_layer_kind(kind: LayerKind, replace: bool = False) -> LayerKind:
     for c in (*kind.stack_columns, *kind.layer_types):
         if c in taken or c == BASE_TYPE:
             raise bad("layer kind", kind.name, f"reuses {c!r} of kind {taken.get(c, BASE_TYPE)!r}")
-    if kind.slot == "mixer" and kind.first is not None or kind.slot == "ffn" and kind.layer_types:
+    if (kind.slot == "mixer" and kind.first is not None) or (kind.slot == "ffn" and kind.layer_types):
         raise bad("layer kind", kind.name, "a mixer kind names layer_types, an FFN kind a 'first' field")
     if kind.name in LAYER_KINDS and LAYER_KINDS[kind.name].builtin:
         kind = _with_builtin(kind)

@@ -194,7 +194,7 @@ def place(
     """
     pr = PRESETS[preset]
     ops = list(pr.ops)
-    windowed = []
+    windowed: list[tuple[str, str, str]] = []  # (kind, its count column, its window column)
     if pr.kinds:
         for name in sorted(kinds):
             if name == "stack":
@@ -202,7 +202,8 @@ def place(
             if name not in LAYER_KINDS:
                 raise bad("layer kind", name, f"is not registered; known: {', '.join(LAYER_KINDS)}")
             ops += LAYER_KINDS[name].ops
-            windowed += [LAYER_KINDS[name]] if LAYER_KINDS[name].window else []
+            kind = LAYER_KINDS[name]
+            windowed += [(name, kind.count, kind.window)] if kind.window else []
     parts = []
     for op in ops:
         if op.scope == "model":
@@ -212,9 +213,9 @@ def place(
         if not kinds:
             count = count.xreplace(uniform_subs())
         if windowed and op.count == "attn_layers" and C in (op.flops + op.bytes).free_symbols:
-            parts.append(_part(op, op.name, count - sum(sym(k.count) for k in windowed), cover_pre, cover_dec))
-            for k in windowed:
-                parts.append(_part(op, f"{op.name}_{k.name}", sym(k.count), cover_pre, cover_dec, sym(k.window)))
+            parts.append(_part(op, op.name, count - sum(sym(n) for _, n, _ in windowed), cover_pre, cover_dec))
+            for name, n, w in windowed:
+                parts.append(_part(op, f"{op.name}_{name}", sym(n), cover_pre, cover_dec, sym(w)))
         else:
             parts.append(_part(op, op.name, count, cover_pre, cover_dec))
     return parts

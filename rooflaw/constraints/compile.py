@@ -162,8 +162,9 @@ def compile_preset(preset: str, kinds: frozenset[str] = frozenset()) -> Compiled
     if hit is not None:
         try:
             fns = {k: _from_source(hit[k]) for k in ("fast", "parts", "gemms")}
+            names, roofs, scopes, n_varying = hit["meta"]
             gp, args = tuple(hit["gemm_parts"]), tuple(hit.get("args", ARG_NAMES))
-            return Compiled(*hit["meta"], fns["fast"], fns["parts"], fns["gemms"], gp, args)
+            return Compiled(names, roofs, scopes, n_varying, fns["fast"], fns["parts"], fns["gemms"], gp, args)
         except Exception:  # noqa: BLE001 - a stale or broken entry: derive again
             pass
     comp = _compile_preset(preset, kinds)

@@ -415,9 +415,9 @@ def kv_cache_bytes_expr(S: sp.Expr, kinds: frozenset = frozenset()) -> sp.Expr:
     if not kinds:
         return 2 * a["layers"] * nkv * hd * b_kv * B * S
     c, ks = _cols(kinds), stack_kinds_in(kinds)
-    win = [k for k in ks if k.window]
-    full = (c["attn_layers"] - sum(c[k.count] for k in win)) * S
-    out = 2 * nkv * hd * b_kv * B * (full + sum(c[k.count] * sp.Min(S, c[k.window]) for k in win))
+    win = [(k, k.window) for k in ks if k.window]
+    full = (c["attn_layers"] - sum(c[k.count] for k, _ in win)) * S
+    out = 2 * nkv * hd * b_kv * B * (full + sum(c[k.count] * sp.Min(S, c[w]) for k, w in win))
     for k in ks:
         if k.cache_token is not None:
             out += c[k.count] * k.cache_token(c) * b_kv * B * S
@@ -442,11 +442,11 @@ def activation_bytes_expr(S: sp.Expr, kinds: frozenset = frozenset()) -> sp.Expr
     """
     ctx = S
     c, ks = _cols(kinds), stack_kinds_in(kinds)
-    win = [k for k in ks if k.window and k.name in kinds]
+    win = [(k, k.window) for k in ks if k.window and k.name in kinds]
     if win:  # full-context layers: the base attention's outside windowed kinds, and full-context kinds (MLA)
-        n_full = c["attn_layers"] - sum(c[k.count] for k in win) + sum(c[k.count] for k in ks if k.full_context)
+        n_full = c["attn_layers"] - sum(c[k.count] for k, _ in win) + sum(c[k.count] for k in ks if k.full_context)
         full = _nonzero(n_full)
-        ctx = full * S + (1 - full) * sp.Max(*(sp.Min(S, c[k.window]) for k in win))
+        ctx = full * S + (1 - full) * sp.Max(*(sp.Min(S, c[w]) for _, w in win))
     chunk = sp.Min(B * S, PREFILL_CHUNK_TOKENS)
     return chunk * (2 * d + n_up * ffn_tokens_width + unfused * nh * ctx) * b_a + 4 * B * V
 
