@@ -145,3 +145,36 @@ def test_a_layout_splits_the_kind_by_hand(glm):
     assert out["kv_cache_bytes_per_device"] == 2 * (KV // 2) * HD * 2 * 4 * (256 + 8) + 3 * 4 * (STATE // 2) * 2
     stages = evaluate_layout(glm, sysm, "pp=2", wl, "bf16")["stages"]
     assert [(s["layers"], s["attn_layers"], s["glm_layers"]) for s in stages] == [(2, 0, 2), (2, 1, 1)]
+
+
+def test_the_registry_refuses_what_would_clash(glm):
+    with pytest.raises(RooflawError, match="already registered"):
+        register_layer_kind(GLM)
+    with pytest.raises(RooflawError, match="reuses 'window'"):
+        register_layer_kind(LayerKind("w2", "w2_layers", "mixer", "w2", layer_types=("w2",), columns=("window",)))
+    with pytest.raises(RooflawError, match="built in"):
+        unregister_layer_kind("mla")
+    with pytest.raises(RooflawError, match="shard"):
+        Op("x", "linear", "layer", sp.Integer(0), sp.Integer(0), shard="mlp")
+    from rooflaw.constraints.parallel.shard import group_of
+
+    assert [group_of(n) for n in ("glm_in", "attn_scores_local", "mla_values", "dense_ffn_up")] == [
+        "attn", "ctx", "ctx", "ffn"]  # fmt: skip
+    with pytest.raises(RooflawError, match="no_such_op"):
+        group_of("no_such_op")  # no longer filed under attention without a word
+
+
+def test_per_kind_counts_without_a_kind_of_their_own():
+    """A table whose attn_layers < layers names no kind (``stack``): those layers have no attention, and the cost
+    is the uniform model's less their share of the attention ops (this raised KeyError 'stack' before)."""
+    base = {"layers": 4.0, "d_model": 256.0, "heads": 4.0, "kv_heads": 2.0, "ffn": 512.0, "vocab": 1000.0}
+    cols = {k: np.array([v]) for k, v in base.items()}
+    wl = Workload(1, 128, 4)
+    uni = evaluate_columns(cols, DEV, wl, "bf16", engine="ideal")
+    less = evaluate_columns({**cols, "attn_layers": np.array([3.0])}, DEV, wl, "bf16", engine="ideal")
+    arch = Architecture(layers=4, d_model=256, heads=4, kv_heads=2, ffn=512, vocab=1000)
+    ops = {o.name: o for o in evaluate(arch, DEV, wl, "bf16", engine="ideal").ops if o.phase == "prefill"}
+    attn = sum(ops[n].flops for n in ("q_proj", "k_proj", "v_proj", "qk_norm_rope", "attn_scores", "softmax",
+                                      "attn_values", "o_proj"))  # fmt: skip
+    assert less["prefill_flops"][0] == pytest.approx(uni["prefill_flops"][0] - attn / 4, rel=1e-12)
+    assert less["kv_cache_bytes"][0] == 3 / 4 * uni["kv_cache_bytes"][0]
