@@ -37,6 +37,7 @@ Adding an operator is one entry here; the assembly (``assembly.py``) places, pri
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 
 import sympy as sp
@@ -369,22 +370,24 @@ def all_ops() -> tuple[Op, ...]:
 def op_named(part: str) -> Op:
     """The op a placed part of the ``full`` model comes from: ``part`` is an op's name, or ``<op>_<kind>`` for the
     windowed copy of a base attention op in a windowed kind's layers (:func:`assembly.place`)."""
-    ops = {op.name: op for op in all_ops()}
-    if part in ops:
-        return ops[part]
-    for k in kinds():
-        base = part.removesuffix(f"_{k.name}")
-        if k.window and base != part and base in ops:
-            return ops[base]
-    raise bad("op", part, "is no operator of the full model nor of a registered layer kind")
+    op = _part_index(kinds()).get(part)
+    if op is None:
+        raise bad("op", part, "is no operator of the full model nor of a registered layer kind")
+    return op
+
+
+@functools.lru_cache(maxsize=8)
+def _part_index(registered: tuple[LayerKind, ...]) -> dict[str, Op]:
+    """Part name -> op for the registered kinds (the key: a re-registered kind is a new object)."""
+    ops = (*FULL_OPS, *(op for k in registered for op in k.ops))
+    out = {op.name: op for op in ops}
+    out.update({f"{op.name}_{k.name}": op for k in registered if k.window for op in ops})
+    return out
 
 
 def part_roofs() -> dict[str, str]:
     """The roof class of every part the ``full`` model places: each op's, and each windowed copy's (``<op>_<kind>``)."""
-    ops = all_ops()
-    out = {op.name: op.roof for op in ops}
-    out.update({f"{op.name}_{k.name}": op.roof for k in kinds() if k.window for op in ops})
-    return out
+    return {name: op.roof for name, op in _part_index(kinds()).items()}
 
 
 def stack_kinds_in(names: frozenset[str]) -> list[LayerKind]:
