@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import bad
+from .checks import hf_need as _need
 
 #: Layer-count columns of the base: every layer, the GQA attention layers, the main-FFN layers.
 BASE_COUNTS = ("layers", "attn_layers", "ffn_layers")
@@ -208,12 +209,6 @@ def _ffn_kind(i: int, firsts: Mapping[str, int]) -> LayerKind | None:
 
 
 # ---- the built-in kinds ---------------------------------------------------------------------------
-def _need(cfg: Mapping[str, Any], key: str, model_type: str) -> Any:
-    if key not in cfg or cfg[key] is None:
-        raise bad("config.json", key, f"missing field (model_type={model_type!r})")
-    return cfg[key]
-
-
 def _check_local(a: Any) -> None:
     if a.kind_layers("local") and a.window <= 0:
         raise bad("window", a.window, "sliding-window layers need a positive window")

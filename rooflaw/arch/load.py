@@ -11,7 +11,7 @@ from typing import Any
 from .. import safe_io
 from ..errors import RooflawError, bad
 from .architecture import Architecture
-from .checks import MAX_INT, check_hf_numbers, check_int
+from .checks import MAX_INT, check_hf_numbers, check_int, hf_need
 from .layer_kinds import hf_types, kind_of_type, kinds
 
 _FIELDS = {f.name: f for f in dataclasses.fields(Architecture)}
@@ -146,10 +146,7 @@ _HF_FAMILIES: dict[str, dict[str, Any]] = {
 }
 
 
-def _need(cfg: Mapping[str, Any], key: str, model_type: str) -> Any:
-    if key not in cfg or cfg[key] is None:
-        raise bad("config.json", key, f"missing field (model_type={model_type!r})")
-    return cfg[key]
+_need = hf_need
 
 
 MODELS_DIR = Path(__file__).with_name("models")
