@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover - names for type checkers and IDEs
 _MODULES: dict[str, str] = {
     "rooflaw.arch": "COLUMNS Architecture Space bundled_models from_file from_hf_config from_mapping from_spec "
     "get_space list_spaces load_architecture param_counts",
+    "rooflaw.arch.layer_kinds": "LAYER_KINDS LayerKind register_layer_kind unregister_layer_kind",
     "rooflaw.constraints": "ENGINE_NAMES FORMATS PRESETS CostReport EngineProfile Precision Workload "
     "complete_columns decode_steps evaluate_columns gemm get_engine",
     "rooflaw.constraints.kernels": "KernelCurves curves_for",

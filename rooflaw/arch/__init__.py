@@ -6,6 +6,7 @@ import importlib
 from typing import Any
 
 from .architecture import COLUMNS, STACK_COLUMNS, Architecture, param_counts
+from .layer_kinds import LAYER_KINDS, LayerKind, register_layer_kind, unregister_layer_kind
 from .load import bundled_models, from_file, from_hf_config, from_mapping, from_spec, load_architecture
 
 _LAZY = {"Space": ".space", "get_space": ".space", "list_spaces": ".space"}
@@ -23,6 +24,10 @@ __all__ = [
     "bundled_models",
     "COLUMNS",
     "STACK_COLUMNS",
+    "LAYER_KINDS",
+    "LayerKind",
+    "register_layer_kind",
+    "unregister_layer_kind",
     "Architecture",
     "from_file",
     "from_hf_config",

@@ -16,16 +16,16 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections import ChainMap
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import bad
+from .layer_kinds import LAYER_KINDS, kind_of_type, kinds, layer_types
+from .layer_kinds import STACK_COLUMNS as STACK_COLUMNS  # re-exported: the built-in stack columns
 
 NORMS = ("rmsnorm", "layernorm")
-ATTENTION_KINDS = ("global", "local", "mla")
-STATE_KINDS = ("conv", "ssm", "linear")
-LAYER_KINDS = ATTENTION_KINDS + STATE_KINDS
 QK_NORMS = ("none", "head", "full")
 
 #: Numeric columns that describe an architecture in vectorised tables (booleans as 0/1).
@@ -50,29 +50,6 @@ COLUMNS = (
     "shared_gate",
     "moe",
     "qk_norm_on",
-)
-
-#: Layer-stack columns (per-kind layer counts and kind parameters). A uniform model has attn_layers =
-#: ffn_layers = layers and zeros elsewhere; tables may omit them (see ``constraints.complete_columns``).
-STACK_COLUMNS = (
-    "attn_layers",  # layers with (GQA) attention, global or sliding-window
-    "local_layers",  # of which sliding-window
-    "window",  # sliding window (tokens)
-    "mla_layers",  # layers with multi-head latent attention
-    "q_lora_rank",
-    "q_lora_on",
-    "kv_lora_rank",
-    "rope_dim",
-    "v_head_dim",
-    "mixer_layers",  # layers with a constant-state mixer (conv / SSM / linear attention)
-    "mixer_in",  # input projection width (d -> mixer_in)
-    "mixer_inner",  # output projection input width (mixer_inner -> d)
-    "mixer_state",  # state elements per sequence per layer (incl. conv state)
-    "mixer_params",  # mixer parameters besides the two projections, per layer
-    "mixer_flops",  # FLOPs per token per layer of the recurrence / convolution itself
-    "ffn_layers",  # layers with the main FFN (dense or MoE)
-    "dense_layers",  # first-k dense FFN layers of an MoE model
-    "dense_ffn",
 )
 
 
@@ -116,6 +93,7 @@ class Architecture:
     mixer_state: int = 0
     mixer_params: int = 0
     mixer_flops: int = 0
+    kind_fields: Mapping[str, int] | tuple[tuple[str, int], ...] = ()
     name: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
@@ -149,9 +127,15 @@ class Architecture:
         self._check_stack()
 
     def _check_stack(self) -> None:
-        for key in ("window", "q_lora_rank", "kv_lora_rank", "rope_dim", "v_head_dim", "first_dense", "dense_ffn",
-                    "mixer_in", "mixer_inner", "mixer_state", "mixer_params", "mixer_flops"):  # fmt: skip
-            v = getattr(self, key)
+        extra = self.kind_fields
+        pairs = sorted(extra.items()) if isinstance(extra, Mapping) else sorted(tuple(p) for p in extra)
+        own = {c for k in kinds() for c in (*k.fields, k.first or "") if c and not _is_field(c)}
+        for key, _ in pairs:
+            if key not in own:
+                raise bad("kind_fields", key, "is not a field of a registered layer kind")
+        object.__setattr__(self, "kind_fields", tuple(pairs))
+        for key in (*(f for k in kinds() for f in k.fields), *(k.first for k in kinds() if k.first)):
+            v = self.value(key)
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
                 raise bad(key, v, "must be a non-negative integer")
         types = tuple(self.layer_types)
@@ -159,24 +143,27 @@ class Architecture:
         if types and len(types) != self.layers:
             raise bad("layer_types", len(types), f"has {len(types)} entries for layers={self.layers}")
         for kind in types:
-            if kind not in LAYER_KINDS:
-                raise bad("layer_types", kind, f"unknown layer kind; known: {', '.join(LAYER_KINDS)}")
-        if "local" in types and self.window <= 0:
-            raise bad("window", self.window, "sliding-window layers need a positive window")
-        mla_bad = self.kv_lora_rank <= 0 or self.v_head_dim <= 0 or self.rope_dim >= _filled(self.head_dim)
-        if "mla" in types and mla_bad:
-            raise bad("kv_lora_rank", self.kv_lora_rank, "MLA layers need kv_lora_rank, v_head_dim > 0 and "
-                      "rope_dim < head_dim (head_dim = qk nope + rope dims)")  # fmt: skip
-        if any(k in STATE_KINDS for k in types) and (self.mixer_in <= 0 or self.mixer_inner <= 0):
-            raise bad("mixer_in", self.mixer_in, "conv/ssm/linear layers need mixer_in and mixer_inner > 0")
-        if self.first_dense > self.layers:
-            raise bad("first_dense", self.first_dense, f"exceeds layers={self.layers}")
-        if self.first_dense and self.dense_ffn <= 0:
-            raise bad("dense_ffn", self.dense_ffn, "first_dense layers need a positive dense_ffn")
+            kind_of_type(kind)  # raises on an unknown name
+        for k in kinds():
+            if k.check is not None:
+                k.check(self)
+
+    def value(self, key: str) -> int:
+        """The field ``key`` of a layer kind (a dataclass field, or one of ``kind_fields``; 0 when unset)."""
+        if _is_field(key):
+            return getattr(self, key)
+        return dict(self.kind_fields).get(key, 0)
 
     def count(self, kind: str) -> int:
-        """Number of layers of ``kind`` (a uniform model is all ``global``)."""
+        """Number of layers of type ``kind`` (a ``layer_types`` name; a uniform model is all ``global``)."""
         return sum(k == kind for k in self.layer_types) if self.layer_types else self.layers * (kind == "global")
+
+    def kind_layers(self, name: str) -> int:
+        """Number of layers of the registered layer kind ``name`` (:data:`~rooflaw.arch.layer_kinds.LAYER_KINDS`)."""
+        kind = LAYER_KINDS[name]
+        if kind.first is not None:
+            return min(self.value(kind.first), self.layers)
+        return sum(self.count(t) for t in kind.layer_types)
 
     # ---- the paper's variables -------------------------------------------------------------
     @property
@@ -243,54 +230,49 @@ class Architecture:
         }
 
     def stack_columns(self) -> dict[str, int]:
-        """The per-kind layer counts and kind parameters of :data:`STACK_COLUMNS`."""
-        local, mla = self.count("local"), self.count("mla")
-        mixer = sum(self.count(k) for k in STATE_KINDS)
-        return {
-            "attn_layers": self.count("global") + local,
-            "local_layers": local,
-            "window": self.window if local else 0,
-            "mla_layers": mla,
-            "q_lora_rank": self.q_lora_rank if mla else 0,
-            "q_lora_on": int(bool(mla and self.q_lora_rank)),
-            "kv_lora_rank": self.kv_lora_rank if mla else 0,
-            "rope_dim": self.rope_dim if mla else 0,
-            "v_head_dim": self.v_head_dim if mla else 0,
-            "mixer_layers": mixer,
-            "mixer_in": self.mixer_in if mixer else 0,
-            "mixer_inner": self.mixer_inner if mixer else 0,
-            "mixer_state": self.mixer_state if mixer else 0,
-            "mixer_params": self.mixer_params if mixer else 0,
-            "mixer_flops": self.mixer_flops if mixer else 0,
-            "ffn_layers": self.layers - self.first_dense,
-            "dense_layers": self.first_dense,
-            "dense_ffn": self.dense_ffn if self.first_dense else 0,
-        }
+        """The per-kind layer counts and kind parameters of the layer-stack columns (each registered kind's count
+        and columns, 0 for a kind without layers; ``attn_layers``/``ffn_layers``: the layers left to the base)."""
+        out = {"attn_layers": self.layers, "ffn_layers": self.layers}
+        for k in kinds():
+            n = self.kind_layers(k.name)
+            vals = {c: self.value(c) if n else 0 for c in k.fields}
+            vals.update({c: int(bool(n and f(vals))) for c, f in k.derived.items()})
+            out[k.count] = n
+            out.update(vals)
+            if not k.in_base:
+                out[k.base] -= n
+        return {c: out[c] for c in _stack_columns()}
 
     @property
     def pattern(self) -> str:
         """The layer stack in words, e.g. ``22 local (window 512) + 4 global`` (``26 global`` if uniform)."""
         parts = []
-        for kind in LAYER_KINDS:
-            n = self.count(kind)
+        for t in layer_types():
+            n = self.count(t)
+            kind = kind_of_type(t)
             if n:
-                parts.append(f"{n} {kind}" + (f" (window {self.window})" if kind == "local" else ""))
-        if self.first_dense:
-            parts.append(f"first {self.first_dense} dense FFN")
+                parts.append(f"{n} {t}" + (f" {kind.note(self)}" if kind is not None and kind.note else ""))
+        for k in kinds():
+            if k.first is not None and self.kind_layers(k.name):
+                parts.append(f"first {self.kind_layers(k.name)} {k.label}")
         return " + ".join(parts)
 
     @property
     def uniform(self) -> bool:
         """True for a one-block stack (every layer global attention + the main FFN)."""
-        return not self.first_dense and all(k == "global" for k in self.layer_types)
+        return not any(self.kind_layers(k.name) for k in kinds() if k.first) and all(
+            k == "global" for k in self.layer_types
+        )
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         if not d["name"]:
             d.pop("name")
         for f in dataclasses.fields(self):  # stack fields only when set: uniform models print as before
-            if f.name in _STACK_FIELDS and d.get(f.name) == f.default:
+            if f.name in _stack_fields() and d.get(f.name) == f.default:
                 d.pop(f.name)
+        d.pop("kind_fields")
+        d.update(self.kind_fields)
         if "layer_types" in d:
             d["layer_types"] = list(d["layer_types"])
         return d
@@ -310,9 +292,19 @@ class Architecture:
         return dataclasses.replace(self, **changes)
 
 
-_STACK_FIELDS = ("layer_types", "window", "q_lora_rank", "kv_lora_rank", "rope_dim", "v_head_dim", "first_dense",
-                 "dense_ffn", "mixer_in", "mixer_inner", "mixer_state", "mixer_params",
-                 "mixer_flops")  # fmt: skip
+def _stack_fields() -> set[str]:
+    """Architecture fields of the layer stack (printed only when set)."""
+    return {"layer_types", *(f for k in kinds() for f in k.fields), *(k.first for k in kinds() if k.first)}
+
+
+def _is_field(name: str) -> bool:
+    return name in Architecture.__dataclass_fields__
+
+
+def _stack_columns() -> tuple[str, ...]:
+    from .layer_kinds import stack_columns
+
+    return stack_columns()
 
 
 def _filled(size: int | None) -> int:
@@ -333,12 +325,12 @@ def param_counts(c: Mapping[str, Any]) -> dict[str, Any]:
 
     Returns ``attn`` (per GQA attention layer), ``expert`` (one routed expert), ``shared`` (all shared experts,
     incl. a Qwen-MoE shared-expert gate), ``router``, ``norms`` (per layer), ``layer_dense`` (per uniform layer
-    without routed experts), ``mla`` (per MLA layer), ``mixer`` (per conv/SSM/linear-attention layer),
-    ``embed``, ``lm_head`` (0 if tied), ``final_norm``, ``total`` and ``active``. The layer-stack columns
-    (:data:`STACK_COLUMNS`) default to a uniform stack when absent.
+    without routed experts), per layer of each layer kind with parameters (``mla``, ``mixer``, ``dense``: its
+    registry name, :data:`~rooflaw.arch.layer_kinds.LAYER_KINDS`), ``embed``, ``lm_head`` (0 if tied),
+    ``final_norm``, ``total`` and ``active``. The layer-stack columns default to a uniform stack when absent.
     """
     d, hd = c["d_model"], c["head_dim"]
-    s = {k: c.get(k, 0) for k in STACK_COLUMNS}
+    s = {k: c.get(k, 0) for k in _stack_columns()}
     attn_l, ffn_l = c.get("attn_layers", c["layers"]), c.get("ffn_layers", c["layers"])
     q_out, kv_out = c["heads"] * hd, c["kv_heads"] * hd
     n_mat = 2 + c["gated"]
@@ -349,24 +341,15 @@ def param_counts(c: Mapping[str, Any]) -> dict[str, Any]:
     router = d * c["experts"] * c["moe"]
     norms = c["norms_per_layer"] * norm_size
     layer_dense = attn + shared + router + norms
-    q_lora, kv_lora = s["q_lora_rank"], s["kv_lora_rank"]
-    mla = (  # q (direct, or q_a + norm + q_b), kv_a (latent + rope key), kv norm, kv_b, o
-        q_lora * (d + 1 + q_out)
-        + (1 - s["q_lora_on"]) * d * q_out
-        + d * (kv_lora + s["rope_dim"])
-        + kv_lora
-        + kv_lora * c["heads"] * (hd - s["rope_dim"] + s["v_head_dim"])
-        + c["heads"] * s["v_head_dim"] * d
-    )
-    mixer = d * s["mixer_in"] + s["mixer_inner"] * d + s["mixer_params"]
-    dense_ffn = n_mat * d * s["dense_ffn"]
+    cols = ChainMap(s, c)  # type: ignore[arg-type]
+    per_kind = {k.name: k.params(cols) for k in kinds() if k.params is not None}
     embed = c["vocab"] * d
     lm_head = (1 - c["tied"]) * c["vocab"] * d
     final_norm = norm_size
     outer = embed + lm_head + final_norm
-    kinds = s["mla_layers"] * mla + s["mixer_layers"] * mixer + s["dense_layers"] * dense_ffn
+    stack = sum(s[LAYER_KINDS[name].count] * n for name, n in per_kind.items())
     if "attn_layers" in c or "ffn_layers" in c:
-        base = attn_l * attn + ffn_l * (shared + router) + c["layers"] * norms + kinds
+        base = attn_l * attn + ffn_l * (shared + router) + c["layers"] * norms + stack
         total = base + ffn_l * c["experts"] * expert + outer
         active = base + ffn_l * c["top_k"] * expert + outer
     else:  # a uniform table: one multiplication per layer (the form the symbolic model is written in)
@@ -379,8 +362,7 @@ def param_counts(c: Mapping[str, Any]) -> dict[str, Any]:
         "router": router,
         "norms": norms,
         "layer_dense": layer_dense,
-        "mla": mla,
-        "mixer": mixer,
+        **per_kind,
         "embed": embed,
         "lm_head": lm_head,
         "final_norm": final_norm,

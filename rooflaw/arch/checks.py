@@ -40,6 +40,14 @@ HF_INT_KEYS: dict[str, int] = {
     "n_shared_experts": 0,
 }
 
+
+def hf_need(cfg: Mapping[str, Any], key: str, model_type: str) -> Any:
+    """``cfg[key]`` of a Hugging Face config, or a one-line error naming the missing field."""
+    if key not in cfg or cfg[key] is None:
+        raise bad("config.json", key, f"missing field (model_type={model_type!r})")
+    return cfg[key]
+
+
 #: config.json keys that hold booleans.
 HF_BOOL_KEYS = ("tie_word_embeddings", "attention_bias", "mlp_bias")
 

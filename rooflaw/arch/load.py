@@ -11,15 +11,24 @@ from typing import Any
 from .. import safe_io
 from ..errors import RooflawError, bad
 from .architecture import Architecture
-from .checks import MAX_INT, check_hf_numbers, check_int
+from .checks import MAX_INT, check_hf_numbers, check_int, hf_need
+from .layer_kinds import hf_types, kind_of_type, kinds
 
 _FIELDS = {f.name: f for f in dataclasses.fields(Architecture)}
 _BOOL = {"true": True, "false": False, "1": True, "0": False, "yes": True, "no": False}
 
 
+def _kind_fields() -> set[str]:
+    """Fields of registered layer kinds that are not Architecture dataclass fields (they go to ``kind_fields``)."""
+    return {f for k in kinds() for f in k.fields if f not in _FIELDS}
+
+
 def _coerce(key: str, value: Any) -> Any:
-    if key not in _FIELDS:
-        raise bad("arch", key, f"unknown field; known: {', '.join(k for k in _FIELDS if k != 'name')}")
+    if key in _kind_fields():
+        return check_int(key, value, 0) if not isinstance(value, str) else _coerce_int(key, value)
+    if key not in _FIELDS or key == "kind_fields":
+        known = [k for k in _FIELDS if k not in ("name", "kind_fields")] + sorted(_kind_fields())
+        raise bad("arch", key, f"unknown field; known: {', '.join(known)}")
     kind = str(_FIELDS[key].type)
     if "tuple" in kind:  # layer_types: a list, or "local+local+global" in a spec string
         parts = value.split("+") if isinstance(value, str) else value
@@ -33,11 +42,7 @@ def _coerce(key: str, value: Any) -> Any:
                 raise bad(key, value, "must be true or false")
             return _BOOL[text.lower()]
         if "int" in kind:
-            try:
-                number = int(text)
-            except ValueError:
-                raise bad(key, value, "must be an integer") from None
-            return check_int(key, number, -MAX_INT)  # the same bound as files; Architecture checks the sign
+            return _coerce_int(key, text)
         return text
     if value is None and "None" in kind:
         return None
@@ -50,11 +55,23 @@ def _coerce(key: str, value: Any) -> Any:
     return value
 
 
+def _coerce_int(key: str, text: str) -> int:
+    try:
+        number = int(text.strip())
+    except ValueError:
+        raise bad(key, text, "must be an integer") from None
+    return check_int(key, number, -MAX_INT)  # the same bound as files; Architecture checks the sign
+
+
 def from_mapping(fields: Mapping[str, Any], name: str = "") -> Architecture:
-    """``Architecture`` from a mapping of field names (as in the spec string) to values."""
+    """``Architecture`` from a mapping of field names (as in the spec string) to values (a registered layer kind's
+    own fields included)."""
     if not isinstance(fields, Mapping):
         raise bad("fields", fields, "must be a mapping of architecture field names to values")
     kwargs = {k: _coerce(k, v) for k, v in fields.items()}
+    extra = _kind_fields()
+    if extra & kwargs.keys():
+        kwargs["kind_fields"] = {k: kwargs.pop(k) for k in list(kwargs) if k in extra}
     if name and "name" not in kwargs:
         kwargs["name"] = name
     for required in ("layers", "d_model", "heads"):
@@ -129,10 +146,7 @@ _HF_FAMILIES: dict[str, dict[str, Any]] = {
 }
 
 
-def _need(cfg: Mapping[str, Any], key: str, model_type: str) -> Any:
-    if key not in cfg or cfg[key] is None:
-        raise bad("config.json", key, f"missing field (model_type={model_type!r})")
-    return cfg[key]
+_need = hf_need
 
 
 MODELS_DIR = Path(__file__).with_name("models")
@@ -243,7 +257,13 @@ def from_hf_config(config: Mapping[str, Any] | str | Path, name: str = "") -> Ar
         fields["ffn"] = int(_need(cfg, "intermediate_size", mt))
     if mt in ("gemma2", "gemma3_text"):
         fields["layer_types"] = _sliding_types(cfg, fields["layers"], 2 if mt == "gemma2" else 6)
-        fields["window"] = int(_need(cfg, "sliding_window", mt)) if "local" in fields["layer_types"] else 0
+    present = {kind_of_type(t) for t in fields.get("layer_types", ())}
+    for kind in kinds():  # each layer kind the stack holds reads its own fields (a sliding window, MLA ranks)
+        if kind in present and kind.hf_fields is not None:
+            kind.hf_fields(cfg, fields, mt)
+    extra = _kind_fields() & fields.keys()  # a kind registered from outside rooflaw keeps its fields apart
+    if extra:
+        fields["kind_fields"] = {k: fields.pop(k) for k in sorted(extra)}
     try:
         return Architecture(**fields, name=name or str(cfg.get("_name_or_path", "")))
     except RooflawError as e:
@@ -251,10 +271,6 @@ def from_hf_config(config: Mapping[str, Any] | str | Path, name: str = "") -> Ar
 
 
 # ---- layer stacks -------------------------------------------------------------------------------
-_HF_KIND = {"full_attention": "global", "sliding_attention": "local", "attention": "global", "conv": "conv",
-            "mamba": "ssm", "linear_attention": "ssm"}  # fmt: skip
-
-
 def _sliding_types(cfg: Mapping[str, Any], layers: int, default_pattern: int) -> tuple[str, ...]:
     """Gemma 2/3 layer kinds: ``layer_types`` if given, else every ``sliding_window_pattern``-th layer global."""
     if cfg.get("layer_types"):
@@ -269,10 +285,11 @@ def _kinds(types: Any, layers: int) -> tuple[str, ...]:
     if not isinstance(types, (list, tuple)) or len(types) != layers:
         raise bad("layer_types", types, f"must list one kind per layer ({layers})")
     out = []
+    names = hf_types()
     for k in types:
-        if k not in _HF_KIND:
-            raise bad("layer_types", k, f"unsupported layer type; supported: {', '.join(_HF_KIND)}")
-        out.append(_HF_KIND[k])
+        if k not in names:
+            raise bad("layer_types", k, f"unsupported layer type; supported: {', '.join(names)}")
+        out.append(names[k])
     return tuple(out)
 
 
@@ -280,11 +297,7 @@ def _deepseek(cfg: Mapping[str, Any], f: dict[str, Any], mt: str) -> None:
     """DeepSeek-V2/V3: MLA in every layer; the first ``first_k_dense_replace`` layers dense, the rest MoE with
     ``n_shared_experts`` shared experts of width moe_intermediate_size (V3's router score bias is a buffer, not a
     parameter, in transformers, so it is not counted)."""
-    nope, rope = int(_need(cfg, "qk_nope_head_dim", mt)), int(_need(cfg, "qk_rope_head_dim", mt))
-    f.update(head_dim=nope + rope, rope_dim=rope, v_head_dim=int(_need(cfg, "v_head_dim", mt)))
-    f.update(kv_lora_rank=int(_need(cfg, "kv_lora_rank", mt)), q_lora_rank=int(cfg.get("q_lora_rank") or 0))
-    f["kv_heads"] = f["heads"]
-    f["layer_types"] = ("mla",) * f["layers"]
+    f["layer_types"] = ("mla",) * f["layers"]  # the MLA kind reads its own fields (layer_kinds)
     experts = int(cfg.get("n_routed_experts") or 0)
     first = int(cfg.get("first_k_dense_replace") or 0)
     if int(cfg.get("moe_layer_freq", 1)) != 1:

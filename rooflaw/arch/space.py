@@ -40,6 +40,7 @@ import pandas as pd
 
 from ..errors import RooflawError, bad
 from .architecture import COLUMNS, Architecture
+from .layer_kinds import LAYER_KINDS, kinds
 from .space_values import MAX_INT, bool_list, float_list, int_list, kv_list, moe_list
 
 if sys.version_info >= (3, 11):
@@ -71,8 +72,9 @@ _KEYS = {
     "global_every",
     "window",
 }
-#: Columns a layer-pattern space adds to its points.
-PATTERN_COLUMNS = ("attn_layers", "local_layers", "window", "ffn_layers")
+#: The layer kind a space's patterns (``global_every``, ``window``) mix in, and the columns they add to its points.
+PATTERN_KIND = LAYER_KINDS["local"]
+PATTERN_COLUMNS = ("attn_layers", *PATTERN_KIND.stack_columns, "ffn_layers")
 
 
 def _same(value: Any, shape: tuple[int, ...]) -> np.ndarray:
@@ -320,9 +322,8 @@ class Space:
             return False
         if tuple(c[k] for k in WIDTH_COLUMNS) not in self._width_index:
             return False
-        if c["shared_experts"] or c["layernorm"] or c["qk_norm_size"] or c["shared_gate"]:
-            return False
-        if c["mla_layers"] or c["mixer_layers"] or c["dense_layers"]:
+        never = any(c[k.count] for k in kinds() if k.name != PATTERN_KIND.name)  # a kind no point holds
+        if never or c["shared_experts"] or c["layernorm"] or c["qk_norm_size"] or c["shared_gate"]:
             return False
         local = c["local_layers"]
         ok = [

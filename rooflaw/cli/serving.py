@@ -76,11 +76,12 @@ def serve(device, system, layout, arch, precision, batch, s_in, s_out, attention
             f"[dim]80 % bands (held-out published rows): TTFT ×{pre[0]:.2f}–{pre[1]:.2f}, TPOT "
             f"×{dec[0]:.2f}–{dec[1]:.2f}, tok/s ×{1 / dec[1]:.2f}–{1 / dec[0]:.2f} (--json: per batch)[/dim]"
         )
-    if "stages" in first:
-        st = [[i, s["layers"], s["attn_layers"] + s["mla_layers"], s["mixer_layers"], s["dense_layers"],
-               fmt_time(s["decode_step_s"])] for i, s in enumerate(first["stages"])]  # fmt: skip
+    if "stages" in first:  # layers, GQA attention layers, then each layer kind's that replaces a base
+        own = [k for k in api.LAYER_KINDS.values() if not k.in_base]
+        st = [[i, s["layers"], s["attn_layers"], *(s[k.count] for k in own), fmt_time(s["decode_step_s"])]
+              for i, s in enumerate(first["stages"])]  # fmt: skip
         console.print(table(f"pipeline stages at batch {batches[0]} (stage balance {first['stage_balance']:.1%})",
-                            ["stage", "layers", "attention", "conv/SSM", "dense FFN", "decode step"], st))  # fmt: skip
+                            ["stage", "layers", "attention", *(k.label for k in own), "decode step"], st))  # fmt: skip
     if want_max:
         mb = out["max_batch"]
         console.print(f"largest batch that fits each device: {mb}" if mb else

@@ -26,7 +26,9 @@ from typing import Any, Protocol
 import numpy as np
 import sympy as sp
 
-from ..errors import RooflawWarning
+from ..arch.layer_kinds import LAYER_KINDS
+from ..arch.layer_kinds import stack_columns as stack_column_names
+from ..errors import RooflawWarning, bad
 from . import operators as O
 from .paper_variables import PAPER_VARS, paper_variable_map, to_paper_variables  # noqa: F401 (re-exported)
 from .presets import PRESETS, Preset, get_preset, register_preset  # noqa: F401 (re-exported)
@@ -54,7 +56,7 @@ def uniform_subs() -> dict[sp.Symbol, sp.Expr]:
 
 
 def count_symbol(name: str) -> sp.Expr:
-    return ARCH["layers"] if name == "layers" else STACK[name]
+    return ARCH["layers"] if name == "layers" else sym(name)
 
 
 # ---- phases ------------------------------------------------------------------------------------
@@ -133,6 +135,7 @@ class Part:
     decode: tuple[Segment, ...]
     gemm_pre: tuple[sp.Expr, ...] | None = None
     gemm_dec: tuple[sp.Expr, ...] | None = None
+    window: sp.Expr | None = None  # the context bound of a windowed kind's copy of an attention op
 
     @property
     def roof(self) -> str:
@@ -170,7 +173,7 @@ def _part(op, name, count, cover_pre, cover_dec, window=None) -> Part:
         g_dec = tuple(decode_step(e, cover_dec) for e in op.gemm)
     return Part(
         name, op, count, prefill(op.flops, cover_pre, window), prefill(op.bytes, cover_pre, window),
-        _segments(op, cover_dec, window), g_pre, g_dec,
+        _segments(op, cover_dec, window), g_pre, g_dec, window,
     )  # fmt: skip
 
 
@@ -182,16 +185,25 @@ def place(
 ) -> list[Part]:
     """The operators of ``preset`` placed in their layers for a stack with layer ``kinds``.
 
-    A uniform stack (no kinds) counts every layer op in ``layers`` layers. With ``local`` layers the
-    context-dependent GQA attention ops split into a global part and a sliding-window part (context
-    min(C, window)); each other kind adds its ops (:data:`operators.KIND_OPS`). ``cover_*`` replace the
-    expected distinct experts (default: E·(1 − (1 − K/E)^T)).
+    A uniform stack (no kinds) counts every layer op in ``layers`` layers. With a windowed kind's layers
+    (sliding-window: ``local``) the context-dependent GQA attention ops split into a global part and one part per
+    windowed kind (context min(C, window), named ``<op>_<kind>``); each kind adds its ops (the registry,
+    :data:`rooflaw.arch.layer_kinds.LAYER_KINDS`). ``kinds`` may hold ``stack``: per-kind layer counts
+    without a kind of their own. ``cover_*`` replace the expected distinct experts (default:
+    E·(1 − (1 − K/E)^T)).
     """
     pr = PRESETS[preset]
     ops = list(pr.ops)
+    windowed: list[tuple[str, str, str]] = []  # (kind, its count column, its window column)
     if pr.kinds:
-        for k in sorted(kinds):
-            ops += O.KIND_OPS[k]
+        for name in sorted(kinds):
+            if name == "stack":
+                continue
+            if name not in LAYER_KINDS:
+                raise bad("layer kind", name, f"is not registered; known: {', '.join(LAYER_KINDS)}")
+            ops += LAYER_KINDS[name].ops
+            kind = LAYER_KINDS[name]
+            windowed += [(name, kind.count, kind.window)] if kind.window else []
     parts = []
     for op in ops:
         if op.scope == "model":
@@ -200,11 +212,10 @@ def place(
         count = count_symbol(op.count)
         if not kinds:
             count = count.xreplace(uniform_subs())
-        windowed = "local" in kinds and op.count == "attn_layers" and C in (op.flops + op.bytes).free_symbols
-        if windowed:
-            local = STACK["local_layers"]
-            parts.append(_part(op, op.name, count - local, cover_pre, cover_dec))
-            parts.append(_part(op, f"{op.name}_local", local, cover_pre, cover_dec, STACK["window"]))
+        if windowed and op.count == "attn_layers" and C in (op.flops + op.bytes).free_symbols:
+            parts.append(_part(op, op.name, count - sum(sym(n) for _, n, _ in windowed), cover_pre, cover_dec))
+            for name, n, w in windowed:
+                parts.append(_part(op, f"{op.name}_{name}", sym(n), cover_pre, cover_dec, sym(w)))
         else:
             parts.append(_part(op, op.name, count, cover_pre, cover_dec))
     return parts
@@ -278,7 +289,7 @@ TOTAL_KEYS = ("weights", "kv", "act", "params_total", "params_active", "fpre_lin
 
 def stack_columns(kinds: frozenset[str]) -> dict[str, sp.Expr]:
     """The architecture symbols a ``kinds`` stack is written over (uniform: without the stack columns)."""
-    return {**ARCH, **STACK} if kinds else dict(ARCH)
+    return {**ARCH, **STACK, **{c: sym(c) for c in stack_column_names(kinds)}} if kinds else dict(ARCH)
 
 
 def totals(preset: str, parts: list[Part], kinds: frozenset[str] = frozenset()) -> Totals:

@@ -108,7 +108,8 @@ def law_source(law: Any) -> str:
 def _source(preset: str, law: Any, kinds: frozenset[str], axes: tuple[tuple[str, ...], ...]) -> tuple[str, Kernels]:
     import ast
 
-    from ..arch.architecture import COLUMNS, STACK_COLUMNS
+    from ..arch.architecture import COLUMNS
+    from ..arch.layer_kinds import stack_columns
     from . import assembly as A
     from .compile import compile_preset
     from .numba_trace import domain_source, energy_source, sum_max_affine_source, trace_engine_overhead
@@ -117,7 +118,7 @@ def _source(preset: str, law: Any, kinds: frozenset[str], axes: tuple[tuple[str,
     comp = compile_preset(preset, kinds)
     fast_src = source_of(comp.fast)
     fn_args = tuple(a.arg for a in ast.parse(fast_src).body[0].args.args)  # type: ignore[attr-defined]
-    per_row = tuple(a for a in fn_args if a in COLUMNS or a in STACK_COLUMNS)
+    per_row = tuple(a for a in fn_args if a in COLUMNS or a in stack_columns())
     # the engine's per-pass overhead, which roofline._evaluate_chunk adds after the generated function
     # per phase: the experts touched by B·S_in prefill tokens and by the B tokens of a decode step
     ovh, rate_fields = ("0.0", ()) if pr.theory else trace_engine_overhead(tokens="(c_B * c_S_in)")

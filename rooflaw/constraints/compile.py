@@ -23,10 +23,50 @@ import sympy as sp
 
 from . import assembly as A
 from . import operators as O
-from .symbols import ARCH, PRECISION, STACK, WORKLOAD
+from .symbols import ARCH, PRECISION, STACK, WORKLOAD, sym
 
 ARGS = (*ARCH.values(), *STACK.values(), *WORKLOAD, *PRECISION)
 ARG_NAMES = tuple(str(s) for s in ARGS)
+
+
+def args_for(kinds: frozenset[str]) -> tuple[sp.Symbol, ...]:
+    """The architecture, stack, workload and precision arguments of the model for layer ``kinds``: :data:`ARGS`,
+    plus the stack columns of the kinds in ``kinds`` registered from outside rooflaw (after the built-in ones)."""
+    extra = [sym(c) for c in stack_columns_of(kinds) if c not in STACK]
+    return (*ARCH.values(), *STACK.values(), *extra, *WORKLOAD, *PRECISION) if extra else ARGS
+
+
+def kinds_tag(kinds: frozenset[str]) -> str | None:
+    """The disk-cache tag of a model for layer ``kinds``: their names (``uniform``: none), plus, for a kind registered
+    from outside rooflaw (whose ops are not in the package source the cache key hashes), a hash of what the model
+    reads of it -- its ops and its parameter, cache and derived terms over the symbols. None: not cacheable."""
+    import hashlib
+
+    from ..arch.layer_kinds import LAYER_KINDS
+
+    tag = "+".join(sorted(kinds)) or "uniform"
+    outside = [LAYER_KINDS[k] for k in sorted(kinds) if k in LAYER_KINDS and not LAYER_KINDS[k].builtin]
+    if not outside:
+        return tag
+    cols = {**ARCH, **{c: sym(c) for c in stack_columns_of(kinds)}}
+    h = hashlib.sha256()
+    for k in outside:
+        terms = [k.params, k.cache_token, k.cache_state, *k.derived.values()]
+        try:
+            vals = [None if f is None else sp.srepr(sp.sympify(f(cols))) for f in terms]
+        except Exception:  # noqa: BLE001 - a term not written over symbols: compile per process
+            return None
+        fields = (k.name, k.count, k.slot, k.columns, k.in_base, k.window, k.full_context, sorted(k.derived))
+        h.update(repr((fields, vals, [repr(op) for op in k.ops])).encode())
+    return f"{tag}-{h.hexdigest()[:16]}"
+
+
+def stack_columns_of(kinds: frozenset[str]) -> tuple[str, ...]:
+    from ..arch.layer_kinds import stack_columns
+
+    return stack_columns(kinds)
+
+
 RATE_ARGS = (A.INV_BETA, A.OVERHEAD)
 _LAMBDIFY_FUNCS: dict[str, Any] = {"Max": np.maximum, "Min": np.minimum, "nonzero": np.sign}
 LAMBDIFY_MODULES: list[dict[str, Any] | str] = [_LAMBDIFY_FUNCS, "numpy"]
@@ -52,6 +92,7 @@ class Compiled:
     parts: Callable[..., list]
     gemms: Callable[..., list]
     gemm_parts: tuple[int, ...]
+    args: tuple[str, ...] = ARG_NAMES  # names of the leading arguments (architecture ... precision)
 
 
 @cache
@@ -114,7 +155,10 @@ def compile_preset(preset: str, kinds: frozenset[str] = frozenset()) -> Compiled
     from . import symbols
 
     A.get_preset(preset)
-    tag = f"compile-{preset}-{'+'.join(sorted(kinds)) or 'uniform'}"
+    ktag = kinds_tag(kinds)
+    if ktag is None:
+        return _compile_preset(preset, kinds)
+    tag = f"compile-{preset}-{ktag}"
     mods = (O, symbols, architecture, A, sys.modules[__name__])
     key = disk.source_key(tag, *mods)
     hit = disk.load(key)
@@ -122,15 +166,15 @@ def compile_preset(preset: str, kinds: frozenset[str] = frozenset()) -> Compiled
         try:
             fns = {k: _from_source(hit[k]) for k in ("fast", "parts", "gemms")}
             names, roofs, scopes, n_varying = hit["meta"]
-            return Compiled(names, roofs, scopes, n_varying, fns["fast"], fns["parts"], fns["gemms"],
-                            tuple(hit["gemm_parts"]))  # fmt: skip
+            gp, args = tuple(hit["gemm_parts"]), tuple(hit.get("args", ARG_NAMES))
+            return Compiled(names, roofs, scopes, n_varying, fns["fast"], fns["parts"], fns["gemms"], gp, args)
         except Exception:  # noqa: BLE001 - a stale or broken entry: derive again
             pass
     comp = _compile_preset(preset, kinds)
     meta = (comp.names, comp.roofs, comp.scopes, comp.n_varying)
     disk.store(key, {
         "fast": inspect.getsource(comp.fast), "parts": inspect.getsource(comp.parts),
-        "gemms": inspect.getsource(comp.gemms), "meta": meta, "gemm_parts": comp.gemm_parts,
+        "gemms": inspect.getsource(comp.gemms), "meta": meta, "gemm_parts": comp.gemm_parts, "args": comp.args,
     })  # fmt: skip
     return comp
 
@@ -175,7 +219,8 @@ def _compile_preset(preset: str, kinds: frozenset[str] = frozenset()) -> Compile
         sum((c * e for c, e in dec_by.items()), sp.Integer(0)),
         launches,
     )
-    args = (*ARGS, *ipp, *ipd, *RATE_ARGS)
+    head = args_for(kinds)
+    args = (*head, *ipp, *ipd, *RATE_ARGS)
     lam = lambda ex: sp.lambdify(args, ex, modules=LAMBDIFY_MODULES, cse=True)  # noqa: E731
     gemm_parts = tuple(i for i, p in enumerate(parts) if p.gemm_pre is not None)
     pre_dec = [(parts[i].gemm_pre, parts[i].gemm_dec) for i in gemm_parts]
@@ -183,6 +228,6 @@ def _compile_preset(preset: str, kinds: frozenset[str] = frozenset()) -> Compile
     return Compiled(
         tuple(p.name for p in parts), tuple(p.roof for p in parts), tuple(p.scope for p in parts), tuple(n_varying),
         lam([pre_sum, dec_sum, *vary, *tot]), lam(per_part + tot),
-        sp.lambdify(ARGS, gex, modules=LAMBDIFY_MODULES, cse=True),
-        gemm_parts,
+        sp.lambdify(head, gex, modules=LAMBDIFY_MODULES, cse=True),
+        gemm_parts, tuple(str(a) for a in head),
     )  # fmt: skip

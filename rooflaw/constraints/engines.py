@@ -46,6 +46,7 @@ import numpy as np
 
 from ..devices.device import Device
 from ..errors import bad
+from . import operators as _O
 from .curves_applied import COMPUTE_KEYS  # roof dtypes an achieved-compute table may carry (fp32: the vector roof)
 
 if sys.version_info >= (3, 11):
@@ -115,14 +116,17 @@ class EngineProfile:
 #: softmax and ·V into 1; SwiGLU: gate + up, SiLU + mul. Two copies the operator list does not model:
 #: the K/V cache writes (2) and GQA's ``repeat_interleave`` of K and V (2, none for MHA).
 #: ``tests/test_truth_eager_kernels.py`` counts the real decoder's kernels with a ``TorchDispatchMode``.
+#: Each operator declares its own count (``Op.eager_kernels``); the two copies are added here.
 EAGER_LAYER_KERNELS: dict[str, int] = {
-    "attn_norm": 7, "q_proj": 1, "k_proj": 1, "v_proj": 1, "qk_norm_rope": 10, "kv_write": 2, "kv_repeat": 2,
-    "attn_scores": 1, "softmax": 0, "attn_values": 0, "o_proj": 1,
-    "ffn_norm": 7, "ffn_up": 2, "ffn_act": 2, "ffn_down": 1,
+    **{op.name: op.eager_kernels for op in _O.FULL_OPS if op.scope == "layer" and op.eager_kernels is not None},
+    "kv_write": 2, "kv_repeat": 2,
 }  # fmt: skip
 #: Per pass: embedding gather, the RoPE tables (arange, outer, cat, cos, sin; casting them to a 16-bit model
-#: dtype adds 2), final RMSNorm (no residual: 6), LM head.
-EAGER_PASS_KERNELS: dict[str, int] = {"embed": 1, "rope_tables": 5, "final_norm": 6, "lm_head": 1}
+#: dtype adds 2; not an operator), final RMSNorm (no residual: 6), LM head.
+EAGER_PASS_KERNELS: dict[str, int] = {
+    **{op.name: op.eager_kernels for op in _O.FULL_OPS if op.scope == "model" and op.eager_kernels is not None},
+    "rope_tables": 5,
+}
 #: A routed-expert layer runs, in place of the dense FFN's ``ffn_up`` + ``ffn_act`` + ``ffn_down`` (5), the router's
 #: own kernels once per pass: the gate GEMV (``F.linear`` d → E), softmax, top-k, the zeroed output and
 #: ``unique`` over the picks; and per expert the router picked: the mask (``==``), ``nonzero``, the gather of its

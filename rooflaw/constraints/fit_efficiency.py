@@ -79,10 +79,7 @@ class CaseFeatures:
 def _roof_classes() -> dict[str, str]:
     from . import operators as O
 
-    ops = [*O.FULL_OPS, *(op for kind in O.KIND_OPS.values() for op in kind)]
-    out = {op.name: op.roof for op in ops}
-    out.update({f"{op.name}_local": op.roof for op in ops})
-    return out
+    return O.part_roofs()
 
 
 def _op_arrays(case: Case, device: Device, w: Workload, names: list[str] | None = None):

@@ -26,19 +26,25 @@ Conventions (the ``full`` preset):
   engines do); logits are written in fp32.
 
 Layer kinds: every layer op names the layer-count column it runs in (``count``): ``layers`` (norms),
-``attn_layers`` (GQA attention; the assembly runs the context-dependent ones of the sliding-window
-layers at context min(C, window)), ``ffn_layers`` (the main FFN), and the kind blocks below
-(``mla_layers``, ``mixer_layers``, ``dense_layers``). :data:`KIND_OPS` maps each kind to its ops.
+``attn_layers`` (GQA attention; the assembly runs the context-dependent ones of a windowed kind's layers --
+sliding-window -- at context min(C, window)), ``ffn_layers`` (the main FFN), and the kind blocks below
+(``mla_layers``, ``mixer_layers``, ``dense_layers``), which this module attaches to their entries of the layer-kind
+registry (:data:`rooflaw.arch.layer_kinds.LAYER_KINDS`). Each op also says which per-device shape a layout prices
+it on (``shard``) and how many kernels eager PyTorch launches for it (``eager_kernels``).
 Adding an operator is one entry here; the assembly (``assembly.py``) places, prices and sums it.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from dataclasses import dataclass
 
 import sympy as sp
 
-from .symbols import ARCH, STACK, B, C, Mk, Sq, T, b_a, b_h, b_kv, b_v, b_w, unfused
+from ..arch.layer_kinds import LAYER_KINDS, LayerKind, kinds, register_layer_kind, stack_columns
+from ..errors import bad
+from .symbols import ARCH, STACK, B, C, Mk, Sq, T, b_a, b_h, b_kv, b_v, b_w, sym, unfused
 
 #: (query, key) pairs per sequence an attention kernel computes: the full block unfused, the causal ones fused.
 PAIRS = Sq * C - (1 - unfused) * Mk
@@ -65,7 +71,11 @@ class Op:
     (softmax, norms, activations) or ``memory`` (pure data movement). ``scope``: ``layer`` (runs
     once per layer) or ``model`` (once per pass). ``gemm``: (M, N, K, groups) for the tile/wave
     model, where groups are independent GEMMs of that shape (experts). ``count``: the layer-count column
-    of a layer op (default ``layers``: every layer)."""
+    of a layer op (default ``layers``: every layer). ``shard``: the per-device shape a layout prices it on
+    (:mod:`.parallel.shard`): ``attn`` (token mixers, norms, router, embedding, LM head), ``ctx`` (the
+    context-dependent attention, QKᵀ/softmax/·V, which Helix splits along the sequence) or ``ffn``.
+    ``eager_kernels``: kernels eager PyTorch launches for it per layer (per pass for a model op); None where
+    the engine profile counts it otherwise (the router) or nobody counted it."""
 
     name: str
     roof: str
@@ -74,10 +84,26 @@ class Op:
     bytes: sp.Expr
     gemm: tuple[sp.Expr, sp.Expr, sp.Expr, sp.Expr] | None = None
     count: str = "layers"
+    shard: str = "attn"
+    eager_kernels: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.shard not in SHARDS:
+            raise bad("shard", self.shard, f"of op {self.name!r} must be one of {', '.join(SHARDS)}")
+
+
+#: The per-device shapes of a layout (:mod:`.parallel.shard`).
+SHARDS = ("attn", "ctx", "ffn")
 
 
 def _proj(
-    name: str, n_out: sp.Expr, k_in: sp.Expr, out_bytes: sp.Expr, bias: sp.Expr = 0, count: str = "attn_layers"
+    name: str,
+    n_out: sp.Expr,
+    k_in: sp.Expr,
+    out_bytes: sp.Expr,
+    bias: sp.Expr = 0,
+    count: str = "attn_layers",
+    eager_kernels: int | None = None,
 ) -> Op:
     return Op(
         name,
@@ -87,24 +113,27 @@ def _proj(
         bytes=k_in * n_out * b_w + bias * n_out * b_a + T * k_in * b_a + T * n_out * out_bytes,
         gemm=(T, n_out, k_in, sp.Integer(1)),
         count=count,
+        eager_kernels=eager_kernels,
     )
 
 
-def _norm(name: str, count: sp.Expr, width: sp.Expr, tokens: sp.Expr = T, residual: bool = True) -> Op:
+def _norm(
+    name: str, count: sp.Expr, width: sp.Expr, tokens: sp.Expr = T, residual: bool = True, eager: int | None = None
+) -> Op:
     flops = count * norm_flops * tokens * width + (tokens * width if residual else 0)
     byts = count * (2 * tokens * width * b_v + width * (1 + a["layernorm"]) * b_v)
     if residual:
         byts += 3 * tokens * width * b_v
-    return Op(name, "vector", "layer", flops, byts)
+    return Op(name, "vector", "layer", flops, byts, eager_kernels=eager)
 
 
 _tokens_per_expert = T * K / experts_touched
 
 FULL_OPS: tuple[Op, ...] = (
-    _norm("attn_norm", a["norms_per_layer"] / 2, d),
-    _proj("q_proj", q_out, d, b_a, a["qkv_bias"]),
-    _proj("k_proj", kv_out, d, b_kv, a["qkv_bias"]),
-    _proj("v_proj", kv_out, d, b_kv, a["qkv_bias"]),
+    _norm("attn_norm", a["norms_per_layer"] / 2, d, eager=7),
+    _proj("q_proj", q_out, d, b_a, a["qkv_bias"], eager_kernels=1),
+    _proj("k_proj", kv_out, d, b_kv, a["qkv_bias"], eager_kernels=1),
+    _proj("v_proj", kv_out, d, b_kv, a["qkv_bias"], eager_kernels=1),
     Op(
         "qk_norm_rope",
         "vector",
@@ -112,6 +141,7 @@ FULL_OPS: tuple[Op, ...] = (
         flops=T * (nh + nkv) * hd * (6 + 4 * a["qk_norm_on"]),
         bytes=2 * T * (q_out + kv_out) * b_v + a["qk_norm_size"] * b_v,
         count="attn_layers",
+        eager_kernels=10,
     ),
     Op(
         "attn_scores",
@@ -120,6 +150,8 @@ FULL_OPS: tuple[Op, ...] = (
         flops=2 * B * PAIRS * nh * hd,
         bytes=T * q_out * b_a + B * C * kv_out * b_kv + unfused * B * nh * Sq * C * b_v,
         count="attn_layers",
+        shard="ctx",
+        eager_kernels=1,  # fused SDPA: QKᵀ, softmax and ·V in one kernel
     ),
     Op(
         "softmax",
@@ -128,6 +160,8 @@ FULL_OPS: tuple[Op, ...] = (
         flops=5 * B * nh * PAIRS,
         bytes=unfused * 2 * B * nh * Sq * C * b_v,
         count="attn_layers",
+        shard="ctx",
+        eager_kernels=0,
     ),
     Op(
         "attn_values",
@@ -136,9 +170,11 @@ FULL_OPS: tuple[Op, ...] = (
         flops=2 * B * PAIRS * nh * hd,
         bytes=unfused * B * nh * Sq * C * b_v + B * C * kv_out * b_kv + T * q_out * b_a,
         count="attn_layers",
+        shard="ctx",
+        eager_kernels=0,
     ),
-    _proj("o_proj", d, q_out, b_a),
-    _norm("ffn_norm", a["norms_per_layer"] / 2, d),
+    _proj("o_proj", d, q_out, b_a, eager_kernels=1),
+    _norm("ffn_norm", a["norms_per_layer"] / 2, d, eager=7),
     Op(
         "router",
         "linear",
@@ -158,6 +194,8 @@ FULL_OPS: tuple[Op, ...] = (
         + T * n_up * ffn_tokens_width * b_a,
         gemm=(_tokens_per_expert, n_up * ffn, d, experts_touched),
         count="ffn_layers",
+        shard="ffn",
+        eager_kernels=2,  # gate, up
     ),
     Op(
         "ffn_act",
@@ -166,6 +204,8 @@ FULL_OPS: tuple[Op, ...] = (
         flops=T * ffn_tokens_width * (4 + gated),
         bytes=T * ffn_tokens_width * (n_up + 1) * b_v,
         count="ffn_layers",
+        shard="ffn",
+        eager_kernels=2,  # SiLU, mul
     ),
     Op(
         "ffn_down",
@@ -175,14 +215,17 @@ FULL_OPS: tuple[Op, ...] = (
         bytes=d * (experts_touched * ffn + nsh * ffn_sh) * b_w + T * ffn_tokens_width * b_a + T * (K + nsh) * d * b_a,
         gemm=(_tokens_per_expert, d, ffn, experts_touched),
         count="ffn_layers",
+        shard="ffn",
+        eager_kernels=1,
     ),
-    Op("embed", "memory", "model", flops=sp.Integer(0), bytes=T * d * (b_h + b_a)),
+    Op("embed", "memory", "model", flops=sp.Integer(0), bytes=T * d * (b_h + b_a), eager_kernels=1),
     Op(
         "final_norm",
         "vector",
         "model",
         flops=norm_flops * T * d,
         bytes=2 * T * d * b_v + d * (1 + a["layernorm"]) * b_v,
+        eager_kernels=6,  # no residual
     ),
     Op(
         "lm_head",
@@ -191,6 +234,7 @@ FULL_OPS: tuple[Op, ...] = (
         flops=2 * B * d * V,
         bytes=V * d * b_h + B * d * b_a + 4 * B * V,
         gemm=(B, V, d, sp.Integer(1)),
+        eager_kernels=1,
     ),
 )
 
@@ -233,6 +277,7 @@ MLA_OPS: tuple[Op, ...] = (
         flops=2 * B * PAIRS * nh * latent,
         bytes=T * nh * latent * b_a + B * C * latent * b_kv + unfused * B * nh * Sq * C * b_v,
         count=_mla,
+        shard="ctx",
     ),
     Op(
         "mla_softmax",
@@ -241,6 +286,7 @@ MLA_OPS: tuple[Op, ...] = (
         flops=5 * B * nh * PAIRS,
         bytes=unfused * 2 * B * nh * Sq * C * b_v,
         count=_mla,
+        shard="ctx",
     ),  # fmt: skip
     Op(
         "mla_values",
@@ -249,6 +295,7 @@ MLA_OPS: tuple[Op, ...] = (
         flops=2 * B * PAIRS * nh * kv_lora,
         bytes=unfused * B * nh * Sq * C * b_v + B * C * kv_lora * b_kv + T * nh * kv_lora * b_a,
         count=_mla,
+        shard="ctx",
     ),
     _proj("mla_o_proj", d, nh * v_hd, b_a, count=_mla),
 )
@@ -281,6 +328,7 @@ DENSE_FFN_OPS: tuple[Op, ...] = (
         bytes=n_up * d * _dff * b_w + T * d * b_a + T * n_up * _dff * b_a,
         gemm=(T, n_up * _dff, d, sp.Integer(1)),
         count="dense_layers",
+        shard="ffn",
     ),
     Op(
         "dense_ffn_act",
@@ -289,6 +337,7 @@ DENSE_FFN_OPS: tuple[Op, ...] = (
         flops=T * _dff * (4 + gated),
         bytes=T * _dff * (n_up + 1) * b_v,
         count="dense_layers",
+        shard="ffn",
     ),  # fmt: skip
     Op(
         "dense_ffn_down",
@@ -298,13 +347,53 @@ DENSE_FFN_OPS: tuple[Op, ...] = (
         bytes=d * _dff * b_w + T * _dff * b_a + T * d * b_a,
         gemm=(T, d, _dff, sp.Integer(1)),
         count="dense_layers",
+        shard="ffn",
     ),
 )
 
-#: Ops of each layer kind; ``local`` adds no op of its own (the assembly windows the attention ops).
-KIND_OPS: dict[str, tuple[Op, ...]] = {"local": (), "mla": MLA_OPS, "mixer": MIXER_OPS, "dense": DENSE_FFN_OPS}
-#: The layer-count column that says whether a kind is present.
-KIND_COUNT = {"local": "local_layers", "mla": "mla_layers", "mixer": "mixer_layers", "dense": "dense_layers"}
+# The built-in kinds' ops, attached to their registry entries; ``local`` adds no op of its own (the assembly
+# windows the attention ops).
+for _name, _ops in (("mla", MLA_OPS), ("mixer", MIXER_OPS), ("dense", DENSE_FFN_OPS)):
+    register_layer_kind(dataclasses.replace(LAYER_KINDS[_name], ops=_ops), replace=True)
+
+
+def kind_ops() -> dict[str, tuple[Op, ...]]:
+    """Ops of each registered layer kind (read live: a kind registered later is included)."""
+    return {k.name: k.ops for k in kinds()}
+
+
+def all_ops() -> tuple[Op, ...]:
+    """The ``full`` preset's ops and every registered layer kind's."""
+    return (*FULL_OPS, *(op for k in kinds() for op in k.ops))
+
+
+def op_named(part: str) -> Op:
+    """The op a placed part of the ``full`` model comes from: ``part`` is an op's name, or ``<op>_<kind>`` for the
+    windowed copy of a base attention op in a windowed kind's layers (:func:`assembly.place`)."""
+    op = _part_index(kinds()).get(part)
+    if op is None:
+        raise bad("op", part, "is no operator of the full model nor of a registered layer kind")
+    return op
+
+
+@functools.lru_cache(maxsize=8)
+def _part_index(registered: tuple[LayerKind, ...]) -> dict[str, Op]:
+    """Part name -> op for the registered kinds (the key: a re-registered kind is a new object)."""
+    ops = (*FULL_OPS, *(op for k in registered for op in k.ops))
+    out = {op.name: op for op in ops}
+    out.update({f"{op.name}_{k.name}": op for k in registered if k.window for op in ops})
+    return out
+
+
+def part_roofs() -> dict[str, str]:
+    """The roof class of every part the ``full`` model places: each op's, and each windowed copy's (``<op>_<kind>``)."""
+    return {name: op.roof for name, op in _part_index(kinds()).items()}
+
+
+def stack_kinds_in(names: frozenset[str]) -> list[LayerKind]:
+    """The kinds whose columns a compiled model for layer kinds ``names`` takes: the built-in ones (their columns
+    are always arguments of a non-uniform model) and the registered ones named."""
+    return [k for k in kinds() if k.builtin or k.name in names]
 
 
 def weight_bytes_expr(cols: dict | None = None) -> sp.Expr:
@@ -316,15 +405,28 @@ def weight_bytes_expr(cols: dict | None = None) -> sp.Expr:
     return (c["total"] - outer) * b_w + outer * b_h
 
 
+def _cols(names: frozenset) -> dict[str, sp.Symbol]:
+    """The architecture and stack symbols of a model with layer kinds ``names``."""
+    return {**ARCH, **{c: sym(c) for c in stack_columns(names)}}
+
+
 def kv_cache_bytes_expr(S: sp.Expr, kinds: frozenset = frozenset()) -> sp.Expr:
     """Bytes of the cache at ``S`` tokens per sequence, batch B: 2·kv_heads·head_dim·b_kv per token per GQA
-    layer (sliding-window layers keep min(S, window) tokens), kv_lora_rank + rope_dim per token per MLA layer,
-    and the constant state of the conv/SSM/linear-attention layers."""
+    layer (a windowed kind's layers -- sliding-window -- keep min(S, window) tokens), plus each layer kind's own
+    cache per token (at b_kv: MLA's kv_lora_rank + rope_dim) and state per sequence (≥ 16-bit: conv/SSM/linear
+    attention) (:data:`rooflaw.arch.layer_kinds.LAYER_KINDS`)."""
     if not kinds:
         return 2 * a["layers"] * nkv * hd * b_kv * B * S
-    local = k_["local_layers"]
-    out = 2 * nkv * hd * b_kv * B * ((k_["attn_layers"] - local) * S + local * sp.Min(S, k_["window"]))
-    return out + k_["mla_layers"] * latent * b_kv * B * S + k_["mixer_layers"] * B * k_["mixer_state"] * b_v
+    c, ks = _cols(kinds), stack_kinds_in(kinds)
+    win = [(k, k.window) for k in ks if k.window]
+    full = (c["attn_layers"] - sum(c[k.count] for k, _ in win)) * S
+    out = 2 * nkv * hd * b_kv * B * (full + sum(c[k.count] * sp.Min(S, c[w]) for k, w in win))
+    for k in ks:
+        if k.cache_token is not None:
+            out += c[k.count] * k.cache_token(c) * b_kv * B * S
+        if k.cache_state is not None:
+            out += c[k.count] * B * k.cache_state(c) * b_v
+    return out
 
 
 #: Tokens one prefill chunk carries: serving engines prefill in chunks while the other sequences decode
@@ -342,9 +444,12 @@ def activation_bytes_expr(S: sp.Expr, kinds: frozenset = frozenset()) -> sp.Expr
     attention layer is sliding-window), plus fp32 logits for the last token (4·V per sequence).
     """
     ctx = S
-    if "local" in kinds:
-        full = _nonzero(k_["attn_layers"] - k_["local_layers"] + k_["mla_layers"])
-        ctx = full * S + (1 - full) * sp.Min(S, k_["window"])
+    c, ks = _cols(kinds), stack_kinds_in(kinds)
+    win = [(k, k.window) for k in ks if k.window and k.name in kinds]
+    if win:  # full-context layers: the base attention's outside windowed kinds, and full-context kinds (MLA)
+        n_full = c["attn_layers"] - sum(c[k.count] for k, _ in win) + sum(c[k.count] for k in ks if k.full_context)
+        full = _nonzero(n_full)
+        ctx = full * S + (1 - full) * sp.Max(*(sp.Min(S, c[w]) for _, w in win))
     chunk = sp.Min(B * S, PREFILL_CHUNK_TOKENS)
     return chunk * (2 * d + n_up * ffn_tokens_width + unfused * nh * ctx) * b_a + 4 * B * V
 

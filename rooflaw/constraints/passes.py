@@ -28,10 +28,10 @@ from ..devices.device import Device
 from ..errors import bad
 from . import assembly as A
 from . import operators as O
-from .compile import ARGS, LAMBDIFY_MODULES
+from .compile import ARG_NAMES, LAMBDIFY_MODULES, args_for, kinds_tag
 from .engines import EngineProfile, applied, decode_linear_inv
 from .precision import Precision
-from .symbols import STACK, B, C, Mk, Sq, T, sym
+from .symbols import B, C, Mk, Sq, T, sym
 
 #: Tokens per sequence in the pass, and tokens already in each sequence's KV cache.
 Q, CACHED = sym("q_pass"), sym("cached")
@@ -64,6 +64,7 @@ class PassModel:
     names: tuple[str, ...]
     roofs: tuple[str, ...]
     fn: Any
+    args: tuple[str, ...] = ARG_NAMES  # names of the leading arguments (architecture ... precision)
 
 
 def _ipi(n: int) -> tuple[sp.Symbol, ...]:
@@ -83,16 +84,20 @@ def pass_model(preset: str, kinds: frozenset[str] = frozenset()) -> PassModel:
     from . import symbols
 
     A.get_preset(preset)
-    tag = f"pass-{preset}-{'+'.join(sorted(kinds)) or 'uniform'}"
+    ktag = kinds_tag(kinds)
+    if ktag is None:
+        return _pass_model(preset, kinds)
+    tag = f"pass-{preset}-{ktag}"
     key = disk.source_key(tag, O, symbols, architecture, A, compile_mod, sys.modules[__name__])
     hit = disk.load(key)
     if hit is not None:
         try:
-            return PassModel(tuple(hit["names"]), tuple(hit["roofs"]), compile_mod._from_source(hit["fn"]))
+            fn, args = compile_mod._from_source(hit["fn"]), tuple(hit.get("args", ARG_NAMES))
+            return PassModel(tuple(hit["names"]), tuple(hit["roofs"]), fn, args)
         except Exception:  # noqa: BLE001 - a stale or broken entry: derive again
             pass
     model = _pass_model(preset, kinds)
-    disk.store(key, {"names": model.names, "roofs": model.roofs, "fn": inspect.getsource(model.fn)})
+    disk.store(key, {"names": model.names, "roofs": model.roofs, "fn": inspect.getsource(model.fn), "args": model.args})
     return model
 
 
@@ -105,15 +110,15 @@ def _pass_model(preset: str, kinds: frozenset[str]) -> PassModel:
     ipi = _ipi(len(placed))
     out: list[sp.Expr] = []
     for i, p in enumerate(placed):
-        window = STACK["window"] if p.name.endswith("_local") else None
-        F, By = pass_phase(p.op, p.op.flops, window), pass_phase(p.op, p.op.bytes, window)
+        F, By = pass_phase(p.op, p.op.flops, p.window), pass_phase(p.op, p.op.bytes, p.window)
         part = A.Part(p.name, p.op, p.count, F, By, ())
         tm = A.part_times(part, ipi[i], ipi[i], theory=False)
         sec = tm["pre"] + A.OVERHEAD * tm["launch"]
         out += [p.count * F, p.count * By, p.count * sec]
-    args = (*ARGS, Q, CACHED, *ipi, A.INV_BETA, A.OVERHEAD)
+    head = args_for(kinds)
+    args = (*head, Q, CACHED, *ipi, A.INV_BETA, A.OVERHEAD)
     fn = sp.lambdify(args, out, modules=LAMBDIFY_MODULES, cse=True)
-    return PassModel(tuple(p.name for p in placed), tuple(p.roof for p in placed), fn)
+    return PassModel(tuple(p.name for p in placed), tuple(p.roof for p in placed), fn, tuple(map(str, head)))
 
 
 @dataclass(frozen=True)
@@ -162,7 +167,7 @@ def pass_columns(
 ) -> dict[str, Any]:
     """:func:`pass_table` over a table of candidates: row i is architecture ``cols[...][i]`` (completed columns,
     :func:`roofline.complete_columns`) over ``cached[i]`` tokens (a scalar: the same for every row)."""
-    from .roofline import ARG_NAMES, phase_overheads, stack_kinds, with_overhead
+    from .roofline import phase_overheads, stack_kinds, with_overhead
     from .scenario import model_scalars
 
     if isinstance(q, bool) or not isinstance(q, (int, np.integer)) or q < 1:
@@ -190,7 +195,7 @@ def pass_columns(
         m = min(PASS_CHUNK, n - s)
         sub = {k: v[s : s + m] for k, v in cols.items()}
         overhead = phase_overheads(rates, sub, tokens, 1)[1]
-        args = [sub[a] if a in sub else scal[a] for a in ARG_NAMES]
+        args = [sub[a] if a in sub else scal[a] for a in model.args]
         vals = model.fn(*args, float(q), cached[s : s + m], *ipi, rates.inv_beta, rates.overhead)
         arr = lambda v, m=m: np.broadcast_to(np.asarray(v, dtype=np.float64), (m,))  # noqa: E731
         t, f, b = np.zeros(m), np.zeros(m), np.zeros(m)

@@ -17,12 +17,12 @@ from typing import Any
 
 import numpy as np
 
-from ..arch.architecture import COLUMNS, STACK_COLUMNS, Architecture
+from ..arch.architecture import COLUMNS, Architecture
+from ..arch.layer_kinds import kinds, stack_columns
 from ..devices.device import Device
 from ..devices.precision import Precision
 from ..errors import bad
 from . import assembly as A
-from . import operators as O
 from .assembly import sum_max_affine
 from .backends import fallback, resolve
 from .compile import ARG_NAMES, Compiled, compile_preset
@@ -59,9 +59,12 @@ def complete_columns(columns: Mapping[str, Any]) -> dict[str, np.ndarray]:
     Required: layers, d_model, heads, ffn. Defaults: kv_heads = heads, head_dim = d_model/heads,
     shared_ffn = ffn, moe = experts > 1, and :data:`DEFAULTS` for the rest. Layer-stack columns
     (:data:`~rooflaw.arch.STACK_COLUMNS`) default to a uniform stack: attn_layers = layers − mla_layers −
-    mixer_layers, ffn_layers = layers − dense_layers, zero layers of every other kind.
+    mixer_layers (each kind that replaces the base attention), ffn_layers = layers − dense_layers (each FFN kind),
+    zero layers of every kind (:data:`~rooflaw.arch.layer_kinds.LAYER_KINDS`), the kinds' derived columns
+    (``q_lora_on``) from their others.
     """
-    known = set(COLUMNS) | set(STACK_COLUMNS)
+    stack = stack_columns()
+    known = set(COLUMNS) | set(stack)
     cols = {k: np.asarray(columns[k], dtype=np.float64) for k in columns if k in known}
     for k in ("layers", "d_model", "heads", "ffn"):
         if k not in cols:
@@ -73,13 +76,16 @@ def complete_columns(columns: Mapping[str, Any]) -> dict[str, np.ndarray]:
     for k, v in DEFAULTS.items():
         cols.setdefault(k, np.float64(v))
     cols.setdefault("moe", (cols["experts"] > 1).astype(np.float64))
-    for k in STACK_COLUMNS:
-        if k not in ("attn_layers", "ffn_layers"):
+    derived = {c: f for k in kinds() for c, f in k.derived.items()}
+    for k in stack:
+        if k not in ("attn_layers", "ffn_layers") and k not in derived:
             cols.setdefault(k, np.float64(0))
-    cols.setdefault("attn_layers", _minus(cols["layers"], cols["mla_layers"], cols["mixer_layers"]))
-    cols.setdefault("ffn_layers", _minus(cols["layers"], cols["dense_layers"]))
-    cols.setdefault("q_lora_on", (cols["q_lora_rank"] > 0).astype(np.float64))
-    return {k: np.broadcast_to(cols[k], (n,)) for k in (*COLUMNS, *STACK_COLUMNS)}
+    for base in ("attn_layers", "ffn_layers"):  # the layers the kinds that replace the base leave to it
+        own = [cols[k.count] for k in kinds() if k.base == base and not k.in_base]
+        cols.setdefault(base, _minus(cols["layers"], *own))
+    for c, f in derived.items():
+        cols.setdefault(c, np.asarray(f(cols)).astype(np.float64))
+    return {k: np.broadcast_to(cols[k], (n,)) for k in (*COLUMNS, *stack)}
 
 
 def _minus(a: np.ndarray, *terms: Any) -> np.ndarray:
@@ -101,11 +107,11 @@ def _same(a: np.ndarray, b: np.ndarray) -> bool:
 
 def stack_kinds(cols: Mapping[str, np.ndarray]) -> frozenset[str]:
     """Layer kinds present in a completed table (empty for uniform stacks: the fastest compiled model)."""
-    kinds = {k for k, c in O.KIND_COUNT.items() if _any_positive(cols[c])}
+    present = {k.name for k in kinds() if k.count in cols and _any_positive(cols[k.count])}
     per_kind = (cols["attn_layers"], cols["ffn_layers"])
-    if not kinds and any(not _same(c, cols["layers"]) and np.any(c != cols["layers"]) for c in per_kind):
-        kinds.add("stack")  # per-kind counts without extra ops
-    return frozenset(kinds)
+    if not present and any(not _same(c, cols["layers"]) and np.any(c != cols["layers"]) for c in per_kind):
+        present.add("stack")  # per-kind counts without extra ops
+    return frozenset(present)
 
 
 def _any_positive(c: np.ndarray) -> bool:
@@ -119,14 +125,14 @@ def _any_positive(c: np.ndarray) -> bool:
 def model_call(cols: Mapping[str, np.ndarray], sc: Scenario, comp: Compiled, tiles: bool = False) -> tuple:
     """The arguments of ``comp``'s generated functions for completed columns ``cols`` in scenario ``sc``: the
     architecture and workload arguments, the inverse roofs of both phases, 1/β and the per-kernel overhead."""
-    args = _args(cols, sc)
+    args = _args(cols, sc, comp.args)
     ipp, ipd = _inverse_roofs(comp, sc, args, len(cols["layers"]), tiles)
     return (*args, *ipp, *ipd, sc.rates.inv_beta, sc.rates.overhead)
 
 
-def _args(cols: Mapping[str, np.ndarray], sc: Scenario) -> list:
+def _args(cols: Mapping[str, np.ndarray], sc: Scenario, names: tuple[str, ...] = ARG_NAMES) -> list:
     scal = sc.scalars()
-    return [cols[n] if n in cols else scal[n] for n in ARG_NAMES]
+    return [cols[n] if n in cols else scal[n] for n in names]
 
 
 def _inverse_roofs(comp: Compiled, sc: Scenario, args: list, n: int, tiles: bool):
@@ -138,7 +144,7 @@ def _inverse_roofs(comp: Compiled, sc: Scenario, args: list, n: int, tiles: bool
         half = len(g) // 2
         half_k = float(getattr(device, "gemv_half_k", 0.0))
         half_k16 = float(getattr(device, "gemv16_half_k", 0.0))
-        b_w, b_h = (float(args[ARG_NAMES.index(k)]) for k in ("b_w", "b_h"))
+        b_w, b_h = (float(args[comp.args.index(k)]) for k in ("b_w", "b_h"))
         for j, i in enumerate(comp.gemm_parts):
             b = b_h if comp.names[i] == "lm_head" else b_w
             w16 = b == 2.0 and rates.inv_beta16 > 0  # a 16-bit weight GEMV: its own measured roof and K curve

@@ -413,11 +413,10 @@ def _prefill_energy(rep: Any) -> float:
     roof_of = {op.name: op.roof for op in A.get_preset(rep.preset).ops}
     from . import operators as O
 
-    for ops in O.KIND_OPS.values():
-        roof_of.update({op.name: op.roof for op in ops})
+    roof_of.update(O.part_roofs())
     by_roof = {c: 0.0 for c in A.ROOF_CLASSES}
     for o in rep.ops:
-        r = roof_of.get(o.name.removesuffix("_local"))
+        r = roof_of.get(o.name)
         if o.phase == "prefill" and r in by_roof:
             by_roof[r] += o.flops
     return float(A.energy(coef, rep.prefill_s, by_roof, rep.prefill_bytes))

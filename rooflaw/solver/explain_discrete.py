@@ -71,8 +71,8 @@ def _roof_class(name: str) -> str:
     from ..constraints.presets import PRESETS
 
     ops = {op.name: op.roof for p in PRESETS.values() for op in p.ops}
-    ops.update({op.name: op.roof for kind in O.KIND_OPS.values() for op in kind})
-    return ops.get(name.removesuffix("_local"), "memory")
+    ops.update(O.part_roofs())
+    return ops.get(name, "memory")
 
 
 def cost_shares(report: Any, phase: str) -> dict[str, float]:

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from ...arch.architecture import param_counts
+from ...arch.layer_kinds import count_columns, kinds
 from ...devices.precision import Precision
 from ...devices.system import System
 from ...errors import bad
@@ -47,7 +48,6 @@ from . import shard
 from .layout import Layout
 
 CHUNK = 1 << 14
-_ROOF = {op.name: op.roof for ops in (O.FULL_OPS, *O.KIND_OPS.values()) for op in ops}
 OUTPUTS = ("ttft_s", "decode_s", "tpot_s", "latency_s", "memory_per_device_bytes", "weight_bytes_per_device",
            "kv_cache_bytes_per_device", "comm_s_prefill", "comm_s_decode", "tokens_per_s", "tokens_per_s_per_user",
            "tokens_per_s_per_device", "prefill_tokens_per_s_per_device", "joules_per_token",
@@ -71,11 +71,12 @@ def _sum_group(res: dict, group: str, phase: str, exclude_overhead: bool = False
             if group == "attn" and not exclude_overhead:
                 sec = sec + o[phase][2]
             continue
-        if shard.group_of(name) != group:
+        op = O.op_named(name)
+        if op.shard != group:
             continue
         F, By, s, _ = o[phase]
         sec, nbytes = sec + s, nbytes + By
-        roof = _ROOF[name[: -len("_local")] if name.endswith("_local") else name]
+        roof = op.roof
         if roof in flops:
             flops[roof] = flops[roof] + F
     return sec, flops, nbytes
@@ -102,10 +103,10 @@ def _device_phase(shp, scs: Mapping[str, Scenario], helix: bool):
 
 
 def _ffn_weights(cols: Mapping[str, np.ndarray], b_w: float) -> np.ndarray:
+    """Bytes of the FFN weights: the main FFN's layers and the FFN-slot layer kinds' (first-k dense)."""
     c = param_counts(cols)
-    n_mat = 2 + cols["gated"]
-    dense = cols["dense_layers"] * n_mat * cols["d_model"] * cols["dense_ffn"]
-    return (cols["ffn_layers"] * (cols["experts"] * c["expert"] + c["shared"]) + dense) * b_w
+    own = sum(cols[k.count] * c[k.name] for k in kinds() if k.slot == "ffn" and k.params is not None)
+    return (cols["ffn_layers"] * (cols["experts"] * c["expert"] + c["shared"]) + own) * b_w
 
 
 def _ffn_workspace(cols: Mapping[str, np.ndarray], batch: int, S: int, b_a: float) -> np.ndarray:
@@ -247,8 +248,8 @@ def layout_columns(
     tokens_per_s_per_device, prefill_tokens_per_s_per_device, joules_per_token, kv_replication, stage_balance,
     bubble_fraction, ``fits`` (memory), ``divides`` (the layout's divisibility rules) and ``valid`` (both).
     ``workload.batch`` is the number of concurrent sequences per replica. ``stage``: per-row layer fraction
-    counts (``layers``, ``attn_layers``, ... of :data:`shard.COUNTS`) of the pipeline stage to price (default: the
-    busiest, ceil(layers/pp) layers with each kind in proportion).
+    counts (``layers``, ``attn_layers``, ... of :func:`~rooflaw.arch.layer_kinds.count_columns`) of the pipeline
+    stage to price (default: the busiest, ceil(layers/pp) layers with each kind in proportion).
     """
     if isinstance(system, Scenario):
         sc = system
@@ -269,7 +270,7 @@ def layout_columns(
         parts = []
         for s in range(0, n, CHUNK):
             sub = {k: v[s : s + CHUNK] for k, v in cols.items()}
-            st = None if stage is None else {k: np.broadcast_to(stage[k], (n,))[s : s + CHUNK] for k in shard.COUNTS}
+            st = None if stage is None else {k: np.broadcast_to(stage[k], (n,))[s : s + CHUNK] for k in count_columns()}
             parts.append(_sharded(sub, sc, st))
         out = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
     out["divides"] = divides

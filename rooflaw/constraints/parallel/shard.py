@@ -4,17 +4,19 @@ One replica's devices run three shapes (column tables the one assembly then pric
 
 - ``attn``: the token mixers, norms, router, embedding and LM head -- heads split ``tp_attn`` ways
   (KV heads too, down to one whole KV head per device: beyond ``tp_attn = kv_heads`` the KV cache is
-  replicated), the vocabulary split ``tp_attn`` ways (vocab-parallel embedding and LM head), conv/SSM
-  widths and state split ``tp_attn`` ways; batch = the device's own sequences.
+  replicated), the vocabulary split ``tp_attn`` ways (vocab-parallel embedding and LM head), a mixer-slot
+  layer kind's ``split`` columns (conv/SSM widths and state) ``tp_attn`` ways; batch = the device's own sequences.
 - ``ctx`` (Helix only, prefill): the context-dependent attention (QKᵀ, softmax, ·V) of the whole prompt against
   a 1/kvp slice of the keys, written as heads/(tp_attn·kvp) over the full context (the same FLOPs). In decode
   Helix runs the attention shape at a 1/kvp context instead (:mod:`.serving`).
 - ``ffn``: the FFN of the stage's tokens -- every expert's columns split ``tp_ffn`` ways, experts/ep of
   them per device (top_k/ep per token on average: uniform routing, per-expert M = tokens·top_k/experts),
-  first-k dense FFNs split over the whole group; batch = the group's tokens × the load-imbalance factor.
+  an FFN-slot layer kind's ``split`` columns (first-k dense FFNs) over the whole group; batch = the group's
+  tokens × the load-imbalance factor.
 
-Pipeline stages hold ceil(layers/pp) layers (the busiest stage; each kind's count in proportion, or the
-actual per-stage counts of a layer pattern, :func:`stage_rows`).
+Each operator says which shape it runs on (``Op.shard``). Pipeline stages hold ceil(layers/pp) layers (the busiest
+stage; each kind's count in proportion, or the actual per-stage counts of a layer pattern, :func:`pattern_stages`).
+The layer kinds are read from :data:`rooflaw.arch.layer_kinds.LAYER_KINDS`.
 """
 
 from __future__ import annotations
@@ -22,27 +24,20 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from ...arch.layer_kinds import count_columns, kinds, per_layer_counts
 from ...errors import bad
+from .. import operators as O
 from .layout import Layout
-
-#: Ops priced on the FFN shape, and (Helix) on the context shape; everything else runs on the attention shape.
-FFN_OPS = frozenset({"ffn_up", "ffn_act", "ffn_down", "dense_ffn_up", "dense_ffn_act", "dense_ffn_down"})
-CTX_OPS = frozenset({"attn_scores", "softmax", "attn_values", "mla_scores", "mla_softmax", "mla_values"})
-#: Layer-count columns (scaled to a pipeline stage).
-COUNTS = ("layers", "attn_layers", "local_layers", "mla_layers", "mixer_layers", "ffn_layers", "dense_layers")
-_MIXER = ("mixer_in", "mixer_inner", "mixer_state", "mixer_params", "mixer_flops")
 
 
 def group_of(name: str) -> str:
-    base = name[: -len("_local")] if name.endswith("_local") else name
-    if base in FFN_OPS:
-        return "ffn"
-    if base in CTX_OPS:
-        return "ctx"
-    return "attn"
+    """The shape (``attn``, ``ctx``, ``ffn``) the placed part ``name`` runs on: its op's ``shard``; an unknown
+    name raises."""
+    return O.op_named(name).shard
 
 
 @dataclass(frozen=True)
@@ -107,24 +102,20 @@ def busiest_stage(cols: Mapping[str, np.ndarray], pp: int) -> dict[str, np.ndarr
     """Layer counts of the busiest stage of a table: ceil(layers/pp) layers, each kind in proportion."""
     L = np.asarray(cols["layers"], dtype=float)
     frac = np.ceil(L / pp) / L
-    return {k: cols[k] * frac for k in COUNTS}
+    return {k: cols[k] * frac for k in count_columns()}
 
 
-def pattern_stages(kinds: list[str], first_dense: int, pp: int) -> list[dict[str, int]]:
-    """Layer counts of each contiguous stage of an actual layer pattern (the first layers/pp mod pp stages get
-    one layer more). ``kinds``: attention kind per layer (global, local, mla, conv/ssm/linear)."""
-    L = len(kinds)
+def pattern_stages(arch: Any, pp: int) -> list[dict[str, int]]:
+    """Layer counts (:func:`~rooflaw.arch.layer_kinds.count_columns`) of each contiguous stage of ``arch``'s
+    actual layer pattern (the first layers/pp mod pp stages get one layer more)."""
+    types = list(arch.layer_types) or ["global"] * arch.layers
+    firsts = {k.first: arch.value(k.first) for k in kinds() if k.first}
+    rows = per_layer_counts(types, firsts)
+    L = len(rows)
     sizes = [L // pp + (i < L % pp) for i in range(pp)]
     out, start = [], 0
     for n in sizes:
-        idx = range(start, start + n)
-        ks = [kinds[i] for i in idx]
-        dense = sum(i < first_dense for i in idx)
-        out.append({
-            "layers": n, "attn_layers": sum(k in ("global", "local") for k in ks), "local_layers": ks.count("local"),
-            "mla_layers": ks.count("mla"), "mixer_layers": sum(k in ("conv", "ssm", "linear") for k in ks),
-            "ffn_layers": n - dense, "dense_layers": dense,
-        })  # fmt: skip
+        out.append({c: sum(r[c] for r in rows[start : start + n]) for c in count_columns()})
         start += n
     return out
 
@@ -140,17 +131,19 @@ def shapes(cols: Mapping[str, np.ndarray], lay: Layout, stage: Mapping[str, np.n
     g = degrees(cols, lay)
     base = dict(cols)
     if stage is not None:
-        base.update({k: np.asarray(stage[k], dtype=float) for k in COUNTS})
+        base.update({k: np.asarray(stage[k], dtype=float) for k in count_columns()})
     ta = float(g.tp_attn)
     kv_dev = np.maximum(cols["kv_heads"] / ta, 1.0)
     attn = dict(base, heads=cols["heads"] / ta, kv_heads=kv_dev, vocab=cols["vocab"] / ta)
-    for k in _MIXER:
-        attn[k] = cols[k] / ta
-    ctx = dict(attn, heads=attn["heads"] / g.kvp, kv_heads=kv_dev / g.kvp)
     ffn = dict(
         base, ffn=cols["ffn"] / g.tp_ffn, shared_ffn=cols["shared_ffn"] / g.tp_ffn,
-        experts=cols["experts"] / g.ep, top_k=cols["top_k"] / g.ep, dense_ffn=cols["dense_ffn"] / lay.group,
+        experts=cols["experts"] / g.ep, top_k=cols["top_k"] / g.ep,
     )  # fmt: skip
+    for kind in kinds():  # each kind's split columns: over attention TP (mixer slot), the whole group (FFN slot)
+        shape, ways = (attn, ta) if kind.slot == "mixer" else (ffn, lay.group)
+        for k in kind.split:
+            shape[k] = cols[k] / ways
+    ctx = dict(attn, heads=attn["heads"] / g.kvp, kv_heads=kv_dev / g.kvp)
     return {"attn": attn, "ctx": ctx, "ffn": ffn}
 
 
@@ -164,11 +157,15 @@ def batches(batch: int, lay: Layout, micro: int = 1) -> tuple[int, int]:
 
 
 def kv_replication(cols: Mapping[str, np.ndarray], lay: Layout) -> np.ndarray:
-    """How many devices hold each KV head (1: none replicated; MLA's latent: tp_attn)."""
+    """How many devices hold each KV head (1: none replicated; a kind whose cache attention TP never splits --
+    MLA's latent -- tp_attn)."""
     ta = lay.tp_attn
-    gqa = np.maximum(ta / cols["kv_heads"], 1.0)
-    return np.where(cols.get("mla_layers", 0) > 0, float(ta), gqa)
+    rep = np.maximum(ta / cols["kv_heads"], 1.0)
+    for k in kinds():
+        if k.cache_replicated:
+            rep = np.where(cols.get(k.count, 0) > 0, float(ta), rep)
+    return rep
 
 
-__all__ = ["CTX_OPS", "FFN_OPS", "batches", "check", "degrees", "first_problem", "group_of", "kv_replication",
+__all__ = ["batches", "check", "degrees", "first_problem", "group_of", "kv_replication",
            "pattern_stages", "problems", "shapes", "stage_balance", "busiest_stage"]  # fmt: skip

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from ...arch.layer_kinds import count_columns, kinds
 from ...devices.precision import Precision
 from ...devices.system import System
 from ...errors import RooflawError, bad
@@ -26,8 +27,7 @@ def _columns(arch: Any) -> dict[str, np.ndarray]:
 
 
 def _stages(arch: Any, pp: int) -> list[dict[str, int]]:
-    kinds = list(arch.layer_types) or ["global"] * arch.layers
-    return shard.pattern_stages(kinds, arch.first_dense, pp)
+    return shard.pattern_stages(arch, pp)
 
 
 def _scenario(system: System | Scenario, layout: Any, workload: Any, precision: Any, engine: Any = None,
@@ -75,7 +75,7 @@ def evaluate_layout(
         out.update(divides=True, valid=out["fits"])
     elif stages:  # every stage of the real pattern, one row each; the busiest one sets the pace
         rows = {k: np.repeat(v, len(stages)) for k, v in cols.items()}
-        counts = {k: np.array([st[k] for st in stages], dtype=float) for k in shard.COUNTS}
+        counts = {k: np.array([st[k] for st in stages], dtype=float) for k in count_columns()}
         res = layout_columns(rows, sc, stage=counts)
         slow = int(np.argmax(res["decode_s"] + res["ttft_s"]))
         out = {k: _scalar(v[slow]) for k, v in res.items()}
@@ -100,7 +100,8 @@ def notes(arch: Any, lay: Layout, out: dict[str, Any], overlap: bool) -> list[st
     msgs = []
     rep = out.get("kv_replication", 1.0)
     if rep > 1:
-        what = "the MLA latent cache is never split" if arch.count("mla") else f"kv_heads={arch.kv_heads}"
+        whole = [k.label for k in kinds() if k.cache_replicated and arch.kind_layers(k.name)]
+        what = f"the {' and '.join(whole)} cache is never split" if whole else f"kv_heads={arch.kv_heads}"
         msgs.append(f"attention TP {lay.tp_attn} exceeds what the KV cache splits into ({what}): the KV cache is "
                     f"replicated {rep:g}x")  # fmt: skip
     if lay.ep > 1 or (lay.helix and arch.experts > 1):
