@@ -157,24 +157,77 @@ def test_attention_pairs_against_brute_force(S, W):
     assert KA.block_pairs(S, W, block=8) == _brute_pairs(S, W, 8)
 
 
+def _decode_rows(**kw) -> pd.DataFrame:
+    base = {"batch_size": [64], "isl": [1], "step": [8191], "num_heads": [32], "num_key_value_heads": [8],
+            "head_dim": [128], "window_size": [0], "attn_dtype": ["bfloat16"], "kv_cache_dtype": ["fp8"],
+            "framework": ["trtllm"]}  # fmt: skip
+    base.update({k: [v] for k, v in kw.items()})
+    return pd.DataFrame(base)
+
+
 def test_decode_attention_hand_value():
     dev = _dev(sm_count=132)
     c = dataclasses.replace(CURVES, attention=0.5, attention_memory=0.9, decode_tile_s=1e-6)
-    rows = pd.DataFrame({"batch_size": [64], "isl": [1], "step": [8191], "num_heads": [32], "num_key_value_heads": [8],
-                         "head_dim": [128], "window_size": [0], "attn_dtype": ["bfloat16"],
-                         "kv_cache_dtype": ["fp8"], "framework": ["trtllm"]})  # fmt: skip
+    rows = _decode_rows()
     L = 8192
     byts = 64 * L * 2 * 8 * 128 * 1 + 2 * 64 * 32 * 128 * 2
     flops = 4 * 64 * 32 * 128 * L
-    want = max(flops / (1e15 * 0.5), byts / (2e12 * 0.9)) + np.ceil(64 * 32 / 132) * 1e-6 + 2e-6
+    # one CTA group per (sequence, KV head): ceil(64 * 8 / 132) waves
+    want = max(flops / (1e15 * 0.5), byts / (2e12 * 0.9)) + np.ceil(64 * 8 / 132) * 1e-6 + 2e-6
     assert KA.predict_generation(rows, dev, c)[0] * 1e-3 == pytest.approx(want, rel=1e-12)
     # a window caps the context read
     got_w = KA.predict_generation(rows.assign(window_size=[1024]), dev, c)[0] * 1e-3
     byts_w = 64 * 1024 * 2 * 8 * 128 + 2 * 64 * 32 * 128 * 2
-    assert got_w == pytest.approx(byts_w / (2e12 * 0.9) + 16e-6 + 2e-6, rel=1e-12)
+    assert got_w == pytest.approx(byts_w / (2e12 * 0.9) + 4e-6 + 2e-6, rel=1e-12)
 
 
-# ---- the fit ----------------------------------------------------------------------------------------------
+def test_decode_attention_streams_ramp_and_xqa_group_limit():
+    dev = _dev(sm_count=132)
+    c = dataclasses.replace(CURVES, attention=0.5, attention_memory=0.9, decode_half_streams=2.0)
+    # one sequence, one KV head: 1 stream, bandwidth at 1 / (1 + 2) of attention_memory's
+    one = _decode_rows(batch_size=1, num_heads=8, num_key_value_heads=1, kv_cache_dtype="bfloat16")
+    kv = 8192 * 2 * 128 * 2.0
+    want = (kv + 2 * 8 * 128 * 2) * 3.0 / (2e12 * 0.9) + 2e-6
+    assert KA.predict_generation(one, dev, c)[0] * 1e-3 == pytest.approx(want, rel=1e-12)
+    # 64 query heads on one KV head: past XQA's 32-head group TensorRT-LLM runs one CTA per query head, each reading
+    # the K and V (64 streams); vLLM's kernel reads the KV head once for the group (1 stream)
+    wide = _decode_rows(batch_size=1, num_heads=64, num_key_value_heads=1, kv_cache_dtype="bfloat16")
+    q_bytes = 2 * 64 * 128 * 2
+    trt = (64 * kv + q_bytes) * (1 + 2 / 64) / (2e12 * 0.9) + 2e-6
+    vllm = (kv + q_bytes) * (1 + 2 / 1) / (2e12 * 0.9) + 2e-6
+    assert KA.predict_generation(wide, dev, c)[0] * 1e-3 == pytest.approx(trt, rel=1e-12)
+    assert KA.predict_generation(wide.assign(framework=["vllm"]), dev, c)[0] * 1e-3 == pytest.approx(vllm, rel=1e-12)
+    # exactly 32 query heads per KV head still runs XQA: the bytes of one KV head
+    at32 = _decode_rows(batch_size=1, num_heads=32, num_key_value_heads=1, kv_cache_dtype="bfloat16")
+    want32 = (kv + 2 * 32 * 128 * 2) * 3.0 / (2e12 * 0.9) + 2e-6
+    assert KA.predict_generation(at32, dev, c)[0] * 1e-3 == pytest.approx(want32, rel=1e-12)
+
+
+def test_attention_l2_resident_working_set_and_softmax_term():
+    # a decode whose KV fits in L2 streams at max(DRAM rate, attention_l2 bytes per fp32 FLOP); one that does not, at
+    # DRAM's; with attention_l2 = 0.5 B/FLOP and a 1e13 FLOP/s fp32 roof: 5e12 B/s > 2e12 * 0.9
+    dev = _dev(sm_count=132, l2_bytes=64e6)
+    c = dataclasses.replace(CURVES, attention=0.5, attention_memory=0.9, attention_l2=0.5)
+    small = _decode_rows(batch_size=1, num_heads=8, num_key_value_heads=1, kv_cache_dtype="bfloat16", step=1023)
+    byts = 1024 * 2 * 128 * 2 + 2 * 8 * 128 * 2
+    assert byts < 64e6
+    assert KA.predict_generation(small, dev, c)[0] * 1e-3 == pytest.approx(byts / 5e12 + 2e-6, rel=1e-12)
+    no_l2 = dataclasses.replace(dev, l2_bytes=None)
+    assert KA.predict_generation(small, no_l2, c)[0] * 1e-3 == pytest.approx(byts / 1.8e12 + 2e-6, rel=1e-12)
+    # prefill: FLOPs over the fp16 attention rate plus the softmax's pairs over the fp32 roof; one 128-row tile of one
+    # head on a 100-SM device (tile/wave efficiency 1/100), working set outside L2, launch = kernel_s
+    rows = pd.DataFrame({"batch_size": [1], "isl": [128], "num_heads": [1], "num_key_value_heads": [1],
+                         "head_dim": [128], "window_size": [0], "attn_dtype": ["bfloat16"],
+                         "kv_cache_dtype": ["bfloat16"], "framework": ["trtllm"]})  # fmt: skip
+    cs = dataclasses.replace(CURVES, attention=0.5, attention_softmax=10.0, attention_tile_s=1e-6)
+    pairs = 128 * 128  # the diagonal block whole
+    compute = 4 * 128 * pairs / (1e15 * 0.5 / 100) + pairs * 10.0 / 1e13
+    byts = 128 * (2 * 128 * 2 + 2 * 128 * 2)
+    prep = 128 * 128 * (4 + 2 * 4)
+    want = max(compute, byts / (2e12 * 0.8)) + prep / (2e12 * 0.8) + 1e-6 + 2e-6
+    assert KA.predict_context(rows, _dev(), cs)[0] * 1e-3 == pytest.approx(want, rel=1e-12)
+
+
 def test_fit_recovers_known_gemm_figures():
     dev = _dev(sm_count=132)
     true = KernelCurves(architecture="x", compute={"fp16": 0.72, "fp8": 0.45}, memory=0.83, kernel_s=3e-6,

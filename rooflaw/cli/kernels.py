@@ -136,6 +136,9 @@ def _curves_dict(c) -> dict:
             "attention_memory",
             "attention_tile_s",
             "decode_tile_s",
+            "decode_half_streams",
+            "attention_l2",
+            "attention_softmax",
             "moe",
             "launch",
         )

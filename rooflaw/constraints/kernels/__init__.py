@@ -62,6 +62,16 @@ class KernelCurves:
     attention_tile_s: float = 0.0
     #: seconds each wave of decode-attention CTAs (one per sequence and head) costs beyond its KV reads
     decode_tile_s: float = 0.0
+    #: independent KV streams (sequence x KV head) at which a decode attention kernel reaches half its
+    #: ``attention_memory`` bandwidth: a stream split over the SMs (split-KV) does not fill the DRAM pipe alone
+    decode_half_streams: float = 0.0
+    #: L2 bandwidth an attention kernel reaches when its whole working set fits in L2 (a kernel re-run over the same
+    #: tensors, as a benchmark does, finds them there), in bytes per FLOP of the fp32 roof (a proxy of SMs x clock);
+    #: it applies where it beats DRAM (0: never)
+    attention_l2: float = 0.0
+    #: fp32 vector FLOP-equivalents (at the device's fp32 roof) each scored (query, key) pair costs beyond its
+    #: ``4·head_dim`` tensor FLOPs: the softmax's max, exponent, sum and rescale, which an fp8 kernel does not speed up
+    attention_softmax: float = 0.0
     moe: float = 1.0
     #: extra fixed seconds per ``"<framework>/<op>"`` on top of ``kernel_s`` (op: a ``compute`` key or an attention
     #: family): the quantise kernels and host work an engine runs with a GEMM (``"trtllm/fp8"``), its attention
