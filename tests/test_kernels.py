@@ -254,6 +254,32 @@ def test_fit_recovers_known_gemm_figures():
         assert KF.get_param(got, path) == pytest.approx(KF.get_param(true, path), rel=2e-3), path
 
 
+def test_fit_recovers_known_prefill_attention_figures():
+    # synthetic prefill rows priced by known curves (GEMM figures held fixed): the fit finds the attention fraction,
+    # the softmax's fp32 FLOPs per pair, the per-wave tile cost, vLLM's rate relative to TensorRT-LLM's and the
+    # engines' fixed extras again
+    dev = _dev(sm_count=132, l2_bytes=None)
+    base = KernelCurves(architecture="x", compute={"fp16": 0.7}, memory=0.8, kernel_s=3e-6)
+    true = dataclasses.replace(base, attention=0.62, attention_softmax=12.0, attention_tile_s=2e-6,
+                               rate={"vllm/context_attention": 1.2},
+                               launch={"trtllm/context_attention": 9e-6, "vllm/context_attention": 5e-6})  # fmt: skip
+    rng = np.random.default_rng(2)
+    n = 800
+    rows = pd.DataFrame({"batch_size": rng.choice([1, 2, 8, 32], n), "isl": rng.choice([16, 128, 1024, 4096], n),
+                         "num_heads": rng.choice([8, 32], n), "num_key_value_heads": 8,
+                         "head_dim": rng.choice([64, 128, 256], n), "window_size": 0, "attn_dtype": "bfloat16",
+                         "kv_cache_dtype": "bfloat16", "framework": rng.choice(["trtllm", "vllm"], n),
+                         "table": "context_attention_perf"})  # fmt: skip
+    rows["latency"] = KA.predict_context(rows, dev, true)
+    fam = FAMILIES["context_attention"]
+    prep = KF.Prepared(KF.GPU("syn", dev, []), rows, np.arange(n), KA.context_terms(rows, dev))
+    got = KF.fit_family(fam, [prep], base)
+    assert "rate.trtllm/context_attention" not in fam.used(rows)  # the reference engine's rate is the curves' own
+    for path in ("attention", "attention_softmax", "attention_tile_s", "rate.vllm/context_attention",
+                 "launch.trtllm/context_attention", "launch.vllm/context_attention"):  # fmt: skip
+        assert KF.get_param(got, path) == pytest.approx(KF.get_param(true, path), rel=2e-3), path
+
+
 def test_curves_for_and_catalog(tmp_path):
     assert curves_for(get_device("mi300x")) is None  # no architecture: its own efficiencies apply
     h = curves_for(get_device("h100-sxm"))
@@ -264,6 +290,7 @@ def test_curves_for_and_catalog(tmp_path):
     c = dataclasses.replace(
         CURVES,
         launch={"trtllm/fp8": 1e-5},
+        rate={"vllm/context_attention": 1.25},
         bands={"gemm": (0.8, 1.3)},
         provenance={"rows": {"gemm": 3}, "gpus": ["a", "b"]},
         collectives={"allreduce/nvlink": CollectiveCurve(5e-6, 0.7)},

@@ -141,6 +141,7 @@ def _curves_dict(c) -> dict:
             "attention_softmax",
             "moe",
             "launch",
+            "rate",
         )
     }
     d["collectives"] = {k: {"latency": v.latency, "efficiency": v.efficiency} for k, v in c.collectives.items()}

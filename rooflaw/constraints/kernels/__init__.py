@@ -77,6 +77,10 @@ class KernelCurves:
     #: family): the quantise kernels and host work an engine runs with a GEMM (``"trtllm/fp8"``), its attention
     #: kernel's prologue (``"vllm/generation_attention"``). An engine the curves do not name gets the smallest.
     launch: dict[str, float] = field(default_factory=dict)
+    #: per ``"<framework>/<op>"`` (op: an attention family), the rate of that engine's own kernel relative to the
+    #: curves' fraction for ``op``, measured against TensorRT-LLM's (whose rate is 1, as is an engine not named):
+    #: vLLM ships FlashAttention where TensorRT-LLM runs its own FMHA
+    rate: dict[str, float] = field(default_factory=dict)
     collectives: dict[str, CollectiveCurve] = field(default_factory=dict)
     bands: dict[str, tuple[float, float]] = field(default_factory=dict)
     provenance: dict[str, Any] = field(default_factory=dict)
@@ -154,6 +158,7 @@ def curves_from_dict(name: str, d: dict[str, Any]) -> KernelCurves:
         architecture=name,
         compute={k: float(v) for k, v in d.get("compute", {}).items()},
         launch={k: float(v) for k, v in d.get("launch", {}).items()},
+        rate={k: float(v) for k, v in d.get("rate", {}).items()},
         collectives=coll,
         bands={k: (float(v[0]), float(v[1])) for k, v in d.get("bands", {}).items()},
         provenance=dict(d.get("provenance", {})),

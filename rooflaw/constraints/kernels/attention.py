@@ -42,6 +42,8 @@ from .gemm import launch_s
 DTYPE_BYTES = {"bfloat16": 2.0, "float16": 2.0, "fp8": 1.0, "fp8_e4m3": 1.0, "int8": 1.0, "nvfp4": 0.5 + 1 / 16}
 #: query rows per FlashAttention tile
 Q_TILE = 128
+#: the framework whose attention kernels' rate is the curves' own (others' are relative to it: ``KernelCurves.rate``)
+REFERENCE_FRAMEWORK = "trtllm"
 #: most query heads TensorRT-LLM's XQA decode kernel serves per KV head
 XQA_MAX_GROUP = 32
 
@@ -193,12 +195,13 @@ def seconds(t: AttentionTerms, device: Device, curves: KernelCurves) -> np.ndarr
     rate = np.where(t.fp8, t.peak8 * a8, t.peak16 * curves.attention) * t.eff
     mem = curves.memory if t.op == "context_attention" else curves.attention_memory
     lat = np.array([launch_s(curves, t.op, f) if f else np.nan for f in t.labels] or [np.nan])[t.group]
+    fw_rate = np.array([curves.rate.get(f"{f}/{t.op}", 1.0) for f in t.labels] or [1.0])[t.group]
     bw = device.memory_bandwidth
     ramp = 1.0 + curves.decode_half_streams / t.streams
     # a working set resident in L2 streams at the larger of DRAM's rate and L2's (bytes per fp32 FLOP of the SMs)
     l2 = np.where(t.resident, np.maximum(1.0, t.peak32 * curves.attention_l2 / (bw * mem)), 1.0)
     softmax = t.pairs * curves.attention_softmax / t.peak32
-    core = np.maximum(t.flops / rate + softmax, t.bytes * ramp / (bw * mem * l2))
+    core = np.maximum((t.flops / rate + softmax) / fw_rate, t.bytes * ramp / (bw * mem * l2))
     tile_s = curves.attention_tile_s if t.op == "context_attention" else curves.decode_tile_s
     return core + t.extra_bytes / (bw * curves.memory * l2) + t.waves * tile_s + lat
 
@@ -209,7 +212,8 @@ def _used(op: str, fitted: tuple[str, ...]):
         extra = (
             ("attention_fp8",) if op == "context_attention" and (rows["attn_dtype"].astype(str) == "fp8").any() else ()
         )
-        return (*fitted, *extra, *(f"launch.{f}/{op}" for f in fws))
+        rates = (f"rate.{f}/{op}" for f in fws if f != REFERENCE_FRAMEWORK) if op == "context_attention" else ()
+        return (*fitted, *extra, *(f"launch.{f}/{op}" for f in fws), *rates)
 
     return used
 

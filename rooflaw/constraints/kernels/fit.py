@@ -54,6 +54,7 @@ _BOUNDS = {
     "moe": (0.7, 0.01, 1.5, 1.0),
     "kernel_s": (3e-6, 0.0, 1e-3, 1e-5),
     "launch": (1e-6, 0.0, 1e-2, 1e-5),
+    "rate": (1.0, 0.2, 5.0, 1.0),
     "half_rows": (10.0, 0.0, 1e4, 100.0),
     # a collective curve's two figures (keys collectives.<collective>/<link>.latency|efficiency)
     "collectives.latency": (5e-6, 0.0, 1e-3, 1e-5),
@@ -392,7 +393,7 @@ def curves_table(c: KernelCurves) -> str:
 
     for name in SCALARS:
         lines.append(f"{name} = {_toml_value(getattr(c, name))}")
-    for name in ("compute", "launch", "bands"):
+    for name in ("compute", "launch", "rate", "bands"):
         d = getattr(c, name)
         if d:
             lines.append(f"{name} = {_toml_value({k: list(v) if isinstance(v, tuple) else v for k, v in d.items()})}")
