@@ -254,6 +254,24 @@ def test_fit_recovers_known_gemm_figures():
         assert KF.get_param(got, path) == pytest.approx(KF.get_param(true, path), rel=2e-3), path
 
 
+def test_mla_decode_reads_the_latent_once_for_all_heads():
+    from rooflaw.constraints.kernels import mla as KM
+
+    # DeepSeek-V3's MLA, absorbed: 16 heads score a 576-wide latent and sum a 512-wide one over L = 4096 cached
+    # tokens of 8 sequences; the fp8 cache holds 576 bytes per token, read once per sequence (8 streams)
+    dev = _dev(sm_count=132)
+    c = dataclasses.replace(CURVES, attention=0.5, attention_memory=0.9, decode_half_streams=2.0,
+                            attention_softmax=8.0, decode_tile_s=1e-6)  # fmt: skip
+    rows = pd.DataFrame({"batch_size": [8], "isl": [1], "step": [4095], "num_heads": [16], "tp_size": [8],
+                         "mla_dtype": ["bfloat16"], "kv_cache_dtype": ["fp8"], "framework": ["trtllm"]})  # fmt: skip
+    flops = 2 * 8 * 16 * 4096 * (576 + 512)
+    byts = 8 * 4096 * 576 * 1 + 8 * 16 * (576 + 512) * 2
+    compute = flops / (1e15 * 0.5) + 8 * 16 * 4096 * 8.0 / 1e13
+    want = max(compute, byts * (1 + 2 / 8) / (2e12 * 0.9)) + 1e-6 + 2e-6
+    assert KM.predict_generation(rows, dev, c)[0] * 1e-3 == pytest.approx(want, rel=1e-12)
+    assert family_of_table("generation_mla_perf").name == "generation_mla"
+
+
 def test_fit_recovers_known_prefill_attention_figures():
     # synthetic prefill rows priced by known curves (GEMM figures held fixed): the fit finds the attention fraction,
     # the softmax's fp32 FLOPs per pair, the per-wave tile cost, vLLM's rate relative to TensorRT-LLM's and the
@@ -299,15 +317,15 @@ def test_curves_for_and_catalog(tmp_path):
     p = tmp_path / "c.toml"
     p.write_text(KF.catalog_text({"t": c}))
     assert load_curves(str(p))["t"] == c
-    assert family_of_table("gemm_perf").name == "gemm" and family_of_table("context_mla_perf") is None
+    assert family_of_table("gemm_perf").name == "gemm" and family_of_table("mamba_perf") is None
 
 
 # ---- CLI --------------------------------------------------------------------------------------------------
 def test_check_kernels_csv_has_every_row(tmp_path, capsys):
     src = _write_folder(tmp_path / "k")
-    mla = pd.DataFrame({"batch_size": [1, 2], "isl": [128, 256], "latency": [0.01, 0.02]})  # a table no family models
-    mla.to_csv(tmp_path / "k" / "gpu_x" / "trtllm-1.3.0rc20" / "context_mla_perf.csv", index=False)
-    src = {**src, "context_mla_perf": mla}
+    other = pd.DataFrame({"batch_size": [1, 2], "isl": [128, 256], "latency": [0.01, 0.02]})  # no family models it
+    other.to_csv(tmp_path / "k" / "gpu_x" / "trtllm-1.3.0rc20" / "mamba_perf.csv", index=False)
+    src = {**src, "mamba_perf": other}
     out = tmp_path / "pred.csv"
     code, stdout, stderr = run_cli(
         capsys, "devices", "check-kernels", tmp_path / "k" / "gpu_x", "--device", "h100-sxm", "--out", out, "--json"
@@ -316,7 +334,7 @@ def test_check_kernels_csv_has_every_row(tmp_path, capsys):
     got = pd.read_csv(out, keep_default_na=False, na_values=[])
     assert list(got.columns) == ["table", "framework", "version", "row", "latency", "predicted_ms"]
     assert len(got) == sum(len(s) for s in src.values())
-    unmodelled = got[got["table"] == "context_mla_perf"]
+    unmodelled = got[got["table"] == "mamba_perf"]
     assert (unmodelled["predicted_ms"] == "").all() and unmodelled["latency"].astype(float).tolist() == [0.01, 0.02]
     nccl = got[got["table"] == "nccl_perf"]  # modelled: the collectives family prices it
     assert (nccl["predicted_ms"].astype(float) > 0).all()
@@ -330,7 +348,7 @@ def test_check_kernels_csv_has_every_row(tmp_path, capsys):
     rep = json.loads(stdout)
     e = np.median(np.abs(want / src["gemm_perf"]["latency"] - 1))
     assert rep["tables"]["gemm_perf"]["median_abs_error"] == pytest.approx(e)
-    assert rep["tables"]["nccl_perf"]["modelled"] == 2 and rep["tables"]["context_mla_perf"]["modelled"] == 0
+    assert rep["tables"]["nccl_perf"]["modelled"] == 2 and rep["tables"]["mamba_perf"]["modelled"] == 0
 
 
 @pytest.mark.parametrize(

@@ -195,5 +195,6 @@ def curves_for(device: Any) -> KernelCurves | None:
 # The families, in fit order (GEMM first: later families hold its figures fixed).
 from . import gemm as _gemm  # noqa: E402,F401,I001  (attention imports gemm too)
 from . import attention as _attention  # noqa: E402,F401
+from . import mla as _mla  # noqa: E402,F401  (holds the attention figures fixed: after attention)
 from . import moe as _moe  # noqa: E402,F401  (holds the GEMM figures fixed: after gemm)
 from . import collectives as _collectives  # noqa: E402,F401

@@ -1,6 +1,5 @@
 """The attention kernel families: FlashAttention-style prefill (``context_attention``) and one decode step
-(``generation_attention``), priced on the kernel curves. MLA tables (``context_mla_perf``,
-``generation_mla_perf``) are not modelled here: their rows get NaN.
+(``generation_attention``), priced on the kernel curves (MLA: :mod:`.mla`, on the same figures).
 
 Prefill, per sequence and head: the causal kernel skips the masked half, so it computes ``P`` (query, key)
 pairs with ``P = S(S+1)/2``, or with a sliding window ``W``: ``W(W+1)/2 + (S-W)·W`` for ``S > W``; it visits whole
@@ -104,6 +103,7 @@ class AttentionTerms:
     group: np.ndarray
     labels: tuple[str, ...]  #: framework of each group ("" where a row is not modelled)
     op: str
+    prefill: bool = True  #: a prefill kernel (GEMM ``memory``, ``attention_tile_s``), else decode
 
 
 def _groups(rows: pd.DataFrame, ok: np.ndarray) -> tuple[np.ndarray, tuple[str, ...]]:
@@ -186,6 +186,7 @@ def generation_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
         group=group,
         labels=labels,
         op="generation_attention",
+        prefill=False,
     )
 
 
@@ -193,7 +194,7 @@ def seconds(t: AttentionTerms, device: Device, curves: KernelCurves) -> np.ndarr
     """Seconds of each prepared attention row (NaN where not modelled)."""
     a8 = curves.attention_fp8 or curves.attention
     rate = np.where(t.fp8, t.peak8 * a8, t.peak16 * curves.attention) * t.eff
-    mem = curves.memory if t.op == "context_attention" else curves.attention_memory
+    mem = curves.memory if t.prefill else curves.attention_memory
     lat = np.array([launch_s(curves, t.op, f) if f else np.nan for f in t.labels] or [np.nan])[t.group]
     fw_rate = np.array([curves.rate.get(f"{f}/{t.op}", 1.0) for f in t.labels] or [1.0])[t.group]
     bw = device.memory_bandwidth
@@ -202,17 +203,19 @@ def seconds(t: AttentionTerms, device: Device, curves: KernelCurves) -> np.ndarr
     l2 = np.where(t.resident, np.maximum(1.0, t.peak32 * curves.attention_l2 / (bw * mem)), 1.0)
     softmax = t.pairs * curves.attention_softmax / t.peak32
     core = np.maximum((t.flops / rate + softmax) / fw_rate, t.bytes * ramp / (bw * mem * l2))
-    tile_s = curves.attention_tile_s if t.op == "context_attention" else curves.decode_tile_s
+    tile_s = curves.attention_tile_s if t.prefill else curves.decode_tile_s
     return core + t.extra_bytes / (bw * curves.memory * l2) + t.waves * tile_s + lat
 
 
-def _used(op: str, fitted: tuple[str, ...]):
+def _used(op: str, fitted: tuple[str, ...], rated: bool = False):
+    """``used`` of an attention family: ``fitted``, ``attention_fp8`` where a prefill row runs fp8 math, each engine's
+    ``launch`` extra and (``rated``) each non-reference engine's ``rate``."""
+
     def used(rows: pd.DataFrame) -> tuple[str, ...]:
         fws = sorted(set(rows["framework"].astype(str)))
-        extra = (
-            ("attention_fp8",) if op == "context_attention" and (rows["attn_dtype"].astype(str) == "fp8").any() else ()
-        )
-        rates = (f"rate.{f}/{op}" for f in fws if f != REFERENCE_FRAMEWORK) if op == "context_attention" else ()
+        fp8 = op == "context_attention" and (rows["attn_dtype"].astype(str) == "fp8").any()
+        extra = ("attention_fp8",) if fp8 else ()
+        rates = (f"rate.{f}/{op}" for f in fws if f != REFERENCE_FRAMEWORK) if rated else ()
         return (*fitted, *extra, *(f"launch.{f}/{op}" for f in fws), *rates)
 
     return used
@@ -234,7 +237,7 @@ CONTEXT = register(
         tables=("context_attention_perf",),
         params=("attention", "attention_fp8", "attention_tile_s", "attention_softmax", "attention_l2"),
         predict=predict_context,
-        used=_used("context_attention", ("attention", "attention_tile_s", "attention_softmax", "attention_l2")),
+        used=_used("context_attention", ("attention", "attention_tile_s", "attention_softmax", "attention_l2"), True),
         prepare=context_terms,
         evaluate=seconds,
     )
