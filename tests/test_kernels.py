@@ -226,6 +226,11 @@ def test_attention_l2_resident_working_set_and_softmax_term():
     prep = 128 * 128 * (4 + 2 * 4)
     want = max(compute, byts / (2e12 * 0.8)) + prep / (2e12 * 0.8) + 1e-6 + 2e-6
     assert KA.predict_context(rows, _dev(), cs)[0] * 1e-3 == pytest.approx(want, rel=1e-12)
+    # a softmax overlapped with the MMAs (p = 2): the p-norm of the two times instead of their sum
+    tc, ts = 4 * 128 * pairs / (1e15 * 0.5 / 100), pairs * 10.0 / 1e13
+    want2 = max(np.hypot(tc, ts), byts / (2e12 * 0.8)) + prep / (2e12 * 0.8) + 1e-6 + 2e-6
+    got2 = KA.predict_context(rows, _dev(), dataclasses.replace(cs, softmax_overlap=2.0))[0] * 1e-3
+    assert got2 == pytest.approx(want2, rel=1e-12) and got2 < want
 
 
 def test_fit_recovers_known_gemm_figures():

@@ -139,6 +139,7 @@ def _curves_dict(c) -> dict:
             "decode_half_streams",
             "attention_l2",
             "attention_softmax",
+            "softmax_overlap",
             "moe",
             "launch",
             "rate",

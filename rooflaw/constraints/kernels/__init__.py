@@ -72,6 +72,9 @@ class KernelCurves:
     #: fp32 vector FLOP-equivalents (at the device's fp32 roof) each scored (query, key) pair costs beyond its
     #: ``4·head_dim`` tensor FLOPs: the softmax's max, exponent, sum and rescale, which an fp8 kernel does not speed up
     attention_softmax: float = 0.0
+    #: how the softmax overlaps the tensor-core work: ``(t_mma^p + t_softmax^p)^(1/p)`` (1: in series, large: hidden
+    #: under the larger of the two, as a ping-pong FlashAttention-3 schedule does)
+    softmax_overlap: float = 1.0
     moe: float = 1.0
     #: extra fixed seconds per ``"<framework>/<op>"`` on top of ``kernel_s`` (op: a ``compute`` key or an attention
     #: family): the quantise kernels and host work an engine runs with a GEMM (``"trtllm/fp8"``), its attention

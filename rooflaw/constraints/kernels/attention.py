@@ -1,15 +1,17 @@
 """The attention kernel families: FlashAttention-style prefill (``context_attention``) and one decode step
 (``generation_attention``), priced on the kernel curves (MLA: :mod:`.mla`, on the same figures).
 
-Prefill, per sequence and head: the causal kernel skips the masked half, so it computes ``P`` (query, key)
-pairs with ``P = S(S+1)/2``, or with a sliding window ``W``: ``W(W+1)/2 + (S-W)·W`` for ``S > W``; it visits whole
-128×128 blocks (:func:`block_pairs`), so ``P`` counts those. FLOPs ``= 4·B·H·d·P``; bytes read/written
-``= B·S·(2·H·d·2 + 2·H_kv·d·b_kv)`` (Q and O in bf16, K and V in the KV dtype).
-``t = max(FLOPs / (peak · attention · tile·wave) + B·H·P · attention_softmax / peak_fp32, bytes / (bandwidth ·
-memory · l2)) + prep_bytes / (bandwidth · memory · l2) + waves · attention_tile_s + kernel_s + launch``:
-the softmax (max, exponent, sum, rescale) runs on the fp32 vector units, not the tensor cores, so an fp8 kernel does
-not speed it up; ``prep_bytes = B·S·d·(4·H + H_kv·2·(2 + b_kv))`` the RoPE and KV-cache write the op runs beside the
-kernel; ``waves = ceil(B·H·ceil(S/128) / SMs)``; the tile/wave term is
+Prefill, per sequence and head: the causal kernel skips the masked half, so it computes ``P`` (query, key) pairs
+with ``P = S(S+1)/2``, or with a sliding window ``W``: ``W(W+1)/2 + (S-W)·W`` for ``S > W``; it visits whole 128×128
+blocks (:func:`block_pairs`), so ``P`` counts those. FLOPs ``= 4·B·H·d·P``; bytes read/written ``= B·S·(2·H·d·2 +
+2·H_kv·d·b_kv)`` (Q and O in bf16, K and V in the KV dtype). ``t = max((t_mma^p + t_softmax^p)^(1/p) / rate, bytes /
+(bandwidth · memory · l2)) + prep_bytes / (bandwidth · memory · l2) + waves · attention_tile_s + kernel_s + launch``
+with ``t_mma = FLOPs / (peak · attention · tile·wave)``, ``t_softmax = B·H·P · attention_softmax / peak_fp32``, ``p
+= softmax_overlap`` and ``rate`` the engine's kernel rate (``KernelCurves.rate``, TensorRT-LLM 1): the softmax (max,
+exponent, sum, rescale) runs on the fp32 vector units, not the tensor cores, so an fp8 kernel does not speed it up,
+and a FlashAttention-3-style schedule hides it under the MMAs (``p`` large) where FlashAttention-2 runs them in
+series (``p = 1``); ``prep_bytes = B·S·d·(4·H + H_kv·2·(2 + b_kv))`` the RoPE and KV-cache write the op runs beside
+the kernel; ``waves = ceil(B·H·ceil(S/128) / SMs)``; the tile/wave term is
 :func:`rooflaw.constraints.tiles.tile_efficiency` of 128-query-row tiles over the ``B·H`` heads; the roof is fp8
 where the attention dtype is fp8 (fraction ``attention_fp8``), else fp16. ``l2 = max(1, peak_fp32 · attention_l2 /
 (bandwidth · memory))`` where the whole working set fits in the device's L2 (a benchmark re-running the kernel finds
@@ -19,7 +21,7 @@ Decode: each sequence reads its cached context ``L = isl + step`` (``min(L, W)``
 one CTA group per (sequence, KV head) and reads that head's K and V once for its query heads; TensorRT-LLM's XQA
 serves at most :data:`XQA_MAX_GROUP` query heads per KV head, beyond which its generic kernel runs one CTA per query
 head, each reading K and V (``H_read = H`` there, else ``H_kv``). bytes ``= B·L·2·H_read·d·b_kv + 2·B·H·d·2``,
-FLOPs ``= 4·B·H·d·L``; ``t = max(FLOPs / (peak_fp16 · attention) + B·H·L · attention_softmax / peak_fp32,
+FLOPs ``= 4·B·H·d·L``; ``t = max((t_mma^p + t_softmax^p)^(1/p),
 bytes · (1 + decode_half_streams / n) / (bandwidth · attention_memory · l2)) + ceil(n / SMs) · decode_tile_s
 + kernel_s + launch`` with ``n = B·H_read`` independent KV streams: a split-KV kernel spreads one stream over the SMs
 but few streams do not reach the bandwidth many do.
@@ -202,7 +204,10 @@ def seconds(t: AttentionTerms, device: Device, curves: KernelCurves) -> np.ndarr
     # a working set resident in L2 streams at the larger of DRAM's rate and L2's (bytes per fp32 FLOP of the SMs)
     l2 = np.where(t.resident, np.maximum(1.0, t.peak32 * curves.attention_l2 / (bw * mem)), 1.0)
     softmax = t.pairs * curves.attention_softmax / t.peak32
-    core = np.maximum((t.flops / rate + softmax) / fw_rate, t.bytes * ramp / (bw * mem * l2))
+    pn = curves.softmax_overlap
+    tc = t.flops / rate
+    both = (tc**pn + softmax**pn) ** (1.0 / pn) if pn != 1.0 else tc + softmax
+    core = np.maximum(both / fw_rate, t.bytes * ramp / (bw * mem * l2))
     tile_s = curves.attention_tile_s if t.prefill else curves.decode_tile_s
     return core + t.extra_bytes / (bw * curves.memory * l2) + t.waves * tile_s + lat
 
@@ -235,9 +240,20 @@ CONTEXT = register(
     Family(
         name="context_attention",
         tables=("context_attention_perf",),
-        params=("attention", "attention_fp8", "attention_tile_s", "attention_softmax", "attention_l2"),
+        params=(
+            "attention",
+            "attention_fp8",
+            "attention_tile_s",
+            "attention_softmax",
+            "attention_l2",
+            "softmax_overlap",
+        ),
         predict=predict_context,
-        used=_used("context_attention", ("attention", "attention_tile_s", "attention_softmax", "attention_l2"), True),
+        used=_used(
+            "context_attention",
+            ("attention", "attention_tile_s", "attention_softmax", "attention_l2", "softmax_overlap"),
+            True,
+        ),
         prepare=context_terms,
         evaluate=seconds,
     )

@@ -51,6 +51,7 @@ _BOUNDS = {
     "decode_half_streams": (1.0, 0.0, 1e3, 1.0),
     "attention_l2": (0.02, 0.0, 1.0, 0.01),
     "attention_softmax": (4.0, 0.0, 200.0, 10.0),
+    "softmax_overlap": (2.0, 1.0, 8.0, 1.0),
     "moe": (0.7, 0.01, 1.5, 1.0),
     "kernel_s": (3e-6, 0.0, 1e-3, 1e-5),
     "launch": (1e-6, 0.0, 1e-2, 1e-5),
