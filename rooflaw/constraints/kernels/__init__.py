@@ -39,11 +39,13 @@ class KernelCurves:
     (small-M GEMM, GEMV, decode attention's KV reads). ``kernel_s``: seconds every kernel costs on top of
     its roofline (launch, prologue/epilogue, the tail wave). ``half_rows``: GEMM rows at which the large-M
     rate is halved (``M/(M + half_rows)`` ramp; 0 none). ``attention``: achieved fraction of the attention
-    dtype's peak in a FlashAttention-style prefill kernel, with causal FLOPs (the masked half skipped).
+    dtype's peak of a FlashAttention-style prefill kernel's matmuls, with causal FLOPs (the masked half skipped;
+    its softmax is ``attention_softmax``, on the fp32 roof).
     ``attention_memory``: achieved bandwidth fraction of a decode attention kernel reading the KV cache.
     ``moe``: achieved fraction of the GEMM rate inside a grouped-GEMM MoE layer. ``collectives``: per
     ``"<collective>/<link>"`` key (e.g. ``"allreduce/nvlink"``). ``bands``: per family (``gemm``,
-    ``context_attention``, ``generation_attention``, ``moe``, ``allreduce``), the (low, high) quantiles of
+    ``context_attention``, ``generation_attention``, ``context_mla``, ``generation_mla``, ``moe``, ``allreduce``,
+    ``nccl``), the (low, high) quantiles of
     measured/predicted in leave-one-GPU-out for the 80 % band. ``provenance``: source, commit, rows,
     command, residuals (median |predicted/measured - 1| per family, in sample and held out).
     """
@@ -60,7 +62,7 @@ class KernelCurves:
     #: seconds each wave of prefill-attention CTAs (query tiles x heads x sequences over the SMs) costs beyond its
     #: FLOPs: loading Q, the softmax epilogue and writing O of a tile
     attention_tile_s: float = 0.0
-    #: seconds each wave of decode-attention CTAs (one per sequence and head) costs beyond its KV reads
+    #: seconds each wave of decode-attention CTAs (one per sequence and KV head) costs beyond its KV reads
     decode_tile_s: float = 0.0
     #: independent KV streams (sequence x KV head) at which a decode attention kernel reaches half its
     #: ``attention_memory`` bandwidth: a stream split over the SMs (split-KV) does not fill the DRAM pipe alone
