@@ -157,24 +157,82 @@ def test_attention_pairs_against_brute_force(S, W):
     assert KA.block_pairs(S, W, block=8) == _brute_pairs(S, W, 8)
 
 
+def _decode_rows(**kw) -> pd.DataFrame:
+    base = {"batch_size": [64], "isl": [1], "step": [8191], "num_heads": [32], "num_key_value_heads": [8],
+            "head_dim": [128], "window_size": [0], "attn_dtype": ["bfloat16"], "kv_cache_dtype": ["fp8"],
+            "framework": ["trtllm"]}  # fmt: skip
+    base.update({k: [v] for k, v in kw.items()})
+    return pd.DataFrame(base)
+
+
 def test_decode_attention_hand_value():
     dev = _dev(sm_count=132)
     c = dataclasses.replace(CURVES, attention=0.5, attention_memory=0.9, decode_tile_s=1e-6)
-    rows = pd.DataFrame({"batch_size": [64], "isl": [1], "step": [8191], "num_heads": [32], "num_key_value_heads": [8],
-                         "head_dim": [128], "window_size": [0], "attn_dtype": ["bfloat16"],
-                         "kv_cache_dtype": ["fp8"], "framework": ["trtllm"]})  # fmt: skip
+    rows = _decode_rows()
     L = 8192
     byts = 64 * L * 2 * 8 * 128 * 1 + 2 * 64 * 32 * 128 * 2
     flops = 4 * 64 * 32 * 128 * L
-    want = max(flops / (1e15 * 0.5), byts / (2e12 * 0.9)) + np.ceil(64 * 32 / 132) * 1e-6 + 2e-6
+    # one CTA group per (sequence, KV head): ceil(64 * 8 / 132) waves
+    want = max(flops / (1e15 * 0.5), byts / (2e12 * 0.9)) + np.ceil(64 * 8 / 132) * 1e-6 + 2e-6
     assert KA.predict_generation(rows, dev, c)[0] * 1e-3 == pytest.approx(want, rel=1e-12)
     # a window caps the context read
     got_w = KA.predict_generation(rows.assign(window_size=[1024]), dev, c)[0] * 1e-3
     byts_w = 64 * 1024 * 2 * 8 * 128 + 2 * 64 * 32 * 128 * 2
-    assert got_w == pytest.approx(byts_w / (2e12 * 0.9) + 16e-6 + 2e-6, rel=1e-12)
+    assert got_w == pytest.approx(byts_w / (2e12 * 0.9) + 4e-6 + 2e-6, rel=1e-12)
 
 
-# ---- the fit ----------------------------------------------------------------------------------------------
+def test_decode_attention_streams_ramp_and_xqa_group_limit():
+    dev = _dev(sm_count=132)
+    c = dataclasses.replace(CURVES, attention=0.5, attention_memory=0.9, decode_half_streams=2.0)
+    # one sequence, one KV head: 1 stream, bandwidth at 1 / (1 + 2) of attention_memory's
+    one = _decode_rows(batch_size=1, num_heads=8, num_key_value_heads=1, kv_cache_dtype="bfloat16")
+    kv = 8192 * 2 * 128 * 2.0
+    want = (kv + 2 * 8 * 128 * 2) * 3.0 / (2e12 * 0.9) + 2e-6
+    assert KA.predict_generation(one, dev, c)[0] * 1e-3 == pytest.approx(want, rel=1e-12)
+    # 64 query heads on one KV head: past XQA's 32-head group TensorRT-LLM runs one CTA per query head, each reading
+    # the K and V (64 streams); vLLM's kernel reads the KV head once for the group (1 stream)
+    wide = _decode_rows(batch_size=1, num_heads=64, num_key_value_heads=1, kv_cache_dtype="bfloat16")
+    q_bytes = 2 * 64 * 128 * 2
+    trt = (64 * kv + q_bytes) * (1 + 2 / 64) / (2e12 * 0.9) + 2e-6
+    vllm = (kv + q_bytes) * (1 + 2 / 1) / (2e12 * 0.9) + 2e-6
+    assert KA.predict_generation(wide, dev, c)[0] * 1e-3 == pytest.approx(trt, rel=1e-12)
+    assert KA.predict_generation(wide.assign(framework=["vllm"]), dev, c)[0] * 1e-3 == pytest.approx(vllm, rel=1e-12)
+    # exactly 32 query heads per KV head still runs XQA: the bytes of one KV head
+    at32 = _decode_rows(batch_size=1, num_heads=32, num_key_value_heads=1, kv_cache_dtype="bfloat16")
+    want32 = (kv + 2 * 32 * 128 * 2) * 3.0 / (2e12 * 0.9) + 2e-6
+    assert KA.predict_generation(at32, dev, c)[0] * 1e-3 == pytest.approx(want32, rel=1e-12)
+
+
+def test_attention_l2_resident_working_set_and_softmax_term():
+    # a decode whose KV fits in L2 streams at max(DRAM rate, attention_l2 bytes per fp32 FLOP); one that does not, at
+    # DRAM's; with attention_l2 = 0.5 B/FLOP and a 1e13 FLOP/s fp32 roof: 5e12 B/s > 2e12 * 0.9
+    dev = _dev(sm_count=132, l2_bytes=64e6)
+    c = dataclasses.replace(CURVES, attention=0.5, attention_memory=0.9, attention_l2=0.5)
+    small = _decode_rows(batch_size=1, num_heads=8, num_key_value_heads=1, kv_cache_dtype="bfloat16", step=1023)
+    byts = 1024 * 2 * 128 * 2 + 2 * 8 * 128 * 2
+    assert byts < 64e6
+    assert KA.predict_generation(small, dev, c)[0] * 1e-3 == pytest.approx(byts / 5e12 + 2e-6, rel=1e-12)
+    no_l2 = dataclasses.replace(dev, l2_bytes=None)
+    assert KA.predict_generation(small, no_l2, c)[0] * 1e-3 == pytest.approx(byts / 1.8e12 + 2e-6, rel=1e-12)
+    # prefill: FLOPs over the fp16 attention rate plus the softmax's pairs over the fp32 roof; one 128-row tile of one
+    # head on a 100-SM device (tile/wave efficiency 1/100), working set outside L2, launch = kernel_s
+    rows = pd.DataFrame({"batch_size": [1], "isl": [128], "num_heads": [1], "num_key_value_heads": [1],
+                         "head_dim": [128], "window_size": [0], "attn_dtype": ["bfloat16"],
+                         "kv_cache_dtype": ["bfloat16"], "framework": ["trtllm"]})  # fmt: skip
+    cs = dataclasses.replace(CURVES, attention=0.5, attention_softmax=10.0, attention_tile_s=1e-6)
+    pairs = 128 * 128  # the diagonal block whole
+    compute = 4 * 128 * pairs / (1e15 * 0.5 / 100) + pairs * 10.0 / 1e13
+    byts = 128 * (2 * 128 * 2 + 2 * 128 * 2)
+    prep = 128 * 128 * (4 + 2 * 4)
+    want = max(compute, byts / (2e12 * 0.8)) + prep / (2e12 * 0.8) + 1e-6 + 2e-6
+    assert KA.predict_context(rows, _dev(), cs)[0] * 1e-3 == pytest.approx(want, rel=1e-12)
+    # a softmax overlapped with the MMAs (p = 2): the p-norm of the two times instead of their sum
+    tc, ts = 4 * 128 * pairs / (1e15 * 0.5 / 100), pairs * 10.0 / 1e13
+    want2 = max(np.hypot(tc, ts), byts / (2e12 * 0.8)) + prep / (2e12 * 0.8) + 1e-6 + 2e-6
+    got2 = KA.predict_context(rows, _dev(), dataclasses.replace(cs, softmax_overlap=2.0))[0] * 1e-3
+    assert got2 == pytest.approx(want2, rel=1e-12) and got2 < want
+
+
 def test_fit_recovers_known_gemm_figures():
     dev = _dev(sm_count=132)
     true = KernelCurves(architecture="x", compute={"fp16": 0.72, "fp8": 0.45}, memory=0.83, kernel_s=3e-6,
@@ -201,6 +259,50 @@ def test_fit_recovers_known_gemm_figures():
         assert KF.get_param(got, path) == pytest.approx(KF.get_param(true, path), rel=2e-3), path
 
 
+def test_mla_decode_reads_the_latent_once_for_all_heads():
+    from rooflaw.constraints.kernels import mla as KM
+
+    # DeepSeek-V3's MLA, absorbed: 16 heads score a 576-wide latent and sum a 512-wide one over L = 4096 cached
+    # tokens of 8 sequences; the fp8 cache holds 576 bytes per token, read once per sequence (8 streams)
+    dev = _dev(sm_count=132)
+    c = dataclasses.replace(CURVES, attention=0.5, attention_memory=0.9, decode_half_streams=2.0,
+                            attention_softmax=8.0, decode_tile_s=1e-6)  # fmt: skip
+    rows = pd.DataFrame({"batch_size": [8], "isl": [1], "step": [4095], "num_heads": [16], "tp_size": [8],
+                         "mla_dtype": ["bfloat16"], "kv_cache_dtype": ["fp8"], "framework": ["trtllm"]})  # fmt: skip
+    flops = 2 * 8 * 16 * 4096 * (576 + 512)
+    byts = 8 * 4096 * 576 * 1 + 8 * 16 * (576 + 512) * 2
+    compute = flops / (1e15 * 0.5) + 8 * 16 * 4096 * 8.0 / 1e13
+    want = max(compute, byts * (1 + 2 / 8) / (2e12 * 0.9)) + 1e-6 + 2e-6
+    assert KM.predict_generation(rows, dev, c)[0] * 1e-3 == pytest.approx(want, rel=1e-12)
+    assert family_of_table("generation_mla_perf").name == "generation_mla"
+
+
+def test_fit_recovers_known_prefill_attention_figures():
+    # synthetic prefill rows priced by known curves (GEMM figures held fixed): the fit finds the attention fraction,
+    # the softmax's fp32 FLOPs per pair, the per-wave tile cost, vLLM's rate relative to TensorRT-LLM's and the
+    # engines' fixed extras again
+    dev = _dev(sm_count=132, l2_bytes=None)
+    base = KernelCurves(architecture="x", compute={"fp16": 0.7}, memory=0.8, kernel_s=3e-6)
+    true = dataclasses.replace(base, attention=0.62, attention_softmax=12.0, attention_tile_s=2e-6,
+                               rate={"vllm/context_attention": 1.2},
+                               launch={"trtllm/context_attention": 9e-6, "vllm/context_attention": 5e-6})  # fmt: skip
+    rng = np.random.default_rng(2)
+    n = 800
+    rows = pd.DataFrame({"batch_size": rng.choice([1, 2, 8, 32], n), "isl": rng.choice([16, 128, 1024, 4096], n),
+                         "num_heads": rng.choice([8, 32], n), "num_key_value_heads": 8,
+                         "head_dim": rng.choice([64, 128, 256], n), "window_size": 0, "attn_dtype": "bfloat16",
+                         "kv_cache_dtype": "bfloat16", "framework": rng.choice(["trtllm", "vllm"], n),
+                         "table": "context_attention_perf"})  # fmt: skip
+    rows["latency"] = KA.predict_context(rows, dev, true)
+    fam = FAMILIES["context_attention"]
+    prep = KF.Prepared(KF.GPU("syn", dev, []), rows, np.arange(n), KA.context_terms(rows, dev))
+    got = KF.fit_family(fam, [prep], base)
+    assert "rate.trtllm/context_attention" not in fam.used(rows)  # the reference engine's rate is the curves' own
+    for path in ("attention", "attention_softmax", "attention_tile_s", "rate.vllm/context_attention",
+                 "launch.trtllm/context_attention", "launch.vllm/context_attention"):  # fmt: skip
+        assert KF.get_param(got, path) == pytest.approx(KF.get_param(true, path), rel=2e-3), path
+
+
 def test_curves_for_and_catalog(tmp_path):
     assert curves_for(get_device("mi300x")) is None  # no architecture: its own efficiencies apply
     h = curves_for(get_device("h100-sxm"))
@@ -211,6 +313,7 @@ def test_curves_for_and_catalog(tmp_path):
     c = dataclasses.replace(
         CURVES,
         launch={"trtllm/fp8": 1e-5},
+        rate={"vllm/context_attention": 1.25},
         bands={"gemm": (0.8, 1.3)},
         provenance={"rows": {"gemm": 3}, "gpus": ["a", "b"]},
         collectives={"allreduce/nvlink": CollectiveCurve(5e-6, 0.7)},
@@ -219,15 +322,15 @@ def test_curves_for_and_catalog(tmp_path):
     p = tmp_path / "c.toml"
     p.write_text(KF.catalog_text({"t": c}))
     assert load_curves(str(p))["t"] == c
-    assert family_of_table("gemm_perf").name == "gemm" and family_of_table("context_mla_perf") is None
+    assert family_of_table("gemm_perf").name == "gemm" and family_of_table("mamba_perf") is None
 
 
 # ---- CLI --------------------------------------------------------------------------------------------------
 def test_check_kernels_csv_has_every_row(tmp_path, capsys):
     src = _write_folder(tmp_path / "k")
-    mla = pd.DataFrame({"batch_size": [1, 2], "isl": [128, 256], "latency": [0.01, 0.02]})  # a table no family models
-    mla.to_csv(tmp_path / "k" / "gpu_x" / "trtllm-1.3.0rc20" / "context_mla_perf.csv", index=False)
-    src = {**src, "context_mla_perf": mla}
+    other = pd.DataFrame({"batch_size": [1, 2], "isl": [128, 256], "latency": [0.01, 0.02]})  # no family models it
+    other.to_csv(tmp_path / "k" / "gpu_x" / "trtllm-1.3.0rc20" / "mamba_perf.csv", index=False)
+    src = {**src, "mamba_perf": other}
     out = tmp_path / "pred.csv"
     code, stdout, stderr = run_cli(
         capsys, "devices", "check-kernels", tmp_path / "k" / "gpu_x", "--device", "h100-sxm", "--out", out, "--json"
@@ -236,7 +339,7 @@ def test_check_kernels_csv_has_every_row(tmp_path, capsys):
     got = pd.read_csv(out, keep_default_na=False, na_values=[])
     assert list(got.columns) == ["table", "framework", "version", "row", "latency", "predicted_ms"]
     assert len(got) == sum(len(s) for s in src.values())
-    unmodelled = got[got["table"] == "context_mla_perf"]
+    unmodelled = got[got["table"] == "mamba_perf"]
     assert (unmodelled["predicted_ms"] == "").all() and unmodelled["latency"].astype(float).tolist() == [0.01, 0.02]
     nccl = got[got["table"] == "nccl_perf"]  # modelled: the collectives family prices it
     assert (nccl["predicted_ms"].astype(float) > 0).all()
@@ -250,7 +353,7 @@ def test_check_kernels_csv_has_every_row(tmp_path, capsys):
     rep = json.loads(stdout)
     e = np.median(np.abs(want / src["gemm_perf"]["latency"] - 1))
     assert rep["tables"]["gemm_perf"]["median_abs_error"] == pytest.approx(e)
-    assert rep["tables"]["nccl_perf"]["modelled"] == 2 and rep["tables"]["context_mla_perf"]["modelled"] == 0
+    assert rep["tables"]["nccl_perf"]["modelled"] == 2 and rep["tables"]["mamba_perf"]["modelled"] == 0
 
 
 @pytest.mark.parametrize(
@@ -308,6 +411,29 @@ def test_gemm_curves_from_three_gpus_predict_the_fourth():
     rows = pd.concat([t.rows.iloc[::10] for t in trtllm_gemms("h100_sxm")], ignore_index=True)
     err = np.median(np.abs(KG.predict(rows, get_device("h100-sxm"), generic) / rows["latency"] - 1))
     assert err < 0.25  # the full fit (both engines, 8000 rows a table) holds H100 out at 17 %
+
+
+def test_attention_curves_from_three_gpus_predict_the_fourth():
+    """Fit the prefill and decode attention curves on vLLM's tables of A100, B200 and L40S (sampled; GEMM figures
+    of the shipped generic curves held), predict every 20th H100 row of the same engine from its datasheet."""
+
+    def tables(gpu: str, table: str):
+        (folder,) = sorted((KERNELS / gpu).glob(f"vllm-*/{table}.csv.gz"))[-1:]
+        return read_tables(folder.parent, only=[table])
+
+    devs = (("a100_sxm", get_device("a100-sxm-80gb")), ("b200_sxm", get_device("b200")), ("l40s", L40S))
+    base = load_curves()["generic"]
+    # the full fit (both engines, 8000 rows a table) holds H100 out at 18 % (prefill) and 23 % (decode)
+    for fam, table in (
+        ("context_attention", "context_attention_perf"),
+        ("generation_attention", "generation_attention_perf"),
+    ):
+        gpus = [KF.GPU(name, dev, tables(name, table)) for name, dev in devs]
+        c = KF.fit_family(FAMILIES[fam], KF.prepare(gpus, FAMILIES[fam], 150), base)
+        rows = pd.concat([t.rows.iloc[::20] for t in tables("h100_sxm", table)], ignore_index=True)
+        pred = FAMILIES[fam].predict(rows, get_device("h100-sxm"), c)
+        err = np.median(np.abs(pred / rows["latency"] - 1))
+        assert err < 0.25, (fam, err)
 
 
 def test_rooflaw_gemm_prices_on_the_curves_or_the_pure_roofline(capsys):

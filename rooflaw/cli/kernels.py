@@ -136,8 +136,13 @@ def _curves_dict(c) -> dict:
             "attention_memory",
             "attention_tile_s",
             "decode_tile_s",
+            "decode_half_streams",
+            "attention_l2",
+            "attention_softmax",
+            "softmax_overlap",
             "moe",
             "launch",
+            "rate",
         )
     }
     d["collectives"] = {k: {"latency": v.latency, "efficiency": v.efficiency} for k, v in c.collectives.items()}

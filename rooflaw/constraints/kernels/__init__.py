@@ -39,11 +39,13 @@ class KernelCurves:
     (small-M GEMM, GEMV, decode attention's KV reads). ``kernel_s``: seconds every kernel costs on top of
     its roofline (launch, prologue/epilogue, the tail wave). ``half_rows``: GEMM rows at which the large-M
     rate is halved (``M/(M + half_rows)`` ramp; 0 none). ``attention``: achieved fraction of the attention
-    dtype's peak in a FlashAttention-style prefill kernel, with causal FLOPs (the masked half skipped).
+    dtype's peak of a FlashAttention-style prefill kernel's matmuls, with causal FLOPs (the masked half skipped;
+    its softmax is ``attention_softmax``, on the fp32 roof).
     ``attention_memory``: achieved bandwidth fraction of a decode attention kernel reading the KV cache.
     ``moe``: achieved fraction of the GEMM rate inside a grouped-GEMM MoE layer. ``collectives``: per
     ``"<collective>/<link>"`` key (e.g. ``"allreduce/nvlink"``). ``bands``: per family (``gemm``,
-    ``context_attention``, ``generation_attention``, ``moe``, ``allreduce``), the (low, high) quantiles of
+    ``context_attention``, ``generation_attention``, ``context_mla``, ``generation_mla``, ``moe``, ``allreduce``,
+    ``nccl``), the (low, high) quantiles of
     measured/predicted in leave-one-GPU-out for the 80 % band. ``provenance``: source, commit, rows,
     command, residuals (median |predicted/measured - 1| per family, in sample and held out).
     """
@@ -60,13 +62,30 @@ class KernelCurves:
     #: seconds each wave of prefill-attention CTAs (query tiles x heads x sequences over the SMs) costs beyond its
     #: FLOPs: loading Q, the softmax epilogue and writing O of a tile
     attention_tile_s: float = 0.0
-    #: seconds each wave of decode-attention CTAs (one per sequence and head) costs beyond its KV reads
+    #: seconds each wave of decode-attention CTAs (one per sequence and KV head) costs beyond its KV reads
     decode_tile_s: float = 0.0
+    #: independent KV streams (sequence x KV head) at which a decode attention kernel reaches half its
+    #: ``attention_memory`` bandwidth: a stream split over the SMs (split-KV) does not fill the DRAM pipe alone
+    decode_half_streams: float = 0.0
+    #: L2 bandwidth an attention kernel reaches when its whole working set fits in L2 (a kernel re-run over the same
+    #: tensors, as a benchmark does, finds them there), in bytes per FLOP of the fp32 roof (a proxy of SMs x clock);
+    #: it applies where it beats DRAM (0: never)
+    attention_l2: float = 0.0
+    #: fp32 vector FLOP-equivalents (at the device's fp32 roof) each scored (query, key) pair costs beyond its
+    #: ``4·head_dim`` tensor FLOPs: the softmax's max, exponent, sum and rescale, which an fp8 kernel does not speed up
+    attention_softmax: float = 0.0
+    #: how the softmax overlaps the tensor-core work: ``(t_mma^p + t_softmax^p)^(1/p)`` (1: in series, large: hidden
+    #: under the larger of the two, as a ping-pong FlashAttention-3 schedule does)
+    softmax_overlap: float = 1.0
     moe: float = 1.0
     #: extra fixed seconds per ``"<framework>/<op>"`` on top of ``kernel_s`` (op: a ``compute`` key or an attention
     #: family): the quantise kernels and host work an engine runs with a GEMM (``"trtllm/fp8"``), its attention
     #: kernel's prologue (``"vllm/generation_attention"``). An engine the curves do not name gets the smallest.
     launch: dict[str, float] = field(default_factory=dict)
+    #: per ``"<framework>/<op>"`` (op: an attention family), the rate of that engine's own kernel relative to the
+    #: curves' fraction for ``op``, measured against TensorRT-LLM's (whose rate is 1, as is an engine not named):
+    #: vLLM ships FlashAttention where TensorRT-LLM runs its own FMHA
+    rate: dict[str, float] = field(default_factory=dict)
     collectives: dict[str, CollectiveCurve] = field(default_factory=dict)
     bands: dict[str, tuple[float, float]] = field(default_factory=dict)
     provenance: dict[str, Any] = field(default_factory=dict)
@@ -144,6 +163,7 @@ def curves_from_dict(name: str, d: dict[str, Any]) -> KernelCurves:
         architecture=name,
         compute={k: float(v) for k, v in d.get("compute", {}).items()},
         launch={k: float(v) for k, v in d.get("launch", {}).items()},
+        rate={k: float(v) for k, v in d.get("rate", {}).items()},
         collectives=coll,
         bands={k: (float(v[0]), float(v[1])) for k, v in d.get("bands", {}).items()},
         provenance=dict(d.get("provenance", {})),
@@ -180,5 +200,6 @@ def curves_for(device: Any) -> KernelCurves | None:
 # The families, in fit order (GEMM first: later families hold its figures fixed).
 from . import gemm as _gemm  # noqa: E402,F401,I001  (attention imports gemm too)
 from . import attention as _attention  # noqa: E402,F401
+from . import mla as _mla  # noqa: E402,F401  (holds the attention figures fixed: after attention)
 from . import moe as _moe  # noqa: E402,F401  (holds the GEMM figures fixed: after gemm)
 from . import collectives as _collectives  # noqa: E402,F401

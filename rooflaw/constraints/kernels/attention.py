@@ -1,21 +1,30 @@
 """The attention kernel families: FlashAttention-style prefill (``context_attention``) and one decode step
-(``generation_attention``), priced on the kernel curves. MLA tables (``context_mla_perf``,
-``generation_mla_perf``) are not modelled here: their rows get NaN.
+(``generation_attention``), priced on the kernel curves (MLA: :mod:`.mla`, on the same figures).
 
-Prefill, per sequence and head: the causal kernel skips the masked half, so it computes ``P`` (query, key)
-pairs with ``P = S(S+1)/2``, or with a sliding window ``W``: ``W(W+1)/2 + (S-W)·W`` for ``S > W``;
-FLOPs ``= 4·B·H·d·P``; bytes read/written ``= B·S·(2·H·d·2 + 2·H_kv·d·b_kv)`` (Q and O in bf16, K and V in the KV
-dtype). ``t = max(FLOPs / (peak · attention · tile·wave), bytes / (bandwidth · memory)) + prep_bytes / (bandwidth ·
-memory) + waves · attention_tile_s + kernel_s + launch``, ``prep_bytes = B·S·d·(4·H + H_kv·2·(2 + b_kv))`` the
-RoPE and KV-cache write the op runs beside the kernel, ``waves = ceil(B·H·ceil(S/128) / SMs)``; FLOPs count the
-128×128 blocks a block-sparse causal kernel visits (:func:`block_pairs`),
-the tile/wave term being :func:`rooflaw.constraints.tiles.tile_efficiency` of 128-query-row tiles over the
-``B·H`` heads; the roof is fp8 where the attention dtype is fp8 (fraction ``attention_fp8``), else fp16.
+Prefill, per sequence and head: the causal kernel skips the masked half, so it computes ``P`` (query, key) pairs
+with ``P = S(S+1)/2``, or with a sliding window ``W``: ``W(W+1)/2 + (S-W)·W`` for ``S > W``; it visits whole 128×128
+blocks (:func:`block_pairs`), so ``P`` counts those. FLOPs ``= 4·B·H·d·P``; bytes read/written ``= B·S·(2·H·d·2 +
+2·H_kv·d·b_kv)`` (Q and O in bf16, K and V in the KV dtype). ``t = max((t_mma^p + t_softmax^p)^(1/p) / rate, bytes /
+(bandwidth · memory · l2)) + prep_bytes / (bandwidth · memory · l2) + waves · attention_tile_s + kernel_s + launch``
+with ``t_mma = FLOPs / (peak · attention · tile·wave)``, ``t_softmax = B·H·P · attention_softmax / peak_fp32``, ``p
+= softmax_overlap`` and ``rate`` the engine's kernel rate (``KernelCurves.rate``, TensorRT-LLM 1): the softmax (max,
+exponent, sum, rescale) runs on the fp32 vector units, not the tensor cores, so an fp8 kernel does not speed it up,
+and a FlashAttention-3-style schedule hides it under the MMAs (``p`` large) where FlashAttention-2 runs them in
+series (``p = 1``); ``prep_bytes = B·S·d·(4·H + H_kv·2·(2 + b_kv))`` the RoPE and KV-cache write the op runs beside
+the kernel; ``waves = ceil(B·H·ceil(S/128) / SMs)``; the tile/wave term is
+:func:`rooflaw.constraints.tiles.tile_efficiency` of 128-query-row tiles over the ``B·H`` heads; the roof is fp8
+where the attention dtype is fp8 (fraction ``attention_fp8``), else fp16. ``l2 = max(1, peak_fp32 · attention_l2 /
+(bandwidth · memory))`` where the whole working set fits in the device's L2 (a benchmark re-running the kernel finds
+it there; ``attention_l2`` in bytes per fp32 FLOP, a proxy of SMs × clock), else 1.
 
-Decode: each sequence reads its cached context ``L = isl + step`` (``min(L, W)`` with a window):
-bytes ``= B·L·2·H_kv·d·b_kv + 2·B·H·d·2``, FLOPs ``= 4·B·H·d·L``;
-``t = max(FLOPs / (peak_fp16 · attention), bytes / (bandwidth · attention_memory)) + waves · decode_tile_s
-+ kernel_s + launch`` with ``waves = ceil(B·H / SMs)`` (one CTA per sequence and head).
+Decode: each sequence reads its cached context ``L = isl + step`` (``min(L, W)`` with a window). A GQA kernel runs
+one CTA group per (sequence, KV head) and reads that head's K and V once for its query heads; TensorRT-LLM's XQA
+serves at most :data:`XQA_MAX_GROUP` query heads per KV head, beyond which its generic kernel runs one CTA per query
+head, each reading K and V (``H_read = H`` there, else ``H_kv``). bytes ``= B·L·2·H_read·d·b_kv + 2·B·H·d·2``,
+FLOPs ``= 4·B·H·d·L``; ``t = max((t_mma^p + t_softmax^p)^(1/p),
+bytes · (1 + decode_half_streams / n) / (bandwidth · attention_memory · l2)) + ceil(n / SMs) · decode_tile_s
++ kernel_s + launch`` with ``n = B·H_read`` independent KV streams: a split-KV kernel spreads one stream over the SMs
+but few streams do not reach the bandwidth many do.
 """
 
 from __future__ import annotations
@@ -34,6 +43,10 @@ from .gemm import launch_s
 DTYPE_BYTES = {"bfloat16": 2.0, "float16": 2.0, "fp8": 1.0, "fp8_e4m3": 1.0, "int8": 1.0, "nvfp4": 0.5 + 1 / 16}
 #: query rows per FlashAttention tile
 Q_TILE = 128
+#: the framework whose attention kernels' rate is the curves' own (others' are relative to it: ``KernelCurves.rate``)
+REFERENCE_FRAMEWORK = "trtllm"
+#: most query heads TensorRT-LLM's XQA decode kernel serves per KV head
+XQA_MAX_GROUP = 32
 
 
 def _col(rows: pd.DataFrame, name: str, default: float = 0.0) -> np.ndarray:
@@ -78,13 +91,21 @@ class AttentionTerms:
     bytes: np.ndarray
     peak16: np.ndarray
     peak8: np.ndarray
+    peak32: np.ndarray  #: the fp32 vector roof (FLOP/s) the softmax runs on
     eff: np.ndarray
     extra_bytes: np.ndarray  #: bytes of the work the op runs beside the kernel (RoPE, KV-cache write), added
     waves: np.ndarray  #: waves of query-tile CTAs over the SMs (each costs ``attention_tile_s``)
+    #: independent KV streams of a decode kernel (one per sequence and KV head; ``inf``: no ramp)
+    streams: np.ndarray
+    #: bool: the kernel's whole working set fits in the device's L2 (a kernel re-run on the same tensors, as a
+    #: benchmark does, reads them from there)
+    resident: np.ndarray
+    pairs: np.ndarray  #: (query, key) pairs scored over all sequences and heads (softmax work)
     fp8: np.ndarray  #: bool: the attention math runs on the fp8 roof
     group: np.ndarray
     labels: tuple[str, ...]  #: framework of each group ("" where a row is not modelled)
     op: str
+    prefill: bool = True  #: a prefill kernel (GEMM ``memory``, ``attention_tile_s``), else decode
 
 
 def _groups(rows: pd.DataFrame, ok: np.ndarray) -> tuple[np.ndarray, tuple[str, ...]]:
@@ -104,8 +125,10 @@ def context_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
     )
     b_kv, b_q = _bytes_of(rows, "kv_cache_dtype"), _bytes_of(rows, "attn_dtype")
     fp8 = b_q == 1.0
-    flops = 4.0 * B * H * d * block_pairs(S, W)
+    pairs = block_pairs(S, W)
+    flops = 4.0 * B * H * d * pairs
     byts = B * S * (2.0 * H * d * 2.0 + 2.0 * Hkv * d * b_kv)
+    extra = B * S * d * (H * 2.0 * 2.0 + Hkv * 2.0 * (2.0 + b_kv))
     te, we = tile_efficiency(S, 1.0, B * H, dataclasses.replace(device, tile=(Q_TILE, 1), gemm_half_rows=0.0))
     waves = np.ceil(B * H * np.ceil(S / Q_TILE) / (device.sm_count or 1))
     ok = np.isfinite(byts) & (flops > 0)
@@ -115,9 +138,13 @@ def context_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
         bytes=byts,
         peak16=np.full(len(rows), device.roof("fp16")[1]),
         peak8=np.full(len(rows), device.roof("fp8")[1]),
+        peak32=np.full(len(rows), device.roof("fp32")[1]),
         eff=te * we,
-        extra_bytes=B * S * d * (H * 2.0 * 2.0 + Hkv * 2.0 * (2.0 + b_kv)),
+        extra_bytes=extra,
         waves=waves,
+        streams=np.full(len(rows), np.inf),
+        resident=byts + extra <= (device.l2_bytes or 0.0),
+        pairs=B * H * pairs,
         fp8=fp8,
         group=group,
         labels=labels,
@@ -136,7 +163,13 @@ def generation_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
     L = np.where(W > 0, np.minimum(L, W), L)
     b_kv = _bytes_of(rows, "kv_cache_dtype")
     flops = 4.0 * B * H * d * L
-    byts = B * L * 2.0 * Hkv * d * b_kv + 2.0 * B * H * d * 2.0
+    fw = rows["framework"].astype(str).to_numpy() if "framework" in rows else np.full(len(rows), "")
+    # a GQA kernel runs one CTA group per (sequence, KV head) and reads that head's K and V once for its query heads;
+    # TensorRT-LLM's XQA serves groups of at most XQA_MAX_GROUP query heads, beyond which its generic kernel runs
+    # one CTA per query head, each reading its KV head's K and V
+    per_q = (fw == "trtllm") & (H / np.maximum(Hkv, 1.0) > XQA_MAX_GROUP)
+    kv_heads = np.where(per_q, H, Hkv)
+    byts = B * L * 2.0 * kv_heads * d * b_kv + 2.0 * B * H * d * 2.0
     ok = np.isfinite(byts) & (flops > 0)
     group, labels = _groups(rows, ok)
     return AttentionTerms(
@@ -144,13 +177,18 @@ def generation_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
         bytes=byts,
         peak16=np.full(len(rows), device.roof("fp16")[1]),
         peak8=np.full(len(rows), device.roof("fp16")[1]),
+        peak32=np.full(len(rows), device.roof("fp32")[1]),
         eff=np.ones(len(rows)),
         extra_bytes=np.zeros(len(rows)),
-        waves=np.ceil(B * H / (device.sm_count or 1)),
+        waves=np.ceil(B * kv_heads / (device.sm_count or 1)),
+        streams=B * kv_heads,
+        resident=byts <= (device.l2_bytes or 0.0),
+        pairs=B * H * L,
         fp8=np.zeros(len(rows), dtype=bool),
         group=group,
         labels=labels,
         op="generation_attention",
+        prefill=False,
     )
 
 
@@ -158,21 +196,32 @@ def seconds(t: AttentionTerms, device: Device, curves: KernelCurves) -> np.ndarr
     """Seconds of each prepared attention row (NaN where not modelled)."""
     a8 = curves.attention_fp8 or curves.attention
     rate = np.where(t.fp8, t.peak8 * a8, t.peak16 * curves.attention) * t.eff
-    mem = curves.memory if t.op == "context_attention" else curves.attention_memory
+    mem = curves.memory if t.prefill else curves.attention_memory
     lat = np.array([launch_s(curves, t.op, f) if f else np.nan for f in t.labels] or [np.nan])[t.group]
+    fw_rate = np.array([curves.rate.get(f"{f}/{t.op}", 1.0) for f in t.labels] or [1.0])[t.group]
     bw = device.memory_bandwidth
-    core = np.maximum(t.flops / rate, t.bytes / (bw * mem))
-    tile_s = curves.attention_tile_s if t.op == "context_attention" else curves.decode_tile_s
-    return core + t.extra_bytes / (bw * curves.memory) + t.waves * tile_s + lat
+    ramp = 1.0 + curves.decode_half_streams / t.streams
+    # a working set resident in L2 streams at the larger of DRAM's rate and L2's (bytes per fp32 FLOP of the SMs)
+    l2 = np.where(t.resident, np.maximum(1.0, t.peak32 * curves.attention_l2 / (bw * mem)), 1.0)
+    softmax = t.pairs * curves.attention_softmax / t.peak32
+    pn = curves.softmax_overlap
+    tc = t.flops / rate
+    both = (tc**pn + softmax**pn) ** (1.0 / pn) if pn != 1.0 else tc + softmax
+    core = np.maximum(both / fw_rate, t.bytes * ramp / (bw * mem * l2))
+    tile_s = curves.attention_tile_s if t.prefill else curves.decode_tile_s
+    return core + t.extra_bytes / (bw * curves.memory * l2) + t.waves * tile_s + lat
 
 
-def _used(op: str, fitted: tuple[str, ...]):
+def _used(op: str, fitted: tuple[str, ...], rated: bool = False):
+    """``used`` of an attention family: ``fitted``, ``attention_fp8`` where a prefill row runs fp8 math, each engine's
+    ``launch`` extra and (``rated``) each non-reference engine's ``rate``."""
+
     def used(rows: pd.DataFrame) -> tuple[str, ...]:
         fws = sorted(set(rows["framework"].astype(str)))
-        extra = (
-            ("attention_fp8",) if op == "context_attention" and (rows["attn_dtype"].astype(str) == "fp8").any() else ()
-        )
-        return (*fitted, *extra, *(f"launch.{f}/{op}" for f in fws))
+        fp8 = op == "context_attention" and (rows["attn_dtype"].astype(str) == "fp8").any()
+        extra = ("attention_fp8",) if fp8 else ()
+        rates = (f"rate.{f}/{op}" for f in fws if f != REFERENCE_FRAMEWORK) if rated else ()
+        return (*fitted, *extra, *(f"launch.{f}/{op}" for f in fws), *rates)
 
     return used
 
@@ -191,9 +240,20 @@ CONTEXT = register(
     Family(
         name="context_attention",
         tables=("context_attention_perf",),
-        params=("attention", "attention_fp8", "attention_tile_s"),
+        params=(
+            "attention",
+            "attention_fp8",
+            "attention_tile_s",
+            "attention_softmax",
+            "attention_l2",
+            "softmax_overlap",
+        ),
         predict=predict_context,
-        used=_used("context_attention", ("attention", "attention_tile_s")),
+        used=_used(
+            "context_attention",
+            ("attention", "attention_tile_s", "attention_softmax", "attention_l2", "softmax_overlap"),
+            True,
+        ),
         prepare=context_terms,
         evaluate=seconds,
     )
@@ -202,9 +262,9 @@ GENERATION = register(
     Family(
         name="generation_attention",
         tables=("generation_attention_perf",),
-        params=("attention_memory", "decode_tile_s"),
+        params=("attention_memory", "decode_tile_s", "decode_half_streams"),
         predict=predict_generation,
-        used=_used("generation_attention", ("attention_memory", "decode_tile_s")),
+        used=_used("generation_attention", ("attention_memory", "decode_tile_s", "decode_half_streams")),
         prepare=generation_terms,
         evaluate=seconds,
     )

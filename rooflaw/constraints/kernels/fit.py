@@ -48,9 +48,14 @@ _BOUNDS = {
     "attention_tile_s": (1e-6, 0.0, 1e-3, 1e-6),
     "decode_tile_s": (1e-6, 0.0, 1e-3, 1e-6),
     "attention_memory": (0.7, 0.05, 1.5, 1.0),
+    "decode_half_streams": (1.0, 0.0, 1e3, 1.0),
+    "attention_l2": (0.02, 0.0, 1.0, 0.01),
+    "attention_softmax": (4.0, 0.0, 200.0, 10.0),
+    "softmax_overlap": (2.0, 1.0, 8.0, 1.0),
     "moe": (0.7, 0.01, 1.5, 1.0),
     "kernel_s": (3e-6, 0.0, 1e-3, 1e-5),
     "launch": (1e-6, 0.0, 1e-2, 1e-5),
+    "rate": (1.0, 0.2, 5.0, 1.0),
     "half_rows": (10.0, 0.0, 1e4, 100.0),
     # a collective curve's two figures (keys collectives.<collective>/<link>.latency|efficiency)
     "collectives.latency": (5e-6, 0.0, 1e-3, 1e-5),
@@ -389,7 +394,7 @@ def curves_table(c: KernelCurves) -> str:
 
     for name in SCALARS:
         lines.append(f"{name} = {_toml_value(getattr(c, name))}")
-    for name in ("compute", "launch", "bands"):
+    for name in ("compute", "launch", "rate", "bands"):
         d = getattr(c, name)
         if d:
             lines.append(f"{name} = {_toml_value({k: list(v) if isinstance(v, tuple) else v for k, v in d.items()})}")
