@@ -40,6 +40,28 @@ def test_hand_computed_allreduce_n2_and_n8():
     assert K.seconds("allreduce", 1, 1e6, 450e9, "nvlink", AR) == 0.0
 
 
+def test_two_protocols_and_hops_by_hand():
+    """The small-message protocol (latency + hop per step, low efficiency) below the crossover, the large one
+    (its own latency, efficiency x (n/2)^scaling) above; hand numbers on H100's NVLink 4 (450 GB/s)."""
+    c = CollectiveCurve(latency=6e-6, efficiency=0.25, hop=0.5e-6, latency_large=40e-6, efficiency_large=0.7,
+                        scaling=0.1)  # fmt: skip
+    small = lambda steps, f, s: 6e-6 + 0.5e-6 * steps + f * s / (450e9 * 0.25)  # noqa: E731
+    large = lambda steps, f, s, n: 40e-6 + 0.5e-6 * steps + f * s / (450e9 * 0.7 * (n / 2) ** 0.1)  # noqa: E731
+    # NCCL ring all-reduce, n = 8: 14 steps; 64 KB small protocol (6 + 7 + 0.995 us), 256 MB large
+    assert K.seconds("nccl_allreduce", 8, 65536, 450e9, "nvlink", c) == pytest.approx(small(14, 1.75, 65536))
+    assert small(14, 1.75, 65536) == pytest.approx(13e-6 + 1.75 * 65536 / 112.5e9)
+    t = K.seconds("nccl_allreduce", 8, 256e6, 450e9, "nvlink", c)
+    assert t == pytest.approx(large(14, 1.75, 256e6, 8)) and t < small(14, 1.75, 256e6)
+    # all-gather, n = 4: 3 steps, (n-1)/n of the buffer
+    assert K.seconds("allgather", 4, 1e9, 450e9, "nvlink", c) == pytest.approx(large(3, 0.75, 1e9, 4))
+    # custom all-reduce: one-shot at 4 KB (latency + hop per peer + 7 x S), the NCCL fallback (no hops) at 1 GB
+    assert K.seconds("allreduce", 8, 4096, 450e9, "nvlink", c) == pytest.approx(9.5e-6 + 7 * 4096 / 112.5e9)
+    want = 40e-6 + 1.75 * 1e9 / (450e9 * 0.7 * 4**0.1)
+    assert K.seconds("allreduce", 8, 1e9, 450e9, "nvlink", c) == pytest.approx(want)
+    # without a large protocol (efficiency_large = 0) the curve is the one line
+    assert K.seconds("allgather", 4, 1e9, 450e9, "nvlink", AR) == pytest.approx(4e-6 + 0.75 * 1e9 / 270e9)
+
+
 def test_pcie_contention_by_hand():
     # PCIe Gen4 x16, 32 GB/s each way: the per-rank bandwidth falls as (2/n)^2 on a shared host tree
     assert K.rank_bandwidth(32e9, "pcie", 2, 0.6) == pytest.approx(19.2e9)
@@ -110,11 +132,12 @@ def test_fit_recovers_known_figures_from_synthetic_rows():
 
 def test_used_params_follow_the_devices_link():
     rows = pd.concat([_table("TRTLLM", [2], [128]), _table("vLLM", [2], [128], backend=["vllm_graph"])])
-    assert K.used_params(K.prepare_allreduce, rows, R.get_device("h100-sxm")) == (
-        "collectives.allreduce/nvlink.latency", "collectives.allreduce/nvlink.efficiency",
-        "collectives.allreduce_vllm/nvlink.latency", "collectives.allreduce_vllm/nvlink.efficiency")  # fmt: skip
-    assert K.used_params(K.prepare_allreduce, rows.iloc[:1], R.get_device("l40s")) == (
-        "collectives.allreduce/pcie.latency", "collectives.allreduce/pcie.efficiency")  # fmt: skip
+    figures = ("latency", "efficiency", "hop", "latency_large", "efficiency_large", "scaling")
+    assert figures == K.FIGURES
+    assert K.used_params(K.prepare_allreduce, rows, R.get_device("h100-sxm")) == tuple(
+        f"collectives.{c}/nvlink.{f}" for c in ("allreduce", "allreduce_vllm") for f in figures)  # fmt: skip
+    assert K.used_params(K.prepare_allreduce, rows.iloc[:1], R.get_device("l40s")) == tuple(
+        f"collectives.allreduce/pcie.{f}" for f in figures)  # fmt: skip
     assert K.used_params(K.prepare_allreduce, rows, R.get_device("mi300x")) == ()
     # without a device: found from the tables' own GPU names
     for name, dev_id in (("NVIDIA H100 80GB HBM3", "h100-sxm"), ("NVIDIA A100-SXM4-80GB", "a100-sxm-80gb"),

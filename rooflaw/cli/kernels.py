@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shlex
 import sys
@@ -140,7 +141,7 @@ def _curves_dict(c) -> dict:
             "launch",
         )
     }
-    d["collectives"] = {k: {"latency": v.latency, "efficiency": v.efficiency} for k, v in c.collectives.items()}
+    d["collectives"] = {k: dataclasses.asdict(v) for k, v in c.collectives.items()}
     d["bands"] = {k: list(v) for k, v in c.bands.items()}
     return d
 

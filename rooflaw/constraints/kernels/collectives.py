@@ -47,6 +47,8 @@ NCCL_OPS = {"all_reduce": "nccl_allreduce", "all_gather": "allgather", "reduce_s
 #: Bytes per element of the tables' dtypes.
 DTYPE_BYTES = {"half": 2, "float16": 2, "bfloat16": 2, "fp16": 2, "bf16": 2, "int8": 1, "fp8": 1, "float": 4,
                "float32": 4}  # fmt: skip
+#: The fitted figures of each curve (:class:`~rooflaw.constraints.kernels.CollectiveCurve`'s fields).
+FIGURES = tuple(f.name for f in dataclasses.fields(CollectiveCurve))
 #: Starting point of a fit (and nothing else: a device whose curves lack a collective is not priced by them).
 SEED = CollectiveCurve(latency=5e-6, efficiency=0.6)
 
@@ -89,21 +91,43 @@ def rank_bandwidth(link_bw: float, kind: str, n: Any, efficiency: float) -> Any:
     return link_bw * efficiency * (2.0 / np.asarray(n, dtype=float)) ** CONTENTION[kind]
 
 
+def factor(collective: str, n: Any) -> Any:
+    """Bytes each rank moves per byte of its buffer in the ring/bandwidth algorithm: 2(n−1)/n for an all-reduce,
+    (n−1)/n for an all-gather, reduce-scatter or all-to-all."""
+    n = np.maximum(np.asarray(n, dtype=float), 1.0)
+    if collective in ("allreduce", "allreduce_vllm", "nccl_allreduce"):
+        return 2 * (n - 1) / n
+    if collective in ("allgather", "reducescatter", "alltoall"):
+        return (n - 1) / n
+    raise KeyError(collective)
+
+
+def steps(collective: str, n: Any) -> Any:
+    """Latency steps of one call: 2(n−1) ring steps of an all-reduce, n − 1 of the others (an all-gather's or
+    reduce-scatter's ring steps, an all-to-all's peers, a custom all-reduce's peers signalled)."""
+    n = np.maximum(np.asarray(n, dtype=float), 1.0)
+    return 2 * (n - 1) if collective == "nccl_allreduce" else n - 1
+
+
 def seconds(collective: str, n: Any, nbytes: Any, link_bw: float, kind: str, c: CollectiveCurve) -> Any:
-    """Seconds of one ``collective`` of ``nbytes`` over ``n`` GPUs (0 for n ≤ 1), vectorised over n and nbytes."""
+    """Seconds of one ``collective`` of ``nbytes`` over ``n`` GPUs (0 for n ≤ 1), vectorised over n and nbytes:
+    the cheaper of the curve's small-message and (where it has one) large-message protocol (module docstring)."""
     n = np.asarray(n, dtype=float)
     s = np.asarray(nbytes, dtype=float)
-    bw = rank_bandwidth(link_bw, kind, np.maximum(n, 1.0), c.efficiency)
+    nn = np.maximum(n, 1.0)
+    bw = rank_bandwidth(link_bw, kind, nn, c.efficiency)
+    lat = c.latency + c.hop * steps(collective, nn)
     if collective in ("allreduce", "allreduce_vllm"):
-        one = c.latency + (n - 1) * s / bw
-        two = 2 * c.latency + 2 * (n - 1) / np.maximum(n, 1.0) * s / bw
+        one = lat + (n - 1) * s / bw
+        two = 2 * lat + factor(collective, nn) * s / bw
         t = np.minimum(one, two)
-    elif collective == "nccl_allreduce":
-        t = c.latency + 2 * (n - 1) / np.maximum(n, 1.0) * s / bw
-    elif collective in ("allgather", "reducescatter", "alltoall"):
-        t = c.latency + (n - 1) / np.maximum(n, 1.0) * s / bw
+        large_lat = c.latency_large  # the frameworks' NCCL fallback: its own latency
     else:
-        raise KeyError(collective)
+        t = lat + factor(collective, nn) * s / bw
+        large_lat = c.latency_large + c.hop * steps(collective, nn)
+    if c.efficiency_large > 0:
+        big = rank_bandwidth(link_bw, kind, nn, c.efficiency_large) * (nn / 2.0) ** c.scaling
+        t = np.minimum(t, large_lat + factor(collective, nn) * s / big)
     return np.where(n > 1, t, 0.0)
 
 
@@ -197,11 +221,11 @@ def used_params(prepare_fn, rows, device: Device | None = None) -> tuple[str, ..
     if link is None:
         return ()
     keys = sorted(k for k in set(prepare_fn(rows).key.tolist()) if k)
-    return tuple(f"collectives.{k}/{link[0]}.{f}" for k in keys for f in ("latency", "efficiency"))
+    return tuple(f"collectives.{k}/{link[0]}.{f}" for k in keys for f in FIGURES)
 
 
 def _params(*collectives: str) -> tuple[str, ...]:
-    return tuple(f"collectives.{c}/{k}.{f}" for c in collectives for k in LINK_KINDS for f in ("latency", "efficiency"))
+    return tuple(f"collectives.{c}/{k}.{f}" for c in collectives for k in LINK_KINDS for f in FIGURES)
 
 
 #: The custom all-reduce kernels (the issue's "all-reduce" family) and NCCL's collectives. Each architecture's
@@ -220,6 +244,7 @@ NCCL = register(family("nccl", ("nccl_perf",), _params("nccl_allreduce", "allgat
                        evaluate=evaluate))  # fmt: skip
 
 
-__all__ = ["ALLREDUCE", "COLLECTIVES", "CONTENTION", "LINK_KINDS", "NCCL", "NCCL_OPS", "SEED", "Terms", "curve",
-           "device_link", "evaluate", "link_kind", "predict_allreduce", "predict_nccl", "prepare_allreduce",
-           "prepare_nccl", "rank_bandwidth", "seconds", "used_params", "device_of_rows"]  # fmt: skip
+__all__ = ["ALLREDUCE", "COLLECTIVES", "CONTENTION", "FIGURES", "LINK_KINDS", "NCCL", "NCCL_OPS", "SEED", "Terms",
+           "curve", "device_link", "device_of_rows", "evaluate", "factor", "link_kind", "predict_allreduce",
+           "predict_nccl", "prepare_allreduce", "prepare_nccl", "rank_bandwidth", "seconds", "steps",
+           "used_params"]  # fmt: skip
