@@ -70,6 +70,13 @@ class KernelCurves:
     #: seconds each wave of decode-attention CTAs (one per sequence and head) costs beyond its KV reads
     decode_tile_s: float = 0.0
     moe: float = 1.0
+    #: achieved fraction of the GEMM family's ``memory`` streaming rate inside a grouped MoE kernel (1: the same)
+    moe_memory: float = 1.0
+    #: seconds an MoE layer costs beyond its launches' ``kernel_s`` (routing, permutation, the scatter-reduce's tail)
+    moe_s: float = 0.0
+    #: q of the MoE layer's roofline blend ``(t_compute^(1/q) + t_memory^(1/q))^q``: 0 the hard max (compute and
+    #: weight streaming fully overlapped), 1 their sum (none overlapped)
+    moe_serial: float = 0.0
     #: extra fixed seconds per ``"<framework>/<op>"`` on top of ``kernel_s`` (op: a ``compute`` key or an attention
     #: family): the quantise kernels and host work an engine runs with a GEMM (``"trtllm/fp8"``), its attention
     #: kernel's prologue (``"vllm/generation_attention"``). An engine the curves do not name gets the smallest.

@@ -49,6 +49,9 @@ _BOUNDS = {
     "decode_tile_s": (1e-6, 0.0, 1e-3, 1e-6),
     "attention_memory": (0.7, 0.05, 1.5, 1.0),
     "moe": (0.7, 0.01, 1.5, 1.0),
+    "moe_memory": (1.0, 0.05, 2.0, 1.0),
+    "moe_s": (1e-5, 0.0, 1e-3, 1e-5),
+    "moe_serial": (0.5, 0.0, 1.0, 0.1),
     "kernel_s": (3e-6, 0.0, 1e-3, 1e-5),
     "launch": (1e-6, 0.0, 1e-2, 1e-5),
     "half_rows": (10.0, 0.0, 1e4, 100.0),
@@ -141,7 +144,9 @@ def with_params(c: KernelCurves, values: dict[str, float]) -> KernelCurves:
 
 
 def initial_curves(architecture: str) -> KernelCurves:
-    return KernelCurves(architecture=architecture, compute={}, memory=_BOUNDS["memory"][0], kernel_s=3e-6)
+    # moe_serial starts inside (0, 1]: at its default 0 (the hard max) the blend has no gradient in it
+    return KernelCurves(architecture=architecture, compute={}, memory=_BOUNDS["memory"][0], kernel_s=3e-6,
+                        moe_serial=_BOUNDS["moe_serial"][0])  # fmt: skip
 
 
 # ---- data prepared once per (GPU, family) -------------------------------------------------------------

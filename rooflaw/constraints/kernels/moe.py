@@ -179,8 +179,19 @@ def layer_seconds(
     weights = np.asarray(touched, dtype=float) * m * d * i_loc * b_w
     acts = (rows * (3 * d + 2 * (m - 1) * i_loc + 2 * i_loc) + 2 * np.asarray(T, dtype=float) * d) * 2.0
     t_c = flops / (peak * _fraction(curves, key, roof) * curves.moe)
-    t_m = (weights + acts) / (device.memory_bandwidth * curves.memory)
-    return np.maximum(t_c, t_m) + KERNELS * curves.kernel_s
+    t_m = (weights + acts) / (device.memory_bandwidth * curves.memory * curves.moe_memory)
+    return blend(t_c, t_m, curves.moe_serial) + KERNELS * curves.kernel_s + curves.moe_s
+
+
+def blend(t_c: Any, t_m: Any, q: float) -> Any:
+    """``(t_c^(1/q) + t_m^(1/q))^q``: the hard max at q = 0, the sum at q = 1 (computed relative to the max, so a
+    small q does not overflow)."""
+    t_c, t_m = np.asarray(t_c, dtype=float), np.asarray(t_m, dtype=float)
+    hi = np.maximum(t_c, t_m)
+    if q <= 0:
+        return hi
+    lo = np.minimum(t_c, t_m) / np.where(hi > 0, hi, 1.0)
+    return hi * (1.0 + lo ** (1.0 / q)) ** q
 
 
 @dataclass(frozen=True)
@@ -238,7 +249,8 @@ def predict(rows, device: Device, curves: KernelCurves | None) -> np.ndarray:
 
 #: The routed-expert layer: fits the one ``moe`` fraction, the GEMM figures held fixed. (``prepare``/``evaluate``
 #: split :func:`predict` so a fit evaluates the routing law once.)
-MOE = register(family("moe", ("moe_perf",), ("moe",), predict, prepare=prepare, evaluate=evaluate))
+MOE = register(family("moe", ("moe_perf",), ("moe", "moe_memory", "moe_s", "moe_serial"), predict, prepare=prepare,
+                      evaluate=evaluate))  # fmt: skip
 
-__all__ = ["DTYPES", "KERNELS", "MOE", "Terms", "evaluate", "expected_load", "layer_seconds", "parse_distribution",
-           "predict", "prepare", "tile_rows", "uniform_touched"]  # fmt: skip
+__all__ = ["DTYPES", "KERNELS", "MOE", "Terms", "blend", "evaluate", "expected_load", "layer_seconds",
+           "parse_distribution", "predict", "prepare", "tile_rows", "uniform_touched"]  # fmt: skip
