@@ -177,3 +177,24 @@ def test_fit_recovers_known_moe_figures():
     fit = least_squares(lambda x: np.log(KM.evaluate(terms, dev, cv(x)) / meas), [0.7, 1.0, 10e-6, 0.5],
                         bounds=([0.01, 0.05, 0, 0], [1.5, 2, 1e-3, 1]), x_scale=[1, 1, 1e-5, 0.1])  # fmt: skip
     assert fit.x == pytest.approx(true, rel=0.1)
+
+
+@pytest.mark.parametrize("name, routed", [("mixtral-8x7b", True), ("llama-3.1-8b", False)])
+def test_assembly_routed_expert_gemms_take_the_moe_fraction(monkeypatch, name, routed):
+    """With kernel curves and the tile model, a routed-expert layer's FFN GEMMs run at ``moe`` of the linear rate:
+    a compute-bound prefill (4,096 tokens, ~1,024 rows per Mixtral expert) takes 1/0.4 = 2.5x as long at moe = 0.4
+    as at moe = 1, every other operator unchanged; a dense model's FFN is not a grouped GEMM and keeps its rate."""
+    from rooflaw import Workload, evaluate, from_hf_config, get_device
+    from rooflaw.constraints import curves_applied as CA
+
+    a, dev = from_hf_config(name), get_device("h100-sxm")
+    secs = {}
+    for moe in (1.0, 0.4):
+        kc = KernelCurves("hopper", {"fp16": 0.7}, memory=0.8, kernel_s=4e-6, half_rows=20.0, moe=moe)
+        monkeypatch.setattr(CA, "curves_of", lambda d, kc=kc: kc if d.architecture else None)
+        rep = evaluate(a, dev, Workload(1, 4096, 1), "bf16", engine="tensorrt-llm", tiles=True)
+        secs[moe] = {o.name: o.seconds for o in rep.ops if o.phase == "prefill"}
+        assert rep.applied.moe == moe
+    for op, t in secs[1.0].items():
+        want = 2.5 if routed and op in ("ffn_up", "ffn_down") else 1.0
+        assert secs[0.4][op] == pytest.approx(want * t, rel=1e-9), op

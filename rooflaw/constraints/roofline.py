@@ -129,8 +129,13 @@ def _args(cols: Mapping[str, np.ndarray], sc: Scenario) -> list:
     return [cols[n] if n in cols else scal[n] for n in ARG_NAMES]
 
 
+#: the operators a routed-expert layer runs as grouped GEMMs (their rate takes ``Rates.moe`` in the tile model)
+MOE_GEMMS = ("ffn_up", "ffn_down")
+
+
 def _inverse_roofs(comp: Compiled, sc: Scenario, args: list, n: int, tiles: bool):
-    """Per part inverse roofs (s/FLOP) of prefill and decode; divided by the tile/wave efficiency with ``tiles``."""
+    """Per part inverse roofs (s/FLOP) of prefill and decode; divided by the tile/wave efficiency with ``tiles`` (and
+    a routed-expert layer's FFN GEMMs by the curves' grouped-GEMM fraction)."""
     ipp, ipd = sc.inverse_roofs(comp.roofs)
     if tiles:
         device, rates = sc.chip, sc.rates
@@ -139,6 +144,7 @@ def _inverse_roofs(comp: Compiled, sc: Scenario, args: list, n: int, tiles: bool
         half_k = float(getattr(device, "gemv_half_k", 0.0))
         half_k16 = float(getattr(device, "gemv16_half_k", 0.0))
         b_w, b_h = (float(args[ARG_NAMES.index(k)]) for k in ("b_w", "b_h"))
+        routed = np.asarray(args[ARG_NAMES.index("moe")], dtype=np.float64) > 0  # a routed-expert FFN (per row)
         for j, i in enumerate(comp.gemm_parts):
             b = b_h if comp.names[i] == "lm_head" else b_w
             w16 = b == 2.0 and rates.inv_beta16 > 0  # a 16-bit weight GEMV: its own measured roof and K curve
@@ -148,6 +154,8 @@ def _inverse_roofs(comp: Compiled, sc: Scenario, args: list, n: int, tiles: bool
                 if rates.curves and comp.roofs[i] == "linear":  # the kernel library's best tile, the curves' M ramp
                     te, we = curve_tiles(M, N, grp, device), 1.0
                     te = te * rows_ramp(M, rates.half_rows)
+                    if comp.names[i] in MOE_GEMMS and rates.moe != 1.0:  # the grouped-GEMM MoE kernel's fraction
+                        te = te * np.where(routed, rates.moe, 1.0)
                 else:
                     te, we = tile_efficiency(M, N, grp, device)
                 ip[i] = ip[i] / (te * we)
