@@ -1,16 +1,26 @@
-"""Collectives priced from fitted curves: ``t = latency + algorithm bytes / (link bandwidth · efficiency)``.
+"""Collectives priced from fitted curves: the cheaper of two protocols, each ``latency + bytes / bandwidth``.
 
 One :class:`~rooflaw.constraints.kernels.CollectiveCurve` per ``"<collective>/<link kind>"`` key of
 :attr:`KernelCurves.collectives`. ``S`` is the buffer a rank holds, in bytes (the vector all-reduced, the
 gathered output of an all-gather, the input of a reduce-scatter, everything one rank sends in an all-to-all);
 ``B`` is the per-GPU link bandwidth each way (bytes/s, :mod:`rooflaw.devices.systems`), ``n`` the GPU count.
+Every figure is a time or a fraction of ``B``, so a curve carries to any GPU of its link kind.
 
-Bytes each rank moves over its link (the algorithm factor):
+Seconds of one call (:func:`seconds`), with ``f(n)`` the bytes each rank moves per byte of ``S`` (:func:`factor`:
+2(n − 1)/n for an all-reduce, (n − 1)/n for the others) and ``steps(n)`` its latency steps (:func:`steps`:
+2(n − 1) ring steps of an NCCL all-reduce, n − 1 for the others):
 
-- ``allreduce`` / ``allreduce_vllm`` (TensorRT-LLM's / vLLM's custom all-reduce, CUDA graphs): the cheaper of
+- small-message protocol (NCCL's LL; a custom all-reduce kernel): ``latency + hop·steps + f·S / (B·efficiency)``;
+  the custom all-reduce (``allreduce``: TensorRT-LLM's, ``allreduce_vllm``: vLLM's, CUDA graphs) is the cheaper of
   one-shot -- every rank reads the n − 1 peers' whole buffers, (n − 1)·S, one latency -- and two-shot --
   reduce-scatter then all-gather, 2(n − 1)/n·S, two latencies;
-- ``nccl_allreduce``: ring, 2(n − 1)/n·S; ``allgather``, ``reducescatter``, ``alltoall``: (n − 1)/n·S.
+- large-message protocol (NCCL's Simple; the frameworks' NCCL fallback above their custom kernel's size),
+  where ``efficiency_large`` > 0: ``latency_large + hop·steps + f·S / (B·efficiency_large·(n/2)^scaling)``
+  (no hops for the custom all-reduce's fallback): a pipeline fill of tens of µs, then nearly the link's rate,
+  rising with the group on NVSwitch (more NVLink ports and channels in flight; NVLink SHARP at 8 GPUs).
+
+The one-line law (``latency + f·S/(B·efficiency)``) over-predicted small messages by ~20 %, under-predicted
+1-4 MB by ~25 % and over-predicted the largest by ~20 % on every GPU (docs/kernels-moe-collectives.md).
 
 Link kinds (:data:`CONTENTION`): over NVLink + NVSwitch each GPU has its own port, so the bandwidth per rank
 does not depend on n; over PCIe the GPUs share the host's tree, and the measured bus bandwidth of every

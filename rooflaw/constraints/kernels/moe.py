@@ -18,14 +18,19 @@ Time (seconds) of the layer, with ``m`` = 3 weight matrices per expert (gate, up
     bytes = touched · m · d · inter/tp · b_w                       (the touched experts' weights, streamed once)
           + (rows · (3·d + 2·(m − 1)·inter/tp + 2·inter/tp) + 2·T·d) · 2   (bf16 activations: gather, GEMM1 out,
                                                                      activation, GEMM2 out, scatter-reduce)
-    t = max(flops / (peak(dtype) · compute[dtype] · moe), bytes / (bandwidth · memory)) + KERNELS · kernel_s
+    t_c = flops / (peak(dtype) · compute[dtype] · moe)
+    t_m = bytes / (bandwidth · memory · moe_memory)
+    t = (t_c^(1/q) + t_m^(1/q))^q + KERNELS · kernel_s + moe_s,     q = moe_serial
 
 ``compute``, ``memory`` and ``kernel_s`` are the GEMM figures of the device's architecture (fitted before this
-family); ``moe`` -- the achieved fraction of the GEMM rate inside a grouped MoE kernel -- is this family's one
-fitted figure. ``KERNELS`` = 5: routing/alignment, two grouped GEMMs, the activation, the final scatter-reduce
-(TensorRT-LLM's MoE flow and vLLM's fused_moe both launch five), each at the GEMM family's fixed ``kernel_s``.
-(With a provisional GEMM fit whose ``kernel_s`` came out 7-10 µs, two launches looked better in sample; with the
-GEMM family's fitted 1.6-3.8 µs, five is better on every GPU: docs/kernels-moe-collectives.md.)
+family); this family fits four: ``moe`` (the achieved fraction of the GEMM rate inside a grouped MoE kernel),
+``moe_memory`` (its weight-streaming rate relative to a dense GEMM's), ``moe_s`` (fixed seconds per layer beyond
+the launches: routing, permutation, the scatter-reduce's tail; the measured layers keep a 13-35 µs floor five
+launches do not reach) and ``moe_serial`` (q: 0 the hard max of compute and streaming, 1 their sum; Hopper's and
+Blackwell's grouped kernels fit q = 1, Ampere's and Ada's ~0.65). ``KERNELS`` = 5: routing/alignment, two grouped
+GEMMs, the activation, the final scatter-reduce (TensorRT-LLM's MoE flow and vLLM's fused_moe both launch five),
+each at the GEMM family's fixed ``kernel_s``. With every new figure at its default (1, 0, 0) the layer is the
+earlier single-fraction model.
 """
 
 from __future__ import annotations
