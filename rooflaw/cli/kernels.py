@@ -138,6 +138,9 @@ def _curves_dict(c) -> dict:
             "attention_tile_s",
             "decode_tile_s",
             "moe",
+            "moe_memory",
+            "moe_s",
+            "moe_serial",
             "launch",
         )
     }
