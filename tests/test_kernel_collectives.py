@@ -58,6 +58,9 @@ def test_two_protocols_and_hops_by_hand():
     assert K.seconds("allreduce", 8, 4096, 450e9, "nvlink", c) == pytest.approx(9.5e-6 + 7 * 4096 / 112.5e9)
     want = 40e-6 + 1.75 * 1e9 / (450e9 * 0.7 * 4**0.1)
     assert K.seconds("allreduce", 8, 1e9, 450e9, "nvlink", c) == pytest.approx(want)
+    # past the measured 8 GPUs (an NVL72 domain) the growth stays at its 8-GPU value: 4^0.1, not 36^0.1
+    want = 40e-6 + 0.5e-6 * 71 + 71 / 72 * 1e9 / (450e9 * 0.7 * 4**0.1)
+    assert K.seconds("allgather", 72, 1e9, 450e9, "nvlink", c) == pytest.approx(want)
     # without a large protocol (efficiency_large = 0) the curve is the one line
     assert K.seconds("allgather", 4, 1e9, 450e9, "nvlink", AR) == pytest.approx(4e-6 + 0.75 * 1e9 / 270e9)
 

@@ -17,7 +17,8 @@ Seconds of one call (:func:`seconds`), with ``f(n)`` the bytes each rank moves p
 - large-message protocol (NCCL's Simple; the frameworks' NCCL fallback above their custom kernel's size),
   where ``efficiency_large`` > 0: ``latency_large + hop·steps + f·S / (B·efficiency_large·(n/2)^scaling)``
   (no hops for the custom all-reduce's fallback): a pipeline fill of tens of µs, then nearly the link's rate,
-  rising with the group on NVSwitch (more NVLink ports and channels in flight; NVLink SHARP at 8 GPUs).
+  rising with the group on NVSwitch (more NVLink ports and channels in flight; NVLink SHARP at 8 GPUs), held at
+  its 8-GPU value past the measured groups (:data:`SCALING_MAX_GPUS`).
 
 The one-line law (``latency + f·S/(B·efficiency)``) over-predicted small messages by ~20 %, under-predicted
 1-4 MB by ~25 % and over-predicted the largest by ~20 % on every GPU (docs/kernels-moe-collectives.md).
@@ -57,6 +58,9 @@ NCCL_OPS = {"all_reduce": "nccl_allreduce", "all_gather": "allgather", "reduce_s
 #: Bytes per element of the tables' dtypes.
 DTYPE_BYTES = {"half": 2, "float16": 2, "bfloat16": 2, "fp16": 2, "bf16": 2, "int8": 1, "fp8": 1, "float": 4,
                "float32": 4}  # fmt: skip
+#: The largest group the measured tables hold (2, 4 and 8 GPUs): the large protocol's ``(n/2)^scaling`` growth is
+#: held at its 8-GPU value beyond it (an NVL72 domain is not extrapolated to 36^scaling of the 2-GPU bandwidth).
+SCALING_MAX_GPUS = 8
 #: The fitted figures of each curve (:class:`~rooflaw.constraints.kernels.CollectiveCurve`'s fields).
 FIGURES = tuple(f.name for f in dataclasses.fields(CollectiveCurve))
 #: Starting point of a fit (and nothing else: a device whose curves lack a collective is not priced by them).
@@ -136,7 +140,8 @@ def seconds(collective: str, n: Any, nbytes: Any, link_bw: float, kind: str, c: 
         t = lat + factor(collective, nn) * s / bw
         large_lat = c.latency_large + c.hop * steps(collective, nn)
     if c.efficiency_large > 0:
-        big = rank_bandwidth(link_bw, kind, nn, c.efficiency_large) * (nn / 2.0) ** c.scaling
+        growth = (np.minimum(nn, SCALING_MAX_GPUS) / 2.0) ** c.scaling  # not extrapolated past the measured groups
+        big = rank_bandwidth(link_bw, kind, nn, c.efficiency_large) * growth
         t = np.minimum(t, large_lat + factor(collective, nn) * s / big)
     return np.where(n > 1, t, 0.0)
 
@@ -254,7 +259,8 @@ NCCL = register(family("nccl", ("nccl_perf",), _params("nccl_allreduce", "allgat
                        evaluate=evaluate))  # fmt: skip
 
 
-__all__ = ["ALLREDUCE", "COLLECTIVES", "CONTENTION", "FIGURES", "LINK_KINDS", "NCCL", "NCCL_OPS", "SEED", "Terms",
+__all__ = ["ALLREDUCE", "COLLECTIVES", "CONTENTION", "FIGURES", "LINK_KINDS", "NCCL", "NCCL_OPS", "SCALING_MAX_GPUS",
+           "SEED", "Terms",
            "curve", "device_link", "device_of_rows", "evaluate", "factor", "link_kind", "predict_allreduce",
            "predict_nccl", "prepare_allreduce", "prepare_nccl", "rank_bandwidth", "seconds", "steps",
            "used_params"]  # fmt: skip
