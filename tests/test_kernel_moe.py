@@ -198,3 +198,21 @@ def test_assembly_routed_expert_gemms_take_the_moe_fraction(monkeypatch, name, r
     for op, t in secs[1.0].items():
         want = 2.5 if routed and op in ("ffn_up", "ffn_down") else 1.0
         assert secs[0.4][op] == pytest.approx(want * t, rel=1e-9), op
+
+
+def test_vllm_rows_move_every_routed_rows_activations():
+    """The same EP-8 shape under TensorRT-LLM and vLLM: vLLM's layer moves the activations of all T·K = 512 routed
+    rows, TensorRT-LLM's those of the 64 on its GPU; memory-bound, so the times differ by those bytes at the
+    streaming rate, by hand."""
+    h100 = R.get_device("h100-sxm")
+    T_, d, inter = 64, 7168, 2048
+    table = pd.DataFrame({"num_tokens": [T_] * 2, "hidden_size": d, "inter_size": inter, "topk": 8,
+                          "num_experts": 256, "moe_tp_size": 1, "moe_ep_size": 8, "distribution": "balanced",
+                          "moe_dtype": "fp8", "kernel_source": "moe", "framework": ["TRTLLM", "VLLM"]})  # fmt: skip
+    terms = KM.prepare(table)
+    assert list(terms.rows) == [64.0, 64.0] and list(terms.act_rows) == [64.0, 512.0]
+    got = KM.predict(table, h100, CURVES) * 1e-3
+    per_row = (3 * d + 2 * 2 * inter + 2 * inter) * 2  # gather, GEMM1 out, activation, GEMM2 out (bf16)
+    assert got[1] - got[0] == pytest.approx((512 - 64) * per_row / (3.35e12 * 0.85), rel=1e-9)
+    weights = 32 * 3 * d * inter  # memory-bound: the 32 touched experts' fp8 weights dominate either way
+    assert got[0] > weights / (3.35e12 * 0.85)

@@ -50,6 +50,11 @@ from .collectives import family
 
 #: Kernel launches per MoE layer, each costing the GEMM family's ``kernel_s`` (see the module docstring).
 KERNELS = 5
+#: Frameworks whose MoE layer moves the activations of every routed token-expert pair (T·K rows) on each GPU of an
+#: expert-parallel group, its own experts' or not: vLLM's fused MoE (Triton, FlashInfer and Marlin paths alike)
+#: permutes, activates and reduces buffers over all T·K rows, masking the other GPUs' experts' GEMM tiles only
+#: (its measured layers slow with EP at large T where TensorRT-LLM's CUTLASS path does not).
+ALL_ROWS_FRAMEWORKS = ("vllm",)
 #: Monte Carlo draws per shape for a random routing law (seeded by the shape).
 DRAWS = 64
 #: Tile heights a grouped GEMM picks from: the smallest power of two ≥ the mean rows per touched expert,
@@ -170,8 +175,10 @@ def layer_seconds(
     padded: Any,
     tp: Any = 1,
     gated: Any = True,
+    act_rows: Any = None,
 ) -> Any:
-    """Seconds of one MoE layer on one GPU (module docstring), vectorised over the shape arrays."""
+    """Seconds of one MoE layer on one GPU (module docstring), vectorised over the shape arrays; ``act_rows``: the
+    token-expert rows whose activations move (default ``rows``; :data:`ALL_ROWS_FRAMEWORKS`)."""
     if dtype not in DTYPES:
         raise bad("moe_dtype", dtype, f"one of {', '.join(DTYPES)}")
     b_w, roof, key = DTYPES[dtype]
@@ -182,7 +189,8 @@ def layer_seconds(
     rows = np.asarray(rows, dtype=float)
     flops = 2.0 * np.asarray(padded, dtype=float) * m * d * i_loc
     weights = np.asarray(touched, dtype=float) * m * d * i_loc * b_w
-    acts = (rows * (3 * d + 2 * (m - 1) * i_loc + 2 * i_loc) + 2 * np.asarray(T, dtype=float) * d) * 2.0
+    moved = rows if act_rows is None else np.asarray(act_rows, dtype=float)
+    acts = (moved * (3 * d + 2 * (m - 1) * i_loc + 2 * i_loc) + 2 * np.asarray(T, dtype=float) * d) * 2.0
     t_c = flops / (peak * _fraction(curves, key, roof) * curves.moe)
     t_m = (weights + acts) / (device.memory_bandwidth * curves.memory * curves.moe_memory)
     return blend(t_c, t_m, curves.moe_serial) + KERNELS * curves.kernel_s + curves.moe_s
@@ -212,6 +220,7 @@ class Terms:
     rows: np.ndarray  #: expected rows of the heaviest expert group (NaN where the routing is not modelled)
     touched: np.ndarray
     padded: np.ndarray
+    act_rows: np.ndarray | None = None  #: rows whose activations move (None: ``rows``)
 
 
 def prepare(rows, device: Device | None = None) -> Terms:
@@ -227,10 +236,12 @@ def prepare(rows, device: Device | None = None) -> Terms:
             continue
     dtype = rows["moe_dtype"].astype(str).to_numpy()
     num = lambda c: rows[c].to_numpy(dtype=float)  # noqa: E731
+    fw = rows["framework"].astype(str).str.lower().to_numpy() if "framework" in rows else np.full(len(rows), "")
+    act_rows = np.where(np.isin(fw, ALL_ROWS_FRAMEWORKS), num("num_tokens") * num("topk"), loads[:, 0])
     return Terms(np.where(np.isin(dtype, list(DTYPES)), dtype, ""), num("num_tokens"), num("hidden_size"),
                  num("inter_size"), num("moe_tp_size"),
                  ~rows["kernel_source"].astype(str).str.contains("nongated").to_numpy(),
-                 loads[:, 0], loads[:, 1], loads[:, 2])  # fmt: skip
+                 loads[:, 0], loads[:, 1], loads[:, 2], act_rows)  # fmt: skip
 
 
 def evaluate(terms: Terms, device: Device, curves: KernelCurves) -> np.ndarray:
@@ -240,8 +251,9 @@ def evaluate(terms: Terms, device: Device, curves: KernelCurves) -> np.ndarray:
         if not dtype:
             continue
         m = terms.dtype == dtype
+        act = None if terms.act_rows is None else terms.act_rows[m]
         out[m] = layer_seconds(device, curves, str(dtype), terms.T[m], terms.d[m], terms.inter[m], terms.rows[m],
-                               terms.touched[m], terms.padded[m], terms.tp[m], terms.gated[m])  # fmt: skip
+                               terms.touched[m], terms.padded[m], terms.tp[m], terms.gated[m], act)  # fmt: skip
     return out
 
 
@@ -257,5 +269,5 @@ def predict(rows, device: Device, curves: KernelCurves | None) -> np.ndarray:
 MOE = register(family("moe", ("moe_perf",), ("moe", "moe_memory", "moe_s", "moe_serial"), predict, prepare=prepare,
                       evaluate=evaluate))  # fmt: skip
 
-__all__ = ["DTYPES", "KERNELS", "MOE", "Terms", "blend", "evaluate", "expected_load", "layer_seconds",
-           "parse_distribution", "predict", "prepare", "tile_rows", "uniform_touched"]  # fmt: skip
+__all__ = ["ALL_ROWS_FRAMEWORKS", "DTYPES", "KERNELS", "MOE", "Terms", "blend", "evaluate", "expected_load",
+           "layer_seconds", "parse_distribution", "predict", "prepare", "tile_rows", "uniform_touched"]  # fmt: skip
