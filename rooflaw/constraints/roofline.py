@@ -133,6 +133,12 @@ def _args(cols: Mapping[str, np.ndarray], sc: Scenario) -> list:
 MOE_GEMMS = ("ffn_up", "ffn_down")
 
 
+def _column(comp: Compiled, args: list, name: str) -> np.ndarray:
+    """The compiled model's argument ``name`` (a per-row column or a scalar) as a float array."""
+    names = list(getattr(comp, "args", ARG_NAMES))  # the compiled model's own argument names where it has them
+    return np.asarray(args[names.index(name)], dtype=np.float64)
+
+
 def _inverse_roofs(comp: Compiled, sc: Scenario, args: list, n: int, tiles: bool):
     """Per part inverse roofs (s/FLOP) of prefill and decode; divided by the tile/wave efficiency with ``tiles`` (and
     a routed-expert layer's FFN GEMMs by the curves' grouped-GEMM fraction)."""
@@ -144,7 +150,6 @@ def _inverse_roofs(comp: Compiled, sc: Scenario, args: list, n: int, tiles: bool
         half_k = float(getattr(device, "gemv_half_k", 0.0))
         half_k16 = float(getattr(device, "gemv16_half_k", 0.0))
         b_w, b_h = (float(args[ARG_NAMES.index(k)]) for k in ("b_w", "b_h"))
-        routed = np.asarray(args[ARG_NAMES.index("moe")], dtype=np.float64) > 0  # a routed-expert FFN (per row)
         for j, i in enumerate(comp.gemm_parts):
             b = b_h if comp.names[i] == "lm_head" else b_w
             w16 = b == 2.0 and rates.inv_beta16 > 0  # a 16-bit weight GEMV: its own measured roof and K curve
@@ -155,7 +160,7 @@ def _inverse_roofs(comp: Compiled, sc: Scenario, args: list, n: int, tiles: bool
                     te, we = curve_tiles(M, N, grp, device), 1.0
                     te = te * rows_ramp(M, rates.half_rows)
                     if comp.names[i] in MOE_GEMMS and rates.moe != 1.0:  # the grouped-GEMM MoE kernel's fraction
-                        te = te * np.where(routed, rates.moe, 1.0)
+                        te = te * np.where(_column(comp, args, "moe") > 0, rates.moe, 1.0)  # a routed-expert FFN
                 else:
                     te, we = tile_efficiency(M, N, grp, device)
                 ip[i] = ip[i] / (te * we)
