@@ -40,6 +40,31 @@ def test_hand_computed_allreduce_n2_and_n8():
     assert K.seconds("allreduce", 1, 1e6, 450e9, "nvlink", AR) == 0.0
 
 
+def test_two_protocols_and_hops_by_hand():
+    """The small-message protocol (latency + hop per step, low efficiency) below the crossover, the large one
+    (its own latency, efficiency x (n/2)^scaling) above; hand numbers on H100's NVLink 4 (450 GB/s)."""
+    c = CollectiveCurve(latency=6e-6, efficiency=0.25, hop=0.5e-6, latency_large=40e-6, efficiency_large=0.7,
+                        scaling=0.1)  # fmt: skip
+    small = lambda steps, f, s: 6e-6 + 0.5e-6 * steps + f * s / (450e9 * 0.25)  # noqa: E731
+    large = lambda steps, f, s, n: 40e-6 + 0.5e-6 * steps + f * s / (450e9 * 0.7 * (n / 2) ** 0.1)  # noqa: E731
+    # NCCL ring all-reduce, n = 8: 14 steps; 64 KB small protocol (6 + 7 + 0.995 us), 256 MB large
+    assert K.seconds("nccl_allreduce", 8, 65536, 450e9, "nvlink", c) == pytest.approx(small(14, 1.75, 65536))
+    assert small(14, 1.75, 65536) == pytest.approx(13e-6 + 1.75 * 65536 / 112.5e9)
+    t = K.seconds("nccl_allreduce", 8, 256e6, 450e9, "nvlink", c)
+    assert t == pytest.approx(large(14, 1.75, 256e6, 8)) and t < small(14, 1.75, 256e6)
+    # all-gather, n = 4: 3 steps, (n-1)/n of the buffer
+    assert K.seconds("allgather", 4, 1e9, 450e9, "nvlink", c) == pytest.approx(large(3, 0.75, 1e9, 4))
+    # custom all-reduce: one-shot at 4 KB (latency + hop per peer + 7 x S), the NCCL fallback (no hops) at 1 GB
+    assert K.seconds("allreduce", 8, 4096, 450e9, "nvlink", c) == pytest.approx(9.5e-6 + 7 * 4096 / 112.5e9)
+    want = 40e-6 + 1.75 * 1e9 / (450e9 * 0.7 * 4**0.1)
+    assert K.seconds("allreduce", 8, 1e9, 450e9, "nvlink", c) == pytest.approx(want)
+    # past the measured 8 GPUs (an NVL72 domain) the growth stays at its 8-GPU value: 4^0.1, not 36^0.1
+    want = 40e-6 + 0.5e-6 * 71 + 71 / 72 * 1e9 / (450e9 * 0.7 * 4**0.1)
+    assert K.seconds("allgather", 72, 1e9, 450e9, "nvlink", c) == pytest.approx(want)
+    # without a large protocol (efficiency_large = 0) the curve is the one line
+    assert K.seconds("allgather", 4, 1e9, 450e9, "nvlink", AR) == pytest.approx(4e-6 + 0.75 * 1e9 / 270e9)
+
+
 def test_pcie_contention_by_hand():
     # PCIe Gen4 x16, 32 GB/s each way: the per-rank bandwidth falls as (2/n)^2 on a shared host tree
     assert K.rank_bandwidth(32e9, "pcie", 2, 0.6) == pytest.approx(19.2e9)
@@ -110,11 +135,12 @@ def test_fit_recovers_known_figures_from_synthetic_rows():
 
 def test_used_params_follow_the_devices_link():
     rows = pd.concat([_table("TRTLLM", [2], [128]), _table("vLLM", [2], [128], backend=["vllm_graph"])])
-    assert K.used_params(K.prepare_allreduce, rows, R.get_device("h100-sxm")) == (
-        "collectives.allreduce/nvlink.latency", "collectives.allreduce/nvlink.efficiency",
-        "collectives.allreduce_vllm/nvlink.latency", "collectives.allreduce_vllm/nvlink.efficiency")  # fmt: skip
-    assert K.used_params(K.prepare_allreduce, rows.iloc[:1], R.get_device("l40s")) == (
-        "collectives.allreduce/pcie.latency", "collectives.allreduce/pcie.efficiency")  # fmt: skip
+    figures = ("latency", "efficiency", "hop", "latency_large", "efficiency_large", "scaling")
+    assert figures == K.FIGURES
+    assert K.used_params(K.prepare_allreduce, rows, R.get_device("h100-sxm")) == tuple(
+        f"collectives.{c}/nvlink.{f}" for c in ("allreduce", "allreduce_vllm") for f in figures)  # fmt: skip
+    assert K.used_params(K.prepare_allreduce, rows.iloc[:1], R.get_device("l40s")) == tuple(
+        f"collectives.allreduce/pcie.{f}" for f in figures)  # fmt: skip
     assert K.used_params(K.prepare_allreduce, rows, R.get_device("mi300x")) == ()
     # without a device: found from the tables' own GPU names
     for name, dev_id in (("NVIDIA H100 80GB HBM3", "h100-sxm"), ("NVIDIA A100-SXM4-80GB", "a100-sxm-80gb"),
@@ -174,3 +200,49 @@ def test_one_device_layout_is_still_the_single_chip_model(hopper_curves):
     ref = R.evaluate_columns(cols, h100, wl, "bf16", backend="numpy")
     assert np.array_equal(one["ttft_s"], ref["prefill_s"]) and np.array_equal(one["decode_s"], ref["decode_s"])
     assert one["comm_s_decode"][0] == 0 and one["comm_s_prefill"][0] == 0
+
+
+def test_layouts_take_both_protocols_and_the_on_node_share(monkeypatch):
+    """A two-protocol all-to-all curve prices the in-node all-to-all (large messages: the large protocol, n/2 growth)
+    and, across two nodes, the on-node share (7/16 of what a rank sends, 7 hops) -- by hand."""
+    c = CollectiveCurve(latency=6e-6, efficiency=0.2, hop=1e-6, latency_large=30e-6, efficiency_large=0.6,
+                        scaling=0.2)  # fmt: skip
+    cv = curves(**{"alltoall/nvlink": c})
+    monkeypatch.setattr(C, "system_curves", lambda system: cv if system.device.architecture == "hopper" else None)
+    h8, h16 = get_system("h100-sxm:8"), get_system("h100-sxm:16")
+    S = 256e6
+    big8 = 450e9 * 0.6 * 4**0.2
+    assert C.all_to_all_sys(S, 8, h8) == pytest.approx(30e-6 + 7e-6 + 7 / 8 * S / big8)
+    small = 6e-6 + 7e-6 + 7 / 16 * 4096 / (450e9 * 0.2)  # a 4 KB send: the small protocol on the node
+    off = h16.scale_out_latency + 8 / 16 * 4096 / h16.scale_out_bw
+    assert C.all_to_all_sys(4096, 16, h16) == pytest.approx(small + off)
+    large = 30e-6 + 7e-6 + 7 / 16 * S / big8
+    assert C.all_to_all_sys(S, 16, h16) == pytest.approx(large + h16.scale_out_latency + S / 2 / h16.scale_out_bw)
+
+
+def test_fit_driver_recovers_a_two_protocol_curve():
+    """NCCL all-gather rows on an H100 made from a known six-figure curve (2 % noise, 2/4/8 GPUs, 512 B to 512 MB):
+    the fit driver (only this curve's figures free) recovers the curve's times within 3 % at every row, and the
+    bandwidth figures within 10 %."""
+    from pathlib import Path
+
+    from rooflaw.constraints.kernels import fit as F
+    from rooflaw.constraints.kernels.tables import Table
+
+    true = CollectiveCurve(latency=5e-6, efficiency=0.15, hop=0.8e-6, latency_large=40e-6, efficiency_large=0.6,
+                           scaling=0.15)  # fmt: skip
+    n = np.repeat([2, 4, 8], 21)
+    elems = np.tile(2.0 ** np.arange(8, 29), 3)
+    rows = pd.DataFrame({"op_name": "all_gather", "num_gpus": n, "message_size": elems, "nccl_dtype": "half"})
+    dev = R.get_device("h100-sxm")
+    rng = np.random.default_rng(2)
+    rows["latency"] = K.predict_nccl(rows, dev, curves(**{"allgather/nvlink": true})) * np.exp(rng.normal(0, 0.02, 63))
+    rows["table"], rows["framework"], rows["device"] = "nccl_perf", "nccl", "NVIDIA H100 80GB HBM3"
+    gpu = F.GPU("h100_sxm", dev, [Table("h100_sxm", "nccl", "2", "nccl_perf", Path("-"), rows)])
+    got = F.fit_family(FAMILIES["nccl"], F.prepare([gpu], FAMILIES["nccl"], 1000), F.initial_curves("hopper"))
+    fitted = got.collectives["allgather/nvlink"]
+    pred = K.predict_nccl(rows, dev, got)
+    assert np.max(np.abs(pred / rows["latency"] - 1)) < 0.06  # noise 2 %: the worst row of 63 within 3 sigma
+    assert np.median(np.abs(pred / K.predict_nccl(rows, dev, curves(**{"allgather/nvlink": true})) - 1)) < 0.03
+    assert fitted.efficiency_large == pytest.approx(0.6, rel=0.1) and fitted.efficiency == pytest.approx(0.15, rel=0.1)
+    assert set(got.collectives) == {"allgather/nvlink"}  # only the link kind and collective the rows determine

@@ -135,4 +135,84 @@ def test_bad_routing_inputs():
         KM.expected_load(8, 64, 2, 1, "zipf")
     with pytest.raises(R.RooflawError, match="moe_ep_size"):
         KM.expected_load(8, 64, 2, 3, "balanced")
-    assert FAMILIES["moe"].params == ("moe",) and FAMILIES["moe"].tables == ("moe_perf",)
+    assert FAMILIES["moe"].params == ("moe", "moe_memory", "moe_s", "moe_serial")
+    assert FAMILIES["moe"].tables == ("moe_perf",)
+
+
+def test_blend_and_layer_figures_by_hand():
+    """The blend: the max at q = 0, the sum at q = 1, the 2-norm at q = 1/2; the layer's streaming rate scaled by
+    moe_memory and its fixed cost raised by moe_s."""
+    assert KM.blend(3.0, 4.0, 0.0) == 4.0
+    assert KM.blend(3.0, 4.0, 1.0) == pytest.approx(7.0)
+    assert KM.blend(3.0, 4.0, 0.5) == pytest.approx(5.0)
+    assert KM.blend(1e-3, 1e-3, 0.01) == pytest.approx(1e-3 * 2**0.01)  # no overflow at a small q
+    h100 = R.get_device("h100-sxm")
+    c = KernelCurves("hopper", {"fp16": 0.8, "fp8": 0.6}, memory=0.85, kernel_s=4e-6, moe=0.5, moe_memory=0.9,
+                     moe_s=12e-6, moe_serial=0.5)  # fmt: skip
+    T_, d, inter = 8, 4096, 1536  # 8 tokens x top-8 of 128 experts, balanced: 64 experts, one row each
+    rows, touched, padded, _ = KM.expected_load(T_, 128, 8, 1, "balanced")
+    assert (rows, touched, padded) == (64.0, 64.0, 1024.0)
+    t_c = 2 * 1024 * 3 * d * inter / (989.5e12 * 0.8 * 0.5)
+    t_m = (64 * 3 * d * inter * 2 + (64 * (3 * d + 4 * inter + 2 * inter) + 2 * 8 * d) * 2) / (3.35e12 * 0.85 * 0.9)
+    want = math.hypot(t_c, t_m) + 5 * 4e-6 + 12e-6
+    assert KM.layer_seconds(h100, c, "bfloat16", T_, d, inter, rows, touched, padded) == pytest.approx(want)
+
+
+def test_fit_recovers_known_moe_figures():
+    """Synthetic rows from known (moe, moe_memory, moe_s, moe_serial), 2 % noise, both regimes (1 to 16k tokens):
+    least squares on log(pred/meas) finds all four."""
+    rng = np.random.default_rng(5)
+    n = 120
+    table = pd.DataFrame({"num_tokens": rng.choice([1, 4, 16, 64, 256, 1024, 4096, 16384], n), "hidden_size": 4096,
+                          "inter_size": rng.choice([768, 1536], n), "topk": 8, "num_experts": 128,
+                          "moe_tp_size": rng.choice([1, 4], n), "moe_ep_size": rng.choice([1, 8], n),
+                          "distribution": "balanced", "moe_dtype": "bfloat16",
+                          "kernel_source": "moe_torch_flow"})  # fmt: skip
+    dev = R.get_device("h100-sxm")
+    base = dict(architecture="hopper", compute={"fp16": 0.8}, memory=0.8, kernel_s=3e-6)
+    true = (0.6, 0.9, 20e-6, 0.7)
+    cv = lambda x: KernelCurves(**base, moe=x[0], moe_memory=x[1], moe_s=x[2], moe_serial=x[3])  # noqa: E731
+    terms = KM.prepare(table)
+    meas = KM.evaluate(terms, dev, cv(true)) * np.exp(rng.normal(0, 0.02, n))
+    fit = least_squares(lambda x: np.log(KM.evaluate(terms, dev, cv(x)) / meas), [0.7, 1.0, 10e-6, 0.5],
+                        bounds=([0.01, 0.05, 0, 0], [1.5, 2, 1e-3, 1]), x_scale=[1, 1, 1e-5, 0.1])  # fmt: skip
+    assert fit.x == pytest.approx(true, rel=0.1)
+
+
+@pytest.mark.parametrize("name, routed", [("mixtral-8x7b", True), ("llama-3.1-8b", False)])
+def test_assembly_routed_expert_gemms_take_the_moe_fraction(monkeypatch, name, routed):
+    """With kernel curves and the tile model, a routed-expert layer's FFN GEMMs run at ``moe`` of the linear rate:
+    a compute-bound prefill (4,096 tokens, ~1,024 rows per Mixtral expert) takes 1/0.4 = 2.5x as long at moe = 0.4
+    as at moe = 1, every other operator unchanged; a dense model's FFN is not a grouped GEMM and keeps its rate."""
+    from rooflaw import Workload, evaluate, from_hf_config, get_device
+    from rooflaw.constraints import curves_applied as CA
+
+    a, dev = from_hf_config(name), get_device("h100-sxm")
+    secs = {}
+    for moe in (1.0, 0.4):
+        kc = KernelCurves("hopper", {"fp16": 0.7}, memory=0.8, kernel_s=4e-6, half_rows=20.0, moe=moe)
+        monkeypatch.setattr(CA, "curves_of", lambda d, kc=kc: kc if d.architecture else None)
+        rep = evaluate(a, dev, Workload(1, 4096, 1), "bf16", engine="tensorrt-llm", tiles=True)
+        secs[moe] = {o.name: o.seconds for o in rep.ops if o.phase == "prefill"}
+        assert rep.applied.moe == moe
+    for op, t in secs[1.0].items():
+        want = 2.5 if routed and op in ("ffn_up", "ffn_down") else 1.0
+        assert secs[0.4][op] == pytest.approx(want * t, rel=1e-9), op
+
+
+def test_vllm_rows_move_every_routed_rows_activations():
+    """The same EP-8 shape under TensorRT-LLM and vLLM: vLLM's layer moves the activations of all T·K = 512 routed
+    rows, TensorRT-LLM's those of the 64 on its GPU; memory-bound, so the times differ by those bytes at the
+    streaming rate, by hand."""
+    h100 = R.get_device("h100-sxm")
+    T_, d, inter = 64, 7168, 2048
+    table = pd.DataFrame({"num_tokens": [T_] * 2, "hidden_size": d, "inter_size": inter, "topk": 8,
+                          "num_experts": 256, "moe_tp_size": 1, "moe_ep_size": 8, "distribution": "balanced",
+                          "moe_dtype": "fp8", "kernel_source": "moe", "framework": ["TRTLLM", "VLLM"]})  # fmt: skip
+    terms = KM.prepare(table)
+    assert list(terms.rows) == [64.0, 64.0] and list(terms.act_rows) == [64.0, 512.0]
+    got = KM.predict(table, h100, CURVES) * 1e-3
+    per_row = (3 * d + 2 * 2 * inter + 2 * inter) * 2  # gather, GEMM1 out, activation, GEMM2 out (bf16)
+    assert got[1] - got[0] == pytest.approx((512 - 64) * per_row / (3.35e12 * 0.85), rel=1e-9)
+    weights = 32 * 3 * d * inter  # memory-bound: the 32 touched experts' fp8 weights dominate either way
+    assert got[0] > weights / (3.35e12 * 0.85)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shlex
 import sys
@@ -141,11 +142,14 @@ def _curves_dict(c) -> dict:
             "attention_softmax",
             "softmax_overlap",
             "moe",
+            "moe_memory",
+            "moe_s",
+            "moe_serial",
             "launch",
             "rate",
         )
     }
-    d["collectives"] = {k: {"latency": v.latency, "efficiency": v.efficiency} for k, v in c.collectives.items()}
+    d["collectives"] = {k: dataclasses.asdict(v) for k, v in c.collectives.items()}
     d["bands"] = {k: list(v) for k, v in c.bands.items()}
     return d
 

@@ -362,6 +362,7 @@ class Rates:
     gemm_s: float = 0.0  # s each GEMM call adds beyond kernel_s (kernel curves' per-call extra of the precision)
     gemms_per_layer: float = 0.0  # GEMM calls per layer and pass that pay gemm_s
     curves: bool = False  # priced by kernel curves (the tile model picks the kernel library's best tile)
+    moe: float = 1.0  # grouped-GEMM fraction of a routed-expert layer's FFN GEMMs (kernel curves, tile model)
 
 
 def rates(device: Any, precision: Any, app: Any = None) -> Rates:
@@ -393,6 +394,7 @@ def rates(device: Any, precision: Any, app: Any = None) -> Rates:
         inv_gemv, float(app.gemv_max_batch) if gemv else 0.0,
         app.kernels_per_expert if counted else 0.0, 1.0 / (bw16 * app.memory) if bw16 else 0.0,
         app.layer_s, app.half_rows, *_gemm_launch(app, precision), bool(getattr(app, "curves", "")),
+        float(getattr(app, "moe", 1.0)),
     )  # fmt: skip
 
 

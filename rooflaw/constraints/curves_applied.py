@@ -16,8 +16,10 @@ so a GPU without kernel data is priced from its datasheet:
 Only what kernels cannot show comes from the engine profile (host overhead per pass and per layer, the kernel
 count its fusion launches, and -- for an engine whose own kernels are not in the measured tables, llama.cpp --
 its kernel-class factors). The old end-to-end ``[achieved]`` family figures are not read for such a device.
-Not applied yet: ``attention_memory`` (decode attention's KV reads take ``memory``, as every other stream) and
-``moe`` (routed-expert GEMMs take the GEMM rate): the assembly has one bandwidth and one linear roof per pass.
+``moe`` (the grouped-GEMM fraction) derates a routed-expert layer's FFN GEMMs on top of the linear roof, in the
+tile/wave model (``tiles=True``: the only path whose per-operator rates vary per candidate row). Not applied yet:
+``attention_memory`` (decode attention's KV reads take ``memory``, as every other stream), ``moe_memory``,
+``moe_s`` and ``moe_serial`` (the assembly has one bandwidth and a max per operator).
 """
 
 from __future__ import annotations
@@ -139,6 +141,7 @@ def applied_fields(device: Device, prof: Any, kc: Any) -> dict[str, Any]:
         mixed=mixed_abs / (fp16 * cf), attention=att_abs / (fp16 * cf), gemv_max_batch=prof.gemv_max_batch,
         overlap=prof.launch == "host" and device.kind != "cpu", layer_s=prof.layer_s, half_rows=float(kc.half_rows),
         curves=kc.architecture, engine_note=engine_note(device, prof), gemm_launch=gemm_extras(kc, prof.name),
+        moe=float(kc.moe),
     )  # fmt: skip
 
 

@@ -259,6 +259,9 @@ class Applied:
     engine_note: str = ""
     #: per curves compute key, seconds each GEMM call adds beyond ``kernel_s`` (``KernelCurves.launch``)
     gemm_launch: dict[str, float] = dataclasses.field(default_factory=dict)
+    #: achieved fraction of the GEMM rate inside a grouped MoE kernel (``KernelCurves.moe``): a routed-expert
+    #: layer's FFN GEMMs take it on top of the linear roof (tile/wave model, kernel curves)
+    moe: float = 1.0
 
     def eff(self, dtype: str) -> float:
         """Achieved fraction of the ``dtype`` roof (1 where nothing was fitted for that roof)."""

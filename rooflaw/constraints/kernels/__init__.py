@@ -22,10 +22,17 @@ from typing import Any
 
 @dataclass(frozen=True)
 class CollectiveCurve:
-    """One collective on one link kind: ``t = latency + bytes_moved / (link_bandwidth · efficiency)`` (s)."""
+    """One collective on one link kind, two protocols (s; :func:`.collectives.seconds`): the small-message one
+    ``latency + hop·steps + bytes_moved / (link_bandwidth · efficiency)`` and, where ``efficiency_large`` > 0, the
+    large-message one ``latency_large + hop·steps + bytes_moved / (link_bandwidth · efficiency_large · (n/2)^scaling)``;
+    the call takes the cheaper (NCCL's LL vs Simple protocols; a custom all-reduce kernel vs the NCCL fallback)."""
 
-    latency: float  #: s, fixed per call
-    efficiency: float  #: achieved fraction of the link's datasheet bandwidth
+    latency: float  #: s, fixed per call (small-message protocol)
+    efficiency: float  #: achieved fraction of the link's datasheet bandwidth (small-message protocol)
+    hop: float = 0.0  #: s per step of the algorithm (ring step, or peer signalled)
+    latency_large: float = 0.0  #: s, fixed per call of the large-message protocol (pipeline fill)
+    efficiency_large: float = 0.0  #: its achieved fraction of the link bandwidth at n = 2 (0: no such protocol)
+    scaling: float = 0.0  #: exponent of the large-message bandwidth's growth with the group, ``(n/2)^scaling``
 
 
 @dataclass(frozen=True)
@@ -78,6 +85,13 @@ class KernelCurves:
     #: under the larger of the two, as a ping-pong FlashAttention-3 schedule does)
     softmax_overlap: float = 1.0
     moe: float = 1.0
+    #: achieved fraction of the GEMM family's ``memory`` streaming rate inside a grouped MoE kernel (1: the same)
+    moe_memory: float = 1.0
+    #: seconds an MoE layer costs beyond its launches' ``kernel_s`` (routing, permutation, the scatter-reduce's tail)
+    moe_s: float = 0.0
+    #: q of the MoE layer's roofline blend ``(t_compute^(1/q) + t_memory^(1/q))^q``: 0 the hard max (compute and
+    #: weight streaming fully overlapped), 1 their sum (none overlapped)
+    moe_serial: float = 0.0
     #: extra fixed seconds per ``"<framework>/<op>"`` on top of ``kernel_s`` (op: a ``compute`` key or an attention
     #: family): the quantise kernels and host work an engine runs with a GEMM (``"trtllm/fp8"``), its attention
     #: kernel's prologue (``"vllm/generation_attention"``). An engine the curves do not name gets the smallest.
@@ -156,8 +170,9 @@ SCALARS = tuple(f.name for f in fields(KernelCurves) if f.type == "float")
 
 def curves_from_dict(name: str, d: dict[str, Any]) -> KernelCurves:
     """A :class:`KernelCurves` from one ``[curves.<name>]`` table of the catalog (absent scalars: defaults)."""
+    names = [f.name for f in fields(CollectiveCurve)]
     coll = {
-        k: CollectiveCurve(float(v["latency"]), float(v["efficiency"])) for k, v in d.get("collectives", {}).items()
+        k: CollectiveCurve(**{n: float(v[n]) for n in names if n in v}) for k, v in d.get("collectives", {}).items()
     }
     return KernelCurves(
         architecture=name,

@@ -1,16 +1,27 @@
-"""Collectives priced from fitted curves: ``t = latency + algorithm bytes / (link bandwidth · efficiency)``.
+"""Collectives priced from fitted curves: the cheaper of two protocols, each ``latency + bytes / bandwidth``.
 
 One :class:`~rooflaw.constraints.kernels.CollectiveCurve` per ``"<collective>/<link kind>"`` key of
 :attr:`KernelCurves.collectives`. ``S`` is the buffer a rank holds, in bytes (the vector all-reduced, the
 gathered output of an all-gather, the input of a reduce-scatter, everything one rank sends in an all-to-all);
 ``B`` is the per-GPU link bandwidth each way (bytes/s, :mod:`rooflaw.devices.systems`), ``n`` the GPU count.
+Every figure is a time or a fraction of ``B``, so a curve carries to any GPU of its link kind.
 
-Bytes each rank moves over its link (the algorithm factor):
+Seconds of one call (:func:`seconds`), with ``f(n)`` the bytes each rank moves per byte of ``S`` (:func:`factor`:
+2(n − 1)/n for an all-reduce, (n − 1)/n for the others) and ``steps(n)`` its latency steps (:func:`steps`:
+2(n − 1) ring steps of an NCCL all-reduce, n − 1 for the others):
 
-- ``allreduce`` / ``allreduce_vllm`` (TensorRT-LLM's / vLLM's custom all-reduce, CUDA graphs): the cheaper of
+- small-message protocol (NCCL's LL; a custom all-reduce kernel): ``latency + hop·steps + f·S / (B·efficiency)``;
+  the custom all-reduce (``allreduce``: TensorRT-LLM's, ``allreduce_vllm``: vLLM's, CUDA graphs) is the cheaper of
   one-shot -- every rank reads the n − 1 peers' whole buffers, (n − 1)·S, one latency -- and two-shot --
   reduce-scatter then all-gather, 2(n − 1)/n·S, two latencies;
-- ``nccl_allreduce``: ring, 2(n − 1)/n·S; ``allgather``, ``reducescatter``, ``alltoall``: (n − 1)/n·S.
+- large-message protocol (NCCL's Simple; the frameworks' NCCL fallback above their custom kernel's size),
+  where ``efficiency_large`` > 0: ``latency_large + hop·steps + f·S / (B·efficiency_large·(n/2)^scaling)``
+  (no hops for the custom all-reduce's fallback): a pipeline fill of tens of µs, then nearly the link's rate,
+  rising with the group on NVSwitch (more NVLink ports and channels in flight; NVLink SHARP at 8 GPUs), held at
+  its 8-GPU value past the measured groups (:data:`SCALING_MAX_GPUS`).
+
+The one-line law (``latency + f·S/(B·efficiency)``) over-predicted small messages by ~20 %, under-predicted
+1-4 MB by ~25 % and over-predicted the largest by ~20 % on every GPU (docs/kernels-moe-collectives.md).
 
 Link kinds (:data:`CONTENTION`): over NVLink + NVSwitch each GPU has its own port, so the bandwidth per rank
 does not depend on n; over PCIe the GPUs share the host's tree, and the measured bus bandwidth of every
@@ -47,6 +58,11 @@ NCCL_OPS = {"all_reduce": "nccl_allreduce", "all_gather": "allgather", "reduce_s
 #: Bytes per element of the tables' dtypes.
 DTYPE_BYTES = {"half": 2, "float16": 2, "bfloat16": 2, "fp16": 2, "bf16": 2, "int8": 1, "fp8": 1, "float": 4,
                "float32": 4}  # fmt: skip
+#: The largest group the measured tables hold (2, 4 and 8 GPUs): the large protocol's ``(n/2)^scaling`` growth is
+#: held at its 8-GPU value beyond it (an NVL72 domain is not extrapolated to 36^scaling of the 2-GPU bandwidth).
+SCALING_MAX_GPUS = 8
+#: The fitted figures of each curve (:class:`~rooflaw.constraints.kernels.CollectiveCurve`'s fields).
+FIGURES = tuple(f.name for f in dataclasses.fields(CollectiveCurve))
 #: Starting point of a fit (and nothing else: a device whose curves lack a collective is not priced by them).
 SEED = CollectiveCurve(latency=5e-6, efficiency=0.6)
 
@@ -89,21 +105,44 @@ def rank_bandwidth(link_bw: float, kind: str, n: Any, efficiency: float) -> Any:
     return link_bw * efficiency * (2.0 / np.asarray(n, dtype=float)) ** CONTENTION[kind]
 
 
+def factor(collective: str, n: Any) -> Any:
+    """Bytes each rank moves per byte of its buffer in the ring/bandwidth algorithm: 2(n−1)/n for an all-reduce,
+    (n−1)/n for an all-gather, reduce-scatter or all-to-all."""
+    n = np.maximum(np.asarray(n, dtype=float), 1.0)
+    if collective in ("allreduce", "allreduce_vllm", "nccl_allreduce"):
+        return 2 * (n - 1) / n
+    if collective in ("allgather", "reducescatter", "alltoall"):
+        return (n - 1) / n
+    raise KeyError(collective)
+
+
+def steps(collective: str, n: Any) -> Any:
+    """Latency steps of one call: 2(n−1) ring steps of an all-reduce, n − 1 of the others (an all-gather's or
+    reduce-scatter's ring steps, an all-to-all's peers, a custom all-reduce's peers signalled)."""
+    n = np.maximum(np.asarray(n, dtype=float), 1.0)
+    return 2 * (n - 1) if collective == "nccl_allreduce" else n - 1
+
+
 def seconds(collective: str, n: Any, nbytes: Any, link_bw: float, kind: str, c: CollectiveCurve) -> Any:
-    """Seconds of one ``collective`` of ``nbytes`` over ``n`` GPUs (0 for n ≤ 1), vectorised over n and nbytes."""
+    """Seconds of one ``collective`` of ``nbytes`` over ``n`` GPUs (0 for n ≤ 1), vectorised over n and nbytes:
+    the cheaper of the curve's small-message and (where it has one) large-message protocol (module docstring)."""
     n = np.asarray(n, dtype=float)
     s = np.asarray(nbytes, dtype=float)
-    bw = rank_bandwidth(link_bw, kind, np.maximum(n, 1.0), c.efficiency)
+    nn = np.maximum(n, 1.0)
+    bw = rank_bandwidth(link_bw, kind, nn, c.efficiency)
+    lat = c.latency + c.hop * steps(collective, nn)
     if collective in ("allreduce", "allreduce_vllm"):
-        one = c.latency + (n - 1) * s / bw
-        two = 2 * c.latency + 2 * (n - 1) / np.maximum(n, 1.0) * s / bw
+        one = lat + (n - 1) * s / bw
+        two = 2 * lat + factor(collective, nn) * s / bw
         t = np.minimum(one, two)
-    elif collective == "nccl_allreduce":
-        t = c.latency + 2 * (n - 1) / np.maximum(n, 1.0) * s / bw
-    elif collective in ("allgather", "reducescatter", "alltoall"):
-        t = c.latency + (n - 1) / np.maximum(n, 1.0) * s / bw
+        large_lat = c.latency_large  # the frameworks' NCCL fallback: its own latency
     else:
-        raise KeyError(collective)
+        t = lat + factor(collective, nn) * s / bw
+        large_lat = c.latency_large + c.hop * steps(collective, nn)
+    if c.efficiency_large > 0:
+        growth = (np.minimum(nn, SCALING_MAX_GPUS) / 2.0) ** c.scaling  # not extrapolated past the measured groups
+        big = rank_bandwidth(link_bw, kind, nn, c.efficiency_large) * growth
+        t = np.minimum(t, large_lat + factor(collective, nn) * s / big)
     return np.where(n > 1, t, 0.0)
 
 
@@ -197,11 +236,11 @@ def used_params(prepare_fn, rows, device: Device | None = None) -> tuple[str, ..
     if link is None:
         return ()
     keys = sorted(k for k in set(prepare_fn(rows).key.tolist()) if k)
-    return tuple(f"collectives.{k}/{link[0]}.{f}" for k in keys for f in ("latency", "efficiency"))
+    return tuple(f"collectives.{k}/{link[0]}.{f}" for k in keys for f in FIGURES)
 
 
 def _params(*collectives: str) -> tuple[str, ...]:
-    return tuple(f"collectives.{c}/{k}.{f}" for c in collectives for k in LINK_KINDS for f in ("latency", "efficiency"))
+    return tuple(f"collectives.{c}/{k}.{f}" for c in collectives for k in LINK_KINDS for f in FIGURES)
 
 
 #: The custom all-reduce kernels (the issue's "all-reduce" family) and NCCL's collectives. Each architecture's
@@ -220,6 +259,8 @@ NCCL = register(family("nccl", ("nccl_perf",), _params("nccl_allreduce", "allgat
                        evaluate=evaluate))  # fmt: skip
 
 
-__all__ = ["ALLREDUCE", "COLLECTIVES", "CONTENTION", "LINK_KINDS", "NCCL", "NCCL_OPS", "SEED", "Terms", "curve",
-           "device_link", "evaluate", "link_kind", "predict_allreduce", "predict_nccl", "prepare_allreduce",
-           "prepare_nccl", "rank_bandwidth", "seconds", "used_params", "device_of_rows"]  # fmt: skip
+__all__ = ["ALLREDUCE", "COLLECTIVES", "CONTENTION", "FIGURES", "LINK_KINDS", "NCCL", "NCCL_OPS", "SCALING_MAX_GPUS",
+           "SEED", "Terms",
+           "curve", "device_link", "device_of_rows", "evaluate", "factor", "link_kind", "predict_allreduce",
+           "predict_nccl", "prepare_allreduce", "prepare_nccl", "rank_bandwidth", "seconds", "steps",
+           "used_params"]  # fmt: skip

@@ -53,13 +53,20 @@ _BOUNDS = {
     "attention_softmax": (4.0, 0.0, 200.0, 10.0),
     "softmax_overlap": (2.0, 1.0, 8.0, 1.0),
     "moe": (0.7, 0.01, 1.5, 1.0),
+    "moe_memory": (1.0, 0.05, 2.0, 1.0),
+    "moe_s": (1e-5, 0.0, 1e-3, 1e-5),
+    "moe_serial": (0.5, 0.0, 1.0, 0.1),
     "kernel_s": (3e-6, 0.0, 1e-3, 1e-5),
     "launch": (1e-6, 0.0, 1e-2, 1e-5),
     "rate": (1.0, 0.2, 5.0, 1.0),
     "half_rows": (10.0, 0.0, 1e4, 100.0),
     # a collective curve's two figures (keys collectives.<collective>/<link>.latency|efficiency)
     "collectives.latency": (5e-6, 0.0, 1e-3, 1e-5),
-    "collectives.efficiency": (0.6, 0.01, 1.5, 1.0),
+    "collectives.efficiency": (0.3, 0.01, 1.5, 1.0),
+    "collectives.hop": (1e-6, 0.0, 1e-4, 1e-6),
+    "collectives.latency_large": (3e-5, 0.0, 1e-3, 1e-5),
+    "collectives.efficiency_large": (0.7, 0.01, 1.5, 1.0),
+    "collectives.scaling": (0.1, -1.0, 1.0, 0.1),
 }
 _DEFAULT_BOUNDS = (0.5, 0.0, 10.0, 1.0)
 QUANTILES = (0.1, 0.9)  #: the 80 % band of measured/predicted
@@ -142,7 +149,9 @@ def with_params(c: KernelCurves, values: dict[str, float]) -> KernelCurves:
 
 
 def initial_curves(architecture: str) -> KernelCurves:
-    return KernelCurves(architecture=architecture, compute={}, memory=_BOUNDS["memory"][0], kernel_s=3e-6)
+    # moe_serial starts inside (0, 1]: at its default 0 (the hard max) the blend has no gradient in it
+    return KernelCurves(architecture=architecture, compute={}, memory=_BOUNDS["memory"][0], kernel_s=3e-6,
+                        moe_serial=_BOUNDS["moe_serial"][0])  # fmt: skip
 
 
 # ---- data prepared once per (GPU, family) -------------------------------------------------------------
@@ -399,9 +408,7 @@ def curves_table(c: KernelCurves) -> str:
         if d:
             lines.append(f"{name} = {_toml_value({k: list(v) if isinstance(v, tuple) else v for k, v in d.items()})}")
     for k, cc in c.collectives.items():
-        lines.append(
-            f"collectives.{_toml_key(k)} = {_toml_value({'latency': cc.latency, 'efficiency': cc.efficiency})}"
-        )
+        lines.append(f"collectives.{_toml_key(k)} = {_toml_value(dataclasses.asdict(cc))}")
     if c.provenance:
         lines.append(f"\n[curves.{_toml_key(c.architecture)}.provenance]")
         for k, v in c.provenance.items():

@@ -18,14 +18,19 @@ Time (seconds) of the layer, with ``m`` = 3 weight matrices per expert (gate, up
     bytes = touched · m · d · inter/tp · b_w                       (the touched experts' weights, streamed once)
           + (rows · (3·d + 2·(m − 1)·inter/tp + 2·inter/tp) + 2·T·d) · 2   (bf16 activations: gather, GEMM1 out,
                                                                      activation, GEMM2 out, scatter-reduce)
-    t = max(flops / (peak(dtype) · compute[dtype] · moe), bytes / (bandwidth · memory)) + KERNELS · kernel_s
+    t_c = flops / (peak(dtype) · compute[dtype] · moe)
+    t_m = bytes / (bandwidth · memory · moe_memory)
+    t = (t_c^(1/q) + t_m^(1/q))^q + KERNELS · kernel_s + moe_s,     q = moe_serial
 
 ``compute``, ``memory`` and ``kernel_s`` are the GEMM figures of the device's architecture (fitted before this
-family); ``moe`` -- the achieved fraction of the GEMM rate inside a grouped MoE kernel -- is this family's one
-fitted figure. ``KERNELS`` = 5: routing/alignment, two grouped GEMMs, the activation, the final scatter-reduce
-(TensorRT-LLM's MoE flow and vLLM's fused_moe both launch five), each at the GEMM family's fixed ``kernel_s``.
-(With a provisional GEMM fit whose ``kernel_s`` came out 7-10 µs, two launches looked better in sample; with the
-GEMM family's fitted 1.6-3.8 µs, five is better on every GPU: docs/kernels-moe-collectives.md.)
+family); this family fits four: ``moe`` (the achieved fraction of the GEMM rate inside a grouped MoE kernel),
+``moe_memory`` (its weight-streaming rate relative to a dense GEMM's), ``moe_s`` (fixed seconds per layer beyond
+the launches: routing, permutation, the scatter-reduce's tail; the measured layers keep a 13-35 µs floor five
+launches do not reach) and ``moe_serial`` (q: 0 the hard max of compute and streaming, 1 their sum; Hopper's and
+Blackwell's grouped kernels fit q = 1, Ampere's and Ada's ~0.65). ``KERNELS`` = 5: routing/alignment, two grouped
+GEMMs, the activation, the final scatter-reduce (TensorRT-LLM's MoE flow and vLLM's fused_moe both launch five),
+each at the GEMM family's fixed ``kernel_s``. With every new figure at its default (1, 0, 0) the layer is the
+earlier single-fraction model.
 """
 
 from __future__ import annotations
@@ -45,6 +50,11 @@ from .collectives import family
 
 #: Kernel launches per MoE layer, each costing the GEMM family's ``kernel_s`` (see the module docstring).
 KERNELS = 5
+#: Frameworks whose MoE layer moves the activations of every routed token-expert pair (T·K rows) on each GPU of an
+#: expert-parallel group, its own experts' or not: vLLM's fused MoE (Triton, FlashInfer and Marlin paths alike)
+#: permutes, activates and reduces buffers over all T·K rows, masking the other GPUs' experts' GEMM tiles only
+#: (its measured layers slow with EP at large T where TensorRT-LLM's CUTLASS path does not).
+ALL_ROWS_FRAMEWORKS = ("vllm",)
 #: Monte Carlo draws per shape for a random routing law (seeded by the shape).
 DRAWS = 64
 #: Tile heights a grouped GEMM picks from: the smallest power of two ≥ the mean rows per touched expert,
@@ -165,8 +175,10 @@ def layer_seconds(
     padded: Any,
     tp: Any = 1,
     gated: Any = True,
+    act_rows: Any = None,
 ) -> Any:
-    """Seconds of one MoE layer on one GPU (module docstring), vectorised over the shape arrays."""
+    """Seconds of one MoE layer on one GPU (module docstring), vectorised over the shape arrays; ``act_rows``: the
+    token-expert rows whose activations move (default ``rows``; :data:`ALL_ROWS_FRAMEWORKS`)."""
     if dtype not in DTYPES:
         raise bad("moe_dtype", dtype, f"one of {', '.join(DTYPES)}")
     b_w, roof, key = DTYPES[dtype]
@@ -177,10 +189,22 @@ def layer_seconds(
     rows = np.asarray(rows, dtype=float)
     flops = 2.0 * np.asarray(padded, dtype=float) * m * d * i_loc
     weights = np.asarray(touched, dtype=float) * m * d * i_loc * b_w
-    acts = (rows * (3 * d + 2 * (m - 1) * i_loc + 2 * i_loc) + 2 * np.asarray(T, dtype=float) * d) * 2.0
+    moved = rows if act_rows is None else np.asarray(act_rows, dtype=float)
+    acts = (moved * (3 * d + 2 * (m - 1) * i_loc + 2 * i_loc) + 2 * np.asarray(T, dtype=float) * d) * 2.0
     t_c = flops / (peak * _fraction(curves, key, roof) * curves.moe)
-    t_m = (weights + acts) / (device.memory_bandwidth * curves.memory)
-    return np.maximum(t_c, t_m) + KERNELS * curves.kernel_s
+    t_m = (weights + acts) / (device.memory_bandwidth * curves.memory * curves.moe_memory)
+    return blend(t_c, t_m, curves.moe_serial) + KERNELS * curves.kernel_s + curves.moe_s
+
+
+def blend(t_c: Any, t_m: Any, q: float) -> Any:
+    """``(t_c^(1/q) + t_m^(1/q))^q``: the hard max at q = 0, the sum at q = 1 (computed relative to the max, so a
+    small q does not overflow)."""
+    t_c, t_m = np.asarray(t_c, dtype=float), np.asarray(t_m, dtype=float)
+    hi = np.maximum(t_c, t_m)
+    if q <= 0:
+        return hi
+    lo = np.minimum(t_c, t_m) / np.where(hi > 0, hi, 1.0)
+    return hi * (1.0 + lo ** (1.0 / q)) ** q
 
 
 @dataclass(frozen=True)
@@ -196,6 +220,7 @@ class Terms:
     rows: np.ndarray  #: expected rows of the heaviest expert group (NaN where the routing is not modelled)
     touched: np.ndarray
     padded: np.ndarray
+    act_rows: np.ndarray | None = None  #: rows whose activations move (None: ``rows``)
 
 
 def prepare(rows, device: Device | None = None) -> Terms:
@@ -211,10 +236,12 @@ def prepare(rows, device: Device | None = None) -> Terms:
             continue
     dtype = rows["moe_dtype"].astype(str).to_numpy()
     num = lambda c: rows[c].to_numpy(dtype=float)  # noqa: E731
+    fw = rows["framework"].astype(str).str.lower().to_numpy() if "framework" in rows else np.full(len(rows), "")
+    act_rows = np.where(np.isin(fw, ALL_ROWS_FRAMEWORKS), num("num_tokens") * num("topk"), loads[:, 0])
     return Terms(np.where(np.isin(dtype, list(DTYPES)), dtype, ""), num("num_tokens"), num("hidden_size"),
                  num("inter_size"), num("moe_tp_size"),
                  ~rows["kernel_source"].astype(str).str.contains("nongated").to_numpy(),
-                 loads[:, 0], loads[:, 1], loads[:, 2])  # fmt: skip
+                 loads[:, 0], loads[:, 1], loads[:, 2], act_rows)  # fmt: skip
 
 
 def evaluate(terms: Terms, device: Device, curves: KernelCurves) -> np.ndarray:
@@ -224,8 +251,9 @@ def evaluate(terms: Terms, device: Device, curves: KernelCurves) -> np.ndarray:
         if not dtype:
             continue
         m = terms.dtype == dtype
+        act = None if terms.act_rows is None else terms.act_rows[m]
         out[m] = layer_seconds(device, curves, str(dtype), terms.T[m], terms.d[m], terms.inter[m], terms.rows[m],
-                               terms.touched[m], terms.padded[m], terms.tp[m], terms.gated[m])  # fmt: skip
+                               terms.touched[m], terms.padded[m], terms.tp[m], terms.gated[m], act)  # fmt: skip
     return out
 
 
@@ -238,7 +266,8 @@ def predict(rows, device: Device, curves: KernelCurves | None) -> np.ndarray:
 
 #: The routed-expert layer: fits the one ``moe`` fraction, the GEMM figures held fixed. (``prepare``/``evaluate``
 #: split :func:`predict` so a fit evaluates the routing law once.)
-MOE = register(family("moe", ("moe_perf",), ("moe",), predict, prepare=prepare, evaluate=evaluate))
+MOE = register(family("moe", ("moe_perf",), ("moe", "moe_memory", "moe_s", "moe_serial"), predict, prepare=prepare,
+                      evaluate=evaluate))  # fmt: skip
 
-__all__ = ["DTYPES", "KERNELS", "MOE", "Terms", "evaluate", "expected_load", "layer_seconds", "parse_distribution",
-           "predict", "prepare", "tile_rows", "uniform_touched"]  # fmt: skip
+__all__ = ["ALL_ROWS_FRAMEWORKS", "DTYPES", "KERNELS", "MOE", "Terms", "blend", "evaluate", "expected_load",
+           "layer_seconds", "parse_distribution", "predict", "prepare", "tile_rows", "uniform_touched"]  # fmt: skip

@@ -18,8 +18,9 @@ the links and the off-node share over the network, one after the other.
 Fitted curves: where the system's devices have kernel curves (:mod:`..kernels`: their architecture's, fitted to
 measured collectives) with a curve for the collective on the system's link kind, the in-node collectives of
 :func:`all_reduce` (``algorithm="auto"``, what engines run: TensorRT-LLM's custom all-reduce) and
-:func:`all_to_all_sys` are priced by it -- still α + bytes/β, with the fitted per-call latency for α and the link's
-datasheet bandwidth × the fitted efficiency (× the link kind's contention, :mod:`..kernels.collectives`) for β.
+:func:`all_to_all_sys` are priced by it -- the cheaper of the curve's two protocols, each α + bytes/β with fitted
+latencies for α and the link's datasheet bandwidth × a fitted efficiency (× the link kind's contention,
+:mod:`..kernels.collectives`) for β.
 The scale-out parts, point-to-point sends, explicit ``ring``/``tree`` and systems of devices without curves keep
 the α–β figures of the system file.
 
@@ -144,9 +145,8 @@ def all_to_all_sys(nbytes: Any, n: int, system: System) -> Any:
             return K.seconds("alltoall", n, nbytes, system.link_bw, fit[0], fit[1])
         return all_to_all(nbytes, n, system.link_bw, system.link_latency)
     s = np.asarray(nbytes, dtype=float)
-    if fit is not None:  # the on-node share at the fitted figures, the off-node share on the network
-        kind, c = fit
-        on = c.latency + (local - 1) / n * s / K.rank_bandwidth(system.link_bw, kind, local, c.efficiency)
+    if fit is not None:  # the on-node share ((local-1)/n of s) at the fitted curve, the off-node share on the network
+        on = K.seconds("alltoall", local, s * local / n, system.link_bw, fit[0], fit[1])
     else:
         on = system.link_latency + (local - 1) / n * s / system.link_bw
     off = system.scale_out_latency + (n - local) / n * s / system.scale_out_bw
