@@ -15,9 +15,13 @@ Real engines lose in these physical ways, each one named parameter:
 * **small-batch GEMV**: an engine with ``gemv_max_batch`` > 0 (TensorRT: 8) runs the dequantising
   GEMMs of a decode step of at most that many sequences as CUDA-core GEMV kernels on the vector roof
   (work grows with the batch: AWQ decode at batch 8 costs 2.5-3× batch 1 on Thor, NVFP4 1.4×);
-* **no padding**: every engine here packs a batch's prompts (TensorRT-LLM removes input padding, vLLM and
-  llama.cpp pack tokens) and prefills them in chunks while the others decode, so a batch of B equal prompts
-  costs B prompts' FLOPs with the weights read once -- a former fitted 2.14× ``batch_pad`` is gone;
+* **packed or padded prompts** (``padding``): TensorRT-LLM (input padding removed), vLLM and llama.cpp pack a
+  batch's prompts, so a batch of B prompts costs their tokens' FLOPs with the weights read once; TensorRT Edge-LLM
+  pads every prompt of a batch to the batch's longest (``LLMInferenceRuntime::setUpForPrefillExecution``: "Pad
+  each sequence to the max length of this batch"; ``padding = "longest"``). For B equal prompts -- what a
+  :class:`.workload.Workload` describes -- both cost the same; prompts of unequal length (a benchmark's dataset
+  prompts) cost B × the longest on a padding engine (:func:`.serving.padded_prompt_ratio`). A former fitted 2.14×
+  ``batch_pad`` that every engine paid, equal prompts included, is gone;
 * **per-kernel overhead**: ``kernel_s`` seconds (device family: launch latency, the tail of a
   kernel that does not fill the GPU, host sync) per kernel launched, times the number of kernels
   the engine launches per layer and per pass -- which depends on its fusion;
@@ -91,6 +95,9 @@ class EngineProfile:
     launch: str = "device"
     #: device architectures (or kinds, e.g. ``cpu``) whose published rows fitted this profile's figures
     fitted_on: tuple[str, ...] = ()
+    #: how a batch's prompts are prefilled: ``packed`` (their tokens only) or ``longest`` (each padded to the
+    #: batch's longest prompt: costs more only when the prompts differ in length)
+    padding: str = "packed"
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -154,7 +161,9 @@ BUILTIN_ENGINES: dict[str, EngineProfile] = {
         7.0,
         4.0,
         gemv_max_batch=8,
-        note="TensorRT Edge-LLM (Jetson/DRIVE C++ runtime with its own plugins: not the measured TensorRT-LLM kernels)",
+        padding="longest",
+        note="TensorRT Edge-LLM (Jetson/DRIVE C++ runtime with its own plugins: not the measured TensorRT-LLM kernels; "
+        "pads a batch's prompts to the longest)",
     ),
     "vllm": EngineProfile("vllm", 9.0, 4.0),
     "llama.cpp": EngineProfile(

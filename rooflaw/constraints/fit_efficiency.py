@@ -34,7 +34,7 @@ from ..devices.device import Device
 from .engines import BUILTIN_ENGINES, ENGINE_NAMES, EngineProfile, get_engine, mixed_input
 from .published import Case
 from .roofline import evaluate
-from .serving import VLLM_TOKEN_BUDGET, Schedule, assembly_step_cost
+from .serving import VLLM_TOKEN_BUDGET, Schedule, assembly_step_cost, padded_prompt_ratio
 from .workload import Workload
 
 #: engines whose kernels a device family's own figures describe (no engine compute/memory factor of their own)
@@ -50,7 +50,11 @@ PRIORS = {
     "attention_factor": (1.0, 2.0, 0.02, 4.0),
     "pass_s": (3e-4, 5.0, 1e-7, 0.1),
     "layer_s": (1e-6, 10.0, 1e-10, 1e-3),
+    "spread": (0.3, 2.0, 1e-3, 2.0),
 }
+#: the one figure of the measured workloads themselves: the coefficient of variation of the lengths of a dataset's
+#: prompts (rows with ``Case.uneven_prompts``), which an engine that pads prompts to the batch's longest pays for
+PROMPTS = ("prompts", "dataset", "spread")
 OBS_SCALE = 0.1  #: relative error at which the robust loss turns linear
 
 
@@ -72,6 +76,9 @@ class CaseFeatures:
     steps: list[tuple[float, tuple | None, tuple | None, int]] | None = None
     #: engine -> seconds per pass the kernel curves' per-GEMM-call extras add (0 without curves)
     gemm_extra: dict[str, float] = dataclasses.field(default_factory=dict)
+    #: a padded prefill (:func:`padded`): per-op (F, B) of prompts of 2·S_in less those of S_in, so prompts padded to
+    #: r·S_in cost pre + (r − 1)·pad_delta (exact for the terms linear in the tokens)
+    pad_delta: tuple[np.ndarray, np.ndarray] | None = None
 
 
 def _roof_classes() -> dict[str, str]:
@@ -145,8 +152,12 @@ def _features(case: Case, device: Device) -> CaseFeatures:
     for name in launches:
         r = rates(device, case.precision, applied(device, name))
         extra[name] = r.gemm_s * r.gemms_per_layer * layers
+    delta = None
+    if padded(case):
+        F2, B2 = _op_arrays(case, device, dataclasses.replace(w, input_tokens=2 * w.input_tokens), names)[1]
+        delta = (F2 - Fp, B2 - Bp)
     return CaseFeatures((Fp, Bp), (Fd, Bd), np.array(pis), dts, float(device.memory_bandwidth), launches,
-                        np.array(mixed), np.array(att), float(device.vector_flops), steps, extra)  # fmt: skip
+                        np.array(mixed), np.array(att), float(device.vector_flops), steps, extra, delta)  # fmt: skip
 
 
 def params_for(
@@ -175,6 +186,8 @@ class FitParameters:
         self.fixed: dict[tuple[str, str, str], float] = {}
         curves = curves or {}
         for c, f in zip(cases, feats, strict=False):
+            if padded(c):
+                self._add(*PROMPTS)
             if c.family in curves:  # device figures from the kernel curves, held fixed; the engine's host figures
                 dts = set(f.dtypes) - {"-"}
                 for k, v in curve_figures(curves[c.family], dts).items():
@@ -227,6 +240,11 @@ class FitParameters:
         return dt
 
 
+def padded(case: Case) -> bool:
+    """Whether ``case`` is a prefill of prompts of unequal length on an engine that pads them to the longest."""
+    return case.phase == "prefill" and case.uneven_prompts and BUILTIN_ENGINES[case.engine].padding == "longest"
+
+
 def _predict(x: np.ndarray, P: FitParameters, case: Case, f: CaseFeatures) -> float:
     fam, eng = case.family, case.engine
     mf = P.get(x, "engine", eng, "memory_factor")
@@ -242,20 +260,22 @@ def _predict(x: np.ndarray, P: FitParameters, case: Case, f: CaseFeatures) -> fl
     over = P.get(x, "family", fam, "kernel_s", 0.0) * f.launches[eng] + P.get(x, "engine", eng, "pass_s", 0.0)
     over += P.get(x, "engine", eng, "layer_s", 0.0) * float(case.arch.layers) + f.gemm_extra.get(eng, 0.0)
 
-    def t(F, B, pad=1.0, gemv=False):
+    def t(F, B, gemv=False):
         pi, e = f.pi, eff
         if gemv:  # dequantising GEMMs as GEMV on the vector roof at the family's fp32 fraction
             pi = np.where(f.mixed > 0, f.vector, f.pi)
             e = np.where(f.mixed > 0, min(1.0, P.get(x, "family", fam, "fp32") * cf), eff)
         with np.errstate(divide="ignore", invalid="ignore"):
-            tc = np.where(np.isfinite(pi), F / (pi * e), 0.0) * pad
+            tc = np.where(np.isfinite(pi), F / (pi * e), 0.0)
         return float(np.sum(np.maximum(tc, B / (f.beta * eta_m)))) + over
 
     w = case.workload
-    pad = 1.0
     gemv = bool(f.mixed.any()) and w.batch <= BUILTIN_ENGINES[eng].gemv_max_batch
     if case.phase == "prefill":
-        return t(*f.pre, pad)
+        if f.pad_delta is not None:  # prompts padded to the batch's longest: r·S_in tokens per sequence
+            r1 = padded_prompt_ratio(w.batch, P.get(x, *PROMPTS, 0.0)) - 1.0
+            return t(f.pre[0] + r1 * f.pad_delta[0], f.pre[1] + r1 * f.pad_delta[1])
+        return t(*f.pre)
     if case.phase == "decode":
         return t(*f.dec, gemv=gemv)
     if f.steps is not None:  # continuous batching: steady-state steps per request (see .serving)
@@ -266,7 +286,7 @@ def _predict(x: np.ndarray, P: FitParameters, case: Case, f: CaseFeatures) -> fl
             td = t(*dec, gemv=gemv_n) if dec is not None else 0.0
             tot += count * max(tp, td)
         return tot / (w.output_tokens + 1)
-    return (t(*f.pre, pad) + w.output_tokens * t(*f.dec, gemv=gemv)) / (w.batch * (w.output_tokens + 1))
+    return (t(*f.pre) + w.output_tokens * t(*f.dec, gemv=gemv)) / (w.batch * (w.output_tokens + 1))
 
 
 @dataclass
@@ -281,6 +301,8 @@ class FitResult:
     fitted_on: dict[str, list[str]] = dataclasses.field(default_factory=dict)
     #: kernel-curves family -> the device figures held fixed (not fitted)
     fixed: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)
+    #: figures of the measured workloads (``spread``: coefficient of variation of a dataset's prompt lengths)
+    prompts: dict[str, float] = dataclasses.field(default_factory=dict)
 
     def device(self, device: Device, family: str) -> Device:
         """``device`` with this fit's figures of ``family`` as its ``achieved`` table."""
@@ -339,8 +361,12 @@ def fit(cases: Sequence[Case], devices: dict[str, Device] | None = None,
             sol = s
     fams: dict[str, dict[str, float]] = {}
     engs: dict[str, dict[str, float]] = {}
+    prompts: dict[str, float] = {}
     for k, i in P.index.items():
         scope, owner, key = k
+        if scope == "prompts":
+            prompts[key] = float(math.exp(sol.x[i]))
+            continue
         (fams if scope == "family" else engs).setdefault(owner, {})[key] = float(math.exp(sol.x[i]))
     rows: dict[str, list[str]] = {}
     fitted_on: dict[str, list[str]] = {}
@@ -355,7 +381,7 @@ def fit(cases: Sequence[Case], devices: dict[str, Device] | None = None,
     fixed = {}
     for (_, fam, key), v in P.fixed.items():
         fixed.setdefault(fam, {})[key] = v
-    return FitResult(fams, engs, rows, float(sol.cost), {k: sorted(v) for k, v in fitted_on.items()}, fixed)
+    return FitResult(fams, engs, rows, float(sol.cost), {k: sorted(v) for k, v in fitted_on.items()}, fixed, prompts)
 
 
 def predict(case: Case, result: FitResult | None, devices: dict[str, Device] | None = None) -> float:
@@ -371,6 +397,9 @@ def predict(case: Case, result: FitResult | None, devices: dict[str, Device] | N
         step = assembly_step_cost(case.arch, dev, case.precision, engine, w.input_tokens, w.output_tokens,
                                   w.attention)  # fmt: skip
         return _schedule(case).seconds_per_token(step)
+    if result is not None and padded(case):  # prompts padded to the batch's longest: more tokens per sequence
+        s_pad = round(w.input_tokens * padded_prompt_ratio(w.batch, result.prompts.get("spread", 0.0)))
+        w = dataclasses.replace(w, input_tokens=max(w.input_tokens, s_pad))
     rep = evaluate(case.arch, dev, w, case.precision, engine=engine)
     if case.phase == "prefill":
         return rep.prefill_s

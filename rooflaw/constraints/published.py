@@ -97,6 +97,9 @@ class Case:
     #: the FP16 roof (FLOP/s) this row's 16-bit GEMMs run on when it is not the catalog's: llama.cpp's cuBLAS
     #: path accumulates in FP16 (:data:`FP16_ACCUMULATE_FLOPS`)
     fp16_flops: float | None = None
+    #: the batch's prompts differ in length (a dataset's prompts; ``input_tokens`` is their mean): an engine that pads
+    #: them to the longest (:attr:`.engines.EngineProfile.padding`) prefills more tokens than B × the mean
+    uneven_prompts: bool = False
 
 
 def _num(text: str) -> float:
@@ -258,7 +261,9 @@ def _cases(row: dict[str, str], arch: Architecture, device: str, engine: str) ->
         return [Case(**base, workload=w, phase="e2e", measured_s=1.0 / tok_s, concurrent=served)]
     pre = _num(row["prefill_ms"])
     if math.isfinite(pre):
-        out.append(Case(**pre_base, workload=Workload(batch, s_in, 1, att), phase="prefill", measured_s=pre / 1e3))
+        uneven = batch > 1 and "dataset prompts" in mtype  # TensorRT Edge-LLM's dataset: input_tokens is the mean
+        out.append(Case(**pre_base, workload=Workload(batch, s_in, 1, att), phase="prefill", measured_s=pre / 1e3,
+                        uneven_prompts=uneven))  # fmt: skip
     step = _num(row["decode_ms_per_token"])
     step = step / 1e3 if math.isfinite(step) else batch / tok_s
     out.append(Case(**base, workload=Workload(batch, s_in, s_out, att), phase="decode", measured_s=step))
