@@ -14,7 +14,8 @@ Real engines lose in these physical ways, each one named parameter:
   the family's fraction of the roof, factor 1). NVFP4 on Blackwell runs on the FP4 roof (see :mod:`.precision`);
 * **small-batch GEMV**: an engine with ``gemv_max_batch`` > 0 (TensorRT: 8) runs the dequantising
   GEMMs of a decode step of at most that many sequences as CUDA-core GEMV kernels on the vector roof
-  (work grows with the batch: AWQ decode at batch 8 costs 2.5-3× batch 1 on Thor, NVFP4 1.4×);
+  (work grows with the batch: AWQ decode at batch 8 costs 2.5-3× batch 1 on Thor, NVFP4 1.4×); an engine with
+  its own kernels has a ``gemv_factor`` for them (CUDA-core kernels: not its tensor-core ``compute_factor``);
 * **packed or padded prompts** (``padding``): TensorRT-LLM (input padding removed), vLLM and llama.cpp pack a
   batch's prompts, so a batch of B prompts costs their tokens' FLOPs with the weights read once; TensorRT Edge-LLM
   pads every prompt of a batch to the batch's longest (``LLMInferenceRuntime::setUpForPrefillExecution``: "Pad
@@ -78,6 +79,9 @@ class EngineProfile:
     compute_factor: float = 1.0
     mixed_factor: float = 1.0
     attention_factor: float = 1.0
+    #: its dequantising GEMV kernels (``gemv_max_batch``) relative to the vector roof's achieved fraction, where
+    #: fitted (else they take ``compute_factor``, as every other kernel)
+    gemv_factor: float = 1.0
     #: seconds per transformer layer per pass the host adds (launch gaps CUDA graphs do not hide; 0 with graphs)
     layer_s: float = 0.0
     #: decode batches up to this size run dequantising GEMMs as CUDA-core GEMV kernels on the vector roof
@@ -214,7 +218,8 @@ def get_engine(name: str | EngineProfile) -> EngineProfile:
 
 
 #: Fitted figures an ``engines.toml`` entry may set.
-ENGINE_KEYS = ("memory_factor", "compute_factor", "mixed_factor", "attention_factor", "layer_s", "pass_s")
+ENGINE_KEYS = ("memory_factor", "compute_factor", "mixed_factor", "attention_factor", "gemv_factor", "layer_s",
+               "pass_s")  # fmt: skip
 
 
 def default_engine(device: Device) -> str:
@@ -263,6 +268,8 @@ class Applied:
     engine_note: str = ""
     #: per curves compute key, seconds each GEMM call adds beyond ``kernel_s`` (``KernelCurves.launch``)
     gemm_launch: dict[str, float] = dataclasses.field(default_factory=dict)
+    #: dequantising GEMVs reach ``compute["fp32"] × gemv`` of the vector roof (a ratio to ``compute_factor``)
+    gemv: float = 1.0
 
     def eff(self, dtype: str) -> float:
         """Achieved fraction of the ``dtype`` roof (1 where nothing was fitted for that roof)."""
@@ -280,7 +287,9 @@ class Applied:
                 f"{self.kernel_s * 1e6:.3g} µs/kernel × ({self.kernels_per_layer:g}/layer{per_expert} + "
                 f"{self.kernels_per_pass or 0:g}/pass)"
             )
-        gemv = f"dequantising GEMV on the vector roof up to batch {self.gemv_max_batch}, " * bool(self.gemv_max_batch)
+        gemv = f"dequantising GEMV on the vector roof ×{self.gemv:.3g} up to batch {self.gemv_max_batch}, " * bool(
+            self.gemv_max_batch
+        )
         layer = f"{self.layer_s * 1e6:.3g} µs/layer, " * bool(self.layer_s)
         if self.gemm_launch:
             extra = ", ".join(f"{k} {v * 1e6:.3g}" for k, v in self.gemm_launch.items())
@@ -352,7 +361,7 @@ def applied(
         prof.name, mem, comp, kernel_s, prof.kernels_per_layer, prof.kernels_per_pass, prof.moe_kernels,
         prof.pass_s, source, prof.kernels_per_expert, prof.mixed_factor / prof.compute_factor,
         prof.attention_factor / prof.compute_factor, prof.gemv_max_batch,
-        prof.launch == "host" and device.kind != "cpu", prof.layer_s, engine_note=note,
+        prof.launch == "host" and device.kind != "cpu", prof.layer_s, engine_note=note, gemv=CA.gemv_ratio(prof),
     )  # fmt: skip
 
 

@@ -81,6 +81,7 @@ class FlatCases:
                          np.where(f.att > 0, idx("engine", eng, "attention_factor", one), i_cf))  # fmt: skip
         fac_i = np.where(np.array(f.dtypes) != "-", fac_i, one)
         i_fp32 = idx("family", fam, "fp32", one)
+        i_gf = idx("engine", eng, "gemv_factor", i_cf)  # the engine's GEMV factor, else its compute factor
         i_pad = one  # no padding factor: packed prompts (the former batch_pad is gone); padded ones: pad_delta
         gemv_max = BUILTIN_ENGINES[eng].gemv_max_batch
 
@@ -96,7 +97,7 @@ class FlatCases:
             pi, a, b = f.pi, fam_i, fac_i
             if gemv:  # dequantising GEMMs as GEMV on the vector roof at the family's fp32 fraction
                 pi = np.where(f.mixed > 0, f.vector, f.pi)
-                a, b = np.where(f.mixed > 0, i_fp32, a), np.where(f.mixed > 0, i_cf, b)
+                a, b = np.where(f.mixed > 0, i_fp32, a), np.where(f.mixed > 0, i_gf, b)
             with np.errstate(divide="ignore"):
                 invpi = np.where(np.isfinite(pi), 1.0 / pi, 0.0)
             for k, v in (("F", F), ("B", B), ("invpi", invpi), ("a", a), ("b", b), ("tid", np.full(len(F), j))):

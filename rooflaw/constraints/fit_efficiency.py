@@ -48,6 +48,7 @@ PRIORS = {
     "compute_factor": (1.0, 2.0, 0.05, 4.0),
     "mixed_factor": (1.0, 2.0, 0.02, 4.0),
     "attention_factor": (1.0, 2.0, 0.02, 4.0),
+    "gemv_factor": (1.0, 2.0, 0.02, 4.0),
     "pass_s": (3e-4, 5.0, 1e-7, 0.1),
     "layer_s": (1e-6, 10.0, 1e-10, 1e-3),
     "spread": (0.3, 2.0, 1e-3, 2.0),
@@ -199,6 +200,8 @@ class FitParameters:
                         self._add("engine", c.engine, "mixed_factor")
                     if BUILTIN_ENGINES[c.engine].attention == "unfused":
                         self._add("engine", c.engine, "attention_factor")
+                    if f.mixed.any() and c.phase != "prefill" and BUILTIN_ENGINES[c.engine].gemv_max_batch:
+                        self._add("engine", c.engine, "gemv_factor")  # its CUDA-core dequantising GEMVs
                 self._add("engine", c.engine, "pass_s")
                 self._add("engine", c.engine, "layer_s")
                 continue
@@ -262,9 +265,10 @@ def _predict(x: np.ndarray, P: FitParameters, case: Case, f: CaseFeatures) -> fl
 
     def t(F, B, gemv=False):
         pi, e = f.pi, eff
-        if gemv:  # dequantising GEMMs as GEMV on the vector roof at the family's fp32 fraction
+        if gemv:  # dequantising GEMMs as GEMV on the vector roof: the family's fp32 fraction, the GEMV factor
             pi = np.where(f.mixed > 0, f.vector, f.pi)
-            e = np.where(f.mixed > 0, min(1.0, P.get(x, "family", fam, "fp32") * cf), eff)
+            gf = P.get(x, "engine", eng, "gemv_factor", cf)
+            e = np.where(f.mixed > 0, min(1.0, P.get(x, "family", fam, "fp32") * gf), eff)
         with np.errstate(divide="ignore", invalid="ignore"):
             tc = np.where(np.isfinite(pi), F / (pi * e), 0.0)
         return float(np.sum(np.maximum(tc, B / (f.beta * eta_m)))) + over
@@ -352,7 +356,8 @@ def fit(cases: Sequence[Case], devices: dict[str, Device] | None = None,
 
     # Two starts: the priors, and every compute fraction 4× lower. An op memory-bound at the start gives its
     # compute parameters no gradient (the roofline's max), so one start alone can stall short of the optimum.
-    slow = np.array([P.kind(k) in ("compute", "compute_factor", "mixed_factor", "attention_factor") for k in P.names])
+    slow = np.array([P.kind(k) in ("compute", "compute_factor", "mixed_factor", "attention_factor", "gemv_factor")
+                     for k in P.names])  # fmt: skip
     sol = None
     for x0 in (mu, mu - np.log(4.0) * slow):
         s = least_squares(resid, np.clip(x0, lo + 1e-9, hi - 1e-9), bounds=(lo, hi), loss="soft_l1", f_scale=1.0,
