@@ -19,6 +19,10 @@ Conventions (the ``full`` preset):
   16 bits or more, so they read and write ``b_v`` = max(b_a, 2) bytes per element, and so does
   the score matrix between QKᵀ, softmax and ·V: INT8 halves only the linear layers' traffic --
   the paper's reason why INT8 helps sub-linearly.
+- A GEMM with activations narrower than 16 bits (FP8, NVFP4, INT8: W8A8, llama.cpp's MMQ) reads them quantised
+  by a kernel of its own: ``attn_quant`` (the inputs of the QKV and O projections) and ``ffn_quant`` (of the FFN's
+  up and down projections) move ``b_q`` = b_v + b_a bytes per input element (read 16-bit, write quantised; 0 for
+  16-bit activations), as the measured GEMM kernels' ``quant_bytes`` (``kernels/gemm.py``) do.
 - Weight bytes are read once per pass; MoE reads the expected number of distinct experts touched
   by ``T`` tokens, E·(1 − (1 − K/E)^T), plus shared experts.
 - The KV cache is 2·kv_heads·head_dim·b_kv bytes per token per layer (K and V, KV heads).
@@ -38,7 +42,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from .symbols import ARCH, STACK, B, C, Mk, Sq, T, b_a, b_h, b_kv, b_v, b_w, unfused
+from .symbols import ARCH, STACK, B, C, Mk, Sq, T, b_a, b_h, b_kv, b_q, b_v, b_w, unfused
 
 #: (query, key) pairs per sequence an attention kernel computes: the full block unfused, the causal ones fused.
 PAIRS = Sq * C - (1 - unfused) * Mk
@@ -102,6 +106,7 @@ _tokens_per_expert = T * K / experts_touched
 
 FULL_OPS: tuple[Op, ...] = (
     _norm("attn_norm", a["norms_per_layer"] / 2, d),
+    Op("attn_quant", "memory", "layer", flops=sp.Integer(0), bytes=T * (d + q_out) * b_q, count="attn_layers"),
     _proj("q_proj", q_out, d, b_a, a["qkv_bias"]),
     _proj("k_proj", kv_out, d, b_kv, a["qkv_bias"]),
     _proj("v_proj", kv_out, d, b_kv, a["qkv_bias"]),
@@ -139,6 +144,8 @@ FULL_OPS: tuple[Op, ...] = (
     ),
     _proj("o_proj", d, q_out, b_a),
     _norm("ffn_norm", a["norms_per_layer"] / 2, d),
+    Op("ffn_quant", "memory", "layer", flops=sp.Integer(0), bytes=T * (d + ffn_tokens_width) * b_q,
+       count="ffn_layers"),  # fmt: skip
     Op(
         "router",
         "linear",

@@ -96,6 +96,14 @@ class Precision:
         return max(self.activations.bytes, 2.0)
 
     @property
+    def quantise_bytes(self) -> float:
+        """Bytes per element an activation-quantise kernel moves before each GEMM whose activations are narrower
+        than 16 bits (FP8, NVFP4, INT8: read the 16-bit tensor, write the quantised one, scales included); 0 for
+        16-bit or wider activations, which the GEMM reads as they are."""
+        a = self.activations.bytes
+        return self.vector_bytes + a if a < 2.0 else 0.0
+
+    @property
     def bits(self) -> dict[str, float]:
         """``P_w``, ``P_a``, ``P_kv``: bits per element of the weights, activations and KV cache, scale overhead
         included (the precision-aware loss laws' variables)."""
