@@ -84,4 +84,5 @@ def test_energy_per_flop_and_per_byte_replace_the_power_split():
     # 10 W · 8.3616e-7 s + 1e-12 · 2857424 + 1e-10 · 836160 = 8.3616e-6 + 2.857424e-6 + 8.3616e-5
     assert rep.energy_j == pytest.approx(9.4835024e-5, rel=1e-12)
     no_power = dataclasses.replace(dev, power_idle=None, power_peak=None)
-    assert evaluate(A, no_power, WL, PREC, engine="device").energy_j == pytest.approx(2.857424e-6 + 8.3616e-5, rel=1e-12)
+    e = evaluate(A, no_power, WL, PREC, engine="device").energy_j
+    assert e == pytest.approx(2.857424e-6 + 8.3616e-5, rel=1e-12)

@@ -144,8 +144,9 @@ FULL_OPS: tuple[Op, ...] = (
     ),
     _proj("o_proj", d, q_out, b_a),
     _norm("ffn_norm", a["norms_per_layer"] / 2, d),
-    Op("ffn_quant", "memory", "layer", flops=sp.Integer(0), bytes=T * (d + ffn_tokens_width) * b_q,
-       count="ffn_layers"),  # fmt: skip
+    Op(
+        "ffn_quant", "memory", "layer", flops=sp.Integer(0), bytes=T * (d + ffn_tokens_width) * b_q, count="ffn_layers"
+    ),  # fmt: skip
     Op(
         "router",
         "linear",
