@@ -22,7 +22,9 @@ Conventions (the ``full`` preset):
 - A GEMM with activations narrower than 16 bits (FP8, NVFP4, INT8: W8A8, llama.cpp's MMQ) reads them quantised
   by a kernel of its own: ``attn_quant`` (the inputs of the QKV and O projections) and ``ffn_quant`` (of the FFN's
   up and down projections) move ``b_q`` = b_v + b_a bytes per input element (read 16-bit, write quantised; 0 for
-  16-bit activations), as the measured GEMM kernels' ``quant_bytes`` (``kernels/gemm.py``) do.
+  16-bit activations), as the measured GEMM kernels' ``quant_bytes`` (``kernels/gemm.py``) do. Weights a separate
+  kernel dequantises before the GEMM (llama.cpp's F16 cuBLAS path for GGUF prompts) cost ``attn_dequant`` and
+  ``ffn_dequant``: ``b_d`` bytes per weight each pass, on top of the GEMM's own read of the dequantised copy.
 - Weight bytes are read once per pass; MoE reads the expected number of distinct experts touched
   by ``T`` tokens, E·(1 − (1 − K/E)^T), plus shared experts.
 - The KV cache is 2·kv_heads·head_dim·b_kv bytes per token per layer (K and V, KV heads).
@@ -42,7 +44,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from .symbols import ARCH, STACK, B, C, Mk, Sq, T, b_a, b_h, b_kv, b_q, b_v, b_w, unfused
+from .symbols import ARCH, STACK, B, C, Mk, Sq, T, b_a, b_d, b_h, b_kv, b_q, b_v, b_w, unfused
 
 #: (query, key) pairs per sequence an attention kernel computes: the full block unfused, the causal ones fused.
 PAIRS = Sq * C - (1 - unfused) * Mk
@@ -107,6 +109,14 @@ _tokens_per_expert = T * K / experts_touched
 FULL_OPS: tuple[Op, ...] = (
     _norm("attn_norm", a["norms_per_layer"] / 2, d),
     Op("attn_quant", "memory", "layer", flops=sp.Integer(0), bytes=T * (d + q_out) * b_q, count="attn_layers"),
+    Op(
+        "attn_dequant",
+        "memory",
+        "layer",
+        flops=sp.Integer(0),
+        bytes=d * (2 * q_out + 2 * kv_out) * b_d,
+        count="attn_layers",
+    ),  # fmt: skip
     _proj("q_proj", q_out, d, b_a, a["qkv_bias"]),
     _proj("k_proj", kv_out, d, b_kv, a["qkv_bias"]),
     _proj("v_proj", kv_out, d, b_kv, a["qkv_bias"]),
@@ -146,6 +156,14 @@ FULL_OPS: tuple[Op, ...] = (
     _norm("ffn_norm", a["norms_per_layer"] / 2, d),
     Op(
         "ffn_quant", "memory", "layer", flops=sp.Integer(0), bytes=T * (d + ffn_tokens_width) * b_q, count="ffn_layers"
+    ),  # fmt: skip
+    Op(
+        "ffn_dequant",
+        "memory",
+        "layer",
+        flops=sp.Integer(0),
+        bytes=(n_up + 1) * d * (experts_touched * ffn + nsh * ffn_sh) * b_d,
+        count="ffn_layers",
     ),  # fmt: skip
     Op(
         "router",
