@@ -276,9 +276,10 @@ def _predict(x: np.ndarray, P: FitParameters, case: Case, f: CaseFeatures) -> fl
     w = case.workload
     gemv = bool(f.mixed.any()) and w.batch <= BUILTIN_ENGINES[eng].gemv_max_batch
     if case.phase == "prefill":
-        if f.pad_delta is not None:  # prompts padded to the batch's longest: r·S_in tokens per sequence
+        if f.pad_delta is not None and f.pre is not None:  # prompts padded to the batch's longest: r·S_in tokens
             r1 = padded_prompt_ratio(w.batch, P.get(x, *PROMPTS, 0.0)) - 1.0
-            return t(f.pre[0] + r1 * f.pad_delta[0], f.pre[1] + r1 * f.pad_delta[1])
+            (F0, B0), (dF, dB) = f.pre, f.pad_delta
+            return t(F0 + r1 * dF, B0 + r1 * dB)
         return t(*f.pre)
     if case.phase == "decode":
         return t(*f.dec, gemv=gemv)
