@@ -7,11 +7,14 @@ Parameters, all physical and shared across rows (never one per model or per row)
   ``kernel_s`` seconds per kernel launch;
 * per engine: ``memory_factor`` and ``compute_factor`` (its kernels relative to the reference
   engine, TensorRT-LLM, fixed at 1), ``mixed_factor`` (dequantising GEMMs, where its rows have
-  any), ``attention_factor`` (only an engine with unfused attention: llama.cpp) and ``pass_s`` seconds per pass.
+  any), ``attention_factor`` (only an engine with unfused attention: llama.cpp), ``gemv_factor`` (an engine with
+  its own dequantising GEMV kernels: TensorRT Edge-LLM), ``pass_s`` seconds per pass and ``layer_s`` per layer;
+* of the measured workloads: ``spread``, the coefficient of variation of a dataset's prompt lengths, for the rows
+  whose prompts differ in length on an engine that pads them to the batch's longest (:func:`padded`).
 
-Fixed, documented, not fitted: kernel counts per layer and pass, each engine's attention kind and
-GEMV batch limit (:mod:`.engines`). With published.csv: 15 family + 16 engine parameters for 113
-compared quantities.
+Fixed, documented, not fitted: kernel counts per layer and pass, each engine's attention kind, GEMV batch
+limit and prompt padding (:mod:`.engines`). A device priced by kernel curves has its figures fixed by them: with
+published.csv 16 engine parameters and the prompt spread for 113 compared quantities.
 
 Least squares on log(predicted / measured) with a robust (soft-L1) loss and weak log-normal
 priors, so a parameter no fitted row informs stays at its prior instead of drifting -- that is
