@@ -109,7 +109,8 @@ def engine_note(device: Device, prof: Any, family: bool = False) -> str:
     if arch in fitted:
         return f"{prof.name} figures fitted on {where}"
     if getattr(device, "architecture", None) or family:
-        return f"{prof.name} figures fitted on {where}, carried over to {arch} (host overheads)"
+        what = "host overheads" if prof.name in TABLE_ENGINES else "host overheads and its kernel-class factors"
+        return f"{prof.name} figures fitted on {where}, carried over to {arch} ({what})"
     return f"{prof.name} figures fitted on {where}: none apply to a {device.kind} without an architecture"
 
 
