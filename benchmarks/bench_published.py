@@ -71,9 +71,9 @@ def main() -> None:
     t = time.perf_counter()
     res = rl.fitting.fit_efficiencies(cases)
     fit_s = time.perf_counter() - t
-    n_par = sum(len(v) for v in {**res.families, **res.engines}.values())
+    n_par = sum(len(v) for v in {**res.families, **res.engines, "prompts": res.prompts}.values())
     print(f"fit: {fit_s:.1f} s, {n_par} parameters")
-    for name, vals in {**res.families, **res.engines}.items():
+    for name, vals in {**res.families, **res.engines, "prompts (dataset)": res.prompts}.items():
         print(f"  {name:26s} " + ", ".join(f"{k}={v:.3g}" for k, v in sorted(vals.items())))
     ideal, ins = rl.fitting.efficiency_errors(cases, None), rl.fitting.efficiency_errors(cases, res)
     out: dict[str, object] = {"cases": len(cases), "parameters": n_par, "fit_s": round(fit_s, 1)}
@@ -104,6 +104,7 @@ def main() -> None:
             + ", ".join(f"{p} {v['inside']}/{v['rows']} = {v['share']:.0%}" for p, v in cov.items())  # type: ignore[union-attr]
         )
     residuals("decode residuals, predicted/measured − 1, per source / engine / format / batch", held)
+    residuals("prefill residuals, predicted/measured − 1, per source / engine / format / batch", held, "prefill")
     wall, cpu = time.perf_counter() - t_all, time.process_time() - cpu0
     child = resource.getrusage(resource.RUSAGE_CHILDREN)
     out.update(wall_s=round(wall, 1), cpu_s=round(cpu + child.ru_utime + child.ru_stime, 1),

@@ -8,7 +8,8 @@ load = store; scores·V loading the scores and the V cache; SwiGLU FFN 3 matrice
 documented conventions (docstring of ``rooflaw/constraints/operators.py``): K/V caches and K/V
 projections in b_kv per KV head, vector ops (norms with their residual add, RoPE, softmax, SwiGLU)
 in b_v = max(b_a, 2) bytes, RMSNorm 4 FLOPs/element + 1 for the residual add, weights read once
-per pass, logits for the last token of each sequence only, written in fp32.
+per pass, logits for the last token of each sequence only, written in fp32, and fp8 activations quantised by a
+kernel of their own before each GEMM (read b_v, write b_a: b_q = 3 bytes per input element).
 
 Model: l=2, d=64, heads=4, kv_heads=2 (head_dim 16, q_out 64, kv_out 32), ffn=128 (SwiGLU, n_up=2),
 vocab=100, untied, RMSNorm. Workload B=2, S_in=8. Precision w=fp32, a=fp8, kv=fp16 so every byte
@@ -32,6 +33,8 @@ PREFILL = {
     # 4·T·d (RMSNorm) + T·d (residual add) = 5·16·64 = 5120 /layer
     # (2·T·d + d) norm + 3·T·d residual, ×b_v=2: (5·1024 + 64)·2 = 10368 /layer
     "attn_norm": (10240, 20736),
+    # quantise the QKV input (d) and the O input (q_out): 16·(64 + 64)·(2 + 1) = 6144 /layer
+    "attn_quant": (0, 12288),
     # 2·T·d·q_out = 2·16·64·64 = 131072; W 64·64·4 = 16384 + in 16·64·1 = 1024 + out 16·64·1 = 1024 -> 18432
     "q_proj": (262144, 36864),
     # 2·16·64·32 = 65536; W 64·32·4 = 8192 + in 1024 + K written to the cache 16·32·b_kv(2) = 1024 -> 10240
@@ -49,6 +52,8 @@ PREFILL = {
     # 2·16·64·64 = 131072; W 16384 + in 1024 + out 1024
     "o_proj": (262144, 36864),
     "ffn_norm": (10240, 20736),
+    # quantise the up input (d) and the down input (ffn): 16·(64 + 128)·3 = 9216 /layer
+    "ffn_quant": (0, 18432),
     # 2·T·2·d·ffn = 2·16·2·64·128 = 524288; W 2·64·128·4 = 65536 + in 16·64 = 1024 + out 16·256 = 4096 -> 70656
     "ffn_up": (1048576, 141312),
     # silu·mul 5 FLOPs/element: 16·128·5 = 10240; read gate, up, write: 16·128·3·2 = 12288
@@ -68,6 +73,7 @@ def decode_step(C: int) -> dict[str, tuple[int, int]]:
     """Decode step with context C (T = B = 2, S_q = 1), both layers; C-linear terms written out."""
     return {
         "attn_norm": (1280, 2816),  # 5·2·64 = 640; (5·128 + 64)·2 = 1408 /layer
+        "attn_quant": (0, 1536),  # 2·(64 + 64)·3 = 768 /layer
         "q_proj": (32768, 33280),  # 2·2·64·64 = 16384; 16384 + 128 + 128 = 16640 /layer
         "k_proj": (16384, 16896),  # 2·2·64·32 = 8192; 8192 + 128 + 2·32·2 = 128 -> 8448 /layer
         "v_proj": (16384, 16896),
@@ -78,6 +84,7 @@ def decode_step(C: int) -> dict[str, tuple[int, int]]:
         "attn_values": (2 * 256 * C, 2 * (128 + 144 * C)),
         "o_proj": (32768, 33280),
         "ffn_norm": (1280, 2816),
+        "ffn_quant": (0, 2304),  # 2·(64 + 128)·3 = 1152 /layer
         "ffn_up": (131072, 132352),  # 2·2·2·64·128 = 65536; 65536 + 2·64 = 128 + 2·256 = 512 -> 66176 /layer
         "ffn_act": (2560, 3072),  # 2·128·5 = 1280; 2·128·3·2 = 1536 /layer
         "ffn_down": (65536, 66304),  # 2·2·128·64 = 32768; 32768 + 2·128 = 256 + 2·64 = 128 -> 33152 /layer
@@ -134,7 +141,10 @@ def test_flops_do_not_depend_on_precision_and_fused_attention_drops_only_score_t
     # C·(C − 1)/2 = 28 are masked, so its QKᵀ, softmax and ·V execute 36/64 of the unfused FLOPs; nothing else moves
     causal = (8 * 8 - 8 * 7 / 2) / (8 * 8)
     attention = ("attn_scores", "softmax", "attn_values")
-    assert {k: v[0] for k, v in a.items() if k not in attention} == {
+    # the fp8 activations' quantise kernels move bytes only; fp16 activations have none (no such operator runs)
+    quant = ("attn_quant", "ffn_quant")
+    assert all(a[k][0] == 0 and a[k][1] > 0 and k not in b for k in quant)
+    assert {k: v[0] for k, v in a.items() if k not in attention + quant} == {
         k: v[0] for k, v in b.items() if k not in attention
     }
     assert {k: b[k][0] for k in attention} == {k: a[k][0] * causal for k in attention}

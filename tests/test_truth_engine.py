@@ -123,17 +123,17 @@ def test_catalog_figures_are_the_fit_command_output(cases):
 @needs_data
 def test_held_out_source_error_bound(cases):
     """Leave XJD (llama.cpp on A100 / RTX 4090, a May-2024 build: cuBLAS prompts) out of the fit and predict it:
-    the median |pred/meas - 1| stays at the level docs/benchmarks.md reports. With kernel curves: 0.327 prefill,
-    0.122 decode (the end-to-end family fit had 0.137 / 0.115: the datacenter family's fp16 fraction was fitted on
-    these very cuBLAS prompts; now llama.cpp's GEMM factor comes from the Orin Nano's MMQ prompts); 0.51 prefill
-    before its prompts ran on their build's kernel path."""
+    the median |pred/meas - 1| stays at the level docs/benchmarks.md reports. With kernel curves and the cuBLAS path's
+    dequantise kernel charged on its own: 0.215 prefill, 0.097 decode (0.315 / 0.095 when the dequantise shared the
+    GEMM's roofline max; the end-to-end family fit had 0.137 / 0.115: the datacenter family's fp16 fraction was
+    fitted on these very cuBLAS prompts); 0.51 prefill before its prompts ran on their build's kernel path."""
     train = [c for c in cases if c.source != "XJD-LLAMACPP"]
     test = [c for c in cases if c.source == "XJD-LLAMACPP"]
     med = fe.median_abs_error(fe.errors(test, fe.fit(train)))
-    assert med["prefill"] < 0.35 and med["decode"] < 0.15
+    assert med["prefill"] < 0.25 and med["decode"] < 0.15
     # and the pure roofline is far off on the same rows: the fitted physics is what closes the gap
     ideal = fe.median_abs_error(fe.errors(test, None))
-    assert ideal["prefill"] > 0.5
+    assert ideal["prefill"] > 0.4 and med["prefill"] < ideal["prefill"] / 2
 
 
 # ---- Problem.engine ---------------------------------------------------------------------------------

@@ -42,6 +42,7 @@ def fit_efficiency_cmd(
     report: dict[str, object] = {
         "families": res.families,
         "engines": res.engines,
+        "prompts": res.prompts,
         "rows": res.rows,
         "in_sample": in_sample,
         "ideal": ideal,
@@ -73,6 +74,7 @@ def fit_efficiency_cmd(
         return
     fam_rows = [[f, k, f"{v:.4g}"] for f, vals in res.families.items() for k, v in sorted(vals.items())]
     fam_rows += [[e, k, f"{v:.4g}"] for e, vals in res.engines.items() for k, v in sorted(vals.items())]
+    fam_rows += [["prompts (dataset)", k, f"{v:.4g}"] for k, v in sorted(res.prompts.items())]
     console.print(
         table(
             f"fitted on {len(cases)} measurements ({len(skipped)} rows skipped)",

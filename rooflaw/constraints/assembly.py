@@ -386,7 +386,8 @@ def rates(device: Any, precision: Any, app: Any = None) -> Rates:
             eff = min(1.0, eff * app.attention)
         inv[c] = 1.0 / (raw[c] * eff)
     counted, gemv = app.kernels_per_layer is not None, mixed_input(precision) and app.gemv_max_batch > 0
-    inv_gemv, bw16 = 1.0 / (raw["vector"] * app.eff("fp32")) if gemv else 0.0, getattr(device, "gemv16_bandwidth", 0)
+    eff_gemv = min(1.0, app.eff("fp32") * getattr(app, "gemv", 1.0))  # the engine's GEMV factor (engines.Applied)
+    inv_gemv, bw16 = 1.0 / (raw["vector"] * eff_gemv) if gemv else 0.0, getattr(device, "gemv16_bandwidth", 0)
     return Rates(
         raw, float(device.memory_bandwidth), inv, 1.0 / (device.memory_bandwidth * app.memory),
         0.0 if counted else app.kernel_s, app.kernel_s if counted else 0.0,

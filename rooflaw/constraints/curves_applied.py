@@ -111,7 +111,8 @@ def engine_note(device: Device, prof: Any, family: bool = False) -> str:
     if arch in fitted:
         return f"{prof.name} figures fitted on {where}"
     if getattr(device, "architecture", None) or family:
-        return f"{prof.name} figures fitted on {where}, carried over to {arch} (host overheads)"
+        what = "host overheads" if prof.name in TABLE_ENGINES else "host overheads and its kernel-class factors"
+        return f"{prof.name} figures fitted on {where}, carried over to {arch} ({what})"
     return f"{prof.name} figures fitted on {where}: none apply to a {device.kind} without an architecture"
 
 
@@ -142,7 +143,16 @@ def applied_fields(device: Device, prof: Any, kc: Any) -> dict[str, Any]:
         overlap=prof.launch == "host" and device.kind != "cpu", layer_s=prof.layer_s, half_rows=float(kc.half_rows),
         curves=kc.architecture, engine_note=engine_note(device, prof), gemm_launch=gemm_extras(kc, prof.name),
         moe=float(kc.moe),
+        gemv=gemv_ratio(prof) if own else 1.0,
     )  # fmt: skip
+
+
+def gemv_ratio(prof: Any) -> float:
+    """An engine's dequantising-GEMV rate as a ratio to its ``compute_factor``: its fitted ``gemv_factor`` over the
+    compute factor (the GEMV is a CUDA-core kernel, not a tensor-core GEMM), 1 where none is fitted."""
+    if "gemv_factor" not in (prof.provenance or {}):
+        return 1.0
+    return float(prof.gemv_factor) / float(prof.compute_factor)
 
 
 def gemm_extras(kc: Any, engine: str) -> dict[str, float]:

@@ -14,10 +14,15 @@ Real engines lose in these physical ways, each one named parameter:
   the family's fraction of the roof, factor 1). NVFP4 on Blackwell runs on the FP4 roof (see :mod:`.precision`);
 * **small-batch GEMV**: an engine with ``gemv_max_batch`` > 0 (TensorRT: 8) runs the dequantising
   GEMMs of a decode step of at most that many sequences as CUDA-core GEMV kernels on the vector roof
-  (work grows with the batch: AWQ decode at batch 8 costs 2.5-3× batch 1 on Thor, NVFP4 1.4×);
-* **no padding**: every engine here packs a batch's prompts (TensorRT-LLM removes input padding, vLLM and
-  llama.cpp pack tokens) and prefills them in chunks while the others decode, so a batch of B equal prompts
-  costs B prompts' FLOPs with the weights read once -- a former fitted 2.14× ``batch_pad`` is gone;
+  (work grows with the batch: AWQ decode at batch 8 costs 2.5-3× batch 1 on Thor, NVFP4 1.4×); an engine with
+  its own kernels has a ``gemv_factor`` for them (CUDA-core kernels: not its tensor-core ``compute_factor``);
+* **packed or padded prompts** (``padding``): TensorRT-LLM (input padding removed), vLLM and llama.cpp pack a
+  batch's prompts, so a batch of B prompts costs their tokens' FLOPs with the weights read once; TensorRT Edge-LLM
+  pads every prompt of a batch to the batch's longest (``LLMInferenceRuntime::setUpForPrefillExecution``: "Pad
+  each sequence to the max length of this batch"; ``padding = "longest"``). For B equal prompts -- what a
+  :class:`.workload.Workload` describes -- both cost the same; prompts of unequal length (a benchmark's dataset
+  prompts) cost B × the longest on a padding engine (:func:`.serving.padded_prompt_ratio`). A former fitted 2.14×
+  ``batch_pad`` that every engine paid, equal prompts included, is gone;
 * **per-kernel overhead**: ``kernel_s`` seconds (device family: launch latency, the tail of a
   kernel that does not fill the GPU, host sync) per kernel launched, times the number of kernels
   the engine launches per layer and per pass -- which depends on its fusion;
@@ -76,6 +81,9 @@ class EngineProfile:
     compute_factor: float = 1.0
     mixed_factor: float = 1.0
     attention_factor: float = 1.0
+    #: its dequantising GEMV kernels (``gemv_max_batch``) relative to the vector roof's achieved fraction, where
+    #: fitted (else they take ``compute_factor``, as every other kernel)
+    gemv_factor: float = 1.0
     #: seconds per transformer layer per pass the host adds (launch gaps CUDA graphs do not hide; 0 with graphs)
     layer_s: float = 0.0
     #: decode batches up to this size run dequantising GEMMs as CUDA-core GEMV kernels on the vector roof
@@ -93,6 +101,9 @@ class EngineProfile:
     launch: str = "device"
     #: device architectures (or kinds, e.g. ``cpu``) whose published rows fitted this profile's figures
     fitted_on: tuple[str, ...] = ()
+    #: how a batch's prompts are prefilled: ``packed`` (their tokens only) or ``longest`` (each padded to the
+    #: batch's longest prompt: costs more only when the prompts differ in length)
+    padding: str = "packed"
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -159,7 +170,9 @@ BUILTIN_ENGINES: dict[str, EngineProfile] = {
         7.0,
         4.0,
         gemv_max_batch=8,
-        note="TensorRT Edge-LLM (Jetson/DRIVE C++ runtime with its own plugins: not the measured TensorRT-LLM kernels)",
+        padding="longest",
+        note="TensorRT Edge-LLM (Jetson/DRIVE C++ runtime with its own plugins: not the measured TensorRT-LLM kernels; "
+        "pads a batch's prompts to the longest)",
     ),
     "vllm": EngineProfile("vllm", 9.0, 4.0),
     "llama.cpp": EngineProfile(
@@ -210,7 +223,8 @@ def get_engine(name: str | EngineProfile) -> EngineProfile:
 
 
 #: Fitted figures an ``engines.toml`` entry may set.
-ENGINE_KEYS = ("memory_factor", "compute_factor", "mixed_factor", "attention_factor", "layer_s", "pass_s")
+ENGINE_KEYS = ("memory_factor", "compute_factor", "mixed_factor", "attention_factor", "gemv_factor", "layer_s",
+               "pass_s")  # fmt: skip
 
 
 def default_engine(device: Device) -> str:
@@ -262,6 +276,8 @@ class Applied:
     #: achieved fraction of the GEMM rate inside a grouped MoE kernel (``KernelCurves.moe``): a routed-expert
     #: layer's FFN GEMMs take it on top of the linear roof (tile/wave model, kernel curves)
     moe: float = 1.0
+    #: dequantising GEMVs reach ``compute["fp32"] × gemv`` of the vector roof (a ratio to ``compute_factor``)
+    gemv: float = 1.0
 
     def eff(self, dtype: str) -> float:
         """Achieved fraction of the ``dtype`` roof (1 where nothing was fitted for that roof)."""
@@ -279,7 +295,9 @@ class Applied:
                 f"{self.kernel_s * 1e6:.3g} µs/kernel × ({self.kernels_per_layer:g}/layer{per_expert} + "
                 f"{self.kernels_per_pass or 0:g}/pass)"
             )
-        gemv = f"dequantising GEMV on the vector roof up to batch {self.gemv_max_batch}, " * bool(self.gemv_max_batch)
+        gemv = f"dequantising GEMV on the vector roof ×{self.gemv:.3g} up to batch {self.gemv_max_batch}, " * bool(
+            self.gemv_max_batch
+        )
         layer = f"{self.layer_s * 1e6:.3g} µs/layer, " * bool(self.layer_s)
         if self.gemm_launch:
             extra = ", ".join(f"{k} {v * 1e6:.3g}" for k, v in self.gemm_launch.items())
@@ -351,7 +369,7 @@ def applied(
         prof.name, mem, comp, kernel_s, prof.kernels_per_layer, prof.kernels_per_pass, prof.moe_kernels,
         prof.pass_s, source, prof.kernels_per_expert, prof.mixed_factor / prof.compute_factor,
         prof.attention_factor / prof.compute_factor, prof.gemv_max_batch,
-        prof.launch == "host" and device.kind != "cpu", prof.layer_s, engine_note=note,
+        prof.launch == "host" and device.kind != "cpu", prof.layer_s, engine_note=note, gemv=CA.gemv_ratio(prof),
     )  # fmt: skip
 
 

@@ -8,7 +8,9 @@ give the same seconds (tests/test_truth_fit.py).
 
 A case's prediction is ``Σ_g w_g · max(t_j1(g), t_j2(g))`` over its groups ``g``: one group for a prefill
 or a decode step, two (prefill, decode steps) for a gpt-fast end-to-end token, one per steady-state step
-kind of continuous batching (the slower of its prompt chunk and its decode tokens).
+kind of continuous batching (the slower of its prompt chunk and its decode tokens). A prefill whose prompts an
+engine pads to the batch's longest (``fit_efficiency.padded``) prices each op at F + (r − 1)·ΔF FLOPs and
+B + (r − 1)·ΔB bytes, r the padded-to-mean token ratio of the fitted prompt spread (``CaseFeatures.pad_delta``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from .engines import BUILTIN_ENGINES
+from .serving import expected_max_normal
 
 if TYPE_CHECKING:
     from .published import Case
@@ -67,7 +70,9 @@ class FlatCases:
         self.fixed_keys = list(P.fixed)  # figures held fixed: after the constants 1 and 0
         self.fixed_index = {k: n + 2 + j for j, k in enumerate(self.fixed_keys)}
         self.fixed_values = np.array([P.fixed[k] for k in self.fixed_keys], dtype=float)
-        self._ops: dict[str, list[np.ndarray]] = {k: [] for k in ("F", "B", "invpi", "a", "b", "tid")}
+        self._ops: dict[str, list[np.ndarray]] = {
+            k: [] for k in ("F", "B", "invpi", "a", "b", "tid", "dF", "dB", "spread", "emax")
+        }
         self._tc: dict[str, list] = {
             k: [] for k in ("mem", "mf", "pad", "kern", "launch", "pass_", "beta", "layer", "nlayers", "const")
         }
@@ -78,6 +83,8 @@ class FlatCases:
         cat = {k: np.concatenate(v) for k, v in ops.items()}
         self.F, self.B, self.invpi = cat["F"], cat["B"], cat["invpi"]
         self.a, self.b, self.tid = cat["a"].astype(int), cat["b"].astype(int), cat["tid"].astype(int)
+        self.dF, self.dB, self.emax, self.spread = cat["dF"], cat["dB"], cat["emax"], cat["spread"].astype(int)
+        self.pads = bool(np.any(self.emax))
         self.compute = self.invpi > 0
         for k, v in tc.items():
             setattr(self, k, np.array(v, dtype=float if k in ("launch", "beta", "nlayers", "const") else int))
@@ -103,15 +110,23 @@ class FlatCases:
                          np.where(f.att > 0, idx("engine", eng, "attention_factor", one), i_cf))  # fmt: skip
         fac_i = np.where(np.array(f.dtypes) != "-", fac_i, one)
         i_fp32 = idx("family", fam, "fp32", one)
-        i_pad = one  # no padding: packed prompts (the former batch_pad is gone)
+        i_gf = idx("engine", eng, "gemv_factor", i_cf)  # the engine's GEMV factor, else its compute factor
+        i_pad = one  # no padding factor: packed prompts (the former batch_pad is gone); padded ones: pad_delta
         gemv_max = BUILTIN_ENGINES[eng].gemv_max_batch
 
-        def add(F: np.ndarray, B: np.ndarray, pad: bool = False, gemv: bool = False) -> int:
+        def add(F: np.ndarray, B: np.ndarray, pad: bool = False, gemv: bool = False, delta: Any = None) -> int:
             j = len(tc["mem"])
+            zeros = np.zeros(len(F))
+            dF, dB = delta if delta is not None else (zeros, zeros)
+            i_spread = idx("prompts", "dataset", "spread", self.zero) if delta is not None else self.zero
+            emax = expected_max_normal(c.workload.batch) if delta is not None else 0.0
+            n_op = len(F)
+            for k, v in (("dF", dF), ("dB", dB), ("spread", np.full(n_op, i_spread)), ("emax", np.full(n_op, emax))):
+                ops[k].append(np.asarray(v, dtype=float))
             pi, a, b = f.pi, fam_i, fac_i
             if gemv:  # dequantising GEMMs as GEMV on the vector roof at the family's fp32 fraction
                 pi = np.where(f.mixed > 0, f.vector, f.pi)
-                a, b = np.where(f.mixed > 0, i_fp32, a), np.where(f.mixed > 0, i_cf, b)
+                a, b = np.where(f.mixed > 0, i_fp32, a), np.where(f.mixed > 0, i_gf, b)
             with np.errstate(divide="ignore"):
                 invpi = np.where(np.isfinite(pi), 1.0 / pi, 0.0)
             for k, v in (("F", F), ("B", B), ("invpi", invpi), ("a", a), ("b", b), ("tid", np.full(len(F), j))):
@@ -132,7 +147,7 @@ class FlatCases:
         mixed = bool(f.mixed.any())
         gemv = mixed and w.batch <= gemv_max
         if c.phase == "prefill":
-            j = add(*f.pre, pad=True)
+            j = add(*f.pre, pad=True, delta=f.pad_delta)
             groups.append((j, j, 1.0, ci))
         elif c.phase == "decode":
             j = add(*f.dec, gemv=gemv)
@@ -151,9 +166,13 @@ class FlatCases:
         """Seconds of every case for the log-parameters ``x``."""
         ex = np.concatenate([np.exp(x), [1.0, 0.0], self.fixed_values])
         eff = np.minimum(1.0, ex[self.a] * ex[self.b])
-        tcomp = np.where(self.compute, self.F * self.invpi / eff, 0.0) * ex[self.pad][self.tid]
+        F, B = self.F, self.B
+        if self.pads:  # prompts padded to the batch's longest: r − 1 = spread·E[max of B normals] more per sequence
+            r1 = ex[self.spread] * self.emax
+            F, B = F + r1 * self.dF, B + r1 * self.dB
+        tcomp = np.where(self.compute, F * self.invpi / eff, 0.0) * ex[self.pad][self.tid]
         eta = np.minimum(1.0, ex[self.mem] * ex[self.mf])
-        tmem = self.B / (self.beta * eta)[self.tid]
+        tmem = B / (self.beta * eta)[self.tid]
         t = np.bincount(self.tid, np.maximum(tcomp, tmem), minlength=self.n_t)
         t += ex[self.kern] * self.launch + ex[self.pass_] + ex[self.layer] * self.nlayers + self.const
         return np.bincount(self.gcase, self.gw * np.maximum(t[self.j1], t[self.j2]), minlength=self.n_cases)

@@ -7,11 +7,14 @@ Parameters, all physical and shared across rows (never one per model or per row)
   ``kernel_s`` seconds per kernel launch;
 * per engine: ``memory_factor`` and ``compute_factor`` (its kernels relative to the reference
   engine, TensorRT-LLM, fixed at 1), ``mixed_factor`` (dequantising GEMMs, where its rows have
-  any), ``attention_factor`` (only an engine with unfused attention: llama.cpp) and ``pass_s`` seconds per pass.
+  any), ``attention_factor`` (only an engine with unfused attention: llama.cpp), ``gemv_factor`` (an engine with
+  its own dequantising GEMV kernels: TensorRT Edge-LLM), ``pass_s`` seconds per pass and ``layer_s`` per layer;
+* of the measured workloads: ``spread``, the coefficient of variation of a dataset's prompt lengths, for the rows
+  whose prompts differ in length on an engine that pads them to the batch's longest (:func:`padded`).
 
-Fixed, documented, not fitted: kernel counts per layer and pass, each engine's attention kind and
-GEMV batch limit (:mod:`.engines`). With published.csv: 15 family + 16 engine parameters for 113
-compared quantities.
+Fixed, documented, not fitted: kernel counts per layer and pass, each engine's attention kind, GEMV batch
+limit and prompt padding (:mod:`.engines`). A device priced by kernel curves has its figures fixed by them: with
+published.csv 16 engine parameters and the prompt spread for 113 compared quantities.
 
 Least squares on log(predicted / measured) with a robust (soft-L1) loss and weak log-normal
 priors, so a parameter no fitted row informs stays at its prior instead of drifting -- that is
@@ -34,7 +37,7 @@ from ..devices.device import Device
 from .engines import BUILTIN_ENGINES, ENGINE_NAMES, EngineProfile, get_engine, mixed_input
 from .published import Case
 from .roofline import evaluate
-from .serving import VLLM_TOKEN_BUDGET, Schedule, assembly_step_cost
+from .serving import VLLM_TOKEN_BUDGET, Schedule, assembly_step_cost, padded_prompt_ratio
 from .workload import Workload
 
 #: engines whose kernels a device family's own figures describe (no engine compute/memory factor of their own)
@@ -48,9 +51,14 @@ PRIORS = {
     "compute_factor": (1.0, 2.0, 0.05, 4.0),
     "mixed_factor": (1.0, 2.0, 0.02, 4.0),
     "attention_factor": (1.0, 2.0, 0.02, 4.0),
+    "gemv_factor": (1.0, 2.0, 0.02, 4.0),
     "pass_s": (3e-4, 5.0, 1e-7, 0.1),
     "layer_s": (1e-6, 10.0, 1e-10, 1e-3),
+    "spread": (0.3, 2.0, 1e-3, 2.0),
 }
+#: the one figure of the measured workloads themselves: the coefficient of variation of the lengths of a dataset's
+#: prompts (rows with ``Case.uneven_prompts``), which an engine that pads prompts to the batch's longest pays for
+PROMPTS = ("prompts", "dataset", "spread")
 OBS_SCALE = 0.1  #: relative error at which the robust loss turns linear
 
 
@@ -74,6 +82,9 @@ class CaseFeatures:
     ) = None
     #: engine -> seconds per pass the kernel curves' per-GEMM-call extras add (0 without curves)
     gemm_extra: dict[str, float] = dataclasses.field(default_factory=dict)
+    #: a padded prefill (:func:`padded`): per-op (F, B) of prompts of 2·S_in less those of S_in, so prompts padded to
+    #: r·S_in cost pre + (r − 1)·pad_delta (exact for the terms linear in the tokens)
+    pad_delta: tuple[np.ndarray, np.ndarray] | None = None
 
 
 def _roof_classes() -> dict[str, str]:
@@ -144,8 +155,12 @@ def _features(case: Case, device: Device) -> CaseFeatures:
     for name in launches:
         r = rates(device, case.precision, applied(device, name))
         extra[name] = r.gemm_s * r.gemms_per_layer * layers
+    delta = None
+    if padded(case):
+        F2, B2 = _op_arrays(case, device, dataclasses.replace(w, input_tokens=2 * w.input_tokens), names)[1]
+        delta = (F2 - Fp, B2 - Bp)
     return CaseFeatures((Fp, Bp), (Fd, Bd), np.array(pis), dts, float(device.memory_bandwidth), launches,
-                        np.array(mixed), np.array(att), float(device.vector_flops), steps, extra)  # fmt: skip
+                        np.array(mixed), np.array(att), float(device.vector_flops), steps, extra, delta)  # fmt: skip
 
 
 def params_for(
@@ -174,6 +189,8 @@ class FitParameters:
         self.fixed: dict[tuple[str, str, str], float] = {}
         curves = curves or {}
         for c, f in zip(cases, feats, strict=False):
+            if padded(c):
+                self._add(*PROMPTS)
             if c.family in curves:  # device figures from the kernel curves, held fixed; the engine's host figures
                 dts = set(f.dtypes) - {"-"}
                 for k, v in curve_figures(curves[c.family], dts).items():
@@ -185,6 +202,8 @@ class FitParameters:
                         self._add("engine", c.engine, "mixed_factor")
                     if BUILTIN_ENGINES[c.engine].attention == "unfused":
                         self._add("engine", c.engine, "attention_factor")
+                    if f.mixed.any() and c.phase != "prefill" and BUILTIN_ENGINES[c.engine].gemv_max_batch:
+                        self._add("engine", c.engine, "gemv_factor")  # its CUDA-core dequantising GEMVs
                 self._add("engine", c.engine, "pass_s")
                 self._add("engine", c.engine, "layer_s")
                 continue
@@ -227,6 +246,11 @@ class FitParameters:
         return dt
 
 
+def padded(case: Case) -> bool:
+    """Whether ``case`` is a prefill of prompts of unequal length on an engine that pads them to the longest."""
+    return case.phase == "prefill" and case.uneven_prompts and BUILTIN_ENGINES[case.engine].padding == "longest"
+
+
 def _predict(x: np.ndarray, P: FitParameters, case: Case, f: CaseFeatures) -> float:
     fam, eng = case.family, case.engine
     mf = P.get(x, "engine", eng, "memory_factor")
@@ -242,20 +266,24 @@ def _predict(x: np.ndarray, P: FitParameters, case: Case, f: CaseFeatures) -> fl
     over = P.get(x, "family", fam, "kernel_s", 0.0) * f.launches[eng] + P.get(x, "engine", eng, "pass_s", 0.0)
     over += P.get(x, "engine", eng, "layer_s", 0.0) * float(case.arch.layers) + f.gemm_extra.get(eng, 0.0)
 
-    def t(F, B, pad=1.0, gemv=False):
+    def t(F, B, gemv=False):
         pi, e = f.pi, eff
-        if gemv:  # dequantising GEMMs as GEMV on the vector roof at the family's fp32 fraction
+        if gemv:  # dequantising GEMMs as GEMV on the vector roof: the family's fp32 fraction, the GEMV factor
             pi = np.where(f.mixed > 0, f.vector, f.pi)
-            e = np.where(f.mixed > 0, min(1.0, P.get(x, "family", fam, "fp32") * cf), eff)
+            gf = P.get(x, "engine", eng, "gemv_factor", cf)
+            e = np.where(f.mixed > 0, min(1.0, P.get(x, "family", fam, "fp32") * gf), eff)
         with np.errstate(divide="ignore", invalid="ignore"):
-            tc = np.where(np.isfinite(pi), F / (pi * e), 0.0) * pad
+            tc = np.where(np.isfinite(pi), F / (pi * e), 0.0)
         return float(np.sum(np.maximum(tc, B / (f.beta * eta_m)))) + over
 
     w = case.workload
-    pad = 1.0
     gemv = bool(f.mixed.any()) and w.batch <= BUILTIN_ENGINES[eng].gemv_max_batch
     if case.phase == "prefill":
-        return t(*f.pre, pad)
+        if f.pad_delta is not None and f.pre is not None:  # prompts padded to the batch's longest: r·S_in tokens
+            r1 = padded_prompt_ratio(w.batch, P.get(x, *PROMPTS, 0.0)) - 1.0
+            (F0, B0), (dF, dB) = f.pre, f.pad_delta
+            return t(F0 + r1 * dF, B0 + r1 * dB)
+        return t(*f.pre)
     if case.phase == "decode":
         return t(*f.dec, gemv=gemv)
     if f.steps is not None:  # continuous batching: steady-state steps per request (see .serving)
@@ -266,7 +294,7 @@ def _predict(x: np.ndarray, P: FitParameters, case: Case, f: CaseFeatures) -> fl
             td = t(*dec, gemv=gemv_n) if dec is not None else 0.0
             tot += count * max(tp, td)
         return tot / (w.output_tokens + 1)
-    return (t(*f.pre, pad) + w.output_tokens * t(*f.dec, gemv=gemv)) / (w.batch * (w.output_tokens + 1))
+    return (t(*f.pre) + w.output_tokens * t(*f.dec, gemv=gemv)) / (w.batch * (w.output_tokens + 1))
 
 
 @dataclass
@@ -281,6 +309,8 @@ class FitResult:
     fitted_on: dict[str, list[str]] = dataclasses.field(default_factory=dict)
     #: kernel-curves family -> the device figures held fixed (not fitted)
     fixed: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)
+    #: figures of the measured workloads (``spread``: coefficient of variation of a dataset's prompt lengths)
+    prompts: dict[str, float] = dataclasses.field(default_factory=dict)
 
     def device(self, device: Device, family: str) -> Device:
         """``device`` with this fit's figures of ``family`` as its ``achieved`` table."""
@@ -330,7 +360,8 @@ def fit(cases: Sequence[Case], devices: dict[str, Device] | None = None,
 
     # Two starts: the priors, and every compute fraction 4× lower. An op memory-bound at the start gives its
     # compute parameters no gradient (the roofline's max), so one start alone can stall short of the optimum.
-    slow = np.array([P.kind(k) in ("compute", "compute_factor", "mixed_factor", "attention_factor") for k in P.names])
+    slow = np.array([P.kind(k) in ("compute", "compute_factor", "mixed_factor", "attention_factor", "gemv_factor")
+                     for k in P.names])  # fmt: skip
     sol = None
     for x0 in (mu, mu - np.log(4.0) * slow):
         s = least_squares(resid, np.clip(x0, lo + 1e-9, hi - 1e-9), bounds=(lo, hi), loss="soft_l1", f_scale=1.0,
@@ -340,8 +371,12 @@ def fit(cases: Sequence[Case], devices: dict[str, Device] | None = None,
     assert sol is not None  # the loop above ran
     fams: dict[str, dict[str, float]] = {}
     engs: dict[str, dict[str, float]] = {}
+    prompts: dict[str, float] = {}
     for k, i in P.index.items():
         scope, owner, key = k
+        if scope == "prompts":
+            prompts[key] = float(math.exp(sol.x[i]))
+            continue
         (fams if scope == "family" else engs).setdefault(owner, {})[key] = float(math.exp(sol.x[i]))
     rows: dict[str, list[str]] = {}
     fitted_on: dict[str, list[str]] = {}
@@ -356,7 +391,7 @@ def fit(cases: Sequence[Case], devices: dict[str, Device] | None = None,
     fixed: dict[str, dict[str, float]] = {}
     for (_, fam, key), v in P.fixed.items():
         fixed.setdefault(fam, {})[key] = v
-    return FitResult(fams, engs, rows, float(sol.cost), {k: sorted(v) for k, v in fitted_on.items()}, fixed)
+    return FitResult(fams, engs, rows, float(sol.cost), {k: sorted(v) for k, v in fitted_on.items()}, fixed, prompts)
 
 
 def predict(case: Case, result: FitResult | None, devices: dict[str, Device] | None = None) -> float:
@@ -372,6 +407,9 @@ def predict(case: Case, result: FitResult | None, devices: dict[str, Device] | N
         step = assembly_step_cost(case.arch, dev, case.precision, engine, w.input_tokens, w.output_tokens,
                                   w.attention)  # fmt: skip
         return _schedule(case).seconds_per_token(step)
+    if result is not None and padded(case):  # prompts padded to the batch's longest: more tokens per sequence
+        s_pad = round(w.input_tokens * padded_prompt_ratio(w.batch, result.prompts.get("spread", 0.0)))
+        w = dataclasses.replace(w, input_tokens=max(w.input_tokens, s_pad))
     rep = evaluate(case.arch, dev, w, case.precision, engine=engine)
     if case.phase == "prefill":
         return rep.prefill_s

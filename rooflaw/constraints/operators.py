@@ -19,6 +19,12 @@ Conventions (the ``full`` preset):
   16 bits or more, so they read and write ``b_v`` = max(b_a, 2) bytes per element, and so does
   the score matrix between QKᵀ, softmax and ·V: INT8 halves only the linear layers' traffic --
   the paper's reason why INT8 helps sub-linearly.
+- A GEMM with activations narrower than 16 bits (FP8, NVFP4, INT8: W8A8, llama.cpp's MMQ) reads them quantised
+  by a kernel of its own: ``attn_quant`` (the inputs of the QKV and O projections) and ``ffn_quant`` (of the FFN's
+  up and down projections) move ``b_q`` = b_v + b_a bytes per input element (read 16-bit, write quantised; 0 for
+  16-bit activations), as the measured GEMM kernels' ``quant_bytes`` (``kernels/gemm.py``) do. Weights a separate
+  kernel dequantises before the GEMM (llama.cpp's F16 cuBLAS path for GGUF prompts) cost ``attn_dequant`` and
+  ``ffn_dequant``: ``b_d`` bytes per weight each pass, on top of the GEMM's own read of the dequantised copy.
 - Weight bytes are read once per pass; MoE reads the expected number of distinct experts touched
   by ``T`` tokens, E·(1 − (1 − K/E)^T), plus shared experts.
 - The KV cache is 2·kv_heads·head_dim·b_kv bytes per token per layer (K and V, KV heads).
@@ -44,7 +50,7 @@ import sympy as sp
 
 from ..arch.layer_kinds import LAYER_KINDS, LayerKind, kinds, register_layer_kind, stack_columns
 from ..errors import bad
-from .symbols import ARCH, STACK, B, C, Mk, Sq, T, b_a, b_h, b_kv, b_v, b_w, sym, unfused
+from .symbols import ARCH, STACK, B, C, Mk, Sq, T, b_a, b_d, b_h, b_kv, b_q, b_v, b_w, sym, unfused
 
 #: (query, key) pairs per sequence an attention kernel computes: the full block unfused, the causal ones fused.
 PAIRS = Sq * C - (1 - unfused) * Mk
@@ -131,6 +137,24 @@ _tokens_per_expert = T * K / experts_touched
 
 FULL_OPS: tuple[Op, ...] = (
     _norm("attn_norm", a["norms_per_layer"] / 2, d, eager=7),
+    Op(
+        "attn_quant",
+        "memory",
+        "layer",
+        flops=sp.Integer(0),
+        bytes=T * (d + q_out) * b_q,
+        count="attn_layers",
+        shard="attn",
+    ),  # fmt: skip
+    Op(
+        "attn_dequant",
+        "memory",
+        "layer",
+        flops=sp.Integer(0),
+        bytes=d * (2 * q_out + 2 * kv_out) * b_d,
+        count="attn_layers",
+        shard="attn",
+    ),  # fmt: skip
     _proj("q_proj", q_out, d, b_a, a["qkv_bias"], eager_kernels=1),
     _proj("k_proj", kv_out, d, b_kv, a["qkv_bias"], eager_kernels=1),
     _proj("v_proj", kv_out, d, b_kv, a["qkv_bias"], eager_kernels=1),
@@ -175,6 +199,24 @@ FULL_OPS: tuple[Op, ...] = (
     ),
     _proj("o_proj", d, q_out, b_a, eager_kernels=1),
     _norm("ffn_norm", a["norms_per_layer"] / 2, d, eager=7),
+    Op(
+        "ffn_quant",
+        "memory",
+        "layer",
+        flops=sp.Integer(0),
+        bytes=T * (d + ffn_tokens_width) * b_q,
+        count="ffn_layers",
+        shard="ffn",
+    ),  # fmt: skip
+    Op(
+        "ffn_dequant",
+        "memory",
+        "layer",
+        flops=sp.Integer(0),
+        bytes=(n_up + 1) * d * (experts_touched * ffn + nsh * ffn_sh) * b_d,
+        count="ffn_layers",
+        shard="ffn",
+    ),  # fmt: skip
     Op(
         "router",
         "linear",

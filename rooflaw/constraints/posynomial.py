@@ -53,11 +53,11 @@ from ..errors import RooflawError
 from . import assembly as A
 from .roofline import with_overhead
 from .scenario import Scenario
-from .symbols import ARCH, B, S_in, S_out, b_a, b_h, b_kv, b_v, b_w, sym, unfused
+from .symbols import ARCH, B, S_in, S_out, b_a, b_d, b_h, b_kv, b_q, b_v, b_w, sym, unfused
 
 VARS = A.PAPER_VARS
 #: Workload/precision symbols the templates keep symbolic; numbers per problem.
-CONSTS = (B, S_in, S_out, b_w, b_a, b_kv, b_v, b_h, unfused)
+CONSTS = (B, S_in, S_out, b_w, b_a, b_kv, b_v, b_h, b_q, b_d, unfused)
 Ksym = sp.Symbol("K_topk", positive=True)
 _VSYM = tuple(sym(v) for v in VARS)
 _FIXED_COLS = ("gated", "qkv_bias", "norms_per_layer", "layernorm", "qk_norm_size", "qk_norm_on", "shared_gate",
@@ -309,6 +309,7 @@ def build_branch(
     wl, prec = sc.workload, sc.precision
     consts = {B: wl.batch, S_in: wl.input_tokens, S_out: wl.output_tokens, b_w: prec.weights.bytes,
               b_a: prec.activations.bytes, b_kv: prec.kv.bytes, b_v: prec.vector_bytes, b_h: prec.head_format.bytes,
+              b_q: prec.quantise_bytes, b_d: prec.dequantise_bytes,
               unfused: 1.0 if wl.attention == "unfused" else 0.0}  # fmt: skip
     coef = np.asarray([float(np.asarray(v)) for v in tm.coef_fn(*[float(consts[s]) for s in CONSTS], float(K))])
     from .engines import decode_linear_inv

@@ -98,6 +98,9 @@ class Case:
     #: the FP16 roof (FLOP/s) this row's 16-bit GEMMs run on when it is not the catalog's: llama.cpp's cuBLAS
     #: path accumulates in FP16 (:data:`FP16_ACCUMULATE_FLOPS`)
     fp16_flops: float | None = None
+    #: the batch's prompts differ in length (a dataset's prompts; ``input_tokens`` is their mean): an engine that pads
+    #: them to the longest (:attr:`.engines.EngineProfile.padding`) prefills more tokens than B × the mean
+    uneven_prompts: bool = False
 
 
 class _RowFields(TypedDict):
@@ -228,17 +231,18 @@ def _build_month(row: dict[str, str]) -> tuple[int, int] | None:
 def llamacpp_prompt_precision(row: dict[str, str], prec: Precision, tokens: int) -> Precision:
     """The formats llama.cpp's prompt GEMMs of ``tokens`` rows run in. Builds before PR #8075 (dated before
     June 2024) dequantise GGUF weights to F16 for batches over 32 tokens and run cuBLAS: the GEMM is FP16 x FP16
-    on the 16-bit roof, and each weight is read quantised, written and read again as F16 (+4 bytes) per pass.
+    on the 16-bit roof, and each weight is read quantised and written as F16 by a dequantise kernel of its own
+    (``Format.staged``: its bytes add to the GEMM's time), then read as F16 by the GEMM, every pass.
     Later builds (and undated ones) keep the int8 MMQ kernels (``prec`` unchanged)."""
     w = prec.weights
     when = _build_month(row)
     if w.name != "gguf" or tokens < LLAMACPP_MMQ_MIN_TOKENS or when is None or when >= LLAMACPP_MMQ_SINCE:
         return prec
     fp16 = FORMATS["fp16"]
-    f16 = Format(
-        "gguf-cublas", w.bytes + 4.0, "fp16", f"{w.note}; dequantised to F16 for cuBLAS (llama.cpp before #8075)"
-    )
-    head = prec.head if prec.head is not None and prec.head.name != "gguf" else f16
+    f16 = Format("gguf-cublas", 2.0, "fp16", f"{w.note}; dequantised to F16 for cuBLAS (llama.cpp before #8075)",
+                 staged=w.bytes + 2.0)  # fmt: skip
+    # the prompt's LM head multiplies one row per sequence: llama.cpp's MMVQ reads it quantised, as stored
+    head = prec.head if prec.head is not None else f16
     return Precision(f16, fp16, fp16, head)
 
 
@@ -274,7 +278,9 @@ def _cases(row: dict[str, str], arch: Architecture, device: str, engine: str) ->
         return [Case(**base, workload=w, phase="e2e", measured_s=1.0 / tok_s, concurrent=served)]
     pre = _num(row["prefill_ms"])
     if math.isfinite(pre):
-        out.append(Case(**pre_base, workload=Workload(batch, s_in, 1, att), phase="prefill", measured_s=pre / 1e3))
+        uneven = batch > 1 and "dataset prompts" in mtype  # TensorRT Edge-LLM's dataset: input_tokens is the mean
+        out.append(Case(**pre_base, workload=Workload(batch, s_in, 1, att), phase="prefill", measured_s=pre / 1e3,
+                        uneven_prompts=uneven))  # fmt: skip
     step = _num(row["decode_ms_per_token"])
     step = step / 1e3 if math.isfinite(step) else batch / tok_s
     out.append(Case(**base, workload=Workload(batch, s_in, s_out, att), phase="decode", measured_s=step))

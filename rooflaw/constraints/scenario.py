@@ -201,4 +201,5 @@ def model_scalars(workload: Any, precision: Any) -> dict[str, float]:
         "B": wl.batch, "S_in": wl.input_tokens, "S_out": wl.output_tokens,
         "unfused": 1.0 if wl.attention == "unfused" else 0.0, "b_w": p.weights.bytes,
         "b_a": p.activations.bytes, "b_kv": p.kv.bytes, "b_v": p.vector_bytes, "b_h": p.head_format.bytes,
+        "b_q": p.quantise_bytes, "b_d": p.dequantise_bytes,
     }  # fmt: skip

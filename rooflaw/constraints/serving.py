@@ -144,3 +144,26 @@ def assembly_step_cost(arch, device, precision, engine, prompt_tokens: int, outp
         return max(pre(c + n) if c else 0.0, dec(n) if n else 0.0)
 
     return step
+
+
+@cache
+def expected_max_normal(n: int) -> float:
+    """E[max of ``n`` independent standard normals] (0 for n = 1; 1/√π for 2; ≈ 1.4236 for 8), by quadrature of
+    n·x·φ(x)·Φ(x)^(n−1)."""
+    if n < 1:
+        raise bad("batch", n, "must be a positive integer")
+    if n == 1:
+        return 0.0
+    from scipy import integrate, stats
+
+    f = lambda x: n * x * stats.norm.pdf(x) * stats.norm.cdf(x) ** (n - 1)  # noqa: E731
+    return float(integrate.quad(f, -12.0, 12.0, limit=200)[0])
+
+
+def padded_prompt_ratio(batch: int, spread: float) -> float:
+    """Tokens an engine that pads a batch's prompts to the longest one prefills, over the packed tokens: the
+    expected longest of ``batch`` prompts whose lengths have coefficient of variation ``spread`` (normal), over
+    their mean: 1 + spread·E[max of ``batch`` standard normals]. Equal prompts (spread 0) or one sequence: 1."""
+    if not (math.isfinite(spread) and spread >= 0):
+        raise bad("spread", spread, "must be a finite number >= 0")
+    return 1.0 + spread * expected_max_normal(int(batch))

@@ -35,6 +35,12 @@ Mk = sym("Mk")
 b_w, b_a, b_kv, b_v = sym("b_w"), sym("b_a"), sym("b_kv"), sym("b_v")
 # Bytes per element of the token embedding and LM head (often kept in 16 bits when weights are 4-bit).
 b_h = sym("b_h")
+# Bytes per element the activation-quantise kernel before a GEMM with quantised activations (FP8, NVFP4, INT8)
+# moves: it reads the 16-bit tensor and writes the GEMM's format (b_v + b_a); 0 for 16-bit or wider activations.
+b_q = sym("b_q")
+# Bytes per weight a separate weight-dequantise kernel moves each pass before its GEMM (llama.cpp's F16 cuBLAS
+# path for GGUF prompts: read the quantised block, write F16), 0 when the GEMM reads the weights as stored.
+b_d = sym("b_d")
 # Device: compute roof (FLOP/s) and memory bandwidth (bytes/s) used by the theory-mode formulas.
 pi, beta = sym("pi"), sym("beta")
 # The paper's variables (§2.1, §5).
@@ -45,4 +51,4 @@ l, d, r, rho, gqa, d_m = (sym(n) for n in ("l", "d", "r", "rho", "gqa", "d_m"))
 unfused = sym("unfused")
 
 WORKLOAD = (B, S_in, S_out, unfused)
-PRECISION = (b_w, b_a, b_kv, b_v, b_h)
+PRECISION = (b_w, b_a, b_kv, b_v, b_h, b_q, b_d)

@@ -29,6 +29,10 @@ class Format:
     #: block-quantised weights the GEMM dequantises in its inner loop (group scales: AWQ/GPTQ, GGUF
     #: blocks) even when the multiply runs at the weights' own width (llama.cpp's int8 MMQ kernels)
     dequant: bool = False
+    #: bytes per weight a separate dequantise kernel moves each pass before the GEMM reads the weights in this
+    #: format (``bytes``): llama.cpp's F16 cuBLAS path for GGUF prompts reads the quantised block and writes F16.
+    #: 0: the GEMM reads the weights as stored (or dequantises them in its inner loop)
+    staged: float = 0.0
 
 
 FORMATS: dict[str, Format] = {
@@ -94,6 +98,19 @@ class Precision:
     def vector_bytes(self) -> float:
         """Bytes per element of the tensors vector ops read and write: max(activation bytes, 2)."""
         return max(self.activations.bytes, 2.0)
+
+    @property
+    def dequantise_bytes(self) -> float:
+        """Bytes per weight a separate weight-dequantise kernel moves each pass (``Format.staged``; 0 for none)."""
+        return float(self.weights.staged)
+
+    @property
+    def quantise_bytes(self) -> float:
+        """Bytes per element an activation-quantise kernel moves before each GEMM whose activations are narrower
+        than 16 bits (FP8, NVFP4, INT8: read the 16-bit tensor, write the quantised one, scales included); 0 for
+        16-bit or wider activations, which the GEMM reads as they are."""
+        a = self.activations.bytes
+        return self.vector_bytes + a if a < 2.0 else 0.0
 
     @property
     def bits(self) -> dict[str, float]:
