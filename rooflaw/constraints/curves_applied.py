@@ -111,9 +111,27 @@ def engine_note(device: Device, prof: Any, family: bool = False) -> str:
     if arch in fitted:
         return f"{prof.name} figures fitted on {where}"
     if getattr(device, "architecture", None) or family:
-        what = "host overheads" if prof.name in TABLE_ENGINES else "host overheads and its kernel-class factors"
+        if prof.name in TABLE_ENGINES:
+            what = "host overheads"
+        elif getattr(device, "architecture", None):
+            what = "host overheads only: its kernel-class factors stay on the architectures they were fitted on"
+        else:
+            what = "host overheads and its kernel-class factors"
         return f"{prof.name} figures fitted on {where}, carried over to {arch} ({what})"
     return f"{prof.name} figures fitted on {where}: none apply to a {device.kind} without an architecture"
+
+
+def own_kernel_factors(device: Device, prof: Any) -> bool:
+    """Whether ``prof``'s kernel-class factors (memory, compute, mixed-input GEMM, attention, GEMV) apply on
+    ``device``: only for an engine with its own kernels (not the measured tables' TensorRT-LLM/vLLM, whose kernels
+    the curves already are), and only on the architectures its rows came from (``fitted_on``; a profile with no
+    ``fitted_on``, e.g. a user's, everywhere). An engine's kernels measured on one GPU generation say nothing of
+    its kernels for another (a new target's W4A16/NVFP4 kernels on Thor are not its mature Ampere ones): there
+    its GEMMs and attention run at the measured tables' rates, and only its host overheads carry over."""
+    if prof.name in TABLE_ENGINES:
+        return False
+    fitted = tuple(prof.fitted_on or ())
+    return not fitted or getattr(device, "architecture", None) in fitted
 
 
 def applied_fields(device: Device, prof: Any, kc: Any) -> dict[str, Any]:
@@ -121,7 +139,7 @@ def applied_fields(device: Device, prof: Any, kc: Any) -> dict[str, Any]:
     (:func:`.engines.applied` builds it: this module sits below the engines)."""
     ce, me = float(device.compute_efficiency), float(device.memory_efficiency)
     frac = compute_fractions(kc)
-    own = prof.name not in TABLE_ENGINES  # an engine with its own kernels keeps its kernel-class factors
+    own = own_kernel_factors(device, prof)
     cf = prof.compute_factor if own else 1.0
     comp = {k: min(1.0, v * ce * cf) for k, v in frac.items()}
     mem = min(1.0, float(kc.memory) * me * (prof.memory_factor if own else 1.0))
