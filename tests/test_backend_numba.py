@@ -314,16 +314,16 @@ def test_native_entry_refuses_what_it_would_have_to_convert():
     k = bn.kernels("full")
     assert type(k.module.rows).__name__ == "Native"
     n, x = 3, tuple(np.ones(1) for _ in k.per_row)
-    s, w, p = np.zeros(len(k.per_row), dtype=np.int64), np.ones(len(k.scalars)), np.ones(len(bn.PARAMS))
+    s, w = np.zeros(len(k.per_row), dtype=np.int64), np.ones(len(k.scalars))
     for out, msg in ((np.empty((16, n), dtype=np.float32), "out: expected a f8 array"),
                      (np.empty((n, 16)).T, "out: expected a C-contiguous array"),
                      (np.empty(16 * n), "out: expected a f8 array of 2 dimension")):  # fmt: skip
         with pytest.raises(TypeError, match=msg):
-            k.rows(x, s, w, p, out)
+            k.rows(x, s, w, out)
     with pytest.raises(TypeError, match="argument x: expected"):
-        k.rows(x[:-1], s, w, p, np.empty((16, n)))
+        k.rows(x[:-1], s, w, np.empty((16, n)))
     out = np.full((16, n), -1.0)
-    k.rows(x, s, w, p, out)  # well-formed: every output written in place
+    k.rows(x, s, w, out)  # well-formed: every output written in place
     assert not (out == -1.0).any()
 
 
@@ -336,7 +336,7 @@ def test_cached_evaluator_namespace_is_lambdifys():
     for preset in ("full", "paper"):
         c = C.compile_preset(preset)
         for fn in (c.fast, c.parts, c.gemms):
-            ns = C._globals_for(compile(bn.source_of(fn), "<test>", "exec"))
+            ns = C._globals_for(fn.__code__)
             assert ns is not None and all(ns[n] is full[n] for n in ns)
     assert (
         C._globals_for(compile("def _lambdifygenerated(x):\n    return no_such_function(x)", "<test>", "exec")) is None

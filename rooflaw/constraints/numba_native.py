@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from .numba_printer import Unsupported
+from .numba_trace import Unsupported
 
 #: Argument kinds of a kernel: scalars, C-contiguous arrays (dtype, ndim), or a tuple of 1-D float64 arrays.
 _DT = {"f8": (np.float64, "float64"), "i8": (np.int64, "int64")}
@@ -220,30 +220,14 @@ def load(key: str, src: str, specs: dict, timings: dict) -> Any:
     return SimpleNamespace(**fns)
 
 
-def no_alloc(init: list[str]) -> tuple[list[str], int]:
-    """The memo tables' ``np.full(256, …)``/``np.zeros(256)`` lines as rows of the argument ``mw`` (the kernels
-    allocate nothing; the caller fills ``mw`` with NaN, an empty memo), and how many rows that takes."""
-    out, n = [], 0
-    for ln in init:
-        name, eq, rhs = ln.partition(" = ")
-        if eq and rhs in ("np.full(256, np.nan)", "np.zeros(256)"):
-            out.append(f"{name} = mw[{n}]")
-            n += 1
-        elif "np." in rhs:
-            raise Unsupported(f"an allocation in the kernel: {ln}")
-        else:
-            out.append(ln)
-    return out, n
-
-
-def specs(per_row, scan: bool) -> dict[str, list[tuple[str, str]]]:
-    """Argument kinds of the module's kernel (``rows``, or ``scan``), for its C entry."""
-    if not scan:
-        return {"rows": [("x", f"f8[:]*{len(per_row)}"), ("s", "i8[:]"), ("w", "f8[:]"), ("p", "f8[:]"),
-                         ("out", "f8[:,:]"), ("mw", "f8[:,:]")]}  # fmt: skip
+def specs(n_rows: int, scan: bool) -> dict[str, list[tuple[str, str]]]:
+    """Argument kinds of the module's kernel (``rows`` over ``n_rows`` per-row columns, or ``scan``), for its C
+    entry."""
     kinds = (
-        "pos:i8 stop:i8 TW:f8[:,:] TM:f8[:,:] TL:f8[:,:] TV:f8[:,:] fx:f8[:] w:f8[:] p:f8[:] p_tokens:f8 "
-        "radix:i8[:] obj:i8[:] need:i8[:] latc:i8 bcol:i8[:] bval:f8[:] dlo:f8[:] dhi:f8[:] lohi:f8[:] "
-        "stair:f8[:] out_idx:i8[:] out_val:f8[:,:] stats:f8[:] mw:f8[:,:] v:f8[:] sf:f8[:,:] si:i8[:,:] pre:f8[:]"
+        "pos:i8 stop:i8 TW:f8[:,:] TM:f8[:,:] TL:f8[:,:] TV:f8[:,:] fx:f8[:] w:f8[:] radix:i8[:] obj:i8[:] need:i8[:] "
+        "latc:i8 bcol:i8[:] bval:f8[:] lohi:f8[:] stair:f8[:] out_idx:i8[:] out_val:f8[:,:] stats:f8[:] v:f8[:] "
+        "sf:f8[:,:] si:i8[:,:] pre:f8[:] PL:f8[:,:] PV:f8[:,:]"
+        if scan
+        else f"x:f8[:]*{n_rows} s:i8[:] w:f8[:] out:f8[:,:]"
     )
-    return {"scan": [(a, k) for a, _, k in (x.partition(":") for x in kinds.split())]}
+    return {"scan" if scan else "rows": [(a, k) for a, _, k in (x.partition(":") for x in kinds.split())]}

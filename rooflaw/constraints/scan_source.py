@@ -12,20 +12,22 @@ the indices of the points that can still be on the frontier (``out_idx``) with t
   objective) and is dropped. Only dominated points are ever dropped, so the frontier of the survivors is exact.
 * more objectives: feasible points with finite objectives are compacted (the caller filters them exactly).
 
-Scratch arrays are arguments (:func:`scratch`; the kernel allocates nothing, see :mod:`.numba_native`): ``mw``
-the memo tables, ``v`` the 17 outputs of a point, ``sf``/``si`` the pending points (loss, objective / bin,
-index), ``pre`` the staircase's prefix minima.
+``w`` holds every one-per-call input (workload, precision, rates, energy, tokens, domain bounds); ``need`` flags
+the outputs the query reads; ``obj`` the objectives' output codes (the loss: the last code), ``bcol``/``bval``
+the budgets as ceilings, ``latc`` the latency column. Scratch arrays are arguments (:func:`scratch`; the kernel
+allocates nothing, see :mod:`.numba_native`): ``v`` the outputs of a point, ``sf``/``si`` the pending points
+(loss, objective / bin, index), ``pre`` the staircase's prefix minima.
 
 ``stats``: evaluated, feasible, best index/loss/latency, best-any index/loss/latency, per-budget minimum over
 finite-loss points (3 slots), the least violating point's worst ratio and index, the next position, survivors.
 """
 
 SCAN = """
-def scan(pos, stop, TW, TM, TL, TV, fx, w, p, p_tokens, radix, obj, need, latc, bcol, bval, dlo, dhi, lohi, stair,
-         out_idx, out_val, stats, mw, v, sf, si, pre):
-    {PARAMS} = {P}
+def scan(pos, stop, TW, TM, TL, TV, fx, w, radix, obj, need, latc, bcol, bval, lohi, stair, out_idx, out_val, stats,
+         v, sf, si, pre, PL, PV):
 {FIXED}
     nv, nl, nm = radix[0], radix[1], radix[2]
+{PRE}
     blk = nl * nv
     C = max(8192, blk)
     nb = stair.shape[0]
@@ -63,13 +65,15 @@ def scan(pos, stop, TW, TM, TL, TV, fx, w, p, p_tokens, radix, obj, need, latc, 
 """
 
 
-def scratch(radix, stair) -> tuple:
-    """``(v, sf, si, pre)`` for a scan call (``C = max(8192, points per block)`` pending points, plus a block)."""
+def scratch(radix, stair, nv: int, tables: tuple[int, int]) -> tuple:
+    """``(v, sf, si, pre, PL, PV)`` for a scan call with ``nv`` values per point (``C = max(8192, points per block)``
+    pending points, plus a block) and ``tables`` values tabulated per layer count and per (vocab, tied) pair."""
     import numpy as np
 
     blk = int(radix[0] * radix[1])
     c = max(8192, blk) + blk
-    return np.empty(17), np.empty((2, c)), np.empty((2, c), dtype=np.int64), np.empty(len(stair))
+    return (np.empty(nv), np.empty((2, c)), np.empty((2, c), dtype=np.int64), np.empty(len(stair)),
+            np.empty((int(radix[1]), max(1, tables[0]))), np.empty((int(radix[0]), max(1, tables[1]))))  # fmt: skip
 
 
 #: The body of the loop over a block's points (``for iv in range(nv)``), once per specialised version.

@@ -26,7 +26,6 @@ from typing import Any
 
 import numpy as np
 
-from ...constraints import backend_numba as bn
 from ...constraints.backends import resolve
 from ...errors import RooflawError
 from ..problem import Problem
@@ -40,22 +39,15 @@ KERNEL_COLUMN = {"loss": "loss", "latency": None, "memory": "memory_bytes", "ene
                  "throughput": "decode_s"}  # fmt: skip
 
 
-def kernel_objectives(q: Problem, objectives: Sequence[str]) -> tuple[int, ...]:
-    """Indices into the kernel's outputs (16 = loss) of the columns deciding ``objectives`` within a combination,
-    each once, loss first."""
-    out: list[int] = []
-    for o in objectives:
-        col = KERNEL_COLUMN[o] or q.latency_column
-        code = 16 if col == "loss" else bn.OUTPUTS.index(col)
-        if code not in out:
-            out.append(code)
-    return tuple(out)
+def kernel_objectives(q: Problem, objectives: Sequence[str]) -> tuple[str, ...]:
+    """The columns deciding ``objectives`` within a combination, each once, loss first."""
+    return tuple(dict.fromkeys(KERNEL_COLUMN[o] or q.latency_column for o in objectives))
 
 
 def plan(q: Problem, objectives: Sequence[str], strict: bool = False, lohi: np.ndarray | None = None) -> Plan | None:
     """The kernel's arguments for combination problem ``q`` (:func:`.exhaustive_fast.kernel_plan` with the columns
     that order ``objectives`` inside the combination), or None when the numpy path runs it."""
-    return kernel_plan(q, np.array(kernel_objectives(q, objectives), dtype=np.int64), strict, lohi)
+    return kernel_plan(q, kernel_objectives(q, objectives), strict, lohi)
 
 
 def scan_blocks(
