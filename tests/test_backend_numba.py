@@ -291,7 +291,7 @@ def test_kernels_cached_on_disk_for_a_fresh_process(tmp_path):
         "a = evaluate_columns(cols, dev, backend='numba', engine='device');"
         "b = evaluate_columns(cols, dev, backend='numpy', engine='device');"
         "same = all(np.array_equal(a[c], b[c], equal_nan=a[c].dtype != bool) for c in a);"
-        "print('numba' in sys.modules, type(bn.kernels('full').module.rows).__name__, same)"
+        "print('numba' in sys.modules, type(bn.kernels('full').fn).__name__, same)"
     )
     env = {k: v for k, v in os.environ.items() if k not in ("ROOFLAW_NO_CACHE", "ROOFLAW_NUMBA_NATIVE")}
     env |= {"ROOFLAW_CACHE_DIR": str(base), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
@@ -312,18 +312,18 @@ def test_native_entry_refuses_what_it_would_have_to_convert():
     """The C entry takes the kernel's arguments as they are: a wrong dtype, rank or layout is refused (a copy of
     an output would silently drop the results), never converted."""
     k = bn.kernels("full")
-    assert type(k.module.rows).__name__ == "Native"
+    assert type(k.fn).__name__ == "Native"
     n, x = 3, tuple(np.ones(1) for _ in k.per_row)
     s, w = np.zeros(len(k.per_row), dtype=np.int64), np.ones(len(k.scalars))
     for out, msg in ((np.empty((16, n), dtype=np.float32), "out: expected a f8 array"),
                      (np.empty((n, 16)).T, "out: expected a C-contiguous array"),
                      (np.empty(16 * n), "out: expected a f8 array of 2 dimension")):  # fmt: skip
         with pytest.raises(TypeError, match=msg):
-            k.rows(x, s, w, out)
+            k.fn(x, s, w, out)
     with pytest.raises(TypeError, match="argument x: expected"):
-        k.rows(x[:-1], s, w, np.empty((16, n)))
+        k.fn(x[:-1], s, w, np.empty((16, n)))
     out = np.full((16, n), -1.0)
-    k.rows(x, s, w, out)  # well-formed: every output written in place
+    k.fn(x, s, w, out)  # well-formed: every output written in place
     assert not (out == -1.0).any()
 
 

@@ -22,9 +22,8 @@ allocates nothing, see :mod:`.numba_native`): ``v`` the outputs of a point, ``sf
 finite-loss points (3 slots), the least violating point's worst ratio and index, the next position, survivors.
 """
 
+#: The kernel's body (its arguments: :func:`.numba_native.spec`).
 SCAN = """
-def scan(pos, stop, TW, TM, TL, TV, fx, w, radix, obj, need, latc, bcol, bval, lohi, stair, out_idx, out_val, stats,
-         v, sf, si, pre, PL, PV):
 {FIXED}
     nv, nl, nm = radix[0], radix[1], radix[2]
 {PRE}
