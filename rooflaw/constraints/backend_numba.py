@@ -19,6 +19,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, fields, replace
+from itertools import groupby
 from types import SimpleNamespace
 from typing import Any
 
@@ -205,27 +206,20 @@ def _scan_source(k: Kernels, stmts: list, outs: list[str], roots: dict[str, set[
     users = _users(stmts, roots)
     stmts, users = [st for st, u in zip(stmts, users, strict=True) if u], [u for u in users if u]  # a table's columns
     lv = _levels(stmts, {ix: x + 1 for x, ix in enumerate(LOOPS)})
-    key = lambda j: (lv[j] + (loss in users[j] and lv[j] == 4), -len(users[j]), sorted(users[j]), j)  # noqa: E731
-    runs: list[tuple[int, frozenset[int] | None, list]] = []  # (level, guard, statements); level 5: the loss
-    for j in sorted(range(len(stmts)), key=key):
-        g = None if lv[j] == 0 or loss in users[j] else users[j]
-        if runs and runs[-1][:2] == (key(j)[0], g):
-            runs[-1][2].append(stmts[j])
-        else:
-            runs.append((key(j)[0], g, [stmts[j]]))
-    blocks: list[tuple[int, frozenset[int] | None, list]] = []  # a short run is not worth a branch: unguarded
-    for level, g, sts in ((lv_, g if len(sts) >= MIN_GUARDED else None, sts) for lv_, g, sts in runs):
-        if blocks and blocks[-1][:2] == (level, g) and g is None:
-            blocks[-1][2].extend(sts)
-        else:
-            blocks.append((level, g, sts))
+    # by level (5: the loss, first in the point loop), then by the outputs served, supersets first: every input
+    # stays before its readers and the statements serving the same outputs come together, under one flag
+    order = sorted(range(len(stmts)), key=lambda j: (lv[j] + (lv[j] == 4 and loss in users[j]), -len(users[j]),
+                                                     sorted(users[j]), j))  # fmt: skip
+    runs = [(level, g, [stmts[j] for j in js]) for (level, g), js in groupby(order, lambda j: (
+        lv[j] + (lv[j] == 4 and loss in users[j]), None if lv[j] == 0 or loss in users[j] else users[j]))]  # fmt: skip
+    # a short run is not worth a run-time branch: always run
+    short = ((lv_, g if len(sts) >= MIN_GUARDED else None, sts) for lv_, g, sts in runs)
+    blocks = [(lg[0], lg[1], [st for r in rs for st in r[2]]) for lg, rs in groupby(short, lambda r: r[:2])]
     readers: dict[str, set[int]] = {}
     for b, (_, _, sts) in enumerate(blocks):
-        for _, _, rs in sts:
-            for r in rs:
-                readers.setdefault(r, set()).add(b)
+        for r in (r for _, _, rs in sts for r in rs):
+            readers.setdefault(r, set()).add(b)
     flags: dict[frozenset[int], str] = {}
-
     body: dict[int, list[str]] = {level: [] for level in range(6)}
     for b, (level, g, sts) in enumerate(blocks):
         if g is None:
