@@ -178,7 +178,7 @@ def _scan_source(k: Kernels, stmts: list, outs: list[str], roots: dict[str, set[
     work done once per layer or block, the same operations). One kernel serves any objectives and budgets: a
     statement no requested output needs (``need``, a run-time flag per output) is skipped, so a query pays only
     for the outputs it reads; the loss comes first, so a point outside the law's domain skips the rest."""
-    from .scan_source import POINT, SCAN
+    from .scan_source import SCAN
 
     dec = [(f"c_{a}", f"T{'WMLV'[x]}[{LOOPS[x]}, {j}]", (LOOPS[x],)) for x, ax in enumerate(k.axes)
            for j, a in enumerate(ax)]  # fmt: skip
@@ -231,13 +231,11 @@ def _scan_source(k: Kernels, stmts: list, outs: list[str], roots: dict[str, set[
     head = [f"{n} = w[{j}]" for j, n in enumerate(k.scalars)] + [f"c_{a} = fx[{j}]" for j, a in enumerate(k.fixed)]
     head += [f"{f} = {' or '.join(f'need[{o}] != 0' for o in sorted(g))}" for g, f in flags.items()]
     point = body[4] + [f"v[{j}] = {o}" for j, o in enumerate(outs)]
-    loop = POINT.replace("{LOSS}", "\n".join([*body[5], f"loss = {outs[loss]}"])).replace("{POINT}", "\n".join(point))
     ind = lambda lines, n: "\n".join(" " * n + ln for ln in lines)  # noqa: E731
     src = (
         SCAN.replace("{FIXED}", ind(head + body[0], 4)).replace("{PRE}", ind(pre, 4))
-        .replace("{BLOCK}", ind(body[1] + body[2], 8))
-        .replace("{LAYER}", ind(body[3], 12))
-        .replace("{POINTS}", ind(["for iv in range(nv):", *("    " + ln for ln in loop.strip("\n").split("\n"))], 12))
+        .replace("{BLOCK}", ind(body[1] + body[2], 8)).replace("{LAYER}", ind(body[3], 12))
+        .replace("{LOSS}", ind([*body[5], f"loss = {outs[loss]}"], 16)).replace("{POINT}", ind(point, 16))
     )  # fmt: skip
     return src, (len(tab[2]), len(tab[3]))
 

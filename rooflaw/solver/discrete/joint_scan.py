@@ -1,20 +1,14 @@
 """The joint space's single-device combinations on the numba scan kernel.
 
 Each (precision, batch) combination of the one-device option is a :class:`~rooflaw.solver.problem.Problem` of its
-own (:func:`.joint.combination_problem`: the law bound to the precision's bits, the workload at that batch), so
-the generated scan kernel of the exhaustive solver (:mod:`.exhaustive_fast`) prices it at its single-device speed,
-with the engine overhead and the law's fitted domain. The kernel's in-loop pre-filter gets, per joint objective, the one
-cost column that decides it *inside a combination*: loss, the phase's latency, memory, energy and, for throughput
-(``batch · S_out / decode_s``, maximised), ``decode_s`` -- within a combination batch and ``S_out`` are constants,
-so a lower ``decode_s`` never means a lower throughput. Objectives that share a column count once; when only loss
-and one column remain, the kernel's staircase drops points that another feasible point of the same combination
-beats with a strictly lower loss and a no-worse column: dominated on every joint objective, hence never on the joint
-frontier. With more columns the kernel keeps every feasible point, and the same argument lets its survivors be cut
-to those non-dominated on the kernel's columns (their values as the kernel computed them).
-
-Those are evaluated again by the numpy reference of the joint space (:func:`.joint_eval.evaluate_chunk`, the same
-values as the numpy path) and filtered on the joint objectives, so rows, best points and diagnostics are built by
-the same code as there; the union over tasks is filtered once more by the caller (:func:`.joint.merge`).
+own (:func:`.joint.combination_problem`), which the exhaustive solver's scan kernel (:mod:`.exhaustive_fast`) prices
+at its single-device speed. Its pre-filter gets, per joint objective, the cost column that decides it *inside a
+combination*: loss, the phase's latency, memory, energy and, for throughput (``batch · S_out / decode_s``,
+maximised), ``decode_s`` (batch and ``S_out`` are constants there). A point the kernel drops (or, with more columns,
+one dominated on the kernel's columns) is beaten by a feasible point of the same combination on every joint
+objective, hence never on the joint frontier. The survivors are evaluated again by the joint space's numpy
+reference (:func:`.joint_eval.evaluate_chunk`) and filtered on the joint objectives, so rows, best points and
+diagnostics are built by the same code as there; :func:`.joint.merge` filters the union over tasks once more.
 """
 
 from __future__ import annotations
