@@ -1,7 +1,7 @@
 """Tracing the numpy path's own functions into straight-line scalar statements for the numba kernels.
 
 Nothing in a kernel is a copy of numpy logic: the compiled cost model (``sympy.lambdify``'s CSE pairs),
-:func:`roofline.fast_outputs` (decode-step sums, engine overhead, memory, energy), :func:`objectives.law_inputs`
+:func:`.epilogue.fast_outputs` (decode-step sums, engine overhead, memory, energy), :func:`objectives.law_inputs`
 and the law's own function are *called* on :class:`Traced` values, which record every operation, in Python's
 evaluation order, as one statement ``t<k> = a <op> b`` on a :class:`Tape`. Run per candidate, those statements
 perform the same IEEE operations in the same order as numpy does elementwise: the values are bit-identical. The
@@ -16,25 +16,12 @@ from typing import Any
 
 import numpy as np
 
-#: numpy ufunc -> the scalar function with numpy's semantics (NaN included) in the generated module.
-UFUNCS = {"maximum": "_mx", "minimum": "_mn", "sign": "_sg", "floor": "np.floor", "ceil": "np.ceil", "exp": "math.exp",
-          "log": "math.log", "sqrt": "math.sqrt", "expm1": "math.expm1", "log1p": "math.log1p"}  # fmt: skip
-#: The scalar helpers those names refer to (numpy's maximum/minimum: NaN wins; sign(NaN) is NaN).
-HELPERS = """
-@njit(**_JI)
-def _mx(a, b):
-    return a if (a >= b) | (a != a) else b
-
-
-@njit(**_JI)
-def _mn(a, b):
-    return a if (a <= b) | (a != a) else b
-
-
-@njit(**_JI)
-def _sg(x):
-    return 1.0 if x > 0.0 else (-1.0 if x < 0.0 else (0.0 if x == 0.0 else x))
-"""
+#: numpy ufunc -> the scalar code with numpy's semantics (maximum/minimum: NaN wins; sign(NaN) is NaN).
+UFUNCS = {"maximum": "{0} if ({0} >= {1}) | ({0} != {0}) else {1}",
+          "minimum": "{0} if ({0} <= {1}) | ({0} != {0}) else {1}",
+          "sign": "1.0 if {0} > 0.0 else (-1.0 if {0} < 0.0 else (0.0 if {0} == 0.0 else {0}))",
+          **{f: f"np.{f}({{}})" for f in ("floor", "ceil")},
+          **{f: f"math.{f}({{}})" for f in ("exp", "log", "sqrt", "expm1", "log1p")}}  # fmt: skip
 
 
 class Unsupported(Exception):
@@ -125,7 +112,7 @@ class Traced:
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kw: Any) -> Traced:
         if method != "__call__" or kw or ufunc.__name__ not in UFUNCS:
             raise Unsupported(f"numpy {ufunc.__name__} on a traced value")
-        return self.tape.emit(f"{UFUNCS[ufunc.__name__]}({', '.join(['{}'] * len(inputs))})", *inputs)
+        return self.tape.emit(UFUNCS[ufunc.__name__], *inputs)
 
     def __array_function__(self, func: Any, types: Any, args: tuple, kwargs: dict) -> Any:
         if func is np.where and len(args) == 3 and not kwargs:

@@ -205,7 +205,7 @@ def kernel_plan(problem: Problem, columns: tuple[str, ...], strict: bool = False
         fallback(setup)
         return None
     k, tabs, radix = setup
-    if "D" in k.law_vars and problem.tokens is None:
+    if "D" in problem.law.variables and problem.tokens is None:
         return None  # the numpy path raises the law's own error message
     code = {c: j for j, c in enumerate(k.outputs)} | {"loss": len(k.outputs)}
     return Plan(k, tabs, radix, np.array([code[c] for c in columns], dtype=np.int64), code[problem.latency_column],
