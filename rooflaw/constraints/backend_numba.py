@@ -73,16 +73,17 @@ def _trace(preset: str, kinds: frozenset[str], law: Any) -> tuple[Tape, tuple[st
     from .epilogue import fast_outputs, phase_overheads
 
     pr, comp, tape = A.get_preset(preset), compile_preset(preset, kinds), Tape()
+    var: Any = tape.var  # tracers stand for numbers
     fn = comp.fast.__code__
     args = fn.co_varnames[: fn.co_argcount]
-    col = {c: tape.var(f"c_{c}") for c in (*COLUMNS, *STACK_COLUMNS)}
-    s = {a: col[a] if a in col else tape.var(f"s_{a}") for a in (*args, "overlap", "tokens")}
-    rates = SimpleNamespace(**{f.name: tape.var(f"r_{f.name}") for f in fields(A.Rates) if f.type in ("float", float)})
-    coef = A.EnergyCoefficients(tape.var("e_idle"), {c: tape.var(f"e_{c}") for c in A.ROOF_CLASSES}, tape.var("e_byte"))
+    col = {c: var(f"c_{c}") for c in (*COLUMNS, *STACK_COLUMNS)}
+    s = {a: col[a] if a in col else var(f"s_{a}") for a in (*args, "overlap", "tokens")}
+    rates: Any = SimpleNamespace(**{f.name: var(f"r_{f.name}") for f in fields(A.Rates) if f.type in ("float", float)})
+    coef = A.EnergyCoefficients(var("e_idle"), {c: var(f"e_{c}") for c in A.ROOF_CLASSES}, var("e_byte"))
     try:
-        extra = (0.0, 0.0) if pr.theory else phase_overheads(rates, col, s["B"], s["S_in"])  # type: ignore[arg-type]
+        pre, dec = (0.0, 0.0) if pr.theory else phase_overheads(rates, col, s["B"], s["S_in"])
         vals = comp.fast(*(s[a] for a in args))
-        out = fast_outputs(vals, sum(comp.n_varying), s["overlap"], *extra, s["S_out"], pr.memory, coef)
+        out = fast_outputs(vals, sum(comp.n_varying), s["overlap"], pre, dec, s["S_out"], pr.memory, coef)
         return tape, args, out, [] if law is None else _loss(tape, law, col, s["tokens"])
     except (TypeError, AttributeError) as e:  # an operation the tracer does not record
         raise Unsupported(f"{type(e).__name__}: {e}") from None
@@ -128,8 +129,8 @@ def _source(preset: str, law: Any, kinds: frozenset[str], axes: tuple[tuple[str,
     tape, args, out, scan = _trace(preset, kinds, law)
     outs = [code(v) for v in out.values()] + [code(x) for x in scan[:1]]  # the loss last
     roots: dict[str, set[int]] = {}
-    for k, c in enumerate(outs):
-        roots.setdefault(c, set()).add(k)
+    for j, c in enumerate(outs):
+        roots.setdefault(c, set()).add(j)
     stmts = [st for st, u in zip(tape.stmts, _users(tape.stmts, roots), strict=True) if u]  # the rest is dead code
     made = {t for t, _, _ in tape.stmts}
     inputs = sorted({r for _, _, rs in stmts for r in rs} | {o for o in outs if o.isidentifier()} - made)
@@ -237,14 +238,6 @@ def _scan_source(k: Kernels, stmts: list, outs: list[str], roots: dict[str, set[
 
 
 # ---- loading (disk cache) ----------------------------------------------------------------------------------------
-def _key(src: str) -> str:
-    from importlib.metadata import version  # not numba.__version__: a warm process never imports numba
-
-    h = hashlib.sha256(src.encode())
-    h.update(f"|numba {version('numba')}|numpy {np.__version__}|py {sys.version}".encode())
-    return h.hexdigest()[:20]
-
-
 def kernels(
     preset: str, law: Any = None, kinds: frozenset[str] = frozenset(), axes: tuple[tuple[str, ...], ...] = ((),) * 4
 ) -> Kernels:
@@ -260,7 +253,10 @@ def kernels(
         return _MEMO[memo]
     t1 = time.perf_counter()
     src, meta = _source(preset, law, kinds, axes)
-    key = _key(src)
+    from importlib.metadata import version  # not numba.__version__: a warm process never imports numba
+
+    tag = f"{src}|numba {version('numba')}|numpy {np.__version__}|py {sys.version}"
+    key = hashlib.sha256(tag.encode()).hexdigest()[:20]
     TIMINGS["generate_s"] = time.perf_counter() - t1
     with _LOCK:
         if key not in _LOADED:

@@ -119,14 +119,6 @@ def _jit() -> tuple[Any, int]:
         return _JIT[0], ctypes.cast(_JIT[1], ctypes.c_void_p).value or 0
 
 
-def host() -> str:
-    """The host CPU and llvmlite version, part of the object code's key (the code uses this CPU's features)."""
-    import llvmlite
-    import llvmlite.binding as llvm
-
-    return f"llvmlite {llvmlite.__version__}|{llvm.get_host_cpu_name()}|{llvm.get_host_cpu_features().flatten()}"
-
-
 def link(name: str, fn: str, obj: tuple[str, bytes], spec: Sequence[tuple[str, str]]) -> Native:
     """Link the object code ``(symbol, code)`` of entry ``fn`` as JIT library ``name``."""
     import llvmlite.binding as llvm
@@ -140,6 +132,14 @@ def link(name: str, fn: str, obj: tuple[str, bytes], spec: Sequence[tuple[str, s
     return Native(rt[obj[0]], spec, rt)
 
 
+def _host() -> str:
+    """The llvmlite version and host CPU (the object code uses this CPU's features): part of the cache key."""
+    import llvmlite
+    import llvmlite.binding as llvm
+
+    return f"llvmlite {llvmlite.__version__}|{llvm.get_host_cpu_name()}|{llvm.get_host_cpu_features().flatten()}"
+
+
 def load(key: str, src: str, fn: str, spec: Sequence[tuple[str, str]], timings: dict) -> Native:
     """The C entry ``{fn}_c`` of generated module ``src``, compiled by numba (or loaded from numba's disk cache
     beside the file). With ``ROOFLAW_NUMBA_NATIVE=1`` its object code is kept in rooflaw's cache and linked
@@ -149,7 +149,7 @@ def load(key: str, src: str, fn: str, spec: Sequence[tuple[str, str]], timings: 
 
     t0 = time.perf_counter()
     native = os.environ.get("ROOFLAW_NUMBA_NATIVE", "0") == "1"
-    ckey = f"native-{key}-{hashlib.sha256(host().encode()).hexdigest()[:12]}" if native else ""
+    ckey = f"native-{key}-{hashlib.sha256(_host().encode()).hexdigest()[:12]}" if native else ""
     obj = cache.load(ckey) if native else None
     try:
         if isinstance(obj, tuple):

@@ -63,17 +63,21 @@ def _op(fmt: str, swap: bool = False) -> Any:
     return lambda a, b: a.tape.emit(fmt, *((b, a) if swap else (a, b)))
 
 
+def _refuse(what: str) -> Any:
+    def refuse(self: Any) -> Any:
+        raise Unsupported(what)
+
+    return refuse
+
+
 def power(base: Any, ex: Any) -> Traced:
     """``base ** ex`` as numpy computes an array to a scalar power: its fast paths for 2, 0.5, -1 and 1 (known
     here when the exponent is a number; checked at run time for 2 when it is traced), else libm ``pow``."""
     tape = base.tape if isinstance(base, Traced) else ex.tape
     if isinstance(ex, Traced):
         return tape.emit("{0} * {0} if {1} == 2.0 else {0} ** {1}", base, ex)
-    if float(ex) == 1.0:
-        return base
-    return tape.emit(
-        {2.0: "{0} * {0}", 0.5: "math.sqrt({0})", -1.0: "1.0 / {0}"}.get(float(ex), "{0} ** {1}"), base, ex
-    )
+    fast = {2.0: "{0} * {0}", 0.5: "math.sqrt({0})", -1.0: "1.0 / {0}"}
+    return base if float(ex) == 1.0 else tape.emit(fast.get(float(ex), "{0} ** {1}"), base, ex)
 
 
 class Traced:
@@ -85,29 +89,14 @@ class Traced:
     __mul__, __rmul__ = _op("{} * {}"), _op("{} * {}", True)
     __truediv__, __rtruediv__ = _op("{} / {}"), _op("{} / {}", True)
     __gt__, __lt__, __ge__, __le__ = _op("{} > {}"), _op("{} < {}"), _op("{} >= {}"), _op("{} <= {}")
-    __eq__, __ne__ = _op("{} == {}"), _op("{} != {}")  # type: ignore[assignment]
+    __eq__, __ne__ = _op("{} == {}"), _op("{} != {}")
+    __pow__, __rpow__ = power, lambda a, b: power(b, a)
+    __neg__, __pos__ = lambda a: a.tape.emit("-{}", a), lambda a: a
+    __bool__, __float__ = _refuse("a branch on a traced value"), _refuse("a traced value converted to a number")
     __hash__ = None  # type: ignore[assignment]
 
     def __init__(self, code: str, tape: Tape):
         self.code, self.tape = code, tape
-
-    def __pow__(self, o: Any) -> Traced:
-        return power(self, o)
-
-    def __rpow__(self, o: Any) -> Traced:
-        return power(o, self)
-
-    def __neg__(self) -> Traced:
-        return self.tape.emit("-{}", self)
-
-    def __pos__(self) -> Traced:
-        return self
-
-    def __bool__(self) -> bool:
-        raise Unsupported("a branch on a traced value")
-
-    def __float__(self) -> float:
-        raise Unsupported("a traced value converted to a number")
 
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kw: Any) -> Traced:
         if method != "__call__" or kw or ufunc.__name__ not in UFUNCS:

@@ -210,10 +210,10 @@ def evaluate_chunk(cols: Mapping[str, np.ndarray], sc: Scenario, tiles: bool = F
     return out
 
 
-def _finish(sc: Scenario, out: dict[str, Any]) -> dict[str, np.ndarray]:
+def _finish(sc: Scenario, out: dict[str, Any]) -> dict[str, Any]:
     """:func:`outputs` as arrays of their own (a value serving two outputs, or a read-only view, is copied), with
     ``fits_in_memory`` after ``memory_bytes``."""
-    res: dict[str, np.ndarray] = {}
+    res: dict[str, Any] = {}
     for key, v in out.items():
         res[key] = v.copy() if not v.flags.writeable or any(v is x for x in res.values()) else v
         if key == "memory_bytes":

@@ -54,6 +54,8 @@ def _setup(problem: Problem) -> tuple[Any, ...] | str:
     from ...constraints.roofline import complete_columns, fast_inputs, stack_kinds
 
     space = problem.space
+    if len(problem.constraints) > MAX_BUDGETS:
+        return f"the scan kernel takes at most {MAX_BUDGETS} constraints"
     if not hasattr(space, "index_tables"):
         return f"space {space.name!r} has no index tables"
     raw = space.index_tables()
@@ -192,11 +194,7 @@ def kernel_plan(problem: Problem, columns: tuple[str, ...], strict: bool = False
     why). ``lohi``: the staircase's loss range (any range is exact; default: from a sample of feasible points)."""
     ceilings = [c.as_upper() for c in problem.constraints]
     try:
-        setup = (
-            _setup(problem)
-            if len(ceilings) <= MAX_BUDGETS
-            else f"the scan kernel takes at most {MAX_BUDGETS} constraints"
-        )
+        setup = _setup(problem)
     except bn.Unsupported as e:
         setup = f"the generated kernel cannot express this problem ({e})"
     if isinstance(setup, str):
