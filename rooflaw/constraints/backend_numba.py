@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import sys
 import threading
-import time
 from dataclasses import dataclass, fields, replace
 from itertools import groupby
 from types import SimpleNamespace
@@ -34,8 +33,6 @@ __all__ = ["Kernels", "Unsupported", "evaluate_rows", "kernels", "scalars"]
 _LOCK = threading.Lock()
 _LOADED: dict[str, Any] = {}
 _MEMO: dict[tuple, Kernels] = {}  # (preset, kinds, law, axes) -> kernels
-#: Seconds spent importing numba and compiling (or loading) kernels, for reports.
-TIMINGS: dict[str, float] = {}
 #: The scan's loop index of each axis (width rows, (experts, top_k) pairs, layer counts, (vocab, tied) pairs).
 LOOPS = ("iw", "im", "il", "iv")
 #: Statements a run needs to be skipped at run time when no output it serves is asked for (shorter: always run).
@@ -251,17 +248,15 @@ def kernels(
     memo = (preset, kinds) + (() if law is None else (law.variables, sympy.srepr(law.bound_expr()), *law.domain, axes))
     if memo in _MEMO:
         return _MEMO[memo]
-    t1 = time.perf_counter()
     src, meta = _source(preset, law, kinds, axes)
     from importlib.metadata import version  # not numba.__version__: a warm process never imports numba
 
     tag = f"{src}|numba {version('numba')}|numpy {np.__version__}|py {sys.version}"
     key = hashlib.sha256(tag.encode()).hexdigest()[:20]
-    TIMINGS["generate_s"] = time.perf_counter() - t1
     with _LOCK:
         if key not in _LOADED:
             name = "rows" if law is None else "scan"
-            _LOADED[key] = load(key, src, name, spec(len(meta.per_row), law is not None), TIMINGS)
+            _LOADED[key] = load(key, src, name, spec(len(meta.per_row), law is not None))
     _MEMO[memo] = replace(meta, fn=_LOADED[key])
     return _MEMO[memo]
 
@@ -281,15 +276,6 @@ def scalars(k: Kernels, sc: Any, call: tuple, tokens: float = 0.0, bounds: tuple
     return np.array([float(named[n] if n in named else getattr(sc.rates, n[2:])) for n in k.scalars])
 
 
-def _readonly(v: Any) -> tuple[np.ndarray, int]:
-    """A read-only contiguous float64 array and its step (0: one value for every row)."""
-    a = np.asarray(v, dtype=np.float64)
-    a, step = (np.array([a.flat[0]]), 0) if a.ndim == 0 or (a.ndim == 1 and a.strides[0] == 0) else (a, 1)
-    a = np.ascontiguousarray(a).view()
-    a.flags.writeable = False
-    return a, step
-
-
 def evaluate_rows(cols: dict[str, np.ndarray], sc: Any, kinds: frozenset[str], call: tuple,
                   strict: bool = True) -> dict[str, np.ndarray] | None:  # fmt: skip
     """The outputs of ``roofline.evaluate_columns`` (but ``fits_in_memory``) for completed columns in scenario
@@ -304,9 +290,9 @@ def evaluate_rows(cols: dict[str, np.ndarray], sc: Any, kinds: frozenset[str], c
             raise RooflawError(f"backend='numba': the generated kernel cannot express this cost model ({e})") from None
         fallback(f"the generated kernel cannot express this cost model ({e})")
         return None
-    xs = [_readonly(cols[a]) for a in k.per_row]
+    xs = [np.asarray(cols[a], dtype=np.float64) for a in k.per_row]
+    one = [x.ndim == 0 or x.strides[0] == 0 for x in xs]  # one value for every row: read with step 0
+    xs = [np.ascontiguousarray(x.flat[:1] if o else x) for x, o in zip(xs, one, strict=True)]
     out = np.empty((len(k.outputs), len(cols["layers"])))
-    t0 = time.perf_counter()
-    k.fn(tuple(x for x, _ in xs), np.array([st for _, st in xs], dtype=np.int64), scalars(k, sc, call), out)
-    TIMINGS.setdefault(f"first_call_{sc.preset}_s", time.perf_counter() - t0)
+    k.fn(tuple(xs), np.array([not o for o in one], dtype=np.int64), scalars(k, sc, call), out)
     return dict(zip(k.outputs, out, strict=True))

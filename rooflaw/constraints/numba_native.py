@@ -18,7 +18,6 @@ import hashlib
 import os
 import sys
 import threading
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -140,24 +139,21 @@ def _host() -> str:
     return f"llvmlite {llvmlite.__version__}|{llvm.get_host_cpu_name()}|{llvm.get_host_cpu_features().flatten()}"
 
 
-def load(key: str, src: str, fn: str, spec: Sequence[tuple[str, str]], timings: dict) -> Native:
+def load(key: str, src: str, fn: str, spec: Sequence[tuple[str, str]]) -> Native:
     """The C entry ``{fn}_c`` of generated module ``src``, compiled by numba (or loaded from numba's disk cache
     beside the file). With ``ROOFLAW_NUMBA_NATIVE=1`` its object code is kept in rooflaw's cache and linked
     natively in later processes, which then never import numba; a failure there raises (the user chose it)."""
     from .. import cache
     from ..errors import ExternalError
 
-    t0 = time.perf_counter()
     native = os.environ.get("ROOFLAW_NUMBA_NATIVE", "0") == "1"
     ckey = f"native-{key}-{hashlib.sha256(_host().encode()).hexdigest()[:12]}" if native else ""
     obj = cache.load(ckey) if native else None
     try:
         if isinstance(obj, tuple):
-            timings.setdefault("native_load_s", time.perf_counter() - t0)
             return link(f"rl_{key}_cached", fn, obj, spec)
         import numba  # noqa: F401 - fails with ImportError when the extra is missing
 
-        timings.setdefault("import_numba_s", time.perf_counter() - t0)
         if native:  # object code exists only for a fresh compile, not for an entry numba loaded from its cache
             src, key = src.replace(_CACHED, _CACHED.replace("True", "False")), f"{key}_n"
         entry = getattr(cache.load_generated(f"rl_{key}", src, f"rooflaw_kernel_{key}"), f"{fn}_c")

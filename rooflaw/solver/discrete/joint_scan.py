@@ -33,15 +33,10 @@ KERNEL_COLUMN = {"loss": "loss", "latency": None, "memory": "memory_bytes", "ene
                  "throughput": "decode_s"}  # fmt: skip
 
 
-def kernel_objectives(q: Problem, objectives: Sequence[str]) -> tuple[str, ...]:
-    """The columns deciding ``objectives`` within a combination, each once, loss first."""
-    return tuple(dict.fromkeys(KERNEL_COLUMN[o] or q.latency_column for o in objectives))
-
-
 def plan(q: Problem, objectives: Sequence[str], strict: bool = False, lohi: np.ndarray | None = None) -> Plan | None:
     """The kernel's arguments for combination problem ``q`` (:func:`.exhaustive_fast.kernel_plan` with the columns
-    that order ``objectives`` inside the combination), or None when the numpy path runs it."""
-    return kernel_plan(q, kernel_objectives(q, objectives), strict, lohi)
+    that order ``objectives`` inside the combination, each once, loss first), or None when numpy runs it."""
+    return kernel_plan(q, tuple(dict.fromkeys(KERNEL_COLUMN[o] or q.latency_column for o in objectives)), strict, lohi)
 
 
 def scan_blocks(
@@ -52,11 +47,8 @@ def scan_blocks(
     c0 = time.thread_time()
     stats, red = new_stats(), Reducer()
     scan_range(pl, a, b, stats, red, np.full(NBINS, np.inf))
-    front = _front(combo, red.reduce(), objectives, keep)
-    acc = Accumulator(evaluated=int(stats[0]), feasible=int(stats[1]))
-    acc.front = front
-    acc.best = _point(combo, stats[2], keep)
-    acc.best_any = _point(combo, stats[5], keep)
+    acc = Accumulator(int(stats[0]), int(stats[1]), _front(combo, red.reduce(), objectives, keep),
+                      _point(combo, stats[2], keep), _point(combo, stats[5], keep))  # fmt: skip
     finish_diagnostics(acc, combo.problem, stats, lambda i: _evaluate(combo, np.array([i]), keep))
     acc.eval_s = time.thread_time() - c0
     return acc
@@ -84,10 +76,8 @@ def _front(combo: Any, idx: np.ndarray, objectives: tuple[str, ...], keep: tuple
 
 
 def _point(combo: Any, index: float, keep: tuple[str, ...]) -> dict[str, float] | None:
-    if index < 0:
-        return None
-    v = _evaluate(combo, np.array([int(index)]), keep)
-    return {x: float(v[x][0]) for x in keep}
+    v = None if index < 0 else _evaluate(combo, np.array([int(index)]), keep)
+    return None if v is None else {x: float(v[x][0]) for x in keep}
 
 
 def block_ranges(blocks: int, parts: int) -> list[tuple[int, int]]:
