@@ -83,8 +83,8 @@ NUMBA_FILES = ("rooflaw/constraints/backend_numba.py", "rooflaw/constraints/numb
                "rooflaw/constraints/numba_trace.py", "rooflaw/constraints/scan_source.py",
                "rooflaw/solver/discrete/exhaustive_fast.py", "rooflaw/solver/discrete/joint_scan.py",
                "rooflaw/constraints/backends.py")  # fmt: skip
-#: Functions of shared modules that only the numba path calls.
-NUMBA_FUNCTIONS = tuple(("rooflaw/constraints/roofline.py", f) for f in ("fast_inputs", "_use_numba"))
+#: Functions of shared modules that only the numba path calls (none since this round).
+NUMBA_FUNCTIONS: tuple[tuple[str, str], ...] = ()
 
 
 def lines() -> dict:

@@ -1,14 +1,12 @@
 """The numba backend: the numpy path's own arithmetic, traced into generated loops.
 
-:func:`kernels` calls the numpy path's functions on tracers (:mod:`.numba_trace`): the compiled cost model's ``fast``
+:func:`kernels` calls the numpy path's functions on tracers (:mod:`.numba_trace`): the compiled model's ``fast``
 function, :func:`.epilogue.phase_overheads` and :func:`.epilogue.fast_outputs`, and for the frontier scan
-:func:`objectives.law_inputs`, the law and its fitted domain. The single-operation statements they record are placed
-in a generated loop at the outermost level their inputs allow: the row kernel (one loop over a table) or the scan
-(:mod:`.scan_source`: a loop nest over a space's index axes, skipping at run time what no output the query reads
-needs). One kernel per preset × layer kinds × law: device, workload, precision, outputs needed, budgets and domain
-bounds are run-time arguments. Modules are kept under the rooflaw cache directory, keyed by a hash of their text
-and the library versions, numba's machine code beside them (:mod:`.numba_native`). Division by zero gives inf/NaN
-as in numpy (``error_model="numpy"``). numba is optional (``pip install rooflaw[fast]``).
+:func:`objectives.law_inputs`, the law and its domain. Each recorded statement is placed in a generated loop at
+the outermost level its inputs allow: the row kernel (one loop over a table) or the scan (:mod:`.scan_source`).
+One kernel per preset × layer kinds × law: device, workload, precision, outputs needed, budgets and domain bounds
+are run-time arguments. Modules are cached on disk, keyed by their text and the library versions
+(:mod:`.numba_native`). Division by zero gives inf/NaN as in numpy. numba is optional (``rooflaw[fast]``).
 """
 
 from __future__ import annotations
@@ -23,7 +21,6 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import RooflawError
 from .backends import available
 from .numba_native import entry_source, load, spec
 from .numba_trace import Tape, Unsupported, code
@@ -54,10 +51,13 @@ class Kernels:
     tables: tuple[int, int] = (0, 0)  # values the scan tabulates per layer count and per (vocab, tied) pair
 
     def scan(self, *args: Any) -> None:
-        """Run the scan kernel on the arguments :func:`.numba_native.spec` names, less the scratch arrays."""
-        from .scan_source import scratch
-
-        self.fn(*args, *scratch(args[8], args[15], len(self.outputs) + 1, self.tables))
+        """Run the scan kernel on the arguments :func:`.numba_native.spec` names, less the scratch arrays: a point's
+        values, ``C = max(8192, points per block)`` pending points plus a block, the staircase's prefix minima, the
+        values tabulated per layer count and per (vocab, tied) pair."""
+        radix, stair, (nl, nv) = args[8], args[15], self.tables
+        c = max(8192, int(radix[0] * radix[1])) + int(radix[0] * radix[1])
+        self.fn(*args, np.empty(len(self.outputs) + 1), np.empty((2, c)), np.empty((2, c), dtype=np.int64),
+                np.empty(len(stair)), np.empty((radix[1], max(1, nl))), np.empty((radix[0], max(1, nv))))  # fmt: skip
 
 
 # ---- tracing and placing -------------------------------------------------------------------------------------
@@ -264,7 +264,7 @@ def kernels(
 # ---- run-time arguments and the row kernel ---------------------------------------------------------------------
 def scalars(k: Kernels, sc: Any, call: tuple, tokens: float = 0.0, bounds: tuple = ((), ())) -> np.ndarray:
     """The kernel's one-per-call inputs (:attr:`Kernels.scalars`) for scenario ``sc``: the compiled model's
-    arguments ``call`` (as :func:`roofline.fast_inputs` gives them), its rates and energy coefficients (NaN when
+    arguments ``call`` (as :func:`roofline.model_call` gives them), its rates and energy coefficients (NaN when
     the device has none: energy NaN, as on numpy), the overlap flag, the law's tokens and domain bounds."""
     from .assembly import ROOF_CLASSES
 
@@ -276,19 +276,23 @@ def scalars(k: Kernels, sc: Any, call: tuple, tokens: float = 0.0, bounds: tuple
     return np.array([float(named[n] if n in named else getattr(sc.rates, n[2:])) for n in k.scalars])
 
 
-def evaluate_rows(cols: dict[str, np.ndarray], sc: Any, kinds: frozenset[str], call: tuple,
-                  strict: bool = True) -> dict[str, np.ndarray] | None:  # fmt: skip
-    """The outputs of ``roofline.evaluate_columns`` (but ``fits_in_memory``) for completed columns in scenario
-    ``sc``, in one generated loop. If the kernel cannot express the cost model: a one-line error when ``strict``,
-    else a warning (:func:`.backends.fallback`) and None."""
+def evaluate_rows(cols: dict[str, np.ndarray], sc: Any, kinds: frozenset[str], call: tuple, strict: bool = True,
+                  tiles: bool = False) -> dict[str, np.ndarray] | None:  # fmt: skip
+    """The outputs of ``roofline.evaluate_columns`` (but ``fits_in_memory``) for completed columns of layer
+    ``kinds`` in scenario ``sc`` (the compiled model called with ``call``), in one generated loop. When the kernel
+    cannot take them: a one-line error when ``strict``, else a warning (:func:`.backends.fallback`) and None."""
+    from ..errors import bad
     from .backends import fallback
 
     try:
+        if tiles:
+            raise Unsupported("the numba kernel has no tile/wave model (tiles=True)")
         k = kernels(sc.preset, None, kinds)
     except Unsupported as e:
+        why = str(e) if tiles else f"the generated kernel cannot express this cost model ({e})"
         if strict:
-            raise RooflawError(f"backend='numba': the generated kernel cannot express this cost model ({e})") from None
-        fallback(f"the generated kernel cannot express this cost model ({e})")
+            raise bad("backend", "numba", why) from None
+        fallback(why)
         return None
     xs = [np.asarray(cols[a], dtype=np.float64) for a in k.per_row]
     one = [x.ndim == 0 or x.strides[0] == 0 for x in xs]  # one value for every row: read with step 0

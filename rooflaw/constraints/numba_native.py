@@ -1,14 +1,12 @@
 """The generated kernels' C entries, and (only with ``ROOFLAW_NUMBA_NATIVE=1``) running them from cached machine
-code without importing numba.
+code without importing numba (~1 s per process, even when numba's own disk cache holds the kernel).
 
-Each kernel is compiled as a numba ``cfunc`` taking raw pointers, shapes and scalars (:func:`entry_source`; one
-compile, where an ``@njit`` kernel called from an entry cost 1.8-2.4x more) and called through ctypes with the GIL
-released. Importing numba and initialising its registries costs ~1 s per process even when numba's disk cache holds
-the kernel; with the setting, the entries' object code is also kept in rooflaw's cache (HMAC-signed, keyed by the
-source, library versions and host CPU) and later processes link it with llvmlite's ORC JIT in a few ms: the same
-machine code. It relies on numba's private object-code serialisation, so it is off by default and fails loudly.
-The kernels allocate nothing (scratch arrays are arguments) and never raise (``error_model='numpy'``): numba's
-error-path symbols are bound to a stub that aborts loudly if they were ever reached.
+A kernel is a numba ``cfunc`` on raw pointers, shapes and scalars (:func:`entry_source`), called through ctypes
+with the GIL released. With the setting, its object code is also kept in rooflaw's cache (keyed by the source,
+library versions and host CPU) and later processes link it with llvmlite's ORC JIT: the same machine code. That
+relies on numba's private object-code serialisation, so it is off by default and fails loudly. The kernels
+allocate nothing and never raise (``error_model='numpy'``); numba's error-path symbols are bound to a stub that
+aborts loudly if they were ever reached.
 """
 
 from __future__ import annotations
@@ -131,14 +129,6 @@ def link(name: str, fn: str, obj: tuple[str, bytes], spec: Sequence[tuple[str, s
     return Native(rt[obj[0]], spec, rt)
 
 
-def _host() -> str:
-    """The llvmlite version and host CPU (the object code uses this CPU's features): part of the cache key."""
-    import llvmlite
-    import llvmlite.binding as llvm
-
-    return f"llvmlite {llvmlite.__version__}|{llvm.get_host_cpu_name()}|{llvm.get_host_cpu_features().flatten()}"
-
-
 def load(key: str, src: str, fn: str, spec: Sequence[tuple[str, str]]) -> Native:
     """The C entry ``{fn}_c`` of generated module ``src``, compiled by numba (or loaded from numba's disk cache
     beside the file). With ``ROOFLAW_NUMBA_NATIVE=1`` its object code is kept in rooflaw's cache and linked
@@ -147,8 +137,14 @@ def load(key: str, src: str, fn: str, spec: Sequence[tuple[str, str]]) -> Native
     from ..errors import ExternalError
 
     native = os.environ.get("ROOFLAW_NUMBA_NATIVE", "0") == "1"
-    ckey = f"native-{key}-{hashlib.sha256(_host().encode()).hexdigest()[:12]}" if native else ""
-    obj = cache.load(ckey) if native else None
+    ckey, obj = "", None
+    if native:  # the object code uses this CPU's features: its key names the CPU and llvmlite's version
+        import llvmlite
+        import llvmlite.binding as llvm
+
+        host = f"llvmlite {llvmlite.__version__}|{llvm.get_host_cpu_name()}|{llvm.get_host_cpu_features().flatten()}"
+        ckey = f"native-{key}-{hashlib.sha256(host.encode()).hexdigest()[:12]}"
+        obj = cache.load(ckey)
     try:
         if isinstance(obj, tuple):
             return link(f"rl_{key}_cached", fn, obj, spec)

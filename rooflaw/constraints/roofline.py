@@ -24,7 +24,7 @@ from ..errors import bad
 from . import assembly as A
 from . import operators as O
 from .assembly import sum_max_affine
-from .backends import fallback, resolve
+from .backends import resolve
 from .compile import ARG_NAMES, Compiled, compile_preset
 from .curves_applied import curve_tiles, rows_ramp
 from .engines import Applied, EngineProfile
@@ -251,11 +251,12 @@ def evaluate_columns(
     pr = sc.spec
     cols = complete_columns(columns)
     n = len(cols["layers"])
-    if _use_numba(backend, n, tiles):
+    if resolve(backend, n) == "numba":
         from .backend_numba import evaluate_rows  # the optional backend, below this module
 
         kinds = stack_kinds(cols) if pr.kinds else frozenset()
-        res = evaluate_rows(cols, sc, kinds, fast_inputs(cols, sc)[1], backend == "numba")
+        call = model_call(cols, sc, compile_preset(sc.preset, kinds))
+        res = evaluate_rows(cols, sc, kinds, call, backend == "numba", tiles)
         if res is not None:
             return _finish(sc, res)
     if n <= chunk:
@@ -265,25 +266,6 @@ def evaluate_columns(
         sub = {k: v[s : s + chunk] for k, v in cols.items()}
         parts.append(evaluate_chunk(sub, sc, tiles))
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
-
-
-def fast_inputs(cols: Mapping[str, Any], sc: Scenario) -> tuple[Compiled, tuple, A.Rates]:
-    """The compiled model for completed ``cols``, the arguments of its ``fast`` function as :func:`evaluate_chunk`
-    passes them (no tile model), and the rates they came from: what a generated kernel takes to compute the same
-    values."""
-    comp = compile_preset(sc.preset, stack_kinds(cols) if sc.spec.kinds else frozenset())
-    return comp, model_call(cols, sc, comp), sc.rates
-
-
-def _use_numba(backend: str, n: int, tiles: bool) -> bool:
-    if resolve(backend, n) == "numpy":
-        return False
-    if tiles:
-        if backend == "numba":
-            raise bad("backend", backend, "the numba kernel has no tile/wave model; use tiles=False or numpy")
-        fallback("the numba kernel has no tile/wave model (tiles=True)")
-        return False
-    return True
 
 
 @dataclass

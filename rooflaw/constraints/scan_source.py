@@ -13,7 +13,7 @@ and writes out the points that can still be on the frontier (``out_idx``, object
   Only dominated points are dropped: the frontier of the survivors is exact.
 * more objectives: feasible points with finite objectives are compacted (the caller filters them exactly).
 
-Scratch arrays are arguments (:func:`scratch`; the kernel allocates nothing).
+Scratch arrays are arguments (:meth:`.backend_numba.Kernels.scan`; the kernel allocates nothing).
 """
 
 #: The kernel's body (its arguments: :func:`.numba_native.spec`).
@@ -102,14 +102,3 @@ SCAN = """
     stats[13] = pos
     stats[14] = nout
 """
-
-
-def scratch(radix, stair, nv: int, tables: tuple[int, int]) -> tuple:
-    """``(v, sf, si, pre, PL, PV)`` for a scan call with ``nv`` values per point (``C = max(8192, points per block)``
-    pending points, plus a block) and ``tables`` values tabulated per layer count and per (vocab, tied) pair."""
-    import numpy as np
-
-    blk = int(radix[0] * radix[1])
-    c = max(8192, blk) + blk
-    return (np.empty(nv), np.empty((2, c)), np.empty((2, c), dtype=np.int64), np.empty(len(stair)),
-            np.empty((int(radix[1]), max(1, tables[0]))), np.empty((int(radix[0]), max(1, tables[1]))))  # fmt: skip

@@ -1,10 +1,8 @@
 """The exhaustive frontier on the numba backend: the generated scan kernel over flat indices, on threads.
 
-The kernel (:mod:`rooflaw.constraints.scan_source`) evaluates cost model and loss law per index, keeps the
-feasibility statistics and writes out the indices that can still reach the frontier with their objective values
-(bit-identical to numpy's). Those are filtered exactly (:func:`pareto_mask`, moocore for three objectives or more);
-only the frontier, the best points and the diagnostics are evaluated again by the numpy reference
-(:func:`evaluate_lean`), so their rows are built by the same code as the numpy path.
+The kernel (:mod:`rooflaw.constraints.scan_source`) writes out the indices that can still reach the frontier with
+their objective values (bit-identical to numpy's); :func:`pareto_mask` filters them exactly, and only the frontier,
+the best points and the diagnostics are evaluated again by the numpy reference (:func:`evaluate_lean`).
 """
 
 from __future__ import annotations
@@ -51,7 +49,8 @@ def _setup(problem: Problem) -> tuple[Any, ...] | str:
     """Kernels, per-axis tables, constants, scalars and radix of a scan, if they reproduce the numpy inputs
     (else why not)."""
     from ...constraints import assembly as A
-    from ...constraints.roofline import complete_columns, fast_inputs, stack_kinds
+    from ...constraints.compile import compile_preset
+    from ...constraints.roofline import complete_columns, model_call, stack_kinds
 
     space = problem.space
     if len(problem.constraints) > MAX_BUDGETS:
@@ -64,8 +63,8 @@ def _setup(problem: Problem) -> tuple[Any, ...] | str:
     shape = tuple(len(t["layers"]) for t in raw)
     idx = np.unique(np.concatenate([[0, space.size - 1], np.random.default_rng(1).integers(0, space.size, 512)]))
     cc = complete_columns(space.columns_at(idx, np.float64))
-    k = bn.kernels(problem.preset, problem.law, stack_kinds(cc) if A.get_preset(problem.preset).kinds else frozenset(),
-                   _axes())  # fmt: skip
+    kinds = stack_kinds(cc) if A.get_preset(problem.preset).kinds else frozenset()
+    k = bn.kernels(problem.preset, problem.law, kinds, _axes())
     tabs = []
     for names, t, digit in zip(k.axes, raw, np.unravel_index(idx, shape), strict=False):
         t = complete_columns(t)
@@ -79,7 +78,8 @@ def _setup(problem: Problem) -> tuple[Any, ...] | str:
             return f"column {name!r} varies in space {space.name!r}; the kernel takes it as a constant"
     fx = np.array([cc[name][0] for name in k.fixed], dtype=np.float64)
     tokens = float(problem.tokens) if problem.tokens is not None else 0.0
-    w = bn.scalars(k, problem.scenario, fast_inputs(cc, problem.scenario)[1], tokens, _domain(problem, k.domain))
+    call = model_call(cc, problem.scenario, compile_preset(problem.preset, kinds))
+    w = bn.scalars(k, problem.scenario, call, tokens, _domain(problem, k.domain))
     return k, (*tabs, fx, w), np.array([shape[3], shape[2], shape[1]], dtype=np.int64)
 
 
@@ -94,8 +94,7 @@ def _domain(problem: Problem, names: tuple[str, ...]) -> tuple[list[float], list
 def _loss_range(problem: Problem) -> np.ndarray:
     """Bin range of the staircase: the loss range of feasible points in a seeded sample (any range is exact)."""
     size = problem.space.size
-    idx = np.unique(np.random.default_rng(0).integers(0, size, min(size, 8192)))
-    v = evaluate_lean(problem, problem.space.columns_at(idx, np.float64))
+    v = _lean(problem, np.unique(np.random.default_rng(0).integers(0, size, min(size, 8192))))
     loss = v["loss"][v["feasible"]] if v["feasible"].any() else v["loss"][np.isfinite(v["loss"])]
     return np.array([loss.min(), loss.max()] if len(loss) else [0.0, 1.0], dtype=np.float64)
 
