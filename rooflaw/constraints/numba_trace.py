@@ -20,7 +20,7 @@ import numpy as np
 UFUNCS = {"maximum": "{0} if ({0} >= {1}) | ({0} != {0}) else {1}",
           "minimum": "{0} if ({0} <= {1}) | ({0} != {0}) else {1}",
           "sign": "1.0 if {0} > 0.0 else (-1.0 if {0} < 0.0 else (0.0 if {0} == 0.0 else {0}))",
-          **{f: f"np.{f}({{}})" for f in ("floor", "ceil")},
+          "bitwise_and": "{0} & {1}", **{f: f"np.{f}({{}})" for f in ("floor", "ceil")},
           **{f: f"math.{f}({{}})" for f in ("exp", "log", "sqrt", "expm1", "log1p")}}  # fmt: skip
 
 
@@ -53,7 +53,9 @@ def code(x: Any) -> str:
     """The kernel code of a traced value or a number."""
     if isinstance(x, Traced):
         return x.code
-    if isinstance(x, (bool, int, float, np.number, np.bool_)) or isinstance(x, np.ndarray) and x.ndim == 0:
+    if isinstance(x, (bool, np.bool_)) or isinstance(x, np.ndarray) and x.dtype == bool and x.ndim == 0:
+        return str(bool(x))
+    if isinstance(x, (int, float, np.number)) or isinstance(x, np.ndarray) and x.ndim == 0:
         v = float(x)
         return repr(v) if math.isfinite(v) else "math.nan" if v != v else f"({'-' if v < 0 else ''}math.inf)"
     raise Unsupported(f"arithmetic with {type(x).__name__}")
@@ -89,7 +91,7 @@ class Traced:
     __mul__, __rmul__ = _op("{} * {}"), _op("{} * {}", True)
     __truediv__, __rtruediv__ = _op("{} / {}"), _op("{} / {}", True)
     __gt__, __lt__, __ge__, __le__ = _op("{} > {}"), _op("{} < {}"), _op("{} >= {}"), _op("{} <= {}")
-    __eq__, __ne__ = _op("{} == {}"), _op("{} != {}")
+    __eq__, __ne__, __and__, __rand__ = _op("{} == {}"), _op("{} != {}"), _op("{} & {}"), _op("{} & {}", True)
     __pow__, __rpow__ = power, lambda a, b: power(b, a)
     __neg__, __pos__ = lambda a: a.tape.emit("-{}", a), lambda a: a
     __bool__, __float__ = _refuse("a branch on a traced value"), _refuse("a traced value converted to a number")

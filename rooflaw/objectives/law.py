@@ -63,8 +63,8 @@ class LossLaw:
         out: np.ndarray = np.asarray(True)
         for k, (lo, hi) in self.domain.items():
             if k in inputs:
-                v = np.asarray(inputs[k], dtype=float)
-                out = out & (v >= lo * (1 - 1e-9)) & (v <= hi * (1 + 1e-9))
+                v = inputs[k] if getattr(inputs[k], "__traced__", False) else np.asarray(inputs[k], dtype=float)
+                out = out & (v >= lo * (1 - 1e-9)) & (v <= hi * (1 + 1e-9))  # also traced by the numba scan
         return out
 
     def outside(self, inputs: Mapping[str, Any]) -> list[str]:

@@ -79,16 +79,14 @@ def _setup(problem: Problem) -> tuple[Any, ...] | str:
     fx = np.array([cc[name][0] for name in k.fixed], dtype=np.float64)
     tokens = float(problem.tokens) if problem.tokens is not None else 0.0
     call = model_call(cc, problem.scenario, compile_preset(problem.preset, kinds))
-    w = bn.scalars(k, problem.scenario, call, tokens, _domain(problem, k.domain))
+    w = bn.scalars(k, problem.scenario, call, tokens, _judged(problem, k.domain))
     return k, (*tabs, fx, w), np.array([shape[3], shape[2], shape[1]], dtype=np.int64)
 
 
-def _domain(problem: Problem, names: tuple[str, ...]) -> tuple[list[float], list[float]]:
-    """The bounds of the law's domain variables ``names`` as :meth:`LossLaw.in_domain` applies them (tolerance
-    included); NaN where a variable is not judged: the problem extrapolates, or ``D`` without tokens."""
-    judged = [not problem.allow_extrapolation and (v != "D" or problem.tokens is not None) for v in names]
-    lo = [problem.law.domain[v][0] * (1 - 1e-9) if j else np.nan for v, j in zip(names, judged, strict=True)]
-    return lo, [problem.law.domain[v][1] * (1 + 1e-9) if j else np.nan for v, j in zip(names, judged, strict=True)]
+def _judged(problem: Problem, names: tuple[str, ...]) -> tuple[bool, ...]:
+    """Whether each domain variable is judged, as on the numpy path: not when the problem extrapolates, nor ``D``
+    without tokens."""
+    return tuple(not problem.allow_extrapolation and (v != "D" or problem.tokens is not None) for v in names)
 
 
 def _loss_range(problem: Problem) -> np.ndarray:
