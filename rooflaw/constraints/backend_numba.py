@@ -64,16 +64,17 @@ class Kernels:
 def _trace(preset: str, kinds: frozenset[str], law: Any) -> tuple[Tape, tuple[str, ...], dict[str, Any], list]:
     """(tape, the ``fast`` function's arguments, output -> traced value, [loss, domain variables] with a law):
     the numpy path's functions called on tracers ``c_<column>``, ``s_<scalar>``, ``r_<Rates field>``, ``e_<…>``."""
-    from ..arch.architecture import COLUMNS, STACK_COLUMNS
+    from ..arch.architecture import COLUMNS
     from . import assembly as A
-    from .compile import compile_preset
+    from .compile import WORKLOAD, compile_preset
     from .epilogue import fast_outputs, phase_overheads
 
     pr, comp, tape = A.get_preset(preset), compile_preset(preset, kinds), Tape()
     var: Any = tape.var  # tracers stand for numbers
     fn = comp.fast.__code__
     args = fn.co_varnames[: fn.co_argcount]
-    col = {c: var(f"c_{c}") for c in (*COLUMNS, *STACK_COLUMNS)}
+    # the arguments before the workload's are candidate columns (architecture, then layer-stack columns)
+    col = {c: var(f"c_{c}") for c in (*COLUMNS, *args[: args.index(str(WORKLOAD[0]))])}
     s = {a: col[a] if a in col else var(f"s_{a}") for a in (*args, "overlap", "tokens")}
     rates: Any = SimpleNamespace(**{f.name: var(f"r_{f.name}") for f in fields(A.Rates) if f.type in ("float", float)})
     coef = A.EnergyCoefficients(var("e_idle"), {c: var(f"e_{c}") for c in A.ROOF_CLASSES}, var("e_byte"))
