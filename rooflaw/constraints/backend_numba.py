@@ -88,8 +88,9 @@ def _trace(preset: str, kinds: frozenset[str], law: Any) -> tuple[Tape, tuple[st
 
 
 def _loss(tape: Tape, law: Any, col: dict[str, Any], tokens: Any) -> list:
-    """[the traced loss, the domain variables]: NaN outside the law's fitted domain (:meth:`LossLaw.in_domain`,
-    traced per variable ``j``, which the run-time scalar ``judge<j>`` turns on or off)."""
+    """[the traced loss, the domain variables]: NaN outside the law's fitted domain (:meth:`LossLaw.within` as
+    :meth:`LossLaw.in_domain` applies it), the bounds of variable ``j`` the run-time scalars ``dlo<j>``, ``dhi<j>``
+    (NaN: not judged)."""
     from ..objectives import law_inputs
 
     inputs = law_inputs(col, tokens)
@@ -99,8 +100,9 @@ def _loss(tape: Tape, law: Any, col: dict[str, Any], tokens: Any) -> list:
     loss = law._fn(*(inputs[v] for v in law.variables))
     domain = tuple(v for v in law.domain if v in inputs)
     for j, v in enumerate(domain):
+        lo = tape.var(f"dlo{j}")
         loss = tape.emit(
-            "{2} if {0} == 0.0 or {1} else math.nan", tape.var(f"judge{j}"), law.in_domain({v: inputs[v]}), loss
+            "{2} if {0} != {0} or {1} else math.nan", lo, law.within(inputs[v], lo, tape.var(f"dhi{j}")), loss
         )
     return [loss, domain]
 
@@ -263,18 +265,18 @@ def kernels(
 
 
 # ---- run-time arguments and the row kernel ---------------------------------------------------------------------
-def scalars(k: Kernels, sc: Any, call: tuple, tokens: float = 0.0, judge: tuple = ()) -> np.ndarray:
+def scalars(k: Kernels, sc: Any, call: tuple, tokens: float = 0.0, bounds: tuple = ()) -> np.ndarray:
     """The kernel's one-per-call inputs (:attr:`Kernels.scalars`) for scenario ``sc``: the compiled model's
     arguments ``call`` (as :func:`roofline.model_call` gives them), its rates and energy coefficients (NaN when
-    the device has none: energy NaN, as on numpy), the overlap flag, the law's tokens and which domain variables
-    are judged."""
+    the device has none: energy NaN, as on numpy), the overlap flag, the law's tokens and domain ``bounds``
+    (``(lo, hi)`` per domain variable, NaN where not judged)."""
     from .assembly import ROOF_CLASSES
 
     c, unknown = sc.energy, dict.fromkeys(["idle", "byte", *ROOF_CLASSES], np.nan)
     e = {"idle": c.p_idle, "byte": c.per_byte} | c.per_flop if c else unknown
     named = {f"s_{a}": v for a, v in zip(k.args, call, strict=True)} | {f"e_{c}": v for c, v in e.items()}
     named |= {"s_overlap": float(sc.host_overlap), "s_tokens": tokens}
-    named |= {f"judge{j}": float(v) for j, v in enumerate(judge)}
+    named |= {f"d{e}{j}": x for j, b in enumerate(bounds) for e, x in zip(("lo", "hi"), b, strict=True)}
     return np.array([float(named[n] if n in named else getattr(sc.rates, n[2:])) for n in k.scalars])
 
 

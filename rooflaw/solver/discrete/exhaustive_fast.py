@@ -79,14 +79,15 @@ def _setup(problem: Problem) -> tuple[Any, ...] | str:
     fx = np.array([cc[name][0] for name in k.fixed], dtype=np.float64)
     tokens = float(problem.tokens) if problem.tokens is not None else 0.0
     call = model_call(cc, problem.scenario, compile_preset(problem.preset, kinds))
-    w = bn.scalars(k, problem.scenario, call, tokens, _judged(problem, k.domain))
+    w = bn.scalars(k, problem.scenario, call, tokens, _bounds(problem, k.domain))
     return k, (*tabs, fx, w), np.array([shape[3], shape[2], shape[1]], dtype=np.int64)
 
 
-def _judged(problem: Problem, names: tuple[str, ...]) -> tuple[bool, ...]:
-    """Whether each domain variable is judged, as on the numpy path: not when the problem extrapolates, nor ``D``
-    without tokens."""
-    return tuple(not problem.allow_extrapolation and (v != "D" or problem.tokens is not None) for v in names)
+def _bounds(problem: Problem, names: tuple[str, ...]) -> tuple[tuple[float, float], ...]:
+    """The fitted range of each domain variable, or NaN where it is not judged, as on the numpy path: the problem
+    extrapolates, or ``D`` without tokens."""
+    judged = [not problem.allow_extrapolation and (v != "D" or problem.tokens is not None) for v in names]
+    return tuple(problem.law.domain[v] if j else (np.nan, np.nan) for v, j in zip(names, judged, strict=True))
 
 
 def _loss_range(problem: Problem) -> np.ndarray:
