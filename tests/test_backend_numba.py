@@ -344,3 +344,32 @@ def test_cached_evaluator_namespace_is_lambdifys():
     assert (
         C._globals_for(compile("def _lambdifygenerated(x):\n    return max(x)", "<test>", "exec"))["max"] is full["max"]
     )
+
+
+def test_tracer_records_the_numpy_path_operation_for_operation():
+    """The statements the kernels are built from, run per element in plain Python, equal numpy's arrays bit for bit:
+    ``sum_max_affine`` (where, clip, floor, ceil, comparisons, maximum) and a power with a traced exponent (numpy's
+    x² fast path when it is 2); a branch on a traced value is refused with a reason. No numba needed."""
+    import math
+
+    from rooflaw.constraints.assembly import sum_max_affine
+    from rooflaw.constraints.numba_trace import Tape, Unsupported, code
+
+    rng = np.random.default_rng(5)
+    n = 400
+    a0, b0 = rng.normal(size=n), rng.normal(size=n)
+    a1 = rng.normal(size=n)
+    b1 = np.where(rng.random(n) < 0.3, a1, rng.normal(size=n))  # g1 == 0 for some rows: the all-or-none branch
+    steps, x, e = rng.integers(1, 300, n).astype(float), rng.random(n), rng.choice([2.0, 0.5, 3.0], n)
+    tape = Tape()
+    names = ("a0", "a1", "b0", "b1", "n", "x", "e")
+    traced = sum_max_affine(*(tape.var(v) for v in names[:5]))[0] + tape.var("x") ** tape.var("e")
+    want = sum_max_affine(a0, a1, b0, b1, steps)[0] + x**e
+    cols = (a0, a1, b0, b1, steps, x, e)
+    for i in range(n):
+        env = {"math": math, "np": np} | {k: float(v[i]) for k, v in zip(names, cols, strict=True)}
+        for target, expr, _ in tape.stmts:
+            env[target] = eval(expr, env)  # noqa: S307 - the tracer's own statements, not user text
+        assert env[code(traced)] == want[i], i
+    with pytest.raises(Unsupported, match="branch on a traced value"):
+        bool(tape.var("x") > 1.0)
