@@ -1,11 +1,14 @@
 """The numba backend against the numpy backend, measured in one run (same machine, same load).
 
-Usage: python benchmarks/bench_fast.py [--parts rows,scan,wide,query2,pareto3,giga,compile,pareto,fit] [--numpy-wide]
-       [--batches 84]
+Usage: python benchmarks/bench_fast.py [--parts lines,rows,scan,wide,query2,pareto3,giga,compile,pareto,fit]
+       [--numpy-wide] [--batches 84]
 
 Every part runs under the defaults: the ``full`` preset, the device's fitted engine profile (its per-pass overhead
 included) and, for the frontier parts, the law's fitted domain (no extrapolation).
 
+* lines: the size of the numba path (``wc -l``): the modules that exist only for it (:data:`NUMBA_FILES`; the
+  issue's count of 1,868 lines covered the same modules, then with ``numba_printer`` and ``numba_schedule``) and
+  the functions of shared modules that only it calls (:data:`NUMBA_FUNCTIONS`, counted from their syntax trees).
 * rows: candidates/s on one core with all 17 outputs (``evaluate_columns``), 2²¹ candidates of space ``wide`` in
   enumeration order and in random order, numpy vs numba (the general row kernel); both results are checked equal
   with ``np.array_equal``. ``Space.columns_at`` gives the columns the space holds fixed as stride-0 broadcasts
@@ -72,6 +75,30 @@ def _best(fn, repeat: int = 3) -> tuple[float, float]:
         wall.append(time.perf_counter() - t0)
         cpu.append(time.thread_time() - c0)
     return min(wall), min(cpu)
+
+
+#: Modules of the numba path: the generated kernels, their tracer, loader and scan template, the exhaustive and
+#: joint solvers' numba scans, and the backend choice with its fallback warning.
+NUMBA_FILES = ("rooflaw/constraints/backend_numba.py", "rooflaw/constraints/numba_native.py",
+               "rooflaw/constraints/numba_trace.py", "rooflaw/constraints/scan_source.py",
+               "rooflaw/solver/discrete/exhaustive_fast.py", "rooflaw/solver/discrete/joint_scan.py",
+               "rooflaw/constraints/backends.py")  # fmt: skip
+#: Functions of shared modules that only the numba path calls (none since this round).
+NUMBA_FUNCTIONS: tuple[tuple[str, str], ...] = ()
+
+
+def lines() -> dict:
+    """``wc -l`` of :data:`NUMBA_FILES` and the lines of :data:`NUMBA_FUNCTIONS` (decorators to last line)."""
+    import ast
+
+    root = Path(__file__).resolve().parents[1]
+    files = {f: len((root / f).read_text().splitlines()) for f in NUMBA_FILES}
+    funcs = {}
+    for f, name in NUMBA_FUNCTIONS:
+        node = next(n for n in ast.walk(ast.parse((root / f).read_text())) if getattr(n, "name", None) == name)
+        funcs[f"{f}:{name}"] = node.end_lineno - min([node.lineno, *(d.lineno for d in node.decorator_list)]) + 1
+    return {"files": files, "functions": funcs, "files_total": sum(files.values()),
+            "total": sum(files.values()) + sum(funcs.values())}  # fmt: skip
 
 
 def rows(dev) -> dict:
@@ -326,7 +353,7 @@ def fit(path: str) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--parts", default="rows,scan,wide,query2,pareto3,giga,compile,pareto,fit")
+    ap.add_argument("--parts", default="lines,rows,scan,wide,query2,pareto3,giga,compile,pareto,fit")
     ap.add_argument("--chinchilla", default=str(Path(__file__).resolve().parents[2] / "shared/data/chinchilla/"
                                                 "svg_extracted_data.csv"))  # fmt: skip
     ap.add_argument("--numpy-wide", action="store_true")
@@ -346,7 +373,9 @@ def main() -> None:
     for part in parts:
         before = _load()
         t0 = time.perf_counter()
-        if part == "rows":
+        if part == "lines":
+            res = lines()
+        elif part == "rows":
             res = rows(dev)
         elif part == "scan":
             res = scan(prob)

@@ -291,7 +291,7 @@ def test_kernels_cached_on_disk_for_a_fresh_process(tmp_path):
         "a = evaluate_columns(cols, dev, backend='numba', engine='device');"
         "b = evaluate_columns(cols, dev, backend='numpy', engine='device');"
         "same = all(np.array_equal(a[c], b[c], equal_nan=a[c].dtype != bool) for c in a);"
-        "print('numba' in sys.modules, type(bn.kernels('full').module.rows).__name__, same)"
+        "print('numba' in sys.modules, type(bn.kernels('full').fn).__name__, same)"
     )
     env = {k: v for k, v in os.environ.items() if k not in ("ROOFLAW_NO_CACHE", "ROOFLAW_NUMBA_NATIVE")}
     env |= {"ROOFLAW_CACHE_DIR": str(base), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
@@ -312,18 +312,18 @@ def test_native_entry_refuses_what_it_would_have_to_convert():
     """The C entry takes the kernel's arguments as they are: a wrong dtype, rank or layout is refused (a copy of
     an output would silently drop the results), never converted."""
     k = bn.kernels("full")
-    assert type(k.module.rows).__name__ == "Native"
+    assert type(k.fn).__name__ == "Native"
     n, x = 3, tuple(np.ones(1) for _ in k.per_row)
-    s, w, p = np.zeros(len(k.per_row), dtype=np.int64), np.ones(len(k.scalars)), np.ones(len(bn.PARAMS))
+    s, w = np.zeros(len(k.per_row), dtype=np.int64), np.ones(len(k.scalars))
     for out, msg in ((np.empty((16, n), dtype=np.float32), "out: expected a f8 array"),
                      (np.empty((n, 16)).T, "out: expected a C-contiguous array"),
                      (np.empty(16 * n), "out: expected a f8 array of 2 dimension")):  # fmt: skip
         with pytest.raises(TypeError, match=msg):
-            k.rows(x, s, w, p, out)
+            k.fn(x, s, w, out)
     with pytest.raises(TypeError, match="argument x: expected"):
-        k.rows(x[:-1], s, w, p, np.empty((16, n)))
+        k.fn(x[:-1], s, w, np.empty((16, n)))
     out = np.full((16, n), -1.0)
-    k.rows(x, s, w, p, out)  # well-formed: every output written in place
+    k.fn(x, s, w, out)  # well-formed: every output written in place
     assert not (out == -1.0).any()
 
 
@@ -336,7 +336,7 @@ def test_cached_evaluator_namespace_is_lambdifys():
     for preset in ("full", "paper"):
         c = C.compile_preset(preset)
         for fn in (c.fast, c.parts, c.gemms):
-            ns = C._globals_for(compile(bn.source_of(fn), "<test>", "exec"))
+            ns = C._globals_for(fn.__code__)
             assert ns is not None and all(ns[n] is full[n] for n in ns)
     assert (
         C._globals_for(compile("def _lambdifygenerated(x):\n    return no_such_function(x)", "<test>", "exec")) is None
@@ -344,3 +344,32 @@ def test_cached_evaluator_namespace_is_lambdifys():
     assert (
         C._globals_for(compile("def _lambdifygenerated(x):\n    return max(x)", "<test>", "exec"))["max"] is full["max"]
     )
+
+
+def test_tracer_records_the_numpy_path_operation_for_operation():
+    """The statements the kernels are built from, run per element in plain Python, equal numpy's arrays bit for bit:
+    ``sum_max_affine`` (where, clip, floor, ceil, comparisons, maximum) and a power with a traced exponent (numpy's
+    x² fast path when it is 2); a branch on a traced value is refused with a reason. No numba needed."""
+    import math
+
+    from rooflaw.constraints.assembly import sum_max_affine
+    from rooflaw.constraints.numba_trace import Tape, Unsupported, code
+
+    rng = np.random.default_rng(5)
+    n = 400
+    a0, b0 = rng.normal(size=n), rng.normal(size=n)
+    a1 = rng.normal(size=n)
+    b1 = np.where(rng.random(n) < 0.3, a1, rng.normal(size=n))  # g1 == 0 for some rows: the all-or-none branch
+    steps, x, e = rng.integers(1, 300, n).astype(float), rng.random(n), rng.choice([2.0, 0.5, 3.0], n)
+    tape = Tape()
+    names = ("a0", "a1", "b0", "b1", "n", "x", "e")
+    traced = sum_max_affine(*(tape.var(v) for v in names[:5]))[0] + tape.var("x") ** tape.var("e")
+    want = sum_max_affine(a0, a1, b0, b1, steps)[0] + x**e
+    cols = (a0, a1, b0, b1, steps, x, e)
+    for i in range(n):
+        env = {"math": math, "np": np} | {k: float(v[i]) for k, v in zip(names, cols, strict=True)}
+        for target, expr, _ in tape.stmts:
+            env[target] = eval(expr, env)  # noqa: S307 - the tracer's own statements, not user text
+        assert env[code(traced)] == want[i], i
+    with pytest.raises(Unsupported, match="branch on a traced value"):
+        bool(tape.var("x") > 1.0)

@@ -1,433 +1,306 @@
-"""The numba backend: the numpy cost model's own arithmetic in one generated loop.
+"""The numba backend: the numpy path's own arithmetic, traced into generated loops.
 
-:func:`kernels` prints a Python module: the compiled preset's common-subexpression statements re-printed per
-candidate (:mod:`.numba_printer`), then the numpy path's epilogue, whose functions (engine overhead, decode-step sum,
-energy, the law's inputs) are traced (:mod:`.numba_trace`), so the kernel performs the same IEEE operations in the
-same order: bit-identical values. The module holds the row kernel (``evaluate_columns``) or, with a law, the
-frontier scan (:mod:`.scan_source`); it is written under the rooflaw cache directory keyed by a hash of its text and
-the library versions, and numba's ``cache=True`` machine code sits beside it, so a new process or a Dask worker loads
-instead of compiling. Division by zero gives inf/NaN as in numpy (``error_model="numpy"``). numba is optional
-(``pip install rooflaw[fast]``; :func:`.backends.available`).
+:func:`kernels` calls the numpy path's functions on tracers (:mod:`.numba_trace`): the compiled model's ``fast``
+function, :func:`.epilogue.phase_overheads` and :func:`.epilogue.fast_outputs`, and for the frontier scan
+:func:`objectives.law_inputs`, the law and its domain. Each recorded statement is placed in a generated loop at
+the outermost level its inputs allow: the row kernel (one loop over a table) or the scan (:mod:`.scan_source`).
+One kernel per preset × layer kinds × law: device, workload, precision, outputs needed, budgets and domain bounds
+are run-time arguments. Modules are cached on disk, keyed by their text and the library versions
+(:mod:`.numba_native`). Division by zero gives inf/NaN as in numpy. numba is optional (``rooflaw[fast]``).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
-import inspect
 import sys
 import threading
-import time
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
+from itertools import groupby
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
-from ..errors import RooflawError
-from . import numba_schedule as S
 from .backends import available
-from .numba_native import entry_source, load, no_alloc, specs
-from .numba_printer import HELPERS, Unsupported, memo_powers, scalarize
+from .numba_native import entry_source, load, spec
+from .numba_trace import Tape, Unsupported, code
 
-#: The row kernel's outputs, in order (``fits_in_memory`` is computed after it, from ``memory_bytes``).
-OUTPUTS = (
-    "prefill_s", "decode_s", "ttft_s", "tpot_s", "total_s", "prefill_flops", "decode_flops", "prefill_bytes",
-    "decode_bytes", "weight_bytes", "kv_cache_bytes", "activation_bytes", "memory_bytes", "energy_j",
-    "params_total", "params_active",
-)  # fmt: skip
-#: Device/workload scalars every kernel takes (energy coefficients of :func:`assembly.energy_coefficients`).
-PARAMS = ("p_sout", "p_emode", "p_idle", "p_ebyte", "p_ef_linear", "p_ef_attention", "p_ef_vector")
+__all__ = ["Kernels", "Unsupported", "evaluate_rows", "kernels", "scalars"]
+
 _LOCK = threading.Lock()
 _LOADED: dict[str, Any] = {}
-_MEMO: dict[tuple, Kernels] = {}  # (preset, kinds, cost source, law source, domain) -> kernels
-_SOURCES: dict[Any, str] = {}  # lambdified function -> its source
-#: Seconds spent importing numba, generating, and compiling (or loading) each kernel, for reports.
-TIMINGS: dict[str, float] = {}
+_MEMO: dict[tuple, Kernels] = {}  # (preset, kinds, law, axes) -> kernels
+#: The scan's loop index of each axis (width rows, (experts, top_k) pairs, layer counts, (vocab, tied) pairs).
+LOOPS = ("iw", "im", "il", "iv")
+#: Statements a run needs to be skipped at run time when no output it serves is asked for (shorter: always run).
+MIN_GUARDED = 6
 
 
 @dataclass(frozen=True)
 class Kernels:
-    module: Any  # ``rows`` (and ``scan``): C entries (:mod:`.numba_native`)
-    args: tuple[str, ...]  # arguments of the compiled ``fast`` function, in order
-    per_row: tuple[str, ...]  # of which architecture/stack columns (one value per candidate)
-    scalars: tuple[str, ...]  # of which workload, precision and rate scalars (one value per call)
-    fixed: tuple[str, ...]  # per-row columns the scan kernel takes as constants (not decoded from the index)
-    axes: tuple[tuple[str, ...], ...]  # per-row columns the scan reads from each axis's table (width … vocab)
-    law_vars: tuple[str, ...]
-    domain: tuple[str, ...]  # law variables whose fitted range the scan checks (bounds: runtime ``dlo``/``dhi``)
-    rate_fields: tuple[str, ...]  # Rates fields engine_overhead reads (scalars ``r_<field>``)
-    key: str
-    preset: str
-    kinds: frozenset[str]
-    memo: tuple[int, int] = (0, 0)  # memo tables of rows and of scan
+    """A generated kernel (``fn``: the row kernel, or with a law the scan; a C entry) and what it reads."""
 
-    def rows(self, x, s, w, p, out) -> None:
-        """Run the row kernel (``x`` the per-row columns, ``s`` their steps: 0 for one value for every row)."""
-        self.module.rows(x, s, w, p, out, np.full((self.memo[0], 256), np.nan))
+    fn: Any
+    args: tuple[str, ...]  # arguments of the compiled model's ``fast`` function, in order
+    outputs: tuple[str, ...]  # as ``roofline.evaluate_columns`` (but ``fits_in_memory``); the scan's loss after them
+    per_row: tuple[str, ...]  # architecture/stack columns read (one value per candidate)
+    scalars: tuple[str, ...]  # inputs with one value per call (``w``)
+    fixed: tuple[str, ...] = ()  # per-row columns the scan takes as constants (not decoded from the index)
+    axes: tuple[tuple[str, ...], ...] = ()  # per-row columns the scan reads from each axis's table
+    domain: tuple[str, ...] = ()  # law variables whose fitted range the scan checks
+    tables: tuple[int, int] = (0, 0)  # values the scan tabulates per layer count and per (vocab, tied) pair
 
-    def scan(self, *args) -> None:
-        """Run the scan kernel on the arguments :mod:`.scan_source` documents, less the scratch arrays."""
-        from .scan_source import scratch
-
-        self.module.scan(*args, np.full((self.memo[1], 256), np.nan), *scratch(args[10], args[19]))
+    def scan(self, *args: Any) -> None:
+        """Run the scan kernel on the arguments :func:`.numba_native.spec` names, less the scratch arrays: a point's
+        values, ``C = max(8192, points per block)`` pending points plus a block, the staircase's prefix minima, the
+        values tabulated per layer count and per (vocab, tied) pair."""
+        radix, stair, (nl, nv) = args[8], args[15], self.tables
+        c = max(8192, int(radix[0] * radix[1])) + int(radix[0] * radix[1])
+        self.fn(*args, np.empty(len(self.outputs) + 1), np.empty((2, c)), np.empty((2, c), dtype=np.int64),
+                np.empty(len(stair)), np.empty((radix[1], max(1, nl))), np.empty((radix[0], max(1, nv))))  # fmt: skip
 
 
-# ---- source generation ---------------------------------------------------------------------------------------
-def _law_inputs() -> dict[str, str]:
-    """Law variable -> scalar expression over kernel column names: :func:`objectives.law_inputs` itself, traced
-    (the same operations in the same order as on numpy columns)."""
+# ---- tracing and placing -------------------------------------------------------------------------------------
+def _trace(preset: str, kinds: frozenset[str], law: Any) -> tuple[Tape, tuple[str, ...], dict[str, Any], list]:
+    """(tape, the ``fast`` function's arguments, output -> traced value, [loss, domain variables] with a law):
+    the numpy path's functions called on tracers ``c_<column>``, ``s_<scalar>``, ``r_<Rates field>``, ``e_<…>``."""
     from ..arch.architecture import COLUMNS
-    from ..objectives import law_inputs
-    from .numba_trace import Traced, code
+    from . import assembly as A
+    from .compile import WORKLOAD, compile_preset
+    from .epilogue import fast_outputs, phase_overheads
 
-    return {k: code(v) for k, v in law_inputs({c: Traced(f"c_{c}") for c in COLUMNS}, Traced("p_tokens")).items()}
-
-
-def source_of(fn: Any) -> str:
-    """The generated source of a lambdified function (also when it was rebuilt from rooflaw's disk cache)."""
-    src = getattr(fn, "__source__", None)
-    if isinstance(src, str):
-        return src
-    if fn not in _SOURCES:  # inspect.getsource re-tokenizes the file on every call (~40 ms for the cost model)
-        _SOURCES[fn] = inspect.getsource(fn)
-    return _SOURCES[fn]
-
-
-def law_source(law: Any) -> str:
-    """The lambdified source of ``law``'s bound expression, also for a law unpickled on a Dask worker, whose
-    function came by value and has no source to inspect (it is lambdified again here, the same text)."""
+    pr, comp, tape = A.get_preset(preset), compile_preset(preset, kinds), Tape()
+    var: Any = tape.var  # tracers stand for numbers
+    fn = comp.fast.__code__
+    args = fn.co_varnames[: fn.co_argcount]
+    # the arguments before the workload's are candidate columns (architecture, then layer-stack columns)
+    col = {c: var(f"c_{c}") for c in (*COLUMNS, *args[: args.index(str(WORKLOAD[0]))])}
+    s = {a: col[a] if a in col else var(f"s_{a}") for a in (*args, "overlap", "tokens")}
+    rates: Any = SimpleNamespace(**{f.name: var(f"r_{f.name}") for f in fields(A.Rates) if f.type in ("float", float)})
+    coef = A.EnergyCoefficients(var("e_idle"), {c: var(f"e_{c}") for c in A.ROOF_CLASSES}, var("e_byte"))
     try:
-        return source_of(law._fn)
-    except (OSError, TypeError):
-        import sympy
+        pre, dec = (0.0, 0.0) if pr.theory else phase_overheads(rates, col, s["B"], s["S_in"])
+        vals = comp.fast(*(s[a] for a in args))
+        out = fast_outputs(vals, sum(comp.n_varying), s["overlap"], pre, dec, s["S_out"], pr.memory, coef)
+        return tape, args, out, [] if law is None else _loss(tape, law, col, s["tokens"])
+    except (TypeError, AttributeError) as e:  # an operation the tracer does not record
+        raise Unsupported(f"{type(e).__name__}: {e}") from None
 
-        args = [law.symbols()[v] for v in law.variables]
-        return inspect.getsource(sympy.lambdify(args, law.bound_expr(), modules="numpy", cse=True))
+
+def _loss(tape: Tape, law: Any, col: dict[str, Any], tokens: Any) -> list:
+    """[the traced loss, the domain variables]: NaN outside the law's fitted domain (:meth:`LossLaw.within` as
+    :meth:`LossLaw.in_domain` applies it), the bounds of variable ``j`` the run-time scalars ``dlo<j>``, ``dhi<j>``
+    (NaN: not judged)."""
+    from ..objectives import law_inputs
+
+    inputs = law_inputs(col, tokens)
+    unknown = [v for v in law.variables if v not in inputs]
+    if unknown:
+        raise Unsupported(f"law variable(s) {unknown}")
+    loss = law._fn(*(inputs[v] for v in law.variables))
+    domain = tuple(v for v in law.domain if v in inputs)
+    for j, v in enumerate(domain):
+        lo = tape.var(f"dlo{j}")
+        loss = tape.emit(
+            "{2} if {0} != {0} or {1} else math.nan", lo, law.within(inputs[v], lo, tape.var(f"dhi{j}")), loss
+        )
+    return [loss, domain]
+
+
+def _levels(stmts: list, level: dict[str, int]) -> list[int]:
+    """The loop level of each statement: the deepest level of what it reads (``level``: of the inputs)."""
+    for tgt, _, reads in stmts:
+        level[tgt] = max((level.get(r, 0) for r in reads), default=0)
+    return [level[t] for t, _, _ in stmts]
+
+
+def _users(stmts: list, roots: dict[str, set[int]]) -> list[frozenset[int]]:
+    """For each statement, the outputs that need it (``roots``: variable -> the outputs it is)."""
+    need = {k: set(v) for k, v in roots.items()}
+    out = []
+    for tgt, _, reads in reversed(stmts):
+        out.append(frozenset(need.get(tgt, ())))
+        for r in reads:
+            need.setdefault(r, set()).update(out[-1])
+    return out[::-1]
 
 
 def _source(preset: str, law: Any, kinds: frozenset[str], axes: tuple[tuple[str, ...], ...]) -> tuple[str, Kernels]:
-    import ast
-
-    from ..arch.architecture import COLUMNS
-    from ..arch.layer_kinds import stack_columns
-    from . import assembly as A
-    from .compile import compile_preset
-    from .numba_trace import domain_source, energy_source, sum_max_affine_source, trace_engine_overhead
-
-    pr = A.get_preset(preset)
-    comp = compile_preset(preset, kinds)
-    fast_src = source_of(comp.fast)
-    fn_args = tuple(a.arg for a in ast.parse(fast_src).body[0].args.args)  # type: ignore[attr-defined]
-    per_row = tuple(a for a in fn_args if a in COLUMNS or a in stack_columns())
-    # the engine's per-pass overhead, which roofline._evaluate_chunk adds after the generated function
-    # per phase: the experts touched by B·S_in prefill tokens and by the B tokens of a decode step
-    ovh, rate_fields = ("0.0", ()) if pr.theory else trace_engine_overhead(tokens="(c_B * c_S_in)")
-    ovh_dec = "0.0" if pr.theory else trace_engine_overhead(tokens="c_B")[0]
-    per_row += tuple(a for a in ("layers", "moe", "experts", "top_k") if a not in per_row)
-    scalars = tuple(a for a in fn_args if a not in per_row) + tuple(f"r_{f}" for f in rate_fields)
-    scalars += () if pr.theory else ("r_overlap",)  # Applied.overlap: max, not sum, of roofline and overhead
-    cost = scalarize(fast_src, {a: f"c_{a}" for a in fn_args}, "t_")
-    nseg = sum(comp.n_varying)
-    if len(cost.outputs) != 2 + 6 * nseg + len(A.TOTAL_KEYS):
-        raise Unsupported(f"unexpected output count {len(cost.outputs)}")
-    # the epilogue of roofline._evaluate_chunk / _finish, in the same operation order
-    lines = [*cost.body, *([f"v{i} = {e}"] for i, e in enumerate(cost.outputs))]
-    lines += [["dec_0 = v1"]]  # single assignments: the scan hoists each statement to its loop level
-    for j in range(nseg):
-        k = 2 + 6 * j
-        lines.append([f"dec_{j + 1} = dec_{j} + v{k} * _sma(v{k + 2}, v{k + 3}, v{k + 4}, v{k + 5}, v{k + 1})"])
-    init = list(cost.init)
-    if pr.theory:
-        lines += [["pre_t = v0"], [f"dec_t = dec_{nseg}"]]
-    else:  # the experts-touched powers (libm pow, one per row and phase) memoised like the cost model's own
-        for name, expr in (("ovh", ovh), ("ovh_dec", ovh_dec)):
-            i, pre, expr = memo_powers(expr, "t_", len(init) // 6, cost.body)
-            init += i
-            lines += [*pre, [f"{name} = {expr}"]]
-        # roofline.with_overhead: the sum, or the max when the host launches while an accelerator runs
-        lines += [
-            ["pre_t = max(v0, ovh) if r_overlap else v0 + ovh"],
-            [f"dec_t = max(dec_{nseg}, p_sout * ovh_dec) if r_overlap else dec_{nseg} + p_sout * ovh_dec"],
-        ]
-    t = {key: f"v{2 + 6 * nseg + i}" for i, key in enumerate(A.TOTAL_KEYS)}
-    fl = {c: f"({t['fpre_' + c]} + {t['fdec_' + c]})" for c in A.ROOF_CLASSES}
-    lines += [
-        ["memory = " + " + ".join(["0.0", *(t[m] for m in pr.memory)])],
-        ["total = pre_t + dec_t"],
-        [f"energy = {energy_source('total', fl, t['bytes_pre'] + ' + ' + t['bytes_dec'])}"],
-    ]
-    outs = ("pre_t", "dec_t", "pre_t", "dec_t / p_sout", "total",
-            f"{t['fpre_linear']} + {t['fpre_attention']} + {t['fpre_vector']}",
-            f"{t['fdec_linear']} + {t['fdec_attention']} + {t['fdec_vector']}", t["bytes_pre"], t["bytes_dec"],
-            t["weights"], t["kv"], t["act"], "memory", "energy", t["params_total"], t["params_active"])  # fmt: skip
-    body = lines + [[f"o{k} = {e}"] for k, e in enumerate(outs)]  # pasted into each loop: one function, so
-    # loop-invariant work (everything over workload and device scalars) is hoisted by LLVM
-    rows_init, n_memo = no_alloc(init)
-    src = [
-        "# Generated by rooflaw.constraints.backend_numba from the numpy backend's lambdified cost model.",
-        "# Do not edit: regenerated whenever the cost model, the law or the library versions change.",
-        "import math",
-        "import numpy as np",
-        "from numba import carray, cfunc, njit",
-        "from numba import types as _t",
-        "_JI = dict(cache=True, fastmath=False, nogil=True, error_model='numpy')",
-        HELPERS,
-        sum_max_affine_source(),
-    ]
-    kernels: dict[str, str] = {}  # a module holds the row kernel (law None) or the scan (a law)
+    tape, args, out, scan = _trace(preset, kinds, law)
+    outs = [code(v) for v in out.values()] + [code(x) for x in scan[:1]]  # the loss last
+    roots: dict[str, set[int]] = {}
+    for j, c in enumerate(outs):
+        roots.setdefault(c, set()).add(j)
+    stmts = [st for st, u in zip(tape.stmts, _users(tape.stmts, roots), strict=True) if u]  # the rest is dead code
+    made = {t for t, _, _ in tape.stmts}
+    inputs = sorted({r for _, _, rs in stmts for r in rs} | {o for o in outs if o.isidentifier()} - made)
+    per_row = tuple(n[2:] for n in inputs if n.startswith("c_"))
+    scalars = tuple(n for n in inputs if not n.startswith(("c_", "t")))
+    k = Kernels(None, args, tuple(out), per_row, scalars)
     if law is None:
-        kernels["rows"] = "\n".join(_rows_source(per_row, scalars, body, rows_init))
-    law_vars: tuple[str, ...] = ()
-    domain: tuple[str, ...] = ()
-    n_scan = 0
-    axes = tuple(tuple(a for a in per_row if a in ax) for ax in axes)
-    fixed = tuple(a for a in per_row if not any(a in ax for ax in axes))
-    if law is not None:
-        inputs = _law_inputs()
-        # domain variables numpy cannot compute from columns and tokens (precision bits) are not judged there either
-        law_vars, domain = tuple(law.variables), tuple(v for v in law.domain if v in inputs)
-        unknown = [v for v in law_vars if v not in inputs]
-        if unknown:
-            raise Unsupported(f"law variable(s) {unknown}")
-        lz = scalarize(law_source(law), {v: f"l_{v}" for v in law_vars}, "u_")
-        loss = [[f"l_{v} = {inputs[v]}"] for v in law_vars] + lz.body
-        # outside the law's fitted domain counts as no loss (LossLaw.in_domain); bounds are runtime arrays
-        loss += [[ln] for ln in domain_source(domain, inputs)] + [[f"loss = {lz.outputs[0]} if dom else math.nan"]]
-        scan_init, n_scan = no_alloc(init + lz.init)
-        kernels["scan"] = _scan_source(axes, scalars, fixed, body, loss, scan_init)
-    src += ["", *(entry_source(fn, spec, kernels[fn]) for fn, spec in specs(per_row, law is not None).items())]
-    meta = Kernels(None, fn_args, per_row, scalars, fixed, axes, law_vars, domain, rate_fields, "", preset, kinds,
-                   (n_memo, n_scan))  # fmt: skip
-    return "\n".join(src) + "\n", meta
+        return _module("rows", _rows_source(k, stmts, outs), k), k
+    ax = tuple(tuple(a for a in per_row if a in x) for x in axes)
+    fixed = tuple(a for a in per_row if not any(a in x for x in ax))
+    k = Kernels(None, args, tuple(out), per_row, scalars, fixed, ax, scan[1])
+    src, tables = _scan_source(k, stmts, outs, roots)
+    return _module("scan", src, k), replace(k, tables=tables)
 
 
-def _var(a: str) -> str:
-    """The kernel variable of a scalar argument (rates read by engine_overhead keep their ``r_`` name)."""
-    return a if a.startswith("r_") else f"c_{a}"
+def _module(name: str, body: str, k: Kernels) -> str:
+    return "\n".join([
+        "# Generated by rooflaw.constraints.backend_numba from the numpy path's own functions, traced.",
+        "# Do not edit: regenerated whenever the cost model, the law or the library versions change.",
+        "import math", "import numpy as np", "from numba import carray, cfunc", "from numba import types as _t",
+        entry_source(name, spec(len(k.per_row), name == "scan"), body),
+    ]) + "\n"  # fmt: skip
 
 
-def _rows_source(per_row, scalars, body: list[list[str]], init: list[str]) -> list[str]:
-    """The row kernel: one loop over the table, every output of a row computed in registers and stored once;
-    statements that read only workload/device scalars run once before the loop. (Recomputing a row's statements
-    only when its columns changed from the previous row measured no faster: 370-560 vs 260-300 ns per row.)"""
-    levels = S.levels(body, {f"c_{a}": 1 for a in per_row})
-    once = [ln for st, x in zip(body, levels, strict=True) if x == 0 for ln in st]
-    each = [ln for st, x in zip(body, levels, strict=True) if x != 0 for ln in st]
-    return [
-        "def rows(x, s, w, p, out, mw):",
-        f"    {', '.join(PARAMS)} = {', '.join(f'p[{k}]' for k in range(len(PARAMS)))}",
-        *(f"    {_var(a)} = w[{k}]" for k, a in enumerate(scalars)),
-        *(f"    x{k} = x[{k}]" for k in range(len(per_row))),
-        *(f"    s{k} = s[{k}]" for k in range(len(per_row))),
-        *(f"    {ln}" for ln in init + once),
+def _rows_source(k: Kernels, stmts: list, outs: list[str]) -> str:
+    """The row kernel's body: one loop over the table, every output of a row computed in registers and stored
+    once; statements that read only scalars run once before the loop."""
+    lv = _levels(stmts, {f"c_{a}": 1 for a in k.per_row})
+    return "\n".join([
+        *(f"    {n} = w[{j}]" for j, n in enumerate(k.scalars)),
+        *(f"    x{j}, s{j} = x[{j}], s[{j}]" for j in range(len(k.per_row))),
+        *(f"    {t} = {e}" for (t, e, _), x in zip(stmts, lv, strict=True) if x == 0),
         "    for i in range(out.shape[1]):",
-        *(f"        c_{a} = x{k}[i * s{k}]" for k, a in enumerate(per_row)),
-        *(f"        {ln}" for ln in each),
-        *(f"        out[{k}, i] = o{k}" for k in range(len(OUTPUTS))),
-    ]
+        *(f"        c_{a} = x{j}[i * s{j}]" for j, a in enumerate(k.per_row)),
+        *(f"        {t} = {e}" for (t, e, _), x in zip(stmts, lv, strict=True) if x == 1),
+        *(f"        out[{j}, i] = {o}" for j, o in enumerate(outs)),
+    ])  # fmt: skip
 
 
-#: Loop level of the scan's loop indices: (width, experts) block 1-2, layer count 3, point (vocab, tied) 4. A
-#: statement runs at the deepest level of what it reads; workload, precision, device and fixed columns are 0.
-_LOOPS = {"iw": 1, "im": 2, "il": 3, "iv": 4}
+def _scan_source(k: Kernels, stmts: list, outs: list[str], roots: dict[str, set[int]]) -> tuple[str, tuple[int, int]]:
+    """The scan kernel: each statement in the outermost loop where its inputs are known (per-layer and per-block
+    work done once per layer or block, the same operations). One kernel serves any objectives and budgets: a
+    statement no requested output needs (``need``, a run-time flag per output) is skipped, so a query pays only
+    for the outputs it reads; the loss comes first, so a point outside the law's domain skips the rest."""
+    from .scan_source import SCAN
 
-
-#: Outputs whose statements the scan skips together (one run-time branch per group and statement run, not per
-#: output: fewer branches per point). A grouping for speed only: an output not listed is a group of its own.
-_GROUPS = {"prefill_s": 16, "ttft_s": 16, "decode_s": 17, "tpot_s": 17, "total_s": 18, "prefill_flops": 18,
-           "decode_flops": 18, "prefill_bytes": 18, "decode_bytes": 18, "energy_j": 18, "weight_bytes": 19,
-           "kv_cache_bytes": 19, "activation_bytes": 19, "memory_bytes": 19, "params_total": 19,
-           "params_active": 19}  # fmt: skip
-
-
-#: Output sets the point code has a version for besides the one computing everything (the loop is short, so a run-
-#: time branch per group there costs as much as the work it skips; a version prunes it at compile time).
-_VERSIONS = (("decode_s", "memory_bytes"), ("prefill_s", "memory_bytes"))
-
-
-def _scan_source(axes, scalars, fixed, body: list[list[str]], loss: list[list[str]], init: list[str]) -> str:
-    """The scan kernel: each statement of the point code is placed in the outermost loop where its inputs are
-    known, so per-layer and per-block work is done once per block, not once per point (same operations). One
-    kernel serves any objectives and budgets: a statement no requested output needs (``need``, a run-time flag
-    per output) is skipped, so a query pays only for the outputs it reads."""
-    from .scan_source import POINT, SCAN
-
-    pre = [f"{_var(a)} = w[{k}]" for k, a in enumerate(scalars)] + [f"c_{a} = fx[{k}]" for k, a in enumerate(fixed)]
-    dec = [[f"c_{a} = T{x.upper()}[i{x}, {j}]"] for x, ax in zip("wmlv", axes, strict=True) for j, a in enumerate(ax)]
-    stmts = S.hoist(dec + body + loss, dict(_LOOPS))
-    levels = S.levels(stmts, dict(_LOOPS))
-    group = {k: _GROUPS.get(name, k) for k, name in enumerate(OUTPUTS)}
-    users = [frozenset(group.get(k, k) for k in u) for u in S.guards(stmts, {"loss": -1} | {f"o{k}": k for k in group})]
+    dec = [(f"c_{a}", f"T{'WMLV'[x]}[{LOOPS[x]}, {j}]", (LOOPS[x],)) for x, ax in enumerate(k.axes)
+           for j, a in enumerate(ax)]  # fmt: skip
+    # a value of the layer or the vocabulary axis alone (the law's power of l, …) is computed once per axis value at
+    # the start of a call (``pre``) and read from a table (PL, PV) in the nest, which repeats those axes per block
+    axis = {ix: frozenset({x}) for x, ix in enumerate(LOOPS)}
+    rest = stmts
+    for t, _, reads in dec + stmts:
+        axis[t] = frozenset().union(*(axis.get(r, frozenset()) for r in reads))
+    one = {t: min(axis[t]) for t, _, _ in stmts if len(axis[t]) == 1 and min(axis[t]) >= 2}
+    read = {r for t, _, rs in stmts if t not in one for r in rs} | set(outs)
+    tab = {x: [t for t, _, _ in stmts if one.get(t) == x and t in read] for x in (2, 3)}
+    pre = []
+    for x, n in ((2, "nl"), (3, "nv")):
+        lines = [f"{t} = {e}" for t, e, _ in dec + stmts if one.get(t) == x or t.startswith("c_") and axis[t] == {x}]
+        lines += [f"P{'LV'[x - 2]}[{LOOPS[x]}, {j}] = {t}" for j, t in enumerate(tab[x])]
+        pre += [f"for {LOOPS[x]} in range({n}):", *("    " + ln for ln in lines)] if tab[x] else []
+    stmts = dec + [(t, f"P{'LV'[x - 2]}[{LOOPS[x]}, {j}]", (LOOPS[x],)) for x in (2, 3) for j, t in enumerate(tab[x])]
+    stmts += [st for st in rest if st[0] not in one]
+    loss = len(outs) - 1
+    # what the tables read is always needed
+    roots = {o: set(u) for o, u in roots.items()}
+    for r in {r for t, _, rs in rest if t in one for r in rs if not axis.get(r)}:
+        roots.setdefault(r, set()).add(loss)
+    users = _users(stmts, roots)
+    stmts, users = [st for st, u in zip(stmts, users, strict=True) if u], [u for u in users if u]  # a table's columns
+    lv = _levels(stmts, {ix: x + 1 for x, ix in enumerate(LOOPS)})
+    # by level (5: the loss, first in the point loop), then by the outputs served, supersets first: every input
+    # stays before its readers and the statements serving the same outputs come together, under one flag
+    order = sorted(range(len(stmts)), key=lambda j: (lv[j] + (lv[j] == 4 and loss in users[j]), -len(users[j]),
+                                                     sorted(users[j]), j))  # fmt: skip
+    runs = [(level, g, [stmts[j] for j in js]) for (level, g), js in groupby(order, lambda j: (
+        lv[j] + (lv[j] == 4 and loss in users[j]), None if lv[j] == 0 or loss in users[j] else users[j]))]  # fmt: skip
+    # a short run is not worth a run-time branch: always run
+    short = ((lv_, g if len(sts) >= MIN_GUARDED else None, sts) for lv_, g, sts in runs)
+    blocks = [(lg[0], lg[1], [st for r in rs for st in r[2]]) for lg, rs in groupby(short, lambda r: r[:2])]
+    readers: dict[str, set[int]] = {}
+    for b, (_, _, sts) in enumerate(blocks):
+        for r in (r for _, _, rs in sts for r in rs):
+            readers.setdefault(r, set()).add(b)
     flags: dict[frozenset[int], str] = {}
-    # a statement's inputs are needed by a superset of its outputs: ordering each level by decreasing output set
-    # keeps every input before its readers and puts the statements of one set together, under one flag
-    live = [(lv, -len(u), sorted(u), j) for j, (lv, u) in enumerate(zip(levels, users, strict=True)) if u]
-    blocks: list[tuple[int, frozenset[int] | None, list[list[str]]]] = []  # (level, guard, statements)
-    for lv, _, _, j in sorted(live):  # statements no output needs are dead code, left out
-        st, u = stmts[j], users[j]
-        g = None if lv == 0 or -1 in u or len(S.names(st)[1]) != 1 else u  # memo sites: ints must stay defined
-        lv = 5 if lv == 4 and -1 in u else lv  # the point's loss first: an infeasible point skips the rest
-        if blocks and blocks[-1][:2] == (lv, g) and g is not None:
-            blocks[-1][2].append(st)
-        else:
-            blocks.append((lv, g, [st]))
-
-    def emit(lv: int, const: frozenset[int] | None = None) -> list[str]:
-        """The statements of level ``lv``: each guarded run under its run-time flag, or with ``const`` (the groups
-        a point-loop version computes) under a constant, which numba prunes."""
-        out: list[str] = []
-        for lv_, g, sts in blocks:
-            if lv_ != lv:
-                continue
-            if g is None:
-                out += [ln for st in sts for ln in st]
-                continue
-            flag = flags.setdefault(g, f"g{len(flags)}") if const is None else str(bool(g & const))
-            # skipped: every value still defined in this iteration (a value kept from an earlier one would be
-            # carried around the loop, which costs registers and time)
-            out += [f"if {flag}:", *(f"    {ln}" for st in sts for ln in st), "else:"]
-            out += [f"    {w} = 0.0" for st in sts for w in sorted(S.names(st)[1])]
-        return out
-
-    # the point loop once per version: a query runs the first whose groups hold every output it needs
-    every = frozenset(group.values())
-    versions = [frozenset(group[OUTPUTS.index(o)] for o in v) for v in _VERSIONS] + [every]
+    body: dict[int, list[str]] = {level: [] for level in range(6)}
+    for b, (level, g, sts) in enumerate(blocks):
+        if g is None:
+            body[level] += [f"{t} = {e}" for t, e, _ in sts]
+            continue  # skipped: the values read outside the block stay defined (none carried around the loop)
+        out = [t for t, _, _ in sts if readers.get(t, set()) - {b} or t in outs]
+        body[level] += [f"if {flags.setdefault(g, f'g{len(flags)}')}:", *(f"    {t} = {e}" for t, e, _ in sts)]
+        body[level] += ["else:", *(f"    {t} = 0.0" for t in out)] if out else []
+    head = [f"{n} = w[{j}]" for j, n in enumerate(k.scalars)] + [f"c_{a} = fx[{j}]" for j, a in enumerate(k.fixed)]
+    head += [f"{f} = {' or '.join(f'need[{o}] != 0' for o in sorted(g))}" for g, f in flags.items()]
+    point = body[4] + [f"v[{j}] = {o}" for j, o in enumerate(outs)]
     ind = lambda lines, n: "\n".join(" " * n + ln for ln in lines)  # noqa: E731
-    point = []  # one branch per point, well predicted; the loss and the feasibility code are shared
-    for j, ver in enumerate(versions):
-        head = "else:" if 0 < j == len(versions) - 1 else f"{'if' if j == 0 else 'elif'} mode == {j}:"
-        point += [head, *(f"    {ln}" for ln in emit(4, ver))]
-    point += [f"v[{k}] = o{k}" for k in range(len(OUTPUTS))] + ["v[16] = loss"]
-    loop = POINT.replace("{LOSS}", ind(emit(5), 0)).replace("{POINT}", ind(point, 0))
-    points = ["for iv in range(nv):", *(f"    {ln}" for ln in loop.strip("\n").split("\n"))]
-    outer = {lv: emit(lv) for lv in range(4)}
-    on = {q: " or ".join(f"need[{k}] != 0" for k in group if group[k] == q) for q in every}
-    flag_lines = [f"{g} = {' or '.join(on[q] for q in sorted(u))}" for u, g in flags.items()]
-    flag_lines += [f"mode = {len(versions) - 1}"] + [
-        f"if not ({' or '.join(on[q] for q in sorted(every - ver))}):\n        mode = {j}"
-        for j, ver in reversed(list(enumerate(versions[:-1])))
-    ]
-    return (
-        SCAN.replace("{FIXED}", ind(pre + init + flag_lines + outer[0], 4))
-        .replace("{BLOCK}", ind(outer[1] + outer[2], 8))
-        .replace("{LAYER}", ind(outer[3], 12))
-        .replace("{POINTS}", ind(points, 12))
-        .replace("{PARAMS}", ", ".join(PARAMS))
-        .replace("{P}", ", ".join(f"p[{k}]" for k in range(len(PARAMS))))
-    )
+    src = (
+        SCAN.replace("{FIXED}", ind(head + body[0], 4)).replace("{PRE}", ind(pre, 4))
+        .replace("{BLOCK}", ind(body[1] + body[2], 8)).replace("{LAYER}", ind(body[3], 12))
+        .replace("{LOSS}", ind([*body[5], f"loss = {outs[loss]}"], 16)).replace("{POINT}", ind(point, 16))
+    )  # fmt: skip
+    return src, (len(tab[2]), len(tab[3]))
 
 
 # ---- loading (disk cache) ----------------------------------------------------------------------------------------
-def _key(src: str) -> str:
-    from importlib.metadata import version  # not numba.__version__: a warm process never imports numba
-
-    h = hashlib.sha256(src.encode())
-    h.update(f"|numba {version('numba')}|numpy {np.__version__}|py {sys.version}".encode())
-    return h.hexdigest()[:20]
-
-
 def kernels(
     preset: str, law: Any = None, kinds: frozenset[str] = frozenset(), axes: tuple[tuple[str, ...], ...] = ((),) * 4
 ) -> Kernels:
-    """The generated kernel for ``preset`` and layer ``kinds``: the row kernel, or with ``law`` the frontier scan;
-    compiled or loaded from disk, one module per preset × kinds × law (objectives, budgets and domain bounds are
-    arguments). ``axes``: for the scan, the columns that vary along each axis of a space's index (width rows,
-    (experts, top_k) pairs, layer counts, (vocab, tied) pairs): each is read from that axis's table."""
+    """The generated kernel for ``preset`` and layer ``kinds``: the row kernel, or with ``law`` the frontier scan,
+    whose ``axes`` are the columns that vary along each axis of a space's index (each read from that axis's
+    table); compiled or loaded from disk, one module per preset × kinds × law."""
     if not available():
         raise ModuleNotFoundError("No module named 'numba'", name="numba")
-    from .compile import compile_preset
+    import sympy
 
-    fast = source_of(compile_preset(preset, kinds).fast)
-    memo = (preset, kinds, fast, None if law is None else (law_source(law), tuple(law.domain), axes))
-    hit = _MEMO.get(memo)
-    if hit is not None:
-        return hit
-    t1 = time.perf_counter()
+    memo = (preset, kinds) + (() if law is None else (law.variables, sympy.srepr(law.bound_expr()), *law.domain, axes))
+    if memo in _MEMO:
+        return _MEMO[memo]
     src, meta = _source(preset, law, kinds, axes)
-    key = _key(src)
-    TIMINGS["generate_s"] = time.perf_counter() - t1
+    from importlib.metadata import version  # not numba.__version__: a warm process never imports numba
+
+    tag = f"{src}|numba {version('numba')}|numpy {np.__version__}|py {sys.version}"
+    key = hashlib.sha256(tag.encode()).hexdigest()[:20]
     with _LOCK:
-        mod = _LOADED.get(key)
-        if mod is None:
-            mod = load(key, src, specs(meta.per_row, law is not None), TIMINGS)
-            _LOADED[key] = mod
-    _MEMO[memo] = dataclasses.replace(meta, module=mod, key=key)
+        if key not in _LOADED:
+            name = "rows" if law is None else "scan"
+            _LOADED[key] = load(key, src, name, spec(len(meta.per_row), law is not None))
+    _MEMO[memo] = replace(meta, fn=_LOADED[key])
     return _MEMO[memo]
 
 
-# ---- driving the row kernel ----------------------------------------------------------------------------------------
-def params(device: Any, workload: Any, precision: Any) -> np.ndarray:
-    """The :data:`PARAMS` vector for one device/workload/precision (the assembly's energy coefficients)."""
-    from . import assembly as A
+# ---- run-time arguments and the row kernel ---------------------------------------------------------------------
+def scalars(k: Kernels, sc: Any, call: tuple, tokens: float = 0.0, bounds: tuple = ()) -> np.ndarray:
+    """The kernel's one-per-call inputs (:attr:`Kernels.scalars`) for scenario ``sc``: the compiled model's
+    arguments ``call`` (as :func:`roofline.model_call` gives them), its rates and energy coefficients (NaN when
+    the device has none: energy NaN, as on numpy), the overlap flag, the law's tokens and domain ``bounds``
+    (``(lo, hi)`` per domain variable, NaN where not judged)."""
+    from .assembly import ROOF_CLASSES
 
-    coef = A.energy_coefficients(device, precision)
-    if coef is None:
-        return np.array([float(workload.output_tokens), 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
-    return np.array([float(workload.output_tokens), 1.0, coef.p_idle, coef.per_byte,
-                     *(coef.per_flop[c] for c in A.ROOF_CLASSES)], dtype=np.float64)  # fmt: skip
-
-
-def kernel_values(k: Kernels, cols: dict[str, Any], call: tuple, rates: Any, overlap: bool) -> dict[str, Any]:
-    """Kernel variable -> value: the compiled ``fast`` function's arguments ``call`` (as the numpy backend passes
-    them, :func:`roofline.fast_inputs`), the other per-row columns, the rates engine_overhead reads, the overlap."""
-    from .numba_trace import rate_values
-
-    out = dict(zip(k.args, call, strict=True))
-    out |= {a: cols[a] for a in k.per_row if a not in out}
-    out["r_overlap"] = float(overlap)
-    return out | rate_values(rates, k.rate_fields)
+    c, unknown = sc.energy, dict.fromkeys(["idle", "byte", *ROOF_CLASSES], np.nan)
+    e = {"idle": c.p_idle, "byte": c.per_byte} | c.per_flop if c else unknown
+    named = {f"s_{a}": v for a, v in zip(k.args, call, strict=True)} | {f"e_{c}": v for c, v in e.items()}
+    named |= {"s_overlap": float(sc.host_overlap), "s_tokens": tokens}
+    named |= {f"d{e}{j}": x for j, b in enumerate(bounds) for e, x in zip(("lo", "hi"), b, strict=True)}
+    return np.array([float(named[n] if n in named else getattr(sc.rates, n[2:])) for n in k.scalars])
 
 
-def _readonly(v: Any) -> tuple[np.ndarray, int]:
-    """A read-only contiguous float64 array and its step (0: one value for every row)."""
-    a = np.asarray(v, dtype=np.float64)
-    if a.ndim == 0 or (a.ndim == 1 and a.strides[0] == 0):
-        a, step = np.array([a.flat[0]]), 0
-    else:
-        a, step = np.ascontiguousarray(a), 1
-    a = a.view()
-    a.flags.writeable = False
-    return a, step
-
-
-def evaluate_rows(
-    cols: dict[str, np.ndarray],
-    device: Any,
-    workload: Any,
-    precision: Any,
-    preset: str,
-    kinds: frozenset[str],
-    call: tuple,
-    rates: Any,
-    overlap: bool,
-    strict: bool = True,
-) -> dict[str, np.ndarray] | None:
-    """All outputs of ``roofline.evaluate_columns`` for completed columns, in one generated loop.
-
-    If the cost model uses a construct the printer does not translate: a one-line error when ``strict``, else a
-    warning (:func:`.backends.fallback`) and None.
-    """
+def evaluate_rows(cols: dict[str, np.ndarray], sc: Any, kinds: frozenset[str], call: tuple, strict: bool = True,
+                  tiles: bool = False) -> dict[str, np.ndarray] | None:  # fmt: skip
+    """The outputs of ``roofline.evaluate_columns`` (but ``fits_in_memory``) for completed columns of layer
+    ``kinds`` in scenario ``sc`` (the compiled model called with ``call``), in one generated loop. When the kernel
+    cannot take them: a one-line error when ``strict``, else a warning (:func:`.backends.fallback`) and None."""
+    from ..errors import bad
     from .backends import fallback
 
     try:
-        k = kernels(preset, None, kinds)
+        if tiles:
+            raise Unsupported("the numba kernel has no tile/wave model (tiles=True)")
+        k = kernels(sc.preset, None, kinds)
     except Unsupported as e:
+        why = str(e) if tiles else f"the generated kernel cannot express this cost model ({e})"
         if strict:
-            raise RooflawError(f"backend='numba': the generated kernel cannot express this cost model ({e})") from None
-        fallback(f"the generated kernel cannot express this cost model ({e})")
+            raise bad("backend", "numba", why) from None
+        fallback(why)
         return None
-    n = len(cols["layers"])
-    vals = kernel_values(k, cols, call, rates, overlap)
-    xs = [_readonly(vals[a]) for a in k.per_row]
-    w = np.array([float(vals[a]) for a in k.scalars])
-    out = np.empty((len(OUTPUTS), n))
-    t0 = time.perf_counter()
-    k.rows(tuple(v for v, _ in xs), np.array([st for _, st in xs], dtype=np.int64), w,
-           params(device, workload, precision), out)  # fmt: skip
-    TIMINGS.setdefault(f"first_call_{preset}_s", time.perf_counter() - t0)
-    res = {name: out[j] for j, name in enumerate(OUTPUTS)}
-    res["fits_in_memory"] = res["memory_bytes"] <= device.memory_capacity
-    order = ("prefill_s", "decode_s", "ttft_s", "tpot_s", "total_s", "prefill_flops", "decode_flops",
-             "prefill_bytes", "decode_bytes", "weight_bytes", "kv_cache_bytes", "activation_bytes", "memory_bytes",
-             "fits_in_memory", "energy_j", "params_total", "params_active")  # fmt: skip
-    return {name: res[name] for name in order}
+    xs = [np.asarray(cols[a], dtype=np.float64) for a in k.per_row]
+    one = [x.ndim == 0 or x.strides[0] == 0 for x in xs]  # one value for every row: read with step 0
+    xs = [np.ascontiguousarray(x.flat[:1] if o else x) for x, o in zip(xs, one, strict=True)]
+    out = np.empty((len(k.outputs), len(cols["layers"])))
+    k.fn(tuple(xs), np.array([not o for o in one], dtype=np.int64), scalars(k, sc, call), out)
+    return dict(zip(k.outputs, out, strict=True))

@@ -139,7 +139,6 @@ def _from_source(src: str):
     missing = [n for n in fn.__code__.co_names if n not in ns and not hasattr(builtins, n)]
     if missing:
         raise NameError(f"cached evaluator needs {missing}")
-    fn.__source__ = src  # for printers that re-read it (backend_numba); inspect cannot find exec'd source
     return fn
 
 

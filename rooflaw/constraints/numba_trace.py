@@ -1,198 +1,113 @@
-"""Source for the numba kernels from plain Python arithmetic: the engine's per-pass overhead and the law's domain.
+"""Tracing the numpy path's own functions into straight-line scalar statements for the numba kernels.
 
-:func:`assembly.engine_overhead` is ordinary arithmetic on :class:`assembly.Rates` fields and two columns. The
-numpy backend calls it on arrays; here it is called once on *tracers* that record every operation in Python's
-own evaluation order, so the printed scalar expression performs the same IEEE operations in the same order as
-numpy does elementwise (bit-identical), and a change to that function reaches the kernel without a copy of its
-formula. Anything but arithmetic (a comparison, a branch on a value, a numpy function) raises
-:class:`~.numba_printer.Unsupported` and the caller stays on numpy.
+Nothing in a kernel is a copy of numpy logic: the compiled cost model (``sympy.lambdify``'s CSE pairs),
+:func:`.epilogue.fast_outputs` (decode-step sums, engine overhead, memory, energy), :func:`objectives.law_inputs`
+and the law's own function are *called* on :class:`Traced` values, which record every operation, in Python's
+evaluation order, as one statement ``t<k> = a <op> b`` on a :class:`Tape`. Run per candidate, those statements
+perform the same IEEE operations in the same order as numpy does elementwise: the values are bit-identical. The
+same operation on the same operands is recorded once. Anything but arithmetic, comparisons, ``np.where``,
+``np.clip`` and the ufuncs of :data:`UFUNCS` raises :class:`Unsupported`, and ``auto`` stays on numpy.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from typing import Any, cast
+from typing import Any
 
-from .numba_printer import Unsupported
+import numpy as np
 
-#: numpy functions a traced value may go through -> the scalar helper with numpy's semantics (NaN included).
-_UFUNCS = {"floor": "np.floor", "ceil": "np.ceil", "maximum": "_mx", "minimum": "_mn"}
-
-
-class Traced:
-    """A scalar expression being recorded: arithmetic, comparisons and a few numpy functions (``np.where``,
-    ``np.clip`` and :data:`_UFUNCS`) on it return the printed expression."""
-
-    __slots__ = ("code",)
-    __traced__ = True  # for code that passes a tracer through instead of converting it (objectives.law_inputs)
-
-    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kw: Any) -> Traced:
-        if method != "__call__" or kw or ufunc.__name__ not in _UFUNCS:
-            raise Unsupported(f"numpy {ufunc.__name__} on a traced value")
-        return Traced(f"{_UFUNCS[ufunc.__name__]}({', '.join(code(x) for x in inputs)})")
-
-    def __array_function__(self, func: Any, types: Any, args: tuple, kwargs: dict) -> Traced:
-        import numpy as np
-
-        if func is np.where and len(args) == 3 and not kwargs:
-            return Traced(f"({code(args[1])} if {code(args[0])} else {code(args[2])})")
-        if func is np.clip and len(args) == 3 and not kwargs:  # numpy: minimum(maximum(x, lo), hi)
-            return Traced(f"_mn(_mx({code(args[0])}, {code(args[1])}), {code(args[2])})")
-        raise Unsupported(f"numpy {func.__name__} on a traced value")
-
-    def _cmp(self, op: str, other: Any) -> Traced:
-        return Traced(f"({self.code} {op} {code(other)})")
-
-    def __gt__(self, o: Any) -> Traced:
-        return self._cmp(">", o)
-
-    def __lt__(self, o: Any) -> Traced:
-        return self._cmp("<", o)
-
-    def __ne__(self, o: Any) -> Traced:  # type: ignore[override]
-        return self._cmp("!=", o)
-
-    def __init__(self, code: str):
-        self.code = code
-
-    def _op(self, op: str, other: Any, rev: bool = False) -> Traced:
-        o = code(other)
-        return Traced(f"({o} {op} {self.code})" if rev else f"({self.code} {op} {o})")
-
-    def __add__(self, o: Any) -> Traced:
-        return self._op("+", o)
-
-    def __radd__(self, o: Any) -> Traced:
-        return self._op("+", o, True)
-
-    def __sub__(self, o: Any) -> Traced:
-        return self._op("-", o)
-
-    def __rsub__(self, o: Any) -> Traced:
-        return self._op("-", o, True)
-
-    def __mul__(self, o: Any) -> Traced:
-        return self._op("*", o)
-
-    def __rmul__(self, o: Any) -> Traced:
-        return self._op("*", o, True)
-
-    def __truediv__(self, o: Any) -> Traced:
-        return self._op("/", o)
-
-    def __rtruediv__(self, o: Any) -> Traced:
-        return self._op("/", o, True)
-
-    def __pow__(self, o: Any) -> Traced:
-        return Traced(_power(self.code, code(o)))
-
-    def __rpow__(self, o: Any) -> Traced:
-        return Traced(_power(code(o), self.code))
-
-    def __neg__(self) -> Traced:
-        return Traced(f"(-{self.code})")
-
-    def __pos__(self) -> Traced:
-        return self
-
-    def __bool__(self) -> bool:
-        raise Unsupported("a branch on a traced value")
-
-    def __float__(self) -> float:
-        raise Unsupported("a traced value converted to a number")
+#: numpy ufunc -> the scalar code with numpy's semantics (maximum/minimum: NaN wins; sign(NaN) is NaN).
+UFUNCS = {"maximum": "{0} if ({0} >= {1}) | ({0} != {0}) else {1}",
+          "minimum": "{0} if ({0} <= {1}) | ({0} != {0}) else {1}",
+          "sign": "1.0 if {0} > 0.0 else (-1.0 if {0} < 0.0 else (0.0 if {0} == 0.0 else {0}))",
+          "bitwise_and": "{0} & {1}", **{f: f"np.{f}({{}})" for f in ("floor", "ceil")},
+          **{f: f"math.{f}({{}})" for f in ("exp", "log", "sqrt", "expm1", "log1p")}}  # fmt: skip
 
 
-def _power(base: str, ex: str) -> str:
-    """``base ** ex`` as numpy computes an array to a runtime scalar power: its fast path squares for an exponent
-    of 2 (the other fast paths, 1, 0.5 and -1, give libm pow's result or never occur for a token count)."""
-    return f"(({base}) * ({base}) if ({ex}) == 2.0 else ({base}) ** ({ex}))"
+class Unsupported(Exception):
+    """A traced function did something the kernel cannot record (the message says what)."""
+
+
+class Tape:
+    """The statements recorded so far: ``(target, expression, names read)``, in execution order."""
+
+    def __init__(self) -> None:
+        self.stmts: list[tuple[str, str, tuple[str, ...]]] = []
+        self._seen: dict[str, Traced] = {}
+
+    def var(self, name: str) -> Traced:
+        """An input of the kernel (a column, a scalar argument)."""
+        return Traced(name, self)
+
+    def emit(self, fmt: str, *operands: Any) -> Traced:
+        """The value of ``fmt`` filled with the operands' code: a new statement, or the one already recorded."""
+        expr = fmt.format(*(code(x) for x in operands))
+        if expr not in self._seen:
+            self._seen[expr] = Traced(f"t{len(self.stmts)}", self)
+            reads = tuple(dict.fromkeys(x.code for x in operands if isinstance(x, Traced)))
+            self.stmts.append((self._seen[expr].code, expr, reads))
+        return self._seen[expr]
 
 
 def code(x: Any) -> str:
-    """The printed expression of a traced value or a number."""
+    """The kernel code of a traced value or a number."""
     if isinstance(x, Traced):
         return x.code
-    if isinstance(x, (int, float)) and not isinstance(x, bool):
+    if isinstance(x, (bool, np.bool_)) or isinstance(x, np.ndarray) and x.dtype == bool and x.ndim == 0:
+        return str(bool(x))
+    if isinstance(x, (int, float, np.number)) or isinstance(x, np.ndarray) and x.ndim == 0:
         v = float(x)
         return repr(v) if math.isfinite(v) else "math.nan" if v != v else f"({'-' if v < 0 else ''}math.inf)"
-    raise Unsupported(f"traced arithmetic with {type(x).__name__}")
+    raise Unsupported(f"arithmetic with {type(x).__name__}")
 
 
-class _RatesProxy:
-    """Stands in for a :class:`assembly.Rates`: each numeric field read becomes the kernel scalar ``r_<field>``."""
-
-    def __init__(self, numeric: frozenset[str]):
-        self._numeric = numeric
-        self.used: list[str] = []
-
-    def __getattr__(self, name: str) -> Traced:
-        if name.startswith("_") or name not in self._numeric:
-            raise Unsupported(f"Rates.{name} is not a number the kernel can take")
-        if name not in self.used:
-            self.used.append(name)
-        return Traced(f"r_{name}")
+def _op(fmt: str, swap: bool = False) -> Any:
+    return lambda a, b: a.tape.emit(fmt, *((b, a) if swap else (a, b)))
 
 
-def _numeric_fields() -> frozenset[str]:
-    from . import assembly as A
+def _refuse(what: str) -> Any:
+    def refuse(self: Any) -> Any:
+        raise Unsupported(what)
 
-    return frozenset(f.name for f in dataclasses.fields(A.Rates) if f.type in ("float", float))
-
-
-def trace_engine_overhead(
-    layers: str = "c_layers", moe: str = "c_moe", experts: str = "c_experts", top_k: str = "c_top_k",
-    tokens: str = "c_B",
-) -> tuple[str, tuple[str, ...]]:  # fmt: skip
-    """(scalar expression of :func:`assembly.engine_overhead` over ``r_<field>`` and the column names, with the
-    experts touched by ``tokens`` tokens (:func:`engines.experts_touched`), the Rates fields it reads, in order)."""
-    from . import assembly as A
-    from .engines import experts_touched
-
-    proxy = _RatesProxy(_numeric_fields())
-    try:
-        touched = experts_touched(Traced(experts), Traced(top_k), Traced(tokens))
-        out = A.engine_overhead(cast(Any, proxy), Traced(layers), Traced(moe), touched)
-    except (TypeError, AttributeError) as e:  # an operation the tracer does not record
-        raise Unsupported(f"engine_overhead: {e}") from None
-    return code(out), tuple(proxy.used)
+    return refuse
 
 
-def sum_max_affine_source() -> str:
-    """The numba helper ``_sma(a0, a1, b0, b1, n)``: :func:`assembly.sum_max_affine`'s sum, traced."""
-    from .assembly import sum_max_affine
-
-    total = sum_max_affine(*(Traced(a) for a in ("a0", "a1", "b0", "b1", "n")))[0]
-    return f"@njit(**_JI)\ndef _sma(a0, a1, b0, b1, n):\n    return {code(total)}\n"
-
-
-def energy_source(total: str, flops: dict[str, str], nbytes: str) -> str:
-    """The expression of :func:`assembly.energy` over kernel variables, traced with the coefficients as the
-    scalars ``p_idle``, ``p_ef_<class>``, ``p_ebyte``, and with none (``p_emode`` 0: a device without power
-    figures)."""
-    from . import assembly as A
-
-    args = (Traced(f"({total})"), {c: Traced(f"({f})") for c, f in flops.items()}, Traced(f"({nbytes})"))
-    idle, per_byte, per_flop = cast(Any, Traced("p_idle")), cast(Any, Traced("p_ebyte")), cast(Any, {})
-    per_flop.update({c: Traced(f"p_ef_{c}") for c in flops})
-    coef = A.EnergyCoefficients(idle, per_flop, per_byte)
-    return f"{code(A.energy(coef, *args))} if p_emode != 0.0 else {code(A.energy(None, *args))}"
+def power(base: Any, ex: Any) -> Traced:
+    """``base ** ex`` as numpy computes an array to a scalar power: its fast paths for 2, 0.5, -1 and 1 (known
+    here when the exponent is a number; checked at run time for 2 when it is traced), else libm ``pow``."""
+    tape = base.tape if isinstance(base, Traced) else ex.tape
+    if isinstance(ex, Traced):
+        return tape.emit("{0} * {0} if {1} == 2.0 else {0} ** {1}", base, ex)
+    fast = {2.0: "{0} * {0}", 0.5: "math.sqrt({0})", -1.0: "1.0 / {0}"}
+    return base if float(ex) == 1.0 else tape.emit(fast.get(float(ex), "{0} ** {1}"), base, ex)
 
 
-def rate_values(rates: Any, fields: tuple[str, ...]) -> dict[str, float]:
-    """``r_<field>`` -> value for the kernel's scalar arguments."""
-    return {f"r_{f}": float(getattr(rates, f)) for f in fields}
+class Traced:
+    """A value being recorded: its kernel variable and the tape its operations go to."""
 
+    __slots__ = ("code", "tape")
+    __traced__ = True  # for code that passes a tracer through instead of converting it to an array
+    __add__, __radd__, __sub__, __rsub__ = _op("{} + {}"), _op("{} + {}", True), _op("{} - {}"), _op("{} - {}", True)
+    __mul__, __rmul__ = _op("{} * {}"), _op("{} * {}", True)
+    __truediv__, __rtruediv__ = _op("{} / {}"), _op("{} / {}", True)
+    __gt__, __lt__, __ge__, __le__ = _op("{} > {}"), _op("{} < {}"), _op("{} >= {}"), _op("{} <= {}")
+    __eq__, __ne__, __and__, __rand__ = _op("{} == {}"), _op("{} != {}"), _op("{} & {}"), _op("{} & {}", True)
+    __pow__, __rpow__ = power, lambda a, b: power(b, a)
+    __neg__, __pos__ = lambda a: a.tape.emit("-{}", a), lambda a: a
+    __bool__, __float__ = _refuse("a branch on a traced value"), _refuse("a traced value converted to a number")
+    __hash__ = None  # type: ignore[assignment]
 
-def domain_source(domain: tuple[str, ...], inputs: dict[str, str]) -> list[str]:
-    """Statements setting ``dom`` (True inside the law's fitted domain) the way :meth:`LossLaw.in_domain` judges,
-    ``dlo[j] ≤ v ≤ dhi[j]`` for each variable ``domain[j]``, with the bounds (tolerance included) given at run time
-    and a NaN ``dlo[j]`` meaning the variable is not judged (extrapolation allowed, or no token count)."""
-    lines, terms = [], []
-    for j, var in enumerate(domain):
-        if var not in inputs:
-            raise Unsupported(f"domain variable {var}")
-        lines.append(f"dv{j} = {inputs[var]}")
-        terms.append(f"(dlo[{j}] != dlo[{j}] or (dv{j} >= dlo[{j}] and dv{j} <= dhi[{j}]))")
-    lines.append("dom = " + (" and ".join(terms) if terms else "True"))
-    return lines
+    def __init__(self, code: str, tape: Tape):
+        self.code, self.tape = code, tape
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kw: Any) -> Traced:
+        if method != "__call__" or kw or ufunc.__name__ not in UFUNCS:
+            raise Unsupported(f"numpy {ufunc.__name__} on a traced value")
+        return self.tape.emit(UFUNCS[ufunc.__name__], *inputs)
+
+    def __array_function__(self, func: Any, types: Any, args: tuple, kwargs: dict) -> Any:
+        if func is np.where and len(args) == 3 and not kwargs:
+            return self.tape.emit("{1} if {0} else {2}", *args)
+        if func is np.clip and len(args) == 3 and not kwargs:  # numpy: minimum(maximum(x, lo), hi)
+            return np.minimum(np.maximum(args[0], args[1]), args[2])
+        raise Unsupported(f"numpy {func.__name__} on a traced value")

@@ -24,10 +24,11 @@ from ..devices.precision import Precision
 from ..errors import bad
 from . import assembly as A
 from .assembly import sum_max_affine
-from .backends import fallback, resolve
+from .backends import resolve
 from .compile import ARG_NAMES, Compiled, compile_preset
 from .curves_applied import curve_tiles, rows_ramp
-from .engines import Applied, EngineProfile, experts_touched
+from .engines import Applied, EngineProfile
+from .epilogue import fast_outputs, outputs, phase_overheads, with_overhead
 from .gemm import gemv_inverse_rate, tile_efficiency
 from .scenario import Scenario
 from .workload import Workload
@@ -175,26 +176,6 @@ def _inverse_roofs(comp: Compiled, sc: Scenario, args: list, n: int, tiles: bool
     return ipp, ipd
 
 
-def phase_overheads(r: A.Rates, cols: Mapping[str, Any], batch: Any, input_tokens: Any) -> tuple[Any, Any]:
-    """(prefill, one decode step) engine overhead of candidate columns ``cols`` (``layers, moe, experts, top_k``):
-    :func:`assembly.engine_overhead` with the experts touched by B·S_in and by B tokens (scalars or arrays)."""
-    E, K = cols["experts"], cols["top_k"]
-
-    def num(v: Any) -> Any:  # a scalar as a Python float (numpy's scalar-power path), else a float array
-        a = np.asarray(v, dtype=np.float64)
-        return float(a) if a.ndim == 0 else a
-
-    pre = A.engine_overhead(r, cols["layers"], cols["moe"], experts_touched(E, K, num(batch) * num(input_tokens)))
-    dec = A.engine_overhead(r, cols["layers"], cols["moe"], experts_touched(E, K, num(batch)))
-    return pre, dec
-
-
-def with_overhead(overlap: bool, roofline_s: Any, overhead_s: Any) -> Any:
-    """Seconds of a phase from its roofline time and its engine overhead: their sum, or, when the host launches
-    while an accelerator runs (``Applied.overlap``), the longer of the two (numbers or arrays; numba does the same)."""
-    return np.maximum(roofline_s, overhead_s) if overlap else roofline_s + overhead_s
-
-
 def evaluate_chunk(cols: Mapping[str, np.ndarray], sc: Scenario, tiles: bool = False, per_op: bool = False) -> dict:
     """The numpy backend: every output of :func:`evaluate_columns` for completed columns ``cols`` (one chunk) in
     scenario ``sc`` (one chip: a layout prices each shard with this); ``per_op`` adds ``_ops``, the per-operator
@@ -211,16 +192,10 @@ def evaluate_chunk(cols: Mapping[str, np.ndarray], sc: Scenario, tiles: bool = F
     call = model_call(cols, sc, comp, tiles and not pr.theory)
     arr = lambda v: np.broadcast_to(np.asarray(v, dtype=np.float64), (n,))  # noqa: E731
     if not per_op:
-        vals = comp.fast(*call)
-        pre_t, dec_t = arr(vals[0]), arr(vals[1])
-        k = 2
-        for _ in range(sum(comp.n_varying)):
-            cnt, steps, a0, a1, b0, b1 = (arr(v) for v in vals[k : k + 6])
-            dec_t = dec_t + cnt * sum_max_affine(a0, a1, b0, b1, steps)[0]
-            k += 6
-        pre_t = with_overhead(overlap, pre_t, extra)
-        dec_t = with_overhead(overlap, dec_t, workload.output_tokens * extra_dec)
-        return _finish(sc, pre_t, dec_t, [arr(v) for v in vals[k:]])
+        vals = [arr(v) for v in comp.fast(*call)]
+        out = fast_outputs(vals, sum(comp.n_varying), overlap, extra, extra_dec, workload.output_tokens,
+                           pr.memory, sc.energy)  # fmt: skip
+        return _finish(sc, out)
     vals = comp.parts(*call)
     S_out = workload.output_tokens
     pre_t, dec_t = np.zeros(n), np.zeros(n)
@@ -249,38 +224,20 @@ def evaluate_chunk(cols: Mapping[str, np.ndarray], sc: Scenario, tiles: bool = F
         ops_out.append({"name": "engine_overhead", "roof": "-", "scope": "model",
                         "prefill": (z, z, e, z), "decode": (z, z, ed, z)})  # fmt: skip
         pre_t, dec_t = pre_t + e, dec_t + ed
-    out = _finish(sc, pre_t, dec_t, [arr(v) for v in vals[k:]])
+    out = _finish(sc, outputs(pre_t, dec_t, [arr(v) for v in vals[k:]], S_out, pr.memory, sc.energy))
     out["_ops"] = ops_out
     return out
 
 
-def _finish(sc: Scenario, pre_t, dec_t, totals):
-    """Memory, energy and the output dict from phase times and the generated totals."""
-    S_out = sc.workload.output_tokens
-    t = dict(zip(A.TOTAL_KEYS, totals, strict=True))
-    memory = sum(t[m] for m in sc.spec.memory)
-    total = pre_t + dec_t
-    flops = {c: t[f"fpre_{c}"] + t[f"fdec_{c}"] for c in A.ROOF_CLASSES}
-    energy = A.energy(sc.energy, total, flops, t["bytes_pre"] + t["bytes_dec"])
-    return dict(
-        prefill_s=pre_t,
-        decode_s=dec_t,
-        ttft_s=pre_t.copy(),
-        tpot_s=dec_t / S_out,
-        total_s=total,
-        prefill_flops=t["fpre_linear"] + t["fpre_attention"] + t["fpre_vector"],
-        decode_flops=t["fdec_linear"] + t["fdec_attention"] + t["fdec_vector"],
-        prefill_bytes=t["bytes_pre"].copy(),
-        decode_bytes=t["bytes_dec"].copy(),
-        weight_bytes=t["weights"].copy(),
-        kv_cache_bytes=t["kv"].copy(),
-        activation_bytes=t["act"].copy(),
-        memory_bytes=memory,
-        fits_in_memory=memory <= sc.chip.memory_capacity,
-        energy_j=energy,
-        params_total=t["params_total"].copy(),
-        params_active=t["params_active"].copy(),
-    )
+def _finish(sc: Scenario, out: dict[str, Any]) -> dict[str, Any]:
+    """:func:`outputs` as arrays of their own (a value serving two outputs, or a read-only view, is copied), with
+    ``fits_in_memory`` after ``memory_bytes``."""
+    res: dict[str, Any] = {}
+    for key, v in out.items():
+        res[key] = v.copy() if not v.flags.writeable or any(v is x for x in res.values()) else v
+        if key == "memory_bytes":
+            res["fits_in_memory"] = v <= sc.chip.memory_capacity
+    return res
 
 
 def evaluate_columns(
@@ -313,15 +270,14 @@ def evaluate_columns(
     pr = sc.spec
     cols = complete_columns(columns)
     n = len(cols["layers"])
-    if _use_numba(backend, n, tiles):
+    if resolve(backend, n) == "numba":
         from .backend_numba import evaluate_rows  # the optional backend, below this module
 
-        comp, call, rates = fast_inputs(cols, sc)
         kinds = stack_kinds(cols) if pr.kinds else frozenset()
-        res = evaluate_rows(cols, sc.device, sc.workload, sc.precision, sc.preset, kinds, call, rates,
-                            sc.host_overlap, backend == "numba")  # fmt: skip
+        call = model_call(cols, sc, compile_preset(sc.preset, kinds))
+        res = evaluate_rows(cols, sc, kinds, call, backend == "numba", tiles)
         if res is not None:
-            return res
+            return _finish(sc, res)
     if n <= chunk:
         return evaluate_chunk(cols, sc, tiles)
     parts = []
@@ -329,25 +285,6 @@ def evaluate_columns(
         sub = {k: v[s : s + chunk] for k, v in cols.items()}
         parts.append(evaluate_chunk(sub, sc, tiles))
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
-
-
-def fast_inputs(cols: Mapping[str, Any], sc: Scenario) -> tuple[Compiled, tuple, A.Rates]:
-    """The compiled model for completed ``cols``, the arguments of its ``fast`` function as :func:`evaluate_chunk`
-    passes them (no tile model), and the rates they came from: what a generated kernel takes to compute the same
-    values."""
-    comp = compile_preset(sc.preset, stack_kinds(cols) if sc.spec.kinds else frozenset())
-    return comp, model_call(cols, sc, comp), sc.rates
-
-
-def _use_numba(backend: str, n: int, tiles: bool) -> bool:
-    if resolve(backend, n) == "numpy":
-        return False
-    if tiles:
-        if backend == "numba":
-            raise bad("backend", backend, "the numba kernel has no tile/wave model; use tiles=False or numpy")
-        fallback("the numba kernel has no tile/wave model (tiles=True)")
-        return False
-    return True
 
 
 @dataclass

@@ -1,31 +1,26 @@
-"""Template of the generated frontier-scan kernel (filled in by :mod:`.backend_numba`; not imported by numba).
+"""Template of the generated frontier-scan kernel's body (filled in by :mod:`.backend_numba`).
 
-``scan`` walks the (width, experts) blocks ``pos … stop-1`` of a space -- each block is every (layers, vocab/tied)
-combination, flat index ``block·nl·nv + il·nv + iv`` -- in a loop nest where the generator placed each statement
-of the cost model and the loss law at the outermost level its inputs allow (block, layer, point). It checks
-feasibility (finite loss and every budget), updates the statistics the exhaustive solver reports, and writes out
-the indices of the points that can still be on the frontier (``out_idx``) with their objectives (``out_val``):
+The kernel walks the (width, experts) blocks ``pos … stop-1`` of a space (a block: every (layers, vocab/tied)
+combination; flat index ``block·nl·nv + il·nv + iv``) in a loop nest where each statement of cost model and law sits
+at the outermost level its inputs allow. It checks feasibility (finite loss, every budget as a ceiling ``bcol`` ≤
+``bval``), keeps ``stats`` (evaluated, feasible, best index/loss/latency, best-any index/loss/latency, the smallest
+value of each budget's column (3 slots), the least violating point's ratio and index, where to resume, survivors)
+and writes out the points that can still be on the frontier (``out_idx``, objectives in ``out_val``):
 
 * 2 objectives: a staircase over loss bins. ``stair[b]`` holds the smallest second objective of any feasible
-  point seen (this call or earlier ones) whose loss falls in bin b; bins are monotone in loss, so a point whose
-  second objective is ≥ the minimum over strictly lower bins is dominated (strictly lower loss, no worse second
-  objective) and is dropped. Only dominated points are ever dropped, so the frontier of the survivors is exact.
+  point seen whose loss falls in bin b; bins are monotone in loss, so a point whose second objective is ≥ the
+  minimum over strictly lower bins is dominated (strictly lower loss, no worse second objective) and dropped.
+  Only dominated points are dropped: the frontier of the survivors is exact.
 * more objectives: feasible points with finite objectives are compacted (the caller filters them exactly).
 
-Scratch arrays are arguments (:func:`scratch`; the kernel allocates nothing, see :mod:`.numba_native`): ``mw``
-the memo tables, ``v`` the 17 outputs of a point, ``sf``/``si`` the pending points (loss, objective / bin,
-index), ``pre`` the staircase's prefix minima.
-
-``stats``: evaluated, feasible, best index/loss/latency, best-any index/loss/latency, per-budget minimum over
-finite-loss points (3 slots), the least violating point's worst ratio and index, the next position, survivors.
+Scratch arrays are arguments (:meth:`.backend_numba.Kernels.scan`; the kernel allocates nothing).
 """
 
+#: The kernel's body (its arguments: :func:`.numba_native.spec`).
 SCAN = """
-def scan(pos, stop, TW, TM, TL, TV, fx, w, p, p_tokens, radix, obj, need, latc, bcol, bval, dlo, dhi, lohi, stair,
-         out_idx, out_val, stats, mw, v, sf, si, pre):
-    {PARAMS} = {P}
 {FIXED}
     nv, nl, nm = radix[0], radix[1], radix[2]
+{PRE}
     blk = nl * nv
     C = max(8192, blk)
     nb = stair.shape[0]
@@ -43,7 +38,53 @@ def scan(pos, stop, TW, TM, TL, TV, fx, w, p, p_tokens, radix, obj, need, latc, 
 {BLOCK}
         for il in range(nl):
 {LAYER}
-{POINTS}
+            for iv in range(nv):
+                idx = pos * blk + il * nv + iv
+{LOSS}
+                stats[0] += 1.0
+                if not math.isfinite(loss):
+                    continue
+{POINT}
+                lat = v[latc]
+                if loss < stats[6] or (loss == stats[6] and lat < stats[7]):
+                    stats[5], stats[6], stats[7] = idx, loss, lat
+                feas = True
+                ratio = -np.inf
+                for j in range(nbud):
+                    x = v[bcol[j]]
+                    if x < stats[8 + j]:
+                        stats[8 + j] = x
+                    q = x / bval[j]
+                    if q > ratio:
+                        ratio = q
+                    if not (x <= bval[j]):
+                        feas = False
+                if ratio < stats[11]:
+                    stats[11], stats[12] = ratio, idx
+                if not feas:
+                    continue
+                stats[1] += 1.0
+                if loss < stats[3] or (loss == stats[3] and lat < stats[4]):
+                    stats[2], stats[3], stats[4] = idx, loss, lat
+                finite = True
+                for j in range(1, k):
+                    if v[obj[j]] != v[obj[j]]:
+                        finite = False
+                if not finite:
+                    continue
+                if k == 2:
+                    b = int((loss - lo) * scale) if scale > 0.0 else 0
+                    b = min(max(b, 0), nb - 1)
+                    y = v[obj[1]]
+                    f1[m], f2[m], bi[m], ix[m] = loss, y, b, idx
+                    if y < stair[b]:
+                        stair[b] = y
+                    m += 1
+                else:
+                    out_idx[nout] = idx
+                    for j in range(k):
+                        out_val[nout, j] = v[obj[j]]
+                    nout += 1
         pos += 1
         if k == 2 and m > 0 and (m >= C or pos >= stop or nout + C + 2 * blk > cap):
             run = np.inf
@@ -60,64 +101,4 @@ def scan(pos, stop, TW, TM, TL, TV, fx, w, p, p_tokens, radix, obj, need, latc, 
             m = 0
     stats[13] = pos
     stats[14] = nout
-"""
-
-
-def scratch(radix, stair) -> tuple:
-    """``(v, sf, si, pre)`` for a scan call (``C = max(8192, points per block)`` pending points, plus a block)."""
-    import numpy as np
-
-    blk = int(radix[0] * radix[1])
-    c = max(8192, blk) + blk
-    return np.empty(17), np.empty((2, c)), np.empty((2, c), dtype=np.int64), np.empty(len(stair))
-
-
-#: The body of the loop over a block's points (``for iv in range(nv)``), once per specialised version.
-POINT = """
-idx = pos * blk + il * nv + iv
-{LOSS}
-stats[0] += 1.0
-if not math.isfinite(loss):
-    continue
-{POINT}
-lat = v[latc]
-if loss < stats[6] or (loss == stats[6] and lat < stats[7]):
-    stats[5], stats[6], stats[7] = idx, loss, lat
-feas = True
-ratio = -np.inf
-for j in range(nbud):
-    x = v[bcol[j]]
-    if x < stats[8 + j]:
-        stats[8 + j] = x
-    q = x / bval[j]
-    if q > ratio:
-        ratio = q
-    if not (x <= bval[j]):
-        feas = False
-if ratio < stats[11]:
-    stats[11], stats[12] = ratio, idx
-if not feas:
-    continue
-stats[1] += 1.0
-if loss < stats[3] or (loss == stats[3] and lat < stats[4]):
-    stats[2], stats[3], stats[4] = idx, loss, lat
-finite = True
-for j in range(1, k):
-    if v[obj[j]] != v[obj[j]]:
-        finite = False
-if not finite:
-    continue
-if k == 2:
-    b = int((loss - lo) * scale) if scale > 0.0 else 0
-    b = min(max(b, 0), nb - 1)
-    y = v[obj[1]]
-    f1[m], f2[m], bi[m], ix[m] = loss, y, b, idx
-    if y < stair[b]:
-        stair[b] = y
-    m += 1
-else:
-    out_idx[nout] = idx
-    for j in range(k):
-        out_val[nout, j] = v[obj[j]]
-    nout += 1
 """

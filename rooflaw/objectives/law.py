@@ -63,9 +63,13 @@ class LossLaw:
         out: np.ndarray = np.asarray(True)
         for k, (lo, hi) in self.domain.items():
             if k in inputs:
-                v = np.asarray(inputs[k], dtype=float)
-                out = out & (v >= lo * (1 - 1e-9)) & (v <= hi * (1 + 1e-9))
+                out = out & self.within(np.asarray(inputs[k], dtype=float), lo, hi)
         return out
+
+    @staticmethod
+    def within(v: Any, lo: Any, hi: Any) -> Any:
+        """``lo ≤ v ≤ hi`` with :meth:`in_domain`'s relative tolerance (numbers, arrays, the numba scan's tracer)."""
+        return (v >= lo * (1 - 1e-9)) & (v <= hi * (1 + 1e-9))
 
     def outside(self, inputs: Mapping[str, Any]) -> list[str]:
         """For one point: each domain variable outside its fitted range, as ``"E = 64 (fitted 1–16)"``."""

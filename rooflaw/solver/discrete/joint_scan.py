@@ -1,20 +1,14 @@
 """The joint space's single-device combinations on the numba scan kernel.
 
 Each (precision, batch) combination of the one-device option is a :class:`~rooflaw.solver.problem.Problem` of its
-own (:func:`.joint.combination_problem`: the law bound to the precision's bits, the workload at that batch), so
-the generated scan kernel of the exhaustive solver (:mod:`.exhaustive_fast`) prices it at its single-device speed,
-with the engine overhead and the law's fitted domain. The kernel's in-loop pre-filter gets, per joint objective, the one
-cost column that decides it *inside a combination*: loss, the phase's latency, memory, energy and, for throughput
-(``batch · S_out / decode_s``, maximised), ``decode_s`` -- within a combination batch and ``S_out`` are constants,
-so a lower ``decode_s`` never means a lower throughput. Objectives that share a column count once; when only loss
-and one column remain, the kernel's staircase drops points that another feasible point of the same combination
-beats with a strictly lower loss and a no-worse column: dominated on every joint objective, hence never on the joint
-frontier. With more columns the kernel keeps every feasible point, and the same argument lets its survivors be cut
-to those non-dominated on the kernel's columns (their values as the kernel computed them).
-
-Those are evaluated again by the numpy reference of the joint space (:func:`.joint_eval.evaluate_chunk`, the same
-values as the numpy path) and filtered on the joint objectives, so rows, best points and diagnostics are built by
-the same code as there; the union over tasks is filtered once more by the caller (:func:`.joint.merge`).
+own (:func:`.joint.combination_problem`), which the exhaustive solver's scan kernel (:mod:`.exhaustive_fast`) prices
+at its single-device speed. Its pre-filter gets, per joint objective, the cost column that decides it *inside a
+combination*: loss, the phase's latency, memory, energy and, for throughput (``batch · S_out / decode_s``,
+maximised), ``decode_s`` (batch and ``S_out`` are constants there). A point the kernel drops (or, with more columns,
+one dominated on the kernel's columns) is beaten by a feasible point of the same combination on every joint
+objective, hence never on the joint frontier. The survivors are evaluated again by the joint space's numpy
+reference (:func:`.joint_eval.evaluate_chunk`) and filtered on the joint objectives, so rows, best points and
+diagnostics are built by the same code as there; :func:`.joint.merge` filters the union over tasks once more.
 """
 
 from __future__ import annotations
@@ -26,7 +20,6 @@ from typing import Any
 
 import numpy as np
 
-from ...constraints import backend_numba as bn
 from ...constraints.backends import resolve
 from ...errors import RooflawError
 from ..problem import Problem
@@ -40,22 +33,10 @@ KERNEL_COLUMN = {"loss": "loss", "latency": None, "memory": "memory_bytes", "ene
                  "throughput": "decode_s"}  # fmt: skip
 
 
-def kernel_objectives(q: Problem, objectives: Sequence[str]) -> tuple[int, ...]:
-    """Indices into the kernel's outputs (16 = loss) of the columns deciding ``objectives`` within a combination,
-    each once, loss first."""
-    out: list[int] = []
-    for o in objectives:
-        col = KERNEL_COLUMN[o] or q.latency_column
-        code = 16 if col == "loss" else bn.OUTPUTS.index(col)
-        if code not in out:
-            out.append(code)
-    return tuple(out)
-
-
 def plan(q: Problem, objectives: Sequence[str], strict: bool = False, lohi: np.ndarray | None = None) -> Plan | None:
     """The kernel's arguments for combination problem ``q`` (:func:`.exhaustive_fast.kernel_plan` with the columns
-    that order ``objectives`` inside the combination), or None when the numpy path runs it."""
-    return kernel_plan(q, np.array(kernel_objectives(q, objectives), dtype=np.int64), strict, lohi)
+    that order ``objectives`` inside the combination, each once, loss first), or None when numpy runs it."""
+    return kernel_plan(q, tuple(dict.fromkeys(KERNEL_COLUMN[o] or q.latency_column for o in objectives)), strict, lohi)
 
 
 def scan_blocks(
@@ -66,11 +47,8 @@ def scan_blocks(
     c0 = time.thread_time()
     stats, red = new_stats(), Reducer()
     scan_range(pl, a, b, stats, red, np.full(NBINS, np.inf))
-    front = _front(combo, red.reduce(), objectives, keep)
-    acc = Accumulator(evaluated=int(stats[0]), feasible=int(stats[1]))
-    acc.front = front
-    acc.best = _point(combo, stats[2], keep)
-    acc.best_any = _point(combo, stats[5], keep)
+    acc = Accumulator(int(stats[0]), int(stats[1]), _front(combo, red.reduce(), objectives, keep),
+                      _point(combo, stats[2], keep), _point(combo, stats[5], keep))  # fmt: skip
     finish_diagnostics(acc, combo.problem, stats, lambda i: _evaluate(combo, np.array([i]), keep))
     acc.eval_s = time.thread_time() - c0
     return acc
@@ -98,10 +76,8 @@ def _front(combo: Any, idx: np.ndarray, objectives: tuple[str, ...], keep: tuple
 
 
 def _point(combo: Any, index: float, keep: tuple[str, ...]) -> dict[str, float] | None:
-    if index < 0:
-        return None
-    v = _evaluate(combo, np.array([int(index)]), keep)
-    return {x: float(v[x][0]) for x in keep}
+    v = None if index < 0 else _evaluate(combo, np.array([int(index)]), keep)
+    return None if v is None else {x: float(v[x][0]) for x in keep}
 
 
 def block_ranges(blocks: int, parts: int) -> list[tuple[int, int]]:
