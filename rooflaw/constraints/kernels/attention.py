@@ -49,13 +49,13 @@ REFERENCE_FRAMEWORK = "trtllm"
 XQA_MAX_GROUP = 32
 
 
-def _col(rows: pd.DataFrame, name: str, default: float = 0.0) -> np.ndarray:
+def column(rows: pd.DataFrame, name: str, default: float = 0.0) -> np.ndarray:
     if name not in rows:
         return np.full(len(rows), default)
     return pd.to_numeric(rows[name], errors="coerce").fillna(default).to_numpy(dtype=np.float64)
 
 
-def _bytes_of(rows: pd.DataFrame, name: str) -> np.ndarray:
+def bytes_of(rows: pd.DataFrame, name: str) -> np.ndarray:
     return rows[name].astype(str).map(DTYPE_BYTES).to_numpy(dtype=np.float64)
 
 
@@ -108,7 +108,7 @@ class AttentionTerms:
     prefill: bool = True  #: a prefill kernel (GEMM ``memory``, ``attention_tile_s``), else decode
 
 
-def _groups(rows: pd.DataFrame, ok: np.ndarray) -> tuple[np.ndarray, tuple[str, ...]]:
+def groups_of(rows: pd.DataFrame, ok: np.ndarray) -> tuple[np.ndarray, tuple[str, ...]]:
     fw = rows["framework"].astype(str).to_numpy() if "framework" in rows else np.full(len(rows), "", dtype=object)
     fw = np.where(ok, fw, "")
     codes, labels = pd.factorize(fw)
@@ -116,14 +116,14 @@ def _groups(rows: pd.DataFrame, ok: np.ndarray) -> tuple[np.ndarray, tuple[str, 
 
 
 def context_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
-    B, S = _col(rows, "batch_size"), _col(rows, "isl")
+    B, S = column(rows, "batch_size"), column(rows, "isl")
     H, Hkv, d, W = (
-        _col(rows, "num_heads"),
-        _col(rows, "num_key_value_heads"),
-        _col(rows, "head_dim"),
-        _col(rows, "window_size"),
+        column(rows, "num_heads"),
+        column(rows, "num_key_value_heads"),
+        column(rows, "head_dim"),
+        column(rows, "window_size"),
     )
-    b_kv, b_q = _bytes_of(rows, "kv_cache_dtype"), _bytes_of(rows, "attn_dtype")
+    b_kv, b_q = bytes_of(rows, "kv_cache_dtype"), bytes_of(rows, "attn_dtype")
     fp8 = b_q == 1.0
     pairs = block_pairs(S, W)
     flops = 4.0 * B * H * d * pairs
@@ -132,7 +132,7 @@ def context_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
     te, we = tile_efficiency(S, 1.0, B * H, dataclasses.replace(device, tile=(Q_TILE, 1), gemm_half_rows=0.0))
     waves = np.ceil(B * H * np.ceil(S / Q_TILE) / (device.sm_count or 1))
     ok = np.isfinite(byts) & (flops > 0)
-    group, labels = _groups(rows, ok)
+    group, labels = groups_of(rows, ok)
     return AttentionTerms(
         flops=np.where(ok, flops, np.nan),
         bytes=byts,
@@ -153,15 +153,15 @@ def context_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
 
 
 def generation_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
-    B, L = _col(rows, "batch_size"), _col(rows, "isl") + _col(rows, "step")
+    B, L = column(rows, "batch_size"), column(rows, "isl") + column(rows, "step")
     H, Hkv, d, W = (
-        _col(rows, "num_heads"),
-        _col(rows, "num_key_value_heads"),
-        _col(rows, "head_dim"),
-        _col(rows, "window_size"),
+        column(rows, "num_heads"),
+        column(rows, "num_key_value_heads"),
+        column(rows, "head_dim"),
+        column(rows, "window_size"),
     )
     L = np.where(W > 0, np.minimum(L, W), L)
-    b_kv = _bytes_of(rows, "kv_cache_dtype")
+    b_kv = bytes_of(rows, "kv_cache_dtype")
     flops = 4.0 * B * H * d * L
     fw = rows["framework"].astype(str).to_numpy() if "framework" in rows else np.full(len(rows), "")
     # a GQA kernel runs one CTA group per (sequence, KV head) and reads that head's K and V once for its query heads;
@@ -171,7 +171,7 @@ def generation_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
     kv_heads = np.where(per_q, H, Hkv)
     byts = B * L * 2.0 * kv_heads * d * b_kv + 2.0 * B * H * d * 2.0
     ok = np.isfinite(byts) & (flops > 0)
-    group, labels = _groups(rows, ok)
+    group, labels = groups_of(rows, ok)
     return AttentionTerms(
         flops=np.where(ok, flops, np.nan),
         bytes=byts,
@@ -212,7 +212,7 @@ def seconds(t: AttentionTerms, device: Device, curves: KernelCurves) -> np.ndarr
     return core + t.extra_bytes / (bw * curves.memory * l2) + t.waves * tile_s + lat
 
 
-def _used(op: str, fitted: tuple[str, ...], rated: bool = False):
+def used_params_for(op: str, fitted: tuple[str, ...], rated: bool = False):
     """``used`` of an attention family: ``fitted``, ``attention_fp8`` where a prefill row runs fp8 math, each engine's
     ``launch`` extra and (``rated``) each non-reference engine's ``rate``."""
 
@@ -249,7 +249,7 @@ CONTEXT = register(
             "softmax_overlap",
         ),
         predict=predict_context,
-        used=_used(
+        used=used_params_for(
             "context_attention",
             ("attention", "attention_tile_s", "attention_softmax", "attention_l2", "softmax_overlap"),
             True,
@@ -264,7 +264,7 @@ GENERATION = register(
         tables=("generation_attention_perf",),
         params=("attention_memory", "decode_tile_s", "decode_half_streams"),
         predict=predict_generation,
-        used=_used("generation_attention", ("attention_memory", "decode_tile_s", "decode_half_streams")),
+        used=used_params_for("generation_attention", ("attention_memory", "decode_tile_s", "decode_half_streams")),
         prepare=generation_terms,
         evaluate=seconds,
     )

@@ -24,7 +24,7 @@ import pandas as pd
 from ...devices.device import Device
 from ..tiles import tile_efficiency
 from . import Family, KernelCurves, register
-from .attention import Q_TILE, AttentionTerms, _bytes_of, _col, _groups, _used, block_pairs, seconds
+from .attention import Q_TILE, AttentionTerms, block_pairs, bytes_of, column, groups_of, seconds, used_params_for
 
 KV_LORA = 512.0  #: compressed KV width (values per token)
 QK_ROPE = 64.0  #: rotary part of each query/key head, also cached per token
@@ -33,11 +33,11 @@ V_DIM = 128.0  #: value head width
 
 
 def _dtype(rows: pd.DataFrame, name: str) -> np.ndarray:
-    return _bytes_of(rows, name) if name in rows else np.full(len(rows), 2.0)
+    return bytes_of(rows, name) if name in rows else np.full(len(rows), 2.0)
 
 
 def context_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
-    B, S, H = _col(rows, "batch_size"), _col(rows, "isl"), _col(rows, "num_heads")
+    B, S, H = column(rows, "batch_size"), column(rows, "isl"), column(rows, "num_heads")
     b_kv, b_q = _dtype(rows, "kv_cache_dtype"), _dtype(rows, "mla_dtype")
     dqk = QK_NOPE + QK_ROPE
     pairs = block_pairs(S, np.zeros_like(S))
@@ -46,7 +46,7 @@ def context_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
     extra = B * S * (KV_LORA + QK_ROPE) * b_kv
     te, we = tile_efficiency(S, 1.0, B * H, dataclasses.replace(device, tile=(Q_TILE, 1), gemm_half_rows=0.0))
     ok = np.isfinite(byts + extra) & (flops > 0)
-    group, labels = _groups(rows, ok)
+    group, labels = groups_of(rows, ok)
     return AttentionTerms(
         flops=np.where(ok, flops, np.nan),
         bytes=byts,
@@ -67,13 +67,13 @@ def context_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
 
 
 def generation_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
-    B, L, H = _col(rows, "batch_size"), _col(rows, "isl") + _col(rows, "step"), _col(rows, "num_heads")
+    B, L, H = column(rows, "batch_size"), column(rows, "isl") + column(rows, "step"), column(rows, "num_heads")
     b_kv = _dtype(rows, "kv_cache_dtype")
     latent = KV_LORA + QK_ROPE
     flops = 2.0 * B * H * L * (latent + KV_LORA)
     byts = B * L * latent * b_kv + B * H * (latent + KV_LORA) * 2.0
     ok = np.isfinite(byts) & (flops > 0)
-    group, labels = _groups(rows, ok)
+    group, labels = groups_of(rows, ok)
     return AttentionTerms(
         flops=np.where(ok, flops, np.nan),
         bytes=byts,
@@ -110,7 +110,7 @@ CONTEXT = register(
         tables=("context_mla_perf",),
         params=(),
         predict=predict_context,
-        used=_used("context_mla", (), True),
+        used=used_params_for("context_mla", (), True),
         prepare=context_terms,
         evaluate=seconds,
     )
@@ -121,7 +121,7 @@ GENERATION = register(
         tables=("generation_mla_perf",),
         params=(),
         predict=predict_generation,
-        used=_used("generation_mla", ()),
+        used=used_params_for("generation_mla", ()),
         prepare=generation_terms,
         evaluate=seconds,
     )
