@@ -47,6 +47,7 @@ class CaseFeatures(Protocol):
     vector: float
     steps: list[tuple[float, OpFB | None, OpFB | None, int]] | None
     gemm_extra: dict[str, float]
+    pad_delta: OpFB | None
 
 
 class FlatCases:
