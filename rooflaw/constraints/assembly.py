@@ -43,7 +43,7 @@ COMPUTE_POWER_SHARE = 0.5
 INV_ROOF = {c: sym(f"inv_{c}") for c in ROOF_CLASSES}
 INV_BETA = sym("inv_beta")
 OVERHEAD = sym("kernel_overhead")
-nonzero = O._nonzero  # 1 where x > 0 (an unevaluated function, numpy: sign)
+nonzero = O.nonzero  # 1 where x > 0 (an unevaluated function, numpy: sign)
 
 
 # ---- uniform stacks ----------------------------------------------------------------------------

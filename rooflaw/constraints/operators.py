@@ -490,35 +490,11 @@ def activation_bytes_expr(S: sp.Expr, kinds: frozenset = frozenset()) -> sp.Expr
     win = [(k, k.window) for k in ks if k.window and k.name in kinds]
     if win:  # full-context layers: the base attention's outside windowed kinds, and full-context kinds (MLA)
         n_full = c["attn_layers"] - sum(c[k.count] for k, _ in win) + sum(c[k.count] for k in ks if k.full_context)
-        full = _nonzero(n_full)
+        full = nonzero(n_full)
         ctx = full * S + (1 - full) * sp.Max(*(sp.Min(S, c[w]) for _, w in win))
     chunk = sp.Min(B * S, PREFILL_CHUNK_TOKENS)
     return chunk * (2 * d + n_up * ffn_tokens_width + unfused * nh * ctx) * b_a + 4 * B * V
 
 
-#: ``nonzero(x)`` is 1 where x > 0 else 0 (x ≥ 0 here). An unevaluated function: sympy would fold
-#: sign() of a sum of positive symbols to 1, but a column like ``moe`` can be 0 in the data.
-_nonzero = sp.Function("nonzero")
-
-
-# ---------------------------------------------------------------------------------------------
-# The paper's preset (App. E.4, §5): three aggregated operators per layer. Prefill counts only
-# their FLOPs (compute-bound), decode only their bytes (memory-bound). d is d_model,
-# gqa = heads/kv_heads, r = K·ffn/d, ρ = K/E.
-# ---------------------------------------------------------------------------------------------
-_gqa = nh / nkv
-PAPER_OPS: tuple[Op, ...] = (
-    Op("attn_proj", "linear", "layer", flops=2 * T * d**2 * (2 + 2 / _gqa), bytes=d**2 * b_w * (2 + 2 / _gqa)),
-    Op("ffn", "linear", "layer", flops=6 * T * K * ffn * d, bytes=3 * K * ffn * d * b_w),
-    Op("kv_cache", "memory", "layer", flops=sp.Integer(0), bytes=2 * B * C * d * b_kv / _gqa),
-)
-
-
-def paper_weight_bytes_expr() -> sp.Expr:
-    """The paper's memory model (Eq. 41): l·ξ_W^all·d²·b_w -- weights of all experts, no embeddings."""
-    return a["layers"] * (d**2 * (2 + 2 / _gqa) + 3 * E * ffn * d) * b_w
-
-
-def paper_kv_cache_bytes_expr(S: sp.Expr) -> sp.Expr:
-    """The paper's KV cache (reported, not counted in its memory model): 2·l·B·S·d·b_kv/gqa."""
-    return 2 * a["layers"] * B * S * d * b_kv * nkv / nh
+#: ``nonzero(x)``: 1 where x > 0 else 0, unevaluated (sympy folds sign() of positive symbols to 1; ``moe`` may be 0)
+nonzero = sp.Function("nonzero")

@@ -1,4 +1,5 @@
-"""The ``paper-ops`` preset: arXiv:2602.10377's App. D per-operator roofline as written (Eq. 16, Tables 8-15).
+"""The paper's presets: ``paper-ops``, arXiv:2602.10377's App. D per-operator roofline as written (Eq. 16,
+Tables 8-15), and at the end ``paper``, its §5 theory's three aggregated operators.
 
 The paper draws its frontiers (Figs. 5, 7, 8a) with this model, not with the three aggregated terms of its §5
 theory (rooflaw's ``paper`` preset). Each operator of a transformer layer takes
@@ -101,4 +102,27 @@ PAPER_OPS_APPD: tuple[Op, ...] = (
     ),
 )
 
-__all__ = ["EXPERTS_READ", "PAPER_OPS_APPD"]
+# ---------------------------------------------------------------------------------------------
+# The ``paper`` preset (App. E.4, §5): three aggregated operators per layer. Prefill counts only
+# their FLOPs (compute-bound), decode only their bytes (memory-bound). d is d_model,
+# gqa = heads/kv_heads, r = K·ffn/d, ρ = K/E.
+# ---------------------------------------------------------------------------------------------
+_gqa = nh / nkv
+PAPER_OPS: tuple[Op, ...] = (
+    Op("attn_proj", "linear", "layer", flops=2 * T * d**2 * (2 + 2 / _gqa), bytes=d**2 * b_w * (2 + 2 / _gqa)),
+    Op("ffn", "linear", "layer", flops=6 * T * K * ffn * d, bytes=3 * K * ffn * d * b_w),
+    Op("kv_cache", "memory", "layer", flops=sp.Integer(0), bytes=2 * B * C * d * b_kv / _gqa),
+)
+
+
+def paper_weight_bytes_expr() -> sp.Expr:
+    """The paper's memory model (Eq. 41): l·ξ_W^all·d²·b_w -- weights of all experts, no embeddings."""
+    return a["layers"] * (d**2 * (2 + 2 / _gqa) + 3 * E * ffn * d) * b_w
+
+
+def paper_kv_cache_bytes_expr(S: sp.Expr) -> sp.Expr:
+    """The paper's KV cache (reported, not counted in its memory model): 2·l·B·S·d·b_kv/gqa."""
+    return 2 * a["layers"] * B * S * d * b_kv * nkv / nh
+
+
+__all__ = ["EXPERTS_READ", "PAPER_OPS", "PAPER_OPS_APPD", "paper_kv_cache_bytes_expr", "paper_weight_bytes_expr"]

@@ -13,7 +13,7 @@ from typing import Any
 import sympy as sp
 
 from . import operators as O
-from .paper_ops import PAPER_OPS_APPD
+from .paper_ops import PAPER_OPS, PAPER_OPS_APPD, paper_kv_cache_bytes_expr, paper_weight_bytes_expr
 
 
 @dataclass(frozen=True)
@@ -44,8 +44,8 @@ def _zero(*_: Any) -> sp.Expr:
 #: What the paper's two models share: Eq. 41's weights and KV cache as memory, no activations, uniform stacks, no
 #: engine profile.
 _PAPER_MEMORY: dict[str, Any] = dict(
-    weights=lambda cols=None: O.paper_weight_bytes_expr(),
-    kv_cache=lambda S, kinds=frozenset(): O.paper_kv_cache_bytes_expr(S),
+    weights=lambda cols=None: paper_weight_bytes_expr(),
+    kv_cache=lambda S, kinds=frozenset(): paper_kv_cache_bytes_expr(S),
     activations=_zero,
     memory=("weights",),
     kinds=False,
@@ -54,7 +54,7 @@ _PAPER_MEMORY: dict[str, Any] = dict(
 
 PRESETS: dict[str, Preset] = {
     "full": Preset("full", O.FULL_OPS, O.weight_bytes_expr, O.kv_cache_bytes_expr, O.activation_bytes_expr),
-    "paper": Preset("paper", O.PAPER_OPS, theory=True, **_PAPER_MEMORY),
+    "paper": Preset("paper", PAPER_OPS, theory=True, **_PAPER_MEMORY),
     # the paper's App. D per-operator roofline as written (Tables 8-15): max(FLOPs/π, bytes/β) per operator,
     # memory = Eq. 41 as in ``paper``; uniform stacks only (see :mod:`.paper_ops`)
     "paper-ops": Preset("paper-ops", PAPER_OPS_APPD, **_PAPER_MEMORY),
