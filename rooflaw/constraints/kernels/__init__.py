@@ -11,7 +11,9 @@ returns that architecture's :class:`KernelCurves` from the catalog shipped in th
 
 Every figure is **dimensionless or a time**, so it carries to any GPU of the architecture with its own
 datasheet peaks: ``t_kernel = max(FLOPs / (peak_dtype · compute[dtype] · tile/wave), bytes / (bandwidth ·
-memory)) + kernel_s`` is the one time formula of a kernel (the assembly's per-operator time).
+memory)) + kernel_s`` is the one time formula of a kernel (the assembly's per-operator time); the GEMM family
+refines it with a few shape figures (``gemm_blend``, ``split_s``, ``kstep_s``, ``l2_rate``, ``quant_passes``:
+:mod:`.gemm`) that keep ``compute``, ``memory`` and ``kernel_s`` meaning the same.
 """
 
 from __future__ import annotations
@@ -32,20 +34,24 @@ class CollectiveCurve:
 class KernelCurves:
     """Achieved performance of one GPU architecture, as fractions of datasheet figures plus fixed latencies.
 
-    ``compute``: achieved fraction of each roof dtype's dense datasheet peak for large, well-tiled GEMMs
-    (keys as :data:`rooflaw.devices.device.DTYPES`: ``fp16`` also prices bf16; ``fp8``, ``fp4``, ``int8``;
-    ``fp8_block`` block-scaled fp8; ``mixed`` a weight-only quantised GEMM as a fraction of the activation
-    dtype's peak). ``memory``: achieved fraction of DRAM bandwidth for a kernel that streams its operands
-    (small-M GEMM, GEMV, decode attention's KV reads). ``kernel_s``: seconds every kernel costs on top of
-    its roofline (launch, prologue/epilogue, the tail wave). ``half_rows``: GEMM rows at which the large-M
-    rate is halved (``M/(M + half_rows)`` ramp; 0 none). ``attention``: achieved fraction of the attention
-    dtype's peak in a FlashAttention-style prefill kernel, with causal FLOPs (the masked half skipped).
-    ``attention_memory``: achieved bandwidth fraction of a decode attention kernel reading the KV cache.
-    ``moe``: achieved fraction of the GEMM rate inside a grouped-GEMM MoE layer. ``collectives``: per
+    ``compute``: achieved fraction of each roof dtype's dense datasheet peak for large, well-tiled GEMMs (keys as
+    :data:`rooflaw.devices.device.DTYPES`: ``fp16`` also prices bf16; ``fp8``, ``fp4``, ``int8``; ``fp8_block``
+    block-scaled fp8; ``mixed`` a weight-only quantised GEMM as a fraction of the activation dtype's peak).
+    ``memory``: achieved fraction of DRAM bandwidth for a kernel that streams its operands (small-M GEMM, GEMV,
+    decode attention's KV reads). ``kernel_s``: seconds every kernel costs on top of its roofline (launch,
+    prologue/epilogue, the tail wave). ``half_rows``: GEMM rows at which the large-M rate is halved (``M/(M +
+    half_rows)`` ramp over the rows of a tile, at least M; 0 none). ``gemm_blend``, ``split_s``, ``kstep_s``,
+    ``l2_rate``, ``quant_passes``: the GEMM family's shape figures (:mod:`.gemm`): the exponent of the round
+    roofline corner (0: the hard max), seconds a split-K reduction adds, least seconds of one 64-deep main-loop
+    iteration of a CTA, the speed-up of operands found resident in L2 over DRAM, and per framework the passes its
+    activation quantiser makes over the bf16 activations. ``attention``: achieved fraction of the attention dtype's
+    peak in a FlashAttention-style prefill kernel, with causal FLOPs (the masked half skipped).
+    ``attention_memory``: achieved bandwidth fraction of a decode attention kernel reading the KV cache. ``moe``:
+    achieved fraction of the GEMM rate inside a grouped-GEMM MoE layer. ``collectives``: per
     ``"<collective>/<link>"`` key (e.g. ``"allreduce/nvlink"``). ``bands``: per family (``gemm``,
     ``context_attention``, ``generation_attention``, ``moe``, ``allreduce``), the (low, high) quantiles of
-    measured/predicted in leave-one-GPU-out for the 80 % band. ``provenance``: source, commit, rows,
-    command, residuals (median |predicted/measured - 1| per family, in sample and held out).
+    measured/predicted in leave-one-GPU-out for the 80 % band. ``provenance``: source, commit, rows, command,
+    residuals (median |predicted/measured - 1| per family, in sample and held out).
     """
 
     architecture: str
@@ -53,6 +59,14 @@ class KernelCurves:
     memory: float
     kernel_s: float
     half_rows: float = 0.0
+    #: exponent p of the GEMM's round roofline corner ``(t_c^p + t_m^p)^(1/p)`` (0: the hard max)
+    gemm_blend: float = 0.0
+    #: seconds a split-K GEMM adds for reducing its partial sums
+    split_s: float = 0.0
+    #: least seconds of one main-loop iteration (64 of K) of a GEMM CTA: a long-K GEMM of few CTAs is latency-bound
+    kstep_s: float = 0.0
+    #: bandwidth of GEMM operands resident in L2 (fitting in half of it), as a multiple of the achieved DRAM one
+    l2_rate: float = 1.0
     attention: float = 1.0
     #: achieved fraction of the fp8 peak of a prefill attention kernel whose math runs in fp8 (0: ``attention``)
     attention_fp8: float = 0.0
@@ -67,6 +81,9 @@ class KernelCurves:
     #: family): the quantise kernels and host work an engine runs with a GEMM (``"trtllm/fp8"``), its attention
     #: kernel's prologue (``"vllm/generation_attention"``). An engine the curves do not name gets the smallest.
     launch: dict[str, float] = field(default_factory=dict)
+    #: per framework, passes its activation quantiser makes over a GEMM's bf16 activations (fp8/nvfp4/int8 GEMMs;
+    #: an engine the curves do not name gets the fewest; none: 1)
+    quant_passes: dict[str, float] = field(default_factory=dict)
     collectives: dict[str, CollectiveCurve] = field(default_factory=dict)
     bands: dict[str, tuple[float, float]] = field(default_factory=dict)
     provenance: dict[str, Any] = field(default_factory=dict)
@@ -144,6 +161,7 @@ def curves_from_dict(name: str, d: dict[str, Any]) -> KernelCurves:
         architecture=name,
         compute={k: float(v) for k, v in d.get("compute", {}).items()},
         launch={k: float(v) for k, v in d.get("launch", {}).items()},
+        quant_passes={k: float(v) for k, v in d.get("quant_passes", {}).items()},
         collectives=coll,
         bands={k: (float(v[0]), float(v[1])) for k, v in d.get("bands", {}).items()},
         provenance=dict(d.get("provenance", {})),

@@ -52,11 +52,18 @@ _BOUNDS = {
     "kernel_s": (3e-6, 0.0, 1e-3, 1e-5),
     "launch": (1e-6, 0.0, 1e-2, 1e-5),
     "half_rows": (10.0, 0.0, 1e4, 100.0),
+    "gemm_blend": (4.0, 1.0, 30.0, 1.0),
+    "split_s": (2e-6, 0.0, 1e-4, 1e-6),
+    "kstep_s": (1e-8, 0.0, 1e-6, 1e-8),
+    "l2_rate": (2.0, 1.0, 50.0, 1.0),
+    "quant_passes": (1.0, 0.0, 20.0, 1.0),
     # a collective curve's two figures (keys collectives.<collective>/<link>.latency|efficiency)
     "collectives.latency": (5e-6, 0.0, 1e-3, 1e-5),
     "collectives.efficiency": (0.6, 0.01, 1.5, 1.0),
 }
 _DEFAULT_BOUNDS = (0.5, 0.0, 10.0, 1.0)
+#: figures whose fit starts from the ``_BOUNDS`` start, not the curves' current (default) value
+_FRESH = frozenset({"compute", "gemm_blend", "split_s", "kstep_s", "l2_rate"})
 QUANTILES = (0.1, 0.9)  #: the 80 % band of measured/predicted
 
 
@@ -197,7 +204,7 @@ def fit_family(fam: Family, data: Sequence[Prepared], curves: KernelCurves) -> K
         key = f"collectives.{name.rsplit('.', 1)[-1]}" if head == "collectives" else head
         start, low, high, scale = _BOUNDS.get(key, _DEFAULT_BOUNDS)
         cur = get_param(curves, name)
-        x0.append(min(max(cur if cur is not None and name.split(".")[0] != "compute" else start, low), high))
+        x0.append(min(max(cur if cur is not None and head not in _FRESH else start, low), high))
         lo.append(low)
         hi.append(high)
         sc.append(scale)
@@ -389,7 +396,7 @@ def curves_table(c: KernelCurves) -> str:
 
     for name in SCALARS:
         lines.append(f"{name} = {_toml_value(getattr(c, name))}")
-    for name in ("compute", "launch", "bands"):
+    for name in ("compute", "launch", "quant_passes", "bands"):
         d = getattr(c, name)
         if d:
             lines.append(f"{name} = {_toml_value({k: list(v) if isinstance(v, tuple) else v for k, v in d.items()})}")
