@@ -136,7 +136,8 @@ def test_gemm_wave_quantisation_one_tile_on_four_sms():
 
 
 def test_gemm_round_corner_and_l2_resident_operands():
-    """``gemm_blend`` p: (t_c^p + t_m^p)^(1/p) by hand; operands within half the L2 read at ``l2_rate``."""
+    """``gemm_blend`` p: (t_c^p + t_m^p)^(1/p) by hand; operands within half the L2 read at SMs · ``l2_sm_gbps``
+    where that beats the achieved DRAM bandwidth."""
     dev = _dev(sm_count=128, l2_bytes=8 * 8192 * 8192 * 2)  # the 8192² bf16 GEMM's 3 operands fit in half
     m = n = k = 8192
     tc = 2.0 * m * n * k / (1e15 * 0.5)
@@ -144,10 +145,12 @@ def test_gemm_round_corner_and_l2_resident_operands():
     c = dataclasses.replace(CURVES, gemm_blend=3.0)
     got = KG.predict(_gemm_rows([m], [n], [k]), dev, c)[0] * 1e-3
     assert got == pytest.approx((tc**3 + tm**3) ** (1 / 3) + 2e-6, rel=1e-12)
-    got = KG.predict(_gemm_rows([m], [n], [k]), dev, dataclasses.replace(c, l2_rate=4.0))[0] * 1e-3
-    assert got == pytest.approx((tc**3 + (tm / 4) ** 3) ** (1 / 3) + 2e-6, rel=1e-12)
+    got = KG.predict(_gemm_rows([m], [n], [k]), dev, dataclasses.replace(c, l2_sm_gbps=50.0))[0] * 1e-3
+    assert got == pytest.approx((tc**3 + (tm * 1.6e12 / 6.4e12) ** 3) ** (1 / 3) + 2e-6, rel=1e-12)  # 128 x 50 GB/s
+    got = KG.predict(_gemm_rows([m], [n], [k]), dev, dataclasses.replace(c, l2_sm_gbps=10.0))[0] * 1e-3
+    assert got == pytest.approx((tc**3 + tm**3) ** (1 / 3) + 2e-6, rel=1e-12)  # 1.28 TB/s: DRAM's 1.6 is faster
     small = dataclasses.replace(dev, l2_bytes=4 * 8192 * 8192 * 2)  # 2/3 of the operands would fit: from DRAM
-    got = KG.predict(_gemm_rows([m], [n], [k]), small, dataclasses.replace(c, l2_rate=4.0))[0] * 1e-3
+    got = KG.predict(_gemm_rows([m], [n], [k]), small, dataclasses.replace(c, l2_sm_gbps=50.0))[0] * 1e-3
     assert got == pytest.approx((tc**3 + tm**3) ** (1 / 3) + 2e-6, rel=1e-12)
 
 

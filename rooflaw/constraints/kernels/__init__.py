@@ -12,7 +12,7 @@ returns that architecture's :class:`KernelCurves` from the catalog shipped in th
 Every figure is **dimensionless or a time**, so it carries to any GPU of the architecture with its own
 datasheet peaks: ``t_kernel = max(FLOPs / (peak_dtype · compute[dtype] · tile/wave), bytes / (bandwidth ·
 memory)) + kernel_s`` is the one time formula of a kernel (the assembly's per-operator time); the GEMM family
-refines it with a few shape figures (``gemm_blend``, ``split_s``, ``kstep_s``, ``l2_rate``, ``quant_passes``:
+refines it with a few shape figures (``gemm_blend``, ``split_s``, ``kstep_s``, ``l2_sm_gbps``, ``quant_passes``:
 :mod:`.gemm`) that keep ``compute``, ``memory`` and ``kernel_s`` meaning the same.
 """
 
@@ -41,9 +41,9 @@ class KernelCurves:
     decode attention's KV reads). ``kernel_s``: seconds every kernel costs on top of its roofline (launch,
     prologue/epilogue, the tail wave). ``half_rows``: GEMM rows at which the large-M rate is halved (``M/(M +
     half_rows)`` ramp over the rows of a tile, at least M; 0 none). ``gemm_blend``, ``split_s``, ``kstep_s``,
-    ``l2_rate``, ``quant_passes``: the GEMM family's shape figures (:mod:`.gemm`): the exponent of the round
+    ``l2_sm_gbps``, ``quant_passes``: the GEMM family's shape figures (:mod:`.gemm`): the exponent of the round
     roofline corner (0: the hard max), seconds a split-K reduction adds, least seconds of one 64-deep main-loop
-    iteration of a CTA, the speed-up of operands found resident in L2 over DRAM, and per framework the passes its
+    iteration of a CTA, the L2 bandwidth per SM of operands found resident there, and per framework the passes its
     activation quantiser makes over the bf16 activations. ``attention``: achieved fraction of the attention dtype's
     peak in a FlashAttention-style prefill kernel, with causal FLOPs (the masked half skipped).
     ``attention_memory``: achieved bandwidth fraction of a decode attention kernel reading the KV cache. ``moe``:
@@ -65,8 +65,9 @@ class KernelCurves:
     split_s: float = 0.0
     #: least seconds of one main-loop iteration (64 of K) of a GEMM CTA: a long-K GEMM of few CTAs is latency-bound
     kstep_s: float = 0.0
-    #: bandwidth of GEMM operands resident in L2 (fitting in half of it), as a multiple of the achieved DRAM one
-    l2_rate: float = 1.0
+    #: GB/s per SM (1e9 bytes/s; in GB/s so the fit's step tolerance sees it at order 1) at which a GEMM reads
+    #: operands resident in L2 (fitting in half of it) where that beats DRAM
+    l2_sm_gbps: float = 0.0
     attention: float = 1.0
     #: achieved fraction of the fp8 peak of a prefill attention kernel whose math runs in fp8 (0: ``attention``)
     attention_fp8: float = 0.0

@@ -10,9 +10,10 @@
   over the device's SMs, ``r`` the tile's rows (its rate rises with the rows that share each loaded B tile),
   ``kstep_s`` the least time one main-loop iteration takes (a CTA's K loop is latency-bound when there are too few
   CTAs to hide it), ``split_s`` the reduction of the partial sums a split-K GEMM adds;
-* ``t_m = bytes / (bandwidth · memory)``, ``bytes = M·K·b_a + K·N·b_w + 2·M·N`` (bf16 output), except that the
-  bytes of a GEMM whose operands fit in :data:`L2_SHARE` of the device's L2 are read at ``l2_rate`` times that
-  bandwidth (a benchmark, like a decode step re-running a layer's small weights, finds them L2-resident);
+* ``t_m = bytes / (bandwidth · memory)``, ``bytes = M·K·b_a + K·N·b_w + 2·M·N`` (bf16 output), except that a
+  GEMM whose operands fit in :data:`L2_SHARE` of the device's L2 reads them at ``SMs · l2_sm_gbps`` GB/s where
+  that is faster (a benchmark re-running one GEMM finds them L2-resident; L2 bandwidth grows with the SMs, so
+  it is a GPU with slow DRAM and a large L2 -- Ada's GDDR6 -- that gains);
 * ``blend(a, b) = (a^p + b^p)^(1/p)``, ``p = gemm_blend`` (0: the hard ``max``): the roofline's corner is round --
   a kernel near its ridge neither streams at full bandwidth nor computes at the full rate;
 * ``quant_bytes = M·K·(2 + b_a)``: the kernel that quantises bf16 activations first (fp8, block fp8, nvfp4, int8
@@ -208,7 +209,8 @@ def parts(t: GemmTerms, device: Device, curves: KernelCurves) -> tuple[np.ndarra
     tcs = tcs + np.where(t.cand_split, curves.split_s, 0.0)[:, None]
     tc = tcs.min(axis=0)
     bw = device.memory_bandwidth * curves.memory
-    tm = t.bytes / np.where(t.hot, bw * curves.l2_rate, bw)
+    l2 = float(device.sm_count or 0) * curves.l2_sm_gbps * 1e9
+    tm = t.bytes / np.where(t.hot, max(bw, l2), bw)
     return tc, tm, qp * t.quant_bytes / bw + lat
 
 
@@ -233,7 +235,7 @@ def predict(rows: pd.DataFrame, device: Device, curves: KernelCurves) -> np.ndar
 
 
 #: scalar figures the GEMM family fits beside ``compute.*``, ``memory``, ``half_rows``, ``kernel_s``
-SHAPE_PARAMS = ("gemm_blend", "split_s", "kstep_s", "l2_rate")
+SHAPE_PARAMS = ("gemm_blend", "split_s", "kstep_s", "l2_sm_gbps")
 
 
 def used_params(rows: pd.DataFrame) -> tuple[str, ...]:
