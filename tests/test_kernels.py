@@ -356,14 +356,18 @@ def test_rooflaw_gemm_prices_on_the_curves_or_the_pure_roofline(capsys):
     assert code == 0 and d["curves"] == "hopper"
     want = KG.predict(_gemm_rows([16], [8192], [8192], "fp8", framework=""), h100, c)[0] * 1e-3
     assert d["seconds"] == pytest.approx(want, rel=1e-12)
+    lo, hi = c.bands["gemm"]  # the 80 % band: the curves' leave-one-GPU-out quantiles of measured/predicted
+    assert d["band"]["level"] == 0.8 and d["band"]["ratio"] == [lo, hi]
+    assert d["band"]["seconds"] == pytest.approx([want * lo, want * hi], rel=1e-12)
     code, out, _ = run_cli(
         capsys, "gemm", "--m", "16", "--n", "8192", "--k", "8192", "--dtype", "fp8", "--engine", "ideal", "--json"
     )
     d = json.loads(out)
     assert code == 0 and d["curves"] == "" and d["seconds"] == gemm(16, 8192, 8192, h100, "fp8", curves="ideal").seconds
+    assert d["band"] == {}  # no measured rows behind the pure roofline
     assert d["seconds"] < want  # the datasheet roofline is the optimist
     code, out, _ = run_cli(capsys, "gemm", "--m", "16", "--n", "8192", "--k", "8192", "--dtype", "fp16")
-    assert code == 0 and "hopper kernel curves" in out
+    assert code == 0 and "hopper kernel curves" in out and "], 80 %" in out
     code, _, err = run_cli(capsys, "gemm", "--m", "16", "--n", "8", "--k", "8", "--engine", "fast")
     assert code == 2 and "--engine" in err
 
