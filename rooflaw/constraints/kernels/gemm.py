@@ -229,6 +229,13 @@ def seconds(t: GemmTerms, device: Device, curves: KernelCurves) -> np.ndarray:
     return blend(tc, tm, curves.gemm_blend) + fixed
 
 
+def plain_curves(curves: KernelCurves) -> KernelCurves:
+    """``curves`` with the GEMM shape figures off -- the hard max, no split-K (an infinite ``split_s``), no K-loop
+    bound, no L2 path, one quantise pass: the plain roofline of the same fractions, as the assembly prices a GEMM."""
+    return dataclasses.replace(curves, gemm_blend=0.0, split_s=float("inf"), kstep_s=0.0, l2_sm_gbps=0.0,
+                               quant_passes={})  # fmt: skip
+
+
 def predict(rows: pd.DataFrame, device: Device, curves: KernelCurves) -> np.ndarray:
     """Predicted milliseconds of each row of a ``gemm_perf`` table."""
     return seconds(terms(rows, device), device, curves) * 1e3
