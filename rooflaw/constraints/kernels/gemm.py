@@ -7,7 +7,8 @@
   :data:`TILE_MENU` and the K splits of :data:`SPLITS` (each split keeping at least :data:`MIN_SPLIT_K` of K),
   ``min max(2MNK / (peak_roof · compute[key] · tile·wave · r/(r + half_rows)), waves · ⌈K/(split·K_STEP)⌉ ·
   kstep_s) + [split > 1] · split_s`` -- ``tile·wave`` the tile and wave efficiency of the ``tiles × split`` CTAs
-  over the device's SMs, ``r`` the tile's rows (its rate rises with the rows that share each loaded B tile),
+  over the device's SMs, ``r = max(M, 8)`` (a tile's rate rises with the rows that share each loaded B tile; a
+  GEMV runs an 8-row tile),
   ``kstep_s`` the least time one main-loop iteration takes (a CTA's K loop is latency-bound when there are too few
   CTAs to hide it), ``split_s`` the reduction of the partial sums a split-K GEMM adds;
 * ``t_m = bytes / (bandwidth · memory)``, ``bytes = M·K·b_a + K·N·b_w + 2·M·N`` (bf16 output), except that a
@@ -34,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from ...devices.device import Device
-from ..tiles import tile_efficiency, tile_rows
+from ..tiles import MIN_TILE_ROWS, tile_efficiency, tile_rows
 from . import Family, KernelCurves, register
 
 #: measured ``gemm_dtype`` -> (device roof dtype, ``KernelCurves.compute`` key, activation bytes, weight bytes);
@@ -120,8 +121,10 @@ def tile_wave_efficiency(M: Any, N: Any, groups: Any, device: Device) -> np.ndar
 
 
 def rows_ramp(M: Any, half_rows: float) -> np.ndarray:
-    """Fraction of the large-M rate a tile of M rows reaches: M/(M + half_rows) (1 for ``half_rows`` = 0)."""
-    M = np.asarray(M, dtype=np.float64)
+    """Fraction of the large-M rate an M-row GEMM reaches: r/(r + half_rows) with r = max(M, 8) the rows of its
+    narrowest tile (:data:`~rooflaw.constraints.tiles.MIN_TILE_ROWS`: a GEMV runs an 8-row tile, and is not charged
+    as a one-row one); 1 for ``half_rows`` = 0."""
+    M = np.maximum(np.asarray(M, dtype=np.float64), MIN_TILE_ROWS)
     return M / (M + float(half_rows)) if half_rows else np.ones_like(M)
 
 
@@ -140,15 +143,14 @@ class GemmTerms:
     labels: tuple[tuple[str, str], ...]  #: (compute key, framework) of each group; key "" where not modelled
     hot: np.ndarray  #: True where the operands fit in :data:`L2_SHARE` of the L2
     cand_eff: np.ndarray  #: (candidates, rows): tile·wave efficiency of each (tile, split)
-    cand_rows: np.ndarray  #: (candidates, rows): the tile's rows (at least M)
     cand_steps: np.ndarray  #: (candidates, rows): waves × main-loop iterations of a CTA
     cand_split: np.ndarray  #: (candidates,): True where the candidate splits K
 
 
 def candidates(M: np.ndarray, N: np.ndarray, K: np.ndarray, sms: int | None):
-    """(eff, rows, steps, split) of every (tile of :data:`TILE_MENU`, split of :data:`SPLITS`) for M×N×K GEMMs
+    """(eff, steps, split) of every (tile of :data:`TILE_MENU`, split of :data:`SPLITS`) for M×N×K GEMMs
     on ``sms`` SMs; a split leaving less than :data:`MIN_SPLIT_K` of K gets efficiency 0 (never picked)."""
-    effs, rows_, steps, split = [], [], [], []
+    effs, steps, split = [], [], []
     for tm, tn in TILE_MENU:
         rows = tile_rows(M, tm)
         tiles_m, tiles_n = np.ceil(M / rows), np.ceil(N / tn)
@@ -159,10 +161,9 @@ def candidates(M: np.ndarray, N: np.ndarray, K: np.ndarray, sms: int | None):
             we = units / (waves * sms) if sms else np.ones_like(units)
             ok = (s * MIN_SPLIT_K <= K) | (s == 1)
             effs.append(np.where(ok, te * we, 0.0))
-            rows_.append(np.maximum(rows, M))
             steps.append(waves * np.ceil(K / (s * K_STEP)))
             split.append(s > 1)
-    return np.array(effs), np.array(rows_), np.array(steps), np.array(split)
+    return np.array(effs), np.array(steps), np.array(split)
 
 
 def terms(rows: pd.DataFrame, device: Device) -> GemmTerms:
@@ -180,7 +181,7 @@ def terms(rows: pd.DataFrame, device: Device) -> GemmTerms:
     pairs = pd.MultiIndex.from_arrays([key, fw])
     group, labels = pd.factorize(pairs)
     byts = M * K * ba + K * N * bw + M * N * OUT_BYTES
-    ce, cr, cs, sp = candidates(M, N, K, device.sm_count)
+    ce, cs, sp = candidates(M, N, K, device.sm_count)
     return GemmTerms(
         m=M,
         flops=2.0 * M * N * K,
@@ -192,7 +193,6 @@ def terms(rows: pd.DataFrame, device: Device) -> GemmTerms:
         labels=tuple((str(k), str(f)) for k, f in labels),
         hot=byts <= L2_SHARE * float(device.l2_bytes or 0.0),
         cand_eff=ce,
-        cand_rows=cr,
         cand_steps=cs,
         cand_split=sp,
     )
@@ -203,9 +203,9 @@ def parts(t: GemmTerms, device: Device, curves: KernelCurves) -> tuple[np.ndarra
     c = np.array([compute_fraction(curves, k) if k else np.nan for k, _ in t.labels] or [np.nan])[t.group]
     lat = np.array([launch_s(curves, k, f) if k else np.nan for k, f in t.labels] or [np.nan])[t.group]
     qp = np.array([quant_passes(curves, f) for _, f in t.labels] or [1.0])[t.group]
-    base = t.flops / (t.peak * c)
+    base = t.flops / (t.peak * c * rows_ramp(t.m, curves.half_rows))
     with np.errstate(divide="ignore", invalid="ignore"):
-        tcs = np.maximum(base / (t.cand_eff * rows_ramp(t.cand_rows, curves.half_rows)), t.cand_steps * curves.kstep_s)
+        tcs = np.maximum(base / t.cand_eff, t.cand_steps * curves.kstep_s)
     tcs = tcs + np.where(t.cand_split, curves.split_s, 0.0)[:, None]
     tc = tcs.min(axis=0)
     bw = device.memory_bandwidth * curves.memory
