@@ -136,22 +136,25 @@ def test_gemm_wave_quantisation_one_tile_on_four_sms():
 
 
 def test_gemm_round_corner_and_l2_resident_operands():
-    """``gemm_blend`` p: (t_c^p + t_m^p)^(1/p) by hand; operands within half the L2 read at SMs · ``l2_sm_gbps``
-    where that beats the achieved DRAM bandwidth."""
-    dev = _dev(sm_count=128, l2_bytes=8 * 8192 * 8192 * 2)  # the 8192² bf16 GEMM's 3 operands fit in half
+    """``gemm_blend`` p: (t_c^p + t_m^p)^(1/p) by hand; the share h = 1/(1 + (fill/l2_share)^4) of the operand bytes
+    found in L2 read at SMs · ``l2_sm_gbps`` where that beats the achieved DRAM bandwidth."""
+    byts = 3 * 8192 * 8192 * 2
+    dev = _dev(sm_count=128, l2_bytes=2 * byts)  # the 8192² bf16 GEMM's operands fill half the L2
     m = n = k = 8192
     tc = 2.0 * m * n * k / (1e15 * 0.5)
-    tm = 3 * m * k * 2 / (2e12 * 0.8)
+    tm = byts / (2e12 * 0.8)
     c = dataclasses.replace(CURVES, gemm_blend=3.0)
     got = KG.predict(_gemm_rows([m], [n], [k]), dev, c)[0] * 1e-3
     assert got == pytest.approx((tc**3 + tm**3) ** (1 / 3) + 2e-6, rel=1e-12)
-    got = KG.predict(_gemm_rows([m], [n], [k]), dev, dataclasses.replace(c, l2_sm_gbps=50.0))[0] * 1e-3
-    assert got == pytest.approx((tc**3 + (tm * 1.6e12 / 6.4e12) ** 3) ** (1 / 3) + 2e-6, rel=1e-12)  # 128 x 50 GB/s
-    got = KG.predict(_gemm_rows([m], [n], [k]), dev, dataclasses.replace(c, l2_sm_gbps=10.0))[0] * 1e-3
+    c2 = dataclasses.replace(c, l2_sm_gbps=50.0, l2_share=0.5)  # fill = share: half the bytes hit, at 6.4 TB/s
+    got = KG.predict(_gemm_rows([m], [n], [k]), dev, c2)[0] * 1e-3
+    tm2 = byts * (0.5 / 6.4e12 + 0.5 / 1.6e12)
+    assert got == pytest.approx((tc**3 + tm2**3) ** (1 / 3) + 2e-6, rel=1e-12)
+    got = KG.predict(_gemm_rows([m], [n], [k]), dev, dataclasses.replace(c2, l2_share=0.25))[0] * 1e-3
+    tm3 = byts * (1 / 17 / 6.4e12 + 16 / 17 / 1.6e12)  # fill twice the share: 1/(1 + 2^4) of the bytes hit
+    assert got == pytest.approx((tc**3 + tm3**3) ** (1 / 3) + 2e-6, rel=1e-12)
+    got = KG.predict(_gemm_rows([m], [n], [k]), dev, dataclasses.replace(c2, l2_sm_gbps=10.0))[0] * 1e-3
     assert got == pytest.approx((tc**3 + tm**3) ** (1 / 3) + 2e-6, rel=1e-12)  # 1.28 TB/s: DRAM's 1.6 is faster
-    small = dataclasses.replace(dev, l2_bytes=4 * 8192 * 8192 * 2)  # 2/3 of the operands would fit: from DRAM
-    got = KG.predict(_gemm_rows([m], [n], [k]), small, dataclasses.replace(c, l2_sm_gbps=50.0))[0] * 1e-3
-    assert got == pytest.approx((tc**3 + tm**3) ** (1 / 3) + 2e-6, rel=1e-12)
 
 
 def test_gemm_fallbacks_and_unmodelled_dtypes():

@@ -9,11 +9,12 @@ returns that architecture's :class:`KernelCurves` from the catalog shipped in th
 ``generic`` curves for a GPU whose architecture has none, or ``None`` for a device with no architecture
 (CPU, NPU, TPU, another vendor's GPU: its own scalar efficiencies apply).
 
-Every figure is **dimensionless or a time**, so it carries to any GPU of the architecture with its own
-datasheet peaks: ``t_kernel = max(FLOPs / (peak_dtype · compute[dtype] · tile/wave), bytes / (bandwidth ·
-memory)) + kernel_s`` is the one time formula of a kernel (the assembly's per-operator time); the GEMM family
-refines it with a few shape figures (``gemm_blend``, ``split_s``, ``kstep_s``, ``l2_sm_gbps``, ``quant_passes``:
-:mod:`.gemm`) that keep ``compute``, ``memory`` and ``kernel_s`` meaning the same.
+Every figure is **dimensionless, a time or a bandwidth per SM** (``l2_sm_gbps``), so it carries to any GPU of the
+architecture with its own datasheet peaks, SMs and L2: ``t_kernel = max(FLOPs / (peak_dtype · compute[dtype] ·
+tile/wave), bytes / (bandwidth · memory)) + kernel_s`` is the one time formula of a kernel (the assembly's
+per-operator time); the GEMM family refines it with a few shape figures (``gemm_blend``, ``split_s``, ``kstep_s``,
+``l2_sm_gbps``, ``l2_share``, ``quant_passes``: :mod:`.gemm`) that keep ``compute``, ``memory`` and ``kernel_s``
+meaning the same.
 """
 
 from __future__ import annotations
@@ -40,17 +41,17 @@ class KernelCurves:
     ``memory``: achieved fraction of DRAM bandwidth for a kernel that streams its operands (small-M GEMM, GEMV,
     decode attention's KV reads). ``kernel_s``: seconds every kernel costs on top of its roofline (launch,
     prologue/epilogue, the tail wave). ``half_rows``: GEMM rows at which the large-M rate is halved (``M/(M +
-    half_rows)`` ramp over the rows of a tile, at least M; 0 none). ``gemm_blend``, ``split_s``, ``kstep_s``,
-    ``l2_sm_gbps``, ``quant_passes``: the GEMM family's shape figures (:mod:`.gemm`): the exponent of the round
-    roofline corner (0: the hard max), seconds a split-K reduction adds, least seconds of one 64-deep main-loop
-    iteration of a CTA, the L2 bandwidth per SM of operands found resident there, and per framework the passes its
-    activation quantiser makes over the bf16 activations. ``attention``: achieved fraction of the attention dtype's
-    peak in a FlashAttention-style prefill kernel, with causal FLOPs (the masked half skipped).
-    ``attention_memory``: achieved bandwidth fraction of a decode attention kernel reading the KV cache. ``moe``:
-    achieved fraction of the GEMM rate inside a grouped-GEMM MoE layer. ``collectives``: per
-    ``"<collective>/<link>"`` key (e.g. ``"allreduce/nvlink"``). ``bands``: per family (``gemm``,
-    ``context_attention``, ``generation_attention``, ``moe``, ``allreduce``), the (low, high) quantiles of
-    measured/predicted in leave-one-GPU-out for the 80 % band. ``provenance``: source, commit, rows, command,
+    half_rows)`` ramp with r = max(M, 8) rows for M; 0 none). ``gemm_blend``, ``split_s``, ``kstep_s``,
+    ``l2_sm_gbps``, ``l2_share``, ``quant_passes``: the GEMM family's shape figures (:mod:`.gemm`): the exponent of
+    the round roofline corner (0: the hard max), seconds a split-K reduction adds, least seconds of one 64-deep
+    main-loop iteration of a CTA, the L2 bandwidth per SM of operands found resident there and the share of the L2
+    they can fill, and per framework the passes its activation quantiser makes over the bf16 activations.
+    ``attention``: achieved fraction of the attention dtype's peak in a FlashAttention-style prefill kernel, with
+    causal FLOPs (the masked half skipped). ``attention_memory``: achieved bandwidth fraction of a decode attention
+    kernel reading the KV cache. ``moe``: achieved fraction of the GEMM rate inside a grouped-GEMM MoE layer.
+    ``collectives``: per ``"<collective>/<link>"`` key (e.g. ``"allreduce/nvlink"``). ``bands``: per family
+    (``gemm``, ``context_attention``, ``generation_attention``, ``moe``, ``allreduce``), the (low, high) quantiles
+    of measured/predicted in leave-one-GPU-out for the 80 % band. ``provenance``: source, commit, rows, command,
     residuals (median |predicted/measured - 1| per family, in sample and held out).
     """
 
@@ -68,6 +69,8 @@ class KernelCurves:
     #: GB/s per SM (1e9 bytes/s; in GB/s so the fit's step tolerance sees it at order 1) at which a GEMM reads
     #: operands resident in L2 (fitting in half of it) where that beats DRAM
     l2_sm_gbps: float = 0.0
+    #: share of the L2 a re-run GEMM's operands can fill and still be found there (0: none; :func:`.gemm.l2_hits`)
+    l2_share: float = 0.0
     attention: float = 1.0
     #: achieved fraction of the fp8 peak of a prefill attention kernel whose math runs in fp8 (0: ``attention``)
     attention_fp8: float = 0.0

@@ -56,6 +56,7 @@ _BOUNDS = {
     "split_s": (2e-6, 0.0, 1e-4, 1e-6),
     "kstep_s": (1e-8, 0.0, 1e-6, 1e-8),
     "l2_sm_gbps": (10.0, 0.0, 100.0, 1.0),
+    "l2_share": (0.3, 0.01, 1.0, 0.1),
     "quant_passes": (1.0, 0.0, 20.0, 1.0),
     # a collective curve's two figures (keys collectives.<collective>/<link>.latency|efficiency)
     "collectives.latency": (5e-6, 0.0, 1e-3, 1e-5),
@@ -63,7 +64,7 @@ _BOUNDS = {
 }
 _DEFAULT_BOUNDS = (0.5, 0.0, 10.0, 1.0)
 #: figures whose fit starts from the ``_BOUNDS`` start, not the curves' current (default) value
-_FRESH = frozenset({"compute", "gemm_blend", "split_s", "kstep_s", "l2_sm_gbps"})
+_FRESH = frozenset({"compute", "gemm_blend", "split_s", "kstep_s", "l2_sm_gbps", "l2_share"})
 QUANTILES = (0.1, 0.9)  #: the 80 % band of measured/predicted
 
 

@@ -11,10 +11,11 @@
   GEMV runs an 8-row tile),
   ``kstep_s`` the least time one main-loop iteration takes (a CTA's K loop is latency-bound when there are too few
   CTAs to hide it), ``split_s`` the reduction of the partial sums a split-K GEMM adds;
-* ``t_m = bytes / (bandwidth · memory)``, ``bytes = M·K·b_a + K·N·b_w + 2·M·N`` (bf16 output), except that a
-  GEMM whose operands fit in :data:`L2_SHARE` of the device's L2 reads them at ``SMs · l2_sm_gbps`` GB/s where
-  that is faster (a benchmark re-running one GEMM finds them L2-resident; L2 bandwidth grows with the SMs, so
-  it is a GPU with slow DRAM and a large L2 -- Ada's GDDR6 -- that gains);
+* ``t_m = bytes · (h / max(bandwidth · memory, SMs · l2_sm_gbps GB/s) + (1 − h) / (bandwidth · memory))``,
+  ``bytes = M·K·b_a + K·N·b_w + 2·M·N`` (bf16 output), ``h`` the share of the bytes a benchmark re-running the
+  GEMM finds in L2 (:func:`l2_hits`: all while the operands are well within ``l2_share`` of the L2, none well
+  beyond). L2 bandwidth grows with the SMs, so it is a GPU with slow DRAM and a large L2 -- Ada's GDDR6 -- that
+  gains;
 * ``blend(a, b) = (a^p + b^p)^(1/p)``, ``p = gemm_blend`` (0: the hard ``max``): the roofline's corner is round --
   a kernel near its ridge neither streams at full bandwidth nor computes at the full rate;
 * ``quant_bytes = M·K·(2 + b_a)``: the kernel that quantises bf16 activations first (fp8, block fp8, nvfp4, int8
@@ -63,8 +64,8 @@ SPLITS = (1, 2, 4, 8, 16, 32)
 MIN_SPLIT_K = 128
 #: K depth of one main-loop iteration of a CTA (``kstep_s`` is the least time one takes)
 K_STEP = 64
-#: share of the device's L2 a GEMM's operands may take and still be found resident when the kernel runs again
-L2_SHARE = 0.5
+#: how sharply the L2 hits of a re-run GEMM fall as its operands outgrow ``KernelCurves.l2_share`` of the L2
+L2_STEEPNESS = 4.0
 OUT_BYTES = 2.0  # bf16 output
 #: compute keys whose activations the engine quantises on the fly from bf16 (a kernel of its own before the GEMM:
 #: read M·K bf16, write M·K in the GEMM's activation format); weight-only and bf16 GEMMs read bf16 as they are.
@@ -141,7 +142,7 @@ class GemmTerms:
     quant_bytes: np.ndarray  #: bytes of the activation-quantise kernel (0 where activations stay bf16)
     group: np.ndarray  #: index into ``labels`` per row
     labels: tuple[tuple[str, str], ...]  #: (compute key, framework) of each group; key "" where not modelled
-    hot: np.ndarray  #: True where the operands fit in :data:`L2_SHARE` of the L2
+    l2_fill: np.ndarray  #: bytes / the device's L2 bytes (inf without an L2 figure)
     cand_eff: np.ndarray  #: (candidates, rows): tile·wave efficiency of each (tile, split)
     cand_steps: np.ndarray  #: (candidates, rows): waves × main-loop iterations of a CTA
     cand_split: np.ndarray  #: (candidates,): True where the candidate splits K
@@ -191,7 +192,7 @@ def terms(rows: pd.DataFrame, device: Device) -> GemmTerms:
         quant_bytes=np.where([k in QUANTISED_ACTIVATIONS for k in key], M * K * (2.0 + ba), 0.0),
         group=np.asarray(group),
         labels=tuple((str(k), str(f)) for k, f in labels),
-        hot=byts <= L2_SHARE * float(device.l2_bytes or 0.0),
+        l2_fill=byts / float(device.l2_bytes) if device.l2_bytes else np.full(len(byts), np.inf),
         cand_eff=ce,
         cand_steps=cs,
         cand_split=sp,
@@ -209,9 +210,20 @@ def parts(t: GemmTerms, device: Device, curves: KernelCurves) -> tuple[np.ndarra
     tcs = tcs + np.where(t.cand_split, curves.split_s, 0.0)[:, None]
     tc = tcs.min(axis=0)
     bw = device.memory_bandwidth * curves.memory
-    l2 = float(device.sm_count or 0) * curves.l2_sm_gbps * 1e9
-    tm = t.bytes / np.where(t.hot, max(bw, l2), bw)
+    l2 = max(bw, float(device.sm_count or 0) * curves.l2_sm_gbps * 1e9)
+    hit = l2_hits(t.l2_fill, curves.l2_share)
+    tm = t.bytes * (hit / l2 + (1.0 - hit) / bw)
     return tc, tm, qp * t.quant_bytes / bw + lat
+
+
+def l2_hits(fill: np.ndarray, share: float) -> np.ndarray:
+    """Share of a re-run GEMM's operand bytes found in L2: ``1 / (1 + (fill/share)^L2_STEEPNESS)``, ``fill`` the
+    operands over the L2's bytes -- all of them well below ``share`` of the L2, none well above it (0 for
+    ``share`` = 0)."""
+    if not share:
+        return np.zeros_like(fill)
+    with np.errstate(over="ignore"):
+        return 1.0 / (1.0 + (fill / share) ** L2_STEEPNESS)
 
 
 def blend(tc: np.ndarray, tm: np.ndarray, p: float) -> np.ndarray:
@@ -233,7 +245,7 @@ def plain_curves(curves: KernelCurves) -> KernelCurves:
     """``curves`` with the GEMM shape figures off -- the hard max, no split-K (an infinite ``split_s``), no K-loop
     bound, no L2 path, one quantise pass: the plain roofline of the same fractions, as the assembly prices a GEMM."""
     return dataclasses.replace(curves, gemm_blend=0.0, split_s=float("inf"), kstep_s=0.0, l2_sm_gbps=0.0,
-                               quant_passes={})  # fmt: skip
+                               l2_share=0.0, quant_passes={})  # fmt: skip
 
 
 def predict(rows: pd.DataFrame, device: Device, curves: KernelCurves) -> np.ndarray:
@@ -242,7 +254,7 @@ def predict(rows: pd.DataFrame, device: Device, curves: KernelCurves) -> np.ndar
 
 
 #: scalar figures the GEMM family fits beside ``compute.*``, ``memory``, ``half_rows``, ``kernel_s``
-SHAPE_PARAMS = ("gemm_blend", "split_s", "kstep_s", "l2_sm_gbps")
+SHAPE_PARAMS = ("gemm_blend", "split_s", "kstep_s", "l2_sm_gbps", "l2_share")
 
 
 def used_params(rows: pd.DataFrame) -> tuple[str, ...]:
