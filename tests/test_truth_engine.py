@@ -127,7 +127,7 @@ def test_held_out_source_error_bound(cases):
     0.122 decode (the end-to-end family fit had 0.137 / 0.115: the datacenter family's fp16 fraction was fitted on
     these very cuBLAS prompts; now llama.cpp's GEMM factor comes from the Orin Nano's MMQ prompts); 0.51 prefill
     before its prompts ran on their build's kernel path. With the GEMM family's split-K/L2/round-corner refit
-    (docs/kernels.md) 0.283 prefill, 0.158 decode: ``memory`` is now the DRAM streaming fraction without the
+    (docs/kernels.md) 0.280 prefill, 0.158 decode: ``memory`` is now the DRAM streaming fraction without the
     mid-size ramp and L2 hits the old figure absorbed (ampere 0.68 -> 0.77), which the assembly's flat bandwidth
     and llama.cpp's memory factor (fitted on other sources) do not carry back."""
     train = [c for c in cases if c.source != "XJD-LLAMACPP"]
