@@ -133,6 +133,12 @@ def test_gemm_wave_quantisation_one_tile_on_four_sms():
     got8 = KG.predict(_gemm_rows([m], [n], [k], "fp8"), dev, c8)[0] * 1e-3
     quant = 2 * m * k * 3.0 / (1e18 * 0.8)
     assert got8 == pytest.approx(2.0 * m * n * k / (2e15 * 0.4) + 5e-6 + quant + 2e-6, rel=1e-12)
+    # another engine's fp8 kernel at 0.8 of the reference (TensorRT-LLM) rate; an engine the curves do not name: 1
+    c8 = dataclasses.replace(c8, engine_compute={"vllm/fp8": 0.8})
+    got8 = KG.predict(_gemm_rows([m, m], [n, n], [k, k], "fp8", ["vllm", "sglang"]), dev, c8) * 1e-3
+    quant = 2 * m * k * 3.0 / (1e18 * 0.8)  # the fewest passes any engine shows: 2
+    assert got8 == pytest.approx([2.0 * m * n * k / (2e15 * 0.4 * 0.8) + 5e-6 + quant + 2e-6,
+                                  2.0 * m * n * k / (2e15 * 0.4) + 5e-6 + quant + 2e-6], rel=1e-12)  # fmt: skip
 
 
 def test_gemm_round_corner_and_l2_resident_operands():
@@ -211,7 +217,8 @@ def test_fit_recovers_known_gemm_figures():
     dev = _dev(sm_count=132)
     true = KernelCurves(architecture="x", compute={"fp16": 0.72, "fp8": 0.45}, memory=0.83, kernel_s=3e-6,
                         half_rows=24.0, launch={"trtllm/fp8": 9e-6, "vllm/fp8": 4e-6}, gemm_blend=3.0,
-                        split_s=3e-6, quant_passes={"trtllm": 1.5, "vllm": 2.5})  # fmt: skip
+                        split_s=3e-6, quant_passes={"trtllm": 1.5, "vllm": 2.5},
+                        engine_compute={"vllm/fp16": 1.1, "vllm/fp8": 0.8})  # fmt: skip
     rng = np.random.default_rng(1)
     sizes = np.array([1, 2, 8, 16, 64, 128, 256, 512, 1024, 2048, 4096, 8192])
     n = 1500
@@ -234,6 +241,8 @@ def test_fit_recovers_known_gemm_figures():
         "split_s",
         "quant_passes.trtllm",
         "quant_passes.vllm",
+        "engine_compute.vllm/fp16",
+        "engine_compute.vllm/fp8",
     ):
         assert KF.get_param(got, path) == pytest.approx(KF.get_param(true, path), rel=2e-3), path
     # kstep_s (0 here: no CTA's K loop latency-bound) binds no row, so the fit leaves it where it makes no difference

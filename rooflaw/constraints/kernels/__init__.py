@@ -88,6 +88,9 @@ class KernelCurves:
     #: per framework, passes its activation quantiser makes over a GEMM's bf16 activations (fp8/nvfp4/int8 GEMMs;
     #: an engine the curves do not name gets the fewest; none: 1)
     quant_passes: dict[str, float] = field(default_factory=dict)
+    #: per ``"<framework>/<compute key>"``, the rate of that engine's GEMM kernel over the reference engine's
+    #: (TensorRT-LLM's, which ``compute`` describes): vLLM's cuBLAS bf16, its per-token fp8, its block-fp8 kernels
+    engine_compute: dict[str, float] = field(default_factory=dict)
     collectives: dict[str, CollectiveCurve] = field(default_factory=dict)
     bands: dict[str, tuple[float, float]] = field(default_factory=dict)
     provenance: dict[str, Any] = field(default_factory=dict)
@@ -166,6 +169,7 @@ def curves_from_dict(name: str, d: dict[str, Any]) -> KernelCurves:
         compute={k: float(v) for k, v in d.get("compute", {}).items()},
         launch={k: float(v) for k, v in d.get("launch", {}).items()},
         quant_passes={k: float(v) for k, v in d.get("quant_passes", {}).items()},
+        engine_compute={k: float(v) for k, v in d.get("engine_compute", {}).items()},
         collectives=coll,
         bands={k: (float(v[0]), float(v[1])) for k, v in d.get("bands", {}).items()},
         provenance=dict(d.get("provenance", {})),

@@ -58,6 +58,7 @@ _BOUNDS = {
     "l2_sm_gbps": (10.0, 0.0, 100.0, 1.0),
     "l2_share": (0.3, 0.01, 1.0, 0.1),
     "quant_passes": (1.0, 0.0, 20.0, 1.0),
+    "engine_compute": (1.0, 0.2, 3.0, 1.0),
     # a collective curve's two figures (keys collectives.<collective>/<link>.latency|efficiency)
     "collectives.latency": (5e-6, 0.0, 1e-3, 1e-5),
     "collectives.efficiency": (0.6, 0.01, 1.5, 1.0),
@@ -397,7 +398,7 @@ def curves_table(c: KernelCurves) -> str:
 
     for name in SCALARS:
         lines.append(f"{name} = {_toml_value(getattr(c, name))}")
-    for name in ("compute", "launch", "quant_passes", "bands"):
+    for name in ("compute", "launch", "quant_passes", "engine_compute", "bands"):
         d = getattr(c, name)
         if d:
             lines.append(f"{name} = {_toml_value({k: list(v) if isinstance(v, tuple) else v for k, v in d.items()})}")

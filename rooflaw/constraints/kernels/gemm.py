@@ -3,14 +3,15 @@
 ``t = blend(t_c, t_m) + quant_passes[framework] · quant_bytes / (bandwidth · memory) + kernel_s
 + launch["<framework>/<key>"]`` with
 
-* ``t_c`` the compute time of the best (tile, split-K) the kernel library can pick: over the output tiles of
-  :data:`TILE_MENU` and the K splits of :data:`SPLITS` (each split keeping at least :data:`MIN_SPLIT_K` of K),
-  ``min max(2MNK / (peak_roof · compute[key] · tile·wave · r/(r + half_rows)), waves · ⌈K/(split·K_STEP)⌉ ·
-  kstep_s) + [split > 1] · split_s`` -- ``tile·wave`` the tile and wave efficiency of the ``tiles × split`` CTAs
-  over the device's SMs, ``r = max(M, 8)`` (a tile's rate rises with the rows that share each loaded B tile; a
-  GEMV runs an 8-row tile),
-  ``kstep_s`` the least time one main-loop iteration takes (a CTA's K loop is latency-bound when there are too few
-  CTAs to hide it), ``split_s`` the reduction of the partial sums a split-K GEMM adds;
+* ``t_c`` the compute time of the best (tile, split-K) the kernel library can pick over the output tiles of
+  :data:`TILE_MENU` and the K splits of :data:`SPLITS` (each split keeping at least :data:`MIN_SPLIT_K` of K):
+  ``min max(2MNK / (peak_roof · c · tile·wave · r/(r + half_rows)), waves · ⌈K/(split·K_STEP)⌉ · kstep_s)
+  + [split > 1] · split_s`` -- ``c = compute[key]``, times ``engine_compute["<framework>/<key>"]`` for an engine
+  whose kernels are not the reference's (TensorRT-LLM's); ``tile·wave`` the tile and wave efficiency of the
+  ``tiles × split`` CTAs over the device's SMs; ``r = max(M, 8)`` (a tile's rate rises with the rows that share
+  each loaded B tile; a GEMV runs an 8-row tile); ``kstep_s`` the least time one main-loop iteration takes (a
+  CTA's K loop is latency-bound when there are too few CTAs to hide it); ``split_s`` the reduction of the
+  partial sums a split-K GEMM adds;
 * ``t_m = bytes · (h / max(bandwidth · memory, SMs · l2_sm_gbps GB/s) + (1 − h) / (bandwidth · memory))``,
   ``bytes = M·K·b_a + K·N·b_w + 2·M·N`` (bf16 output), ``h`` the share of the bytes a benchmark re-running the
   GEMM finds in L2 (:func:`l2_hits`: all while the operands are well within ``l2_share`` of the L2, none well
@@ -91,6 +92,16 @@ def launch_s(curves: KernelCurves, op: str, framework: str | None = None) -> flo
     if framework in extra:
         return curves.kernel_s + float(extra[framework])
     return curves.kernel_s + (min(extra.values()) if extra else 0.0)
+
+
+#: the engine whose GEMM kernels ``compute`` describes; another engine's differ by ``engine_compute["<engine>/<key>"]``
+REFERENCE_ENGINE = "trtllm"
+
+
+def engine_factor(curves: KernelCurves, key: str, framework: str | None = None) -> float:
+    """How much faster than the reference engine's (:data:`REFERENCE_ENGINE`) the ``key`` GEMM kernel of
+    ``framework`` runs at a given shape: ``curves.engine_compute["<framework>/<key>"]``, else 1."""
+    return float(curves.engine_compute.get(f"{framework}/{key}", 1.0))
 
 
 def quant_passes(curves: KernelCurves, framework: str | None = None) -> float:
@@ -201,7 +212,9 @@ def terms(rows: pd.DataFrame, device: Device) -> GemmTerms:
 
 def parts(t: GemmTerms, device: Device, curves: KernelCurves) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(compute seconds ``t_c``, memory seconds ``t_m``, fixed + quantise seconds) of each row of ``t``."""
-    c = np.array([compute_fraction(curves, k) if k else np.nan for k, _ in t.labels] or [np.nan])[t.group]
+    c = np.array(
+        [compute_fraction(curves, k) * engine_factor(curves, k, f) if k else np.nan for k, f in t.labels] or [np.nan]
+    )[t.group]
     lat = np.array([launch_s(curves, k, f) if k else np.nan for k, f in t.labels] or [np.nan])[t.group]
     qp = np.array([quant_passes(curves, f) for _, f in t.labels] or [1.0])[t.group]
     base = t.flops / (t.peak * c * rows_ramp(t.m, curves.half_rows))
@@ -243,9 +256,10 @@ def seconds(t: GemmTerms, device: Device, curves: KernelCurves) -> np.ndarray:
 
 def plain_curves(curves: KernelCurves) -> KernelCurves:
     """``curves`` with the GEMM shape figures off -- the hard max, no split-K (an infinite ``split_s``), no K-loop
-    bound, no L2 path, one quantise pass: the plain roofline of the same fractions, as the assembly prices a GEMM."""
+    bound, no L2 path, one quantise pass, every engine's kernels the reference's: the plain roofline of the same
+    fractions, as the assembly prices a GEMM."""
     return dataclasses.replace(curves, gemm_blend=0.0, split_s=float("inf"), kstep_s=0.0, l2_sm_gbps=0.0,
-                               l2_share=0.0, quant_passes={})  # fmt: skip
+                               l2_share=0.0, quant_passes={}, engine_compute={})  # fmt: skip
 
 
 def predict(rows: pd.DataFrame, device: Device, curves: KernelCurves) -> np.ndarray:
@@ -266,6 +280,7 @@ def used_params(rows: pd.DataFrame) -> tuple[str, ...]:
     fws = rows["framework"].astype(str)
     fw_keys = sorted({f"{f}/{k}" for f, k in zip(fws, spec, strict=True) if k and k != "fp16"})
     quant = sorted({f for f, k in zip(fws, spec, strict=True) if k in QUANTISED_ACTIVATIONS})
+    engine = sorted({f"{f}/{k}" for f, k in zip(fws, spec, strict=True) if k and f != REFERENCE_ENGINE})
     return (
         *(f"compute.{k}" for k in keys),
         "memory",
@@ -274,6 +289,7 @@ def used_params(rows: pd.DataFrame) -> tuple[str, ...]:
         *SHAPE_PARAMS,
         *(f"launch.{p}" for p in fw_keys),
         *(f"quant_passes.{f}" for f in quant),
+        *(f"engine_compute.{p}" for p in engine),
     )
 
 
