@@ -73,7 +73,7 @@ _MODULES: dict[str, str] = {
     "rooflaw.plots": "check_figure_path plot_breakdown plot_frontier plot_report plot_roofline",
     "rooflaw.units": "parse_bytes parse_energy parse_time",
     "rooflaw.constraints.bands": "BAND_LEVEL band_applies band_coverage bands_dict bands_from_rows confidence_factor "
-    "phase_band problem_band value_band write_bands",
+    "kernel_band phase_band problem_band value_band write_bands",
     "rooflaw.report": "REPORT_DETAILS plotly_js report_data write_report",
     "rooflaw.cache": "answer_key load_answer store_answer",
 }

@@ -265,7 +265,9 @@ def test_assembly_gemm_op_equals_the_kernel_predictor(dev_id, prec, gemm_dtype, 
     charges per GEMM (kernel_s and the per-call extra) equals the kernel fit's own predictor for that (M, N, K), at
     M = 1 (a GEMV), 16, 300 and 4,096 rows. fp8: the kernel fit also charges the activation-quantise kernel's bytes
     (bf16 in, fp8 out: ``quant_bytes``, up to 13 % of the time at M = 4,096), which the assembly does not count yet:
-    added here by hand; then within 0.2 % (the fit's bf16 output against the assembly's fp8 activations)."""
+    added here by hand; then within 0.2 % (the fit's bf16 output against the assembly's fp8 activations). The kernel
+    predictor's GEMM shape figures (round roofline corner, split-K, K-loop bound, L2-resident operands, quantise
+    passes) are not in the assembly yet: it is compared with the predictor on ``plain_curves`` (those off)."""
     import pandas as pd
 
     KG = pytest.importorskip("rooflaw.constraints.kernels.gemm")  # the kernel fit (merged with the curves catalog)
@@ -275,6 +277,7 @@ def test_assembly_gemm_op_equals_the_kernel_predictor(dev_id, prec, gemm_dtype, 
 
     a, dev = from_hf_config("llama-3.1-8b"), get_device(dev_id)
     kc = curves_for(dev)
+    plain = KG.plain_curves(kc)
     r = A.rates(dev, Precision.parse(prec), applied(dev, "tensorrt-llm"))
     for M in (1, 16, 300, 4096):
         rep = evaluate(a, dev, Workload(1, M, 1), prec, tiles=True, engine="tensorrt-llm")
@@ -282,7 +285,7 @@ def test_assembly_gemm_op_equals_the_kernel_predictor(dev_id, prec, gemm_dtype, 
         rows = pd.DataFrame({"m": [M], "n": [a.d_model], "k": [a.ffn], "gemm_dtype": [gemm_dtype],
                              "framework": ["trtllm"]})  # fmt: skip
         terms = KG.terms(rows, dev)
-        want = float(KG.seconds(terms, dev, kc)[0])
+        want = float(KG.seconds(terms, dev, plain)[0])
         quant = float(np.asarray(getattr(terms, "quant_bytes", [0.0]))[0]) / (dev.memory_bandwidth * kc.memory)
         # the fit's predictor carries the benchmark's measured per-call extra; a graph-captured engine is charged at
         # most one more kernel for it (curves_applied.gemm_extra_s): compare with the measured one, and check the cap

@@ -342,6 +342,23 @@ def write_csv(rows: list[dict], path: Path) -> None:
             w.writerow(r)
 
 
+def _gemm_band(dev, d: dict) -> dict:
+    """The 80 % band of a GEMM priced on kernel curves: measured/predicted quantiles of the curves' leave-one-GPU-out
+    GEMM rows, ``{"family", "level", "ratio": [low, high], "seconds": [low, high]}`` (``{}`` on the pure roofline
+    or without a band)."""
+    if not d["curves"]:
+        return {}
+    r = api.kernel_band(api.curves_for(dev), "gemm")
+    if r is None:
+        return {}
+    return {
+        "family": "gemm",
+        "level": api.BAND_LEVEL,
+        "ratio": list(r),
+        "seconds": [d["seconds"] * r[0], d["seconds"] * r[1]],
+    }
+
+
 @app.command("gemm")
 def gemm_cmd(
     m: int = typer.Option(..., "--m", help="Rows of A and C (tokens)."),
@@ -357,15 +374,21 @@ def gemm_cmd(
     """Arithmetic intensity, bound and time of one GEMM (bytes count A, B and the C write)."""
     if engine not in ("kernels", "ideal"):
         raise bad("--engine", engine, "use kernels (the device's kernel curves) or ideal (the pure roofline)")
-    g = api.gemm(m, n, k, api.get_device(device), dtype, curves="auto" if engine == "kernels" else "ideal")
-    if as_json:
-        print_json(g.to_dict())
-        return
+    dev = api.get_device(device)
+    g = api.gemm(m, n, k, dev, dtype, curves="auto" if engine == "kernels" else "ideal")
     d = g.to_dict()
+    band = _gemm_band(dev, d)
+    if as_json:
+        print_json({**d, "band": band})
+        return
+    time_text = fmt_time(d["seconds"])
+    if band:
+        lo, hi = band["seconds"]
+        time_text += f" [{fmt_time(lo)}–{fmt_time(hi)}], {band['level'] * 100:.0f} %"
     rows = [
         ["FLOPs", fmt_count(d["flops"]) + " FLOP"], ["bytes (A, B read; C written)", fmt_bytes(d["bytes"])],
         ["arithmetic intensity", f"{d['arithmetic_intensity']:.4g} FLOP/B"],
-        ["ridge point", f"{d['ridge']:.4g} FLOP/B"], ["bound", d["bound"]], ["time", fmt_time(d["seconds"])],
+        ["ridge point", f"{d['ridge']:.4g} FLOP/B"], ["bound", d["bound"]], ["time", time_text],
         ["compute time", fmt_time(d["compute_seconds"])], ["memory time", fmt_time(d["memory_seconds"])],
         ["tile efficiency", f"{d['tile_efficiency']:.1%}"], ["wave efficiency", f"{d['wave_efficiency']:.1%}"],
         ["priced on", f"{d['curves']} kernel curves" if d["curves"] else "pure roofline"],

@@ -11,7 +11,7 @@ so a GPU without kernel data is priced from its datasheet:
 * ``attention``: a FlashAttention-style kernel's fraction of the attention dtype's peak (causal FLOPs);
 * ``memory``: the achieved bandwidth fraction of a kernel that streams its operands;
 * ``kernel_s``: seconds each kernel costs on top of its roofline, times the engine's kernel count;
-* ``half_rows``: the GEMM M ramp ``M/(M + half_rows)`` of the large-M rate (with the tile/wave model).
+* ``half_rows``: the GEMM M ramp ``r/(r + half_rows)``, r = max(M, 8), of the large-M rate (with the tile/wave model).
 
 Only what kernels cannot show comes from the engine profile (host overhead per pass and per layer, the kernel
 count its fusion launches, and -- for an engine whose own kernels are not in the measured tables, llama.cpp --
@@ -212,8 +212,12 @@ def curve_tiles(M: Any, N: Any, groups: Any, device: Device) -> Any:
 
 
 def rows_ramp(M: Any, half_rows: float) -> Any:
-    """Rate of an M-row GEMM relative to the large-M rate of the curves: M/(M + half_rows) (1 for half_rows 0)."""
-    M = np.asarray(M, dtype=np.float64)
+    """Rate of an M-row GEMM relative to the large-M rate of the curves: r/(r + half_rows), r = max(M, 8) the rows of
+    its narrowest tile (:data:`.tiles.MIN_TILE_ROWS`: a GEMV runs an 8-row tile; 1 for half_rows 0), as the kernel
+    fit's GEMM family (:func:`.kernels.gemm.rows_ramp`)."""
+    from .tiles import MIN_TILE_ROWS
+
+    M = np.maximum(np.asarray(M, dtype=np.float64), MIN_TILE_ROWS)
     if not half_rows:
         return np.ones_like(M)
     return M / (M + float(half_rows))

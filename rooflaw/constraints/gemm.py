@@ -71,9 +71,10 @@ def gemm(
 
     ``curves="auto"``: priced on the device's kernel curves (:func:`rooflaw.constraints.kernels.curves_for`) when it
     has them and the format has a measured kernel (bf16/fp16, fp8, nvfp4, int8, weight-only int4/int8): the achieved
-    fraction of the dtype's peak with the library's best tile and wave quantisation, achieved bandwidth, and a
-    fixed per-kernel latency (:mod:`rooflaw.constraints.kernels.gemm`; bytes as that kernel moves them, scales
-    included, bf16 output). ``curves="ideal"`` (or a device or format without curves): the pure roofline --
+    fraction of the dtype's peak with the library's best tile, split-K and wave quantisation, achieved bandwidth,
+    the round roofline corner and a fixed per-kernel latency (:mod:`rooflaw.constraints.kernels.gemm`; bytes as
+    that kernel moves them, scales included, bf16 output; ``tile_efficiency``/``wave_efficiency`` report the best
+    M×N tile without split-K). ``curves="ideal"`` (or a device or format without curves): the pure roofline --
     bytes = (M·K + K·N + M·N)·b, the output write counted (the seed documents' sample omits it, which is why it
     prints wrong intensities), compute time divided by the tile and wave efficiency of the device's GEMM tile
     over its SMs when ``tiles`` is set (see :func:`tile_efficiency`).
@@ -125,11 +126,8 @@ def _gemm_on_curves(m: int, n: int, k: int, device: Device, fmt: str, c) -> Gemm
 
     rows = pd.DataFrame({"m": [m], "n": [n], "k": [k], "gemm_dtype": [KERNEL_DTYPES[fmt]], "framework": [""]})
     t = kg.terms(rows, device)
-    key = t.labels[0][0]
-    rate = float(t.peak[0]) * kg.compute_fraction(c, key) * float(kg.rows_ramp(m, c.half_rows))
-    tc = float(t.flops[0]) / (rate * float(t.eff[0]))
-    tmem = float(t.bytes[0]) / (device.memory_bandwidth * c.memory)
-    lat = kg.launch_s(c, key, None) + float(t.quant_bytes[0]) / (device.memory_bandwidth * c.memory)
+    tcs, tms, fixed = kg.parts(t, device, c)
+    tc, tmem, lat = float(tcs[0]), float(tms[0]), float(fixed[0])
     te, we = (float(x) for x in kg.tile_wave(m, n, 1, device))
     return GemmCost(
         m,
@@ -140,7 +138,7 @@ def _gemm_on_curves(m: int, n: int, k: int, device: Device, fmt: str, c) -> Gemm
         float(t.bytes[0]),
         float(t.flops[0] / t.bytes[0]),
         "compute" if tc >= tmem else "memory",
-        max(tc, tmem) + lat,
+        float(kg.blend(tcs, tms, c.gemm_blend)[0]) + lat,
         tc,
         tmem,
         te,

@@ -7,12 +7,16 @@ import numpy as np
 
 from ..devices.device import Device
 
+#: The narrowest tile a GEMM kernel runs (rows): one tensor-core MMA's height.
+MIN_TILE_ROWS = 8.0
+
 
 def tile_rows(M, tile_m: int):
-    """Tile height a GEMM kernel uses for M output rows: the smallest power of two ≥ M, at least 8
-    and at most the device tile. Decode GEMMs (M = batch) run GEMV-like narrow tiles, not 128 rows."""
+    """Tile height a GEMM kernel uses for M output rows: the smallest power of two ≥ M, at least
+    :data:`MIN_TILE_ROWS` and at most the device tile. Decode GEMMs (M = batch) run GEMV-like narrow tiles, not
+    128 rows."""
     M = np.maximum(np.asarray(M, dtype=np.float64), 1.0)
-    return np.minimum(float(tile_m), np.maximum(8.0, 2.0 ** np.ceil(np.log2(M))))
+    return np.minimum(float(tile_m), np.maximum(MIN_TILE_ROWS, 2.0 ** np.ceil(np.log2(M))))
 
 
 #: Rows of the GEMM a calibrated roof is measured at (``devices.calibrate``: a 128-token chunk).

@@ -9,9 +9,12 @@ returns that architecture's :class:`KernelCurves` from the catalog shipped in th
 ``generic`` curves for a GPU whose architecture has none, or ``None`` for a device with no architecture
 (CPU, NPU, TPU, another vendor's GPU: its own scalar efficiencies apply).
 
-Every figure is **dimensionless or a time**, so it carries to any GPU of the architecture with its own
-datasheet peaks: ``t_kernel = max(FLOPs / (peak_dtype · compute[dtype] · tile/wave), bytes / (bandwidth ·
-memory)) + kernel_s`` is the one time formula of a kernel (the assembly's per-operator time).
+Every figure is **dimensionless, a time or a bandwidth per SM** (``l2_sm_gbps``), so it carries to any GPU of the
+architecture with its own datasheet peaks, SMs and L2: ``t_kernel = max(FLOPs / (peak_dtype · compute[dtype] ·
+tile/wave), bytes / (bandwidth · memory)) + kernel_s`` is the one time formula of a kernel (the assembly's
+per-operator time); the GEMM family refines it with a few shape figures (``gemm_blend``, ``split_s``, ``kstep_s``,
+``l2_sm_gbps``, ``l2_share``, ``quant_passes``: :mod:`.gemm`) that keep ``compute``, ``memory`` and ``kernel_s``
+meaning the same.
 """
 
 from __future__ import annotations
@@ -39,22 +42,26 @@ class CollectiveCurve:
 class KernelCurves:
     """Achieved performance of one GPU architecture, as fractions of datasheet figures plus fixed latencies.
 
-    ``compute``: achieved fraction of each roof dtype's dense datasheet peak for large, well-tiled GEMMs
-    (keys as :data:`rooflaw.devices.device.DTYPES`: ``fp16`` also prices bf16; ``fp8``, ``fp4``, ``int8``;
-    ``fp8_block`` block-scaled fp8; ``mixed`` a weight-only quantised GEMM as a fraction of the activation
-    dtype's peak). ``memory``: achieved fraction of DRAM bandwidth for a kernel that streams its operands
-    (small-M GEMM, GEMV, decode attention's KV reads). ``kernel_s``: seconds every kernel costs on top of
-    its roofline (launch, prologue/epilogue, the tail wave). ``half_rows``: GEMM rows at which the large-M
-    rate is halved (``M/(M + half_rows)`` ramp; 0 none). ``attention``: achieved fraction of the attention
-    dtype's peak of a FlashAttention-style prefill kernel's matmuls, with causal FLOPs (the masked half skipped;
-    its softmax is ``attention_softmax``, on the fp32 roof).
-    ``attention_memory``: achieved bandwidth fraction of a decode attention kernel reading the KV cache.
-    ``moe``: achieved fraction of the GEMM rate inside a grouped-GEMM MoE layer. ``collectives``: per
-    ``"<collective>/<link>"`` key (e.g. ``"allreduce/nvlink"``). ``bands``: per family (``gemm``,
-    ``context_attention``, ``generation_attention``, ``context_mla``, ``generation_mla``, ``moe``, ``allreduce``,
-    ``nccl``), the (low, high) quantiles of
-    measured/predicted in leave-one-GPU-out for the 80 % band. ``provenance``: source, commit, rows,
-    command, residuals (median |predicted/measured - 1| per family, in sample and held out).
+    ``compute``: achieved fraction of each roof dtype's dense datasheet peak for large, well-tiled GEMMs (keys as
+    :data:`rooflaw.devices.device.DTYPES`: ``fp16`` also prices bf16; ``fp8``, ``fp4``, ``int8``; ``fp8_block``
+    block-scaled fp8; ``mixed`` a weight-only quantised GEMM as a fraction of the activation dtype's peak).
+    ``memory``: achieved fraction of DRAM bandwidth for a kernel that streams its operands (small-M GEMM, GEMV,
+    decode attention's KV reads). ``kernel_s``: seconds every kernel costs on top of its roofline (launch,
+    prologue/epilogue, the tail wave). ``half_rows``: GEMM rows at which the large-M rate is halved (``M/(M +
+    half_rows)`` ramp with r = max(M, 8) rows for M; 0 none). ``gemm_blend``, ``split_s``, ``kstep_s``,
+    ``l2_sm_gbps``, ``l2_share``, ``quant_passes``: the GEMM family's shape figures (:mod:`.gemm`): the exponent of
+    the round roofline corner (0: the hard max), seconds a split-K reduction adds, least seconds of one 64-deep
+    main-loop iteration of a CTA, the L2 bandwidth per SM of operands found resident there and the share of the L2
+    they can fill, and per framework the passes its activation quantiser makes over the bf16 activations.
+    ``attention``: achieved fraction of the attention dtype's peak of a FlashAttention-style prefill kernel's
+    matmuls, with causal FLOPs (the masked half skipped; its softmax is ``attention_softmax``, on the fp32 roof).
+    ``attention_memory``: achieved bandwidth fraction of a decode attention
+    kernel reading the KV cache. ``moe``: achieved fraction of the GEMM rate inside a grouped-GEMM MoE layer.
+    ``collectives``: per ``"<collective>/<link>"`` key (e.g. ``"allreduce/nvlink"``). ``bands``: per family
+    (``gemm``, ``context_attention``, ``generation_attention``, ``context_mla``, ``generation_mla``, ``moe``,
+    ``allreduce``, ``nccl``), the (low, high) quantiles
+    of measured/predicted in leave-one-GPU-out for the 80 % band. ``provenance``: source, commit, rows, command,
+    residuals (median |predicted/measured - 1| per family, in sample and held out).
     """
 
     architecture: str
@@ -62,6 +69,17 @@ class KernelCurves:
     memory: float
     kernel_s: float
     half_rows: float = 0.0
+    #: exponent p of the GEMM's round roofline corner ``(t_c^p + t_m^p)^(1/p)`` (0: the hard max)
+    gemm_blend: float = 0.0
+    #: seconds a split-K GEMM adds for reducing its partial sums
+    split_s: float = 0.0
+    #: least seconds of one main-loop iteration (64 of K) of a GEMM CTA: a long-K GEMM of few CTAs is latency-bound
+    kstep_s: float = 0.0
+    #: GB/s per SM (1e9 bytes/s; in GB/s so the fit's step tolerance sees it at order 1) at which a GEMM reads
+    #: operands resident in L2 (fitting in half of it) where that beats DRAM
+    l2_sm_gbps: float = 0.0
+    #: share of the L2 a re-run GEMM's operands can fill and still be found there (0: none; :func:`.gemm.l2_hits`)
+    l2_share: float = 0.0
     attention: float = 1.0
     #: achieved fraction of the fp8 peak of a prefill attention kernel whose math runs in fp8 (0: ``attention``)
     attention_fp8: float = 0.0
@@ -100,6 +118,12 @@ class KernelCurves:
     #: curves' fraction for ``op``, measured against TensorRT-LLM's (whose rate is 1, as is an engine not named):
     #: vLLM ships FlashAttention where TensorRT-LLM runs its own FMHA
     rate: dict[str, float] = field(default_factory=dict)
+    #: per framework, passes its activation quantiser makes over a GEMM's bf16 activations (fp8/nvfp4/int8 GEMMs;
+    #: an engine the curves do not name gets the fewest; none: 1)
+    quant_passes: dict[str, float] = field(default_factory=dict)
+    #: per ``"<framework>/<compute key>"``, the rate of that engine's GEMM kernel over the reference engine's
+    #: (TensorRT-LLM's, which ``compute`` describes): vLLM's cuBLAS bf16, its per-token fp8, its block-fp8 kernels
+    engine_compute: dict[str, float] = field(default_factory=dict)
     collectives: dict[str, CollectiveCurve] = field(default_factory=dict)
     bands: dict[str, tuple[float, float]] = field(default_factory=dict)
     provenance: dict[str, Any] = field(default_factory=dict)
@@ -179,6 +203,8 @@ def curves_from_dict(name: str, d: dict[str, Any]) -> KernelCurves:
         compute={k: float(v) for k, v in d.get("compute", {}).items()},
         launch={k: float(v) for k, v in d.get("launch", {}).items()},
         rate={k: float(v) for k, v in d.get("rate", {}).items()},
+        quant_passes={k: float(v) for k, v in d.get("quant_passes", {}).items()},
+        engine_compute={k: float(v) for k, v in d.get("engine_compute", {}).items()},
         collectives=coll,
         bands={k: (float(v[0]), float(v[1])) for k, v in d.get("bands", {}).items()},
         provenance=dict(d.get("provenance", {})),

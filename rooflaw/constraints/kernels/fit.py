@@ -60,6 +60,13 @@ _BOUNDS = {
     "launch": (1e-6, 0.0, 1e-2, 1e-5),
     "rate": (1.0, 0.2, 5.0, 1.0),
     "half_rows": (10.0, 0.0, 1e4, 100.0),
+    "gemm_blend": (4.0, 1.0, 30.0, 1.0),
+    "split_s": (2e-6, 0.0, 1e-4, 1e-6),
+    "kstep_s": (1e-8, 0.0, 1e-6, 1e-8),
+    "l2_sm_gbps": (10.0, 0.0, 100.0, 1.0),
+    "l2_share": (0.3, 0.01, 1.0, 0.1),
+    "quant_passes": (1.0, 0.0, 20.0, 1.0),
+    "engine_compute": (1.0, 0.2, 3.0, 1.0),
     # a collective curve's two figures (keys collectives.<collective>/<link>.latency|efficiency)
     "collectives.latency": (5e-6, 0.0, 1e-3, 1e-5),
     "collectives.efficiency": (0.3, 0.01, 1.5, 1.0),
@@ -69,6 +76,8 @@ _BOUNDS = {
     "collectives.scaling": (0.1, -1.0, 1.0, 0.1),
 }
 _DEFAULT_BOUNDS = (0.5, 0.0, 10.0, 1.0)
+#: figures whose fit starts from the ``_BOUNDS`` start, not the curves' current (default) value
+_FRESH = frozenset({"compute", "gemm_blend", "split_s", "kstep_s", "l2_sm_gbps", "l2_share"})
 QUANTILES = (0.1, 0.9)  #: the 80 % band of measured/predicted
 
 
@@ -211,7 +220,7 @@ def fit_family(fam: Family, data: Sequence[Prepared], curves: KernelCurves) -> K
         key = f"collectives.{name.rsplit('.', 1)[-1]}" if head == "collectives" else head
         start, low, high, scale = _BOUNDS.get(key, _DEFAULT_BOUNDS)
         cur = get_param(curves, name)
-        x0.append(min(max(cur if cur is not None and name.split(".")[0] != "compute" else start, low), high))
+        x0.append(min(max(cur if cur is not None and head not in _FRESH else start, low), high))
         lo.append(low)
         hi.append(high)
         sc.append(scale)
@@ -403,7 +412,7 @@ def curves_table(c: KernelCurves) -> str:
 
     for name in SCALARS:
         lines.append(f"{name} = {_toml_value(getattr(c, name))}")
-    for name in ("compute", "launch", "rate", "bands"):
+    for name in ("compute", "launch", "rate", "quant_passes", "engine_compute", "bands"):
         d = getattr(c, name)
         if d:
             lines.append(f"{name} = {_toml_value({k: list(v) if isinstance(v, tuple) else v for k, v in d.items()})}")

@@ -1,12 +1,31 @@
 """The ``gemm`` kernel family: one GEMM C[M×N] = A[M×K]·B[K×N] priced on the kernel curves.
 
-``t = max(2MNK / (peak_roof · compute[key] · tile·wave · M/(M + half_rows)), bytes / (bandwidth · memory))
-+ quant_bytes / (bandwidth · memory) + kernel_s + launch["<framework>/<key>"]`` where
-``bytes = M·K·b_a + K·N·b_w + 2·M·N`` (bf16 output) and ``quant_bytes = M·K·(2 + b_a)`` for a GEMM whose
-activations the engine quantises from bf16 first (fp8, block fp8, nvfp4, int8 W8A8; 0 for bf16 and weight-only).
-Tile and wave quantisation reuse :func:`rooflaw.constraints.tiles.tile_efficiency`; the kernel library picks
-the output tile of :data:`TILE_MENU` that wastes least (tiles × waves over the device's SMs), as cuBLAS and
-CUTLASS heuristics do, so a GEMM of few output tiles is not charged a whole wave of the largest tile.
+``t = blend(t_c, t_m) + quant_passes[framework] · quant_bytes / (bandwidth · memory) + kernel_s
++ launch["<framework>/<key>"]`` with
+
+* ``t_c`` the compute time of the best (tile, split-K) the kernel library can pick over the output tiles of
+  :data:`TILE_MENU` and the K splits of :data:`SPLITS` (each split keeping at least :data:`MIN_SPLIT_K` of K):
+  ``min max(2MNK / (peak_roof · c · tile·wave · r/(r + half_rows)), waves · ⌈K/(split·K_STEP)⌉ · kstep_s)
+  + [split > 1] · split_s`` -- ``c = compute[key]``, times ``engine_compute["<framework>/<key>"]`` for an engine
+  whose kernels are not the reference's (TensorRT-LLM's); ``tile·wave`` the tile and wave efficiency of the
+  ``tiles × split`` CTAs over the device's SMs; ``r = max(M, 8)`` (a tile's rate rises with the rows that share
+  each loaded B tile; a GEMV runs an 8-row tile); ``kstep_s`` the least time one main-loop iteration takes (a
+  CTA's K loop is latency-bound when there are too few CTAs to hide it); ``split_s`` the reduction of the
+  partial sums a split-K GEMM adds;
+* ``t_m = bytes · (h / max(bandwidth · memory, SMs · l2_sm_gbps GB/s) + (1 − h) / (bandwidth · memory))``,
+  ``bytes = M·K·b_a + K·N·b_w + 2·M·N`` (bf16 output), ``h`` the share of the bytes a benchmark re-running the
+  GEMM finds in L2 (:func:`l2_hits`: all while the operands are well within ``l2_share`` of the L2, none well
+  beyond). L2 bandwidth grows with the SMs, so it is a GPU with slow DRAM and a large L2 -- Ada's GDDR6 -- that
+  gains;
+* ``blend(a, b) = (a^p + b^p)^(1/p)``, ``p = gemm_blend`` (0: the hard ``max``): the roofline's corner is round --
+  a kernel near its ridge neither streams at full bandwidth nor computes at the full rate;
+* ``quant_bytes = M·K·(2 + b_a)``: the kernel that quantises bf16 activations first (fp8, block fp8, nvfp4, int8
+  W8A8; 0 for bf16 and weight-only), ``quant_passes`` how many such passes the engine's quantiser makes
+  (per-token scales: a max reduction, then the cast).
+
+Tile and wave quantisation reuse :func:`rooflaw.constraints.tiles.tile_rows`; the library picks the (tile,
+split) that is fastest, as cuBLAS/CUTLASS heuristics and stream-K do, so a GEMM of few output tiles and a long K
+is not charged one wave of the largest tile.
 """
 
 from __future__ import annotations
@@ -18,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from ...devices.device import Device
-from ..tiles import tile_efficiency
+from ..tiles import MIN_TILE_ROWS, tile_efficiency, tile_rows
 from . import Family, KernelCurves, register
 
 #: measured ``gemm_dtype`` -> (device roof dtype, ``KernelCurves.compute`` key, activation bytes, weight bytes);
@@ -41,6 +60,13 @@ COMPUTE_KEYS = ("fp16", "fp8", "fp8_block", "fp4", "int8", "mixed")
 FALLBACK = {"fp8": "fp16", "fp8_block": "fp8", "fp4": "fp8", "int8": "fp16", "mixed": "fp16"}
 #: output tiles (rows, cols) a GEMM library chooses from (CUTLASS/cuBLAS tile shapes on Ampere to Blackwell).
 TILE_MENU = ((64, 64), (64, 128), (128, 64), (128, 128), (128, 256), (256, 128))
+#: K splits a library may run (split-K / stream-K), each split keeping at least ``MIN_SPLIT_K`` of the K dimension
+SPLITS = (1, 2, 4, 8, 16, 32)
+MIN_SPLIT_K = 128
+#: K depth of one main-loop iteration of a CTA (``kstep_s`` is the least time one takes)
+K_STEP = 64
+#: how sharply the L2 hits of a re-run GEMM fall as its operands outgrow ``KernelCurves.l2_share`` of the L2
+L2_STEEPNESS = 4.0
 OUT_BYTES = 2.0  # bf16 output
 #: compute keys whose activations the engine quantises on the fly from bf16 (a kernel of its own before the GEMM:
 #: read M·K bf16, write M·K in the GEMM's activation format); weight-only and bf16 GEMMs read bf16 as they are.
@@ -68,8 +94,28 @@ def launch_s(curves: KernelCurves, op: str, framework: str | None = None) -> flo
     return curves.kernel_s + (min(extra.values()) if extra else 0.0)
 
 
+#: the engine whose GEMM kernels ``compute`` describes; another engine's differ by ``engine_compute["<engine>/<key>"]``
+REFERENCE_ENGINE = "trtllm"
+
+
+def engine_factor(curves: KernelCurves, key: str, framework: str | None = None) -> float:
+    """How much faster than the reference engine's (:data:`REFERENCE_ENGINE`) the ``key`` GEMM kernel of
+    ``framework`` runs at a given shape: ``curves.engine_compute["<framework>/<key>"]``, else 1."""
+    return float(curves.engine_compute.get(f"{framework}/{key}", 1.0))
+
+
+def quant_passes(curves: KernelCurves, framework: str | None = None) -> float:
+    """Passes over the activations an engine's quantise step makes (``curves.quant_passes[framework]``; an unknown
+    framework: the fewest any shows; none fitted: 1)."""
+    q = curves.quant_passes
+    if framework in q:
+        return float(q[framework])
+    return float(min(q.values())) if q else 1.0
+
+
 def tile_wave(M: Any, N: Any, groups: Any, device: Device) -> tuple[np.ndarray, np.ndarray]:
-    """(tile, wave) efficiency of the :data:`TILE_MENU` tile whose product is best for ``groups`` M×N GEMMs."""
+    """(tile, wave) efficiency of the :data:`TILE_MENU` tile whose product is best for ``groups`` M×N GEMMs
+    (no split-K: the tile model the assembly prices its GEMMs with)."""
     dev = dataclasses.replace(device, gemm_half_rows=0.0)
     shape = np.broadcast(np.asarray(M), np.asarray(N), np.asarray(groups)).shape
     best_t, best_w = np.zeros(shape), np.ones(shape)
@@ -87,23 +133,49 @@ def tile_wave_efficiency(M: Any, N: Any, groups: Any, device: Device) -> np.ndar
 
 
 def rows_ramp(M: Any, half_rows: float) -> np.ndarray:
-    """Fraction of the large-M rate an M-row GEMM reaches: M/(M + half_rows) (1 for ``half_rows`` = 0)."""
-    M = np.asarray(M, dtype=np.float64)
+    """Fraction of the large-M rate an M-row GEMM reaches: r/(r + half_rows) with r = max(M, 8) the rows of its
+    narrowest tile (:data:`~rooflaw.constraints.tiles.MIN_TILE_ROWS`: a GEMV runs an 8-row tile, and is not charged
+    as a one-row one); 1 for ``half_rows`` = 0."""
+    M = np.maximum(np.asarray(M, dtype=np.float64), MIN_TILE_ROWS)
     return M / (M + float(half_rows)) if half_rows else np.ones_like(M)
 
 
 @dataclasses.dataclass(frozen=True)
 class GemmTerms:
-    """Curve-independent terms of each row: FLOPs, bytes, peak of its roof (FLOP/s), tile·wave, compute key."""
+    """Curve-independent terms of each row: FLOPs, bytes, peak of its roof (FLOP/s), the (tile, split) candidates,
+    compute key and framework."""
 
     m: np.ndarray
     flops: np.ndarray
     bytes: np.ndarray
     peak: np.ndarray
-    eff: np.ndarray
+    eff: np.ndarray  #: best tile·wave over :data:`TILE_MENU` without split-K (reported, not priced)
     quant_bytes: np.ndarray  #: bytes of the activation-quantise kernel (0 where activations stay bf16)
     group: np.ndarray  #: index into ``labels`` per row
     labels: tuple[tuple[str, str], ...]  #: (compute key, framework) of each group; key "" where not modelled
+    l2_fill: np.ndarray  #: bytes / the device's L2 bytes (inf without an L2 figure)
+    cand_eff: np.ndarray  #: (candidates, rows): tile·wave efficiency of each (tile, split)
+    cand_steps: np.ndarray  #: (candidates, rows): waves × main-loop iterations of a CTA
+    cand_split: np.ndarray  #: (candidates,): True where the candidate splits K
+
+
+def candidates(M: np.ndarray, N: np.ndarray, K: np.ndarray, sms: int | None):
+    """(eff, steps, split) of every (tile of :data:`TILE_MENU`, split of :data:`SPLITS`) for M×N×K GEMMs
+    on ``sms`` SMs; a split leaving less than :data:`MIN_SPLIT_K` of K gets efficiency 0 (never picked)."""
+    effs, steps, split = [], [], []
+    for tm, tn in TILE_MENU:
+        rows = tile_rows(M, tm)
+        tiles_m, tiles_n = np.ceil(M / rows), np.ceil(N / tn)
+        te = M * N / (tiles_m * rows * tiles_n * tn)
+        for s in SPLITS:
+            units = tiles_m * tiles_n * s
+            waves = np.ceil(units / sms) if sms else np.ones_like(units)
+            we = units / (waves * sms) if sms else np.ones_like(units)
+            ok = (s * MIN_SPLIT_K <= K) | (s == 1)
+            effs.append(np.where(ok, te * we, 0.0))
+            steps.append(waves * np.ceil(K / (s * K_STEP)))
+            split.append(s > 1)
+    return np.array(effs), np.array(steps), np.array(split)
 
 
 def terms(rows: pd.DataFrame, device: Device) -> GemmTerms:
@@ -120,25 +192,74 @@ def terms(rows: pd.DataFrame, device: Device) -> GemmTerms:
     fw = rows["framework"].astype(str).to_numpy() if "framework" in rows else np.full(len(rows), "", dtype=object)
     pairs = pd.MultiIndex.from_arrays([key, fw])
     group, labels = pd.factorize(pairs)
+    byts = M * K * ba + K * N * bw + M * N * OUT_BYTES
+    ce, cs, sp = candidates(M, N, K, device.sm_count)
     return GemmTerms(
         m=M,
         flops=2.0 * M * N * K,
-        bytes=M * K * ba + K * N * bw + M * N * OUT_BYTES,
+        bytes=byts,
         peak=peak,
         eff=tile_wave_efficiency(M, N, 1, device),
         quant_bytes=np.where([k in QUANTISED_ACTIVATIONS for k in key], M * K * (2.0 + ba), 0.0),
         group=np.asarray(group),
         labels=tuple((str(k), str(f)) for k, f in labels),
+        l2_fill=byts / float(device.l2_bytes) if device.l2_bytes else np.full(len(byts), np.inf),
+        cand_eff=ce,
+        cand_steps=cs,
+        cand_split=sp,
     )
+
+
+def parts(t: GemmTerms, device: Device, curves: KernelCurves) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(compute seconds ``t_c``, memory seconds ``t_m``, fixed + quantise seconds) of each row of ``t``."""
+    c = np.array(
+        [compute_fraction(curves, k) * engine_factor(curves, k, f) if k else np.nan for k, f in t.labels] or [np.nan]
+    )[t.group]
+    lat = np.array([launch_s(curves, k, f) if k else np.nan for k, f in t.labels] or [np.nan])[t.group]
+    qp = np.array([quant_passes(curves, f) for _, f in t.labels] or [1.0])[t.group]
+    base = t.flops / (t.peak * c * rows_ramp(t.m, curves.half_rows))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tcs = np.maximum(base / t.cand_eff, t.cand_steps * curves.kstep_s)
+    tcs = tcs + np.where(t.cand_split, curves.split_s, 0.0)[:, None]
+    tc = tcs.min(axis=0)
+    bw = device.memory_bandwidth * curves.memory
+    l2 = max(bw, float(device.sm_count or 0) * curves.l2_sm_gbps * 1e9)
+    hit = l2_hits(t.l2_fill, curves.l2_share)
+    tm = t.bytes * (hit / l2 + (1.0 - hit) / bw)
+    return tc, tm, qp * t.quant_bytes / bw + lat
+
+
+def l2_hits(fill: np.ndarray, share: float) -> np.ndarray:
+    """Share of a re-run GEMM's operand bytes found in L2: ``1 / (1 + (fill/share)^L2_STEEPNESS)``, ``fill`` the
+    operands over the L2's bytes -- all of them well below ``share`` of the L2, none well above it (0 for
+    ``share`` = 0)."""
+    if not share:
+        return np.zeros_like(fill)
+    with np.errstate(over="ignore"):
+        return 1.0 / (1.0 + (fill / share) ** L2_STEEPNESS)
+
+
+def blend(tc: np.ndarray, tm: np.ndarray, p: float) -> np.ndarray:
+    """``(tc^p + tm^p)^(1/p)`` (the hard ``max`` for ``p`` = 0), computed without overflow."""
+    if not p:
+        return np.maximum(tc, tm)
+    hi = np.maximum(tc, tm)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return hi * ((tc / hi) ** p + (tm / hi) ** p) ** (1.0 / p)
 
 
 def seconds(t: GemmTerms, device: Device, curves: KernelCurves) -> np.ndarray:
     """Seconds of each row of ``t`` on ``device`` with ``curves`` (NaN where its dtype is not modelled)."""
-    c = np.array([compute_fraction(curves, k) if k else np.nan for k, _ in t.labels] or [np.nan])[t.group]
-    lat = np.array([launch_s(curves, k, f) if k else np.nan for k, f in t.labels] or [np.nan])[t.group]
-    tc = t.flops / (t.peak * c * t.eff * rows_ramp(t.m, curves.half_rows))
-    bw = device.memory_bandwidth * curves.memory
-    return np.maximum(tc, t.bytes / bw) + t.quant_bytes / bw + lat
+    tc, tm, fixed = parts(t, device, curves)
+    return blend(tc, tm, curves.gemm_blend) + fixed
+
+
+def plain_curves(curves: KernelCurves) -> KernelCurves:
+    """``curves`` with the GEMM shape figures off -- the hard max, no split-K (an infinite ``split_s``), no K-loop
+    bound, no L2 path, one quantise pass, every engine's kernels the reference's: the plain roofline of the same
+    fractions, as the assembly prices a GEMM."""
+    return dataclasses.replace(curves, gemm_blend=0.0, split_s=float("inf"), kstep_s=0.0, l2_sm_gbps=0.0,
+                               l2_share=0.0, quant_passes={}, engine_compute={})  # fmt: skip
 
 
 def predict(rows: pd.DataFrame, device: Device, curves: KernelCurves) -> np.ndarray:
@@ -146,22 +267,37 @@ def predict(rows: pd.DataFrame, device: Device, curves: KernelCurves) -> np.ndar
     return seconds(terms(rows, device), device, curves) * 1e3
 
 
+#: scalar figures the GEMM family fits beside ``compute.*``, ``memory``, ``half_rows``, ``kernel_s``
+SHAPE_PARAMS = ("gemm_blend", "split_s", "kstep_s", "l2_sm_gbps", "l2_share")
+
+
 def used_params(rows: pd.DataFrame) -> tuple[str, ...]:
     """Figures the rows of a ``gemm_perf`` table determine: the compute keys present, ``memory``, ``half_rows``,
-    ``kernel_s`` and one extra latency per (framework, non-bf16 key) present."""
+    ``kernel_s``, the shape figures (:data:`SHAPE_PARAMS`), one extra latency per (framework, non-bf16 key)
+    present and one quantise pass count per framework with quantised activations."""
     spec = rows["gemm_dtype"].astype(str).map(lambda d: GEMM_DTYPES.get(d, (None, None))[1])
     keys = [k for k in COMPUTE_KEYS if (spec == k).any()]
-    fw_keys = sorted(
-        {f"{f}/{k}" for f, k in zip(rows["framework"].astype(str), spec, strict=True) if k and k != "fp16"}
+    fws = rows["framework"].astype(str)
+    fw_keys = sorted({f"{f}/{k}" for f, k in zip(fws, spec, strict=True) if k and k != "fp16"})
+    quant = sorted({f for f, k in zip(fws, spec, strict=True) if k in QUANTISED_ACTIVATIONS})
+    engine = sorted({f"{f}/{k}" for f, k in zip(fws, spec, strict=True) if k and f != REFERENCE_ENGINE})
+    return (
+        *(f"compute.{k}" for k in keys),
+        "memory",
+        "half_rows",
+        "kernel_s",
+        *SHAPE_PARAMS,
+        *(f"launch.{p}" for p in fw_keys),
+        *(f"quant_passes.{f}" for f in quant),
+        *(f"engine_compute.{p}" for p in engine),
     )
-    return (*(f"compute.{k}" for k in keys), "memory", "half_rows", "kernel_s", *(f"launch.{p}" for p in fw_keys))
 
 
 FAMILY = register(
     Family(
         name="gemm",
         tables=("gemm_perf",),
-        params=(*(f"compute.{k}" for k in COMPUTE_KEYS), "memory", "half_rows", "kernel_s"),
+        params=(*(f"compute.{k}" for k in COMPUTE_KEYS), "memory", "half_rows", "kernel_s", *SHAPE_PARAMS),
         predict=predict,
         used=used_params,
         prepare=terms,
