@@ -124,7 +124,8 @@ def test_catalog_figures_are_the_fit_command_output(cases):
 def test_held_out_source_error_bound(cases):
     """Leave XJD (llama.cpp on A100 / RTX 4090, a May-2024 build: cuBLAS prompts) out of the fit and predict it:
     the median |pred/meas - 1| stays at the level docs/benchmarks.md reports. With kernel curves and the cuBLAS path's
-    dequantise kernel charged on its own: 0.215 prefill, 0.097 decode (0.315 / 0.095 when the dequantise shared the
+    dequantise kernel charged on its own, after the GEMM family's split-K/L2/round-corner refit: 0.193 prefill, 0.098
+    decode (0.215 / 0.097 before that refit; 0.315 / 0.095 when the dequantise shared the
     GEMM's roofline max; the end-to-end family fit had 0.137 / 0.115: the datacenter family's fp16 fraction was
     fitted on these very cuBLAS prompts); 0.51 prefill before its prompts ran on their build's kernel path."""
     train = [c for c in cases if c.source != "XJD-LLAMACPP"]
