@@ -27,8 +27,6 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-import numpy as np
-
 from ..devices.device import Device
 
 #: engines whose kernels are the ones the measured tables hold (TensorRT-LLM, vLLM; gpt-fast's cuBLAS/Triton
@@ -209,15 +207,3 @@ def curve_tiles(M: Any, N: Any, groups: Any, device: Device) -> Any:
         te, we = tile_efficiency(M, N, groups, dev)
         return te * we
     return tile_wave_efficiency(M, N, groups, device)
-
-
-def rows_ramp(M: Any, half_rows: float) -> Any:
-    """Rate of an M-row GEMM relative to the large-M rate of the curves: r/(r + half_rows), r = max(M, 8) the rows of
-    its narrowest tile (:data:`.tiles.MIN_TILE_ROWS`: a GEMV runs an 8-row tile; 1 for half_rows 0), as the kernel
-    fit's GEMM family (:func:`.kernels.gemm.rows_ramp`)."""
-    from .tiles import MIN_TILE_ROWS
-
-    M = np.maximum(np.asarray(M, dtype=np.float64), MIN_TILE_ROWS)
-    if not half_rows:
-        return np.ones_like(M)
-    return M / (M + float(half_rows))

@@ -26,11 +26,12 @@ from . import assembly as A
 from .assembly import sum_max_affine
 from .backends import resolve
 from .compile import ARG_NAMES, Compiled, compile_preset
-from .curves_applied import curve_tiles, rows_ramp
+from .curves_applied import curve_tiles
 from .engines import Applied, EngineProfile
 from .epilogue import fast_outputs, outputs, phase_overheads, with_overhead
 from .gemm import gemv_inverse_rate, tile_efficiency
 from .scenario import Scenario
+from .tiles import rows_ramp
 from .workload import Workload
 
 #: Names of the presets (the registry is :data:`assembly.PRESETS`).

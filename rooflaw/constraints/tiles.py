@@ -11,6 +11,14 @@ from ..devices.device import Device
 MIN_TILE_ROWS = 8.0
 
 
+def rows_ramp(M, half_rows: float) -> np.ndarray:
+    """Fraction of the large-M rate an M-row GEMM reaches: r/(r + half_rows) with r = max(M, 8) the rows of its
+    narrowest tile (:data:`MIN_TILE_ROWS`: a GEMV runs an 8-row tile, and is not charged as a one-row one); 1 for
+    ``half_rows`` = 0. The kernel fit's GEMM family and the assembly share it."""
+    M = np.maximum(np.asarray(M, dtype=np.float64), MIN_TILE_ROWS)
+    return M / (M + float(half_rows)) if half_rows else np.ones_like(M)
+
+
 def tile_rows(M, tile_m: int):
     """Tile height a GEMM kernel uses for M output rows: the smallest power of two ≥ M, at least
     :data:`MIN_TILE_ROWS` and at most the device tile. Decode GEMMs (M = batch) run GEMV-like narrow tiles, not

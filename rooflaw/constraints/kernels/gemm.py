@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from ...devices.device import Device
-from ..tiles import MIN_TILE_ROWS, tile_efficiency, tile_rows
+from ..tiles import rows_ramp, tile_efficiency, tile_rows
 from . import Family, KernelCurves, register
 
 #: measured ``gemm_dtype`` -> (device roof dtype, ``KernelCurves.compute`` key, activation bytes, weight bytes);
@@ -130,14 +130,6 @@ def tile_wave_efficiency(M: Any, N: Any, groups: Any, device: Device) -> np.ndar
     """Best tile × wave efficiency over :data:`TILE_MENU` of ``groups`` M×N GEMMs on ``device`` (arrays)."""
     te, we = tile_wave(M, N, groups, device)
     return te * we
-
-
-def rows_ramp(M: Any, half_rows: float) -> np.ndarray:
-    """Fraction of the large-M rate an M-row GEMM reaches: r/(r + half_rows) with r = max(M, 8) the rows of its
-    narrowest tile (:data:`~rooflaw.constraints.tiles.MIN_TILE_ROWS`: a GEMV runs an 8-row tile, and is not charged
-    as a one-row one); 1 for ``half_rows`` = 0."""
-    M = np.maximum(np.asarray(M, dtype=np.float64), MIN_TILE_ROWS)
-    return M / (M + float(half_rows)) if half_rows else np.ones_like(M)
 
 
 @dataclasses.dataclass(frozen=True)
