@@ -138,3 +138,20 @@ def exists(path: str | os.PathLike[str]) -> bool:
     except (OSError, ValueError):  # ValueError: an embedded NUL byte
         return False
     return True
+
+
+def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` through a temporary file in its folder, renamed over it: a reader (or an
+    interrupted fit) sees the old file or the new one, never half of one. Returns the path."""
+    import tempfile
+
+    p = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, p)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return p

@@ -7,7 +7,7 @@ from typing import Any, Optional
 
 import typer
 
-from .common import console, err_console, print_json, table
+from .common import atomic_output, check_output, console, err_console, print_json, table
 from .devices import devices_app
 
 
@@ -26,6 +26,8 @@ def fit_efficiency_cmd(
     as_json: bool = typer.Option(False, "--json", help="One JSON object; no tables."),
 ) -> None:
     """Fit per-family bandwidth/compute efficiencies, kernel cost and engine overheads (robust, log space)."""
+    if out is not None:  # a bad --out fails before the fit, not after it
+        check_output(out, "--out", (".toml",))
     from .. import fitting as fe
     from ..fitting import load_cases
 
@@ -63,7 +65,8 @@ def fit_efficiency_cmd(
         report["band_coverage"] = cov = api.band_coverage(loso)
     if out is not None:
         text = "\n".join(fe.achieved_table(res, f).replace("[achieved]", f'[family."{f}"]') for f in res.families)
-        out.write_text(text + "\n" + fe.engines_toml(res), encoding="utf-8")
+        with atomic_output(out, "--out", (".toml",)) as tmp:
+            tmp.write_text(text + "\n" + fe.engines_toml(res), encoding="utf-8")
     if write_catalog:
         for p in fe.write_engine_catalog(res):
             err_console.print(f"wrote {p}")

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import bad
+from ..safe_io import write_text_atomic
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -233,7 +234,7 @@ def bands_toml(bands: Mapping[str, PhaseBand], rows_note: str, command: str) -> 
 def write(bands: Mapping[str, PhaseBand], rows_note: str, command: str, path: str | Path | None = None) -> str:
     """Write ``bands.toml`` (the package's, or ``path``) and drop the cached copy."""
     p = Path(path) if path else BANDS_FILE
-    p.write_text(bands_toml(bands, rows_note, command), encoding="utf-8")
+    write_text_atomic(p, bands_toml(bands, rows_note, command))
     shipped.cache_clear()
     return str(p)
 

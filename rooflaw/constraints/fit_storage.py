@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..safe_io import write_text_atomic
+
 #: a :class:`.fit_efficiency.FitResult` (not imported: this module sits below the fit)
 FitResult = Any
 
@@ -66,10 +68,10 @@ def write_catalog(result: FitResult, catalog_dir: str | None = None, engines_fil
         if fam not in result.families and not curved:
             continue
         text = re.sub(r"\n*\[achieved\]\n(?:[^\[].*\n?)*", "\n", p.read_text(encoding="utf-8")).rstrip("\n")
-        p.write_text(text + "\n" + ("" if curved else "\n" + achieved_table(result, fam)), encoding="utf-8")
+        write_text_atomic(p, text + "\n" + ("" if curved else "\n" + achieved_table(result, fam)))
         written.append(str(p))
     ef = Path(engines_file) if engines_file else ENGINES_FILE
-    ef.write_text(engines_toml(result), encoding="utf-8")
+    write_text_atomic(ef, engines_toml(result))
     written.append(str(ef))
     clear_cache()
     fitted_figures.cache_clear()

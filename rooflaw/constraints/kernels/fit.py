@@ -22,6 +22,7 @@ from scipy.optimize import least_squares
 
 from ...devices.device import Device
 from ...errors import RooflawError, bad
+from ...safe_io import write_text_atomic
 from . import FAMILIES, GENERIC, Family, KernelCurves, family_of_table
 from .tables import Table
 
@@ -477,7 +478,7 @@ def write_catalog(text: str, path: str | Path | None = None) -> Path:
     from . import CATALOG, load_curves
 
     p = Path(path) if path else CATALOG
-    p.write_text(text, encoding="utf-8")
+    write_text_atomic(p, text)
     load_curves.cache_clear()
     return p
 
