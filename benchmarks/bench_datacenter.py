@@ -1,0 +1,118 @@
+"""Held-out check: datacenter and multi-GPU serving against published measurements (docs/benchmarks.md).
+
+Prices every row of ``benchmarks/data/datacenter.csv`` (TensorRT-LLM's published throughput and online-serving
+tables; never used for fitting) with rooflaw's serving model on the catalog system ``<device>:<gpus>``, under the
+row's layout (tp/ep/pp), precision and engine profile, and prints per-row predicted/measured and the median
+|predicted/measured − 1| by metric, GPU, dense/MoE and TP.
+
+- ``output_tok_s`` rows (``concurrency = max``: offline, every request queued): the engine runs as many
+  sequences as fit; the batch is the largest that fits one replica's memory (:func:`rooflaw.parallel.max_batch`
+  at the row's ISL/OSL), capped at :data:`MAX_BATCH` (trtllm-bench's runtime batch limit printed in the same
+  document). Compared per GPU (the published total / the row's GPUs).
+- ``ttft_ms`` / ``tpot_ms`` rows: the row's mean in-flight requests (``concurrency``) as the batch.
+
+    python benchmarks/bench_datacenter.py [--csv PATH] [--json] [--model steady|decode]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+import rooflaw as rl
+
+HERE = Path(__file__).resolve().parent
+CSV = HERE / "data" / "datacenter.csv"
+#: trtllm-bench's runtime batch limit ("Max Runtime Batch Size: 4096" in the perf-overview's printed example).
+MAX_BATCH = 4096
+
+
+def layout_text(r: dict[str, str]) -> str:
+    parts = [f"tp={r['tp']}"]
+    if int(r["ep"]) > 1:
+        parts.append(f"ep={r['ep']}")
+    if int(r["pp"]) > 1:
+        parts.append(f"pp={r['pp']}")
+    return ",".join(parts)
+
+
+def predict(r: dict[str, str]) -> tuple[float, int]:
+    """(predicted value in the row's unit, batch used)."""
+    arch = rl.load_architecture(r["model"])
+    system = rl.get_system(f"{r['device_id']}:{r['gpus']}")
+    lay = rl.parallel.parse_layout(layout_text(r))
+    isl, osl = int(r["isl"]), int(r["osl"])
+    prec, engine = r["precision"], r["engine"]
+    if r["concurrency"] == "max":
+        fit = rl.parallel.max_batch(arch, system, lay, rl.Workload(1, isl, osl), prec)
+        batch = max(1, min(fit, MAX_BATCH))
+    else:
+        batch = max(1, round(float(r["concurrency"])))
+    out = rl.parallel.evaluate_layout(arch, system, lay, rl.Workload(batch, isl, osl), prec, engine)
+    if r["metric"] == "output_tok_s":
+        return out["tokens_per_s_per_device"], batch
+    if r["metric"] == "ttft_ms":
+        return out["ttft_s"] * 1e3, batch
+    return out["tpot_s"] * 1e3, batch
+
+
+def measured(r: dict[str, str]) -> float:
+    v = float(r["value"])
+    return v / int(r["gpus"]) if r["metric"] == "output_tok_s" else v
+
+
+def summary(rows: list[dict[str, object]]) -> dict[str, float]:
+    groups: dict[str, list[float]] = defaultdict(list)
+    for r in rows:
+        e = abs(float(r["ratio"]) - 1)  # type: ignore[arg-type]
+        for key in ("all", f"metric={r['metric']}", f"gpu={r['gpu']}", f"class={r['class']}", f"tp={r['tp']}",
+                    f"metric={r['metric']},class={r['class']}"):  # fmt: skip
+            groups[key].append(e)
+    return {k: float(np.median(v)) for k, v in sorted(groups.items())} | {
+        f"n[{k}]": float(len(v)) for k, v in sorted(groups.items())
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--csv", type=Path, default=CSV)
+    ap.add_argument("--json", action="store_true", help="one JSON line with every row and figure")
+    a = ap.parse_args()
+    with open(a.csv, newline="") as f:
+        data = list(csv.DictReader(f))
+    t0 = time.perf_counter()
+    rows = []
+    for r in data:
+        p, batch = predict(r)
+        m = measured(r)
+        rows.append(dict(row=r["row_id"], model=r["model"], gpu=r["device_id"], tp=int(r["tp"]), cls=r["arch_class"],
+                         **{"class": r["arch_class"]}, metric=r["metric"], isl=int(r["isl"]), osl=int(r["osl"]),
+                         batch=batch, precision=r["precision"], predicted=p, measured=m,
+                         ratio=p / m if m else math.nan))  # fmt: skip
+    secs = time.perf_counter() - t0
+    s = summary(rows)
+    if a.json:
+        print(json.dumps({"rows": rows, "summary": s, "seconds": secs}))
+        return
+    print(f"{'row':6s} {'model':16s} {'gpu':14s} {'tp':>2s} {'metric':12s} {'isl/osl':>10s} {'batch':>5s} "
+          f"{'pred':>10s} {'meas':>10s} {'pred/meas':>9s}")  # fmt: skip
+    for r in rows:
+        print(f"{r['row']:6s} {r['model']:16s} {r['gpu']:14s} {r['tp']:2d} {r['metric']:12s} "
+              f"{str(r['isl']) + '/' + str(r['osl']):>10s} {r['batch']:5d} {r['predicted']:10.4g} "
+              f"{r['measured']:10.4g} {r['ratio']:9.3f}")  # fmt: skip
+    print("\nmedian |pred/meas - 1|")
+    for k, v in s.items():
+        if not k.startswith("n["):
+            print(f"  {k:34s} n={int(s[f'n[{k}]']):3d}  {v:6.1%}")
+    print(f"\n{len(rows)} rows in {secs:.1f} s")
+
+
+if __name__ == "__main__":
+    main()
