@@ -32,6 +32,8 @@ HERE = Path(__file__).resolve().parent
 CSV = HERE / "data" / "datacenter.csv"
 #: trtllm-bench's runtime batch limit ("Max Runtime Batch Size: 4096" in the perf-overview's printed example).
 MAX_BATCH = 4096
+#: trtllm-bench's tokens per engine step ("Max Runtime Tokens: 8192", the same printed example).
+TOKEN_BUDGET = 8192
 
 
 def layout_text(r: dict[str, str]) -> str:
@@ -43,8 +45,10 @@ def layout_text(r: dict[str, str]) -> str:
     return ",".join(parts)
 
 
-def predict(r: dict[str, str]) -> tuple[float, int]:
-    """(predicted value in the row's unit, batch used)."""
+def predict(r: dict[str, str], model: str = "steady") -> tuple[float, int]:
+    """(predicted value in the row's unit, batch used). ``model``: ``steady`` (in-flight batching's steady state,
+    :func:`rooflaw.parallel.inflight`) or ``decode`` (the first result: batch·OSL over the decode time, TTFT of
+    the whole batch's prompts)."""
     arch = rl.load_architecture(r["model"])
     system = rl.get_system(f"{r['device_id']}:{r['gpus']}")
     lay = rl.parallel.parse_layout(layout_text(r))
@@ -55,7 +59,11 @@ def predict(r: dict[str, str]) -> tuple[float, int]:
         batch = max(1, min(fit, MAX_BATCH))
     else:
         batch = max(1, round(float(r["concurrency"])))
-    out = rl.parallel.evaluate_layout(arch, system, lay, rl.Workload(batch, isl, osl), prec, engine)
+    wl = rl.Workload(batch, isl, osl)
+    if model == "steady":
+        out = rl.parallel.inflight(arch, system, lay, wl, prec, engine, max(TOKEN_BUDGET, batch))
+    else:
+        out = rl.parallel.evaluate_layout(arch, system, lay, wl, prec, engine)
     if r["metric"] == "output_tok_s":
         return out["tokens_per_s_per_device"], batch
     if r["metric"] == "ttft_ms":
@@ -84,13 +92,19 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--csv", type=Path, default=CSV)
     ap.add_argument("--json", action="store_true", help="one JSON line with every row and figure")
+    ap.add_argument(
+        "--model",
+        choices=("steady", "decode"),
+        default="steady",
+        help="steady: in-flight batching (default); decode: the first result's decode-only pricing",
+    )
     a = ap.parse_args()
     with open(a.csv, newline="") as f:
         data = list(csv.DictReader(f))
     t0 = time.perf_counter()
     rows = []
     for r in data:
-        p, batch = predict(r)
+        p, batch = predict(r, a.model)
         m = measured(r)
         rows.append(dict(row=r["row_id"], model=r["model"], gpu=r["device_id"], tp=int(r["tp"]), cls=r["arch_class"],
                          **{"class": r["arch_class"]}, metric=r["metric"], isl=int(r["isl"]), osl=int(r["osl"]),

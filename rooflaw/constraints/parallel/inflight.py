@@ -1,0 +1,100 @@
+"""In-flight (continuous) batching under a layout: the steady state of a replica kept at ``concurrency``
+requests, prompts prefilled in chunks inside the decode steps (TensorRT-LLM's in-flight batching, vLLM's
+chunked prefill) -- what a max-throughput benchmark (``trtllm-bench throughput``: every request queued, as many
+in flight as fit) or a serving benchmark at a fixed concurrency measures.
+
+The schedule is :class:`~rooflaw.constraints.serving.Schedule` (token budget per step, prompt chunks beside
+``C − 1`` decoders, pure decode steps for the rest); a step's seconds come from the layout's serving model
+(:func:`~.sweep.evaluate_layout`: shards, collectives, engine overheads): a step of ``c`` prompt tokens and ``n``
+decoding sequences runs its linear layers once over ``c + n`` rows (weights read once: the prefill of ``c + n``
+tokens) and, one after the other inside every layer, the decode attention of the ``n`` sequences over their KV
+cache (at the schedule's mean context): the part of a decode step of ``n`` sequences that a decode step at a
+one-token context does not have. A pure decode step is the decode step itself.
+
+From the steady state (closed loop, Little's law): output tokens/s = 1 / seconds per output token; a request's
+latency = C / requests per second; TTFT = the mixed steps that carry its prompt; TPOT = (latency − TTFT)/(O − 1).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from ...devices.precision import Precision
+from ...devices.system import System
+from ...errors import bad
+from ..serving import Schedule, StepCost
+from ..workload import Workload
+from .layout import Layout, parse_layout
+from .sweep import evaluate_layout
+
+#: TensorRT-LLM's default ``max_num_tokens`` (tokens one engine step may carry: decode tokens + prompt chunks).
+TRTLLM_TOKEN_BUDGET = 8192
+
+
+def layout_step_cost(arch: Any, system: System, layout: Layout, precision: str | Precision, engine: Any,
+                     prompt_tokens: int, output_tokens: int, attention: str = "fused",
+                     overlap: bool = False) -> StepCost:  # fmt: skip
+    """``step_s(c, n)``: seconds of one engine step of ``c`` prompt tokens and ``n`` decoding sequences of one
+    replica under ``layout`` (see the module docstring)."""
+
+    @cache
+    def pre(k: int) -> float:
+        w = Workload(1, k, 1, attention)
+        return evaluate_layout(arch, system, layout, w, precision, engine, overlap)["ttft_s"]
+
+    @cache
+    def dec(n: int, context: bool = True) -> float:
+        w = Workload(n, prompt_tokens, output_tokens, attention) if context else Workload(n, 1, 2, attention)
+        return evaluate_layout(arch, system, layout, w, precision, engine, overlap)["tpot_s"]
+
+    def step(c: int, n: int) -> float:
+        if not c:
+            return dec(n) if n else 0.0
+        return pre(c + n) + (max(0.0, dec(n) - dec(n, False)) if n else 0.0)
+
+    return step
+
+
+def inflight(
+    arch: Any,
+    system: System,
+    layout: str | Layout,
+    workload: Workload,
+    precision: str | Precision = "bf16",
+    engine: Any = None,
+    token_budget: int = TRTLLM_TOKEN_BUDGET,
+    overlap: bool = False,
+) -> dict[str, float]:
+    """Steady state of one replica (``layout``) of ``system`` holding ``workload.batch`` requests in flight, each
+    ``workload.input_tokens`` in and ``workload.output_tokens`` out, with ``token_budget`` tokens per step.
+
+    Returns (SI units): ``tokens_per_s`` (output tokens/s of every replica, ``layout.dp`` of them),
+    ``tokens_per_s_per_device``, ``requests_per_s``, ``latency_s`` (a request's, arrival to last token),
+    ``ttft_s``, ``tpot_s`` (mean seconds per output token after the first), ``step_s_decode`` (a pure decode step
+    of ``batch`` sequences)."""
+    lay = parse_layout(layout) if isinstance(layout, str) else layout
+    C, P, O = workload.batch, workload.input_tokens, workload.output_tokens
+    if O < 2:
+        raise bad("output_tokens", O, "in-flight batching needs at least 2 output tokens (a decode step)")
+    if token_budget < C:
+        raise bad("token_budget", token_budget, f"must be at least the requests in flight ({C})")
+    step = layout_step_cost(arch, system, lay, precision, engine, P, O, workload.attention, overlap)
+    sched = Schedule(C, P, O, token_budget)
+    spt = sched.seconds_per_token(step)
+    rate = 1.0 / spt  # output tokens/s of one replica
+    latency = C * O * spt  # Little's law: C in flight, C·O/latency tokens/s
+    chunk = token_budget - (C - 1)
+    m = -(-P // chunk)
+    if (C - 1) * m <= O - 1:  # decoders keep every step: the prompt rides m mixed steps beside C - 1 decoders
+        rest = P - (m - 1) * chunk
+        ttft = (m - 1) * step(chunk, C - 1) + step(rest, C - 1)
+    else:  # prefill-bound: every step full, the prompt's share of each (P of its P + O - 1 tokens)
+        ttft = latency * P / (P + O - 1)
+    ttft = min(ttft, latency)
+    return dict(tokens_per_s=lay.dp * rate, tokens_per_s_per_device=rate / (lay.devices / lay.dp),
+                requests_per_s=lay.dp * rate / O, latency_s=latency, ttft_s=ttft,
+                tpot_s=(latency - ttft) / (O - 1), step_s_decode=step(0, C))  # fmt: skip
+
+
+__all__ = ["TRTLLM_TOKEN_BUDGET", "inflight", "layout_step_cost"]

@@ -1,0 +1,71 @@
+"""In-flight batching under a layout (rooflaw.parallel.inflight): the steady state against a brute-force
+simulation of the same schedule with the layout's step costs, one request in flight by hand, and bad input."""
+
+import pytest
+
+import rooflaw as rl
+from rooflaw.constraints.serving import Schedule, simulate
+
+ARCH = "layers=4,d_model=1024,heads=16,kv_heads=4,ffn=2816,vocab=32000"
+ENGINE = "tensorrt-llm"
+
+
+@pytest.fixture(scope="module")
+def setup():
+    return rl.load_architecture(ARCH), rl.get_system("h100-sxm:2"), rl.parallel.parse_layout("tp=2")
+
+
+def _layout(arch, sysm, lay, b, s_in, s_out):
+    return rl.parallel.evaluate_layout(arch, sysm, lay, rl.Workload(b, s_in, s_out), "bf16", ENGINE)
+
+
+def test_steady_state_matches_simulation_with_layout_steps(setup):
+    arch, sysm, lay = setup
+    C, P, O, T = 4, 300, 20, 256
+    out = rl.parallel.inflight(arch, sysm, lay, rl.Workload(C, P, O), "bf16", ENGINE, token_budget=T)
+    step = rl.parallel.layout_step_cost(arch, sysm, lay, "bf16", ENGINE, P, O)
+    brute = simulate(Schedule(C, P, O, T), step, n_requests=30 * C, warmup=10 * C)
+    assert 1.0 / out["tokens_per_s"] == pytest.approx(brute, rel=0.02)
+    assert out["tokens_per_s_per_device"] == pytest.approx(out["tokens_per_s"] / 2, rel=1e-12)
+    # Little's law: C requests in flight, each latency_s long, O tokens each
+    assert out["latency_s"] == pytest.approx(C * O / out["tokens_per_s"], rel=1e-12)
+
+
+def test_one_request_is_its_prefill_then_decode_steps(setup):
+    arch, sysm, lay = setup
+    P, O = 500, 17
+    out = rl.parallel.inflight(arch, sysm, lay, rl.Workload(1, P, O), "bf16", ENGINE)
+    pre = _layout(arch, sysm, lay, 1, P, 1)["ttft_s"]
+    dec = _layout(arch, sysm, lay, 1, P, O)["tpot_s"]
+    assert out["ttft_s"] == pytest.approx(pre, rel=1e-9)
+    assert out["tpot_s"] == pytest.approx(dec, rel=1e-9)
+    assert out["latency_s"] == pytest.approx(pre + (O - 1) * dec, rel=1e-9)
+
+
+def test_mixed_step_adds_decode_attention_to_the_prefill(setup):
+    """A step of c prompt tokens beside n decoders costs more than either part alone and less than both."""
+    arch, sysm, lay = setup
+    P, O, c, n = 2000, 500, 1000, 64
+    step = rl.parallel.layout_step_cost(arch, sysm, lay, "bf16", ENGINE, P, O)
+    pre = _layout(arch, sysm, lay, 1, c + n, 1)["ttft_s"]
+    dec = _layout(arch, sysm, lay, n, P, O)["tpot_s"]
+    assert max(pre, dec) < step(c, n) < pre + dec
+    assert step(0, n) == pytest.approx(dec, rel=1e-12)
+
+
+def test_dp_replicas_add_throughput_not_per_device(setup):
+    arch, _, _ = setup
+    one = rl.parallel.inflight(arch, rl.get_system("h100-sxm:2"), "tp=2", rl.Workload(8, 200, 30), "bf16", ENGINE)
+    two = rl.parallel.inflight(arch, rl.get_system("h100-sxm:4"), "tp=2,dp=2", rl.Workload(8, 200, 30), "bf16",
+                               ENGINE)  # fmt: skip
+    assert two["tokens_per_s"] == pytest.approx(2 * one["tokens_per_s"], rel=1e-9)
+    assert two["tokens_per_s_per_device"] == pytest.approx(one["tokens_per_s_per_device"], rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    "wl,budget,field", [(rl.Workload(16, 100, 10), 8, "token_budget"), (rl.Workload(2, 100, 1), 64, "output_tokens")]
+)
+def test_bad_input_names_the_field(setup, wl, budget, field):
+    arch, sysm, lay = setup
+    with pytest.raises(rl.RooflawError, match=field):
+        rl.parallel.inflight(arch, sysm, lay, wl, "bf16", ENGINE, token_budget=budget)
