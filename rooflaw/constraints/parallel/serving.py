@@ -4,9 +4,14 @@ device, communication, throughput and energy per token -- vectorised over archit
 Compute and memory time per device come from the one assembly (:mod:`..roofline`, the per-operator path)
 applied to the sharded shapes of :mod:`.shard`; communication from :mod:`.collectives`:
 
-- attention TP: one all-reduce of the layer output (tokens·d_model·b_a) over ``tp_attn`` devices per layer;
+- attention TP: one all-reduce of the layer output (tokens·d_model·b_c) over ``tp_attn`` devices per layer;
 - dense FFN TP: one all-reduce over ``tp`` per layer; EP: dispatch + combine all-to-all per layer, each device
-  sending its own tokens' top_k copies (tokens·top_k·d_model·b_a, split over its TP peers);
+  sending its own tokens' top_k copies (tokens·top_k·d_model, split over its TP peers: the dispatch at b_a, the
+  GEMM input's format, the combine at b_c);
+
+``b_c`` (:func:`stream_bytes`) is the residual stream's bytes per element: 16-bit unless the activations are wider.
+An 8- or 4-bit activation format is the GEMMs' input, quantised inside each layer; what TP all-reduces (the
+partial outputs of the row-parallel GEMMs), what EP combines and what a pipeline stage sends stay 16-bit.
 - Helix: an all-to-all of the partial attention outputs and their log-sum-exp (fp32) over ``kvp`` devices,
   then one all-reduce over all N devices, then the FFN's TP all-reduce or EP all-to-all over N;
 - PP: a point-to-point send of the activations per stage boundary (over the network when the replica spans
@@ -118,31 +123,41 @@ def _ffn_workspace(cols: Mapping[str, np.ndarray], batch: int, S: int, b_a: floa
     return min(batch * S, PREFILL_CHUNK_TOKENS) * (1 + cols["gated"]) * width * b_a
 
 
+def stream_bytes(b_a: float) -> float:
+    """Bytes per element of the residual stream that the collectives move, for activations of ``b_a`` bytes: 16-bit
+    (2) unless the activations are wider (fp32: 4)."""
+    return max(float(b_a), 2.0)
+
+
 def _comm_per_layer(cols, lay: Layout, system: System, tokens_attn: float, tokens_ffn: float, b_a: float,
                     c: C.Costs = C.TIME):  # fmt: skip
     """Seconds (``c = C.TIME``) or one device's link joules (``C.ENERGY``) of one layer's collectives for
-    ``tokens_attn`` tokens held by a device (``tokens_ffn`` in the FFN)."""
+    ``tokens_attn`` tokens held by a device (``tokens_ffn`` in the FFN); ``b_a``: the activation format's bytes
+    (the EP dispatch's), the rest at :func:`stream_bytes`."""
     g = shard.degrees(cols, lay)
     d = cols["d_model"]
-    msg = tokens_attn * d * b_a
+    b_c = stream_bytes(b_a)
+    msg = tokens_attn * d * b_c
     t = np.zeros(np.shape(d))
     if lay.helix:
         heads_dev = cols["heads"] / g.tp_attn
-        t = t + c.all_to_all(tokens_attn * heads_dev * (cols["head_dim"] * b_a + 4), g.kvp, system)
+        t = t + c.all_to_all(tokens_attn * heads_dev * (cols["head_dim"] * b_c + 4), g.kvp, system)
         t = t + c.all_reduce(msg, lay.helix, system)
         n = lay.helix
-        t = t + np.where(g.moe, 2 * c.all_to_all(tokens_ffn / n * cols["top_k"] * d * b_a, n, system),
-                         c.all_reduce(tokens_ffn * d * b_a, n, system))  # fmt: skip
+        sent = tokens_ffn / n * cols["top_k"] * d
+        t = t + np.where(g.moe, c.all_to_all(sent * b_a, n, system) + c.all_to_all(sent * b_c, n, system),
+                         c.all_reduce(tokens_ffn * d * b_c, n, system))  # fmt: skip
         return t
     if g.tp_attn > 1:
         t = t + c.all_reduce(msg, g.tp_attn, system)
     if lay.ep > 1:
         own = tokens_attn / g.tp_attn  # each TP peer of an attention group dispatches its share
-        t = t + 2 * c.all_to_all(own * cols["top_k"] * d * b_a, lay.ep, system)
+        sent = own * cols["top_k"] * d
+        t = t + c.all_to_all(sent * b_a, lay.ep, system) + c.all_to_all(sent * b_c, lay.ep, system)
         if lay.tp > 1:
-            t = t + c.all_reduce(tokens_ffn * cols["top_k"] / lay.ep * d * b_a, lay.tp, system)
+            t = t + c.all_reduce(tokens_ffn * cols["top_k"] / lay.ep * d * b_c, lay.tp, system)
     elif lay.tp > 1 and lay.dp_attn == 0:
-        t = t + c.all_reduce(tokens_ffn * d * b_a, lay.tp, system)
+        t = t + c.all_reduce(tokens_ffn * d * b_c, lay.tp, system)
     return t
 
 
@@ -161,7 +176,7 @@ def link_energy(cols, lay: Layout, system: System, wl: Workload, b_a: float) -> 
     if lay.pp > 1:
         cross = lay.devices // lay.dp > system.node_size
         sends = ba * S_in + S_out * lay.pp * mba  # tokens crossing each boundary
-        e = e + lay.group * (lay.pp - 1) * C.p2p_j(sends * cols["d_model"] * b_a, system, cross)
+        e = e + lay.group * (lay.pp - 1) * C.p2p_j(sends * cols["d_model"] * stream_bytes(b_a), system, cross)
     return e
 
 
@@ -310,11 +325,11 @@ def _sharded(cols, sc: Scenario, stage):
         ctx_half = _sum_group(_ops(ctx_shape, w(ba, half)), "ctx", "prefill")[0] if half < S_in else ctx
         comp = chunk_steps(pre["prefill"][0], ctx, ctx_half, S_in, half, sizes)
         comm_c = comm_pre[:, None] * (sizes / S_in)
-        p2p_c = C.p2p_sys(ba * sizes * cols["d_model"][:, None] * b_a, system, cross)
+        p2p_c = C.p2p_sys(ba * sizes * cols["d_model"][:, None] * stream_bytes(b_a), system, cross)
         steps = _combine(comp, comm_c, overlap) + p2p_c  # a stage's seconds per chunk, its send included
         ttft = pipeline_makespan(steps, lay.pp)
         prefill_rate = wl.batch * S_in / steps.sum(axis=1) / (lay.pp * lay.group)
-        p2p_dec = C.p2p_sys(mba * cols["d_model"] * b_a, system, cross)
+        p2p_dec = C.p2p_sys(mba * cols["d_model"] * stream_bytes(b_a), system, cross)
         tpot = lay.pp * (t_dec / S_out + p2p_dec)
         decode_s = S_out * tpot
         # communication on the critical path: every chunk's collectives and sends on one stage, then the slowest
@@ -355,4 +370,5 @@ def _sharded(cols, sc: Scenario, stage):
     )  # fmt: skip
 
 
-__all__ = ["OUTPUTS", "chunk_sizes", "chunk_steps", "from_single", "layout_columns", "link_energy", "pipeline_makespan"]
+__all__ = ["OUTPUTS", "chunk_sizes", "chunk_steps", "from_single", "layout_columns", "link_energy", "pipeline_makespan",
+           "stream_bytes"]  # fmt: skip
