@@ -1,6 +1,8 @@
 """In-flight batching under a layout (rooflaw.parallel.inflight): the steady state against a brute-force
 simulation of the same schedule with the layout's step costs, one request in flight by hand, and bad input."""
 
+import json
+
 import pytest
 
 import rooflaw as rl
@@ -69,3 +71,17 @@ def test_bad_input_names_the_field(setup, wl, budget, field):
     arch, sysm, lay = setup
     with pytest.raises(rl.RooflawError, match=field):
         rl.parallel.inflight(arch, sysm, lay, wl, "bf16", ENGINE, token_budget=budget)
+
+
+def test_cli_json_carries_the_inflight_steady_state(capsys, setup):
+    from cli_helpers import run_cli
+
+    arch, sysm, lay = setup
+    code, out, _ = run_cli(capsys, "evaluate", "--arch", ARCH, "--system", "h100-sxm:2", "--layout", "tp=2",
+                           "--batch", "1,16", "--input-tokens", "300", "--output-tokens", "20", "--engine", ENGINE,
+                           "--json")  # fmt: skip
+    assert code == 0
+    sweep = json.loads(out)["sweep"]
+    for row in sweep:
+        ref = rl.parallel.inflight(arch, sysm, lay, rl.Workload(row["batch"], 300, 20), "fp16", ENGINE)
+        assert row["inflight"] == pytest.approx(ref, rel=1e-12)

@@ -53,3 +53,16 @@ def test_assembly_step_cost_is_the_evaluated_passes():
     dec = evaluate(a, dev, Workload(4, 512, 64), "bf16", engine="vllm").tpot_s
     assert step(296, 4) == pytest.approx(max(pre, dec), rel=1e-12)
     assert step(0, 4) == pytest.approx(dec, rel=1e-12)
+
+
+@pytest.mark.parametrize("C,P,O,T", [(64, 100, 50, 1024), (300, 300, 100, 1024), (40, 1000, 30, 1024)])
+def test_overlapping_prompts_never_decode_more_sequences_than_are_in_flight(C, P, O, T):
+    """More requests in flight than output tokens (C > O): prompts overlap, yet a step holds at most C decoders
+    and T tokens, and the fluid steady state stays near the brute force (the requests' cohorts, which finish
+    together in a closed loop of equal requests, make the simulated steps lumpier: within 12 % here; the
+    'every step full' answer this replaced was 43 % off the first case, with 337 decoders of 64 requests)."""
+    s = Schedule(C, P, O, T)
+    for c, n, _ in s.steps():
+        assert n <= C and c + n <= T
+    brute = simulate(s, _cost, n_requests=300 * C, warmup=100 * C)
+    assert s.seconds_per_token(_cost) == pytest.approx(brute, rel=0.12)

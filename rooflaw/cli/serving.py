@@ -25,6 +25,16 @@ def resolve_system(device: Optional[str], system: Optional[str]) -> Any:
     return sys_
 
 
+def _inflight(arch, sys_, lay, batch, s_in, s_out, attention, precision, engine, overlap) -> Optional[dict]:
+    """The steady state of ``batch`` requests in flight (:func:`rooflaw.parallel.inflight`); None for one output
+    token (no decode step)."""
+    if s_out < 2:
+        return None
+    wl = api.Workload(batch, s_in, s_out, attention)
+    budget = max(api.TRTLLM_TOKEN_BUDGET, batch)
+    return api.inflight(arch, sys_, lay, wl, precision, engine, budget, overlap)
+
+
 def serve(device, system, layout, arch, precision, batch, s_in, s_out, attention, engine, preset, tiles, overlap,
           want_max, pareto_plot: Optional[Path], as_json: bool) -> None:  # fmt: skip
     """Evaluate ``arch`` on a system under a layout at each batch of the sweep and print or write the results."""
@@ -47,6 +57,8 @@ def serve(device, system, layout, arch, precision, batch, s_in, s_out, attention
                engine=engine, sweep=rows, pareto_batches=[r["batch"] for r in rows if r["pareto"]])  # fmt: skip
     if "stages" in first:
         out["stages"] = first["stages"]
+    for r in rows:  # continuous batching at `batch` requests in flight (chunked prefill inside the decode steps)
+        r["inflight"] = _inflight(arch, sys_, lay, r["batch"], s_in, s_out, attention, precision, engine, overlap)
     if want_max:
         out["max_batch"] = api.max_batch(arch, sys_, lay, wl, precision)
     banded = bool(api.problem_band(sys_.device, engine, "full", "decode"))
@@ -70,6 +82,12 @@ def serve(device, system, layout, arch, precision, batch, s_in, s_out, attention
              f"{r['joules_per_token']:.3g}" if r["joules_per_token"] == r["joules_per_token"] else "n/a",
              "yes" if r["fits"] else "NO", "*" if r["pareto"] else ""] for r in rows]  # fmt: skip
     console.print(table("serving (comm: summed over the phase; tok/s: generated tokens)", HEADERS, body))
+    live = [[r["batch"], fmt_time(f["ttft_s"]), fmt_time(f["tpot_s"]), f"{f['tokens_per_s']:.4g}",
+             f"{f['tokens_per_s_per_device']:.4g}"] for r in rows if (f := r["inflight"]) is not None]  # fmt: skip
+    if live:
+        console.print(table(f"in-flight batching: batch = requests in flight, prompts prefilled inside the decode "
+                            f"steps (≤ {api.TRTLLM_TOKEN_BUDGET} tokens a step)",
+                            ["in flight", "TTFT", "TPOT", "tok/s", "tok/s/device"], live))  # fmt: skip
     if banded:
         pre, dec = (api.phase_band(p).band() for p in ("prefill", "decode"))
         console.print(

@@ -53,21 +53,39 @@ class Schedule:
 
         With ``C − 1`` other requests decoding, a prompt is cut into chunks of ``T − (C − 1)`` tokens:
         ``m`` mixed steps, the last carrying the remainder. The other requests' ``O − 1`` decode tokens
-        not carried by those mixed steps run in pure decode steps of ``C`` sequences. When prompts are
-        so long that decoders never fill a step (``(C − 1)·m > O − 1``), prompts overlap and every step is
-        full: ``(P + O − 1)/T`` steps per request, each with ``T·(O − 1)/(P + O − 1)`` decoders.
+        not carried by those mixed steps run in pure decode steps of ``C`` sequences. When the mixed steps
+        alone would carry more decode tokens than a request needs (``(C − 1)·m > O − 1``), prompts overlap:
+        in the steady state ``j`` requests finish per step, each spent ``p`` steps in its prompt and ``O − 1``
+        decoding, so ``C = j·(p + O − 1)`` and every step carries ``j·P`` prompt tokens beside ``j·(O − 1)``
+        decoders (``p = ⌈P / (T − j·(O − 1))⌉``, the steps its prompt takes beside them). When that exceeds
+        the budget, every step is full: ``(P + O − 1)/T`` steps per request, each with ``T·(O − 1)/(P + O − 1)``
+        decoders (the other requests wait for budget).
         """
         C, P, O, T = self.concurrency, self.prompt_tokens, self.output_tokens, self.token_budget
         chunk = T - (C - 1)
         m = math.ceil(P / chunk)
         rest = P - (m - 1) * chunk
         pure = (O - 1 - (C - 1) * m) / C
-        if pure >= 0:
-            out = [(chunk, C - 1, float(m - 1)), (rest, C - 1, 1.0), (0, C, pure)]
-        else:  # prefill-bound: every step is full, its T tokens shared by prompt chunks and decoders
-            n = round(T * (O - 1) / (P + O - 1))
-            out = [(T - n, n, (P + O - 1) / T)]
+        if pure < 0:
+            return self._overlapping()
+        out = [(chunk, C - 1, float(m - 1)), (rest, C - 1, 1.0), (0, C, pure)]
         return [s for s in out if s[2] > 0]
+
+    def _overlapping(self) -> list[tuple[int, int, float]]:
+        """Prompts overlap (see :meth:`steps`): one step kind, ``1/j`` of them per request."""
+        C, P, O, T = self.concurrency, self.prompt_tokens, self.output_tokens, self.token_budget
+        p = 1
+        for _ in range(8):  # p: the steps a prompt takes beside the decoders (a fixed point, reached at once)
+            j = C / (p + O - 1)
+            q = max(1, math.ceil(P / max(T - j * (O - 1), 1.0)))
+            if q == p:
+                break
+            p = q
+        if j * (P + O - 1) <= T:  # steps not full: every request in flight advances each step
+            n = max(1, round(j * (O - 1)))
+            return [(max(1, round(j * P)), n, 1.0 / j)]
+        n = round(T * (O - 1) / (P + O - 1))  # prefill-bound: every step full, its T tokens shared
+        return [(T - n, n, (P + O - 1) / T)]
 
     def seconds_per_token(self, step_s: StepCost) -> float:
         """Steady-state seconds per output token (1 / aggregate output tokens/s)."""

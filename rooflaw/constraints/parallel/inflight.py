@@ -12,7 +12,8 @@ cache (at the schedule's mean context): the part of a decode step of ``n`` seque
 one-token context does not have. A pure decode step is the decode step itself.
 
 From the steady state (closed loop, Little's law): output tokens/s = 1 / seconds per output token; a request's
-latency = C / requests per second; TTFT = the mixed steps that carry its prompt; TPOT = (latency − TTFT)/(O − 1).
+latency = C / requests per second; TTFT = the mixed steps that carry its prompt (when prompts overlap: the
+latency less its O − 1 decode steps, waiting for budget included); TPOT = (latency − TTFT)/(O − 1).
 """
 
 from __future__ import annotations
@@ -89,8 +90,9 @@ def inflight(
     if (C - 1) * m <= O - 1:  # decoders keep every step: the prompt rides m mixed steps beside C - 1 decoders
         rest = P - (m - 1) * chunk
         ttft = (m - 1) * step(chunk, C - 1) + step(rest, C - 1)
-    else:  # prefill-bound: every step full, the prompt's share of each (P of its P + O - 1 tokens)
-        ttft = latency * P / (P + O - 1)
+    else:  # prompts overlap: one step kind; a request decodes one token a step, the rest of its life is TTFT
+        ((c, n, _),) = sched.steps()
+        ttft = max(0.0, latency - (O - 1) * step(c, n))
     ttft = min(ttft, latency)
     return dict(tokens_per_s=lay.dp * rate, tokens_per_s_per_device=rate / (lay.devices / lay.dp),
                 requests_per_s=lay.dp * rate / O, latency_s=latency, ttft_s=ttft,
