@@ -9,7 +9,8 @@ row's layout (tp/ep/pp), precision and engine profile, and prints per-row predic
   sequences as fit; the batch is the largest that fits one replica's memory (:func:`rooflaw.parallel.max_batch`
   at the row's ISL/OSL), capped at :data:`MAX_BATCH` (trtllm-bench's runtime batch limit printed in the same
   document). Compared per GPU (the published total / the row's GPUs).
-- ``ttft_ms`` / ``tpot_ms`` rows: the row's mean in-flight requests (``concurrency``) as the batch.
+- rows with a ``concurrency``: that many requests in flight (TTFT/TPOT rows: the mean in flight); a row's
+  ``max_num_tokens`` (per rank: times ``dp_attn`` under attention DP) is its token budget per step.
 
     python benchmarks/bench_datacenter.py [--csv PATH] [--json] [--model steady|decode]
 """
@@ -40,6 +41,8 @@ def layout_text(r: dict[str, str]) -> str:
     parts = [f"tp={r['tp']}"]
     if int(r["ep"]) > 1:
         parts.append(f"ep={r['ep']}")
+    if r.get("dp_attn"):
+        parts.append(f"dp_attn={r['dp_attn']}")
     if int(r["pp"]) > 1:
         parts.append(f"pp={r['pp']}")
     return ",".join(parts)
@@ -61,7 +64,8 @@ def predict(r: dict[str, str], model: str = "steady") -> tuple[float, int]:
         batch = max(1, round(float(r["concurrency"])))
     wl = rl.Workload(batch, isl, osl)
     if model == "steady":
-        out = rl.parallel.inflight(arch, system, lay, wl, prec, engine, max(TOKEN_BUDGET, batch))
+        budget = int(r["max_num_tokens"]) * int(r["dp_attn"] or 1) if r.get("max_num_tokens") else TOKEN_BUDGET
+        out = rl.parallel.inflight(arch, system, lay, wl, prec, engine, max(budget, batch))
     else:
         out = rl.parallel.evaluate_layout(arch, system, lay, wl, prec, engine)
     if r["metric"] == "output_tok_s":
@@ -81,7 +85,7 @@ def summary(rows: list[dict[str, object]]) -> dict[str, float]:
     for r in rows:
         e = abs(float(r["ratio"]) - 1)  # type: ignore[arg-type]
         for key in ("all", f"metric={r['metric']}", f"gpu={r['gpu']}", f"class={r['class']}", f"tp={r['tp']}",
-                    f"metric={r['metric']},class={r['class']}"):  # fmt: skip
+                    f"gpus={r['gpus']}", f"metric={r['metric']},class={r['class']}"):  # fmt: skip
             groups[key].append(e)
     return {k: float(np.median(v)) for k, v in sorted(groups.items())} | {
         f"n[{k}]": float(len(v)) for k, v in sorted(groups.items())
@@ -106,9 +110,9 @@ def main() -> None:
     for r in data:
         p, batch = predict(r, a.model)
         m = measured(r)
-        rows.append(dict(row=r["row_id"], model=r["model"], gpu=r["device_id"], tp=int(r["tp"]), cls=r["arch_class"],
-                         **{"class": r["arch_class"]}, metric=r["metric"], isl=int(r["isl"]), osl=int(r["osl"]),
-                         batch=batch, precision=r["precision"], predicted=p, measured=m,
+        rows.append(dict(row=r["row_id"], model=r["model"], gpu=r["device_id"], tp=int(r["tp"]), gpus=int(r["gpus"]),
+                         cls=r["arch_class"], **{"class": r["arch_class"]}, metric=r["metric"], isl=int(r["isl"]),
+                         osl=int(r["osl"]), batch=batch, precision=r["precision"], predicted=p, measured=m,
                          ratio=p / m if m else math.nan))  # fmt: skip
     secs = time.perf_counter() - t0
     s = summary(rows)

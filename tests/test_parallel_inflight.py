@@ -85,3 +85,22 @@ def test_cli_json_carries_the_inflight_steady_state(capsys, setup):
     for row in sweep:
         ref = rl.parallel.inflight(arch, sysm, lay, rl.Workload(row["batch"], 300, 20), "fp16", ENGINE)
         assert row["inflight"] == pytest.approx(ref, rel=1e-12)
+
+
+def test_a_step_prefills_prompts_not_one_long_sequence(setup):
+    """Two prompts' tokens in one step attend over their own prompt each: the prefill of 2 sequences of P."""
+    arch, sysm, lay = setup
+    P = 500
+    step = rl.parallel.layout_step_cost(arch, sysm, lay, "bf16", ENGINE, P, 50)
+    assert step(2 * P, 0) == pytest.approx(_layout(arch, sysm, lay, 2, P, 1)["ttft_s"], rel=1e-12)
+    assert step(2 * P, 0) < _layout(arch, sysm, lay, 1, 2 * P, 1)["ttft_s"]  # one 1000-token sequence: S² more
+
+
+def test_attention_dp_groups_prefill_their_own_share():
+    moe = rl.load_architecture("layers=4,d_model=1024,heads=16,kv_heads=4,ffn=1024,experts=8,top_k=2,vocab=32000")
+    sysm = rl.get_system("h100-sxm:2")
+    lay = rl.parallel.parse_layout("ep=2,dp_attn=2")
+    step = rl.parallel.layout_step_cost(moe, sysm, lay, "bf16", ENGINE, 600, 50)
+    two = rl.parallel.evaluate_layout(moe, sysm, lay, rl.Workload(2, 300, 1), "bf16", ENGINE)["ttft_s"]
+    one = rl.parallel.evaluate_layout(moe, sysm, lay, rl.Workload(1, 600, 1), "bf16", ENGINE)["ttft_s"]
+    assert step(600, 0) == pytest.approx(two, rel=1e-12) and two < one  # both groups busy, not one

@@ -5,11 +5,13 @@ in flight as fit) or a serving benchmark at a fixed concurrency measures.
 
 The schedule is :class:`~rooflaw.constraints.serving.Schedule` (token budget per step, prompt chunks beside
 ``C − 1`` decoders, pure decode steps for the rest); a step's seconds come from the layout's serving model
-(:func:`~.sweep.evaluate_layout`: shards, collectives, engine overheads): a step of ``c`` prompt tokens and ``n``
-decoding sequences runs its linear layers once over ``c + n`` rows (weights read once: the prefill of ``c + n``
-tokens) and, one after the other inside every layer, the decode attention of the ``n`` sequences over their KV
-cache (at the schedule's mean context): the part of a decode step of ``n`` sequences that a decode step at a
-one-token context does not have. A pure decode step is the decode step itself.
+(:func:`~.sweep.evaluate_layout`: shards, collectives, engine overheads). A step of ``c`` prompt tokens and ``n``
+decoding sequences runs its linear layers once over ``c + n`` rows, weights read once: the prefill of ``c + n``
+tokens as prompts of the schedule's length (each attends over its own prompt, not over the whole step), spread
+over the layout's attention-DP groups (each prefills its own requests). Then, one after the other inside every
+layer, the decode attention of the ``n`` sequences over their KV cache at the schedule's mean context: the part of
+a decode step of ``n`` sequences that a decode step at a one-token context does not have. A pure decode step is
+the decode step itself.
 
 From the steady state (closed loop, Little's law): output tokens/s = 1 / seconds per output token; a request's
 latency = C / requests per second; TTFT = the mixed steps that carry its prompt (when prompts overlap: the
@@ -39,10 +41,18 @@ def layout_step_cost(arch: Any, system: System, layout: Layout, precision: str |
     """``step_s(c, n)``: seconds of one engine step of ``c`` prompt tokens and ``n`` decoding sequences of one
     replica under ``layout`` (see the module docstring)."""
 
+    groups = layout.attn_dp
+
     @cache
-    def pre(k: int) -> float:
-        w = Workload(1, k, 1, attention)
+    def pre_seqs(b: int, s: int) -> float:
+        w = Workload(b, s, 1, attention)
         return evaluate_layout(arch, system, layout, w, precision, engine, overlap)["ttft_s"]
+
+    def pre(k: int) -> float:
+        # the step's k tokens are prompts (or a chunk of one) of the schedule's length, the decoders' rows spread
+        # over them -- not one sequence of k tokens; attention-DP: every group prefills its own requests' share
+        b = max(groups, round(k / min(prompt_tokens, k)))
+        return pre_seqs(b, -(-k // b))
 
     @cache
     def dec(n: int, context: bool = True) -> float:
