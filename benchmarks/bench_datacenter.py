@@ -65,7 +65,8 @@ def predict(r: dict[str, str], model: str = "steady") -> tuple[float, int]:
     wl = rl.Workload(batch, isl, osl)
     if model == "steady":
         budget = int(r["max_num_tokens"]) * int(r["dp_attn"] or 1) if r.get("max_num_tokens") else TOKEN_BUDGET
-        out = rl.parallel.inflight(arch, system, lay, wl, prec, engine, max(budget, batch))
+        arrivals = "closed" if r["request_rate"] == "inf" else "poisson"  # the online rows: open loop at a rate
+        out = rl.parallel.inflight(arch, system, lay, wl, prec, engine, max(budget, batch), arrivals=arrivals)
     else:
         out = rl.parallel.evaluate_layout(arch, system, lay, wl, prec, engine)
     if r["metric"] == "output_tok_s":

@@ -104,3 +104,23 @@ def test_attention_dp_groups_prefill_their_own_share():
     two = rl.parallel.evaluate_layout(moe, sysm, lay, rl.Workload(2, 300, 1), "bf16", ENGINE)["ttft_s"]
     one = rl.parallel.evaluate_layout(moe, sysm, lay, rl.Workload(1, 600, 1), "bf16", ENGINE)["ttft_s"]
     assert step(600, 0) == pytest.approx(two, rel=1e-12) and two < one  # both groups busy, not one
+
+
+def test_poisson_arrivals_wait_the_mean_residual_step(setup):
+    """Open loop: TTFT and latency grow by Σkτ²/(2Σkτ) over the schedule's steps; throughput and TPOT do not."""
+    arch, sysm, lay = setup
+    C, P, O, T = 6, 300, 40, 1024
+    wl = rl.Workload(C, P, O)
+    closed = rl.parallel.inflight(arch, sysm, lay, wl, "bf16", ENGINE, token_budget=T)
+    open_ = rl.parallel.inflight(arch, sysm, lay, wl, "bf16", ENGINE, token_budget=T, arrivals="poisson")
+    step = rl.parallel.layout_step_cost(arch, sysm, lay, "bf16", ENGINE, P, O)
+    taus = [(k, step(c, n)) for c, n, k in Schedule(C, P, O, T).steps()]
+    wait = sum(k * t * t for k, t in taus) / (2 * sum(k * t for k, t in taus))
+    assert open_["wait_s"] == pytest.approx(wait, rel=1e-12) and wait > 0
+    assert open_["ttft_s"] == pytest.approx(closed["ttft_s"] + wait, rel=1e-12)
+    assert open_["tpot_s"] == pytest.approx(closed["tpot_s"], rel=1e-12)
+    assert open_["tokens_per_s"] == pytest.approx(closed["tokens_per_s"], rel=1e-12)
+    alone = rl.parallel.inflight(arch, sysm, lay, rl.Workload(1, P, O), "bf16", ENGINE, arrivals="poisson")
+    assert alone["wait_s"] == 0.0  # nobody else's step to wait for
+    with pytest.raises(rl.RooflawError, match="arrivals"):
+        rl.parallel.inflight(arch, sysm, lay, wl, "bf16", ENGINE, arrivals="bursty")

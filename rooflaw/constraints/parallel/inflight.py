@@ -31,6 +31,8 @@ from ..workload import Workload
 from .layout import Layout, parse_layout
 from .sweep import evaluate_layout
 
+#: How requests arrive (:func:`inflight`).
+ARRIVALS = ("closed", "poisson")
 #: TensorRT-LLM's default ``max_num_tokens`` (tokens one engine step may carry: decode tokens + prompt chunks).
 TRTLLM_TOKEN_BUDGET = 8192
 
@@ -76,6 +78,7 @@ def inflight(
     engine: Any = None,
     token_budget: int = TRTLLM_TOKEN_BUDGET,
     overlap: bool = False,
+    arrivals: str = "closed",
 ) -> dict[str, float]:
     """Steady state of one replica (``layout``) of ``system`` holding ``workload.batch`` requests in flight, each
     ``workload.input_tokens`` in and ``workload.output_tokens`` out, with ``token_budget`` tokens per step.
@@ -83,7 +86,15 @@ def inflight(
     Returns (SI units): ``tokens_per_s`` (output tokens/s of every replica, ``layout.dp`` of them),
     ``tokens_per_s_per_device``, ``requests_per_s``, ``latency_s`` (a request's, arrival to last token),
     ``ttft_s``, ``tpot_s`` (mean seconds per output token after the first), ``step_s_decode`` (a pure decode step
-    of ``batch`` sequences)."""
+    of ``batch`` sequences), ``wait_s`` (part of TTFT and latency).
+
+    ``arrivals``: ``closed`` (a client sends the next request when one finishes, at a step boundary: a
+    max-throughput run, ``--max-concurrency``) or ``poisson`` (open loop at a request rate that keeps ``batch`` in
+    flight on average): a request arrives during the step in progress (the other ``batch − 1`` requests' steps;
+    none at ``batch`` 1) and waits for its end, the mean residual of the steps' lengths, Σ k·τ² / (2 Σ k·τ) over
+    the schedule's steps (τ seconds, k per request)."""
+    if arrivals not in ARRIVALS:
+        raise bad("arrivals", arrivals, f"must be one of {', '.join(ARRIVALS)}")
     lay = parse_layout(layout) if isinstance(layout, str) else layout
     C, P, O = workload.batch, workload.input_tokens, workload.output_tokens
     if O < 2:
@@ -104,9 +115,14 @@ def inflight(
         ((c, n, _),) = sched.steps()
         ttft = max(0.0, latency - (O - 1) * step(c, n))
     ttft = min(ttft, latency)
+    tpot = (latency - ttft) / (O - 1)
+    wait = 0.0
+    if arrivals == "poisson" and C > 1:  # others in flight keep steps running; one alone finds the server idle
+        kinds = [(k, step(c, n)) for c, n, k in sched.steps()]
+        wait = sum(k * t * t for k, t in kinds) / (2 * sum(k * t for k, t in kinds))
     return dict(tokens_per_s=lay.dp * rate, tokens_per_s_per_device=rate / (lay.devices / lay.dp),
-                requests_per_s=lay.dp * rate / O, latency_s=latency, ttft_s=ttft,
-                tpot_s=(latency - ttft) / (O - 1), step_s_decode=step(0, C))  # fmt: skip
+                requests_per_s=lay.dp * rate / O, latency_s=latency + wait, ttft_s=ttft + wait, tpot_s=tpot,
+                step_s_decode=step(0, C), wait_s=wait)  # fmt: skip
 
 
-__all__ = ["TRTLLM_TOKEN_BUDGET", "inflight", "layout_step_cost"]
+__all__ = ["ARRIVALS", "TRTLLM_TOKEN_BUDGET", "inflight", "layout_step_cost"]
