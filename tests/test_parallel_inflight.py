@@ -124,3 +124,15 @@ def test_poisson_arrivals_wait_the_mean_residual_step(setup):
     assert alone["wait_s"] == 0.0  # nobody else's step to wait for
     with pytest.raises(rl.RooflawError, match="arrivals"):
         rl.parallel.inflight(arch, sysm, lay, wl, "bf16", ENGINE, arrivals="bursty")
+
+
+def test_a_pipeline_step_is_kept_full_by_the_other_micro_batches():
+    """Under pp a step's prefill costs the stages' busy time (TTFT less the fill/drain bubble), not the makespan."""
+    arch = rl.load_architecture(ARCH)
+    sysm, lay = rl.get_system("h100-sxm:2"), rl.parallel.parse_layout("pp=2,chunk=256")
+    P = 1024
+    step = rl.parallel.layout_step_cost(arch, sysm, lay, "bf16", ENGINE, P, 50)
+    one = rl.parallel.evaluate_layout(arch, sysm, lay, rl.Workload(1, P, 1), "bf16", ENGINE)
+    assert one["bubble_fraction"] > 0
+    assert step(P, 0) == pytest.approx(one["ttft_s"] * (1 - one["bubble_fraction"]), rel=1e-12)
+    assert step(P, 0) < one["ttft_s"]

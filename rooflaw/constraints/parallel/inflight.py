@@ -8,7 +8,8 @@ The schedule is :class:`~rooflaw.constraints.serving.Schedule` (token budget per
 (:func:`~.sweep.evaluate_layout`: shards, collectives, engine overheads). A step of ``c`` prompt tokens and ``n``
 decoding sequences runs its linear layers once over ``c + n`` rows, weights read once: the prefill of ``c + n``
 tokens as prompts of the schedule's length (each attends over its own prompt, not over the whole step), spread
-over the layout's attention-DP groups (each prefills its own requests). Then, one after the other inside every
+over the layout's attention-DP groups (each prefills its own requests); under a pipeline without its fill and
+drain (the bubble: the other micro-batches in flight keep every stage busy). Then, one after the other inside every
 layer, the decode attention of the ``n`` sequences over their KV cache at the schedule's mean context: the part of
 a decode step of ``n`` sequences that a decode step at a one-token context does not have. A pure decode step is
 the decode step itself.
@@ -48,7 +49,8 @@ def layout_step_cost(arch: Any, system: System, layout: Layout, precision: str |
     @cache
     def pre_seqs(b: int, s: int) -> float:
         w = Workload(b, s, 1, attention)
-        return evaluate_layout(arch, system, layout, w, precision, engine, overlap)["ttft_s"]
+        out = evaluate_layout(arch, system, layout, w, precision, engine, overlap)
+        return out["ttft_s"] * (1.0 - out["bubble_fraction"])  # pipelines: kept full by the other micro-batches
 
     def pre(k: int) -> float:
         # the step's k tokens are prompts (or a chunk of one) of the schedule's length, the decoders' rows spread
