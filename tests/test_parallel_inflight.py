@@ -136,3 +136,19 @@ def test_a_pipeline_step_is_kept_full_by_the_other_micro_batches():
     assert one["bubble_fraction"] > 0
     assert step(P, 0) == pytest.approx(one["ttft_s"] * (1 - one["bubble_fraction"]), rel=1e-12)
     assert step(P, 0) < one["ttft_s"]
+
+
+def test_max_throughput_is_inflight_at_the_largest_batch_that_fits(setup):
+    arch, sysm, lay = setup
+    wl = rl.Workload(1, 2000, 500)
+    fits = rl.parallel.max_batch(arch, sysm, lay, wl, "bf16")
+    for cap in (None, 64):
+        b = min(fits, cap) if cap else fits
+        got = rl.parallel.max_throughput(arch, sysm, lay, wl, "bf16", ENGINE, batch_cap=cap)
+        ref = rl.parallel.inflight(arch, sysm, lay, rl.Workload(b, 2000, 500), "bf16", ENGINE, max(8192, b))
+        assert got["batch"] == b and got["tokens_per_s"] == pytest.approx(ref["tokens_per_s"], rel=1e-12)
+    with pytest.raises(rl.RooflawError, match="batch_cap"):
+        rl.parallel.max_throughput(arch, sysm, lay, wl, "bf16", ENGINE, batch_cap=0)
+    big = rl.load_architecture("llama-3.1-70b")  # 141 GB of bf16 weights: nothing fits one H100
+    with pytest.raises(rl.RooflawError, match="fits"):
+        rl.parallel.max_throughput(big, rl.get_system("h100-sxm:1"), "tp=1", wl, "bf16", ENGINE)

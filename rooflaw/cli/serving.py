@@ -61,6 +61,8 @@ def serve(device, system, layout, arch, precision, batch, s_in, s_out, attention
         r["inflight"] = _inflight(arch, sys_, lay, r["batch"], s_in, s_out, attention, precision, engine, overlap)
     if want_max:
         out["max_batch"] = api.max_batch(arch, sys_, lay, wl, precision)
+        if out["max_batch"] and s_out >= 2:  # every request queued: in flight at the largest batch that fits
+            out["max_throughput"] = api.max_throughput(arch, sys_, lay, wl, precision, engine, overlap=overlap)
     banded = bool(api.problem_band(sys_.device, engine, "full", "decode"))
     for r in rows if banded else ():  # 80 % bands of each batch's times and throughputs (JSON)
         r["bands"] = api.bands_dict({k: r[k] for k in ("ttft_s", "tpot_s", "tokens_per_s", "tokens_per_s_per_user",
@@ -104,6 +106,10 @@ def serve(device, system, layout, arch, precision, batch, s_in, s_out, attention
         mb = out["max_batch"]
         console.print(f"largest batch that fits each device: {mb}" if mb else
                       "largest batch that fits: none (not even batch 1 fits one device's memory)")  # fmt: skip
+        if "max_throughput" in out:
+            m = out["max_throughput"]
+            console.print(f"max throughput (all {mb} in flight): {m['tokens_per_s_per_device']:.4g} tok/s/device, "
+                          f"TTFT {fmt_time(m['ttft_s'])}, TPOT {fmt_time(m['tpot_s'])}")  # fmt: skip
     for note in first["notes"]:
         console.print(f"[dim]note: {esc(note)}[/dim]")
     if pareto_plot is not None:

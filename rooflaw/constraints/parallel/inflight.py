@@ -30,7 +30,7 @@ from ...errors import bad
 from ..serving import Schedule, StepCost
 from ..workload import Workload
 from .layout import Layout, parse_layout
-from .sweep import evaluate_layout
+from .sweep import evaluate_layout, max_batch
 
 #: How requests arrive (:func:`inflight`).
 ARRIVALS = ("closed", "poisson")
@@ -127,4 +127,33 @@ def inflight(
                 step_s_decode=step(0, C), wait_s=wait)  # fmt: skip
 
 
-__all__ = ["ARRIVALS", "TRTLLM_TOKEN_BUDGET", "inflight", "layout_step_cost"]
+def max_throughput(
+    arch: Any,
+    system: System,
+    layout: str | Layout,
+    workload: Workload,
+    precision: str | Precision = "bf16",
+    engine: Any = None,
+    token_budget: int = TRTLLM_TOKEN_BUDGET,
+    batch_cap: int | None = None,
+    overlap: bool = False,
+) -> dict[str, float]:
+    """A max-throughput run (every request queued, ``trtllm-bench throughput``): :func:`inflight` at the largest
+    batch whose weights and KV cache fit every device (:func:`~.sweep.max_batch` at the workload's lengths; the
+    workload's batch is ignored), at most ``batch_cap`` (the engine's batch limit, when it has one); the token
+    budget grows to the batch when smaller. Adds ``batch``. Raises when not even one request fits."""
+    lay = parse_layout(layout) if isinstance(layout, str) else layout
+    if batch_cap is not None and (isinstance(batch_cap, bool) or not isinstance(batch_cap, int) or batch_cap < 1):
+        raise bad("batch_cap", batch_cap, "must be a positive integer or None")
+    one = Workload(1, workload.input_tokens, workload.output_tokens, workload.attention)
+    fits = max_batch(arch, system, lay, one, precision)
+    if fits < 1:
+        raise bad("batch", 0, f"not even one request of {workload.input_tokens}+{workload.output_tokens} tokens fits "
+                  f"each device's memory under {lay.describe()}")  # fmt: skip
+    b = min(fits, batch_cap) if batch_cap else fits
+    wl = Workload(b, workload.input_tokens, workload.output_tokens, workload.attention)
+    out = inflight(arch, system, lay, wl, precision, engine, max(token_budget, b), overlap)
+    return {**out, "batch": float(b)}
+
+
+__all__ = ["ARRIVALS", "TRTLLM_TOKEN_BUDGET", "inflight", "layout_step_cost", "max_throughput"]
