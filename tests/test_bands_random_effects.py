@@ -155,3 +155,39 @@ def test_shipped_bands_are_the_fit_command_output():
     for p, b in want.items():
         assert got[p].ratio == pytest.approx(b.ratio, rel=2e-3), p
         assert (got[p].centre, got[p].spread, got[p].df) == pytest.approx((b.centre, b.spread, b.df), rel=2e-3)
+
+
+def test_an_engine_no_row_ran_on_gets_its_priors():
+    """A fit whose rows never ran an engine (its only source or board held out) prices it at the figures' priors --
+    host overheads at their medians, an own-kernel engine's class factors at the shared centre -- not at the pure
+    roofline's zero overheads and unit factors; an engine the curves measured (vLLM) keeps its kernels at 1."""
+    res = fe.FitResult({}, {}, {}, 0.0, factor_mean=0.4)
+    edge = res.engine("tensorrt-edge-llm")
+    assert (edge.pass_s, edge.layer_s) == (fe.PRIORS["pass_s"][0], fe.PRIORS["layer_s"][0])
+    assert (edge.compute_factor, edge.mixed_factor, edge.gemv_factor, edge.memory_factor) == (0.4, 0.4, 0.4, 1.0)
+    assert edge.attention_factor == 1.0  # fused attention: no factor of its own
+    assert edge.provenance["gemv_factor"] == "prior"
+    assert res.engine("llama.cpp").attention_factor == 0.4  # unfused attention
+    vllm = res.engine("vllm")
+    assert (vllm.compute_factor, vllm.mixed_factor, vllm.pass_s) == (1.0, 1.0, fe.PRIORS["pass_s"][0])
+    fitted = fe.FitResult({}, {"vllm": {"pass_s": 1e-3}}, {}, 0.0, factor_mean=0.4).engine("vllm")
+    assert fitted.pass_s == 1e-3 and fitted.layer_s == 0.0  # a fitted engine keeps exactly its fitted figures
+
+
+@needs_data
+def test_unfitted_prompt_spread_takes_its_prior():
+    """A padded batch-8 prefill predicted by a fit without padded rows pads to the prior spread's expected longest
+    prompt (0.3: serving.padded_prompt_ratio), not to equal prompts."""
+    import dataclasses
+
+    from rooflaw.constraints.published import load_cases
+    from rooflaw.constraints.serving import padded_prompt_ratio
+
+    cases, _ = load_cases(DATA)
+    c = next(c for c in cases if fe.padded(c))
+    res = fe.FitResult({}, {}, {}, 0.0, factor_mean=0.4)
+    s_pad = round(c.workload.input_tokens * padded_prompt_ratio(c.workload.batch, fe.PRIORS["spread"][0]))
+    assert s_pad > c.workload.input_tokens
+    at_prior = dataclasses.replace(res, prompts={"spread": fe.PRIORS["spread"][0]})
+    assert fe.predict(c, res) == pytest.approx(fe.predict(c, at_prior), rel=1e-12)
+    assert fe.predict(c, res) > fe.predict(c, dataclasses.replace(res, prompts={"spread": 0.0}))

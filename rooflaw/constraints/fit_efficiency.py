@@ -21,8 +21,9 @@ Least squares on log(predicted / measured) with a robust (soft-L1) loss and weak
 priors (a figure one spread factor off its median costs 1: :func:`prior_residuals`), so a parameter no fitted
 row informs stays at its prior instead of drifting -- that is what makes leave-one-source-out predictions
 honest. The engines' kernel-class factors share one fitted prior centre (:data:`POOLED`, ``factor_mean``): a
-kernel class only one source exercises, with that source left out, takes what the other kernel classes reach. Predictions inside the fit use the per-op
-roofline of the compiled cost model at the mean decode context; the reported errors come from
+kernel class only one source exercises, with that source left out, takes what the other kernel classes reach;
+an engine no row ran on takes its figures' priors (:func:`unfitted_figures`). Predictions inside the fit use the
+per-op roofline of the compiled cost model at the mean decode context; the reported errors come from
 :func:`rooflaw.evaluate` itself with the fitted figures applied.
 """
 
@@ -38,6 +39,7 @@ import numpy as np
 
 from ..devices.device import Device
 from .engines import BUILTIN_ENGINES, ENGINE_NAMES, EngineProfile, get_engine, mixed_input
+from .fit_priors import POOLED, PRIORS, prior_residuals, unfitted_figures
 from .published import Case
 from .roofline import evaluate
 from .serving import VLLM_TOKEN_BUDGET, Schedule, assembly_step_cost, padded_prompt_ratio
@@ -45,27 +47,6 @@ from .workload import Workload
 
 #: engines whose kernels a device family's own figures describe (no engine compute/memory factor of their own)
 REFERENCE_ENGINES = ("tensorrt-llm", "tensorrt-edge-llm")
-#: (prior median, prior spread as a factor, lower bound, upper bound) per parameter kind.
-PRIORS = {
-    "memory": (0.8, 2.0, 0.05, 1.0),
-    "compute": (0.5, 3.0, 0.005, 1.0),
-    "kernel_s": (5e-6, 4.0, 1e-8, 1e-3),
-    "memory_factor": (1.0, 2.0, 0.05, 2.0),
-    "compute_factor": (1.0, 2.0, 0.05, 4.0),
-    "mixed_factor": (1.0, 2.0, 0.02, 4.0),
-    "attention_factor": (1.0, 2.0, 0.02, 4.0),
-    "gemv_factor": (1.0, 2.0, 0.02, 4.0),
-    "pass_s": (3e-4, 5.0, 1e-7, 0.1),
-    "layer_s": (1e-6, 10.0, 1e-10, 1e-3),
-    "spread": (0.3, 2.0, 1e-3, 2.0),
-    "factor_mean": (1.0, 2.0, 0.02, 4.0),
-}
-#: An engine's kernel-class factors (its own GEMMs, dequantising GEMMs, unfused attention, CUDA-core GEMVs relative
-#: to the kernel curves' rates) are exchangeable: their priors centre on ONE shared, fitted figure
-#: (``factor_mean``, itself under the weak prior above) rather than on 1, the reference engine's kernels. A factor
-#: no row informs -- a kernel class seen in one source only, with that source left out -- then takes what the
-#: engines' other kernel classes reach, not the reference engine's rate (partial pooling, one parameter).
-POOLED = ("compute_factor", "mixed_factor", "attention_factor", "gemv_factor")
 #: the one figure of the measured workloads themselves: the coefficient of variation of the lengths of a dataset's
 #: prompts (rows with ``Case.uneven_prompts``), which an engine that pads prompts to the batch's longest pays for
 PROMPTS = ("prompts", "dataset", "spread")
@@ -256,18 +237,6 @@ class FitParameters:
         return dt
 
 
-def prior_residuals(z: np.ndarray, mu: np.ndarray, sd: np.ndarray, pooled: np.ndarray) -> np.ndarray:
-    """Weak log-normal priors as least-squares residuals: (log figure − log median) / log(spread factor) per
-    parameter (``mu``, ``sd`` from :meth:`FitParameters.prior`), so a figure one spread factor off its median costs
-    1. Where ``pooled`` (:data:`POOLED`) has any 1, ``z``, ``mu`` and ``sd`` carry one more entry at the end, the
-    log of the shared centre (``factor_mean``): a pooled factor's median is that centre instead of its own."""
-    n = len(pooled)
-    if not pooled.any():
-        return (z - mu) / sd
-    centre = mu[:n] + pooled * (z[n] - mu[n])  # the pooled factors' own median is 1 (log 0): the centre moves it
-    return np.append((z[:n] - centre) / sd[:n], (z[n] - mu[n]) / sd[n])
-
-
 def padded(case: Case) -> bool:
     """Whether ``case`` is a prefill of prompts of unequal length on an engine that pads them to the longest."""
     return case.phase == "prefill" and case.uneven_prompts and BUILTIN_ENGINES[case.engine].padding == "longest"
@@ -345,10 +314,15 @@ class FitResult:
         return dataclasses.replace(device, achieved=ach)
 
     def engine(self, name: str) -> EngineProfile:
-        """The built-in profile ``name`` with this fit's figures (prior-free defaults where it has none)."""
+        """The built-in profile ``name`` with this fit's figures; an engine no row of the fit ran on (a held-out
+        source or board that took all its rows) gets its figures' priors, as any figure no row informs
+        (:func:`unfitted_figures`), not the pure roofline's."""
         base = BUILTIN_ENGINES[name]
         fit: dict[str, Any] = self.engines.get(name, {})  # fields named at run time
         prov = dict.fromkeys(fit, "fitted")
+        if name not in self.engines and name not in ("ideal", "device"):
+            fit = unfitted_figures(name, self.factor_mean)
+            prov = dict.fromkeys(fit, "prior")
         on = tuple(self.fitted_on.get(name, ()))
         return dataclasses.replace(base, **fit, provenance=prov, rows=tuple(self.rows.get(name, [])), fitted_on=on)
 
@@ -439,7 +413,7 @@ def predict(case: Case, result: FitResult | None, devices: dict[str, Device] | N
                                   w.attention)  # fmt: skip
         return _schedule(case).seconds_per_token(step)
     if result is not None and padded(case):  # prompts padded to the batch's longest: more tokens per sequence
-        s_pad = round(w.input_tokens * padded_prompt_ratio(w.batch, result.prompts.get("spread", 0.0)))
+        s_pad = round(w.input_tokens * padded_prompt_ratio(w.batch, result.prompts.get("spread", PRIORS["spread"][0])))
         w = dataclasses.replace(w, input_tokens=max(w.input_tokens, s_pad))
     rep = evaluate(case.arch, dev, w, case.precision, engine=engine)
     if case.phase == "prefill":
