@@ -94,10 +94,16 @@ def main() -> None:
     loso = held["no source"]
     bands = rl.bands.bands_from_rows(loso, "leave one source out")
     out["bands_80"] = {p: [round(x, 4) for x in b.band()] for p, b in bands.items()}
+    out["bands_random_effects"] = {p: {"centre": round(b.centre, 4), "spread": round(b.spread, 4), "df": b.df}
+                                   for p, b in bands.items()}  # fmt: skip
+    # each source banded from leave-one-source-out runs that never saw it (nested: 7 × 6 fits)
+    nested = rl.fitting.nested_held_out_errors(cases, "source")
+    out["band_coverage_by_source_nested"] = rl.bands.band_coverage(loso, nested=nested)
     out["band_coverage_by_source"] = rl.bands.band_coverage(loso)  # each source banded from the other sources only
     out["band_coverage_by_row"] = rl.bands.band_coverage(loso, key="row_id")  # each row banded from every other row
     print("\n80 % bands (measured/predicted), leave one source out:", out["bands_80"])
-    for what in ("by_source", "by_row"):
+    print("  random effects (log space):", out["bands_random_effects"])
+    for what in ("by_source_nested", "by_source", "by_row"):
         cov = out[f"band_coverage_{what}"]
         print(
             f"  held-out rows inside their band, banded {what.replace('_', ' ')}: "

@@ -70,7 +70,8 @@ _MODULES: dict[str, str] = {
     "rooflaw.constraints.theory": "theory_expressions",
     "rooflaw.constraints.published": "load_cases",
     "rooflaw.constraints.fit_efficiency": "FIT_COMMAND FitResult achieved_table efficiency_errors engines_toml "
-    "fit_efficiencies held_out_errors median_abs_error write_engine_catalog",
+    "fit_efficiencies median_abs_error write_engine_catalog",
+    "rooflaw.constraints.fit_held_out": "held_out_errors nested_held_out_errors",
     "rooflaw.plots": "check_figure_path plot_breakdown plot_frontier plot_report plot_roofline",
     "rooflaw.units": "parse_bytes parse_energy parse_time",
     "rooflaw.constraints.bands": "BAND_LEVEL band_applies band_coverage bands_dict bands_from_rows confidence_factor "
@@ -234,7 +235,8 @@ GROUPS: dict[str, str] = {
     "evaluate_layout inflight layout_columns layout_options layout_step_cost max_batch max_throughput parse_batches "
     "parse_disagg parse_layout parse_layouts resolve_jobs TRTLLM_TOKEN_BUDGET",
     "fitting": "KernelCurves calibrate calibrate_cuda cuda_available curves_for efficiency_errors fit_efficiencies "
-    "fit_kernels gemstones held_out_errors kernel_gpus load_cases load_table median_abs_error plot_fit "
+    "fit_kernels gemstones held_out_errors kernel_gpus load_cases load_table median_abs_error nested_held_out_errors "
+    "plot_fit "
     "FIT_COMMAND FitResult abs_errors achieved_table catalog_text engines_toml predict_tables read_kernel_tables "
     "with_provenance write_engine_catalog write_kernel_catalog",
     "explain": "DerivedTheorems OP_COLUMNS STEP_COLUMNS decode_step_table decode_steps derive_theorems "

@@ -8,6 +8,7 @@ import pytest
 
 from rooflaw import Workload, evaluate, from_hf_config, get_device
 from rooflaw.constraints import fit_efficiency as fe
+from rooflaw.constraints import fit_held_out as FH
 from rooflaw.constraints.published import load_cases
 
 DATA = Path("/work/shared/data/measured/published.csv")
@@ -89,14 +90,14 @@ def test_held_out_fits_without_exactly_the_held_out_group(monkeypatch):
     monkeypatch.setattr(fe, "errors", lambda test, res: [{"row_id": c.row_id, "engine": c.engine,
                                                           "family": c.family, "phase": c.phase, "error": 0.0}
                                                          for c in test])  # fmt: skip
-    rows = fe.held_out(cases, "source")
+    rows = FH.held_out(cases, "source")
     assert seen == [{"R2", "R3"}, {"R0", "R1", "R3"}, {"R0", "R1", "R2"}]
     assert [(r["row_id"], r["held_out"]) for r in rows] == [("R0", "S1"), ("R1", "S1"), ("R2", "S2"), ("R3", "S3")]
     seen.clear()
-    rows = fe.held_out(cases, "board")  # a board goes out with all its power modes
+    rows = FH.held_out(cases, "board")  # a board goes out with all its power modes
     assert seen[2] == {"R2", "R3"} and {r["row_id"] for r in rows if r["held_out"] == "jetson-orin-nano-8gb"} == {
         "R0", "R1"}  # fmt: skip
-    cov = {r["row_id"]: fe.coverage(r) for r in rows}
+    cov = {r["row_id"]: FH.coverage(r) for r in rows}
     # Thor out: TensorRT and the Blackwell family leave with it; AGX Orin out: vLLM leaves, Ampere stays (Nano)
     assert cov == {"R0": "engine out", "R1": "engine out", "R2": "engine and family out", "R3": "engine out"}
 

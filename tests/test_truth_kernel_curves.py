@@ -141,27 +141,7 @@ def test_max_batch_counts_one_prefill_chunk():
 
 
 # ---- bands ------------------------------------------------------------------------------------------------------
-def _rows(ratios_by_source):
-    return [
-        {"phase": "decode", "held_out": s, "error": 1.0 / x - 1.0} for s, xs in ratios_by_source.items() for x in xs
-    ]
-
-
-def test_band_coverage_is_counted_by_hand():
-    """Source c's rows are banded from a's and b's only: 10 %/90 % quantiles of [1..10]·0.1 = 0.19 and 0.91."""
-    rows = _rows({"a": [0.1, 0.2, 0.3, 0.4, 0.5], "b": [0.6, 0.7, 0.8, 0.9, 1.0], "c": [0.15, 0.5, 0.95]})
-    cov = BD.coverage(rows)
-    # c: band from a+b = [0.19, 0.91] -> 0.5 inside, 0.15 and 0.95 out; a: band from b+c ... counted below
-    lo, hi = np.quantile([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0], (0.1, 0.9))
-    assert (lo, hi) == pytest.approx((0.19, 0.91))
-    inside = 0
-    for g, test in (("a", [0.1, 0.2, 0.3, 0.4, 0.5]), ("b", [0.6, 0.7, 0.8, 0.9, 1.0]), ("c", [0.15, 0.5, 0.95])):
-        train = [r for k, v in {"a": [0.1, 0.2, 0.3, 0.4, 0.5], "b": [0.6, 0.7, 0.8, 0.9, 1.0],
-                                "c": [0.15, 0.5, 0.95]}.items() if k != g for r in v]  # fmt: skip
-        q = np.quantile(train, (0.1, 0.9))
-        inside += sum(q[0] <= x <= q[1] for x in test)
-    assert cov["decode"] == {"rows": 13, "inside": inside, "share": inside / 13}
-    assert cov["all"]["inside"] == inside
+# how the bands are built and how their coverage is counted: tests/test_bands_random_effects.py
 
 
 def test_band_of_a_value_and_of_a_rate():

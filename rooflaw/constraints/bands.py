@@ -1,18 +1,27 @@
-"""Error bands: how far measured latencies fall from rooflaw's predictions, per phase, on rows it did not fit.
+"""Error bands: how far measured latencies fall from rooflaw's predictions, per phase, on sources it did not fit.
 
-A band is a pair of quantiles of the ratio ``measured / predicted`` over held-out rows: the end-to-end phases
-(``prefill``, ``decode``, ``e2e``) from leave-one-source-out on the published measurements (``rooflaw devices
-fit-efficiency DATA --write-catalog`` writes ``bands.toml`` beside this module, with the rows and the command),
-the kernel families from the kernel curves' own ``bands`` (leave-one-GPU-out). A prediction ``p`` of a phase
-gets the 80 % band ``[p·r(0.1), p·r(0.9)]``; a throughput (tokens/s, the inverse of a time) gets
-``[x / r(0.9), x / r(0.1)]``.
+A band is a pair of quantiles of the ratio ``measured / predicted`` for a row of a source the fit did not see,
+built from leave-one-source-out residuals of the published measurements (``rooflaw devices fit-efficiency DATA
+--write-catalog`` writes ``bands.toml`` beside this module, with the rows and the command); the kernel families
+carry the kernel curves' own ``bands`` (leave-one-GPU-out). A prediction ``p`` of a phase gets the 80 % band
+``[p·r(0.1), p·r(0.9)]``; a throughput (tokens/s, the inverse of a time) gets ``[x / r(0.9), x / r(0.1)]``.
+
+Errors cluster by source (one source's rows share an engine build, a board, a prompt set), so a band for "a row
+of a new source" must hold the spread *between* sources as well as the spread of rows within one. The log ratios
+y = log(measured / predicted) are read as a one-way random-effects model, y = μ_phase + u_source + e_row, with
+u ~ N(0, τ²) between sources and e ~ N(0, σ²) within one (:func:`random_effects`, moment estimates). The published
+rows hold five sources per phase at most (two for e2e), too few to estimate a spread per phase, so τ² and σ² are
+pooled over the phases; each phase keeps its own centre μ (the mean of its sources' means: each source one draw).
+A phase's quantile q is ``exp(μ + t_df(q) · sqrt(τ² + σ² + var μ))``, Student's t with the between-source degrees
+of freedom (the variances are estimated from a handful of sources).
 
 ``--confidence q`` meets a latency budget at the ``q`` quantile: the phase's latency times ``r(q)`` must stay
 within the budget, i.e. the latency itself within ``budget / r(q)`` -- one factor per phase, so every solver
 (closed form, GP, exhaustive, search, the kernels) stays exact (:class:`rooflaw.solver.budgets.LatencyBudget`).
 
-:func:`coverage` checks that a band holds what it claims: for each source, the band is rebuilt from the other
-sources' held-out ratios only and the source's own held-out rows are counted inside or out.
+:func:`coverage` checks that a band holds what it claims: for each source, the band is rebuilt without the source
+(from the other sources' held-out residuals, or -- ``nested`` -- from a leave-one-source-out run that never saw
+it at all) and the source's own held-out rows are counted inside or out.
 """
 
 from __future__ import annotations
@@ -26,8 +35,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy import stats
 
-from ..errors import bad
+from ..errors import RooflawError, bad
 from ..safe_io import write_text_atomic
 
 if sys.version_info >= (3, 11):
@@ -59,6 +69,10 @@ class PhaseBand:
     ratio: tuple[float, ...]
     rows: int
     source: str = ""
+    #: the random-effects figures behind ``ratio`` (log space): centre μ, spread sqrt(τ² + σ² + var μ), t's dof
+    centre: float = 0.0
+    spread: float = 0.0
+    df: float = 0.0
 
     def at(self, q: float) -> float:
         """measured/predicted at quantile ``q`` (log-linear between stored levels)."""
@@ -80,46 +94,116 @@ def check_confidence(q: Any, levels: Sequence[float] = LEVELS) -> float:
     return float(q)
 
 
-def quantiles(ratios: Iterable[float], levels: Sequence[float] = LEVELS) -> tuple[float, ...]:
-    """Empirical quantiles (numpy's linear interpolation) of ``ratios`` at ``levels``."""
-    r = np.asarray([x for x in ratios if math.isfinite(x) and x > 0], dtype=float)
-    if r.size == 0:
-        raise bad("ratios", "[]", "no finite positive measured/predicted ratios to build a band from")
-    return tuple(float(v) for v in np.quantile(r, levels))
+def _group(row: Mapping[str, Any], key: str) -> str:
+    """The group a held-out row belongs to: its ``key`` (the held-out source), else its ``source``."""
+    return str(row.get(key, row.get("source", "")))
 
 
-def from_rows(rows: Sequence[Mapping[str, Any]], source: str = "") -> dict[str, PhaseBand]:
-    """Bands per phase from held-out rows (``phase`` and ``error`` = predicted/measured − 1, as
-    :func:`rooflaw.constraints.fit_efficiency.held_out` returns them)."""
-    by: dict[str, list[float]] = {}
+@dataclass(frozen=True)
+class RandomEffects:
+    """Moment estimates of y = μ_phase + u_source + e_row on log(measured/predicted): ``centre[phase]``, the
+    between-source variance ``tau2``, the within-source variance ``sigma2`` (both pooled over the phases), ``df``
+    the between-source degrees of freedom, ``sources[phase]`` and ``n_over[phase]`` = Σ 1/n over its sources."""
+
+    centre: dict[str, float]
+    tau2: float
+    sigma2: float
+    df: float
+    sources: dict[str, int]
+    n_over: dict[str, float]
+    rows: dict[str, int]
+
+    def spread(self, phase: str) -> float:
+        """sd of y for a row of a new source in ``phase``: sqrt(τ² + σ² + var μ), var μ = (G τ² + σ² Σ 1/n) / G²."""
+        g = self.sources[phase]
+        var_mu = (g * self.tau2 + self.sigma2 * self.n_over[phase]) / g**2
+        return math.sqrt(self.tau2 + self.sigma2 + var_mu)
+
+
+def _log_ratios(rows: Sequence[Mapping[str, Any]], key: str) -> dict[tuple[str, str], list[float]]:
+    """log(measured/predicted) per (phase, group of ``key``) of rows carrying ``error`` = predicted/measured − 1."""
+    by: dict[tuple[str, str], list[float]] = {}
     for r in rows:
-        by.setdefault(str(r["phase"]), []).append(1.0 / (1.0 + float(r["error"])))
-    return {p: PhaseBand(p, LEVELS, quantiles(v), len(v), source) for p, v in sorted(by.items())}
+        x = 1.0 + float(r["error"])
+        if not (math.isfinite(x) and x > 0):
+            raise bad("error", r["error"], "a held-out row's predicted/measured − 1 must be finite and above −1")
+        by.setdefault((str(r["phase"]), _group(r, key)), []).append(-math.log(x))
+    return by
 
 
-def coverage(rows: Sequence[Mapping[str, Any]], level: float = BAND_LEVEL, key: str = "held_out") -> dict[str, Any]:
-    """Share of held-out rows inside their ``level`` band when each group of ``key`` (a source) is banded only
-    from the other groups' rows: per phase ``{"rows", "inside", "share"}`` and ``all``."""
-    out: dict[str, Any] = {}
-    groups = sorted({str(r[key]) for r in rows})
-    tot_in = tot_n = 0
-    for phase in sorted({str(r["phase"]) for r in rows}):
-        ph = [r for r in rows if r["phase"] == phase]
-        inside = n = 0
-        for g in groups:
-            test = [r for r in ph if str(r[key]) == g]
-            train = [r for r in ph if str(r[key]) != g]
-            if not test or len(train) < 2:
+def random_effects(rows: Sequence[Mapping[str, Any]], key: str = "held_out") -> RandomEffects:
+    """The random-effects figures of held-out ``rows`` grouped by ``key`` (a source), see the module docstring.
+
+    σ² = Σ (y − ȳ_g)² / Σ (n_g − 1); with μ_p the unweighted mean of phase p's G_p group means,
+    E Σ_g (ȳ_g − μ_p)² = (G_p − 1)(τ² + σ² · mean_g 1/n_g), so τ² = max(0, [Σ_p Σ_g (ȳ_g − μ_p)² −
+    σ² Σ_p (G_p − 1)/G_p Σ_g 1/n_g] / Σ_p (G_p − 1)); ``df`` = Σ_p (G_p − 1), else (one group per phase) the
+    within-source degrees of freedom with τ² = 0."""
+    by = _log_ratios(rows, key)
+    if not by:
+        raise bad("rows", "[]", "no held-out rows to build a band from")
+    phases = sorted({p for p, _ in by})
+    means = {k: float(np.mean(v)) for k, v in by.items()}
+    centre = {p: float(np.mean([m for (q, _), m in means.items() if q == p])) for p in phases}
+    groups = {p: [k for k in by if k[0] == p] for p in phases}
+    df_w = sum(len(v) - 1 for v in by.values())
+    sigma2 = sum(float(np.sum((np.asarray(v) - means[k]) ** 2)) for k, v in by.items()) / df_w if df_w else 0.0
+    df_b = sum(len(g) - 1 for g in groups.values())
+    n_over = {p: sum(1.0 / len(by[k]) for k in groups[p]) for p in phases}
+    if df_b:
+        ss_b = sum((means[k] - centre[k[0]]) ** 2 for k in by)
+        ss_b -= sigma2 * sum((len(groups[p]) - 1) / len(groups[p]) * n_over[p] for p in phases)
+        tau2, df = max(0.0, ss_b / df_b), float(df_b)
+    else:
+        tau2, df = 0.0, float(df_w)
+    if df < 1:
+        raise bad("rows", len(rows), "too few held-out rows and sources to estimate a band (at least two needed)")
+    rows_n = {p: sum(len(by[k]) for k in groups[p]) for p in phases}
+    return RandomEffects(centre, tau2, sigma2, df, {p: len(g) for p, g in groups.items()}, n_over, rows_n)
+
+
+def from_rows(rows: Sequence[Mapping[str, Any]], source: str = "", key: str = "held_out") -> dict[str, PhaseBand]:
+    """Bands per phase from held-out rows (``phase``, ``error`` = predicted/measured − 1 and the group ``key``, as
+    :func:`rooflaw.constraints.fit_held_out.held_out` returns them): the random-effects quantiles at LEVELS."""
+    re = random_effects(rows, key)
+    out = {}
+    for p in sorted(re.centre):
+        s = re.spread(p)
+        ratio = tuple(float(math.exp(re.centre[p] + stats.t.ppf(q, re.df) * s)) for q in LEVELS)
+        out[p] = PhaseBand(p, LEVELS, ratio, re.rows[p], source, re.centre[p], s, re.df)
+    return out
+
+
+def coverage(
+    rows: Sequence[Mapping[str, Any]],
+    level: float = BAND_LEVEL,
+    key: str = "held_out",
+    nested: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+) -> dict[str, Any]:
+    """Share of held-out ``rows`` inside their ``level`` band when each group of ``key`` (a source) is banded
+    without it: from ``nested[group]`` (held-out rows of a run that left the group out of every fit), else from the
+    other groups' ``rows``. Per phase ``{"rows", "inside", "share"}`` and ``all``; a phase no other group has is
+    not counted."""
+    lo_q = round((1.0 - level) / 2.0, 10)
+    counts: dict[str, list[int]] = {}
+    for g in sorted({_group(r, key) for r in rows}):
+        test = [r for r in rows if _group(r, key) == g]
+        train = list(nested[g]) if nested is not None else [r for r in rows if _group(r, key) != g]
+        try:
+            bands = from_rows(train, key=key)
+        except RooflawError:
+            continue
+        for r in test:
+            b = bands.get(str(r["phase"]))
+            if b is None:
                 continue
-            lo_q = (1.0 - level) / 2.0
-            ratios = [1.0 / (1.0 + float(r["error"])) for r in train]
-            lo, hi = quantiles(ratios, (lo_q, 1.0 - lo_q))
-            for r in test:
-                x = 1.0 / (1.0 + float(r["error"]))
-                inside += int(lo <= x <= hi)
-                n += 1
-        out[phase] = {"rows": n, "inside": inside, "share": inside / n if n else math.nan}
-        tot_in, tot_n = tot_in + inside, tot_n + n
+            x = 1.0 / (1.0 + float(r["error"]))
+            lo, hi = b.at(lo_q), b.at(1.0 - lo_q)
+            c = counts.setdefault(str(r["phase"]), [0, 0])
+            c[0] += int(lo <= x <= hi)
+            c[1] += 1
+    out: dict[str, Any] = {p: {"rows": n, "inside": i, "share": i / n if n else math.nan}
+                           for p, (i, n) in sorted(counts.items())}  # fmt: skip
+    tot_in, tot_n = sum(c[0] for c in counts.values()), sum(c[1] for c in counts.values())
     out["all"] = {"rows": tot_n, "inside": tot_in, "share": tot_in / tot_n if tot_n else math.nan}
     return out
 
@@ -134,7 +218,16 @@ def shipped() -> dict[str, PhaseBand]:
     src = str(data.get("source", ""))
     out = {}
     for p, v in data.get("phase", {}).items():
-        out[p] = PhaseBand(p, levels, tuple(float(x) for x in v["ratio"]), int(v.get("rows", 0)), src)
+        out[p] = PhaseBand(
+            p,
+            levels,
+            tuple(float(x) for x in v["ratio"]),
+            int(v.get("rows", 0)),
+            src,
+            float(v.get("centre", 0.0)),
+            float(v.get("spread", 0.0)),
+            float(v.get("df", 0.0)),
+        )
     return out
 
 
@@ -220,14 +313,24 @@ def bands_toml(bands: Mapping[str, PhaseBand], rows_note: str, command: str) -> 
         return "[" + ", ".join(f"{x:.4g}" for x in xs) + "]"
 
     out = [
-        "# Error bands: quantiles of measured/predicted on held-out rows (rooflaw/constraints/bands.py). Written by:",
+        "# Error bands: quantiles of measured/predicted for a row of a source the fit did not see (random effects on",
+        "# leave-one-source-out log ratios: centre, spread = sd, df of Student's t; rooflaw/constraints/bands.py).",
+        "# Written by:",
         f"# {command}",
         f'source = "{rows_note}"',
         f"levels = {fl(LEVELS)}",
         "",
     ]
     for p, b in sorted(bands.items()):
-        out += [f"[phase.{p}]", f"rows = {b.rows}", f"ratio = {fl(b.ratio)}", ""]
+        out += [
+            f"[phase.{p}]",
+            f"rows = {b.rows}",
+            f"centre = {b.centre:.4g}",
+            f"spread = {b.spread:.4g}",
+            f"df = {b.df:g}",
+            f"ratio = {fl(b.ratio)}",
+            "",
+        ]
     return "\n".join(out)
 
 

@@ -14,12 +14,16 @@ Parameters, all physical and shared across rows (never one per model or per row)
 
 Fixed, documented, not fitted: kernel counts per layer and pass, each engine's attention kind, GEMV batch
 limit and prompt padding (:mod:`.engines`). A device priced by kernel curves has its figures fixed by them: with
-published.csv 16 engine parameters and the prompt spread for 113 compared quantities.
+published.csv 16 engine parameters, the prompt spread and the factors' shared centre for 113 compared
+quantities.
 
 Least squares on log(predicted / measured) with a robust (soft-L1) loss and weak log-normal
-priors, so a parameter no fitted row informs stays at its prior instead of drifting -- that is
-what makes leave-one-source-out predictions honest. Predictions inside the fit use the per-op
-roofline of the compiled cost model at the mean decode context; the reported errors come from
+priors (a figure one spread factor off its median costs 1: :func:`prior_residuals`), so a parameter no fitted
+row informs stays at its prior instead of drifting -- that is what makes leave-one-source-out predictions
+honest. The engines' kernel-class factors share one fitted prior centre (:data:`POOLED`, ``factor_mean``): a
+kernel class only one source exercises, with that source left out, takes what the other kernel classes reach;
+an engine no row ran on takes its figures' priors (:func:`unfitted_figures`). Predictions inside the fit use the
+per-op roofline of the compiled cost model at the mean decode context; the reported errors come from
 :func:`rooflaw.evaluate` itself with the fitted figures applied.
 """
 
@@ -35,6 +39,7 @@ import numpy as np
 
 from ..devices.device import Device
 from .engines import BUILTIN_ENGINES, ENGINE_NAMES, EngineProfile, get_engine, mixed_input
+from .fit_priors import POOLED, PRIORS, prior_residuals, unfitted_figures
 from .published import Case
 from .roofline import evaluate
 from .serving import VLLM_TOKEN_BUDGET, Schedule, assembly_step_cost, padded_prompt_ratio
@@ -42,20 +47,6 @@ from .workload import Workload
 
 #: engines whose kernels a device family's own figures describe (no engine compute/memory factor of their own)
 REFERENCE_ENGINES = ("tensorrt-llm", "tensorrt-edge-llm")
-#: (prior median, prior spread as a factor, lower bound, upper bound) per parameter kind.
-PRIORS = {
-    "memory": (0.8, 2.0, 0.05, 1.0),
-    "compute": (0.5, 3.0, 0.005, 1.0),
-    "kernel_s": (5e-6, 4.0, 1e-8, 1e-3),
-    "memory_factor": (1.0, 2.0, 0.05, 2.0),
-    "compute_factor": (1.0, 2.0, 0.05, 4.0),
-    "mixed_factor": (1.0, 2.0, 0.02, 4.0),
-    "attention_factor": (1.0, 2.0, 0.02, 4.0),
-    "gemv_factor": (1.0, 2.0, 0.02, 4.0),
-    "pass_s": (3e-4, 5.0, 1e-7, 0.1),
-    "layer_s": (1e-6, 10.0, 1e-10, 1e-3),
-    "spread": (0.3, 2.0, 1e-3, 2.0),
-}
 #: the one figure of the measured workloads themselves: the coefficient of variation of the lengths of a dataset's
 #: prompts (rows with ``Case.uneven_prompts``), which an engine that pads prompts to the batch's longest pays for
 PROMPTS = ("prompts", "dataset", "spread")
@@ -311,6 +302,8 @@ class FitResult:
     fixed: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)
     #: figures of the measured workloads (``spread``: coefficient of variation of a dataset's prompt lengths)
     prompts: dict[str, float] = dataclasses.field(default_factory=dict)
+    #: the fitted centre of the engine kernel-class factors' priors (:data:`POOLED`; 1 where none was fitted)
+    factor_mean: float = 1.0
 
     def device(self, device: Device, family: str) -> Device:
         """``device`` with this fit's figures of ``family`` as its ``achieved`` table."""
@@ -321,10 +314,15 @@ class FitResult:
         return dataclasses.replace(device, achieved=ach)
 
     def engine(self, name: str) -> EngineProfile:
-        """The built-in profile ``name`` with this fit's figures (prior-free defaults where it has none)."""
+        """The built-in profile ``name`` with this fit's figures; an engine no row of the fit ran on (a held-out
+        source or board that took all its rows) gets its figures' priors, as any figure no row informs
+        (:func:`unfitted_figures`), not the pure roofline's."""
         base = BUILTIN_ENGINES[name]
         fit: dict[str, Any] = self.engines.get(name, {})  # fields named at run time
         prov = dict.fromkeys(fit, "fitted")
+        if name not in self.engines and name not in ("ideal", "device"):
+            fit = unfitted_figures(name, self.factor_mean)
+            prov = dict.fromkeys(fit, "prior")
         on = tuple(self.fitted_on.get(name, ()))
         return dataclasses.replace(base, **fit, provenance=prov, rows=tuple(self.rows.get(name, [])), fitted_on=on)
 
@@ -354,14 +352,19 @@ def fit(cases: Sequence[Case], devices: dict[str, Device] | None = None,
     mu, sd, lo, hi = P.prior()
     logm = np.log([c.measured_s for c in cases])
     flat = FlatCases(P, cases, feats)  # _predict of every case, as arrays
+    n = len(P.names)
+    pooled = np.array([P.kind(k) in POOLED for k in P.names], dtype=float)
+    if pooled.any():  # the shared centre of the pooled factors' priors: one more entry of the vector, at its end
+        extra = (math.log(v) for v in PRIORS["factor_mean"])
+        mu, sd, lo, hi = (np.append(a, v) for a, v in zip((mu, sd, lo, hi), extra, strict=True))
 
-    def resid(x: np.ndarray) -> np.ndarray:
-        return np.concatenate([(np.log(flat.predict(x)) - logm) / OBS_SCALE, (x - mu) / np.log(sd)])
+    def resid(z: np.ndarray) -> np.ndarray:
+        return np.concatenate([(np.log(flat.predict(z[:n])) - logm) / OBS_SCALE, prior_residuals(z, mu, sd, pooled)])
 
     # Two starts: the priors, and every compute fraction 4× lower. An op memory-bound at the start gives its
     # compute parameters no gradient (the roofline's max), so one start alone can stall short of the optimum.
     slow = np.array([P.kind(k) in ("compute", "compute_factor", "mixed_factor", "attention_factor", "gemv_factor")
-                     for k in P.names])  # fmt: skip
+                     for k in P.names] + [True] * (len(mu) - n))  # fmt: skip
     sol = None
     for x0 in (mu, mu - np.log(4.0) * slow):
         s = least_squares(resid, np.clip(x0, lo + 1e-9, hi - 1e-9), bounds=(lo, hi), loss="soft_l1", f_scale=1.0,
@@ -369,6 +372,7 @@ def fit(cases: Sequence[Case], devices: dict[str, Device] | None = None,
         if sol is None or s.cost < sol.cost:
             sol = s
     assert sol is not None  # the loop above ran
+    factor_mean = float(math.exp(sol.x[n])) if len(sol.x) > n else 1.0
     fams: dict[str, dict[str, float]] = {}
     engs: dict[str, dict[str, float]] = {}
     prompts: dict[str, float] = {}
@@ -391,7 +395,8 @@ def fit(cases: Sequence[Case], devices: dict[str, Device] | None = None,
     fixed: dict[str, dict[str, float]] = {}
     for (_, fam, key), v in P.fixed.items():
         fixed.setdefault(fam, {})[key] = v
-    return FitResult(fams, engs, rows, float(sol.cost), {k: sorted(v) for k, v in fitted_on.items()}, fixed, prompts)
+    return FitResult(fams, engs, rows, float(sol.cost), {k: sorted(v) for k, v in fitted_on.items()}, fixed, prompts,
+                     factor_mean)  # fmt: skip
 
 
 def predict(case: Case, result: FitResult | None, devices: dict[str, Device] | None = None) -> float:
@@ -408,7 +413,7 @@ def predict(case: Case, result: FitResult | None, devices: dict[str, Device] | N
                                   w.attention)  # fmt: skip
         return _schedule(case).seconds_per_token(step)
     if result is not None and padded(case):  # prompts padded to the batch's longest: more tokens per sequence
-        s_pad = round(w.input_tokens * padded_prompt_ratio(w.batch, result.prompts.get("spread", 0.0)))
+        s_pad = round(w.input_tokens * padded_prompt_ratio(w.batch, result.prompts.get("spread", PRIORS["spread"][0])))
         w = dataclasses.replace(w, input_tokens=max(w.input_tokens, s_pad))
     rep = evaluate(case.arch, dev, w, case.precision, engine=engine)
     if case.phase == "prefill":
@@ -443,40 +448,10 @@ def median_abs_error(rows: Sequence[dict[str, object]]) -> dict[str, float]:
     return {k: float(np.median(v)) for k, v in by.items()}
 
 
-def _group(case: Case, key: str) -> str:
-    return case.device.split("@")[0] if key == "board" else str(getattr(case, key))
-
-
-def held_out(cases: Sequence[Case], key: str) -> list[dict[str, object]]:
-    """Fit without each group of ``key``, predict that group: ``source``, ``board`` (a device with all its power
-    modes) or ``device`` (one power mode). Each row says whether its engine and its device family still had
-    rows in the fit (``engine_in_training``, ``family_in_training``)."""
-    rows: list[dict[str, object]] = []
-    feats = [_features(c, case_device(c)) for c in cases]
-    for g in sorted({_group(c, key) for c in cases}):
-        train = [c for c in cases if _group(c, key) != g]
-        test = [c for c in cases if _group(c, key) == g]
-        res = fit(train, feats=[f for c, f in zip(cases, feats, strict=True) if _group(c, key) != g])
-        engines, families = {c.engine for c in train}, {c.family for c in train}
-        for r in errors(test, res):
-            rows.append({**r, "held_out": g, "engine_in_training": r["engine"] in engines,
-                         "family_in_training": r["family"] in families})  # fmt: skip
-    return rows
-
-
-def coverage(row: dict[str, object]) -> str:
-    """What a held-out row's fit still knew: ``engine and family fitted``, ``engine out``, ``family out`` or
-    ``engine and family out``."""
-    e, f = bool(row.get("engine_in_training", True)), bool(row.get("family_in_training", True))
-    return {(True, True): "engine and family fitted", (False, True): "engine out", (True, False): "family out",
-            (False, False): "engine and family out"}[(e, f)]  # fmt: skip
-
-
 # the catalog writers (``[achieved]`` tables, ``engines.toml``) live in .fit_storage
 from .fit_storage import FIT_COMMAND, achieved_table, engines_toml, write_catalog  # noqa: E402,F401
 
 # names under which the public API (``rooflaw``) exports this module's entry points
 fit_efficiencies = fit
 efficiency_errors = errors
-held_out_errors = held_out
 write_engine_catalog = write_catalog
