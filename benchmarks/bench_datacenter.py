@@ -50,8 +50,8 @@ def layout_text(r: dict[str, str]) -> str:
 
 def predict(r: dict[str, str], model: str = "steady") -> tuple[float, int]:
     """(predicted value in the row's unit, batch used). ``model``: ``steady`` (in-flight batching's steady state,
-    :func:`rooflaw.parallel.inflight`) or ``decode`` (the first result: batch·OSL over the decode time, TTFT of
-    the whole batch's prompts)."""
+    :func:`rooflaw.parallel.inflight`) or ``decode`` (the first result's pricing, on today's model: batch·OSL over
+    the decode time, TTFT of the whole batch's prompts)."""
     arch = rl.load_architecture(r["model"])
     system = rl.get_system(f"{r['device_id']}:{r['gpus']}")
     lay = rl.parallel.parse_layout(layout_text(r))

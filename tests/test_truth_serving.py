@@ -2,6 +2,8 @@
 same schedule, and its pricing of published vLLM concurrency rows through the one cost model."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rooflaw import Workload, evaluate, from_hf_config, get_device
 from rooflaw.constraints.serving import Schedule, assembly_step_cost, simulate
@@ -64,5 +66,17 @@ def test_overlapping_prompts_never_decode_more_sequences_than_are_in_flight(C, P
     s = Schedule(C, P, O, T)
     for c, n, _ in s.steps():
         assert n <= C and c + n <= T
-    brute = simulate(s, _cost, n_requests=300 * C, warmup=100 * C)
+    brute = simulate(s, _cost, n_requests=min(300 * C, 12000), warmup=min(100 * C, 4000))
     assert s.seconds_per_token(_cost) == pytest.approx(brute, rel=0.12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 4096), st.integers(1, 20000), st.integers(2, 4096), st.integers(0, 16384))
+def test_steps_conserve_each_request_s_tokens(C, P, O, extra):
+    """Whatever the regime, a request's O - 1 decode tokens are carried exactly, its P prompt tokens within one
+    token a step, no step holds more decoders than requests or more tokens than the budget."""
+    s = Schedule(C, P, O, C + extra)
+    steps = s.steps()
+    assert all(0 <= n <= C and c >= 0 and c + n <= s.token_budget and k > 0 for c, n, k in steps)
+    assert sum(k * n for _, n, k in steps) == pytest.approx(O - 1, rel=1e-9)
+    assert sum(k * c for c, _, k in steps) == pytest.approx(P, abs=sum(k for *_, k in steps) + 1e-9)

@@ -82,14 +82,32 @@ class Schedule:
                 break
             p = q
         if j * (P + O - 1) <= T:  # steps not full: every request in flight advances each step
-            n = max(1, round(j * (O - 1)))
-            return [(max(1, round(j * P)), n, 1.0 / j)]
-        n = round(T * (O - 1) / (P + O - 1))  # prefill-bound: every step full, its T tokens shared
-        return [(T - n, n, (P + O - 1) / T)]
+            return _mixed(j * P, j * (O - 1), 1.0 / j, T, full=False)
+        # prefill-bound: every step full, its T tokens shared
+        return _mixed(T * P / (P + O - 1), T * (O - 1) / (P + O - 1), (P + O - 1) / T, T, full=True)
 
     def seconds_per_token(self, step_s: StepCost) -> float:
         """Steady-state seconds per output token (1 / aggregate output tokens/s)."""
         return sum(k * step_s(c, n) for c, n, k in self.steps()) / self.output_tokens
+
+
+def _mixed(prompt: float, decoders: float, count: float, budget: int, full: bool) -> list[tuple[int, int, float]]:
+    """Steps of a fractional mean composition (``prompt`` tokens, ``decoders``, ``count`` steps per request) as at
+    most two whole ones, floor and ceil of the decoders, weighted so that the decode tokens per request stay exact;
+    the prompt tokens fill the rest of the ``budget`` (``full``) or round with the decoders, within it."""
+    lo = math.floor(decoders)
+    f = decoders - lo
+    kinds = [(lo, 1.0 - f), (lo + 1, f)] if f > 1e-12 else [(lo, 1.0)]
+    out = []
+    for i, (n, w) in enumerate(kinds):
+        if full:
+            c = budget - n
+        elif len(kinds) == 1:
+            c = round(prompt)
+        else:
+            c = math.ceil(prompt) if i else math.floor(prompt)
+        out.append((max(0, min(c, budget - n)), n, count * w))
+    return out
 
 
 def simulate(s: Schedule, step_s: StepCost, n_requests: int, warmup: int = 0) -> float:

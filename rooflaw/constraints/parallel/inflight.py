@@ -113,9 +113,10 @@ def inflight(
     if (C - 1) * m <= O - 1:  # decoders keep every step: the prompt rides m mixed steps beside C - 1 decoders
         rest = P - (m - 1) * chunk
         ttft = (m - 1) * step(chunk, C - 1) + step(rest, C - 1)
-    else:  # prompts overlap: one step kind; a request decodes one token a step, the rest of its life is TTFT
-        ((c, n, _),) = sched.steps()
-        ttft = max(0.0, latency - (O - 1) * step(c, n))
+    else:  # prompts overlap: a request decodes one token a step (the mean step), the rest of its life is TTFT
+        kinds = sched.steps()
+        mean_step = sum(k * step(c, n) for c, n, k in kinds) / sum(k for _, _, k in kinds)
+        ttft = max(0.0, latency - (O - 1) * mean_step)
     ttft = min(ttft, latency)
     tpot = (latency - ttft) / (O - 1)
     wait = 0.0
