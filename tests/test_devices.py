@@ -208,6 +208,7 @@ def test_user_toml_file_loads(tmp_path):
         bandwidth_gbs = 1000
         memory_gb = 32
         l2_mib = 8
+        boost_clock_mhz = 1755
         power_peak_w = 300
         tile = [256, 128]
 
@@ -224,6 +225,7 @@ def test_user_toml_file_loads(tmp_path):
     assert d.provenance["peak_flops.fp16"] == "measured"
     assert d.provenance["peak_flops.fp32"] == "assumed"
     assert d.memory_bandwidth == 1e12 and d.memory_capacity == 32e9 and d.l2_bytes == 8 * 2**20
+    assert d.clock == 1755e6
     assert d.tile == (256, 128)
     assert "fp16 / 10" in d.notes
     eco = get_device(f"{p}@eco")
@@ -245,6 +247,7 @@ def test_user_toml_file_loads(tmp_path):
         ("fp16_tflops = 1\nbandwidth_gbs = 1\nmemory_gb = 1\ntile = [128]", "tile"),
         ("fp16_tflops = 1\nbandwidth_gbs = 1\nmemory_gb = 1\ncompute_efficiency = 1.5", "compute_efficiency"),
         ("fp16_tflops = 1\nbandwidth_gbs = 1\nmemory_gb = 1\nschema = 7", "schema"),
+        ("fp16_tflops = 1\nbandwidth_gbs = 1\nmemory_gb = 1\nboost_clock_mhz = -5", "boost_clock_mhz=-5"),
         ("fp16_tflops = 1 bandwidth", "not valid TOML"),
     ],
 )

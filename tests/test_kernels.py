@@ -174,6 +174,45 @@ def test_gemm_fallbacks_and_unmodelled_dtypes():
     assert np.isfinite(p[0]) and np.isnan(p[1])
 
 
+def test_gemm_fixed_times_are_cycles_of_the_boost_clock():
+    """A device at half the curves' reference clock takes twice their ``kernel_s``, ``kstep_s`` and ``split_s``
+    (cycles), but the framework's ``launch`` extra (host seconds) unchanged; no clock on either side: seconds."""
+    c = dataclasses.replace(CURVES, clock_mhz=2000.0, launch={"trtllm/fp8": 1e-5})
+    m, n, k = 1, 8192, 8192
+    byts = m * k * 2 + k * n * 2 + m * n * 2
+    tm = byts / (2e12 * 0.8)  # memory-bound, as in test_gemm_memory_bound_is_bytes_over_achieved_bandwidth
+    for clock, cycles in ((2e9, 1.0), (1e9, 2.0), (None, 1.0)):
+        got = KG.predict(_gemm_rows([m], [n], [k]), _dev(clock=clock), c)[0] * 1e-3
+        assert got == pytest.approx(tm + 2e-6 * cycles, rel=1e-12), clock
+    assert KG.cycle_scale(dataclasses.replace(c, clock_mhz=0.0), _dev(clock=1e9)) == 1.0
+    # the assembly's plain roofline charges kernel_s in seconds
+    got = KG.predict(_gemm_rows([m], [n], [k]), _dev(clock=1e9), KG.plain_curves(c))[0] * 1e-3
+    assert got == pytest.approx(tm + 2e-6, rel=1e-12)
+    # the one-CTA K loop of test_gemm_wave_quantisation_one_tile_on_four_sms, at 1e-8 s an iteration at 2 GHz:
+    # 4096 iterations (split in 4) + the split's reduction, both at 1 GHz twice as long
+    dev = _dev(sm_count=4, memory_bandwidth=1e18, clock=1e9)
+    ck = dataclasses.replace(c, split_s=5e-6, kstep_s=1e-8)
+    got = KG.predict(_gemm_rows([64], [64], [2**20]), dev, ck)[0] * 1e-3
+    assert got == pytest.approx(2 * (4096 * 1e-8 + 5e-6 + 2e-6), rel=1e-12)
+    # the framework's extra stays seconds: an fp8 GEMV at 1 GHz adds 2 × kernel_s + 1e-5
+    got8 = KG.predict(_gemm_rows([m], [n], [k], "fp8"), _dev(clock=1e9), c)[0] * 1e-3
+    quant = m * k * 3.0 / (2e12 * 0.8)  # one pass of the quantise kernel: read bf16, write fp8
+    assert got8 == pytest.approx((k + k * n + 2 * n) / (2e12 * 0.8) + quant + 2 * 2e-6 + 1e-5, rel=1e-12)
+
+
+def test_reference_clock_is_the_geometric_mean():
+    gpus = [KF.GPU(str(f), _dev(clock=f), []) for f in (1e9, 4e9)]
+    assert KF.reference_clock_mhz(gpus) == pytest.approx(2000.0)
+    assert KF.reference_clock_mhz([*gpus, KF.GPU("x", _dev(), [])]) == 0.0  # one without a clock: seconds
+    assert KF.fit_curves(gpus, "x", 10, families=[]).clock_mhz == pytest.approx(2000.0)
+
+
+def test_int8_w8a8_falls_back_to_per_tensor_fp8():
+    c = dataclasses.replace(CURVES, launch={"trtllm/fp8": 1e-5})
+    assert KG.compute_fraction(c, "int8") == 0.4  # fp8's, not fp16's 0.5
+    assert KG.launch_s(c, "int8", "trtllm") == pytest.approx(1.2e-5)  # and fp8's quantise-kernel extra
+
+
 # ---- attention physics ------------------------------------------------------------------------------------
 def _brute_pairs(S: int, W: int, block: int | None) -> int:
     q, kk = np.meshgrid(np.arange(S), np.arange(S), indexing="ij")

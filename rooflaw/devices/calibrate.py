@@ -288,6 +288,7 @@ def device_toml(device: Device) -> str:
         "memory_bandwidth",
         "memory_capacity",
         "l2_bytes",
+        "clock",
         "power_idle",
         "power_peak",
         "energy_per_flop",

@@ -53,6 +53,9 @@ class Device:
     memory_efficiency: float = 1.0
     kernel_overhead: float = 0.0
     l2_bytes: float | None = None
+    #: Boost (maximum) clock in Hz of the datasheet peaks; ``None``: not given. The kernel curves count a GEMM's
+    #: fixed GPU-side times in cycles of it (``constraints.kernels.gemm``).
+    clock: float | None = None
     kind: str = "gpu"
     vendor: str = ""
     #: GPU architecture (:data:`ARCHITECTURES`) whose kernel curves price this device; ``None``: none (a CPU, an NPU,
@@ -100,7 +103,7 @@ class Device:
             v = getattr(self, k)
             if not (_real(v) and v > 0):
                 raise bad(f"{self.id}.{k}", v, "must be a positive, finite number")
-        for k in ("power_idle", "power_peak", "energy_per_flop", "energy_per_byte", "l2_bytes"):
+        for k in ("power_idle", "power_peak", "energy_per_flop", "energy_per_byte", "l2_bytes", "clock"):
             v = getattr(self, k)
             if v is not None and not (_real(v) and v >= 0):
                 raise bad(f"{self.id}.{k}", v, "must be a non-negative, finite number (or absent)")

@@ -18,6 +18,7 @@ File schema (documented with a full example in ``docs/devices.md``)::
     bandwidth_gbs = 3350               # 1e9 bytes/s
     memory_gb = 80                     # 1e9 bytes
     l2_mb = 50                         # or l2_mib
+    boost_clock_mhz = 1980             # the clock of the datasheet peaks (kernel curves count cycles of it)
     power_idle_w = 140
     power_peak_w = 700
     sm_count = 132
@@ -54,6 +55,7 @@ SCALAR_KEYS: dict[str, tuple[str, float]] = {
     "memory_gib": ("memory_capacity", 2.0**30),
     "l2_mb": ("l2_bytes", 1e6),
     "l2_mib": ("l2_bytes", 2.0**20),
+    "boost_clock_mhz": ("clock", 1e6),
     "power_idle_w": ("power_idle", 1.0),
     "power_peak_w": ("power_peak", 1.0),
     "energy_per_flop_pj": ("energy_per_flop", 1e-12),
@@ -94,6 +96,7 @@ FIELD_TO_KEY: dict[str, str] = {
     "memory_bandwidth": "bandwidth_gbs",
     "memory_capacity": "memory_gb",
     "l2_bytes": "l2_mb",
+    "clock": "boost_clock_mhz",
     "power_idle": "power_idle_w",
     "power_peak": "power_peak_w",
     "energy_per_flop": "energy_per_flop_pj",

@@ -80,6 +80,11 @@ class KernelCurves:
     l2_sm_gbps: float = 0.0
     #: share of the L2 a re-run GEMM's operands can fill and still be found there (0: none; :func:`.gemm.l2_hits`)
     l2_share: float = 0.0
+    #: MHz: the boost clock at which ``kernel_s``, ``kstep_s`` and ``split_s`` are seconds -- the GEMM family counts
+    #: them in cycles, so a device of boost clock ``f`` (``Device.clock``) runs them in ``· clock_mhz / f``
+    #: (:func:`.gemm.cycle_scale`); the fit sets it to the geometric mean of the fitted GPUs' clocks (0: seconds on
+    #: every device)
+    clock_mhz: float = 0.0
     attention: float = 1.0
     #: achieved fraction of the fp8 peak of a prefill attention kernel whose math runs in fp8 (0: ``attention``)
     attention_fp8: float = 0.0

@@ -242,11 +242,20 @@ def fit_family(fam: Family, data: Sequence[Prepared], curves: KernelCurves) -> K
     return with_params(curves, dict(zip(used, sol.x, strict=True)))
 
 
+def reference_clock_mhz(gpus: Sequence[GPU]) -> float:
+    """Geometric mean boost clock (MHz) of ``gpus`` -- the clock at which fitted GPU-side cycles are written as
+    seconds (``KernelCurves.clock_mhz``); 0 when any of them has no ``clock``."""
+    clocks = [g.device.clock for g in gpus]
+    if not clocks or any(not f for f in clocks):
+        return 0.0
+    return round(float(np.exp(np.mean(np.log(np.asarray(clocks, dtype=float) / 1e6)))), 3)
+
+
 def fit_curves(gpus: Sequence[GPU], architecture: str, sample: int, seed: int = 0,
                families: Iterable[Family] | None = None,
                progress: Callable[[str], None] | None = None) -> KernelCurves:  # fmt: skip
     """Curves named ``architecture`` fitted on all of ``gpus``' tables, family by family."""
-    c = initial_curves(architecture)
+    c = dataclasses.replace(initial_curves(architecture), clock_mhz=reference_clock_mhz(gpus))
     for fam in families if families is not None else FAMILIES.values():
         if progress:
             progress(f"{architecture}: {fam.name}")

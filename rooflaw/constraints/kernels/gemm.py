@@ -1,12 +1,15 @@
 """The ``gemm`` kernel family: one GEMM C[M×N] = A[M×K]·B[K×N] priced on the kernel curves.
 
-``t = blend(t_c, t_m) + quant_passes[framework] · quant_bytes / (bandwidth · memory) + kernel_s
-+ launch["<framework>/<key>"]`` with
+``t = blend(t_c, t_m) + quant_passes[framework] · quant_bytes / (bandwidth · memory) + kernel_s · z
++ launch["<framework>/<key>"]`` with ``z = clock_mhz / f`` (:func:`cycle_scale`, ``f`` the device's boost clock):
+the GPU-side fixed times ``kernel_s``, ``kstep_s`` and ``split_s`` are cycles of the SM clock, written as seconds
+at the curves' ``clock_mhz`` (a kernel's prologue, pipeline fill and epilogue take as many cycles on a 2.5 GHz Ada
+part as on a 1.4 GHz A100); the framework's ``launch`` extra (host work, its own quantise kernels) stays seconds;
 
 * ``t_c`` the compute time of the best (tile, split-K) the kernel library can pick over the output tiles of
   :data:`TILE_MENU` and the K splits of :data:`SPLITS` (each split keeping at least :data:`MIN_SPLIT_K` of K):
-  ``min max(2MNK / (peak_roof · c · tile·wave · r/(r + half_rows)), waves · ⌈K/(split·K_STEP)⌉ · kstep_s)
-  + [split > 1] · split_s`` -- ``c = compute[key]``, times ``engine_compute["<framework>/<key>"]`` for an engine
+  ``min max(2MNK / (peak_roof · c · tile·wave · r/(r + half_rows)), waves · ⌈K/(split·K_STEP)⌉ · kstep_s · z)
+  + [split > 1] · split_s · z`` -- ``c = compute[key]``, times ``engine_compute["<framework>/<key>"]`` for an engine
   whose kernels are not the reference's (TensorRT-LLM's); ``tile·wave`` the tile and wave efficiency of the
   ``tiles × split`` CTAs over the device's SMs; ``r = max(M, 8)`` (a tile's rate rises with the rows that share
   each loaded B tile; a GEMV runs an 8-row tile); ``kstep_s`` the least time one main-loop iteration takes (a
@@ -55,9 +58,11 @@ GEMM_DTYPES: dict[str, tuple[str, str, float, float]] = {
     "int4_wo": ("fp16", "mixed", 2.0, 0.5 + 2 / 128),
 }
 #: compute keys in fit order; a key an architecture has no figure for takes its fallback's (nvfp4 on a GPU
-#: fitted without nvfp4 rows runs at the fp8 fraction of its own fp4 peak, and so on down to fp16).
+#: fitted without nvfp4 rows runs at the fp8 fraction of its own fp4 peak, and so on down to fp16). An int8 W8A8
+#: GEMM falls back to per-tensor fp8's figures: the same 8-bit operands at the 8-bit peak behind the same
+#: activation-quantise kernel (and its launch extra), not bf16's.
 COMPUTE_KEYS = ("fp16", "fp8", "fp8_block", "fp4", "int8", "mixed")
-FALLBACK = {"fp8": "fp16", "fp8_block": "fp8", "fp4": "fp8", "int8": "fp16", "mixed": "fp16"}
+FALLBACK = {"fp8": "fp16", "fp8_block": "fp8", "fp4": "fp8", "int8": "fp8", "mixed": "fp16"}
 #: output tiles (rows, cols) a GEMM library chooses from (CUTLASS/cuBLAS tile shapes on Ampere to Blackwell).
 TILE_MENU = ((64, 64), (64, 128), (128, 64), (128, 128), (128, 256), (256, 128))
 #: K splits a library may run (split-K / stream-K), each split keeping at least ``MIN_SPLIT_K`` of the K dimension
@@ -111,6 +116,15 @@ def quant_passes(curves: KernelCurves, framework: str | None = None) -> float:
     if framework in q:
         return float(q[framework])
     return float(min(q.values())) if q else 1.0
+
+
+def cycle_scale(curves: KernelCurves, device: Device) -> float:
+    """``curves.clock_mhz / device's boost clock``: the factor on the GEMM's GPU-side fixed times (``kernel_s``,
+    ``kstep_s``, ``split_s``), which are cycles of the SM clock written as seconds at ``clock_mhz``; 1 where the
+    curves or the device give no clock."""
+    if not curves.clock_mhz or not device.clock:
+        return 1.0
+    return curves.clock_mhz * 1e6 / float(device.clock)
 
 
 def tile_wave(M: Any, N: Any, groups: Any, device: Device) -> tuple[np.ndarray, np.ndarray]:
@@ -207,12 +221,14 @@ def parts(t: GemmTerms, device: Device, curves: KernelCurves) -> tuple[np.ndarra
     c = np.array(
         [compute_fraction(curves, k) * engine_factor(curves, k, f) if k else np.nan for k, f in t.labels] or [np.nan]
     )[t.group]
+    cyc = cycle_scale(curves, device)
     lat = np.array([launch_s(curves, k, f) if k else np.nan for k, f in t.labels] or [np.nan])[t.group]
+    lat = lat + (cyc - 1.0) * curves.kernel_s  # kernel_s in cycles, the framework's extra in seconds
     qp = np.array([quant_passes(curves, f) for _, f in t.labels] or [1.0])[t.group]
     base = t.flops / (t.peak * c * rows_ramp(t.m, curves.half_rows))
     with np.errstate(divide="ignore", invalid="ignore"):
-        tcs = np.maximum(base / t.cand_eff, t.cand_steps * curves.kstep_s)
-    tcs = tcs + np.where(t.cand_split, curves.split_s, 0.0)[:, None]
+        tcs = np.maximum(base / t.cand_eff, t.cand_steps * curves.kstep_s * cyc)
+    tcs = tcs + np.where(t.cand_split, curves.split_s * cyc, 0.0)[:, None]
     tc = tcs.min(axis=0)
     bw = device.memory_bandwidth * curves.memory
     l2 = max(bw, float(device.sm_count or 0) * curves.l2_sm_gbps * 1e9)
@@ -248,10 +264,10 @@ def seconds(t: GemmTerms, device: Device, curves: KernelCurves) -> np.ndarray:
 
 def plain_curves(curves: KernelCurves) -> KernelCurves:
     """``curves`` with the GEMM shape figures off -- the hard max, no split-K (an infinite ``split_s``), no K-loop
-    bound, no L2 path, one quantise pass, every engine's kernels the reference's: the plain roofline of the same
-    fractions, as the assembly prices a GEMM."""
+    bound, no L2 path, one quantise pass, every engine's kernels the reference's, ``kernel_s`` in seconds (no clock
+    scaling): the plain roofline of the same fractions, as the assembly prices a GEMM."""
     return dataclasses.replace(curves, gemm_blend=0.0, split_s=float("inf"), kstep_s=0.0, l2_sm_gbps=0.0,
-                               l2_share=0.0, quant_passes={}, engine_compute={})  # fmt: skip
+                               l2_share=0.0, quant_passes={}, engine_compute={}, clock_mhz=0.0)  # fmt: skip
 
 
 def predict(rows: pd.DataFrame, device: Device, curves: KernelCurves) -> np.ndarray:
