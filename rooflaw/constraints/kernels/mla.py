@@ -56,6 +56,8 @@ def context_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
         eff=te * we,
         extra_bytes=extra,
         waves=np.ceil(B * H * np.ceil(S / Q_TILE) / (device.sm_count or 1)),
+        sms=float(device.sm_count or 1),
+        bandwidth=device.memory_bandwidth,
         streams=np.full(len(rows), np.inf),
         resident=byts + extra <= (device.l2_bytes or 0.0),
         pairs=B * H * pairs,
@@ -83,6 +85,8 @@ def generation_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
         eff=np.ones(len(rows)),
         extra_bytes=np.zeros(len(rows)),
         waves=np.ceil(B / (device.sm_count or 1)),
+        sms=float(device.sm_count or 1),
+        bandwidth=device.memory_bandwidth,
         streams=B,
         resident=byts <= (device.l2_bytes or 0.0),
         pairs=B * H * L,
@@ -91,6 +95,8 @@ def generation_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
         labels=labels,
         op="generation_mla",
         prefill=False,
+        context=L,
+        stream_bytes=L * latent * b_kv,
     )
 
 
