@@ -151,6 +151,8 @@ def _curves_dict(c) -> dict:
             "decode_mha_tile_s",
             "decode_dim_share",
             "decode_window_tokens",
+            "mla_token_s",
+            "mla_split",
             "attention_l2",
             "attention_softmax",
             "softmax_overlap",

@@ -97,6 +97,11 @@ class KernelCurves:
     decode_split: float = 0.0
     #: least cached tokens per split of a split-KV decode kernel (0: no such limit)
     decode_split_tokens: float = 0.0
+    #: seconds per cached token of an MLA decode CTA that walks a sequence's tokens one after another (the latent
+    #: is shared by all heads: its time does not grow with them; 0: no such limit)
+    mla_token_s: float = 0.0
+    #: CTAs per SM up to which an MLA decode kernel splits each sequence's context (0: no split)
+    mla_split: float = 0.0
     #: p of a decode kernel's blend of its KV stream and its CTA prologues, ``(t_stream^p + t_prologues^p)^(1/p)`` (1:
     #: their sum, large: the larger)
     decode_blend: float = 1.0

@@ -56,6 +56,8 @@ _BOUNDS = {
     "decode_mha_tile_s": (1.5e-6, 0.0, 1e-3, 1e-6),
     "decode_dim_share": (0.3, 0.0, 1.0, 0.1),
     "decode_window_tokens": (32.0, 0.0, 4096.0, 10.0),
+    "mla_token_s": (2e-8, 0.0, 1e-5, 1e-8),
+    "mla_split": (0.1, 0.0, 64.0, 1.0),
     "attention_l2": (0.02, 0.0, 1.0, 0.01),
     "attention_softmax": (4.0, 0.0, 200.0, 10.0),
     "softmax_overlap": (2.0, 1.0, 8.0, 1.0),
@@ -95,6 +97,8 @@ _FRESH = _FRESH | {
     "decode_split",
     "decode_split_tokens",
     "decode_window_tokens",
+    "mla_token_s",
+    "mla_split",
 }
 QUANTILES = (0.1, 0.9)  #: the 80 % band of measured/predicted
 

@@ -125,9 +125,9 @@ GENERATION = register(
     Family(
         name="generation_mla",
         tables=("generation_mla_perf",),
-        params=(),
+        params=("mla_token_s", "mla_split"),
         predict=predict_generation,
-        used=used_params_for("generation_mla", ()),
+        used=used_params_for("generation_mla", ("mla_token_s", "mla_split"), True),
         prepare=generation_terms,
         evaluate=seconds,
     )
