@@ -370,6 +370,46 @@ def test_mla_decode_reads_the_latent_once_for_all_heads():
     assert family_of_table("generation_mla_perf").name == "generation_mla"
 
 
+def test_mla_decode_sequential_cta_walks_the_tokens():
+    from rooflaw.constraints.kernels import mla as KM
+
+    # an MLA decode kernel walking each sequence's 4096 cached tokens one by one in a CTA (1e-7 s each): 8 sequences
+    # on 100 SMs, one wave, 4096 x 1e-7 s -- whatever the KV dtype and the heads (the latent is shared); split over
+    # up to 2 CTAs per SM, each sequence's tokens spread over 25 CTAs in two waves
+    dev = _dev(sm_count=100)
+    c = dataclasses.replace(CURVES, attention=0.5, attention_memory=0.9, mla_token_s=1e-7)
+    rows = pd.DataFrame({"batch_size": [8], "isl": [1], "step": [4095], "num_heads": [16], "mla_dtype": ["bfloat16"],
+                         "kv_cache_dtype": ["bfloat16"], "framework": ["trtllm"]})  # fmt: skip
+    got = KM.predict_generation(rows, dev, c)[0] * 1e-3
+    assert got == pytest.approx(4096 * 1e-7 + 2e-6, rel=1e-12)
+    same = pd.concat([rows.assign(kv_cache_dtype=["fp8"]), rows.assign(num_heads=[128])], ignore_index=True)
+    assert KM.predict_generation(same, dev, c) * 1e-3 == pytest.approx([got, got], rel=1e-12)
+    split = KM.predict_generation(rows, dev, dataclasses.replace(c, mla_split=2.0))[0] * 1e-3
+    assert split == pytest.approx(2 * 4096 / 25 * 1e-7 + 2e-6, rel=1e-12)
+    # vLLM's kernel at its own rate
+    cv = dataclasses.replace(c, rate={"vllm/generation_mla": 4.0})
+    assert KM.predict_generation(rows.assign(framework=["vllm"]), dev, cv)[0] * 1e-3 == pytest.approx(
+        4096 * 1e-7 / 4 + 2e-6, rel=1e-12)  # fmt: skip
+
+
+def test_prefill_pack_gqa_packs_the_group_into_one_tile():
+    # vLLM's FlashAttention-3 packs a GQA group's 4 query heads (16 rows each) into one 64-row tile: 100 sequences x
+    # 8 KV heads = 800 tiles, 8 waves on 100 SMs, instead of 3200 16-row tiles in 32 waves; whole tiles either way,
+    # so only the per-wave cost changes; TensorRT-LLM's kernel does not pack
+    rows = pd.DataFrame({"batch_size": [100], "isl": [16], "num_heads": [32], "num_key_value_heads": [8],
+                         "head_dim": [128], "window_size": [0], "attn_dtype": ["bfloat16"],
+                         "kv_cache_dtype": ["bfloat16"], "framework": ["vllm"]})  # fmt: skip
+    c0 = dataclasses.replace(CURVES, attention=0.5, attention_tile_s=1e-6)
+    dev = _dev(sm_count=100)
+    t0 = KA.predict_context(rows, dev, c0)[0] * 1e-3
+    for pack in (0.5, 1.0):
+        got = KA.predict_context(rows, dev, dataclasses.replace(c0, prefill_pack_gqa=pack))[0] * 1e-3
+        assert got == pytest.approx(t0 - pack * (32 - 8) * 1e-6, rel=1e-12)
+    trt = rows.assign(framework=["trtllm"])
+    c1 = dataclasses.replace(c0, prefill_pack_gqa=1.0)
+    assert KA.predict_context(trt, dev, c1)[0] == pytest.approx(KA.predict_context(trt, dev, c0)[0], rel=1e-12)
+
+
 def test_fit_recovers_known_prefill_attention_figures():
     # synthetic prefill rows priced by known curves (GEMM figures held fixed): the fit finds the attention fraction,
     # the softmax's fp32 FLOPs per pair, the per-wave tile cost, vLLM's rate relative to TensorRT-LLM's and the

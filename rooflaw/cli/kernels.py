@@ -156,6 +156,7 @@ def _curves_dict(c) -> dict:
             "attention_l2",
             "attention_softmax",
             "softmax_overlap",
+            "prefill_pack_gqa",
             "moe",
             "moe_memory",
             "moe_s",

@@ -87,6 +87,9 @@ class KernelCurves:
     #: seconds each wave of prefill-attention CTAs (query tiles x heads x sequences over the SMs) costs beyond its
     #: FLOPs: loading Q, the softmax epilogue and writing O of a tile
     attention_tile_s: float = 0.0
+    #: share of vLLM's prefill tiles that pack a GQA group's query heads into one 128-row tile (FlashAttention-3's
+    #: pack-GQA: S·g rows per KV head instead of S per query head; 0: none, 1: all)
+    prefill_pack_gqa: float = 0.0
     #: seconds each wave of decode-attention CTAs (one per sequence and KV head) costs beyond its KV reads
     decode_tile_s: float = 0.0
     #: decode CTAs per SM at which a decode attention kernel reaches half its ``attention_memory`` bandwidth (Little's

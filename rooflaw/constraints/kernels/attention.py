@@ -51,6 +51,8 @@ DTYPE_BYTES = {"bfloat16": 2.0, "float16": 2.0, "fp8": 1.0, "fp8_e4m3": 1.0, "in
 Q_TILE = 128
 #: the framework whose attention kernels' rate is the curves' own (others' are relative to it: ``KernelCurves.rate``)
 REFERENCE_FRAMEWORK = "trtllm"
+#: the engine whose prefill kernel (FlashAttention-3) can pack a GQA group's query heads into one tile
+PACK_GQA_ENGINE = "vllm"
 #: most query heads TensorRT-LLM's XQA decode kernel serves per KV head
 XQA_MAX_GROUP = 32
 
@@ -112,6 +114,10 @@ class AttentionTerms:
     labels: tuple[str, ...]  #: framework of each group ("" where a row is not modelled)
     op: str
     prefill: bool = True  #: a prefill kernel (GEMM ``memory``, ``attention_tile_s``), else decode
+    #: prefill: tile/wave efficiency and waves where the engine packs a GQA group's query heads into one tile
+    #: (``prefill_pack_gqa`` of its tiles do; ``None``: none)
+    eff_packed: np.ndarray | None = None
+    waves_packed: np.ndarray | None = None
     #: bool, decode: TensorRT-LLM's masked-MHA kernel runs (one CTA per query head; ``decode_mha_tile_s``)
     mha: np.ndarray | None = None
     #: decode: head dim / 128 (the wave cost's ``decode_dim_share`` scales with it); ``None``: 1
@@ -153,8 +159,15 @@ def context_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
     flops = 4.0 * B * H * d * pairs
     byts = B * S * (2.0 * H * d * 2.0 + 2.0 * Hkv * d * b_kv)
     extra = B * S * d * (H * 2.0 * 2.0 + Hkv * 2.0 * (2.0 + b_kv))
-    te, we = tile_efficiency(S, 1.0, B * H, dataclasses.replace(device, tile=(Q_TILE, 1), gemm_half_rows=0.0))
+    one_col = dataclasses.replace(device, tile=(Q_TILE, 1), gemm_half_rows=0.0)
+    te, we = tile_efficiency(S, 1.0, B * H, one_col)
     waves = np.ceil(B * H * np.ceil(S / Q_TILE) / (device.sm_count or 1))
+    # vLLM's FlashAttention-3 packs a GQA group's query heads into one tile (S·g rows per KV head)
+    g = H / np.maximum(Hkv, 1.0)
+    fw = rows["framework"].astype(str).to_numpy() if "framework" in rows else np.full(len(rows), "")
+    packable = (fw == PACK_GQA_ENGINE) & (g > 1.0)
+    tp, wp = tile_efficiency(S * g, 1.0, B * Hkv, one_col)
+    waves_p = np.where(packable, np.ceil(B * Hkv * np.ceil(S * g / Q_TILE) / (device.sm_count or 1)), waves)
     ok = np.isfinite(byts) & (flops > 0)
     group, labels = groups_of(rows, ok)
     return AttentionTerms(
@@ -175,6 +188,8 @@ def context_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
         group=group,
         labels=labels,
         op="context_attention",
+        eff_packed=np.where(packable, tp * wp, te * we),
+        waves_packed=waves_p,
     )
 
 
@@ -281,7 +296,12 @@ def decode_prologues(t: AttentionTerms, curves: KernelCurves) -> np.ndarray:
 def seconds(t: AttentionTerms, device: Device, curves: KernelCurves) -> np.ndarray:
     """Seconds of each prepared attention row (NaN where not modelled)."""
     a8 = curves.attention_fp8 or curves.attention
-    rate = np.where(t.fp8, t.peak8 * a8, t.peak16 * curves.attention) * t.eff
+    eff, waves_pre = t.eff, t.waves
+    pk = curves.prefill_pack_gqa
+    if t.eff_packed is not None and t.waves_packed is not None and pk > 0:
+        eff = 1.0 / ((1.0 - pk) / t.eff + pk / t.eff_packed)
+        waves_pre = (1.0 - pk) * t.waves + pk * t.waves_packed
+    rate = np.where(t.fp8, t.peak8 * a8, t.peak16 * curves.attention) * eff
     mem = curves.memory if t.prefill else curves.attention_memory
     lat = np.array([launch_s(curves, t.op, f) if f else np.nan for f in t.labels] or [np.nan])[t.group]
     fw_rate = np.array([curves.rate.get(f"{f}/{t.op}", 1.0) for f in t.labels] or [1.0])[t.group]
@@ -302,7 +322,7 @@ def seconds(t: AttentionTerms, device: Device, curves: KernelCurves) -> np.ndarr
     if t.op == "generation_mla" and curves.mla_token_s > 0:
         core = np.maximum(core, mla_sequential(t, curves) / fw_rate)
     if t.prefill:
-        return core + t.extra_bytes / (bw * curves.memory * l2) + t.waves * curves.attention_tile_s + lat
+        return core + t.extra_bytes / (bw * curves.memory * l2) + waves_pre * curves.attention_tile_s + lat
     # decode: the KV stream and the CTAs' prologues overlap in part (the p-norm blend)
     if t.kv8 is not None:  # an engine's fp8-KV decode kernel is a kernel of its own (``rate["<engine>/<op>/fp8"]``)
         r8 = np.array([curves.rate.get(f"{f}/{t.op}/fp8", np.nan) for f in t.labels] or [np.nan])[t.group]
@@ -352,11 +372,19 @@ CONTEXT = register(
             "attention_softmax",
             "attention_l2",
             "softmax_overlap",
+            "prefill_pack_gqa",
         ),
         predict=predict_context,
         used=used_params_for(
             "context_attention",
-            ("attention", "attention_tile_s", "attention_softmax", "attention_l2", "softmax_overlap"),
+            (
+                "attention",
+                "attention_tile_s",
+                "attention_softmax",
+                "attention_l2",
+                "softmax_overlap",
+                "prefill_pack_gqa",
+            ),
             True,
         ),
         prepare=context_terms,

@@ -57,6 +57,7 @@ _BOUNDS = {
     "decode_dim_share": (0.3, 0.0, 1.0, 0.1),
     "decode_window_tokens": (32.0, 0.0, 4096.0, 10.0),
     "mla_token_s": (2e-8, 0.0, 1e-5, 1e-8),
+    "prefill_pack_gqa": (0.5, 0.0, 1.0, 0.1),
     "mla_split": (0.1, 0.0, 64.0, 1.0),
     "attention_l2": (0.02, 0.0, 1.0, 0.01),
     "attention_softmax": (4.0, 0.0, 200.0, 10.0),
@@ -99,6 +100,7 @@ _FRESH = _FRESH | {
     "decode_window_tokens",
     "mla_token_s",
     "mla_split",
+    "prefill_pack_gqa",
 }
 QUANTILES = (0.1, 0.9)  #: the 80 % band of measured/predicted
 
