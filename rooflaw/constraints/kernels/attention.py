@@ -123,7 +123,6 @@ class AttentionTerms:
     #: decode: head dim / 128 (the wave cost's ``decode_dim_share`` scales with it); ``None``: 1
     dim: np.ndarray | None = None
     sms: float = 1.0  #: the device's SMs (decode CTAs run in waves over them)
-    bandwidth: float = 0.0  #: the device's datasheet memory bandwidth, B/s
     #: decode: cached tokens each KV stream reads (a split-KV kernel splits them); ``None``: prefill
     context: np.ndarray | None = None
     #: decode: cached tokens beyond a sliding window (a clipped window's kernel reads up to ``decode_window_tokens`` of
@@ -180,7 +179,6 @@ def context_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
         extra_bytes=extra,
         waves=waves,
         sms=float(device.sm_count or 1),
-        bandwidth=device.memory_bandwidth,
         streams=np.full(len(rows), np.inf),
         resident=byts + extra <= (device.l2_bytes or 0.0),
         pairs=B * H * pairs,
@@ -207,7 +205,7 @@ def generation_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
     fw = rows["framework"].astype(str).to_numpy() if "framework" in rows else np.full(len(rows), "")
     # a GQA kernel runs one CTA group per (sequence, KV head) and reads that head's K and V once for its query heads;
     # TensorRT-LLM's XQA serves groups of at most XQA_MAX_GROUP query heads, beyond which its generic kernel runs
-    # one CTA per query head, each reading its KV head's K and V
+    # one CTA per query head, each reading its KV head's K and V (from L2 but the first: DRAM bytes once per KV head)
     group = H / np.maximum(Hkv, 1.0)
     per_q = (fw == "trtllm") & (group > XQA_MAX_GROUP)
     kv_heads = np.where(per_q, H, Hkv)
@@ -228,7 +226,6 @@ def generation_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
         extra_bytes=np.zeros(len(rows)),
         waves=np.ceil(B * kv_heads / (device.sm_count or 1)),
         sms=float(device.sm_count or 1),
-        bandwidth=device.memory_bandwidth,
         streams=B * kv_heads,
         resident=byts <= (device.l2_bytes or 0.0),
         pairs=B * H * L,
