@@ -249,35 +249,80 @@ def test_decode_attention_hand_value():
     L = 8192
     byts = 64 * L * 2 * 8 * 128 * 1 + 2 * 64 * 32 * 128 * 2
     flops = 4 * 64 * 32 * 128 * L
-    # one CTA group per (sequence, KV head): ceil(64 * 8 / 132) waves
+    # one CTA group per (sequence, KV head): ceil(64 * 8 / 132) waves of prologues, added to the stream (blend p = 1)
     want = max(flops / (1e15 * 0.5), byts / (2e12 * 0.9)) + np.ceil(64 * 8 / 132) * 1e-6 + 2e-6
     assert KA.predict_generation(rows, dev, c)[0] * 1e-3 == pytest.approx(want, rel=1e-12)
-    # a window caps the context read
+    # a window caps the context read; a clipped one reads decode_window_tokens more (the page it starts in)
     got_w = KA.predict_generation(rows.assign(window_size=[1024]), dev, c)[0] * 1e-3
     byts_w = 64 * 1024 * 2 * 8 * 128 + 2 * 64 * 32 * 128 * 2
     assert got_w == pytest.approx(byts_w / (2e12 * 0.9) + 4e-6 + 2e-6, rel=1e-12)
+    cw = dataclasses.replace(c, decode_window_tokens=64.0)
+    got_cw = KA.predict_generation(rows.assign(window_size=[1024]), dev, cw)[0] * 1e-3
+    byts_cw = 64 * 1088 * 2 * 8 * 128 + 2 * 64 * 32 * 128 * 2
+    assert got_cw == pytest.approx(byts_cw / (2e12 * 0.9) + 4e-6 + 2e-6, rel=1e-12)
+    # a window the context does not reach reads no extra
+    inside = rows.assign(window_size=[16384])
+    assert KA.predict_generation(inside, dev, cw)[0] == pytest.approx(KA.predict_generation(rows, dev, c)[0])
 
 
-def test_decode_attention_streams_ramp_and_xqa_group_limit():
+def test_decode_attention_occupancy_ramp_split_kv_and_xqa_group_limit():
     dev = _dev(sm_count=132)
-    c = dataclasses.replace(CURVES, attention=0.5, attention_memory=0.9, decode_half_streams=2.0)
-    # one sequence, one KV head: 1 stream, bandwidth at 1 / (1 + 2) of attention_memory's
+    c = dataclasses.replace(CURVES, attention=0.5, attention_memory=0.9, decode_half_occupancy=0.5, decode_split=2.0,
+                            decode_split_tokens=1024.0)  # fmt: skip
+    # one sequence, one KV head: split-KV cuts its 8192 tokens into 8 chunks of 1024 (fewer than the 264 two CTAs per
+    # SM allow), 8 CTAs on 132 SMs: the bytes take 1 + 0.5 / (8 / 132) times their time at the bandwidth
     one = _decode_rows(batch_size=1, num_heads=8, num_key_value_heads=1, kv_cache_dtype="bfloat16")
     kv = 8192 * 2 * 128 * 2.0
-    want = (kv + 2 * 8 * 128 * 2) * 3.0 / (2e12 * 0.9) + 2e-6
+    ramp = 1 + 0.5 / (8 / 132)
+    want = (kv + 2 * 8 * 128 * 2) * ramp / (2e12 * 0.9) + 2e-6
     assert KA.predict_generation(one, dev, c)[0] * 1e-3 == pytest.approx(want, rel=1e-12)
-    # 64 query heads on one KV head: past XQA's 32-head group TensorRT-LLM runs one CTA per query head, each reading
-    # the K and V (64 streams); vLLM's kernel reads the KV head once for the group (1 stream)
+    # 64 query heads on one KV head: past XQA's 32-head group TensorRT-LLM runs one CTA per query head (64 streams,
+    # each split 2 x 132 / 64 times: two CTAs per SM); the group shares its KV head's K and V through L2, read from
+    # DRAM once; vLLM's kernel reads the KV head once for the group (1 stream, 8 splits)
     wide = _decode_rows(batch_size=1, num_heads=64, num_key_value_heads=1, kv_cache_dtype="bfloat16")
     q_bytes = 2 * 64 * 128 * 2
-    trt = (64 * kv + q_bytes) * (1 + 2 / 64) / (2e12 * 0.9) + 2e-6
-    vllm = (kv + q_bytes) * (1 + 2 / 1) / (2e12 * 0.9) + 2e-6
+    trt = (kv + q_bytes) * (1 + 0.5 / 2.0) / (2e12 * 0.9) + 2e-6
+    vllm = (kv + q_bytes) * ramp / (2e12 * 0.9) + 2e-6
     assert KA.predict_generation(wide, dev, c)[0] * 1e-3 == pytest.approx(trt, rel=1e-12)
     assert KA.predict_generation(wide.assign(framework=["vllm"]), dev, c)[0] * 1e-3 == pytest.approx(vllm, rel=1e-12)
-    # exactly 32 query heads per KV head still runs XQA: the bytes of one KV head
+    # exactly 32 query heads per KV head still runs XQA: one stream, as the 8-head group
     at32 = _decode_rows(batch_size=1, num_heads=32, num_key_value_heads=1, kv_cache_dtype="bfloat16")
-    want32 = (kv + 2 * 32 * 128 * 2) * 3.0 / (2e12 * 0.9) + 2e-6
+    want32 = (kv + 2 * 32 * 128 * 2) * ramp / (2e12 * 0.9) + 2e-6
     assert KA.predict_generation(at32, dev, c)[0] * 1e-3 == pytest.approx(want32, rel=1e-12)
+
+
+def test_decode_attention_prologues_per_kernel_and_blend():
+    # 300 sequences x 8 KV heads of 16 cached tokens on 100 SMs: 24 waves of prologues; TensorRT-LLM's masked-MHA
+    # kernel (one query head per KV head) has its own prologue; an engine's fp8-KV kernel its own rate; a
+    # decode_dim_share of the prologue grows with the head dim; the stream and the prologues blend as a p-norm
+    dev = _dev(sm_count=100)
+    c = dataclasses.replace(CURVES, attention=0.5, attention_memory=0.9, decode_tile_s=4e-6, decode_mha_tile_s=1e-6,
+                            decode_dim_share=0.5, decode_blend=2.0,
+                            rate={"vllm/generation_attention": 2.0, "vllm/generation_attention/fp8": 0.5})  # fmt: skip
+    rows = _decode_rows(batch_size=300, step=15, num_heads=32, head_dim=256, kv_cache_dtype="bfloat16")
+    waves = np.ceil(300 * 8 / 100)
+    byts = 300 * 16 * 2 * 8 * 256 * 2 + 2 * 300 * 32 * 256 * 2
+    stream = byts / (2e12 * 0.9)
+
+    def want(tile, rate=1.0):
+        pro = waves * tile * (1 - 0.5 + 0.5 * 2) / rate
+        return np.hypot(stream, pro) + 2e-6
+
+    got = KA.predict_generation(rows, dev, c)[0] * 1e-3
+    assert got == pytest.approx(want(4e-6), rel=1e-12)
+    mha = rows.assign(num_heads=[8])
+    byts_m = byts - 2 * 300 * 24 * 256 * 2
+    pro_m = waves * 1e-6 * 1.5
+    assert KA.predict_generation(mha, dev, c)[0] * 1e-3 == pytest.approx(np.hypot(byts_m / 1.8e12, pro_m) + 2e-6)
+    vllm = rows.assign(framework=["vllm"])
+    assert KA.predict_generation(vllm, dev, c)[0] * 1e-3 == pytest.approx(want(4e-6, 2.0), rel=1e-12)
+    v8 = vllm.assign(kv_cache_dtype=["fp8"])
+    stream8 = (byts - 300 * 16 * 2 * 8 * 256) / (2e12 * 0.9)
+    pro8 = waves * 4e-6 * 1.5 / 0.5
+    assert KA.predict_generation(v8, dev, c)[0] * 1e-3 == pytest.approx(np.hypot(stream8, pro8) + 2e-6, rel=1e-12)
+    # TensorRT-LLM has no fp8-KV rate here: its fp8-KV rows keep the engine's rate (1)
+    t8 = rows.assign(kv_cache_dtype=["fp8"])
+    assert KA.predict_generation(t8, dev, c)[0] * 1e-3 == pytest.approx(np.hypot(stream8, waves * 6e-6) + 2e-6)
 
 
 def test_attention_l2_resident_working_set_and_softmax_term():
@@ -350,18 +395,58 @@ def test_mla_decode_reads_the_latent_once_for_all_heads():
     from rooflaw.constraints.kernels import mla as KM
 
     # DeepSeek-V3's MLA, absorbed: 16 heads score a 576-wide latent and sum a 512-wide one over L = 4096 cached
-    # tokens of 8 sequences; the fp8 cache holds 576 bytes per token, read once per sequence (8 streams)
+    # tokens of 8 sequences; the fp8 cache holds 576 bytes per token, read once per sequence (8 streams on 132 SMs)
     dev = _dev(sm_count=132)
-    c = dataclasses.replace(CURVES, attention=0.5, attention_memory=0.9, decode_half_streams=2.0,
+    c = dataclasses.replace(CURVES, attention=0.5, attention_memory=0.9, decode_half_occupancy=0.25,
                             attention_softmax=8.0, decode_tile_s=1e-6)  # fmt: skip
     rows = pd.DataFrame({"batch_size": [8], "isl": [1], "step": [4095], "num_heads": [16], "tp_size": [8],
                          "mla_dtype": ["bfloat16"], "kv_cache_dtype": ["fp8"], "framework": ["trtllm"]})  # fmt: skip
     flops = 2 * 8 * 16 * 4096 * (576 + 512)
     byts = 8 * 4096 * 576 * 1 + 8 * 16 * (576 + 512) * 2
     compute = flops / (1e15 * 0.5) + 8 * 16 * 4096 * 8.0 / 1e13
-    want = max(compute, byts * (1 + 2 / 8) / (2e12 * 0.9)) + 1e-6 + 2e-6
+    want = max(compute, byts * (1 + 0.25 / (8 / 132)) / (2e12 * 0.9)) + 1e-6 + 2e-6
     assert KM.predict_generation(rows, dev, c)[0] * 1e-3 == pytest.approx(want, rel=1e-12)
     assert family_of_table("generation_mla_perf").name == "generation_mla"
+
+
+def test_mla_decode_sequential_cta_walks_the_tokens():
+    from rooflaw.constraints.kernels import mla as KM
+
+    # an MLA decode kernel walking each sequence's 4096 cached tokens one by one in a CTA (1e-7 s each): 8 sequences
+    # on 100 SMs, one wave, 4096 x 1e-7 s -- whatever the KV dtype and the heads (the latent is shared); split over
+    # up to 2 CTAs per SM, each sequence's tokens spread over 25 CTAs in two waves
+    dev = _dev(sm_count=100)
+    c = dataclasses.replace(CURVES, attention=0.5, attention_memory=0.9, mla_token_s=1e-7)
+    rows = pd.DataFrame({"batch_size": [8], "isl": [1], "step": [4095], "num_heads": [16], "mla_dtype": ["bfloat16"],
+                         "kv_cache_dtype": ["bfloat16"], "framework": ["trtllm"]})  # fmt: skip
+    got = KM.predict_generation(rows, dev, c)[0] * 1e-3
+    assert got == pytest.approx(4096 * 1e-7 + 2e-6, rel=1e-12)
+    same = pd.concat([rows.assign(kv_cache_dtype=["fp8"]), rows.assign(num_heads=[128])], ignore_index=True)
+    assert KM.predict_generation(same, dev, c) * 1e-3 == pytest.approx([got, got], rel=1e-12)
+    split = KM.predict_generation(rows, dev, dataclasses.replace(c, mla_split=2.0))[0] * 1e-3
+    assert split == pytest.approx(2 * 4096 / 25 * 1e-7 + 2e-6, rel=1e-12)
+    # vLLM's kernel at its own rate
+    cv = dataclasses.replace(c, rate={"vllm/generation_mla": 4.0})
+    assert KM.predict_generation(rows.assign(framework=["vllm"]), dev, cv)[0] * 1e-3 == pytest.approx(
+        4096 * 1e-7 / 4 + 2e-6, rel=1e-12)  # fmt: skip
+
+
+def test_prefill_pack_gqa_packs_the_group_into_one_tile():
+    # vLLM's FlashAttention-3 packs a GQA group's 4 query heads (16 rows each) into one 64-row tile: 100 sequences x
+    # 8 KV heads = 800 tiles, 8 waves on 100 SMs, instead of 3200 16-row tiles in 32 waves; whole tiles either way,
+    # so only the per-wave cost changes; TensorRT-LLM's kernel does not pack
+    rows = pd.DataFrame({"batch_size": [100], "isl": [16], "num_heads": [32], "num_key_value_heads": [8],
+                         "head_dim": [128], "window_size": [0], "attn_dtype": ["bfloat16"],
+                         "kv_cache_dtype": ["bfloat16"], "framework": ["vllm"]})  # fmt: skip
+    c0 = dataclasses.replace(CURVES, attention=0.5, attention_tile_s=1e-6)
+    dev = _dev(sm_count=100)
+    t0 = KA.predict_context(rows, dev, c0)[0] * 1e-3
+    for pack in (0.5, 1.0):
+        got = KA.predict_context(rows, dev, dataclasses.replace(c0, prefill_pack_gqa=pack))[0] * 1e-3
+        assert got == pytest.approx(t0 - pack * (32 - 8) * 1e-6, rel=1e-12)
+    trt = rows.assign(framework=["trtllm"])
+    c1 = dataclasses.replace(c0, prefill_pack_gqa=1.0)
+    assert KA.predict_context(trt, dev, c1)[0] == pytest.approx(KA.predict_context(trt, dev, c0)[0], rel=1e-12)
 
 
 def test_fit_recovers_known_prefill_attention_figures():
@@ -388,6 +473,41 @@ def test_fit_recovers_known_prefill_attention_figures():
     for path in ("attention", "attention_softmax", "attention_tile_s", "rate.vllm/context_attention",
                  "launch.trtllm/context_attention", "launch.vllm/context_attention"):  # fmt: skip
         assert KF.get_param(got, path) == pytest.approx(KF.get_param(true, path), rel=2e-3), path
+
+
+def test_fit_recovers_known_decode_attention_figures():
+    # synthetic decode rows priced by known curves: the fit finds the KV bandwidth fraction, the occupancy ramp, the
+    # split-KV limits, the prologues (per kernel, head-dim share, fp8-KV rate), the blend and the engines' extras
+    dev = _dev(sm_count=132, l2_bytes=None)
+    base = KernelCurves(architecture="x", compute={"fp16": 0.7}, memory=0.8, kernel_s=3e-6, attention=0.5)
+    true = dataclasses.replace(base, attention_memory=0.9, decode_tile_s=4e-6, decode_mha_tile_s=1.5e-6,
+                               decode_half_occupancy=0.4, decode_split=3.0, decode_split_tokens=400.0,
+                               decode_blend=3.0, decode_dim_share=0.4, decode_window_tokens=48.0,
+                               rate={"vllm/generation_attention": 1.3, "trtllm/generation_attention/fp8": 2.0},
+                               launch={"trtllm/generation_attention": 5e-6,
+                                       "vllm/generation_attention": 8e-6})  # fmt: skip
+    rng = np.random.default_rng(3)
+    n = 1500
+    hkv = rng.choice([1, 2, 8], n)
+    rows = pd.DataFrame({"batch_size": rng.choice([1, 4, 16, 64, 256, 1024], n), "isl": 1,
+                         "step": rng.choice([15, 127, 511, 2047, 8191, 32767], n),
+                         "num_heads": hkv * rng.choice([1, 4, 8], n), "num_key_value_heads": hkv,
+                         "head_dim": rng.choice([64, 128, 256], n), "window_size": rng.choice([0, 0, 256], n),
+                         "attn_dtype": "bfloat16", "kv_cache_dtype": rng.choice(["bfloat16", "fp8"], n),
+                         "framework": rng.choice(["trtllm", "vllm"], n),
+                         "table": "generation_attention_perf"})  # fmt: skip
+    rows["latency"] = KA.predict_generation(rows, dev, true)
+    fam = FAMILIES["generation_attention"]
+    prep = KF.Prepared(KF.GPU("syn", dev, []), rows, np.arange(n), KA.generation_terms(rows, dev))
+    got = KF.fit_family(fam, [prep], base)
+    assert "rate.vllm/generation_attention/fp8" in fam.used(rows) and "rate.trtllm/generation_attention" not in (
+        fam.used(rows))  # fmt: skip
+    assert np.median(np.abs(KA.predict_generation(rows, dev, got) / rows["latency"] - 1)) < 1e-3
+    for path in ("attention_memory", "decode_tile_s", "decode_mha_tile_s", "decode_half_occupancy", "decode_blend",
+                 "decode_dim_share", "decode_split", "decode_split_tokens", "decode_window_tokens",
+                 "rate.vllm/generation_attention", "rate.trtllm/generation_attention/fp8",
+                 "launch.trtllm/generation_attention", "launch.vllm/generation_attention"):  # fmt: skip
+        assert KF.get_param(got, path) == pytest.approx(KF.get_param(true, path), rel=0.02), path
 
 
 def test_curves_for_and_catalog(tmp_path):

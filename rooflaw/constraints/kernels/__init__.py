@@ -92,11 +92,35 @@ class KernelCurves:
     #: seconds each wave of prefill-attention CTAs (query tiles x heads x sequences over the SMs) costs beyond its
     #: FLOPs: loading Q, the softmax epilogue and writing O of a tile
     attention_tile_s: float = 0.0
+    #: share of vLLM's prefill tiles that pack a GQA group's query heads into one 128-row tile (FlashAttention-3's
+    #: pack-GQA: S·g rows per KV head instead of S per query head; 0: none, 1: all)
+    prefill_pack_gqa: float = 0.0
     #: seconds each wave of decode-attention CTAs (one per sequence and KV head) costs beyond its KV reads
     decode_tile_s: float = 0.0
-    #: independent KV streams (sequence x KV head) at which a decode attention kernel reaches half its
-    #: ``attention_memory`` bandwidth: a stream split over the SMs (split-KV) does not fill the DRAM pipe alone
-    decode_half_streams: float = 0.0
+    #: decode CTAs per SM at which a decode attention kernel reaches half its ``attention_memory`` bandwidth (Little's
+    #: law: few CTAs per SM keep too few loads in flight): its KV bytes take ``1 + decode_half_occupancy / (CTAs /
+    #: SMs)`` times their time at that bandwidth, CTAs = streams (sequence x KV head) x split-KV splits (0: no ramp)
+    decode_half_occupancy: float = 0.0
+    #: CTAs per SM up to which a split-KV (flash-decoding) kernel splits each stream's context (0: no split)
+    decode_split: float = 0.0
+    #: least cached tokens per split of a split-KV decode kernel (0: no such limit)
+    decode_split_tokens: float = 0.0
+    #: seconds per cached token of an MLA decode CTA that walks a sequence's tokens one after another (the latent
+    #: is shared by all heads: its time does not grow with them; 0: no such limit)
+    mla_token_s: float = 0.0
+    #: CTAs per SM up to which an MLA decode kernel splits each sequence's context (0: no split)
+    mla_split: float = 0.0
+    #: p of a decode kernel's blend of its KV stream and its CTA prologues, ``(t_stream^p + t_prologues^p)^(1/p)`` (1:
+    #: their sum, large: the larger)
+    decode_blend: float = 1.0
+    #: seconds each wave costs of TensorRT-LLM's masked-MHA decode kernel, one CTA per (sequence, query head), which
+    #: it runs where a KV head serves one query head or more than its XQA kernel takes (0: ``decode_tile_s``)
+    decode_mha_tile_s: float = 0.0
+    #: cached tokens before a sliding window that a decode kernel clipped by it reads as well (the partial KV pages the
+    #: window starts in; 0: none)
+    decode_window_tokens: float = 0.0
+    #: share of a decode wave's fixed seconds that grows with the head dim (``1 - s + s·d/128``; 0: none)
+    decode_dim_share: float = 0.0
     #: L2 bandwidth an attention kernel reaches when its whole working set fits in L2 (a kernel re-run over the same
     #: tensors, as a benchmark does, finds them there), in bytes per FLOP of the fp32 roof (a proxy of SMs x clock);
     #: it applies where it beats DRAM (0: never)

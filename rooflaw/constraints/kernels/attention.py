@@ -17,14 +17,20 @@ where the attention dtype is fp8 (fraction ``attention_fp8``), else fp16. ``l2 =
 (bandwidth · memory))`` where the whole working set fits in the device's L2 (a benchmark re-running the kernel finds
 it there; ``attention_l2`` in bytes per fp32 FLOP, a proxy of SMs × clock), else 1.
 
-Decode: each sequence reads its cached context ``L = isl + step`` (``min(L, W)`` with a window). A GQA kernel runs
-one CTA group per (sequence, KV head) and reads that head's K and V once for its query heads; TensorRT-LLM's XQA
-serves at most :data:`XQA_MAX_GROUP` query heads per KV head, beyond which its generic kernel runs one CTA per query
-head, each reading K and V (``H_read = H`` there, else ``H_kv``). bytes ``= B·L·2·H_read·d·b_kv + 2·B·H·d·2``,
-FLOPs ``= 4·B·H·d·L``; ``t = max((t_mma^p + t_softmax^p)^(1/p),
-bytes · (1 + decode_half_streams / n) / (bandwidth · attention_memory · l2)) + ceil(n / SMs) · decode_tile_s
-+ kernel_s + launch`` with ``n = B·H_read`` independent KV streams: a split-KV kernel spreads one stream over the SMs
-but few streams do not reach the bandwidth many do.
+Decode: each sequence reads its cached context ``L = isl + step`` (``min(L, W)`` with a window; a clipped window
+reads up to ``decode_window_tokens`` more, the partial KV pages it starts in). A GQA kernel runs one CTA per (sequence,
+KV head) and reads that head's K and V once for its query heads (``n = B·H_kv`` KV streams); TensorRT-LLM runs its
+masked-MHA kernel, one CTA per query head, where a KV head serves one query head or more than its XQA kernel takes
+(:data:`XQA_MAX_GROUP`; then ``n = B·H`` streams, the group's CTAs sharing their KV head's K and V through L2, read
+from DRAM once). bytes ``= B·L·2·H_kv·d·b_kv + 2·B·H·d·2``, FLOPs ``= 4·B·H·d·L``;
+``t = (t_stream^p + t_prologue^p)^(1/p) + kernel_s + launch`` (``p = decode_blend``) with
+``t_stream = max(t_mma, bytes · (1 + decode_half_occupancy / x) / (bandwidth · attention_memory · l2))``: a split-KV
+(flash-decoding) kernel cuts each stream into chunks of at least ``decode_split_tokens`` tokens, up to
+``decode_split`` CTAs per SM, and ``x`` CTAs per SM keep too few loads in flight to reach the bandwidth when few
+(Little's law); ``t_prologue = ceil(n / SMs) · tile · (1 - s + s·d/128) / rate``: each wave of CTAs pays a fixed
+prologue (page table, Q, the split merge, O), ``tile = decode_tile_s`` (``decode_mha_tile_s`` for the masked-MHA
+kernel), ``s = decode_dim_share``, ``rate`` the engine's (``rate["<engine>/generation_attention"]``, its fp8-KV
+kernel's ``rate["<engine>/generation_attention/fp8"]`` where fitted).
 """
 
 from __future__ import annotations
@@ -45,6 +51,8 @@ DTYPE_BYTES = {"bfloat16": 2.0, "float16": 2.0, "fp8": 1.0, "fp8_e4m3": 1.0, "in
 Q_TILE = 128
 #: the framework whose attention kernels' rate is the curves' own (others' are relative to it: ``KernelCurves.rate``)
 REFERENCE_FRAMEWORK = "trtllm"
+#: the engine whose prefill kernel (FlashAttention-3) can pack a GQA group's query heads into one tile
+PACK_GQA_ENGINE = "vllm"
 #: most query heads TensorRT-LLM's XQA decode kernel serves per KV head
 XQA_MAX_GROUP = 32
 
@@ -106,6 +114,27 @@ class AttentionTerms:
     labels: tuple[str, ...]  #: framework of each group ("" where a row is not modelled)
     op: str
     prefill: bool = True  #: a prefill kernel (GEMM ``memory``, ``attention_tile_s``), else decode
+    #: prefill: tile/wave efficiency and waves where the engine packs a GQA group's query heads into one tile
+    #: (``prefill_pack_gqa`` of its tiles do; ``None``: none)
+    eff_packed: np.ndarray | None = None
+    waves_packed: np.ndarray | None = None
+    #: bool, decode: TensorRT-LLM's masked-MHA kernel runs (one CTA per query head; ``decode_mha_tile_s``)
+    mha: np.ndarray | None = None
+    #: decode: head dim / 128 (the wave cost's ``decode_dim_share`` scales with it); ``None``: 1
+    dim: np.ndarray | None = None
+    sms: float = 1.0  #: the device's SMs (decode CTAs run in waves over them)
+    #: decode: cached tokens each KV stream reads (a split-KV kernel splits them); ``None``: prefill
+    context: np.ndarray | None = None
+    #: decode: cached tokens beyond a sliding window (a clipped window's kernel reads up to ``decode_window_tokens`` of
+    #: them: the partial KV pages at the window's start); ``None``: none
+    overhang: np.ndarray | None = None
+    #: decode: bytes of the KV reads in ``bytes`` (the rest: Q and O)
+    kv_bytes: np.ndarray | None = None
+    #: bool, decode: the KV cache is fp8 (an engine's fp8-KV kernel has its own ``rate``); ``None``: none
+    kv8: np.ndarray | None = None
+    #: decode: KV bytes each stream's CTA reads (a query head's CTA past XQA's group reads its KV head's whole K and V,
+    #: found in L2 after the group's first CTA brought it from DRAM)
+    stream_bytes: np.ndarray | None = None
 
 
 def groups_of(rows: pd.DataFrame, ok: np.ndarray) -> tuple[np.ndarray, tuple[str, ...]]:
@@ -129,8 +158,15 @@ def context_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
     flops = 4.0 * B * H * d * pairs
     byts = B * S * (2.0 * H * d * 2.0 + 2.0 * Hkv * d * b_kv)
     extra = B * S * d * (H * 2.0 * 2.0 + Hkv * 2.0 * (2.0 + b_kv))
-    te, we = tile_efficiency(S, 1.0, B * H, dataclasses.replace(device, tile=(Q_TILE, 1), gemm_half_rows=0.0))
+    one_col = dataclasses.replace(device, tile=(Q_TILE, 1), gemm_half_rows=0.0)
+    te, we = tile_efficiency(S, 1.0, B * H, one_col)
     waves = np.ceil(B * H * np.ceil(S / Q_TILE) / (device.sm_count or 1))
+    # vLLM's FlashAttention-3 packs a GQA group's query heads into one tile (S·g rows per KV head)
+    g = H / np.maximum(Hkv, 1.0)
+    fw = rows["framework"].astype(str).to_numpy() if "framework" in rows else np.full(len(rows), "")
+    packable = (fw == PACK_GQA_ENGINE) & (g > 1.0)
+    tp, wp = tile_efficiency(S * g, 1.0, B * Hkv, one_col)
+    waves_p = np.where(packable, np.ceil(B * Hkv * np.ceil(S * g / Q_TILE) / (device.sm_count or 1)), waves)
     ok = np.isfinite(byts) & (flops > 0)
     group, labels = groups_of(rows, ok)
     return AttentionTerms(
@@ -142,6 +178,7 @@ def context_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
         eff=te * we,
         extra_bytes=extra,
         waves=waves,
+        sms=float(device.sm_count or 1),
         streams=np.full(len(rows), np.inf),
         resident=byts + extra <= (device.l2_bytes or 0.0),
         pairs=B * H * pairs,
@@ -149,27 +186,34 @@ def context_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
         group=group,
         labels=labels,
         op="context_attention",
+        eff_packed=np.where(packable, tp * wp, te * we),
+        waves_packed=waves_p,
     )
 
 
 def generation_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
-    B, L = column(rows, "batch_size"), column(rows, "isl") + column(rows, "step")
+    B, L_all = column(rows, "batch_size"), column(rows, "isl") + column(rows, "step")
     H, Hkv, d, W = (
         column(rows, "num_heads"),
         column(rows, "num_key_value_heads"),
         column(rows, "head_dim"),
         column(rows, "window_size"),
     )
-    L = np.where(W > 0, np.minimum(L, W), L)
+    L = np.where(W > 0, np.minimum(L_all, W), L_all)
     b_kv = bytes_of(rows, "kv_cache_dtype")
     flops = 4.0 * B * H * d * L
     fw = rows["framework"].astype(str).to_numpy() if "framework" in rows else np.full(len(rows), "")
     # a GQA kernel runs one CTA group per (sequence, KV head) and reads that head's K and V once for its query heads;
     # TensorRT-LLM's XQA serves groups of at most XQA_MAX_GROUP query heads, beyond which its generic kernel runs
-    # one CTA per query head, each reading its KV head's K and V
-    per_q = (fw == "trtllm") & (H / np.maximum(Hkv, 1.0) > XQA_MAX_GROUP)
+    # one CTA per query head, each reading its KV head's K and V (from L2 but the first: DRAM bytes once per KV head)
+    group = H / np.maximum(Hkv, 1.0)
+    per_q = (fw == "trtllm") & (group > XQA_MAX_GROUP)
     kv_heads = np.where(per_q, H, Hkv)
-    byts = B * L * 2.0 * kv_heads * d * b_kv + 2.0 * B * H * d * 2.0
+    # TensorRT-LLM runs its masked-MHA kernel (one CTA per query head) where XQA does not apply: one query head per
+    # KV head, or more than XQA_MAX_GROUP of them
+    mha = (fw == "trtllm") & ((group <= 1.0) | per_q)
+    stream = L * 2.0 * d * b_kv
+    byts = B * Hkv * stream + 2.0 * B * H * d * 2.0
     ok = np.isfinite(byts) & (flops > 0)
     group, labels = groups_of(rows, ok)
     return AttentionTerms(
@@ -181,6 +225,7 @@ def generation_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
         eff=np.ones(len(rows)),
         extra_bytes=np.zeros(len(rows)),
         waves=np.ceil(B * kv_heads / (device.sm_count or 1)),
+        sms=float(device.sm_count or 1),
         streams=B * kv_heads,
         resident=byts <= (device.l2_bytes or 0.0),
         pairs=B * H * L,
@@ -189,38 +234,115 @@ def generation_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
         labels=labels,
         op="generation_attention",
         prefill=False,
+        mha=mha,
+        dim=d / 128.0,
+        context=L,
+        stream_bytes=stream,
+        kv8=b_kv == 1.0,
+        overhang=L_all - L,
+        kv_bytes=B * Hkv * stream,
     )
+
+
+def decode_window(t: AttentionTerms, curves: KernelCurves) -> AttentionTerms:
+    """``t`` with a clipped sliding window's extra reads: up to ``decode_window_tokens`` cached tokens before the
+    window (the partial KV pages it starts in) added to each stream's context and bytes."""
+    if t.overhang is None or t.context is None or curves.decode_window_tokens <= 0:
+        return t
+    extra = np.minimum(t.overhang, curves.decode_window_tokens)
+    scale = (t.context + extra) / np.maximum(t.context, 1.0)
+    kv = t.kv_bytes if t.kv_bytes is not None else t.bytes
+    stream = t.stream_bytes * scale if t.stream_bytes is not None else None
+    return dataclasses.replace(t, context=t.context + extra, bytes=t.bytes + kv * (scale - 1.0), stream_bytes=stream,
+                               kv_bytes=kv * scale)  # fmt: skip
+
+
+def decode_occupancy(t: AttentionTerms, curves: KernelCurves) -> np.ndarray:
+    """CTAs per SM of a decode kernel: a split-KV (flash-decoding) kernel splits each of the ``streams`` into chunks
+    of at least ``decode_split_tokens`` cached tokens, up to ``decode_split`` CTAs per SM (counted smoothly)."""
+    assert t.context is not None
+    splits = np.ones_like(t.context)
+    if curves.decode_split > 0:
+        cap = np.maximum(1.0, curves.decode_split * t.sms / t.streams)
+        by_len = t.context / curves.decode_split_tokens if curves.decode_split_tokens > 0 else cap
+        splits = np.clip(by_len, 1.0, cap)
+    return t.streams * splits / t.sms
+
+
+def mla_sequential(t: AttentionTerms, curves: KernelCurves) -> np.ndarray:
+    """Seconds (rate 1) of an MLA decode kernel that walks each sequence's cached tokens one after another in one CTA
+    (``mla_token_s`` each, whatever their bytes), its context split over up to ``mla_split`` CTAs per SM (0: none);
+    the CTAs run in waves over the SMs."""
+    assert t.context is not None
+    splits = np.maximum(1.0, curves.mla_split * t.sms / t.streams) if curves.mla_split > 0 else 1.0
+    waves = np.maximum(np.ceil(t.streams / t.sms), t.streams * splits / t.sms)
+    return waves * t.context / splits * curves.mla_token_s
+
+
+def decode_prologues(t: AttentionTerms, curves: KernelCurves) -> np.ndarray:
+    """Seconds of a decode kernel's CTA prologues (page table, Q, the split merge, O; rate 1): one per wave of the
+    unsplit CTAs over the SMs, ``decode_tile_s`` (``decode_mha_tile_s`` for TensorRT-LLM's masked-MHA kernel), a
+    ``decode_dim_share`` of it growing with the head dim."""
+    tile = np.full(len(t.streams), curves.decode_tile_s)
+    if t.mha is not None and curves.decode_mha_tile_s > 0:
+        tile = np.where(t.mha, curves.decode_mha_tile_s, tile)
+    dim = t.dim if t.dim is not None else 1.0
+    return np.ceil(t.streams / t.sms) * tile * (1.0 - curves.decode_dim_share + curves.decode_dim_share * dim)
 
 
 def seconds(t: AttentionTerms, device: Device, curves: KernelCurves) -> np.ndarray:
     """Seconds of each prepared attention row (NaN where not modelled)."""
     a8 = curves.attention_fp8 or curves.attention
-    rate = np.where(t.fp8, t.peak8 * a8, t.peak16 * curves.attention) * t.eff
+    eff, waves_pre = t.eff, t.waves
+    pk = curves.prefill_pack_gqa
+    if t.eff_packed is not None and t.waves_packed is not None and pk > 0:
+        eff = 1.0 / ((1.0 - pk) / t.eff + pk / t.eff_packed)
+        waves_pre = (1.0 - pk) * t.waves + pk * t.waves_packed
+    rate = np.where(t.fp8, t.peak8 * a8, t.peak16 * curves.attention) * eff
     mem = curves.memory if t.prefill else curves.attention_memory
     lat = np.array([launch_s(curves, t.op, f) if f else np.nan for f in t.labels] or [np.nan])[t.group]
     fw_rate = np.array([curves.rate.get(f"{f}/{t.op}", 1.0) for f in t.labels] or [1.0])[t.group]
     bw = device.memory_bandwidth
-    ramp = 1.0 + curves.decode_half_streams / t.streams
     # a working set resident in L2 streams at the larger of DRAM's rate and L2's (bytes per fp32 FLOP of the SMs)
     l2 = np.where(t.resident, np.maximum(1.0, t.peak32 * curves.attention_l2 / (bw * mem)), 1.0)
     softmax = t.pairs * curves.attention_softmax / t.peak32
     pn = curves.softmax_overlap
     tc = t.flops / rate
     both = (tc**pn + softmax**pn) ** (1.0 / pn) if pn != 1.0 else tc + softmax
-    core = np.maximum(both / fw_rate, t.bytes * ramp / (bw * mem * l2))
-    tile_s = curves.attention_tile_s if t.prefill else curves.decode_tile_s
-    return core + t.extra_bytes / (bw * curves.memory * l2) + t.waves * tile_s + lat
+    byts = t.bytes
+    if not t.prefill:
+        t = decode_window(t, curves)
+        byts = t.bytes
+        # a decode kernel with few CTAs per SM keeps too few loads in flight to reach the bandwidth (Little's law)
+        byts = byts * (1.0 + curves.decode_half_occupancy / decode_occupancy(t, curves))
+    core = np.maximum(both / fw_rate, byts / (bw * mem * l2))
+    if t.op == "generation_mla" and curves.mla_token_s > 0:
+        core = np.maximum(core, mla_sequential(t, curves) / fw_rate)
+    if t.prefill:
+        return core + t.extra_bytes / (bw * curves.memory * l2) + waves_pre * curves.attention_tile_s + lat
+    # decode: the KV stream and the CTAs' prologues overlap in part (the p-norm blend)
+    if t.kv8 is not None:  # an engine's fp8-KV decode kernel is a kernel of its own (``rate["<engine>/<op>/fp8"]``)
+        r8 = np.array([curves.rate.get(f"{f}/{t.op}/fp8", np.nan) for f in t.labels] or [np.nan])[t.group]
+        fw_rate = np.where(t.kv8 & np.isfinite(r8), r8, fw_rate)
+    waves = decode_prologues(t, curves) / fw_rate
+    p = curves.decode_blend
+    total = core + waves if p == 1.0 else (core**p + waves**p) ** (1.0 / p)
+    return total + t.extra_bytes / (bw * curves.memory * l2) + lat
 
 
-def used_params_for(op: str, fitted: tuple[str, ...], rated: bool = False):
+def used_params_for(op: str, fitted: tuple[str, ...], rated: bool = False, kv8_rated: bool = False):
     """``used`` of an attention family: ``fitted``, ``attention_fp8`` where a prefill row runs fp8 math, each engine's
-    ``launch`` extra and (``rated``) each non-reference engine's ``rate``."""
+    ``launch`` extra, (``rated``) each non-reference engine's ``rate`` and (``kv8_rated``) the rate of each engine's
+    fp8-KV kernel, ``rate["<engine>/<op>/fp8"]``, where it has fp8-KV rows."""
 
     def used(rows: pd.DataFrame) -> tuple[str, ...]:
         fws = sorted(set(rows["framework"].astype(str)))
         fp8 = op == "context_attention" and (rows["attn_dtype"].astype(str) == "fp8").any()
         extra = ("attention_fp8",) if fp8 else ()
-        rates = (f"rate.{f}/{op}" for f in fws if f != REFERENCE_FRAMEWORK) if rated else ()
+        rates = [f"rate.{f}/{op}" for f in fws if f != REFERENCE_FRAMEWORK] if rated else []
+        if kv8_rated and "kv_cache_dtype" in rows:
+            kv8 = rows["kv_cache_dtype"].astype(str).map(DTYPE_BYTES) == 1.0
+            rates += [f"rate.{f}/{op}/fp8" for f in sorted(set(rows["framework"].astype(str)[kv8]))]
         return (*fitted, *extra, *(f"launch.{f}/{op}" for f in fws), *rates)
 
     return used
@@ -247,24 +369,44 @@ CONTEXT = register(
             "attention_softmax",
             "attention_l2",
             "softmax_overlap",
+            "prefill_pack_gqa",
         ),
         predict=predict_context,
         used=used_params_for(
             "context_attention",
-            ("attention", "attention_tile_s", "attention_softmax", "attention_l2", "softmax_overlap"),
+            (
+                "attention",
+                "attention_tile_s",
+                "attention_softmax",
+                "attention_l2",
+                "softmax_overlap",
+                "prefill_pack_gqa",
+            ),
             True,
         ),
         prepare=context_terms,
         evaluate=seconds,
     )
 )
+#: the figures decode attention rows fit
+DECODE_PARAMS = (
+    "attention_memory",
+    "decode_tile_s",
+    "decode_half_occupancy",
+    "decode_blend",
+    "decode_split",
+    "decode_split_tokens",
+    "decode_mha_tile_s",
+    "decode_dim_share",
+    "decode_window_tokens",
+)
 GENERATION = register(
     Family(
         name="generation_attention",
         tables=("generation_attention_perf",),
-        params=("attention_memory", "decode_tile_s", "decode_half_streams"),
+        params=DECODE_PARAMS,
         predict=predict_generation,
-        used=used_params_for("generation_attention", ("attention_memory", "decode_tile_s", "decode_half_streams")),
+        used=used_params_for("generation_attention", DECODE_PARAMS, True, True),
         prepare=generation_terms,
         evaluate=seconds,
     )

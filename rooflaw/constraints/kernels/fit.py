@@ -47,9 +47,18 @@ _BOUNDS = {
     "attention": (0.5, 0.01, 1.5, 1.0),
     "attention_fp8": (0.5, 0.01, 1.5, 1.0),
     "attention_tile_s": (1e-6, 0.0, 1e-3, 1e-6),
-    "decode_tile_s": (1e-6, 0.0, 1e-3, 1e-6),
+    "decode_tile_s": (3e-6, 0.0, 1e-3, 1e-6),
     "attention_memory": (0.7, 0.05, 1.5, 1.0),
-    "decode_half_streams": (1.0, 0.0, 1e3, 1.0),
+    "decode_half_occupancy": (0.5, 0.0, 8.0, 0.1),
+    "decode_blend": (2.0, 1.0, 30.0, 1.0),
+    "decode_split": (2.0, 0.0, 16.0, 1.0),
+    "decode_split_tokens": (256.0, 16.0, 8192.0, 100.0),
+    "decode_mha_tile_s": (1.5e-6, 0.0, 1e-3, 1e-6),
+    "decode_dim_share": (0.3, 0.0, 1.0, 0.1),
+    "decode_window_tokens": (32.0, 0.0, 4096.0, 10.0),
+    "mla_token_s": (2e-8, 0.0, 1e-5, 1e-8),
+    "prefill_pack_gqa": (0.5, 0.0, 1.0, 0.1),
+    "mla_split": (0.1, 0.0, 64.0, 1.0),
     "attention_l2": (0.02, 0.0, 1.0, 0.01),
     "attention_softmax": (4.0, 0.0, 200.0, 10.0),
     "softmax_overlap": (2.0, 1.0, 8.0, 1.0),
@@ -79,6 +88,20 @@ _BOUNDS = {
 _DEFAULT_BOUNDS = (0.5, 0.0, 10.0, 1.0)
 #: figures whose fit starts from the ``_BOUNDS`` start, not the curves' current (default) value
 _FRESH = frozenset({"compute", "gemm_blend", "split_s", "kstep_s", "l2_sm_gbps", "l2_share"})
+#: the decode attention figures whose fit starts from the ``_BOUNDS`` start (from its default, a bound, it stalls)
+_FRESH = _FRESH | {
+    "decode_tile_s",
+    "decode_mha_tile_s",
+    "decode_dim_share",
+    "decode_half_occupancy",
+    "decode_blend",
+    "decode_split",
+    "decode_split_tokens",
+    "decode_window_tokens",
+    "mla_token_s",
+    "mla_split",
+    "prefill_pack_gqa",
+}
 QUANTILES = (0.1, 0.9)  #: the 80 % band of measured/predicted
 
 

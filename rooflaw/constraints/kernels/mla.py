@@ -56,6 +56,7 @@ def context_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
         eff=te * we,
         extra_bytes=extra,
         waves=np.ceil(B * H * np.ceil(S / Q_TILE) / (device.sm_count or 1)),
+        sms=float(device.sm_count or 1),
         streams=np.full(len(rows), np.inf),
         resident=byts + extra <= (device.l2_bytes or 0.0),
         pairs=B * H * pairs,
@@ -83,6 +84,7 @@ def generation_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
         eff=np.ones(len(rows)),
         extra_bytes=np.zeros(len(rows)),
         waves=np.ceil(B / (device.sm_count or 1)),
+        sms=float(device.sm_count or 1),
         streams=B,
         resident=byts <= (device.l2_bytes or 0.0),
         pairs=B * H * L,
@@ -91,6 +93,8 @@ def generation_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
         labels=labels,
         op="generation_mla",
         prefill=False,
+        context=L,
+        stream_bytes=L * latent * b_kv,
     )
 
 
@@ -119,9 +123,9 @@ GENERATION = register(
     Family(
         name="generation_mla",
         tables=("generation_mla_perf",),
-        params=(),
+        params=("mla_token_s", "mla_split"),
         predict=predict_generation,
-        used=used_params_for("generation_mla", ()),
+        used=used_params_for("generation_mla", ("mla_token_s", "mla_split"), True),
         prepare=generation_terms,
         evaluate=seconds,
     )
