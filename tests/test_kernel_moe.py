@@ -4,6 +4,7 @@ a fit recovering a known ``moe`` fraction from synthetic rows."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -306,14 +307,18 @@ def test_narrow_experts_and_routed_slots_by_hand():
         h100, hard, "bfloat16", *small.values(), topk=8)  # fmt: skip
     assert extra == pytest.approx(0.25 * (64 - 8) * d * 2 / (3.35e12 * 0.85), rel=1e-9)
     l40s = R.get_device("l40s")  # 96 MB L2, 142 SMs
-    l2 = KernelCurves("ada", {"fp16": 0.6}, memory=0.8, kernel_s=0.0, moe=0.5, l2_sm_gbps=12.0, l2_share=0.25)
+    l2 = KernelCurves("ada", {"fp16": 0.6}, memory=0.8, kernel_s=0.0, moe=0.5, l2_sm_gbps=12.0)
     one = dict(T=1, d=d, inter=inter, rows=8.0, touched=8.0, padded=128.0)
     byts = 8 * 3 * d * inter * 2 + (8 * (4 * d + 4 * inter + 2 * inter) + 2 * d) * 2  # 50 MB: about half the L2
     bw, l2bw = 864e9 * 0.8, 142 * 12e9
-    hit = 1 / (1 + (byts / 96e6 / 0.25) ** 4)
+    hit = 1 / (1 + (byts / 96e6 / KM.L2_SHARE) ** 4)
+    assert KM.L2_SHARE == 1.0 and 0.9 < hit < 1
     want = byts * (hit / l2bw + (1 - hit) / bw)
     assert KM.layer_seconds(l40s, l2, "bfloat16", *one.values()) == pytest.approx(want, rel=1e-9)
     assert want < byts / bw
+    assert KM.layer_seconds(l40s, dataclasses.replace(l2, l2_sm_gbps=0.0), "bfloat16", *one.values()) == pytest.approx(
+        byts / bw, rel=1e-9
+    )  # no L2 figure: DRAM
 
 
 def test_fit_declares_per_engine_figures_and_keeps_them_out_of_generic():

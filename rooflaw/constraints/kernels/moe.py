@@ -73,6 +73,10 @@ ALL_ROWS_FRAMEWORKS = ("vllm",)
 #: ... except the kernels it hands the layer to that route inside and skip the other GPUs' rows (FlashInfer's
 #: CUTLASS and TensorRT-LLM-gen MoE, Marlin, the OpenAI Triton MXFP4 kernels): named in ``kernel_source``.
 LOCAL_ROWS_KERNELS = ("flashinfer", "marlin", "oaitriton")
+#: Share of the L2 a re-run MoE layer's bytes (its touched experts' weights, mostly) can fill and still be found there
+#: (:func:`.gemm.l2_hits`: half of them at a full L2). Not fitted: where the L2 outruns DRAM (Ampere, Ada) the tables
+#: put it at 1 (a free share fitted 1.00 on A100 and L40S); elsewhere no share is seen.
+L2_SHARE = 1.0
 #: Monte Carlo draws per shape for a random routing law (seeded by the shape).
 DRAWS = 64
 #: Tile heights a grouped GEMM picks from: the smallest power of two ≥ the mean rows per touched expert,
@@ -236,9 +240,9 @@ def layer_seconds(
     t_c = flops / (peak * _fraction(curves, key, roof) * curves.moe * curves.moe_compute.get(key, 1.0) * narrow)
     bw = device.memory_bandwidth * curves.memory * curves.moe_memory
     t_m = (weights + acts) / bw
-    if device.l2_bytes and curves.l2_share > 0:  # weights a re-run layer finds in L2 (the GEMM family's figures)
+    if device.l2_bytes and curves.l2_sm_gbps > 0:  # bytes a re-run layer finds in L2, at the GEMM's L2 rate
         l2 = max(bw, float(device.sm_count or 0) * curves.l2_sm_gbps * 1e9)
-        hit = l2_hits((weights + acts) / float(device.l2_bytes), curves.l2_share)
+        hit = l2_hits((weights + acts) / float(device.l2_bytes), L2_SHARE)
         t_m = (weights + acts) * (hit / l2 + (1.0 - hit) / bw)
     return blend(t_c, t_m, curves.moe_serial) / np.asarray(rate, dtype=float) + KERNELS * curves.kernel_s + curves.moe_s
 
