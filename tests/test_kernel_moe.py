@@ -298,6 +298,10 @@ def test_narrow_experts_and_routed_slots_by_hand():
     narrow = KernelCurves("hopper", {"fp16": 0.8}, memory=0.85, kernel_s=4e-6, moe=0.5, moe_half_inter=512.0)
     got = KM.layer_seconds(h100, narrow, "bfloat16", *big.values())
     assert got == pytest.approx(2 * t_c + 5 * 4e-6, rel=1e-9)  # i = h: half the rate
+    # fp8: a main-loop step covers 128 fp8 values of K, so the same width i = 512 is half as deep: i/(i + 2·512)
+    c8 = dataclasses.replace(narrow, compute={"fp16": 0.8, "fp8": 0.8})
+    fp8 = KM.layer_seconds(h100, c8, "fp8", *big.values()) - 5 * 4e-6
+    assert fp8 == pytest.approx(t_c * 989.5 / 1979 * 3, rel=1e-9)
     assert KM.layer_seconds(h100, narrow, "bfloat16", *big.values(), rate=2.0) == pytest.approx(
         t_c + 5 * 4e-6, rel=1e-9)  # fmt: skip
     # EP 8, memory-bound: 8 tokens x top-8 of 128 experts, rank 0 holds 16 experts and 8 of the 64 routed rows

@@ -20,25 +20,26 @@ Time (seconds) of the layer, with ``m`` = 3 weight matrices per expert (gate, up
           + (moved · (4·d + 2·(m − 1)·i + 2·i) + (2·T + moe_slot · others) · d) · 2
             (bf16 activations: gather, GEMM1 out, activation, GEMM2 out, the final reduction's read of each row;
              the layer's input and output; others = T·K − moved, the routed slots of other GPUs' experts)
-    t_c = flops / (peak(dtype) · compute[dtype] · moe · moe_compute[dtype] · i/(i + moe_half_inter))
+    t_c = flops / (peak(dtype) · compute[dtype] · moe · moe_compute[dtype] · i/(i + moe_half_inter · 2/b_a))
     t_m = bytes · (h / max(bw, SMs · l2_sm_gbps) + (1 − h) / bw),   bw = bandwidth · memory · moe_memory
     t = (t_c^(1/q) + t_m^(1/q))^q / rate + KERNELS · kernel_s + moe_s,     q = moe_serial
 
 ``moved`` is ``rows``, or T·K for vLLM's own Triton kernels (:data:`ALL_ROWS_FRAMEWORKS`,
 :data:`LOCAL_ROWS_KERNELS`). ``h`` is the share of the bytes a benchmark re-running the layer finds in L2
-(:func:`.gemm.l2_hits` with the GEMM family's ``l2_share`` and ``l2_sm_gbps``: a small expert set on a GPU with a
-large L2 and slow DRAM -- Ada -- streams from L2). ``rate`` is 1 for the reference engine (:data:`REFERENCE`,
-TensorRT-LLM) and ``rate["<framework>/moe_<moe_dtype>"]`` for another (:func:`rate_key`; vLLM hands the layer to
-different kernels per dtype and architecture: FlashInfer's CUTLASS FP8 on Hopper streams 4× slower than its Triton
-path).
+(:func:`.gemm.l2_hits` over the whole L2, :data:`L2_SHARE`, read at the GEMM family's ``l2_sm_gbps``: a small
+expert set on a GPU with a large L2 and slow DRAM -- Ada -- streams from L2). ``b_a`` is the bytes per element of
+the dtype's operands (:data:`ACT_BYTES`: a main-loop step covers a fixed number of bytes of K). ``rate`` is 1 for
+the reference engine (:data:`REFERENCE`, TensorRT-LLM) and ``rate["<framework>/moe_<moe_dtype>"]`` for another
+(:func:`rate_key`; vLLM hands the layer to different kernels per dtype and architecture: FlashInfer's CUTLASS FP8
+on Hopper streams 4× slower than its Triton path).
 
-``compute``, ``memory``, ``kernel_s``, ``l2_share``, ``l2_sm_gbps`` are the GEMM figures of the device's
-architecture (fitted before this family); this family fits ``moe`` (the achieved fraction of the GEMM rate inside a
-grouped MoE kernel, bf16), ``moe_memory`` (its streaming rate relative to a dense GEMM's), ``moe_s`` (fixed seconds
-per layer beyond the launches: routing, permutation, the scatter-reduce's tail), ``moe_serial`` (q: 0 the hard max
-of compute and streaming, 1 their sum), ``moe_half_inter`` (the expert width per GPU at which the grouped GEMMs'
-rate halves: the down projection's short K loop and the up projection's narrow N tiles amortise each CTA's prologue
-and epilogue over little work -- at ≥ 4k tokens H100's layers ran 1.3-1.8× slower than predicted at i = 32-128),
+``compute``, ``memory``, ``kernel_s``, ``l2_sm_gbps`` are the GEMM figures of the device's architecture (fitted
+before this family); this family fits ``moe`` (the achieved fraction of the GEMM rate inside a grouped MoE kernel,
+bf16), ``moe_memory`` (its streaming rate relative to a dense GEMM's), ``moe_s`` (fixed seconds per layer beyond
+the launches: routing, permutation, the scatter-reduce's tail), ``moe_serial`` (q: 0 the hard max of compute and
+streaming, 1 their sum), ``moe_half_inter`` (the bf16 expert width per GPU at which the grouped GEMMs' rate
+halves: the down projection's short K loop and the up projection's narrow N tiles amortise each CTA's prologue and
+epilogue over little work -- at ≥ 4k tokens H100's layers ran 1.3-1.8× slower than predicted at i = 32-128),
 ``moe_slot`` (share of the other GPUs' routed slots the final reduction reads under EP), ``moe_compute[key]`` (the
 grouped kernel's rate per compute key relative to bf16's, for the reference engine) and the engines' ``rate``.
 ``KERNELS`` = 5: routing/alignment, two grouped GEMMs, the activation, the final scatter-reduce (TensorRT-LLM's MoE
@@ -77,6 +78,9 @@ LOCAL_ROWS_KERNELS = ("flashinfer", "marlin", "oaitriton")
 #: (:func:`.gemm.l2_hits`: half of them at a full L2). Not fitted: where the L2 outruns DRAM (Ampere, Ada) the tables
 #: put it at 1 (a free share fitted 1.00 on A100 and L40S); elsewhere no share is seen.
 L2_SHARE = 1.0
+#: Bytes per element of each roof dtype's operands: a grouped GEMM's main-loop step covers a fixed number of bytes of
+#: K, so the expert width at which its rate halves is ``moe_half_inter`` (bf16) × 2 / these bytes
+ACT_BYTES = {"fp16": 2.0, "fp8": 1.0, "fp4": 0.5}
 #: Monte Carlo draws per shape for a random routing law (seeded by the shape).
 DRAWS = 64
 #: Tile heights a grouped GEMM picks from: the smallest power of two ≥ the mean rows per touched expert,
@@ -236,7 +240,9 @@ def layer_seconds(
     others = np.maximum(T * np.asarray(topk, dtype=float) - moved, 0.0)  # routed slots of the other GPUs' experts
     slots = moved + curves.moe_slot * others
     acts = (moved * (3 * d + 2 * (m - 1) * i_loc + 2 * i_loc) + (2 * T + slots) * d) * 2.0
-    narrow = i_loc / (i_loc + curves.moe_half_inter)
+    # a main-loop step covers a fixed number of bytes of K (64 bf16 values, 128 fp8, 256 fp4): ``moe_half_inter`` is a
+    # bf16 layer's width, and 2x that in elements is an fp8 layer's
+    narrow = i_loc / (i_loc + curves.moe_half_inter * 2.0 / ACT_BYTES.get(roof, 2.0))
     t_c = flops / (peak * _fraction(curves, key, roof) * curves.moe * curves.moe_compute.get(key, 1.0) * narrow)
     bw = device.memory_bandwidth * curves.memory * curves.moe_memory
     t_m = (weights + acts) / bw
