@@ -302,6 +302,9 @@ def test_narrow_experts_and_routed_slots_by_hand():
     c8 = dataclasses.replace(narrow, compute={"fp16": 0.8, "fp8": 0.8})
     fp8 = KM.layer_seconds(h100, c8, "fp8", *big.values()) - 5 * 4e-6
     assert fp8 == pytest.approx(t_c * 989.5 / 1979 * 3, rel=1e-9)
+    # an engine's compute rate on top: 0.5 doubles the compute-bound time
+    assert KM.layer_seconds(h100, hard, "bfloat16", *big.values(), engine_compute=0.5) == pytest.approx(
+        2 * t_c + 5 * 4e-6, rel=1e-9)  # fmt: skip
     assert KM.layer_seconds(h100, narrow, "bfloat16", *big.values(), rate=2.0) == pytest.approx(
         t_c + 5 * 4e-6, rel=1e-9)  # fmt: skip
     # EP 8, memory-bound: 8 tokens x top-8 of 128 experts, rank 0 holds 16 experts and 8 of the 64 routed rows
@@ -334,7 +337,30 @@ def test_fit_declares_per_engine_figures_and_keeps_them_out_of_generic():
     rows = _rows(framework=["trtllm", "trtllm", "trtllm", "vllm", "vllm"],
                  moe_dtype=["bfloat16", "fp8", "fp8_block", "fp8", "nvfp4"])  # fmt: skip
     got = KM.used_params(rows)
-    assert got == KM.FIGURES + ("moe_compute.fp8", "moe_compute.fp8_block", "rate.vllm/moe_fp8", "rate.vllm/moe_nvfp4")
+    engine = (
+        "rate.vllm/moe_fp8",
+        "rate.vllm/moe_nvfp4",
+        "engine_compute.vllm/moe_fp8",
+        "engine_compute.vllm/moe_nvfp4",
+    )
+    assert got == KM.FIGURES + ("moe_compute.fp8", "moe_compute.fp8_block") + engine
     assert KM.used_params(_rows(framework=["trtllm"], moe_dtype=["fp8"])) == KM.FIGURES  # no bf16: no reference
     assert [n for n in got if KF.pooled(n)] == list(KM.FIGURES)
-    assert KF.pooled("rate.vllm/context_attention") and KF.pooled("compute.fp8")
+    assert (
+        KF.pooled("rate.vllm/context_attention") and KF.pooled("compute.fp8") and KF.pooled("engine_compute.vllm/fp8")
+    )
+
+
+def test_engine_figures_price_the_engines_rows():
+    """Through ``prepare``/``evaluate``: a vLLM row takes ``rate`` and ``engine_compute`` of its
+    ``"vllm/moe_<dtype>"`` key, a TensorRT-LLM row of the same shape neither -- each equal to ``layer_seconds``."""
+    h100 = R.get_device("h100-sxm")
+    sources = ["moe_torch_flow_cutlass", "vllm_fp8moe_flashinfer_cutlass_flashinferexperts"]
+    rows = _rows(num_tokens=[4096, 4096], framework=["trtllm", "vllm"], moe_dtype="fp8", kernel_source=sources)
+    c = dataclasses.replace(CURVES, rate={"vllm/moe_fp8": 0.5}, engine_compute={"vllm/moe_fp8": 0.8})
+    t = KM.prepare(rows)
+    got = KM.evaluate(t, h100, c)
+    args = (h100, c, "fp8", 4096, 4096, 1536, t.rows[0], t.touched[0], t.padded[0])
+    assert got[0] == pytest.approx(KM.layer_seconds(*args, topk=8), rel=1e-12)
+    assert got[1] == pytest.approx(KM.layer_seconds(*args, rate=0.5, topk=8, engine_compute=0.8), rel=1e-12)
+    assert got[1] > got[0] * 1.5

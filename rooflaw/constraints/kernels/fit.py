@@ -88,11 +88,13 @@ QUANTILES = (0.1, 0.9)  #: the 80 % band of measured/predicted
 
 
 def pooled(name: str) -> bool:
-    """Whether figure ``name`` is fitted in the pooled ``generic`` curves too: not an engine's MoE kernel rate per
-    dtype (``rate.<framework>/moe_<dtype>``) nor the MoE kernels' per-dtype rates (``moe_compute.<key>``), which
+    """Whether figure ``name`` is fitted in the pooled ``generic`` curves too: not an engine's MoE kernel rates per
+    dtype (``rate.<framework>/moe_<dtype>``, ``engine_compute.<framework>/moe_<dtype>``) nor the MoE kernels'
+    per-dtype rates (``moe_compute.<key>``), which
     describe the kernels an architecture runs (vLLM hands the layer to Triton on Ada, to FlashInfer on
     Blackwell) and so have no architecture-free value."""
-    return not (name.startswith("moe_compute.") or (name.startswith("rate.") and "/moe_" in name))
+    engine = name.startswith(("rate.", "engine_compute.")) and "/moe_" in name
+    return not (name.startswith("moe_compute.") or engine)
 
 
 @dataclass

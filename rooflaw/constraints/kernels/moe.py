@@ -20,7 +20,7 @@ Time (seconds) of the layer, with ``m`` = 3 weight matrices per expert (gate, up
           + (moved · (4·d + 2·(m − 1)·i + 2·i) + (2·T + moe_slot · others) · d) · 2
             (bf16 activations: gather, GEMM1 out, activation, GEMM2 out, the final reduction's read of each row;
              the layer's input and output; others = T·K − moved, the routed slots of other GPUs' experts)
-    t_c = flops / (peak(dtype) · compute[dtype] · moe · moe_compute[dtype] · i/(i + moe_half_inter · 2/b_a))
+    t_c = flops / (peak(dtype) · compute[dtype] · moe · moe_compute[dtype] · e · i/(i + moe_half_inter · 2/b_a))
     t_m = bytes · (h / max(bw, SMs · l2_sm_gbps) + (1 − h) / bw),   bw = bandwidth · memory · moe_memory
     t = (t_c^(1/q) + t_m^(1/q))^q / rate + KERNELS · kernel_s + moe_s,     q = moe_serial
 
@@ -31,7 +31,9 @@ expert set on a GPU with a large L2 and slow DRAM -- Ada -- streams from L2). ``
 the dtype's operands (:data:`ACT_BYTES`: a main-loop step covers a fixed number of bytes of K). ``rate`` is 1 for
 the reference engine (:data:`REFERENCE`, TensorRT-LLM) and ``rate["<framework>/moe_<moe_dtype>"]`` for another
 (:func:`rate_key`; vLLM hands the layer to different kernels per dtype and architecture: FlashInfer's CUTLASS FP8
-on Hopper streams 4× slower than its Triton path).
+on Hopper streams 4× slower than its Triton path), and ``e`` = ``engine_compute["<framework>/moe_<moe_dtype>"]``
+that kernel's compute rate on top (1 for the reference engine: Blackwell's block-FP8 TensorRT-LLM-gen kernels
+stream as fast as the others and compute at half their rate).
 
 ``compute``, ``memory``, ``kernel_s``, ``l2_sm_gbps`` are the GEMM figures of the device's architecture (fitted
 before this family); this family fits ``moe`` (the achieved fraction of the GEMM rate inside a grouped MoE kernel,
@@ -41,7 +43,8 @@ streaming, 1 their sum), ``moe_half_inter`` (the bf16 expert width per GPU at wh
 halves: the down projection's short K loop and the up projection's narrow N tiles amortise each CTA's prologue and
 epilogue over little work -- at ≥ 4k tokens H100's layers ran 1.3-1.8× slower than predicted at i = 32-128),
 ``moe_slot`` (share of the other GPUs' routed slots the final reduction reads under EP), ``moe_compute[key]`` (the
-grouped kernel's rate per compute key relative to bf16's, for the reference engine) and the engines' ``rate``.
+grouped kernel's rate per compute key relative to bf16's, for the reference engine) and the other engines'
+``rate`` and ``engine_compute``.
 ``KERNELS`` = 5: routing/alignment, two grouped GEMMs, the activation, the final scatter-reduce (TensorRT-LLM's MoE
 flow and vLLM's fused_moe both launch five), each at the GEMM family's fixed ``kernel_s``. With every figure at
 its default (1, 1, 0, 0, 0, 0, none, none) the layer is the one-fraction model.
@@ -219,6 +222,7 @@ def layer_seconds(
     act_rows: Any = None,
     rate: Any = 1.0,
     topk: Any = 0,
+    engine_compute: Any = 1.0,
 ) -> Any:
     """Seconds of one MoE layer on one GPU (module docstring), vectorised over the shape arrays; ``act_rows``: the
     token-expert rows whose activations move (default ``rows``; :data:`ALL_ROWS_FRAMEWORKS`); ``rate``: the engine's
@@ -243,7 +247,8 @@ def layer_seconds(
     # a main-loop step covers a fixed number of bytes of K (64 bf16 values, 128 fp8, 256 fp4): ``moe_half_inter`` is a
     # bf16 layer's width, and 2x that in elements is an fp8 layer's
     narrow = i_loc / (i_loc + curves.moe_half_inter * 2.0 / ACT_BYTES.get(roof, 2.0))
-    t_c = flops / (peak * _fraction(curves, key, roof) * curves.moe * curves.moe_compute.get(key, 1.0) * narrow)
+    frac = _fraction(curves, key, roof) * curves.moe * curves.moe_compute.get(key, 1.0) * np.asarray(engine_compute)
+    t_c = flops / (peak * frac * narrow)
     bw = device.memory_bandwidth * curves.memory * curves.moe_memory
     t_m = (weights + acts) / bw
     if device.l2_bytes and curves.l2_sm_gbps > 0:  # bytes a re-run layer finds in L2, at the GEMM's L2 rate
@@ -316,15 +321,17 @@ def evaluate(terms: Terms, device: Device, curves: KernelCurves) -> np.ndarray:
             continue
         m = terms.dtype == dtype
         act = None if terms.act_rows is None else terms.act_rows[m]
-        rate = 1.0
+        rate = ecomp = 1.0
         if terms.framework is not None:
             fws = terms.framework[m]
-            rate = np.ones(len(fws))
+            rate, ecomp = np.ones(len(fws)), np.ones(len(fws))
             for fw in np.unique(fws):
-                rate[fws == fw] = curves.rate.get(rate_key(str(fw), str(dtype)), 1.0) if fw != REFERENCE else 1.0
+                if fw != REFERENCE:
+                    rate[fws == fw] = curves.rate.get(rate_key(str(fw), str(dtype)), 1.0)
+                    ecomp[fws == fw] = curves.engine_compute.get(rate_key(str(fw), str(dtype)), 1.0)
         out[m] = layer_seconds(device, curves, str(dtype), terms.T[m], terms.d[m], terms.inter[m], terms.rows[m],
                                terms.touched[m], terms.padded[m], terms.tp[m], terms.gated[m], act, rate,
-                               0 if terms.topk is None else terms.topk[m])  # fmt: skip
+                               0 if terms.topk is None else terms.topk[m], ecomp)  # fmt: skip
     return out
 
 
@@ -342,13 +349,15 @@ FIGURES = ("moe", "moe_memory", "moe_s", "moe_serial", "moe_half_inter", "moe_sl
 def used_params(rows) -> tuple[str, ...]:
     """The figures a ``moe_perf`` table's rows determine: :data:`FIGURES`; ``moe_compute.<key>`` for each non-bf16
     compute key the reference engine's rows run, when they run bf16 too (bf16 is the reference, 1); and
-    ``rate.<framework>/moe_<dtype>`` (:func:`rate_key`) for each other engine and dtype."""
+    ``rate.<framework>/moe_<dtype>`` and ``engine_compute.<framework>/moe_<dtype>`` (:func:`rate_key`) for each
+    other engine and dtype."""
     fw = rows["framework"].astype(str).str.lower() if "framework" in rows else pd.Series([REFERENCE] * len(rows))
     dtypes = rows["moe_dtype"].astype(str)
     ref = {DTYPES[d][2] for d in dtypes[fw == REFERENCE].unique() if d in DTYPES}
     keys = sorted(ref - {"fp16"}) if "fp16" in ref else []
     pairs = sorted({(f, d) for f, d in zip(fw, dtypes, strict=True) if f != REFERENCE and d in DTYPES})
-    return FIGURES + tuple(f"moe_compute.{k}" for k in keys) + tuple(f"rate.{rate_key(f, d)}" for f, d in pairs)
+    return (FIGURES + tuple(f"moe_compute.{k}" for k in keys) + tuple(f"rate.{rate_key(f, d)}" for f, d in pairs)
+            + tuple(f"engine_compute.{rate_key(f, d)}" for f, d in pairs))  # fmt: skip
 
 
 #: The routed-expert layer. (``prepare``/``evaluate`` split :func:`predict` so a fit evaluates the routing law once.)
