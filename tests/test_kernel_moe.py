@@ -4,6 +4,7 @@ a fit recovering a known ``moe`` fraction from synthetic rows."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -42,10 +43,11 @@ def test_uniform_coverage_is_the_operators_expression():
     assert isinstance(O.EXPERTS_TOUCHED, sp.Expr)
 
 
-def brute_power_law(T: int, E: int, K: int, ep: int, alpha: float, draws: int, seed: int):
+def brute_power_law(T: int, E: int, K: int, ep: int, alpha: float, draws: int, seed: int, random_ties: bool = False):
     """The tables' generator written out plainly: per-expert weights by inverse CDF, rows by rounding with the
-    remainder fixed one at a time on the largest experts, the token x expert assignment built row by row, the
-    heaviest group of ep; its rows, touched experts and largest expert load, averaged over draws."""
+    remainder fixed one at a time on the largest experts (equal loads in index order, or in a random order: the
+    generator's sort is not stable), the token x expert assignment built row by row, the heaviest group of ep;
+    its rows, touched experts and largest expert load, averaged over draws."""
     rng = np.random.default_rng(seed)
     out = []
     for _ in range(draws):
@@ -57,7 +59,8 @@ def brute_power_law(T: int, E: int, K: int, ep: int, alpha: float, draws: int, s
         total = sum(w)
         n = [round(x / total * T * K) for x in w]
         delta = T * K - sum(n)
-        order = sorted(range(E), key=lambda e: -n[e])
+        tie = rng.permutation(E) if random_ties else range(E)
+        order = sorted(range(E), key=lambda e: (-n[e], tie[e]))
         for i in range(abs(delta)):
             n[order[i % E]] += 1 if delta > 0 else -1
         n = [max(v, 0) for v in n]
@@ -97,7 +100,9 @@ def test_layer_time_by_hand():
     i_loc = inter / tp
     flops = 2 * padded * 3 * d * i_loc
     weights = touched * 3 * d * i_loc * 1.0  # fp8 weights
-    acts = (rows * (3 * d + 2 * 2 * i_loc + 2 * i_loc) + 2 * T_ * d) * 2
+    # gather (read + write d), GEMM1 out, activation, GEMM2 out, the final reduction's read of each row (d), and the
+    # layer's input and output (2·T·d), bf16
+    acts = (rows * (3 * d + 2 * 2 * i_loc + 2 * i_loc) + (2 * T_ + rows) * d) * 2
     want = max(flops / (1979e12 * 0.6 * 0.5), (weights + acts) / (3.35e12 * 0.85)) + 5 * 4e-6
     got = KM.layer_seconds(h100, CURVES, "fp8", T_, d, inter, rows, touched, padded, tp)
     assert got == pytest.approx(want, rel=1e-12)
@@ -135,7 +140,7 @@ def test_bad_routing_inputs():
         KM.expected_load(8, 64, 2, 1, "zipf")
     with pytest.raises(R.RooflawError, match="moe_ep_size"):
         KM.expected_load(8, 64, 2, 3, "balanced")
-    assert FAMILIES["moe"].params == ("moe", "moe_memory", "moe_s", "moe_serial")
+    assert FAMILIES["moe"].params == ("moe", "moe_memory", "moe_s", "moe_serial", "moe_half_inter", "moe_slot")
     assert FAMILIES["moe"].tables == ("moe_perf",)
 
 
@@ -153,7 +158,7 @@ def test_blend_and_layer_figures_by_hand():
     rows, touched, padded, _ = KM.expected_load(T_, 128, 8, 1, "balanced")
     assert (rows, touched, padded) == (64.0, 64.0, 1024.0)
     t_c = 2 * 1024 * 3 * d * inter / (989.5e12 * 0.8 * 0.5)
-    t_m = (64 * 3 * d * inter * 2 + (64 * (3 * d + 4 * inter + 2 * inter) + 2 * 8 * d) * 2) / (3.35e12 * 0.85 * 0.9)
+    t_m = (64 * 3 * d * inter * 2 + (64 * (4 * d + 4 * inter + 2 * inter) + 2 * 8 * d) * 2) / (3.35e12 * 0.85 * 0.9)
     want = math.hypot(t_c, t_m) + 5 * 4e-6 + 12e-6
     assert KM.layer_seconds(h100, c, "bfloat16", T_, d, inter, rows, touched, padded) == pytest.approx(want)
 
@@ -212,7 +217,150 @@ def test_vllm_rows_move_every_routed_rows_activations():
     terms = KM.prepare(table)
     assert list(terms.rows) == [64.0, 64.0] and list(terms.act_rows) == [64.0, 512.0]
     got = KM.predict(table, h100, CURVES) * 1e-3
-    per_row = (3 * d + 2 * 2 * inter + 2 * inter) * 2  # gather, GEMM1 out, activation, GEMM2 out (bf16)
+    per_row = (4 * d + 2 * 2 * inter + 2 * inter) * 2  # gather, GEMM1 out, activation, GEMM2 out, reduction (bf16)
     assert got[1] - got[0] == pytest.approx((512 - 64) * per_row / (3.35e12 * 0.85), rel=1e-9)
     weights = 32 * 3 * d * inter  # memory-bound: the 32 touched experts' fp8 weights dominate either way
     assert got[0] > weights / (3.35e12 * 0.85)
+
+
+def _rows(**kw) -> pd.DataFrame:
+    """One ``moe_perf`` row per value of the list-valued keyword (the others broadcast)."""
+    base = {"num_tokens": 64, "hidden_size": 4096, "inter_size": 1536, "topk": 8, "num_experts": 128,
+            "moe_tp_size": 1, "moe_ep_size": 1, "distribution": "balanced", "moe_dtype": "bfloat16",
+            "kernel_source": "moe_torch_flow_cutlass", "framework": "trtllm"}  # fmt: skip
+    base.update(kw)
+    return pd.DataFrame(base, index=range(max(len(v) for v in kw.values() if isinstance(v, list))))
+
+
+def test_vllm_rows_of_a_nongated_model_shape_are_priced_nongated():
+    """vLLM's tables do not name a non-gated kernel: a row of a Nemotron-H shape (ReLU² experts, two matrices) is
+    priced as TensorRT-LLM's ``..._nongated`` row of that shape is, and a gated shape keeps three matrices."""
+    shape = dict(hidden_size=2688, inter_size=1856, num_experts=128, topk=6)
+    assert (2688, 1856, 128, 6) in KM.NONGATED_SHAPES
+    t = KM.prepare(_rows(**shape, framework=["trtllm", "vllm", "vllm"],
+                         kernel_source=["moe_torch_flow_nongated", "vllm_unquantizedfusedmoe_triton_tritonexperts",
+                                        "vllm_unquantizedfusedmoe_triton_tritonexperts"]))  # fmt: skip
+    assert list(t.gated) == [False, False, False]
+    gated = KM.prepare(_rows(framework=["vllm"], kernel_source=["vllm_unquantizedfusedmoe_triton_tritonexperts"]))
+    assert list(gated.gated) == [True]
+    # two matrices: at one token (memory-bound) the weight stream is 2/3 of a gated layer's, by hand
+    h100 = R.get_device("h100-sxm")
+    one = dict(T=1, d=2688, inter=1856, rows=6.0, touched=6.0, padded=96.0)
+    w2 = KM.layer_seconds(h100, CURVES, "bfloat16", *one.values(), gated=False) - 5 * 4e-6
+    w3 = KM.layer_seconds(h100, CURVES, "bfloat16", *one.values(), gated=True) - 5 * 4e-6
+    acts = lambda m: (6 * (4 * 2688 + 2 * (m - 1) * 1856 + 2 * 1856) + 2 * 2688) * 2  # noqa: E731
+    assert w2 == pytest.approx((6 * 2 * 2688 * 1856 * 2 + acts(2)) / (3.35e12 * 0.85), rel=1e-9)
+    assert w3 == pytest.approx((6 * 3 * 2688 * 1856 * 2 + acts(3)) / (3.35e12 * 0.85), rel=1e-9)
+
+
+def test_flashinfer_and_marlin_kernels_move_only_their_own_rows():
+    """vLLM's Triton fused MoE moves all T·K rows at EP 8; the kernels it hands the layer to (FlashInfer, Marlin,
+    OpenAI Triton MXFP4) route inside and move the rows of their own experts only, as TensorRT-LLM does."""
+    sources = [
+        "vllm_unquantizedfusedmoe_triton_tritonexperts",
+        "vllm_fused_moe",
+        "vllm_unquantizedfusedmoe_flashinfer_trtllm_trtllmbf16experts",
+        "vllm_compressedtensorswna16marlinmoe_marlin_marlinexperts",
+        "vllm_gptossmxfp4moe_triton_oaitritonmxfp4expertsmonolithic",
+        "moe_torch_flow_cutlass",
+    ]
+    t = KM.prepare(_rows(moe_ep_size=8, framework=["vllm"] * 5 + ["trtllm"], kernel_source=sources))
+    assert list(t.rows) == [64.0] * 6  # balanced, EP 8: 512 routed rows, 64 on rank 0
+    assert list(t.act_rows) == [512.0, 512.0, 64.0, 64.0, 64.0, 64.0]
+
+
+def test_power_law_ties_spread_a_tiny_batch_over_the_expert_groups():
+    """One token, top-22 of 512 experts: every expert's share rounds to 0 rows and the 22 rows go to the first 22
+    experts of an unstable sort -- spread at random, not all in expert group 0. Against the brute-force generator
+    with random tie order: the heaviest of 16 groups gets the max of a 22-ball, 16-bin occupancy, far below 22."""
+    rows, touched, _, max_load = KM.expected_load(1, 512, 22, 16, "power_law_1.01")
+    b_rows, b_touched, b_max = brute_power_law(1, 512, 22, 16, 1.01, draws=300, seed=2, random_ties=True)
+    assert rows == pytest.approx(b_rows, rel=0.08) and touched == pytest.approx(b_touched, rel=0.08)
+    assert max_load == 1.0 == b_max
+    # exact check of the spread: 22 distinct experts drawn from 512 (16 groups of 32), the largest group count
+    rng = np.random.default_rng(0)
+    mc = np.mean([np.bincount(rng.choice(512, 22, replace=False) // 32, minlength=16).max() for _ in range(4000)])
+    assert rows == pytest.approx(mc, rel=0.08) and rows < 6
+
+
+def test_narrow_experts_and_routed_slots_by_hand():
+    """``moe_half_inter`` scales the compute rate by i/(i + h) (i = inter/tp); ``moe_slot`` adds that share of the
+    other GPUs' routed slots' d-wide bf16 outputs to the streamed bytes; an engine's ``rate`` divides the roofline
+    part only; with the L2 figures a small weight set streams at the L2 rate; all by hand."""
+    h100 = R.get_device("h100-sxm")
+    T_, d, inter = 4096, 2048, 512  # 4096 tokens x top-8 of 16 experts: 2048 rows each, compute-bound
+    big = dict(T=T_, d=d, inter=inter, rows=32768.0, touched=16.0, padded=32768.0)
+    hard = KernelCurves("hopper", {"fp16": 0.8}, memory=0.85, kernel_s=4e-6, moe=0.5)  # q = 0: the max
+    t_c = 2 * 32768 * 3 * d * inter / (989.5e12 * 0.8 * 0.5)
+    t_m = (16 * 3 * d * inter * 2 + (32768 * (4 * d + 6 * inter) + 2 * T_ * d) * 2) / (3.35e12 * 0.85)
+    assert t_m < t_c
+    assert KM.layer_seconds(h100, hard, "bfloat16", *big.values()) == pytest.approx(t_c + 5 * 4e-6, rel=1e-9)
+    narrow = KernelCurves("hopper", {"fp16": 0.8}, memory=0.85, kernel_s=4e-6, moe=0.5, moe_half_inter=512.0)
+    got = KM.layer_seconds(h100, narrow, "bfloat16", *big.values())
+    assert got == pytest.approx(2 * t_c + 5 * 4e-6, rel=1e-9)  # i = h: half the rate
+    # fp8: a main-loop step covers 128 fp8 values of K, so the same width i = 512 is half as deep: i/(i + 2·512)
+    c8 = dataclasses.replace(narrow, compute={"fp16": 0.8, "fp8": 0.8})
+    fp8 = KM.layer_seconds(h100, c8, "fp8", *big.values()) - 5 * 4e-6
+    assert fp8 == pytest.approx(t_c * 989.5 / 1979 * 3, rel=1e-9)
+    # an engine's compute rate on top: 0.5 doubles the compute-bound time
+    assert KM.layer_seconds(h100, hard, "bfloat16", *big.values(), engine_compute=0.5) == pytest.approx(
+        2 * t_c + 5 * 4e-6, rel=1e-9)  # fmt: skip
+    assert KM.layer_seconds(h100, narrow, "bfloat16", *big.values(), rate=2.0) == pytest.approx(
+        t_c + 5 * 4e-6, rel=1e-9)  # fmt: skip
+    # EP 8, memory-bound: 8 tokens x top-8 of 128 experts, rank 0 holds 16 experts and 8 of the 64 routed rows
+    small = dict(T=8, d=d, inter=inter, rows=8.0, touched=8.0, padded=128.0)
+    slot = KernelCurves("hopper", {"fp16": 0.8}, memory=0.85, kernel_s=4e-6, moe=0.5, moe_slot=0.25)
+    extra = KM.layer_seconds(h100, slot, "bfloat16", *small.values(), topk=8) - KM.layer_seconds(
+        h100, hard, "bfloat16", *small.values(), topk=8)  # fmt: skip
+    assert extra == pytest.approx(0.25 * (64 - 8) * d * 2 / (3.35e12 * 0.85), rel=1e-9)
+    l40s = R.get_device("l40s")  # 96 MB L2, 142 SMs
+    l2 = KernelCurves("ada", {"fp16": 0.6}, memory=0.8, kernel_s=0.0, moe=0.5, l2_sm_gbps=12.0)
+    one = dict(T=1, d=d, inter=inter, rows=8.0, touched=8.0, padded=128.0)
+    byts = 8 * 3 * d * inter * 2 + (8 * (4 * d + 4 * inter + 2 * inter) + 2 * d) * 2  # 50 MB: about half the L2
+    bw, l2bw = 864e9 * 0.8, 142 * 12e9
+    hit = 1 / (1 + (byts / 96e6 / KM.L2_SHARE) ** 4)
+    assert KM.L2_SHARE == 1.0 and 0.9 < hit < 1
+    want = byts * (hit / l2bw + (1 - hit) / bw)
+    assert KM.layer_seconds(l40s, l2, "bfloat16", *one.values()) == pytest.approx(want, rel=1e-9)
+    assert want < byts / bw
+    assert KM.layer_seconds(l40s, dataclasses.replace(l2, l2_sm_gbps=0.0), "bfloat16", *one.values()) == pytest.approx(
+        byts / bw, rel=1e-9
+    )  # no L2 figure: DRAM
+
+
+def test_fit_declares_per_engine_figures_and_keeps_them_out_of_generic():
+    """A table's rows name the figures they determine: the scalar MoE figures, ``moe_compute`` for the reference
+    engine's non-bf16 keys (with bf16 present), a ``rate`` per other engine and dtype; the pooled ``generic`` fit
+    drops the per-architecture kernel figures."""
+    from rooflaw.constraints.kernels import fit as KF
+
+    rows = _rows(framework=["trtllm", "trtllm", "trtllm", "vllm", "vllm"],
+                 moe_dtype=["bfloat16", "fp8", "fp8_block", "fp8", "nvfp4"])  # fmt: skip
+    got = KM.used_params(rows)
+    engine = (
+        "rate.vllm/moe_fp8",
+        "rate.vllm/moe_nvfp4",
+        "engine_compute.vllm/moe_fp8",
+        "engine_compute.vllm/moe_nvfp4",
+    )
+    assert got == KM.FIGURES + ("moe_compute.fp8", "moe_compute.fp8_block") + engine
+    assert KM.used_params(_rows(framework=["trtllm"], moe_dtype=["fp8"])) == KM.FIGURES  # no bf16: no reference
+    assert [n for n in got if KF.pooled(n)] == list(KM.FIGURES)
+    assert (
+        KF.pooled("rate.vllm/context_attention") and KF.pooled("compute.fp8") and KF.pooled("engine_compute.vllm/fp8")
+    )
+
+
+def test_engine_figures_price_the_engines_rows():
+    """Through ``prepare``/``evaluate``: a vLLM row takes ``rate`` and ``engine_compute`` of its
+    ``"vllm/moe_<dtype>"`` key, a TensorRT-LLM row of the same shape neither -- each equal to ``layer_seconds``."""
+    h100 = R.get_device("h100-sxm")
+    sources = ["moe_torch_flow_cutlass", "vllm_fp8moe_flashinfer_cutlass_flashinferexperts"]
+    rows = _rows(num_tokens=[4096, 4096], framework=["trtllm", "vllm"], moe_dtype="fp8", kernel_source=sources)
+    c = dataclasses.replace(CURVES, rate={"vllm/moe_fp8": 0.5}, engine_compute={"vllm/moe_fp8": 0.8})
+    t = KM.prepare(rows)
+    got = KM.evaluate(t, h100, c)
+    args = (h100, c, "fp8", 4096, 4096, 1536, t.rows[0], t.touched[0], t.padded[0])
+    assert got[0] == pytest.approx(KM.layer_seconds(*args, topk=8), rel=1e-12)
+    assert got[1] == pytest.approx(KM.layer_seconds(*args, rate=0.5, topk=8, engine_compute=0.8), rel=1e-12)
+    assert got[1] > got[0] * 1.5

@@ -161,6 +161,9 @@ def _curves_dict(c) -> dict:
             "moe_memory",
             "moe_s",
             "moe_serial",
+            "moe_half_inter",
+            "moe_slot",
+            "moe_compute",
             "launch",
             "rate",
         )

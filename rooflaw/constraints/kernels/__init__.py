@@ -136,6 +136,16 @@ class KernelCurves:
     moe_memory: float = 1.0
     #: seconds an MoE layer costs beyond its launches' ``kernel_s`` (routing, permutation, the scatter-reduce's tail)
     moe_s: float = 0.0
+    #: expert width per GPU (``inter/tp``, elements) at which the grouped MoE GEMMs' compute rate is halved,
+    #: ``i/(i + moe_half_inter)``: the down projection's short K loop and the up projection's narrow N tiles
+    #: amortise each CTA's prologue and epilogue over little work (0: no such loss)
+    moe_half_inter: float = 0.0
+    #: share of the other GPUs' routed slots (T·K token-expert pairs not on this GPU) whose d-wide bf16 output an MoE
+    #: layer's final reduction still reads under expert parallelism (0: only its own rows; 1: every slot)
+    moe_slot: float = 0.0
+    #: per ``compute`` key, the grouped MoE GEMM's rate relative to ``compute[key] · moe`` (TensorRT-LLM's kernels;
+    #: bf16 is the reference, 1; a key not named: 1): a grouped kernel's per-dtype rate is not the dense GEMM's
+    moe_compute: dict[str, float] = field(default_factory=dict)
     #: q of the MoE layer's roofline blend ``(t_compute^(1/q) + t_memory^(1/q))^q``: 0 the hard max (compute and
     #: weight streaming fully overlapped), 1 their sum (none overlapped)
     moe_serial: float = 0.0
@@ -234,6 +244,7 @@ def curves_from_dict(name: str, d: dict[str, Any]) -> KernelCurves:
         rate={k: float(v) for k, v in d.get("rate", {}).items()},
         quant_passes={k: float(v) for k, v in d.get("quant_passes", {}).items()},
         engine_compute={k: float(v) for k, v in d.get("engine_compute", {}).items()},
+        moe_compute={k: float(v) for k, v in d.get("moe_compute", {}).items()},
         collectives=coll,
         bands={k: (float(v[0]), float(v[1])) for k, v in d.get("bands", {}).items()},
         provenance=dict(d.get("provenance", {})),

@@ -66,6 +66,9 @@ _BOUNDS = {
     "moe_memory": (1.0, 0.05, 2.0, 1.0),
     "moe_s": (1e-5, 0.0, 1e-3, 1e-5),
     "moe_serial": (0.5, 0.0, 1.0, 0.1),
+    "moe_compute": (1.0, 0.1, 3.0, 1.0),
+    "moe_half_inter": (32.0, 0.0, 2048.0, 32.0),
+    "moe_slot": (0.5, 0.0, 1.0, 0.1),
     "kernel_s": (3e-6, 0.0, 1e-3, 1e-5),
     "launch": (1e-6, 0.0, 1e-2, 1e-5),
     "rate": (1.0, 0.2, 5.0, 1.0),
@@ -102,7 +105,19 @@ _FRESH = _FRESH | {
     "mla_split",
     "prefill_pack_gqa",
 }
+#: the MoE family's shape figures start inside their range too (at their default 0 the fit may not leave the bound)
+_FRESH = _FRESH | {"moe_half_inter", "moe_slot"}
 QUANTILES = (0.1, 0.9)  #: the 80 % band of measured/predicted
+
+
+def pooled(name: str) -> bool:
+    """Whether figure ``name`` is fitted in the pooled ``generic`` curves too: not an engine's MoE kernel rates per
+    dtype (``rate.<framework>/moe_<dtype>``, ``engine_compute.<framework>/moe_<dtype>``) nor the MoE kernels'
+    per-dtype rates (``moe_compute.<key>``), which
+    describe the kernels an architecture runs (vLLM hands the layer to Triton on Ada, to FlashInfer on
+    Blackwell) and so have no architecture-free value."""
+    engine = name.startswith(("rate.", "engine_compute.")) and "/moe_" in name
+    return not (name.startswith("moe_compute.") or engine)
 
 
 @dataclass
@@ -236,6 +251,8 @@ def fit_family(fam: Family, data: Sequence[Prepared], curves: KernelCurves) -> K
         for name in fam.used(p.rows) if fam.used is not None else fam.params:
             if name not in used:
                 used.append(name)
+    if curves.architecture == GENERIC:
+        used = [name for name in used if pooled(name)]
     if not used:
         return curves
     x0, lo, hi, sc = [], [], [], []
@@ -445,7 +462,7 @@ def curves_table(c: KernelCurves) -> str:
 
     for name in SCALARS:
         lines.append(f"{name} = {_toml_value(getattr(c, name))}")
-    for name in ("compute", "launch", "rate", "quant_passes", "engine_compute", "bands"):
+    for name in ("compute", "launch", "rate", "quant_passes", "engine_compute", "moe_compute", "bands"):
         d = getattr(c, name)
         if d:
             lines.append(f"{name} = {_toml_value({k: list(v) if isinstance(v, tuple) else v for k, v in d.items()})}")

@@ -12,25 +12,42 @@ kernel's tile height, :func:`tile_rows`) and ``max_load`` (rows of the most load
 touches ``E·(1 − (1 − K/E)^T)`` experts in all -- the coverage of rooflaw's own MoE operators
 (:data:`rooflaw.constraints.operators.EXPERTS_TOUCHED`), so the assembly can use the same figure.
 
-Time (seconds) of the layer, with ``m`` = 3 weight matrices per expert (gate, up, down; 2 when not gated)::
+Time (seconds) of the layer, with ``m`` = 3 weight matrices per expert (gate, up, down; 2 when not gated: a
+``..._nongated`` kernel, or a model shape of :data:`NONGATED_SHAPES`) and ``i = inter/tp``::
 
-    flops = 2 · padded · m · d · inter/tp
-    bytes = touched · m · d · inter/tp · b_w                       (the touched experts' weights, streamed once)
-          + (rows · (3·d + 2·(m − 1)·inter/tp + 2·inter/tp) + 2·T·d) · 2   (bf16 activations: gather, GEMM1 out,
-                                                                     activation, GEMM2 out, scatter-reduce)
-    t_c = flops / (peak(dtype) · compute[dtype] · moe)
-    t_m = bytes / (bandwidth · memory · moe_memory)
-    t = (t_c^(1/q) + t_m^(1/q))^q + KERNELS · kernel_s + moe_s,     q = moe_serial
+    flops = 2 · padded · m · d · i
+    bytes = touched · m · d · i · b_w                       (the touched experts' weights, streamed once)
+          + (moved · (4·d + 2·(m − 1)·i + 2·i) + (2·T + moe_slot · others) · d) · 2
+            (bf16 activations: gather, GEMM1 out, activation, GEMM2 out, the final reduction's read of each row;
+             the layer's input and output; others = T·K − moved, the routed slots of other GPUs' experts)
+    t_c = flops / (peak(dtype) · compute[dtype] · moe · moe_compute[dtype] · e · i/(i + moe_half_inter · 2/b_a))
+    t_m = bytes · (h / max(bw, SMs · l2_sm_gbps) + (1 − h) / bw),   bw = bandwidth · memory · moe_memory
+    t = (t_c^(1/q) + t_m^(1/q))^q / rate + KERNELS · kernel_s + moe_s,     q = moe_serial
 
-``compute``, ``memory`` and ``kernel_s`` are the GEMM figures of the device's architecture (fitted before this
-family); this family fits four: ``moe`` (the achieved fraction of the GEMM rate inside a grouped MoE kernel),
-``moe_memory`` (its weight-streaming rate relative to a dense GEMM's), ``moe_s`` (fixed seconds per layer beyond
-the launches: routing, permutation, the scatter-reduce's tail; the measured layers keep a 13-35 µs floor five
-launches do not reach) and ``moe_serial`` (q: 0 the hard max of compute and streaming, 1 their sum; Hopper's and
-Blackwell's grouped kernels fit q = 1, Ampere's and Ada's ~0.65). ``KERNELS`` = 5: routing/alignment, two grouped
-GEMMs, the activation, the final scatter-reduce (TensorRT-LLM's MoE flow and vLLM's fused_moe both launch five),
-each at the GEMM family's fixed ``kernel_s``. With every new figure at its default (1, 0, 0) the layer is the
-earlier single-fraction model.
+``moved`` is ``rows``, or T·K for vLLM's own Triton kernels (:data:`ALL_ROWS_FRAMEWORKS`,
+:data:`LOCAL_ROWS_KERNELS`). ``h`` is the share of the bytes a benchmark re-running the layer finds in L2
+(:func:`.gemm.l2_hits` over the whole L2, :data:`L2_SHARE`, read at the GEMM family's ``l2_sm_gbps``: a small
+expert set on a GPU with a large L2 and slow DRAM -- Ada -- streams from L2). ``b_a`` is the bytes per element of
+the dtype's operands (:data:`ACT_BYTES`: a main-loop step covers a fixed number of bytes of K). ``rate`` is 1 for
+the reference engine (:data:`REFERENCE`, TensorRT-LLM) and ``rate["<framework>/moe_<moe_dtype>"]`` for another
+(:func:`rate_key`; vLLM hands the layer to different kernels per dtype and architecture: FlashInfer's CUTLASS FP8
+on Hopper streams 4× slower than its Triton path), and ``e`` = ``engine_compute["<framework>/moe_<moe_dtype>"]``
+that kernel's compute rate on top (1 for the reference engine: Blackwell's block-FP8 TensorRT-LLM-gen kernels
+stream as fast as the others and compute at half their rate).
+
+``compute``, ``memory``, ``kernel_s``, ``l2_sm_gbps`` are the GEMM figures of the device's architecture (fitted
+before this family); this family fits ``moe`` (the achieved fraction of the GEMM rate inside a grouped MoE kernel,
+bf16), ``moe_memory`` (its streaming rate relative to a dense GEMM's), ``moe_s`` (fixed seconds per layer beyond
+the launches: routing, permutation, the scatter-reduce's tail), ``moe_serial`` (q: 0 the hard max of compute and
+streaming, 1 their sum), ``moe_half_inter`` (the bf16 expert width per GPU at which the grouped GEMMs' rate
+halves: the down projection's short K loop and the up projection's narrow N tiles amortise each CTA's prologue and
+epilogue over little work -- at ≥ 4k tokens H100's layers ran 1.3-1.8× slower than predicted at i = 32-128),
+``moe_slot`` (share of the other GPUs' routed slots the final reduction reads under EP), ``moe_compute[key]`` (the
+grouped kernel's rate per compute key relative to bf16's, for the reference engine) and the other engines'
+``rate`` and ``engine_compute``.
+``KERNELS`` = 5: routing/alignment, two grouped GEMMs, the activation, the final scatter-reduce (TensorRT-LLM's MoE
+flow and vLLM's fused_moe both launch five), each at the GEMM family's fixed ``kernel_s``. With every figure at
+its default (1, 1, 0, 0, 0, 0, none, none) the layer is the one-fraction model.
 """
 
 from __future__ import annotations
@@ -42,19 +59,31 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from ...devices.device import Device
 from ...errors import bad
 from . import KernelCurves, register
 from .collectives import family
+from .gemm import l2_hits
 
 #: Kernel launches per MoE layer, each costing the GEMM family's ``kernel_s`` (see the module docstring).
 KERNELS = 5
 #: Frameworks whose MoE layer moves the activations of every routed token-expert pair (T·K rows) on each GPU of an
-#: expert-parallel group, its own experts' or not: vLLM's fused MoE (Triton, FlashInfer and Marlin paths alike)
-#: permutes, activates and reduces buffers over all T·K rows, masking the other GPUs' experts' GEMM tiles only
-#: (its measured layers slow with EP at large T where TensorRT-LLM's CUTLASS path does not).
+#: expert-parallel group, its own experts' or not: vLLM's own fused MoE (the Triton kernels) permutes, activates
+#: and reduces buffers over all T·K rows, masking the other GPUs' experts' GEMM tiles only (its measured layers keep
+#: their time per routed row as EP grows at large T, where TensorRT-LLM's CUTLASS path does not) ...
 ALL_ROWS_FRAMEWORKS = ("vllm",)
+#: ... except the kernels it hands the layer to that route inside and skip the other GPUs' rows (FlashInfer's
+#: CUTLASS and TensorRT-LLM-gen MoE, Marlin, the OpenAI Triton MXFP4 kernels): named in ``kernel_source``.
+LOCAL_ROWS_KERNELS = ("flashinfer", "marlin", "oaitriton")
+#: Share of the L2 a re-run MoE layer's bytes (its touched experts' weights, mostly) can fill and still be found there
+#: (:func:`.gemm.l2_hits`: half of them at a full L2). Not fitted: where the L2 outruns DRAM (Ampere, Ada) the tables
+#: put it at 1 (a free share fitted 1.00 on A100 and L40S); elsewhere no share is seen.
+L2_SHARE = 1.0
+#: Bytes per element of each roof dtype's operands: a grouped GEMM's main-loop step covers a fixed number of bytes of
+#: K, so the expert width at which its rate halves is ``moe_half_inter`` (bf16) × 2 / these bytes
+ACT_BYTES = {"fp16": 2.0, "fp8": 1.0, "fp4": 0.5}
 #: Monte Carlo draws per shape for a random routing law (seeded by the shape).
 DRAWS = 64
 #: Tile heights a grouped GEMM picks from: the smallest power of two ≥ the mean rows per touched expert,
@@ -73,6 +102,18 @@ DTYPES: dict[str, tuple[float, str, str]] = {
     "w4a8_mxfp4_mxfp8": (0.5 + 1 / 32, "fp8", "mixed"),
 }
 _POWER = re.compile(r"power_law_(\d+(?:\.\d+)?)$")
+#: (hidden_size, inter_size, num_experts, topk) of the published MoE models whose experts are not gated (two weight
+#: matrices, ReLU² between them: the Nemotron-H / Nemotron 3 family). TensorRT-LLM's tables name their kernel
+#: ``..._nongated``; vLLM's do not, so a vLLM row of these shapes is priced non-gated from its shape.
+NONGATED_SHAPES = frozenset({(1024, 2688, 512, 22), (2048, 5120, 512, 22), (2688, 1856, 128, 6), (8192, 5120, 512, 22)})
+#: The engine whose MoE kernels the curves' ``moe``/``moe_memory`` describe; another engine's layer runs at
+#: ``rate["<framework>/moe_<moe_dtype>"]`` times that (:func:`rate_key`; 1 where the curves do not name it).
+REFERENCE = "trtllm"
+
+
+def rate_key(framework: str, dtype: str) -> str:
+    """The :attr:`KernelCurves.rate` key of an engine's MoE kernel for ``moe_dtype`` ``dtype``."""
+    return f"{framework}/moe_{dtype}"
 
 
 def tile_rows(mean_rows: Any) -> Any:
@@ -94,14 +135,17 @@ def _balanced_loads(T: int, E: int, K: int) -> np.ndarray:
 def _power_law_loads(T: int, E: int, K: int, alpha: float, rng: np.random.Generator) -> np.ndarray:
     """Rows per expert, (DRAWS, E), of the tables' ``power_law_<alpha>`` routing: each expert's weight drawn from
     p(x) ∝ x^−alpha on [1, 0.8·T] (on [0.01, 2] when T·K ≤ E), scaled to T·K rows, rounded, the rounding's
-    excess taken from (or its shortfall given to) the largest experts."""
+    excess taken from (or its shortfall given to) the largest experts, ties in a random order."""
     lo, hi = (1.0, 0.8 * T) if T * K > E else (0.01, 2.0)
     u = rng.random((DRAWS, E))
     a1 = 1.0 - alpha
     w = ((hi**a1 - lo**a1) * u + lo**a1) ** (1.0 / a1)
     loads = np.rint(w / w.sum(axis=1, keepdims=True) * (T * K)).astype(np.int64)
     delta = T * K - loads.sum(axis=1)
-    rank = np.argsort(np.argsort(-loads, axis=1, kind="stable"), axis=1)  # 0 = largest
+    # 0 = largest; the generator's sort is not stable, so equal loads (all zero when T·K is small next to E) are
+    # ranked in an arbitrary order: a random one here, which spreads those rows over the expert groups
+    order = np.lexsort((rng.random((DRAWS, E)), -loads), axis=1)
+    rank = np.argsort(order, axis=1)
     loads = loads + np.sign(delta)[:, None] * (rank < np.abs(delta)[:, None])
     return np.maximum(loads, 0)
 
@@ -176,9 +220,15 @@ def layer_seconds(
     tp: Any = 1,
     gated: Any = True,
     act_rows: Any = None,
+    rate: Any = 1.0,
+    topk: Any = 0,
+    engine_compute: Any = 1.0,
 ) -> Any:
     """Seconds of one MoE layer on one GPU (module docstring), vectorised over the shape arrays; ``act_rows``: the
-    token-expert rows whose activations move (default ``rows``; :data:`ALL_ROWS_FRAMEWORKS`)."""
+    token-expert rows whose activations move (default ``rows``; :data:`ALL_ROWS_FRAMEWORKS`); ``rate``: the engine's
+    kernel rate relative to the reference engine's (:data:`REFERENCE`; it divides the roofline part); ``topk``: the
+    experts per token: the final reduction reads ``moe_slot`` of the T·K routed slots that are not this GPU's (0:
+    none)."""
     if dtype not in DTYPES:
         raise bad("moe_dtype", dtype, f"one of {', '.join(DTYPES)}")
     b_w, roof, key = DTYPES[dtype]
@@ -190,10 +240,22 @@ def layer_seconds(
     flops = 2.0 * np.asarray(padded, dtype=float) * m * d * i_loc
     weights = np.asarray(touched, dtype=float) * m * d * i_loc * b_w
     moved = rows if act_rows is None else np.asarray(act_rows, dtype=float)
-    acts = (moved * (3 * d + 2 * (m - 1) * i_loc + 2 * i_loc) + 2 * np.asarray(T, dtype=float) * d) * 2.0
-    t_c = flops / (peak * _fraction(curves, key, roof) * curves.moe)
-    t_m = (weights + acts) / (device.memory_bandwidth * curves.memory * curves.moe_memory)
-    return blend(t_c, t_m, curves.moe_serial) + KERNELS * curves.kernel_s + curves.moe_s
+    T = np.asarray(T, dtype=float)
+    others = np.maximum(T * np.asarray(topk, dtype=float) - moved, 0.0)  # routed slots of the other GPUs' experts
+    slots = moved + curves.moe_slot * others
+    acts = (moved * (3 * d + 2 * (m - 1) * i_loc + 2 * i_loc) + (2 * T + slots) * d) * 2.0
+    # a main-loop step covers a fixed number of bytes of K (64 bf16 values, 128 fp8, 256 fp4): ``moe_half_inter`` is a
+    # bf16 layer's width, and 2x that in elements is an fp8 layer's
+    narrow = i_loc / (i_loc + curves.moe_half_inter * 2.0 / ACT_BYTES.get(roof, 2.0))
+    frac = _fraction(curves, key, roof) * curves.moe * curves.moe_compute.get(key, 1.0) * np.asarray(engine_compute)
+    t_c = flops / (peak * frac * narrow)
+    bw = device.memory_bandwidth * curves.memory * curves.moe_memory
+    t_m = (weights + acts) / bw
+    if device.l2_bytes and curves.l2_sm_gbps > 0:  # bytes a re-run layer finds in L2, at the GEMM's L2 rate
+        l2 = max(bw, float(device.sm_count or 0) * curves.l2_sm_gbps * 1e9)
+        hit = l2_hits((weights + acts) / float(device.l2_bytes), L2_SHARE)
+        t_m = (weights + acts) * (hit / l2 + (1.0 - hit) / bw)
+    return blend(t_c, t_m, curves.moe_serial) / np.asarray(rate, dtype=float) + KERNELS * curves.kernel_s + curves.moe_s
 
 
 def blend(t_c: Any, t_m: Any, q: float) -> Any:
@@ -221,6 +283,8 @@ class Terms:
     touched: np.ndarray
     padded: np.ndarray
     act_rows: np.ndarray | None = None  #: rows whose activations move (None: ``rows``)
+    framework: np.ndarray | None = None  #: engine of each row, lower case (None: the reference engine)
+    topk: np.ndarray | None = None  #: experts per token (None: 0, see :func:`layer_seconds`)
 
 
 def prepare(rows, device: Device | None = None) -> Terms:
@@ -237,11 +301,16 @@ def prepare(rows, device: Device | None = None) -> Terms:
     dtype = rows["moe_dtype"].astype(str).to_numpy()
     num = lambda c: rows[c].to_numpy(dtype=float)  # noqa: E731
     fw = rows["framework"].astype(str).str.lower().to_numpy() if "framework" in rows else np.full(len(rows), "")
-    act_rows = np.where(np.isin(fw, ALL_ROWS_FRAMEWORKS), num("num_tokens") * num("topk"), loads[:, 0])
+    source = rows["kernel_source"].astype(str).str.lower() if "kernel_source" in rows else pd.Series([""] * len(rows))
+    local = source.str.contains("|".join(LOCAL_ROWS_KERNELS)).to_numpy()
+    all_rows = np.isin(fw, ALL_ROWS_FRAMEWORKS) & ~local
+    act_rows = np.where(all_rows, num("num_tokens") * num("topk"), loads[:, 0])
+    shapes = zip(num("hidden_size"), num("inter_size"), num("num_experts"), num("topk"), strict=True)
+    nongated = np.fromiter((tuple(int(v) for v in s) in NONGATED_SHAPES for s in shapes), bool, len(rows))
+    nongated |= source.str.contains("nongated").to_numpy()
     return Terms(np.where(np.isin(dtype, list(DTYPES)), dtype, ""), num("num_tokens"), num("hidden_size"),
-                 num("inter_size"), num("moe_tp_size"),
-                 ~rows["kernel_source"].astype(str).str.contains("nongated").to_numpy(),
-                 loads[:, 0], loads[:, 1], loads[:, 2], act_rows)  # fmt: skip
+                 num("inter_size"), num("moe_tp_size"), ~nongated,
+                 loads[:, 0], loads[:, 1], loads[:, 2], act_rows, fw, num("topk"))  # fmt: skip
 
 
 def evaluate(terms: Terms, device: Device, curves: KernelCurves) -> np.ndarray:
@@ -252,8 +321,17 @@ def evaluate(terms: Terms, device: Device, curves: KernelCurves) -> np.ndarray:
             continue
         m = terms.dtype == dtype
         act = None if terms.act_rows is None else terms.act_rows[m]
+        rate = ecomp = 1.0
+        if terms.framework is not None:
+            fws = terms.framework[m]
+            rate, ecomp = np.ones(len(fws)), np.ones(len(fws))
+            for fw in np.unique(fws):
+                if fw != REFERENCE:
+                    rate[fws == fw] = curves.rate.get(rate_key(str(fw), str(dtype)), 1.0)
+                    ecomp[fws == fw] = curves.engine_compute.get(rate_key(str(fw), str(dtype)), 1.0)
         out[m] = layer_seconds(device, curves, str(dtype), terms.T[m], terms.d[m], terms.inter[m], terms.rows[m],
-                               terms.touched[m], terms.padded[m], terms.tp[m], terms.gated[m], act)  # fmt: skip
+                               terms.touched[m], terms.padded[m], terms.tp[m], terms.gated[m], act, rate,
+                               0 if terms.topk is None else terms.topk[m], ecomp)  # fmt: skip
     return out
 
 
@@ -264,10 +342,28 @@ def predict(rows, device: Device, curves: KernelCurves | None) -> np.ndarray:
     return evaluate(prepare(rows, device), device, curves) * 1e3
 
 
-#: The routed-expert layer: fits the one ``moe`` fraction, the GEMM figures held fixed. (``prepare``/``evaluate``
-#: split :func:`predict` so a fit evaluates the routing law once.)
-MOE = register(family("moe", ("moe_perf",), ("moe", "moe_memory", "moe_s", "moe_serial"), predict, prepare=prepare,
+#: The scalar figures this family fits (the module docstring), the GEMM figures held fixed.
+FIGURES = ("moe", "moe_memory", "moe_s", "moe_serial", "moe_half_inter", "moe_slot")
+
+
+def used_params(rows) -> tuple[str, ...]:
+    """The figures a ``moe_perf`` table's rows determine: :data:`FIGURES`; ``moe_compute.<key>`` for each non-bf16
+    compute key the reference engine's rows run, when they run bf16 too (bf16 is the reference, 1); and
+    ``rate.<framework>/moe_<dtype>`` and ``engine_compute.<framework>/moe_<dtype>`` (:func:`rate_key`) for each
+    other engine and dtype."""
+    fw = rows["framework"].astype(str).str.lower() if "framework" in rows else pd.Series([REFERENCE] * len(rows))
+    dtypes = rows["moe_dtype"].astype(str)
+    ref = {DTYPES[d][2] for d in dtypes[fw == REFERENCE].unique() if d in DTYPES}
+    keys = sorted(ref - {"fp16"}) if "fp16" in ref else []
+    pairs = sorted({(f, d) for f, d in zip(fw, dtypes, strict=True) if f != REFERENCE and d in DTYPES})
+    return (FIGURES + tuple(f"moe_compute.{k}" for k in keys) + tuple(f"rate.{rate_key(f, d)}" for f, d in pairs)
+            + tuple(f"engine_compute.{rate_key(f, d)}" for f, d in pairs))  # fmt: skip
+
+
+#: The routed-expert layer. (``prepare``/``evaluate`` split :func:`predict` so a fit evaluates the routing law once.)
+MOE = register(family("moe", ("moe_perf",), FIGURES, predict, used=used_params, prepare=prepare,
                       evaluate=evaluate))  # fmt: skip
 
-__all__ = ["ALL_ROWS_FRAMEWORKS", "DTYPES", "KERNELS", "MOE", "Terms", "blend", "evaluate", "expected_load",
-           "layer_seconds", "parse_distribution", "predict", "prepare", "tile_rows", "uniform_touched"]  # fmt: skip
+__all__ = ["ALL_ROWS_FRAMEWORKS", "DTYPES", "FIGURES", "KERNELS", "LOCAL_ROWS_KERNELS", "MOE", "NONGATED_SHAPES",
+           "REFERENCE", "Terms", "blend", "evaluate", "expected_load", "layer_seconds", "parse_distribution", "predict",
+           "prepare", "rate_key", "tile_rows", "uniform_touched", "used_params"]  # fmt: skip
