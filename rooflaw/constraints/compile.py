@@ -23,6 +23,7 @@ import sympy as sp
 
 from . import assembly as A
 from . import operators as O
+from . import streams as ST
 from .symbols import ARCH, PRECISION, STACK, WORKLOAD, sym
 
 ARGS = (*ARCH.values(), *STACK.values(), *WORKLOAD, *PRECISION)
@@ -67,7 +68,11 @@ def stack_columns_of(kinds: frozenset[str]) -> tuple[str, ...]:
     return stack_columns(kinds)
 
 
-RATE_ARGS = (A.INV_BETA, A.OVERHEAD)
+#: The rate arguments after the inverse roofs: the stream classes' inverse bandwidths, the experts' blend exponent,
+#: decode attention's stream ramp, wave seconds and SMs, the per-launch overhead (their values in this order:
+#: :meth:`assembly.Rates.stream_args`).
+RATE_ARGS = (ST.INV_BETA, ST.INV_STREAM["kv"], ST.INV_STREAM["experts"], ST.MOE_BLEND, ST.DECODE_HALF,
+             ST.DECODE_WAVE, ST.SMS, A.OVERHEAD)  # fmt: skip
 _LAMBDIFY_FUNCS: dict[str, Any] = {"Max": np.maximum, "Min": np.minimum, "nonzero": np.sign}
 LAMBDIFY_MODULES: list[dict[str, Any] | str] = [_LAMBDIFY_FUNCS, "numpy"]
 
@@ -76,8 +81,8 @@ LAMBDIFY_MODULES: list[dict[str, Any] | str] = [_LAMBDIFY_FUNCS, "numpy"]
 class Compiled:
     """Numpy functions for one preset and set of layer kinds.
 
-    Both take ``(*ARGS, *ipi_pre, *ipi_dec, inv_beta, kernel_overhead)`` with one inverse roof (s/FLOP,
-    0 for memory ops) per part and phase. ``fast`` returns [prefill s, step-constant decode s] summed over
+    Both take ``(*ARGS, *ipi_pre, *ipi_dec, *RATE_ARGS)`` with one inverse roof (s/FLOP, 0 for memory ops) per
+    part and phase. ``fast`` returns [prefill s, step-constant decode s] summed over
     parts and layers, then (count, steps, a0, a1, b0, b1) per step-varying decode segment, then the totals
     (:data:`assembly.TOTAL_KEYS`). ``parts`` returns, per part, [count, prefill FLOPs, bytes, seconds,
     compute s, memory s, decode FLOPs, bytes, step-constant seconds, compute-bound steps], then its varying
@@ -206,7 +211,11 @@ def _compile_preset(preset: str, kinds: frozenset[str] = frozenset()) -> Compile
         vary += seg_vals
         n_varying.append(len(tm["varying"]))
         ncomp = sum(
-            (s.steps * sp.Heaviside(s.f0 * ipd[i] - s.b0 * A.INV_BETA, 0) for s in p.decode if s.constant),
+            (
+                s.steps * sp.Heaviside(s.f0 * ipd[i] - s.b0 * ST.inv_bandwidth(p.op, "decode"), 0)
+                for s in p.decode
+                if s.constant
+            ),
             sp.Integer(0),
         )
         tp, td = A.with_launches(tm["pre"], tm["dec"], tm["launch"])

@@ -126,10 +126,11 @@ def _any_positive(c: np.ndarray) -> bool:
 
 def model_call(cols: Mapping[str, np.ndarray], sc: Scenario, comp: Compiled, tiles: bool = False) -> tuple:
     """The arguments of ``comp``'s generated functions for completed columns ``cols`` in scenario ``sc``: the
-    architecture and workload arguments, the inverse roofs of both phases, 1/β and the per-kernel overhead."""
+    architecture and workload arguments, the inverse roofs of both phases, the stream classes' 1/β, the experts'
+    blend exponent and the per-kernel overhead (:meth:`assembly.Rates.stream_args`)."""
     args = _args(cols, sc, comp.args)
     ipp, ipd = _inverse_roofs(comp, sc, args, len(cols["layers"]), tiles)
-    return (*args, *ipp, *ipd, sc.rates.inv_beta, sc.rates.overhead)
+    return (*args, *ipp, *ipd, *sc.rates.stream_args())
 
 
 def _args(cols: Mapping[str, np.ndarray], sc: Scenario, names: tuple[str, ...] = ARG_NAMES) -> list:
