@@ -7,6 +7,9 @@ and prices it with :func:`rooflaw.evaluate` (kernel curves of the GPU's architec
 * decode attention: batch B, context ``isl + step`` (decode step 1 of a prompt of ``isl + step - 1`` tokens), the
   row's heads, KV heads, head dim and KV dtype; the assembly's time is the decode seconds of its attention ops
   (``attn_scores``, ``softmax``, ``attn_values``) plus one ``kernel_s`` (the fused kernel's launch);
+* GEMM (bf16, per-tensor fp8): M×N×K as the query projection of a one-layer model of d_model K and one head of
+  width N, M tokens (a prefill of M one-token prompts), tile/wave model on; the assembly's time is ``q_proj``'s
+  seconds plus one ``kernel_s``;
 * MoE layer: T tokens (a prefill of T one-token prompts), E experts, top-k, hidden size, expert width inter/tp, gated
   or not, bf16 or fp8 weights, tile/wave model on; the assembly's time is the seconds of ``ffn_up``, ``ffn_act`` and
   ``ffn_down`` plus five ``kernel_s`` (the MoE family's launches) plus the rates' ``moe_s`` (0 where the assembly
@@ -41,6 +44,7 @@ L40S = HERE.with_name("l40s-datasheet.toml")
 ENGINES = {"trtllm": "tensorrt-llm", "vllm": "vllm"}
 KV = {"bfloat16": "bf16", "float16": "fp16", "fp8": "fp8", "fp8_e4m3": "fp8"}
 MOE_PRECISION = {"bfloat16": "bf16", "float16": "fp16", "fp8": "fp8"}
+GEMM_PRECISION = MOE_PRECISION
 ATTENTION_OPS = ("attn_scores", "softmax", "attn_values")
 MOE_OPS = ("ffn_up", "ffn_act", "ffn_down")
 MOE_KERNELS = 5  # routing/alignment, two grouped GEMMs, activation, scatter-reduce (the MoE family's count)
@@ -60,6 +64,14 @@ def _attention(row, device, kc) -> float:
     return _ops_seconds(rep, ATTENTION_OPS, "decode") + kc.kernel_s
 
 
+def _gemm(row, device, kc) -> float:
+    M, N, K = int(row.m), int(row.n), int(row.k)
+    arch = rl.Architecture(layers=1, d_model=K, heads=1, kv_heads=1, head_dim=N, ffn=256, vocab=256)
+    rep = rl.evaluate(arch, device, precision=GEMM_PRECISION[str(row.gemm_dtype)], engine=ENGINES[row.framework],
+                      tiles=True, batch=M, input_tokens=1, output_tokens=1)  # fmt: skip
+    return _ops_seconds(rep, ("q_proj",), "prefill") + kc.kernel_s
+
+
 def _moe(row, device, kc) -> float:
     d, inter = int(row.hidden_size), int(row.inter_size) // int(row.moe_tp_size)
     heads = max(1, d // 128)
@@ -76,6 +88,8 @@ def _moe(row, device, kc) -> float:
 
 def _rows(table, fam: str):
     df = table.rows
+    if fam == "gemm":
+        return df[df["gemm_dtype"].astype(str).isin(list(GEMM_PRECISION))]
     if fam == "generation_attention":
         keep = df["kv_cache_dtype"].astype(str).isin(list(KV))
         if "window_size" in df:
@@ -96,7 +110,7 @@ def main(argv: list[str]) -> dict:
     root = Path(args[0]) if args else DEFAULT
     overrides = {} if "l40s" in rl.device_ids() else {"l40s": str(L40S)}
     t0 = time.perf_counter()
-    tables = {"generation_attention": "generation_attention_perf", "moe": "moe_perf"}
+    tables = {"gemm": "gemm_perf", "generation_attention": "generation_attention_perf", "moe": "moe_perf"}
     gpus = rl.fitting.kernel_gpus([root], overrides, only=list(tables.values()))
     report: dict = {"sample": sample, "families": {}}
     print("median |x/measured - 1| per family and GPU (assembly: the one-layer model priced by rooflaw.evaluate)")
@@ -116,11 +130,12 @@ def main(argv: list[str]) -> dict:
                 rows = rows.sample(min(sample, len(rows)), random_state=0).reset_index(drop=True)
                 pred = rl.fitting.predict_tables([dataclasses.replace(t, rows=rows)], g.device, kc)[0]
                 for i, row in enumerate(rows.itertuples(index=False)):
-                    price = _attention if fam == "generation_attention" else _moe
+                    price = {"gemm": _gemm, "generation_attention": _attention, "moe": _moe}[fam]
                     asm.append(price(row, g.device, kc) * 1e3)
                     ref.append(pred[i])
                     meas.append(float(row.latency))
-                    call.append(float(kc.launch.get(f"{row.framework}/{fam}", 0.0)) * 1e3)
+                    op = GEMM_PRECISION.get(str(getattr(row, "gemm_dtype", "")), fam).replace("bf16", "fp16")
+                    call.append(float(kc.launch.get(f"{row.framework}/{op}", 0.0)) * 1e3)
             if not asm:
                 continue
             a, r, m, c = (np.asarray(v, dtype=float) for v in (asm, ref, meas, call))

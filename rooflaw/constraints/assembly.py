@@ -219,7 +219,7 @@ def place(
 
 # ---- time of a part ----------------------------------------------------------------------------
 def part_times(
-    part: Part, ipi_pre: sp.Expr, ipi_dec: sp.Expr, theory: bool, pass_phase: str = "prefill"
+    part: Part, ipi_pre: sp.Expr, ipi_dec: sp.Expr, theory: bool, pass_phase: str = "prefill", tiles: bool = False
 ) -> dict[str, Any]:
     """Seconds of one layer's worth of ``part``: ``pre`` (prefill), ``dec`` (all step-constant decode
     segments), ``varying`` [(steps, a0, a1, b0, b1)] whose Σ_t max(a0 + a1·t, b0 + b1·t) the backend sums
@@ -229,7 +229,8 @@ def part_times(
     Roofline: :func:`roofline_time` of FLOPs·ipi and bytes at the op's stream class (:func:`inv_bandwidth`), plus
     decode attention's waves (:func:`decode_waves`) in a decode pass, plus one launch overhead per pass for an op
     that does work; ``pass_phase``: the phase ``pre`` is priced as (a multi-token pass over a KV cache,
-    :mod:`.passes`: ``decode``). Theory mode: prefill FLOPs·ipi, decode
+    :mod:`.passes`: ``decode``); ``tiles``: the tile/wave model's GEMMs blend at their round corner (``gemm_blend``).
+    Theory mode: prefill FLOPs·ipi, decode
     bytes·inv_beta (one bandwidth), no overhead.
     """
     F, By = part.pre_flops, part.pre_bytes
@@ -245,12 +246,12 @@ def part_times(
     for s in part.decode:
         dec += s.steps * waves
         if s.constant:
-            dec += s.steps * roofline_time(part.op, s.f0 * ipi_dec, s.b0 * ib_dec)
-        elif part.op.name in EXPERT_OPS:
-            raise AssertionError(f"{part.op.name}: a routed-expert op's decode cost varies with the step")
+            dec += s.steps * roofline_time(part.op, s.f0 * ipi_dec, s.b0 * ib_dec, tiles)
+        elif part.op.name in EXPERT_OPS or (tiles and part.op.gemm is not None):
+            raise AssertionError(f"{part.op.name}: a blended GEMM's decode cost varies with the step")
         else:
             varying.append((s.steps, s.f0 * ipi_dec, s.f1 * ipi_dec, s.b0 * ib_dec, s.b1 * ib_dec))
-    pre = roofline_time(part.op, tc, tm) + (waves if pass_phase == "decode" else 0)
+    pre = roofline_time(part.op, tc, tm, tiles) + (waves if pass_phase == "decode" else 0)
     return {"pre": pre, "dec": dec, "varying": varying, "tc": tc, "tm": tm, "launch": launch_count(part)}
 
 
@@ -365,16 +366,19 @@ class Rates:
     decode_half_streams: float = 0.0  # KV streams at which decode attention's bandwidth halves (0: none)
     decode_tile_s: float = 0.0  # s per wave of decode attention CTAs
     sm_count: float = 1.0  # SMs the decode attention waves fill
+    gemm_blend: float = float("inf")  # p of a GEMM's round corner (t_c^p + t_m^p)^(1/p) (tile/wave model; inf: max)
 
     def inv_stream(self, cls: str) -> float:
         """Inverse bandwidth (s/byte) of memory stream class ``cls`` (:data:`STREAM_CLASSES`)."""
         v = {"weights": self.inv_beta, "kv": self.inv_beta_kv, "experts": self.inv_beta_experts}[cls]
         return v or self.inv_beta
 
-    def stream_args(self) -> tuple[float, ...]:
-        """The compiled model's rate arguments after the inverse roofs (:data:`.compile.RATE_ARGS`, in order)."""
+    def stream_args(self, tiles: bool = False) -> tuple[float, ...]:
+        """The compiled model's rate arguments after the inverse roofs (:data:`.compile.RATE_ARGS`, in order); the
+        GEMMs' blend only for the tile/wave model (``tiles``)."""
         return (self.inv_beta, self.inv_stream("kv"), self.inv_stream("experts"), self.moe_blend,
-                self.decode_half_streams, self.decode_tile_s, self.sm_count, self.overhead)  # fmt: skip
+                self.decode_half_streams, self.decode_tile_s, self.sm_count,
+                self.gemm_blend if tiles else float("inf"), self.overhead)  # fmt: skip
 
 
 def rates(device: Any, precision: Any, app: Any = None) -> Rates:
@@ -412,14 +416,15 @@ def rates(device: Any, precision: Any, app: Any = None) -> Rates:
 
 
 def _streams(device: Any, app: Any) -> tuple[float, ...]:
-    """(inv_beta_kv, inv_beta_experts, moe_s, moe_blend, decode_half_streams, decode_tile_s, sm_count) of ``app``
-    (its stream classes, 0: ``memory``'s; the decode attention terms only with an SM count to fill)."""
+    """(inv_beta_kv, inv_beta_experts, moe_s, moe_blend, decode_half_streams, decode_tile_s, sm_count, gemm_blend) of
+    ``app`` (its stream classes, 0: ``memory``'s; the decode attention terms only with an SM count to fill)."""
     kv, ex = getattr(app, "kv_memory", None), getattr(app, "experts_memory", None)
     bw, q = float(device.memory_bandwidth), float(getattr(app, "moe_serial", 0.0))
     sms = float(getattr(device, "sm_count", None) or 0)
     half, wave = (float(getattr(app, k, 0.0)) if sms else 0.0 for k in ("decode_half_streams", "decode_tile_s"))
     return (1.0 / (bw * kv) if kv else 0.0, 1.0 / (bw * ex) if ex else 0.0, float(getattr(app, "moe_s", 0.0)),
-            1.0 / q if q > 0 else float("inf"), half, wave, sms or 1.0)  # fmt: skip
+            1.0 / q if q > 0 else float("inf"), half, wave, sms or 1.0,
+            float(getattr(app, "gemm_blend", 0.0)) or float("inf"))  # fmt: skip
 
 
 def _gemm_launch(app: Any, precision: Any) -> tuple[float, float]:

@@ -69,10 +69,11 @@ def stack_columns_of(kinds: frozenset[str]) -> tuple[str, ...]:
 
 
 #: The rate arguments after the inverse roofs: the stream classes' inverse bandwidths, the experts' blend exponent,
-#: decode attention's stream ramp, wave seconds and SMs, the per-launch overhead (their values in this order:
+#: decode attention's stream ramp, wave seconds and SMs, the GEMMs' blend exponent (tile/wave model), the per-launch
+#: overhead (their values in this order:
 #: :meth:`assembly.Rates.stream_args`).
 RATE_ARGS = (ST.INV_BETA, ST.INV_STREAM["kv"], ST.INV_STREAM["experts"], ST.MOE_BLEND, ST.DECODE_HALF,
-             ST.DECODE_WAVE, ST.SMS, A.OVERHEAD)  # fmt: skip
+             ST.DECODE_WAVE, ST.SMS, ST.GEMM_BLEND, A.OVERHEAD)  # fmt: skip
 _LAMBDIFY_FUNCS: dict[str, Any] = {"Max": np.maximum, "Min": np.minimum, "nonzero": np.sign}
 LAMBDIFY_MODULES: list[dict[str, Any] | str] = [_LAMBDIFY_FUNCS, "numpy"]
 
@@ -148,8 +149,9 @@ def _from_source(src: str):
 
 
 @cache
-def compile_preset(preset: str, kinds: frozenset[str] = frozenset()) -> Compiled:
-    """The compiled model of ``preset`` for a stack with layer ``kinds`` (empty: uniform).
+def compile_preset(preset: str, kinds: frozenset[str] = frozenset(), tiles: bool = False) -> Compiled:
+    """The compiled model of ``preset`` for a stack with layer ``kinds`` (empty: uniform); ``tiles``: the tile/wave
+    model's variant (its GEMMs blend at their round corner, :func:`.streams.roofline_time`).
 
     Cached per process, and on disk (:mod:`rooflaw.cache`) as the generated source keyed by the
     source of the cost-model modules, so a new process skips the symbolic work.
@@ -161,8 +163,8 @@ def compile_preset(preset: str, kinds: frozenset[str] = frozenset()) -> Compiled
     A.get_preset(preset)
     ktag = kinds_tag(kinds)
     if ktag is None:
-        return _compile_preset(preset, kinds)
-    tag = f"compile-{preset}-{ktag}"
+        return _compile_preset(preset, kinds, tiles)
+    tag = f"compile-{preset}-{ktag}" + "-tiles" * tiles
     mods = (O, symbols, architecture, A, sys.modules[__name__])
     key = disk.source_key(tag, *mods)
     hit = disk.load(key)
@@ -174,7 +176,7 @@ def compile_preset(preset: str, kinds: frozenset[str] = frozenset()) -> Compiled
             return Compiled(names, roofs, scopes, n_varying, fns["fast"], fns["parts"], fns["gemms"], gp, args)
         except Exception:  # noqa: BLE001 - a stale or broken entry: derive again
             pass
-    comp = _compile_preset(preset, kinds)
+    comp = _compile_preset(preset, kinds, tiles)
     meta = (comp.names, comp.roofs, comp.scopes, comp.n_varying)
     disk.store(key, {
         "fast": inspect.getsource(comp.fast), "parts": inspect.getsource(comp.parts),
@@ -189,7 +191,7 @@ def ipi_symbols(n: int) -> tuple[tuple[sp.Symbol, ...], tuple[sp.Symbol, ...]]:
     )
 
 
-def _compile_preset(preset: str, kinds: frozenset[str] = frozenset()) -> Compiled:
+def _compile_preset(preset: str, kinds: frozenset[str] = frozenset(), tiles: bool = False) -> Compiled:
     pr = A.get_preset(preset)
     kinds = kinds if pr.kinds else frozenset()
     parts = A.place(preset, kinds)
@@ -202,7 +204,7 @@ def _compile_preset(preset: str, kinds: frozenset[str] = frozenset()) -> Compile
     per_part: list[sp.Expr] = []
     n_varying = []
     for i, p in enumerate(parts):
-        tm = A.part_times(p, ipp[i], ipd[i], pr.theory)
+        tm = A.part_times(p, ipp[i], ipd[i], pr.theory, tiles=tiles and not pr.theory)
         pre_by[p.count] = pre_by.get(p.count, sp.Integer(0)) + tm["pre"]
         dec_by[p.count] = dec_by.get(p.count, sp.Integer(0)) + tm["dec"]
         seg_vals = []

@@ -23,7 +23,8 @@ classes (:data:`.assembly.STREAM_CLASSES`, every backend): decode attention's KV
 MoE layer adds ``moe_s`` per pass (:func:`.assembly.engine_overhead`) and its grouped GEMMs blend compute and
 streaming with q = ``moe_serial`` (:func:`.assembly.roofline_time`); decode attention's KV bandwidth ramps with
 its streams (``decode_half_streams``) and it pays ``decode_tile_s`` per wave of CTAs (:func:`.assembly.decode_waves`).
-Not read: the GEMM family's shape terms (``gemm_blend``, ``split_s``, ``kstep_s``, the L2 terms), the attention
+The tile/wave model's GEMMs blend compute and streaming at ``gemm_blend``.
+Not read: the GEMM family's other shape terms (``split_s``, ``kstep_s``, the L2 terms), the attention
 families' L2 residency (a benchmark re-running one kernel; a model's KV cache of many layers does not stay in L2)
 and the per-framework launch extras of attention kernels (host work of a benchmark call).
 """
@@ -176,12 +177,13 @@ def stream_fields(kc: Any, scale: float) -> dict[str, float]:
     ``memory`` is: ``kv_memory`` = ``attention_memory`` (a fraction of the datasheet bandwidth, as the decode
     attention family fits it), ``experts_memory`` = ``memory`` × ``moe_memory`` (the MoE family streams the experts'
     weights at ``bandwidth · memory · moe_memory``), ``moe_s``, ``moe_serial``, and decode attention's
-    ``decode_half_streams`` and ``decode_tile_s``."""
+    ``decode_half_streams`` and ``decode_tile_s``, and the GEMMs' ``gemm_blend`` (the tile/wave model's)."""
     return dict(
         kv_memory=min(1.0, float(kc.attention_memory) * scale),
         experts_memory=min(1.0, float(kc.memory) * float(kc.moe_memory) * scale),
         moe_s=float(kc.moe_s), moe_serial=float(kc.moe_serial),
         decode_half_streams=float(kc.decode_half_streams), decode_tile_s=float(kc.decode_tile_s),
+        gemm_blend=float(kc.gemm_blend),
     )  # fmt: skip
 
 

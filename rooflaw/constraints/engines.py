@@ -292,6 +292,8 @@ class Applied:
     decode_half_streams: float = 0.0
     #: seconds per wave of decode attention CTAs over the SMs (``KernelCurves.decode_tile_s``)
     decode_tile_s: float = 0.0
+    #: p of a GEMM's round roofline corner (``KernelCurves.gemm_blend``; 0: the hard max; the tile/wave model)
+    gemm_blend: float = 0.0
 
     def eff(self, dtype: str) -> float:
         """Achieved fraction of the ``dtype`` roof (1 where nothing was fitted for that roof)."""

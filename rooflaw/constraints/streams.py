@@ -6,7 +6,8 @@ An operator's bytes move at the bandwidth of its stream class (:data:`STREAM_CLA
 streaming its operands: the kernel curves' ``memory``), ``kv`` (decode attention reading the KV cache:
 ``attention_memory``, ramped by its independent streams ``n/(n + decode_half_streams)``), ``experts`` (a
 routed-expert layer's grouped GEMMs: ``memory · moe_memory``). A routed expert's GEMMs blend compute and streaming
-(:func:`roofline_time`, ``moe_serial``) and decode attention pays its waves of CTAs (:func:`decode_waves`). Every
+(:func:`roofline_time`, ``moe_serial``; in the tile/wave model every other GEMM too, at ``gemm_blend``) and decode
+attention pays its waves of CTAs (:func:`decode_waves`). Every
 figure enters as a symbol the backends give a value (:meth:`.assembly.Rates.stream_args`); without kernel curves
 every class is ``inv_beta``, the blend the hard max and the decode terms 0, bit for bit the one-bandwidth model.
 """
@@ -38,6 +39,9 @@ MOE_BLEND = sym("moe_blend")
 #: The operators a routed-expert layer runs as grouped GEMMs (``moe`` > 0): their bytes stream at the ``experts``
 #: class, their compute and streaming blend with :data:`MOE_BLEND` (in a dense layer: ``weights``, the hard max).
 EXPERT_OPS = ("ffn_up", "ffn_down")
+#: p of a GEMM's round roofline corner ``(t_c^p + t_m^p)^(1/p)`` (the kernel curves' ``gemm_blend``; inf: the hard
+#: max), in the tile/wave model only (the model that prices a GEMM's shape)
+GEMM_BLEND = sym("gemm_blend")
 #: a time below any kernel's: keeps the blend's ratio finite for an op with no work (0/0)
 _TINY = sp.Float(1e-300)
 #: Decode attention's kernel terms (kernel curves; 0 without): KV streams at which its bandwidth halves, seconds per
@@ -87,15 +91,21 @@ def decode_waves(op: O.Op) -> sp.Expr:
     return sp.ceiling(KV_STREAMS[op.name] / SMS) * DECODE_WAVE
 
 
-def roofline_time(op: O.Op, tc: sp.Expr, tm: sp.Expr) -> sp.Expr:
+def roofline_time(op: O.Op, tc: sp.Expr, tm: sp.Expr, gemm: bool = False) -> sp.Expr:
     """Seconds of an op of compute time ``tc`` and memory time ``tm``: max(tc, tm), or for a routed expert layer's
     grouped GEMMs (:data:`EXPERT_OPS`) the kernel curves' blend ``(tc^p + tm^p)^(1/p)``, p = :data:`MOE_BLEND`
-    (= 1/moe_serial: inf the hard max, 1 the sum), written ``hi·(1 + (lo/hi)^p)^(1/p)`` so p = inf is exact."""
+    (= 1/moe_serial: inf the hard max, 1 the sum), written ``hi·(1 + (lo/hi)^p)^(1/p)`` so p = inf is exact; with
+    ``gemm`` (the tile/wave model) every other GEMM blends with p = :data:`GEMM_BLEND`."""
     hi = sp.Max(tc, tm)
-    if op.name not in EXPERT_OPS:
+    linear = op.roof == "linear" and op.gemm is not None
+    if op.name not in EXPERT_OPS and not (gemm and linear):
         return hi
     ratio = sp.Min(tc, tm) / (hi + _TINY)
-    return hi * (1 + routed() * ratio**MOE_BLEND) ** (1 / MOE_BLEND)
+    dense = hi * (1 + ratio**GEMM_BLEND) ** (1 / GEMM_BLEND) if gemm and linear else hi
+    if op.name not in EXPERT_OPS:
+        return dense
+    m = routed()
+    return m * hi * (1 + ratio**MOE_BLEND) ** (1 / MOE_BLEND) + (1 - m) * dense
 
 
 def roof(op_roof: str, device: Any, precision: Any) -> tuple[str, float]:
