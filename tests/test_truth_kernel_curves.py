@@ -238,16 +238,18 @@ def test_cli_confidence_is_validated_and_reported(capsys):
 @pytest.mark.parametrize(
     ("dev_id", "prec", "gemm_dtype", "rel"),
     [("h100-sxm", "bf16", "bfloat16", 1e-12), ("a100-sxm-80gb", "w4a16", "int4_wo", 1e-12),
-     ("jetson-agx-thor", "bf16", "bfloat16", 1e-12), ("h100-sxm", "fp8", "fp8", 2e-3)],
+     ("jetson-agx-thor", "bf16", "bfloat16", 1e-12), ("h100-sxm", "fp8", "fp8", 5e-3)],
 )  # fmt: skip
 def test_assembly_gemm_op_equals_the_kernel_predictor(dev_id, prec, gemm_dtype, rel):
     """One layer's ffn_down of Llama-3.1-8B priced by the assembly (tile model on) plus the fixed seconds the engine
     charges per GEMM (kernel_s and the per-call extra) equals the kernel fit's own predictor for that (M, N, K), at
     M = 1 (a GEMV), 16, 300 and 4,096 rows. fp8: the kernel fit also charges the activation-quantise kernel's bytes
     (bf16 in, fp8 out: ``quant_bytes``, up to 13 % of the time at M = 4,096), which the assembly does not count yet:
-    added here by hand; then within 0.2 % (the fit's bf16 output against the assembly's fp8 activations). The kernel
-    predictor's GEMM shape figures (round roofline corner, split-K, K-loop bound, L2-resident operands, quantise
-    passes) are not in the assembly yet: it is compared with the predictor on ``plain_curves`` (those off)."""
+    added here by hand; then within 0.5 % (the fit's bf16 output against the assembly's fp8 activations, which the
+    round corner weighs near the ridge: 0.3 % at M = 300). The kernel
+    predictor's round roofline corner (``gemm_blend``) is in the tile model; its other GEMM shape figures (split-K,
+    K-loop bound, L2-resident operands, quantise passes) are not in the assembly yet: it is compared with the
+    predictor on ``plain_curves`` (those off) with the curves' ``gemm_blend``."""
     import pandas as pd
 
     KG = pytest.importorskip("rooflaw.constraints.kernels.gemm")  # the kernel fit (merged with the curves catalog)
@@ -257,7 +259,7 @@ def test_assembly_gemm_op_equals_the_kernel_predictor(dev_id, prec, gemm_dtype, 
 
     a, dev = from_hf_config("llama-3.1-8b"), get_device(dev_id)
     kc = curves_for(dev)
-    plain = KG.plain_curves(kc)
+    plain = dataclasses.replace(KG.plain_curves(kc), gemm_blend=kc.gemm_blend)
     r = A.rates(dev, Precision.parse(prec), applied(dev, "tensorrt-llm"))
     for M in (1, 16, 300, 4096):
         rep = evaluate(a, dev, Workload(1, M, 1), prec, tiles=True, engine="tensorrt-llm")

@@ -10,38 +10,34 @@ once, as sympy expressions; the backends only evaluate them:
 What is defined here: the preset registry (:data:`PRESETS`); the phases (prefill; decode step t with context
 S_in + t, and for sliding-window layers min(S_in + t, W), so their decode cost is affine in t on two step
 ranges split where the window fills); the placement of each operator in its layers (:func:`place`); the
-roof each operator runs on and the efficiencies (:func:`rates`); the time of a part (max(compute, memory)
-plus the per-launch overhead, or the theory-mode bound); the sums over layers and steps (:func:`totals`);
-energy (:func:`energy_coefficients`); the mapping to the paper's variables (:func:`paper_variable_map`).
-The preset registry (:data:`PRESETS`, :class:`Preset`) is :mod:`.presets`, re-exported here.
+roof each operator runs on and the efficiencies (:func:`rates`); the time of a part (max(compute, memory) with its
+bytes at the bandwidth of their memory stream class -- weights, KV cache, routed experts -- and the kernel curves'
+MoE blend and decode attention waves, :mod:`.streams`; plus the per-launch overhead; or the theory-mode bound, one
+bandwidth); the sums over layers and steps (:func:`totals`); energy (:mod:`.energy`); the mapping to the paper's
+variables (:func:`paper_variable_map`). The preset registry (:data:`PRESETS`, :class:`Preset`) is :mod:`.presets`,
+re-exported here, as are the energy and stream names.
 """
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import sympy as sp
 
 from ..arch.layer_kinds import LAYER_KINDS
 from ..arch.layer_kinds import stack_columns as stack_column_names
-from ..errors import RooflawWarning, bad
+from ..errors import bad
 from . import operators as O
+from .energy import COMPUTE_POWER_SHARE, EnergyCoefficients, EnergyTerms, energy, energy_coefficients  # noqa: F401
 from .paper_variables import PAPER_VARS, paper_variable_map, to_paper_variables  # noqa: F401 (re-exported)
 from .presets import PRESETS, Preset, get_preset, register_preset  # noqa: F401 (re-exported)
+from .streams import EXPERT_OPS, INV_BETA, ROOF_CLASSES, decode_waves, inv_bandwidth, roof, roofline_time
 from .symbols import ARCH, STACK, B, C, Mk, S_in, S_out, Sq, T, sym, t
 
-#: Compute roofs (an op on roof ``memory`` only moves data).
-ROOF_CLASSES = ("linear", "attention", "vector")
-#: Share of the dynamic power attributed to compute (the rest to memory traffic) when a device
-#: gives only idle and peak power: E = P_idle·T + (P_peak − P_idle)·(w·Σ F/π + (1 − w)·Σ bytes/β).
-COMPUTE_POWER_SHARE = 0.5
 #: Inverse roofs (s/FLOP) per compute class, inverse bandwidth (s/byte), per-launch overhead (s).
 INV_ROOF = {c: sym(f"inv_{c}") for c in ROOF_CLASSES}
-INV_BETA = sym("inv_beta")
 OVERHEAD = sym("kernel_overhead")
 nonzero = O.nonzero  # 1 where x > 0 (an unevaluated function, numpy: sign)
 
@@ -222,28 +218,41 @@ def place(
 
 
 # ---- time of a part ----------------------------------------------------------------------------
-def part_times(part: Part, ipi_pre: sp.Expr, ipi_dec: sp.Expr, theory: bool) -> dict[str, Any]:
+def part_times(
+    part: Part, ipi_pre: sp.Expr, ipi_dec: sp.Expr, theory: bool, pass_phase: str = "prefill", tiles: bool = False
+) -> dict[str, Any]:
     """Seconds of one layer's worth of ``part``: ``pre`` (prefill), ``dec`` (all step-constant decode
     segments), ``varying`` [(steps, a0, a1, b0, b1)] whose Σ_t max(a0 + a1·t, b0 + b1·t) the backend sums
     exactly, ``launch`` (overhead per pass: the prefill pays it once, decode once per step -- see
     :func:`with_launches`), and the compute/memory times of prefill (``tc``, ``tm``) for the bound label.
 
-    Roofline: max(FLOPs·ipi, bytes·inv_beta), plus one launch overhead per pass for an op that does work.
-    Theory mode: prefill FLOPs·ipi, decode bytes·inv_beta, no overhead.
+    Roofline: :func:`roofline_time` of FLOPs·ipi and bytes at the op's stream class (:func:`inv_bandwidth`), plus
+    decode attention's waves (:func:`decode_waves`) in a decode pass, plus one launch overhead per pass for an op
+    that does work; ``pass_phase``: the phase ``pre`` is priced as (a multi-token pass over a KV cache,
+    :mod:`.passes`: ``decode``); ``tiles``: the tile/wave model's GEMMs blend at their round corner (``gemm_blend``).
+    Theory mode: prefill FLOPs·ipi, decode
+    bytes·inv_beta (one bandwidth), no overhead.
     """
     F, By = part.pre_flops, part.pre_bytes
-    tc, tm = F * ipi_pre, By * INV_BETA
     if theory:
+        tc, tm = F * ipi_pre, By * INV_BETA
         dec = sum((steps_sum(s.b0, s.b1, s.steps) for s in part.decode), sp.Integer(0)) * INV_BETA
         return {"pre": tc, "dec": dec, "varying": [], "tc": tc, "tm": tm, "launch": sp.Integer(0)}
+    ib_pre, ib_dec = inv_bandwidth(part.op, pass_phase), inv_bandwidth(part.op, "decode")
+    tc, tm = F * ipi_pre, By * ib_pre
+    waves = decode_waves(part.op)
     dec = sp.Integer(0)
     varying = []
     for s in part.decode:
+        dec += s.steps * waves
         if s.constant:
-            dec += s.steps * sp.Max(s.f0 * ipi_dec, s.b0 * INV_BETA)
+            dec += s.steps * roofline_time(part.op, s.f0 * ipi_dec, s.b0 * ib_dec, tiles)
+        elif part.op.name in EXPERT_OPS or (tiles and part.op.gemm is not None):
+            raise AssertionError(f"{part.op.name}: a blended GEMM's decode cost varies with the step")
         else:
-            varying.append((s.steps, s.f0 * ipi_dec, s.f1 * ipi_dec, s.b0 * INV_BETA, s.b1 * INV_BETA))
-    return {"pre": sp.Max(tc, tm), "dec": dec, "varying": varying, "tc": tc, "tm": tm, "launch": launch_count(part)}
+            varying.append((s.steps, s.f0 * ipi_dec, s.f1 * ipi_dec, s.b0 * ib_dec, s.b1 * ib_dec))
+    pre = roofline_time(part.op, tc, tm, tiles) + (waves if pass_phase == "decode" else 0)
+    return {"pre": pre, "dec": dec, "varying": varying, "tc": tc, "tm": tm, "launch": launch_count(part)}
 
 
 def launch_count(part: Part) -> sp.Expr:
@@ -320,27 +329,14 @@ def memory_expr(preset: str, tot: Totals) -> sp.Expr:
 
 
 # ---- device rates and energy ----------------------------------------------------------------------
-def roof(op_roof: str, device: Any, precision: Any) -> tuple[str, float]:
-    """(dtype, peak FLOP/s) an op runs on: linear layers on the (activation, weight) pair's roof, QKᵀ and ·V
-    on the (activation, KV) pair's, vector ops on the FP32 vector roof; memory ops have none (inf)."""
-    if op_roof == "linear":
-        return device.roof(precision.linear_dtype)
-    if op_roof == "attention":
-        return device.roof(precision.attention_dtype)
-    if op_roof == "vector":
-        if device.vector_fallback:
-            warnings.warn(device.vector_fallback, RooflawWarning, stacklevel=2)
-        return "fp32", device.vector_flops
-    return "-", float("inf")
-
-
 @dataclass(frozen=True)
 class Rates:
     """Raw peaks and the efficiency-derated inverse rates the time expressions take.
 
     ``overhead``: s per op launch (one per op with work); an engine with its own kernel count charges instead (and
     ``overhead`` 0) kernel_s·(layers·(per_layer + moe·(per_moe_layer + per_expert·E_cov)) + per_pass)
-    + (layer_s + gemm_s·gemms_per_layer)·layers + pass_s.
+    + (layer_s + gemm_s·gemms_per_layer + moe_s·moe)·layers + pass_s. Bytes stream at their class's inverse
+    bandwidth (:meth:`inv_stream`: ``inv_beta``, ``inv_beta_kv``, ``inv_beta_experts``).
     """
 
     raw: dict[str, float]  # FLOP/s per compute class
@@ -363,6 +359,26 @@ class Rates:
     gemms_per_layer: float = 0.0  # GEMM calls per layer and pass that pay gemm_s
     curves: bool = False  # priced by kernel curves (the tile model picks the kernel library's best tile)
     moe: float = 1.0  # grouped-GEMM fraction of a routed-expert layer's FFN GEMMs (kernel curves, tile model)
+    inv_beta_kv: float = 0.0  # s/byte of decode attention's KV-cache reads (0: inv_beta)
+    inv_beta_experts: float = 0.0  # s/byte of a routed-expert layer's grouped-GEMM stream (0: inv_beta)
+    moe_s: float = 0.0  # s per MoE layer and pass beyond its kernels (kernel curves)
+    moe_blend: float = float("inf")  # p = 1/moe_serial of the experts' (t_c^p + t_m^p)^(1/p) (inf: the hard max)
+    decode_half_streams: float = 0.0  # KV streams at which decode attention's bandwidth halves (0: none)
+    decode_tile_s: float = 0.0  # s per wave of decode attention CTAs
+    sm_count: float = 1.0  # SMs the decode attention waves fill
+    gemm_blend: float = float("inf")  # p of a GEMM's round corner (t_c^p + t_m^p)^(1/p) (tile/wave model; inf: max)
+
+    def inv_stream(self, cls: str) -> float:
+        """Inverse bandwidth (s/byte) of memory stream class ``cls`` (:data:`STREAM_CLASSES`)."""
+        v = {"weights": self.inv_beta, "kv": self.inv_beta_kv, "experts": self.inv_beta_experts}[cls]
+        return v or self.inv_beta
+
+    def stream_args(self, tiles: bool = False) -> tuple[float, ...]:
+        """The compiled model's rate arguments after the inverse roofs (:data:`.compile.RATE_ARGS`, in order); the
+        GEMMs' blend only for the tile/wave model (``tiles``)."""
+        return (self.inv_beta, self.inv_stream("kv"), self.inv_stream("experts"), self.moe_blend,
+                self.decode_half_streams, self.decode_tile_s, self.sm_count,
+                self.gemm_blend if tiles else float("inf"), self.overhead)  # fmt: skip
 
 
 def rates(device: Any, precision: Any, app: Any = None) -> Rates:
@@ -395,8 +411,20 @@ def rates(device: Any, precision: Any, app: Any = None) -> Rates:
         inv_gemv, float(app.gemv_max_batch) if gemv else 0.0,
         app.kernels_per_expert if counted else 0.0, 1.0 / (bw16 * app.memory) if bw16 else 0.0,
         app.layer_s, app.half_rows, *_gemm_launch(app, precision), bool(getattr(app, "curves", "")),
-        float(getattr(app, "moe", 1.0)),
+        float(getattr(app, "moe", 1.0)), *_streams(device, app),
     )  # fmt: skip
+
+
+def _streams(device: Any, app: Any) -> tuple[float, ...]:
+    """(inv_beta_kv, inv_beta_experts, moe_s, moe_blend, decode_half_streams, decode_tile_s, sm_count, gemm_blend) of
+    ``app`` (its stream classes, 0: ``memory``'s; the decode attention terms only with an SM count to fill)."""
+    kv, ex = getattr(app, "kv_memory", None), getattr(app, "experts_memory", None)
+    bw, q = float(device.memory_bandwidth), float(getattr(app, "moe_serial", 0.0))
+    sms = float(getattr(device, "sm_count", None) or 0)
+    half, wave = (float(getattr(app, k, 0.0)) if sms else 0.0 for k in ("decode_half_streams", "decode_tile_s"))
+    return (1.0 / (bw * kv) if kv else 0.0, 1.0 / (bw * ex) if ex else 0.0, float(getattr(app, "moe_s", 0.0)),
+            1.0 / q if q > 0 else float("inf"), half, wave, sms or 1.0,
+            float(getattr(app, "gemm_blend", 0.0)) or float("inf"))  # fmt: skip
 
 
 def _gemm_launch(app: Any, precision: Any) -> tuple[float, float]:
@@ -416,54 +444,7 @@ def _gemm_launch(app: Any, precision: Any) -> tuple[float, float]:
 def engine_overhead(r: Rates, layers: Any, moe: Any, touched: Any = 0.0) -> Any:
     """Seconds per pass the engine adds (any backend's numbers); ``touched``: experts per MoE layer in the pass."""
     kernels = layers * (r.per_layer + r.per_moe_layer * moe + r.per_expert * moe * touched) + r.per_pass
-    return r.kernel_s * kernels + (r.layer_s + r.gemm_s * r.gemms_per_layer) * layers + r.pass_s
-
-
-@dataclass(frozen=True)
-class EnergyCoefficients:
-    """E = p_idle·seconds + Σ_class per_flop[class]·FLOPs + per_byte·bytes (J); ``None`` when unknown."""
-
-    p_idle: float
-    per_flop: dict[str, float]
-    per_byte: float
-
-
-class EnergyTerms(Protocol):
-    """What :func:`energy` reads: :class:`EnergyCoefficients`, or the same three terms as any backend's numbers
-    (sympy symbols in the theory mode, traced names in the numba source)."""
-
-    @property
-    def p_idle(self) -> Any: ...
-    @property
-    def per_flop(self) -> Mapping[str, Any]: ...
-    @property
-    def per_byte(self) -> Any: ...
-
-
-def energy_coefficients(device: Any, precision: Any) -> EnergyCoefficients | None:
-    """Per-FLOP/per-byte energies of a device: given (``energy_per_flop``/``_byte``), or from idle and peak
-    power: the dynamic power split COMPUTE_POWER_SHARE to compute at the raw roofs, the rest to memory."""
-    idle = float(device.power_idle or 0.0)
-    if device.energy_per_flop is not None and device.energy_per_byte is not None:
-        ef = float(device.energy_per_flop)
-        return EnergyCoefficients(idle, {c: ef for c in ROOF_CLASSES}, float(device.energy_per_byte))
-    if device.power_peak is None:
-        return None
-    r = rates(device, precision)
-    dyn = float(device.power_peak) - idle
-    per_flop = {c: dyn * COMPUTE_POWER_SHARE / r.raw[c] for c in ROOF_CLASSES}
-    return EnergyCoefficients(idle, per_flop, dyn * (1 - COMPUTE_POWER_SHARE) / r.raw_beta)
-
-
-def energy(coef: EnergyTerms | None, seconds: Any, flops: Mapping[str, Any], nbytes: Any) -> Any:
-    """Energy (J) of ``seconds`` of runtime doing ``flops`` per class and moving ``nbytes`` (any backend's
-    numbers: floats, arrays, sympy expressions)."""
-    if coef is None:
-        return seconds * float("nan")
-    out = coef.p_idle * seconds + coef.per_byte * nbytes
-    for c in ROOF_CLASSES:
-        out = out + coef.per_flop[c] * flops[c]
-    return out
+    return r.kernel_s * kernels + (r.layer_s + r.gemm_s * r.gemms_per_layer + r.moe_s * moe) * layers + r.pass_s
 
 
 __all__ = [

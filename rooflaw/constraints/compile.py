@@ -23,6 +23,7 @@ import sympy as sp
 
 from . import assembly as A
 from . import operators as O
+from . import streams as ST
 from .symbols import ARCH, PRECISION, STACK, WORKLOAD, sym
 
 ARGS = (*ARCH.values(), *STACK.values(), *WORKLOAD, *PRECISION)
@@ -67,7 +68,12 @@ def stack_columns_of(kinds: frozenset[str]) -> tuple[str, ...]:
     return stack_columns(kinds)
 
 
-RATE_ARGS = (A.INV_BETA, A.OVERHEAD)
+#: The rate arguments after the inverse roofs: the stream classes' inverse bandwidths, the experts' blend exponent,
+#: decode attention's stream ramp, wave seconds and SMs, the GEMMs' blend exponent (tile/wave model), the per-launch
+#: overhead (their values in this order:
+#: :meth:`assembly.Rates.stream_args`).
+RATE_ARGS = (ST.INV_BETA, ST.INV_STREAM["kv"], ST.INV_STREAM["experts"], ST.MOE_BLEND, ST.DECODE_HALF,
+             ST.DECODE_WAVE, ST.SMS, ST.GEMM_BLEND, A.OVERHEAD)  # fmt: skip
 _LAMBDIFY_FUNCS: dict[str, Any] = {"Max": np.maximum, "Min": np.minimum, "nonzero": np.sign}
 LAMBDIFY_MODULES: list[dict[str, Any] | str] = [_LAMBDIFY_FUNCS, "numpy"]
 
@@ -76,8 +82,8 @@ LAMBDIFY_MODULES: list[dict[str, Any] | str] = [_LAMBDIFY_FUNCS, "numpy"]
 class Compiled:
     """Numpy functions for one preset and set of layer kinds.
 
-    Both take ``(*ARGS, *ipi_pre, *ipi_dec, inv_beta, kernel_overhead)`` with one inverse roof (s/FLOP,
-    0 for memory ops) per part and phase. ``fast`` returns [prefill s, step-constant decode s] summed over
+    Both take ``(*ARGS, *ipi_pre, *ipi_dec, *RATE_ARGS)`` with one inverse roof (s/FLOP, 0 for memory ops) per
+    part and phase. ``fast`` returns [prefill s, step-constant decode s] summed over
     parts and layers, then (count, steps, a0, a1, b0, b1) per step-varying decode segment, then the totals
     (:data:`assembly.TOTAL_KEYS`). ``parts`` returns, per part, [count, prefill FLOPs, bytes, seconds,
     compute s, memory s, decode FLOPs, bytes, step-constant seconds, compute-bound steps], then its varying
@@ -143,8 +149,9 @@ def _from_source(src: str):
 
 
 @cache
-def compile_preset(preset: str, kinds: frozenset[str] = frozenset()) -> Compiled:
-    """The compiled model of ``preset`` for a stack with layer ``kinds`` (empty: uniform).
+def compile_preset(preset: str, kinds: frozenset[str] = frozenset(), tiles: bool = False) -> Compiled:
+    """The compiled model of ``preset`` for a stack with layer ``kinds`` (empty: uniform); ``tiles``: the tile/wave
+    model's variant (its GEMMs blend at their round corner, :func:`.streams.roofline_time`).
 
     Cached per process, and on disk (:mod:`rooflaw.cache`) as the generated source keyed by the
     source of the cost-model modules, so a new process skips the symbolic work.
@@ -156,8 +163,8 @@ def compile_preset(preset: str, kinds: frozenset[str] = frozenset()) -> Compiled
     A.get_preset(preset)
     ktag = kinds_tag(kinds)
     if ktag is None:
-        return _compile_preset(preset, kinds)
-    tag = f"compile-{preset}-{ktag}"
+        return _compile_preset(preset, kinds, tiles)
+    tag = f"compile-{preset}-{ktag}" + "-tiles" * tiles
     mods = (O, symbols, architecture, A, sys.modules[__name__])
     key = disk.source_key(tag, *mods)
     hit = disk.load(key)
@@ -169,7 +176,7 @@ def compile_preset(preset: str, kinds: frozenset[str] = frozenset()) -> Compiled
             return Compiled(names, roofs, scopes, n_varying, fns["fast"], fns["parts"], fns["gemms"], gp, args)
         except Exception:  # noqa: BLE001 - a stale or broken entry: derive again
             pass
-    comp = _compile_preset(preset, kinds)
+    comp = _compile_preset(preset, kinds, tiles)
     meta = (comp.names, comp.roofs, comp.scopes, comp.n_varying)
     disk.store(key, {
         "fast": inspect.getsource(comp.fast), "parts": inspect.getsource(comp.parts),
@@ -184,7 +191,7 @@ def ipi_symbols(n: int) -> tuple[tuple[sp.Symbol, ...], tuple[sp.Symbol, ...]]:
     )
 
 
-def _compile_preset(preset: str, kinds: frozenset[str] = frozenset()) -> Compiled:
+def _compile_preset(preset: str, kinds: frozenset[str] = frozenset(), tiles: bool = False) -> Compiled:
     pr = A.get_preset(preset)
     kinds = kinds if pr.kinds else frozenset()
     parts = A.place(preset, kinds)
@@ -197,7 +204,7 @@ def _compile_preset(preset: str, kinds: frozenset[str] = frozenset()) -> Compile
     per_part: list[sp.Expr] = []
     n_varying = []
     for i, p in enumerate(parts):
-        tm = A.part_times(p, ipp[i], ipd[i], pr.theory)
+        tm = A.part_times(p, ipp[i], ipd[i], pr.theory, tiles=tiles and not pr.theory)
         pre_by[p.count] = pre_by.get(p.count, sp.Integer(0)) + tm["pre"]
         dec_by[p.count] = dec_by.get(p.count, sp.Integer(0)) + tm["dec"]
         seg_vals = []
@@ -206,7 +213,11 @@ def _compile_preset(preset: str, kinds: frozenset[str] = frozenset()) -> Compile
         vary += seg_vals
         n_varying.append(len(tm["varying"]))
         ncomp = sum(
-            (s.steps * sp.Heaviside(s.f0 * ipd[i] - s.b0 * A.INV_BETA, 0) for s in p.decode if s.constant),
+            (
+                s.steps * sp.Heaviside(s.f0 * ipd[i] - s.b0 * ST.inv_bandwidth(p.op, "decode"), 0)
+                for s in p.decode
+                if s.constant
+            ),
             sp.Integer(0),
         )
         tp, td = A.with_launches(tm["pre"], tm["dec"], tm["launch"])

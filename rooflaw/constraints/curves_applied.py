@@ -17,9 +17,16 @@ Only what kernels cannot show comes from the engine profile (host overhead per p
 count its fusion launches, and -- for an engine whose own kernels are not in the measured tables, llama.cpp --
 its kernel-class factors). The old end-to-end ``[achieved]`` family figures are not read for such a device.
 ``moe`` (the grouped-GEMM fraction) derates a routed-expert layer's FFN GEMMs on top of the linear roof, in the
-tile/wave model (``tiles=True``: the only path whose per-operator rates vary per candidate row). Not applied yet:
-``attention_memory`` (decode attention's KV reads take ``memory``, as every other stream), ``moe_memory``,
-``moe_s`` and ``moe_serial`` (the assembly has one bandwidth and a max per operator).
+tile/wave model (``tiles=True``: the only path whose per-operator rates vary per candidate row). The memory stream
+classes (:data:`.assembly.STREAM_CLASSES`, every backend): decode attention's KV-cache reads stream at
+``attention_memory``, a routed-expert layer's grouped GEMMs at ``memory · moe_memory`` (:func:`stream_fields`); an
+MoE layer adds ``moe_s`` per pass (:func:`.assembly.engine_overhead`) and its grouped GEMMs blend compute and
+streaming with q = ``moe_serial`` (:func:`.assembly.roofline_time`); decode attention's KV bandwidth ramps with
+its streams (``decode_half_streams``) and it pays ``decode_tile_s`` per wave of CTAs (:func:`.assembly.decode_waves`).
+The tile/wave model's GEMMs blend compute and streaming at ``gemm_blend``.
+Not read: the GEMM family's other shape terms (``split_s``, ``kstep_s``, the L2 terms), the attention
+families' L2 residency (a benchmark re-running one kernel; a model's KV cache of many layers does not stay in L2)
+and the per-framework launch extras of attention kernels (host work of a benchmark call).
 """
 
 from __future__ import annotations
@@ -160,6 +167,23 @@ def applied_fields(device: Device, prof: Any, kc: Any) -> dict[str, Any]:
         curves=kc.architecture, engine_note=engine_note(device, prof), gemm_launch=gemm_extras(kc, prof.name),
         moe=float(kc.moe),
         gemv=gemv_ratio(prof) if own else 1.0,
+        **stream_fields(kc, me * (prof.memory_factor if own else 1.0)),
+    )  # fmt: skip
+
+
+def stream_fields(kc: Any, scale: float) -> dict[str, float]:
+    """The memory stream classes and MoE layer terms of :class:`.engines.Applied` from curves ``kc``, each bandwidth
+    fraction times ``scale`` (the device's measured memory efficiency, an own-kernel engine's memory factor) as
+    ``memory`` is: ``kv_memory`` = ``attention_memory`` (a fraction of the datasheet bandwidth, as the decode
+    attention family fits it), ``experts_memory`` = ``memory`` × ``moe_memory`` (the MoE family streams the experts'
+    weights at ``bandwidth · memory · moe_memory``), ``moe_s``, ``moe_serial``, and decode attention's
+    ``decode_half_streams`` and ``decode_tile_s``, and the GEMMs' ``gemm_blend`` (the tile/wave model's)."""
+    return dict(
+        kv_memory=min(1.0, float(kc.attention_memory) * scale),
+        experts_memory=min(1.0, float(kc.memory) * float(kc.moe_memory) * scale),
+        moe_s=float(kc.moe_s), moe_serial=float(kc.moe_serial),
+        decode_half_streams=float(kc.decode_half_streams), decode_tile_s=float(kc.decode_tile_s),
+        gemm_blend=float(kc.gemm_blend),
     )  # fmt: skip
 
 
@@ -183,11 +207,15 @@ CURVES_FAMILY = "kernels:"
 
 def curve_figures(kc: Any, dtypes: set[str]) -> dict[str, float]:
     """The device figures the efficiency fit holds fixed for curves ``kc``: memory, kernel_s, each roof's fraction,
+    the memory stream classes' bandwidth fractions (``memory:kv``, ``memory:experts``), ``moe_s``, ``moe_serial``,
     and per roof dtype the fraction a dequantising GEMM (``mixed:<dtype>``) and a fused attention kernel
     (``attention:<dtype>``) reach -- the same products :func:`applied_from_curves` and the rates form."""
     frac = compute_fractions(kc)
     fp16 = frac["fp16"]
     out = {"memory": float(kc.memory), "kernel_s": float(kc.kernel_s), "fp32": frac["fp32"]}
+    st = stream_fields(kc, 1.0)  # the memory stream classes and MoE layer terms (as the assembly's rates read them)
+    out |= {"memory:kv": st["kv_memory"], "memory:experts": st["experts_memory"], "moe_s": st["moe_s"],
+            "moe_serial": st["moe_serial"]}  # fmt: skip
     for dt in dtypes:
         out[dt] = frac[dt]
         out[f"mixed:{dt}"] = frac[dt] * compute_fraction(kc, "mixed") / fp16

@@ -278,6 +278,22 @@ class Applied:
     moe: float = 1.0
     #: dequantising GEMVs reach ``compute["fp32"] × gemv`` of the vector roof (a ratio to ``compute_factor``)
     gemv: float = 1.0
+    #: achieved bandwidth fraction of decode attention's KV-cache reads (``KernelCurves.attention_memory``; None:
+    #: ``memory``, one bandwidth for every stream)
+    kv_memory: float | None = None
+    #: achieved bandwidth fraction of a routed-expert layer's grouped-GEMM weight stream (``memory`` ×
+    #: ``KernelCurves.moe_memory``; None: ``memory``)
+    experts_memory: float | None = None
+    #: seconds an MoE layer adds per pass beyond its kernels (``KernelCurves.moe_s``: routing, permutation, reduce)
+    moe_s: float = 0.0
+    #: q of the routed experts' blend ``(t_c^(1/q) + t_m^(1/q))^q`` (``KernelCurves.moe_serial``; 0: the hard max)
+    moe_serial: float = 0.0
+    #: KV streams at which decode attention's bandwidth halves (``KernelCurves.decode_half_streams``; 0: none)
+    decode_half_streams: float = 0.0
+    #: seconds per wave of decode attention CTAs over the SMs (``KernelCurves.decode_tile_s``)
+    decode_tile_s: float = 0.0
+    #: p of a GEMM's round roofline corner (``KernelCurves.gemm_blend``; 0: the hard max; the tile/wave model)
+    gemm_blend: float = 0.0
 
     def eff(self, dtype: str) -> float:
         """Achieved fraction of the ``dtype`` roof (1 where nothing was fitted for that roof)."""

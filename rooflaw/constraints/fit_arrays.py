@@ -15,8 +15,10 @@ B + (r − 1)·ΔB bytes, r the padded-to-mean token ratio of the fitted prompt 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -24,37 +26,55 @@ from .engines import BUILTIN_ENGINES
 from .serving import expected_max_normal
 
 if TYPE_CHECKING:
+    from ..devices.device import Device
     from .published import Case
 
-#: :class:`.fit_efficiency.FitParameters` and :class:`.fit_efficiency.CaseFeatures` (duck-typed here: this module
-#: sits below ``fit_efficiency``, which imports it)
+#: :class:`.fit_efficiency.FitParameters` (duck-typed here: this module sits below ``fit_efficiency``, which imports
+#: it)
 FitParameters = Any
 #: Per-op FLOPs and bytes of one pass (F, B).
 OpFB = tuple[np.ndarray, np.ndarray]
 
 
-class CaseFeatures(Protocol):
-    """What :class:`FlatCases` reads of a :class:`.fit_efficiency.CaseFeatures`."""
+@dataclass
+class CaseFeatures:
+    """Per-op FLOPs/bytes of one case's passes (summed over layers) and its roof dtypes."""
 
-    pre: OpFB
-    dec: OpFB
+    pre: tuple[np.ndarray, np.ndarray]  # F, B per op
+    dec: tuple[np.ndarray, np.ndarray]
     pi: np.ndarray
     dtypes: list[str]
     beta: float
-    launches: dict[str, float]
-    mixed: np.ndarray
-    att: np.ndarray
-    vector: float
-    steps: list[tuple[float, OpFB | None, OpFB | None, int]] | None
-    gemm_extra: dict[str, float]
-    pad_delta: OpFB | None
+    launches: dict[str, float]  # engine -> kernels per pass
+    mixed: np.ndarray  # per op: 1 for a dequantising (mixed-input) linear GEMM
+    att: np.ndarray  # per op: 1 for an attention matmul (QKᵀ, scores·V)
+    vector: float  # the vector (FP32 CUDA-core) roof, FLOP/s: dequantising GEMVs of small decode batches
+    #: continuous batching (``Case.concurrent``): per steady-state step kind, (count, prefill F/B of its c + n
+    #: tokens or None, decode-step F/B of its n sequences or None, n)
+    steps: (
+        list[tuple[float, tuple[np.ndarray, np.ndarray] | None, tuple[np.ndarray, np.ndarray] | None, int]] | None
+    ) = None
+    #: engine -> seconds per pass the kernel curves' per-GEMM-call extras add (0 without curves)
+    gemm_extra: dict[str, float] = field(default_factory=dict)
+    #: a padded prefill (:func:`.fit_efficiency.padded`): per-op (F, B) of prompts of 2·S_in less those of S_in, so
+    #: prompts padded to r·S_in cost pre + (r − 1)·pad_delta (exact for the terms linear in the tokens)
+    pad_delta: tuple[np.ndarray, np.ndarray] | None = None
+    #: per op: 1 for a routed-expert layer's grouped GEMM (:data:`.assembly.EXPERT_OPS` of an MoE model): its bytes
+    #: stream at ``memory:experts`` and its times blend with ``moe_serial``; decode attention matmuls (``att``) read
+    #: the KV cache at ``memory:kv`` (the assembly's memory stream classes)
+    expert: np.ndarray | None = None
+    #: MoE layers per pass (each adds ``moe_s``)
+    moe_layers: float = 0.0
+    #: decode attention's kernel terms (:func:`decode_terms`) of ``dec`` and of each ``steps`` decode (None: none)
+    dec_terms: tuple[np.ndarray, float] | None = None
+    step_terms: list[tuple[np.ndarray, float] | None] | None = None
 
 
 class FlatCases:
     """Index arrays of ``cases`` against the parameter vector of ``P`` (plus a constant 1 and 0 at its end)."""
 
-    # per t-call, set from ``_tc`` in __init__: parameter indices, and the float columns launch, beta, nlayers, const
-    mem: np.ndarray
+    # per t-call, set from ``_tc`` in __init__: parameter indices, and the float columns launch, beta, nlayers, const,
+    # nmoe
     mf: np.ndarray
     pad: np.ndarray
     kern: np.ndarray
@@ -64,6 +84,8 @@ class FlatCases:
     layer: np.ndarray
     nlayers: np.ndarray
     const: np.ndarray
+    moes: np.ndarray
+    nmoe: np.ndarray
 
     def __init__(self, P: FitParameters, cases: Sequence[Case], feats: Sequence[CaseFeatures]):
         n = len(P.names)
@@ -72,10 +94,10 @@ class FlatCases:
         self.fixed_index = {k: n + 2 + j for j, k in enumerate(self.fixed_keys)}
         self.fixed_values = np.array([P.fixed[k] for k in self.fixed_keys], dtype=float)
         self._ops: dict[str, list[np.ndarray]] = {
-            k: [] for k in ("F", "B", "invpi", "a", "b", "tid", "dF", "dB", "spread", "emax")
+            k: [] for k in ("F", "B", "invpi", "a", "b", "tid", "dF", "dB", "spread", "emax", "mem", "q")
         }
         self._tc: dict[str, list] = {
-            k: [] for k in ("mem", "mf", "pad", "kern", "launch", "pass_", "beta", "layer", "nlayers", "const")
+            k: [] for k in ("mf", "pad", "kern", "launch", "pass_", "beta", "layer", "nlayers", "const", "moes", "nmoe")
         }
         self._groups: list[tuple[int, int, float, int]] = []  # (t-call 1, t-call 2, weight, case)
         for ci, (c, f) in enumerate(zip(cases, feats, strict=True)):
@@ -85,13 +107,15 @@ class FlatCases:
         self.F, self.B, self.invpi = cat["F"], cat["B"], cat["invpi"]
         self.a, self.b, self.tid = cat["a"].astype(int), cat["b"].astype(int), cat["tid"].astype(int)
         self.dF, self.dB, self.emax, self.spread = cat["dF"], cat["dB"], cat["emax"], cat["spread"].astype(int)
+        self.mem, self.q = cat["mem"].astype(int), cat["q"].astype(int)  # per op: its stream's figure, its blend q
+        self.blends = bool(np.any(self.q != self.zero))
         self.pads = bool(np.any(self.emax))
         self.compute = self.invpi > 0
         for k, v in tc.items():
-            setattr(self, k, np.array(v, dtype=float if k in ("launch", "beta", "nlayers", "const") else int))
+            setattr(self, k, np.array(v, dtype=float if k in ("launch", "beta", "nlayers", "const", "nmoe") else int))
         g = np.array(groups, dtype=float)
         self.j1, self.j2, self.gw, self.gcase = g[:, 0].astype(int), g[:, 1].astype(int), g[:, 2], g[:, 3].astype(int)
-        self.n_cases, self.n_t = len(cases), len(tc["mem"])
+        self.n_cases, self.n_t = len(cases), len(tc["mf"])
 
     def _case(self, P: FitParameters, ci: int, c: Case, f: CaseFeatures) -> None:
         """Append the t-calls and groups of case ``ci`` (the arithmetic of :func:`.fit_efficiency._predict`)."""
@@ -115,8 +139,20 @@ class FlatCases:
         i_pad = one  # no padding factor: packed prompts (the former batch_pad is gone); padded ones: pad_delta
         gemv_max = BUILTIN_ENGINES[eng].gemv_max_batch
 
-        def add(F: np.ndarray, B: np.ndarray, pad: bool = False, gemv: bool = False, delta: Any = None) -> int:
-            j = len(tc["mem"])
+        # the memory stream classes (assembly.inv_bandwidth): an op's bytes at its class's figure, else ``memory``'s
+        i_mem = idx("family", fam, "memory", one)
+        i_kv, i_ex = idx("family", fam, "memory:kv", i_mem), idx("family", fam, "memory:experts", i_mem)
+        expert = f.expert if f.expert is not None else np.zeros(len(f.att))
+        mem_pre = np.where(expert > 0, i_ex, i_mem)
+        mem_dec = np.where(f.att > 0, i_kv, mem_pre)
+        q_op = np.where(expert > 0, idx("family", fam, "moe_serial", self.zero), self.zero)
+
+        def add(F: np.ndarray, B: np.ndarray, pad: bool = False, gemv: bool = False, delta: Any = None,
+                decode: bool = False, terms: tuple[np.ndarray, float] | None = None) -> int:  # fmt: skip
+            j = len(tc["mf"])
+            waves = 0.0
+            if terms is not None:  # decode attention's stream ramp (on its memory time) and waves
+                B, waves = B * terms[0], terms[1]
             zeros = np.zeros(len(F))
             dF, dB = delta if delta is not None else (zeros, zeros)
             i_spread = idx("prompts", "dataset", "spread", self.zero) if delta is not None else self.zero
@@ -130,9 +166,9 @@ class FlatCases:
                 a, b = np.where(f.mixed > 0, i_fp32, a), np.where(f.mixed > 0, i_gf, b)
             with np.errstate(divide="ignore"):
                 invpi = np.where(np.isfinite(pi), 1.0 / pi, 0.0)
-            for k, v in (("F", F), ("B", B), ("invpi", invpi), ("a", a), ("b", b), ("tid", np.full(len(F), j))):
+            for k, v in (("F", F), ("B", B), ("invpi", invpi), ("a", a), ("b", b), ("tid", np.full(len(F), j)),
+                         ("mem", mem_dec if decode else mem_pre), ("q", q_op)):  # fmt: skip
                 ops[k].append(np.asarray(v))
-            tc["mem"].append(idx("family", fam, "memory", one))
             tc["mf"].append(idx("engine", eng, "memory_factor", one))
             tc["pad"].append(i_pad if pad else one)
             tc["kern"].append(idx("family", fam, "kernel_s", self.zero))
@@ -141,7 +177,9 @@ class FlatCases:
             tc["beta"].append(f.beta)
             tc["layer"].append(idx("engine", eng, "layer_s", self.zero))
             tc["nlayers"].append(float(c.arch.layers))
-            tc["const"].append(f.gemm_extra.get(eng, 0.0))
+            tc["const"].append(f.gemm_extra.get(eng, 0.0) + waves)
+            tc["moes"].append(idx("family", fam, "moe_s", self.zero))
+            tc["nmoe"].append(float(f.moe_layers))
             return j
 
         w, groups = c.workload, self._groups
@@ -151,16 +189,17 @@ class FlatCases:
             j = add(*f.pre, pad=True, delta=f.pad_delta)
             groups.append((j, j, 1.0, ci))
         elif c.phase == "decode":
-            j = add(*f.dec, gemv=gemv)
+            j = add(*f.dec, gemv=gemv, decode=True, terms=f.dec_terms)
             groups.append((j, j, 1.0, ci))
         elif f.steps is not None:  # continuous batching: steady-state steps per request (see .serving)
-            for count, pre, dec, nseq in f.steps:
+            for k, (count, pre, dec, nseq) in enumerate(f.steps):
                 jp = add(*pre) if pre is not None else -1
-                jd = add(*dec, gemv=mixed and nseq <= gemv_max) if dec is not None else jp
+                terms = f.step_terms[k] if f.step_terms else None
+                jd = add(*dec, gemv=mixed and nseq <= gemv_max, decode=True, terms=terms) if dec is not None else jp
                 groups.append((jp if jp >= 0 else jd, jd, count / (w.output_tokens + 1), ci))
         else:
             den = w.batch * (w.output_tokens + 1)
-            jp, jd = add(*f.pre, pad=True), add(*f.dec, gemv=gemv)
+            jp, jd = add(*f.pre, pad=True), add(*f.dec, gemv=gemv, decode=True, terms=f.dec_terms)
             groups += [(jp, jp, 1.0 / den, ci), (jd, jd, w.output_tokens / den, ci)]
 
     def predict(self, x: np.ndarray) -> np.ndarray:
@@ -172,8 +211,53 @@ class FlatCases:
             r1 = ex[self.spread] * self.emax
             F, B = F + r1 * self.dF, B + r1 * self.dB
         tcomp = np.where(self.compute, F * self.invpi / eff, 0.0) * ex[self.pad][self.tid]
-        eta = np.minimum(1.0, ex[self.mem] * ex[self.mf])
-        tmem = B / (self.beta * eta)[self.tid]
-        t = np.bincount(self.tid, np.maximum(tcomp, tmem), minlength=self.n_t)
+        eta = np.minimum(1.0, ex[self.mem] * ex[self.mf][self.tid])
+        tmem = B / (self.beta[self.tid] * eta)
+        per_op = op_seconds(tcomp, tmem, self.q != self.zero, ex[self.q]) if self.blends else np.maximum(tcomp, tmem)
+        t = np.bincount(self.tid, per_op, minlength=self.n_t)
         t += ex[self.kern] * self.launch + ex[self.pass_] + ex[self.layer] * self.nlayers + self.const
+        t += ex[self.moes] * self.nmoe
         return np.bincount(self.gcase, self.gw * np.maximum(t[self.j1], t[self.j2]), minlength=self.n_cases)
+
+
+def op_seconds(tc: np.ndarray, tm: np.ndarray, expert: np.ndarray, q: Any) -> np.ndarray:
+    """Per op max(compute, memory) seconds; a routed expert's grouped GEMM (``expert`` true) blends them with q =
+    ``moe_serial`` (per op; 0: the hard max) as :func:`.assembly.roofline_time` does."""
+    hi = np.maximum(tc, tm)
+    q = np.broadcast_to(np.asarray(q, dtype=float), hi.shape)
+    on = np.asarray(expert, dtype=bool) & (q > 0)
+    if not np.any(on):
+        return hi
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(hi > 0, np.minimum(tc, tm) / hi, 0.0)
+        blend = hi * (1.0 + ratio ** (1.0 / np.where(on, q, 1.0))) ** np.where(on, q, 1.0)
+    return np.where(on, blend, hi)
+
+
+def decode_terms(case: Case, device: Device, names: list[str], batch: int) -> tuple[np.ndarray, float] | None:
+    """Decode attention's kernel-curve terms of a decode pass of ``batch`` sequences, as the assembly prices them
+    (:func:`.assembly.inv_bandwidth`, :func:`.assembly.decode_waves`): per op of ``names``, the factor on its memory
+    time (1 + decode_half_streams / streams for a decode attention op, else 1), and the seconds of the waves of the
+    decode attention kernel (over all its layers). None where the device has no curves (or no SM count)."""
+    from . import operators as O
+    from . import streams as A
+    from .curves_applied import curves_of
+    from .roofline import complete_columns
+    from .symbols import ARCH, B
+
+    kc, sms = curves_of(device), float(device.sm_count or 0)
+    if kc is None or not sms:
+        return None
+    cols = complete_columns({k: np.array([float(v)]) for k, v in case.arch.columns().items()})
+    subs = {B: float(batch), ARCH["kv_heads"]: float(cols["kv_heads"][0])}
+    ramp, waves, seen = np.ones(len(names)), 0.0, set()
+    for i, n in enumerate(names):
+        op = O.op_named(n)
+        if op.roof != "attention" or op.name not in A.KV_STREAMS:
+            continue
+        streams = float(A.KV_STREAMS[op.name].xreplace(subs))
+        ramp[i] = 1.0 + float(kc.decode_half_streams) / streams
+        if op.name in A.WAVE_OPS and op.name not in seen:  # all its copies (windowed kinds) run in op.count layers
+            seen.add(op.name)
+            waves += float(cols[op.count][0]) * math.ceil(streams / sms) * float(kc.decode_tile_s)
+    return ramp, waves

@@ -39,6 +39,7 @@ import numpy as np
 
 from ..devices.device import Device
 from .engines import BUILTIN_ENGINES, ENGINE_NAMES, EngineProfile, get_engine, mixed_input
+from .fit_arrays import CaseFeatures, decode_terms, op_seconds  # noqa: F401 (CaseFeatures re-exported)
 from .fit_priors import POOLED, PRIORS, prior_residuals, unfitted_figures
 from .published import Case
 from .roofline import evaluate
@@ -51,31 +52,6 @@ REFERENCE_ENGINES = ("tensorrt-llm", "tensorrt-edge-llm")
 #: prompts (rows with ``Case.uneven_prompts``), which an engine that pads prompts to the batch's longest pays for
 PROMPTS = ("prompts", "dataset", "spread")
 OBS_SCALE = 0.1  #: relative error at which the robust loss turns linear
-
-
-@dataclass
-class CaseFeatures:
-    """Per-op FLOPs/bytes of one case's passes (summed over layers) and its roof dtypes."""
-
-    pre: tuple[np.ndarray, np.ndarray]  # F, B per op
-    dec: tuple[np.ndarray, np.ndarray]
-    pi: np.ndarray
-    dtypes: list[str]
-    beta: float
-    launches: dict[str, float]  # engine -> kernels per pass
-    mixed: np.ndarray  # per op: 1 for a dequantising (mixed-input) linear GEMM
-    att: np.ndarray  # per op: 1 for an attention matmul (QKᵀ, scores·V)
-    vector: float  # the vector (FP32 CUDA-core) roof, FLOP/s: dequantising GEMVs of small decode batches
-    #: continuous batching (``Case.concurrent``): per steady-state step kind, (count, prefill F/B of its c + n
-    #: tokens or None, decode-step F/B of its n sequences or None, n)
-    steps: (
-        list[tuple[float, tuple[np.ndarray, np.ndarray] | None, tuple[np.ndarray, np.ndarray] | None, int]] | None
-    ) = None
-    #: engine -> seconds per pass the kernel curves' per-GEMM-call extras add (0 without curves)
-    gemm_extra: dict[str, float] = dataclasses.field(default_factory=dict)
-    #: a padded prefill (:func:`padded`): per-op (F, B) of prompts of 2·S_in less those of S_in, so prompts padded to
-    #: r·S_in cost pre + (r − 1)·pad_delta (exact for the terms linear in the tokens)
-    pad_delta: tuple[np.ndarray, np.ndarray] | None = None
 
 
 def _roof_classes() -> dict[str, str]:
@@ -150,8 +126,14 @@ def _features(case: Case, device: Device) -> CaseFeatures:
     if padded(case):
         F2, B2 = _op_arrays(case, device, dataclasses.replace(w, input_tokens=2 * w.input_tokens), names)[1]
         delta = (F2 - Fp, B2 - Bp)
+    from .streams import EXPERT_OPS
+
+    expert = np.array([1.0 if n in EXPERT_OPS and moe else 0.0 for n in names])
+    step_terms = None if steps is None else [decode_terms(case, device, names, n) if d else None
+                                              for _, _, d, n in steps]  # fmt: skip
     return CaseFeatures((Fp, Bp), (Fd, Bd), np.array(pis), dts, float(device.memory_bandwidth), launches,
-                        np.array(mixed), np.array(att), float(device.vector_flops), steps, extra, delta)  # fmt: skip
+                        np.array(mixed), np.array(att), float(device.vector_flops), steps, extra, delta, expert,
+                        layers * moe, decode_terms(case, device, names, w.batch), step_terms)  # fmt: skip
 
 
 def params_for(
@@ -256,16 +238,28 @@ def _predict(x: np.ndarray, P: FitParameters, case: Case, f: CaseFeatures) -> fl
     eff = np.where(np.array(f.dtypes) != "-", np.minimum(1.0, fam_eff * factor), 1.0)
     over = P.get(x, "family", fam, "kernel_s", 0.0) * f.launches[eng] + P.get(x, "engine", eng, "pass_s", 0.0)
     over += P.get(x, "engine", eng, "layer_s", 0.0) * float(case.arch.layers) + f.gemm_extra.get(eng, 0.0)
+    over += P.get(x, "family", fam, "moe_s", 0.0) * f.moe_layers
+    # the memory stream classes (assembly.inv_bandwidth): decode attention's KV reads, the routed experts' stream
+    mem = P.get(x, "family", fam, "memory")
+    eta_kv = min(1.0, P.get(x, "family", fam, "memory:kv", mem) * mf)
+    eta_ex = min(1.0, P.get(x, "family", fam, "memory:experts", mem) * mf)
+    expert = f.expert if f.expert is not None else np.zeros(len(f.att))
+    eta_pre = np.where(expert > 0, eta_ex, eta_m)
+    eta_dec = np.where(f.att > 0, eta_kv, eta_pre)
+    q = P.get(x, "family", fam, "moe_serial", 0.0)
 
-    def t(F, B, gemv=False):
+    def t(F, B, gemv=False, decode=False, terms=None):
         pi, e = f.pi, eff
+        waves = 0.0
+        if terms is not None:  # decode attention's stream ramp and waves (decode_terms)
+            B, waves = B * terms[0], terms[1]
         if gemv:  # dequantising GEMMs as GEMV on the vector roof: the family's fp32 fraction, the GEMV factor
             pi = np.where(f.mixed > 0, f.vector, f.pi)
             gf = P.get(x, "engine", eng, "gemv_factor", cf)
             e = np.where(f.mixed > 0, min(1.0, P.get(x, "family", fam, "fp32") * gf), eff)
         with np.errstate(divide="ignore", invalid="ignore"):
             tc = np.where(np.isfinite(pi), F / (pi * e), 0.0)
-        return float(np.sum(np.maximum(tc, B / (f.beta * eta_m)))) + over
+        return float(np.sum(op_seconds(tc, B / (f.beta * (eta_dec if decode else eta_pre)), expert, q))) + over + waves
 
     w = case.workload
     gemv = bool(f.mixed.any()) and w.batch <= BUILTIN_ENGINES[eng].gemv_max_batch
@@ -276,16 +270,18 @@ def _predict(x: np.ndarray, P: FitParameters, case: Case, f: CaseFeatures) -> fl
             return t(F0 + r1 * dF, B0 + r1 * dB)
         return t(*f.pre)
     if case.phase == "decode":
-        return t(*f.dec, gemv=gemv)
+        return t(*f.dec, gemv=gemv, decode=True, terms=f.dec_terms)
     if f.steps is not None:  # continuous batching: steady-state steps per request (see .serving)
         tot = 0.0
-        for count, pre, dec, n in f.steps:
+        for k, (count, pre, dec, n) in enumerate(f.steps):
             tp = t(*pre) if pre is not None else 0.0
             gemv_n = bool(f.mixed.any()) and n <= BUILTIN_ENGINES[eng].gemv_max_batch
-            td = t(*dec, gemv=gemv_n) if dec is not None else 0.0
+            terms = f.step_terms[k] if f.step_terms else None
+            td = t(*dec, gemv=gemv_n, decode=True, terms=terms) if dec is not None else 0.0
             tot += count * max(tp, td)
         return tot / (w.output_tokens + 1)
-    return (t(*f.pre) + w.output_tokens * t(*f.dec, gemv=gemv)) / (w.batch * (w.output_tokens + 1))
+    dec_s = t(*f.dec, gemv=gemv, decode=True, terms=f.dec_terms)
+    return (t(*f.pre) + w.output_tokens * dec_s) / (w.batch * (w.output_tokens + 1))
 
 
 @dataclass

@@ -28,7 +28,7 @@ from ..devices.device import Device
 from ..errors import bad
 from . import assembly as A
 from . import operators as O
-from .compile import ARG_NAMES, LAMBDIFY_MODULES, args_for, kinds_tag
+from .compile import ARG_NAMES, LAMBDIFY_MODULES, RATE_ARGS, args_for, kinds_tag
 from .engines import EngineProfile, applied, decode_linear_inv
 from .precision import Precision
 from .symbols import B, C, Mk, Sq, T, sym
@@ -112,11 +112,11 @@ def _pass_model(preset: str, kinds: frozenset[str]) -> PassModel:
     for i, p in enumerate(placed):
         F, By = pass_phase(p.op, p.op.flops, p.window), pass_phase(p.op, p.op.bytes, p.window)
         part = A.Part(p.name, p.op, p.count, F, By, ())
-        tm = A.part_times(part, ipi[i], ipi[i], theory=False)
+        tm = A.part_times(part, ipi[i], ipi[i], theory=False, pass_phase="decode")  # it reads the KV cache
         sec = tm["pre"] + A.OVERHEAD * tm["launch"]
         out += [p.count * F, p.count * By, p.count * sec]
     head = args_for(kinds)
-    args = (*head, Q, CACHED, *ipi, A.INV_BETA, A.OVERHEAD)
+    args = (*head, Q, CACHED, *ipi, *RATE_ARGS)
     fn = sp.lambdify(args, out, modules=LAMBDIFY_MODULES, cse=True)
     return PassModel(tuple(p.name for p in placed), tuple(p.roof for p in placed), fn, tuple(map(str, head)))
 
@@ -196,7 +196,7 @@ def pass_columns(
         sub = {k: v[s : s + m] for k, v in cols.items()}
         overhead = phase_overheads(rates, sub, tokens, 1)[1]
         args = [sub[a] if a in sub else scal[a] for a in model.args]
-        vals = model.fn(*args, float(q), cached[s : s + m], *ipi, rates.inv_beta, rates.overhead)
+        vals = model.fn(*args, float(q), cached[s : s + m], *ipi, *rates.stream_args())
         arr = lambda v, m=m: np.broadcast_to(np.asarray(v, dtype=np.float64), (m,))  # noqa: E731
         t, f, b = np.zeros(m), np.zeros(m), np.zeros(m)
         for i, name in enumerate(model.names):

@@ -29,9 +29,13 @@ them (checked symbolically). The space's points are therefore split into two **b
 - MoE (moe = 1, K = the smallest top_k of the MoE pairs, ρ between the MoE pairs' smallest and largest K/E), if it
   has MoE points. Every cost is non-decreasing in K at fixed (r, ρ), so this is a lower bound for every MoE point.
 
-The better branch is the relaxation's optimum. Each phase's latency is Σ_ops max(FLOPs/π_op, bytes/β) with layer
-ops × l; decode is S_out × one max for the step-constant ops and one max per step for the ops whose cost grows
-with the context (QKᵀ, softmax, ·V: exact, S_out maxima each); plus the device's kernel overhead × launches;
+The better branch is the relaxation's optimum. Each phase's latency is Σ_ops max(FLOPs/π_op, bytes/β_class) with layer
+ops × l (β_class: the op's memory stream class, :data:`assembly.STREAM_CLASSES`; a routed expert's grouped GEMM
+takes the blend ((FLOPs/π)^p + (bytes/β)^p)^(1/p) of :func:`assembly.roofline_time`, convex in log space); decode is
+S_out × one max for the step-constant ops and one max per step for the ops whose cost grows with the context (QKᵀ,
+softmax, ·V: exact, S_out maxima each), without decode attention's stream ramp and per-wave seconds (kernel curves:
+:func:`assembly.decode_waves`; a ceiling, not a posynomial -- left out, the relaxation stays a lower bound); plus the
+device's kernel overhead × launches;
 plus the engine's overhead (:func:`assembly.engine_overhead`), or, for a host-launching engine on an accelerator
 (``Applied.overlap``, the flag the numpy and numba backends read), the larger of the two: max(roofline, engine
 overhead) per phase, which the GP writes with one epigraph variable per phase (:mod:`rooflaw.solver.gp_full`).
@@ -51,6 +55,7 @@ import sympy as sp
 
 from ..errors import RooflawError
 from . import assembly as A
+from . import streams as ST
 from .roofline import with_overhead
 from .scenario import Scenario
 from .symbols import ARCH, B, S_in, S_out, b_a, b_d, b_h, b_kv, b_q, b_v, b_w, sym, unfused
@@ -229,6 +234,16 @@ def k_dependent_ops(space: Any = "paper") -> tuple[str, ...]:
 
 
 # ---- the numeric model of one branch -------------------------------------------------------------
+def blend(f: Any, b: Any, p: float) -> Any:
+    """``(f^p + b^p)^(1/p)`` of two non-negative times, as :func:`assembly.roofline_time` (p = inf: the max)."""
+    hi = np.maximum(f, b)
+    if p == np.inf:
+        return hi
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(hi > 0, np.minimum(f, b) / hi, 0.0)
+    return hi * (1.0 + ratio**p) ** (1.0 / p)
+
+
 @dataclass
 class Branch:
     """One branch of the relaxation (dense or MoE) with numbers substituted: posynomials per op and phase."""
@@ -242,6 +257,10 @@ class Branch:
     pre: list[tuple[Posy, Posy]] = field(default_factory=list)
     dec_const: list[tuple[Posy, Posy]] = field(default_factory=list)  # one step (× S_out)
     dec_step: list[tuple[Posy, Posy, Posy, Posy]] = field(default_factory=list)
+    #: per ``pre`` / ``dec_const`` entry, p of its time ``(F/π)^p + (B/β)^p)^(1/p)`` (inf: the max; a routed
+    #: expert's grouped GEMM: :data:`assembly.MOE_BLEND`)
+    pre_p: list[float] = field(default_factory=list)
+    dec_p: list[float] = field(default_factory=list)
     #: per-operator launch overhead of a pass (device ``kernel_overhead`` × launches; all S_out steps in decode):
     #: part of the roofline side, as in :func:`assembly.with_launches`
     launch_pre: Posy = field(default_factory=Posy.zero)
@@ -260,14 +279,14 @@ class Branch:
     # numeric evaluation (numpy, vectorised over arrays of x)
     def prefill_s(self, x: Mapping[str, Any]) -> Any:
         out = self.launch_pre(x)
-        for f, b in self.pre:
-            out = out + np.maximum(f(x), b(x))
+        for (f, b), p in zip(self.pre, self.pre_p or [np.inf] * len(self.pre), strict=True):
+            out = out + blend(f(x), b(x), p)
         return with_overhead(self.overlap, out, self.overhead_pre(x))
 
     def decode_s(self, x: Mapping[str, Any]) -> Any:
         out = self.launch_dec(x)
-        for f, b in self.dec_const:
-            out = out + self.S_out * np.maximum(f(x), b(x))
+        for (f, b), p in zip(self.dec_const, self.dec_p or [np.inf] * len(self.dec_const), strict=True):
+            out = out + self.S_out * blend(f(x), b(x), p)
         for a0, a1, b0, b1 in self.dec_step:
             out = out + A.sum_max_affine(a0(x), a1(x), b0(x), b1(x), self.S_out)[0]
         return with_overhead(self.overlap, out, self.overhead_dec(x))
@@ -327,14 +346,23 @@ def build_branch(
         P = {k: _posy(tm, coef, f"{nm}.{k}") for k in ("pF", "pB", "dF0", "dF1", "dB0", "dB1")}
         if roof not in A.ROOF_CLASSES and (P["pF"] or P["dF0"] or P["dF1"]):
             raise RooflawError(f"operator {nm}: FLOPs on a memory-only roof")
-        br.pre.append((P["pF"].scale(ipi), P["pB"].scale(rates.inv_beta)))
+        # bytes at their stream class's bandwidth, and the experts' blend (assembly.roofline_time), in a routed-expert
+        # branch only
+        ib = {ph: rates.inv_stream(c if c != "experts" or moe else "weights")
+              for ph in ("prefill", "decode") for c in [ST.stream_class(nm, roof, ph)]}  # fmt: skip
+        p_blend = rates.moe_blend if nm in ST.EXPERT_OPS and moe else np.inf
+        br.pre.append((P["pF"].scale(ipi), P["pB"].scale(ib["prefill"])))
+        br.pre_p.append(p_blend)
         if roof == "linear":
             ipi = float(decode_linear_inv(rates, wl.batch))
         if P["dF1"] or P["dB1"]:
-            br.dec_step.append((P["dF0"].scale(ipi), P["dF1"].scale(ipi), P["dB0"].scale(rates.inv_beta),
-                                P["dB1"].scale(rates.inv_beta)))  # fmt: skip
+            if p_blend != np.inf:
+                raise RooflawError(f"operator {nm}: a routed expert's decode cost varies with the step")
+            br.dec_step.append((P["dF0"].scale(ipi), P["dF1"].scale(ipi), P["dB0"].scale(ib["decode"]),
+                                P["dB1"].scale(ib["decode"])))  # fmt: skip
         else:
-            br.dec_const.append((P["dF0"].scale(ipi), P["dB0"].scale(rates.inv_beta)))
+            br.dec_const.append((P["dF0"].scale(ipi), P["dB0"].scale(ib["decode"])))
+            br.dec_p.append(p_blend)
         # the assembly's launch rule: an operator with any prefill work launches once per layer and pass
         if P["pF"] or P["pB"]:
             one = Posy.const(1.0)
@@ -343,7 +371,7 @@ def build_branch(
             F_tot[roof] = F_tot[roof] + P["pF"] + P["dF0"].scale(n) + P["dF1"].scale(tri)
         B_tot = B_tot + P["pB"] + P["dB0"].scale(n) + P["dB1"].scale(tri)
     per_layer_s = rates.kernel_s * (rates.per_layer + rates.per_moe_layer * moe) + rates.layer_s
-    per_layer_s += rates.gemm_s * rates.gemms_per_layer  # the kernel curves' per-GEMM-call extras
+    per_layer_s += rates.gemm_s * rates.gemms_per_layer + rates.moe_s * moe  # curves' per-GEMM-call, per-MoE-layer
     eng = Posy.const(per_layer_s).times_l() + Posy.const(
         rates.kernel_s * rates.per_pass + rates.pass_s
     )  # the engine's kernels, per-layer and per-pass overhead (assembly.engine_overhead)

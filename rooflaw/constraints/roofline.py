@@ -126,10 +126,11 @@ def _any_positive(c: np.ndarray) -> bool:
 
 def model_call(cols: Mapping[str, np.ndarray], sc: Scenario, comp: Compiled, tiles: bool = False) -> tuple:
     """The arguments of ``comp``'s generated functions for completed columns ``cols`` in scenario ``sc``: the
-    architecture and workload arguments, the inverse roofs of both phases, 1/β and the per-kernel overhead."""
+    architecture and workload arguments, the inverse roofs of both phases, the stream classes' 1/β, the experts'
+    blend exponent and the per-kernel overhead (:meth:`assembly.Rates.stream_args`)."""
     args = _args(cols, sc, comp.args)
     ipp, ipd = _inverse_roofs(comp, sc, args, len(cols["layers"]), tiles)
-    return (*args, *ipp, *ipd, sc.rates.inv_beta, sc.rates.overhead)
+    return (*args, *ipp, *ipd, *sc.rates.stream_args(tiles))
 
 
 def _args(cols: Mapping[str, np.ndarray], sc: Scenario, names: tuple[str, ...] = ARG_NAMES) -> list:
@@ -182,7 +183,8 @@ def evaluate_chunk(cols: Mapping[str, np.ndarray], sc: Scenario, tiles: bool = F
     scenario ``sc`` (one chip: a layout prices each shard with this); ``per_op`` adds ``_ops``, the per-operator
     (FLOPs, bytes, seconds, compute-bound share) of each phase, for breakdowns and layouts."""
     pr = sc.spec
-    comp = compile_preset(sc.preset, stack_kinds(cols) if pr.kinds else frozenset())
+    tiles = tiles and not pr.theory
+    comp = compile_preset(sc.preset, stack_kinds(cols) if pr.kinds else frozenset(), tiles)
     workload = sc.workload
     if pr.theory:
         extra, extra_dec = 0.0, 0.0
@@ -190,7 +192,7 @@ def evaluate_chunk(cols: Mapping[str, np.ndarray], sc: Scenario, tiles: bool = F
         extra, extra_dec = phase_overheads(sc.rates, cols, workload.batch, workload.input_tokens)
     overlap = sc.host_overlap
     n = len(cols["layers"])
-    call = model_call(cols, sc, comp, tiles and not pr.theory)
+    call = model_call(cols, sc, comp, tiles)
     arr = lambda v: np.broadcast_to(np.asarray(v, dtype=np.float64), (n,))  # noqa: E731
     if not per_op:
         vals = [arr(v) for v in comp.fast(*call)]

@@ -141,16 +141,21 @@ def _latency_logs(br: Branch, y: Any, log_ref: np.ndarray) -> tuple[dict[str, li
     variable u = log t with t ≥ Σ roofline pieces and t ≥ engine overhead (posynomial ≤ monomial t, both)."""
     import cvxpy as cp
 
-    def mx(f: Posy, b: Posy, shift: float = 0.0):
+    def mx(f: Posy, b: Posy, shift: float = 0.0, p: float = math.inf):
         if f and b:
-            return cp.maximum(_log_posy(y, f, log_ref, shift), _log_posy(y, b, log_ref, shift))
-        p = f or b
-        return _log_posy(y, p, log_ref, shift) if p else None
+            lf, lb = _log_posy(y, f, log_ref, shift), _log_posy(y, b, log_ref, shift)
+            if p == math.inf:
+                return cp.maximum(lf, lb)
+            # a routed expert's blend (f^p + b^p)^(1/p): (1/p)·log(e^(p·log f) + e^(p·log b)), convex in y
+            return cp.log_sum_exp(cp.hstack([p * lf, p * lb])) / p
+        q = f or b
+        return _log_posy(y, q, log_ref, shift) if q else None
 
-    pre = [mx(f, b) for f, b in br.pre]
+    pre = [mx(f, b, 0.0, p) for (f, b), p in zip(br.pre, br.pre_p or [math.inf] * len(br.pre), strict=True)]
     if br.launch_pre:
         pre.append(_log_posy(y, br.launch_pre, log_ref))
-    dec = [mx(f, b, math.log(br.S_out)) for f, b in br.dec_const]
+    dec = [mx(f, b, math.log(br.S_out), p)
+           for (f, b), p in zip(br.dec_const, br.dec_p or [math.inf] * len(br.dec_const), strict=True)]  # fmt: skip
     tau, w = step_nodes(br.S_out)
     log_w = np.log(w)
     for a0, a1, b0, b1 in br.dec_step:

@@ -1,0 +1,122 @@
+"""Roof and memory stream classes, and the per-operator time rules of the kernel curves, for :mod:`.assembly`.
+
+An operator runs on a compute roof (:data:`ROOF_CLASSES`, :func:`roof`).
+
+An operator's bytes move at the bandwidth of its stream class (:data:`STREAM_CLASSES`): ``weights`` (a kernel
+streaming its operands: the kernel curves' ``memory``), ``kv`` (decode attention reading the KV cache:
+``attention_memory``, ramped by its independent streams ``n/(n + decode_half_streams)``), ``experts`` (a
+routed-expert layer's grouped GEMMs: ``memory · moe_memory``). A routed expert's GEMMs blend compute and streaming
+(:func:`roofline_time`, ``moe_serial``; in the tile/wave model every other GEMM too, at ``gemm_blend``) and decode
+attention pays its waves of CTAs (:func:`decode_waves`). Every
+figure enters as a symbol the backends give a value (:meth:`.assembly.Rates.stream_args`); without kernel curves
+every class is ``inv_beta``, the blend the hard max and the decode terms 0, bit for bit the one-bandwidth model.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import sympy as sp
+
+from ..errors import RooflawWarning
+from . import operators as O
+from .symbols import ARCH, B, sym
+
+#: Compute roofs (an op on roof ``memory`` only moves data).
+ROOF_CLASSES = ("linear", "attention", "vector")
+#: Inverse bandwidth (s/byte) of the ``weights`` stream.
+INV_BETA = sym("inv_beta")
+nonzero = O.nonzero
+#: Memory stream classes: the bandwidth an operator's bytes move at. ``weights``: a kernel streaming its operands
+#: (GEMM weights, activations; the kernel curves' ``memory``); ``kv``: decode attention reading the KV cache
+#: (``attention_memory``); ``experts``: the routed experts' grouped GEMMs of an MoE layer (``moe_memory``).
+STREAM_CLASSES = ("weights", "kv", "experts")
+#: Inverse bandwidth (s/byte) per stream class (``weights`` is :data:`INV_BETA`).
+INV_STREAM = {"weights": INV_BETA, "kv": sym("inv_beta_kv"), "experts": sym("inv_beta_experts")}
+#: p = 1/moe_serial of the routed experts' roofline blend ``(t_c^p + t_m^p)^(1/p)`` (inf: the hard max).
+MOE_BLEND = sym("moe_blend")
+#: The operators a routed-expert layer runs as grouped GEMMs (``moe`` > 0): their bytes stream at the ``experts``
+#: class, their compute and streaming blend with :data:`MOE_BLEND` (in a dense layer: ``weights``, the hard max).
+EXPERT_OPS = ("ffn_up", "ffn_down")
+#: p of a GEMM's round roofline corner ``(t_c^p + t_m^p)^(1/p)`` (the kernel curves' ``gemm_blend``; inf: the hard
+#: max), in the tile/wave model only (the model that prices a GEMM's shape)
+GEMM_BLEND = sym("gemm_blend")
+#: a time below any kernel's: keeps the blend's ratio finite for an op with no work (0/0)
+_TINY = sp.Float(1e-300)
+#: Decode attention's kernel terms (kernel curves; 0 without): KV streams at which its bandwidth halves, seconds per
+#: wave of its CTAs, and the SMs the waves fill.
+DECODE_HALF, DECODE_WAVE, SMS = sym("decode_half_streams"), sym("decode_tile_s"), sym("sm_count")
+#: Independent KV streams of each decode attention op (one per sequence and KV head; MLA: per sequence, its latent
+#: cache is one head): its KV reads reach ``attention_memory · n/(n + decode_half_streams)`` of the bandwidth.
+KV_STREAMS: dict[str, sp.Expr] = {"attn_scores": B * ARCH["kv_heads"], "attn_values": B * ARCH["kv_heads"],
+                                  "mla_scores": B, "mla_values": B}  # fmt: skip
+#: The op that stands for the fused decode attention kernel (QKᵀ, softmax and ·V are one kernel): it pays
+#: ``decode_tile_s`` per wave of its ``streams`` CTAs over the SMs, per decode step.
+WAVE_OPS = ("attn_scores", "mla_scores")
+
+
+def stream_class(name: str, roof: str, phase: str) -> str:
+    """The memory stream class (:data:`STREAM_CLASSES`) of the bytes of op ``name`` on ``roof`` in ``phase``
+    (``prefill`` | ``decode``): ``kv`` for an attention-roof op of a decode pass (its bytes are the KV-cache read; a
+    prefill attention kernel streams at ``weights``, as the kernel curves' prefill family does), ``experts`` for
+    :data:`EXPERT_OPS` (in a routed-expert layer: :func:`inv_bandwidth`), else ``weights``."""
+    if roof == "attention" and phase == "decode":
+        return "kv"
+    return "experts" if name in EXPERT_OPS else "weights"
+
+
+def routed() -> sp.Expr:
+    """1 in a routed-expert (MoE) layer, 0 in a dense one (``nonzero(moe)``)."""
+    return nonzero(ARCH["moe"])
+
+
+def inv_bandwidth(op: O.Op, phase: str) -> sp.Expr:
+    """Inverse bandwidth (s/byte) ``op``'s bytes move at in ``phase``: its :func:`stream_class`'s symbol; the
+    ``experts`` class only in a routed-expert layer (a dense FFN's weights stream at ``weights``)."""
+    cls = stream_class(op.name, op.roof, phase)
+    if cls == "experts":
+        m = routed()
+        return INV_BETA * (1 - m) + INV_STREAM["experts"] * m
+    if cls == "kv" and op.name in KV_STREAMS:  # few streams do not fill the DRAM pipe (split-KV or not)
+        return INV_STREAM["kv"] * (1 + DECODE_HALF / KV_STREAMS[op.name])
+    return INV_STREAM[cls]
+
+
+def decode_waves(op: O.Op) -> sp.Expr:
+    """Seconds a decode pass of ``op`` adds for its waves of CTAs (:data:`WAVE_OPS`; 0 for any other op):
+    ``ceiling(streams / SMs) · decode_tile_s``."""
+    if op.name not in WAVE_OPS or op.roof != "attention":
+        return sp.Integer(0)
+    return sp.ceiling(KV_STREAMS[op.name] / SMS) * DECODE_WAVE
+
+
+def roofline_time(op: O.Op, tc: sp.Expr, tm: sp.Expr, gemm: bool = False) -> sp.Expr:
+    """Seconds of an op of compute time ``tc`` and memory time ``tm``: max(tc, tm), or for a routed expert layer's
+    grouped GEMMs (:data:`EXPERT_OPS`) the kernel curves' blend ``(tc^p + tm^p)^(1/p)``, p = :data:`MOE_BLEND`
+    (= 1/moe_serial: inf the hard max, 1 the sum), written ``hi·(1 + (lo/hi)^p)^(1/p)`` so p = inf is exact; with
+    ``gemm`` (the tile/wave model) every other GEMM blends with p = :data:`GEMM_BLEND`."""
+    hi = sp.Max(tc, tm)
+    linear = op.roof == "linear" and op.gemm is not None
+    if op.name not in EXPERT_OPS and not (gemm and linear):
+        return hi
+    ratio = sp.Min(tc, tm) / (hi + _TINY)
+    dense = hi * (1 + ratio**GEMM_BLEND) ** (1 / GEMM_BLEND) if gemm and linear else hi
+    if op.name not in EXPERT_OPS:
+        return dense
+    m = routed()
+    return m * hi * (1 + ratio**MOE_BLEND) ** (1 / MOE_BLEND) + (1 - m) * dense
+
+
+def roof(op_roof: str, device: Any, precision: Any) -> tuple[str, float]:
+    """(dtype, peak FLOP/s) an op runs on: linear layers on the (activation, weight) pair's roof, QKᵀ and ·V
+    on the (activation, KV) pair's, vector ops on the FP32 vector roof; memory ops have none (inf)."""
+    if op_roof == "linear":
+        return device.roof(precision.linear_dtype)
+    if op_roof == "attention":
+        return device.roof(precision.attention_dtype)
+    if op_roof == "vector":
+        if device.vector_fallback:
+            warnings.warn(device.vector_fallback, RooflawWarning, stacklevel=2)
+        return "fp32", device.vector_flops
+    return "-", float("inf")

@@ -1,0 +1,154 @@
+"""The assembly's memory stream classes and MoE/decode-attention kernel terms (constraints.streams), by hand.
+
+Each op's seconds in the per-operator breakdown are recomputed from the op's shape, the device's datasheet figures
+and the kernel curves' fitted fractions: the KV-cache reads of decode attention at ``attention_memory`` (ramped by
+its streams, plus its waves), a routed expert's grouped GEMM at ``memory · moe_memory`` blended with its compute
+time (``moe_serial``), a dense FFN's weights at ``memory``; every backend gives the same numbers.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rooflaw.arch import Architecture
+from rooflaw.constraints import Workload, evaluate_columns
+from rooflaw.constraints import assembly as A
+from rooflaw.constraints.curves_applied import curves_of
+from rooflaw.constraints.engines import applied
+from rooflaw.constraints.kernels import curves_for
+from rooflaw.constraints.roofline import evaluate
+from rooflaw.devices import get_device
+from rooflaw.devices.precision import Precision
+
+DEV = get_device("h100-sxm")
+KC = curves_for(DEV)
+ENGINE = "tensorrt-llm"  # a measured-table engine: the curves' figures apply with factor 1
+BW = DEV.memory_bandwidth * DEV.memory_efficiency
+
+
+def _op(rep, name, phase):
+    return next(o for o in rep.ops if o.name == name and o.phase == phase)
+
+
+def test_decode_attention_reads_the_kv_cache_at_attention_memory():
+    """attn_scores at decode step 1 of a 4096-token context, batch 2, 8 KV heads of 128, bf16: memory-bound; its time
+    is its bytes at attention_memory × 2·8/(2·8 + decode_half_streams) of the bandwidth, plus one wave of CTAs."""
+    arch = Architecture(layers=1, d_model=4096, heads=32, kv_heads=8, head_dim=128, ffn=1024, vocab=256)
+    B, ctx = 2, 4096
+    rep = evaluate(arch, DEV, Workload(B, ctx - 1, 1), "bf16", engine=ENGINE)
+    op = _op(rep, "attn_scores", "decode")
+    nbytes = B * 32 * 128 * 2 + B * ctx * 8 * 128 * 2  # the query, then K of the whole context
+    assert op.bytes == nbytes
+    streams = B * 8
+    mem_s = nbytes / (BW * KC.attention_memory) * (1 + KC.decode_half_streams / streams)
+    waves = math.ceil(streams / DEV.sm_count) * KC.decode_tile_s
+    assert op.bound == "memory"
+    assert op.seconds == pytest.approx(mem_s + waves, rel=1e-12)
+    # attn_values reads V the same way, without a second kernel's waves (one fused kernel)
+    val = _op(rep, "attn_values", "decode")
+    assert val.seconds == pytest.approx(val.bytes / (BW * KC.attention_memory) * (1 + KC.decode_half_streams / 16))
+    # prefill attention streams at the weights' rate (the kernel curves' prefill family): no KV class there
+    assert KC.attention_memory != KC.memory
+
+
+def test_routed_experts_stream_at_moe_memory_and_blend_with_compute():
+    """ffn_down of a one-layer MoE (64 experts, top-8, d 2048, width 768) at 16 tokens: bytes of the touched experts'
+    weights and the activations at memory·moe_memory; time (t_c^(1/q) + t_m^(1/q))^q with q = moe_serial."""
+    d, E, K, ffn, T = 2048, 64, 8, 768, 16
+    arch = Architecture(layers=1, d_model=d, heads=16, kv_heads=4, ffn=ffn, experts=E, top_k=K, vocab=256)
+    rep = evaluate(arch, DEV, Workload(T, 1, 1), "bf16", engine=ENGINE)
+    op = _op(rep, "ffn_down", "prefill")
+    touched = E * (1 - (1 - K / E) ** T)
+    nbytes = d * touched * ffn * 2 + T * K * ffn * 2 + T * K * d * 2
+    flops = 2 * T * K * ffn * d
+    assert op.bytes == pytest.approx(nbytes, rel=1e-12) and op.flops == flops
+    r = A.rates(DEV, Precision.parse("bf16"), applied(DEV, ENGINE))
+    t_c = flops * r.inv["linear"]
+    t_m = nbytes / (BW * KC.memory * KC.moe_memory)
+    q = KC.moe_serial
+    want = max(t_c, t_m) if q == 0 else (t_c ** (1 / q) + t_m ** (1 / q)) ** q
+    assert op.seconds == pytest.approx(want, rel=1e-12)
+    # the same op of a dense model streams its weights at `memory`, the hard max
+    dense = evaluate(Architecture(layers=1, d_model=d, heads=16, kv_heads=4, ffn=ffn, vocab=256), DEV,
+                     Workload(T, 1, 1), "bf16", engine=ENGINE)  # fmt: skip
+    dn = _op(dense, "ffn_down", "prefill")
+    assert dn.seconds == pytest.approx(max(dn.flops * r.inv["linear"], dn.bytes / (BW * KC.memory)), rel=1e-12)
+
+
+def test_moe_layers_add_moe_s_per_pass():
+    """engine_overhead adds moe_s per MoE layer and pass (kernel curves), nothing for a dense model."""
+    r = A.Rates({}, 1.0, {}, 1.0, 0.0, kernel_s=2e-6, per_layer=7, moe_s=1.5e-5)
+    base = A.Rates({}, 1.0, {}, 1.0, 0.0, kernel_s=2e-6, per_layer=7)
+    assert A.engine_overhead(r, 10, 1) - A.engine_overhead(base, 10, 1) == pytest.approx(1.5e-4, rel=1e-12)
+    assert A.engine_overhead(r, 10, 0) == A.engine_overhead(base, 10, 0)
+    assert A.rates(DEV, Precision.parse("bf16"), applied(DEV, ENGINE)).moe_s == KC.moe_s
+
+
+def test_without_curves_every_stream_is_the_one_bandwidth():
+    """A device without kernel curves (no architecture): one bandwidth, the hard max, no decode terms."""
+    import dataclasses
+
+    dev = dataclasses.replace(DEV, architecture=None)
+    r = A.rates(dev, Precision.parse("bf16"), applied(dev, ENGINE))
+    assert r.inv_stream("kv") == r.inv_stream("experts") == r.inv_beta
+    assert r.moe_blend == math.inf and r.decode_tile_s == 0 and r.decode_half_streams == 0 and r.moe_s == 0
+
+
+COLS = {"layers": [32, 24, 2, 48], "d_model": [4096, 2048, 512, 2048], "heads": [32, 16, 8, 32],
+        "kv_heads": [8, 4, 8, 4], "ffn": [14336, 1024, 0, 768], "experts": [1, 64, 1, 128], "top_k": [1, 8, 1, 8],
+        "vocab": [128256, 50000, 1000, 151936]}  # fmt: skip
+
+
+@pytest.mark.parametrize("engine", ["tensorrt-llm", "vllm"])
+def test_numba_equals_numpy_with_stream_classes(engine):
+    """The numba kernel traces the numpy path's arithmetic: the same bits with every stream class and term on, and
+    the kernel reads the stream classes' rates as run-time scalars (traced, not mirrored)."""
+    pytest.importorskip("numba")
+    from rooflaw.constraints.backend_numba import kernels
+    from rooflaw.constraints.roofline import complete_columns, stack_kinds
+
+    wl = Workload(8, 1024, 64)
+    a = evaluate_columns(COLS, DEV, wl, "bf16", engine=engine, backend="numpy")
+    b = evaluate_columns(COLS, DEV, wl, "bf16", engine=engine, backend="numba")
+    for k in a:
+        np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+    k = kernels("full", kinds=stack_kinds(complete_columns(COLS)))
+    assert {"s_inv_beta_kv", "s_inv_beta_experts", "s_moe_blend", "s_decode_tile_s", "r_moe_s"} <= set(k.scalars)
+
+
+DATA = Path("/work/shared/data/measured/published.csv")
+
+
+@pytest.mark.skipif(not DATA.is_file(), reason="published.csv not present")
+def test_fit_arrays_price_moe_and_decode_attention_as_the_assembly():
+    """The efficiency fit's array evaluator, its per-case predictor and evaluate agree on MoE and decode cases of a
+    device priced by kernel curves (stream classes, the experts' blend, moe_s, decode attention's ramp and waves)."""
+    from rooflaw.constraints import fit_efficiency as fe
+    from rooflaw.constraints.fit_arrays import FlatCases
+    from rooflaw.constraints.published import load_cases
+
+    cases, _ = load_cases(DATA)
+    moe = [c for c in cases if c.arch.experts > 1 and curves_of(fe.case_device(c)) is not None][:6]
+    dec = [c for c in cases if c.phase == "decode" and c.arch.experts == 1 and curves_of(fe.case_device(c))][:4]
+    pick = moe + dec
+    assert len(moe) >= 2 and dec
+    feats = [fe._features(c, fe.case_device(c)) for c in pick]
+    assert any(f.expert is not None and f.expert.any() for f in feats)
+    assert all(f.dec_terms is not None and f.dec_terms[1] > 0 for c, f in zip(pick, feats, strict=True)
+               if c.phase == "decode")  # fmt: skip
+    pick2, P = fe.params_for(pick, feats)
+    x = np.log(np.random.default_rng(2).uniform(0.05, 0.95, len(P.names)))
+    x[[i for i, k in enumerate(P.names) if k[2] in ("pass_s", "layer_s")]] = np.log(2e-5)
+    want = [fe._predict(x, P, c, f) for c, f in zip(pick2, feats, strict=True)]
+    assert FlatCases(P, pick2, feats).predict(x) == pytest.approx(want, rel=1e-12)
+    engs: dict = {}
+    prompts: dict = {}
+    for (scope, owner, key), v in zip(P.names, np.exp(x), strict=True):
+        (prompts if scope == "prompts" else engs.setdefault(owner, {}))[key] = float(v)
+    res = fe.FitResult({}, engs, {}, 0.0, prompts=prompts)
+    for c, w in zip(pick, want, strict=True):
+        assert w == pytest.approx(fe.predict(c, res), rel=0.02 if fe.padded(c) else 1e-9), c.row_id
