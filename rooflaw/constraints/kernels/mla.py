@@ -1,6 +1,7 @@
 """The MLA attention families (DeepSeek's multi-head latent attention): prefill (``context_mla``) and one decode
-step (``generation_mla``), priced with the attention physics and figures of :mod:`.attention` -- only each engine's
-fixed extra per call (``launch``) and, for prefill, its kernel rate (``rate``) are MLA's own.
+step (``generation_mla``), priced with the attention physics and figures of :mod:`.attention` -- each engine's fixed
+extra per call (``launch``) and kernel rate (``rate``, vLLM's) are MLA's own, and decode's token walk
+(``mla_token_s``, ``mla_split``).
 
 The measured tables hold DeepSeek-V3's MLA shapes (``num_heads`` per GPU after tensor parallelism; per head a
 ``QK_NOPE + QK_ROPE = 192``-wide query/key and a ``V_DIM = 128``-wide value; a compressed KV cache of
@@ -11,7 +12,10 @@ Prefill decompresses the cache into per-head K and V and runs a causal FlashAtte
 2·128)·2`` (Q, K, V, O in bf16), plus the latent written to the cache beside it (``B·S·576·b_kv``).
 Decode runs with the up-projections absorbed into the query and output (an MQA over the latent): every head scores
 the 576-wide latent and sums the 512-wide one, FLOPs ``= 2·B·H·L·(576 + 512)``, bytes ``= B·L·576·b_kv +
-B·H·(576 + 512)·2``, one KV stream per sequence (``n = B``). Times as :func:`.attention.seconds`.
+B·H·(576 + 512)·2``, one KV stream per sequence (``n = B``). Times as :func:`.attention.seconds`, where the KV stream
+takes at least :func:`.attention.mla_sequential`: a kernel that walks each sequence's latent token by token in one CTA
+(``mla_token_s`` a token, whatever its bytes or heads; TensorRT-LLM 1.0 on Ampere and Ada), split over up to
+``mla_split`` CTAs per SM.
 """
 
 from __future__ import annotations
