@@ -2,7 +2,7 @@
 
 Each op's seconds in the per-operator breakdown are recomputed from the op's shape, the device's datasheet figures
 and the kernel curves' fitted fractions: the KV-cache reads of decode attention at ``attention_memory`` (ramped by
-its streams, plus its waves), a routed expert's grouped GEMM at ``memory · moe_memory`` blended with its compute
+its CTAs per SM, plus its waves), a routed expert's grouped GEMM at ``memory · moe_memory`` blended with its compute
 time (``moe_serial``), a dense FFN's weights at ``memory``; every backend gives the same numbers.
 """
 
@@ -36,7 +36,8 @@ def _op(rep, name, phase):
 
 def test_decode_attention_reads_the_kv_cache_at_attention_memory():
     """attn_scores at decode step 1 of a 4096-token context, batch 2, 8 KV heads of 128, bf16: memory-bound; its time
-    is its bytes at attention_memory × 2·8/(2·8 + decode_half_streams) of the bandwidth, plus one wave of CTAs."""
+    is its bytes at attention_memory × x/(x + decode_half_occupancy) of the bandwidth, x = max(2·8/SMs, decode_split)
+    CTAs per SM (a split-KV kernel fills the SMs up to decode_split), plus one wave of CTAs."""
     arch = Architecture(layers=1, d_model=4096, heads=32, kv_heads=8, head_dim=128, ffn=1024, vocab=256)
     B, ctx = 2, 4096
     rep = evaluate(arch, DEV, Workload(B, ctx - 1, 1), "bf16", engine=ENGINE)
@@ -44,13 +45,14 @@ def test_decode_attention_reads_the_kv_cache_at_attention_memory():
     nbytes = B * 32 * 128 * 2 + B * ctx * 8 * 128 * 2  # the query, then K of the whole context
     assert op.bytes == nbytes
     streams = B * 8
-    mem_s = nbytes / (BW * KC.attention_memory) * (1 + KC.decode_half_streams / streams)
+    ramp = 1 + KC.decode_half_occupancy / max(streams / DEV.sm_count, KC.decode_split)
+    mem_s = nbytes / (BW * KC.attention_memory) * ramp
     waves = math.ceil(streams / DEV.sm_count) * KC.decode_tile_s
     assert op.bound == "memory"
     assert op.seconds == pytest.approx(mem_s + waves, rel=1e-12)
     # attn_values reads V the same way, without a second kernel's waves (one fused kernel)
     val = _op(rep, "attn_values", "decode")
-    assert val.seconds == pytest.approx(val.bytes / (BW * KC.attention_memory) * (1 + KC.decode_half_streams / 16))
+    assert val.seconds == pytest.approx(val.bytes / (BW * KC.attention_memory) * ramp)
     # prefill attention streams at the weights' rate (the kernel curves' prefill family): no KV class there
     assert KC.attention_memory != KC.memory
 
@@ -95,7 +97,13 @@ def test_without_curves_every_stream_is_the_one_bandwidth():
     dev = dataclasses.replace(DEV, architecture=None)
     r = A.rates(dev, Precision.parse("bf16"), applied(dev, ENGINE))
     assert r.inv_stream("kv") == r.inv_stream("experts") == r.inv_beta
-    assert r.moe_blend == math.inf and r.decode_tile_s == 0 and r.decode_half_streams == 0 and r.moe_s == 0
+    assert (
+        r.moe_blend == math.inf
+        and r.decode_tile_s == 0
+        and r.decode_half_occupancy == 0
+        and r.decode_split == 0
+        and r.moe_s == 0
+    )
 
 
 COLS = {"layers": [32, 24, 2, 48], "d_model": [4096, 2048, 512, 2048], "heads": [32, 16, 8, 32],

@@ -363,7 +363,8 @@ class Rates:
     inv_beta_experts: float = 0.0  # s/byte of a routed-expert layer's grouped-GEMM stream (0: inv_beta)
     moe_s: float = 0.0  # s per MoE layer and pass beyond its kernels (kernel curves)
     moe_blend: float = float("inf")  # p = 1/moe_serial of the experts' (t_c^p + t_m^p)^(1/p) (inf: the hard max)
-    decode_half_streams: float = 0.0  # KV streams at which decode attention's bandwidth halves (0: none)
+    decode_half_occupancy: float = 0.0  # CTAs per SM at which decode attention's KV bandwidth halves (0: none)
+    decode_split: float = 0.0  # CTAs per SM a split-KV decode kernel fills (0: no split)
     decode_tile_s: float = 0.0  # s per wave of decode attention CTAs
     sm_count: float = 1.0  # SMs the decode attention waves fill
     gemm_blend: float = float("inf")  # p of a GEMM's round corner (t_c^p + t_m^p)^(1/p) (tile/wave model; inf: max)
@@ -377,7 +378,7 @@ class Rates:
         """The compiled model's rate arguments after the inverse roofs (:data:`.compile.RATE_ARGS`, in order); the
         GEMMs' blend only for the tile/wave model (``tiles``)."""
         return (self.inv_beta, self.inv_stream("kv"), self.inv_stream("experts"), self.moe_blend,
-                self.decode_half_streams, self.decode_tile_s, self.sm_count,
+                self.decode_half_occupancy, self.decode_split, self.decode_tile_s, self.sm_count,
                 self.gemm_blend if tiles else float("inf"), self.overhead)  # fmt: skip
 
 
@@ -416,14 +417,17 @@ def rates(device: Any, precision: Any, app: Any = None) -> Rates:
 
 
 def _streams(device: Any, app: Any) -> tuple[float, ...]:
-    """(inv_beta_kv, inv_beta_experts, moe_s, moe_blend, decode_half_streams, decode_tile_s, sm_count, gemm_blend) of
+    """(inv_beta_kv, inv_beta_experts, moe_s, moe_blend, decode_half_occupancy, decode_split, decode_tile_s, sm_count,
+    gemm_blend) of
     ``app`` (its stream classes, 0: ``memory``'s; the decode attention terms only with an SM count to fill)."""
     kv, ex = getattr(app, "kv_memory", None), getattr(app, "experts_memory", None)
     bw, q = float(device.memory_bandwidth), float(getattr(app, "moe_serial", 0.0))
     sms = float(getattr(device, "sm_count", None) or 0)
-    half, wave = (float(getattr(app, k, 0.0)) if sms else 0.0 for k in ("decode_half_streams", "decode_tile_s"))
+    half, split, wave = (
+        float(getattr(app, k, 0.0)) if sms else 0.0 for k in ("decode_half_occupancy", "decode_split", "decode_tile_s")
+    )
     return (1.0 / (bw * kv) if kv else 0.0, 1.0 / (bw * ex) if ex else 0.0, float(getattr(app, "moe_s", 0.0)),
-            1.0 / q if q > 0 else float("inf"), half, wave, sms or 1.0,
+            1.0 / q if q > 0 else float("inf"), half, split, wave, sms or 1.0,
             float(getattr(app, "gemm_blend", 0.0)) or float("inf"))  # fmt: skip
 
 

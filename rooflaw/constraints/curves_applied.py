@@ -22,7 +22,8 @@ classes (:data:`.assembly.STREAM_CLASSES`, every backend): decode attention's KV
 ``attention_memory``, a routed-expert layer's grouped GEMMs at ``memory · moe_memory`` (:func:`stream_fields`); an
 MoE layer adds ``moe_s`` per pass (:func:`.assembly.engine_overhead`) and its grouped GEMMs blend compute and
 streaming with q = ``moe_serial`` (:func:`.assembly.roofline_time`); decode attention's KV bandwidth ramps with
-its streams (``decode_half_streams``) and it pays ``decode_tile_s`` per wave of CTAs (:func:`.assembly.decode_waves`).
+its CTAs per SM (``decode_half_occupancy``, split-KV up to ``decode_split``) and it pays ``decode_tile_s`` per wave
+of CTAs (:func:`.assembly.decode_waves`).
 The tile/wave model's GEMMs blend compute and streaming at ``gemm_blend``.
 Not read: the GEMM family's other shape terms (``split_s``, ``kstep_s``, the L2 terms), the attention
 families' L2 residency (a benchmark re-running one kernel; a model's KV cache of many layers does not stay in L2)
@@ -177,12 +178,14 @@ def stream_fields(kc: Any, scale: float) -> dict[str, float]:
     ``memory`` is: ``kv_memory`` = ``attention_memory`` (a fraction of the datasheet bandwidth, as the decode
     attention family fits it), ``experts_memory`` = ``memory`` × ``moe_memory`` (the MoE family streams the experts'
     weights at ``bandwidth · memory · moe_memory``), ``moe_s``, ``moe_serial``, and decode attention's
-    ``decode_half_streams`` and ``decode_tile_s``, and the GEMMs' ``gemm_blend`` (the tile/wave model's)."""
+    ``decode_half_occupancy``, ``decode_split`` and ``decode_tile_s``, and the GEMMs' ``gemm_blend`` (the tile/wave
+    model's)."""
     return dict(
         kv_memory=min(1.0, float(kc.attention_memory) * scale),
         experts_memory=min(1.0, float(kc.memory) * float(kc.moe_memory) * scale),
         moe_s=float(kc.moe_s), moe_serial=float(kc.moe_serial),
-        decode_half_streams=float(kc.decode_half_streams), decode_tile_s=float(kc.decode_tile_s),
+        decode_half_occupancy=float(kc.decode_half_occupancy), decode_split=float(kc.decode_split),
+        decode_tile_s=float(kc.decode_tile_s),
         gemm_blend=float(kc.gemm_blend),
     )  # fmt: skip
 

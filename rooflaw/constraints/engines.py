@@ -288,8 +288,10 @@ class Applied:
     moe_s: float = 0.0
     #: q of the routed experts' blend ``(t_c^(1/q) + t_m^(1/q))^q`` (``KernelCurves.moe_serial``; 0: the hard max)
     moe_serial: float = 0.0
-    #: KV streams at which decode attention's bandwidth halves (``KernelCurves.decode_half_streams``; 0: none)
-    decode_half_streams: float = 0.0
+    #: CTAs per SM at which decode attention's KV bandwidth halves (``KernelCurves.decode_half_occupancy``; 0: none)
+    decode_half_occupancy: float = 0.0
+    #: CTAs per SM a split-KV decode kernel fills (``KernelCurves.decode_split``; 0: no split)
+    decode_split: float = 0.0
     #: seconds per wave of decode attention CTAs over the SMs (``KernelCurves.decode_tile_s``)
     decode_tile_s: float = 0.0
     #: p of a GEMM's round roofline corner (``KernelCurves.gemm_blend``; 0: the hard max; the tile/wave model)

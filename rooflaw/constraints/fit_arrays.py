@@ -237,8 +237,9 @@ def op_seconds(tc: np.ndarray, tm: np.ndarray, expert: np.ndarray, q: Any) -> np
 def decode_terms(case: Case, device: Device, names: list[str], batch: int) -> tuple[np.ndarray, float] | None:
     """Decode attention's kernel-curve terms of a decode pass of ``batch`` sequences, as the assembly prices them
     (:func:`.assembly.inv_bandwidth`, :func:`.assembly.decode_waves`): per op of ``names``, the factor on its memory
-    time (1 + decode_half_streams / streams for a decode attention op, else 1), and the seconds of the waves of the
-    decode attention kernel (over all its layers). None where the device has no curves (or no SM count)."""
+    time (1 + decode_half_occupancy / max(streams / SMs, decode_split) for a decode attention op, else 1), and the
+    seconds of the waves of the decode attention kernel (over all its layers). None where the device has no curves
+    (or no SM count)."""
     from . import operators as O
     from . import streams as A
     from .curves_applied import curves_of
@@ -256,7 +257,7 @@ def decode_terms(case: Case, device: Device, names: list[str], batch: int) -> tu
         if op.roof != "attention" or op.name not in A.KV_STREAMS:
             continue
         streams = float(A.KV_STREAMS[op.name].xreplace(subs))
-        ramp[i] = 1.0 + float(kc.decode_half_streams) / streams
+        ramp[i] = 1.0 + float(kc.decode_half_occupancy) / max(streams / sms, float(kc.decode_split))
         if op.name in A.WAVE_OPS and op.name not in seen:  # all its copies (windowed kinds) run in op.count layers
             seen.add(op.name)
             waves += float(cols[op.count][0]) * math.ceil(streams / sms) * float(kc.decode_tile_s)

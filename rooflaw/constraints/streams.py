@@ -4,7 +4,7 @@ An operator runs on a compute roof (:data:`ROOF_CLASSES`, :func:`roof`).
 
 An operator's bytes move at the bandwidth of its stream class (:data:`STREAM_CLASSES`): ``weights`` (a kernel
 streaming its operands: the kernel curves' ``memory``), ``kv`` (decode attention reading the KV cache:
-``attention_memory``, ramped by its independent streams ``n/(n + decode_half_streams)``), ``experts`` (a
+``attention_memory``, ramped by its CTAs per SM ``x/(x + decode_half_occupancy)``), ``experts`` (a
 routed-expert layer's grouped GEMMs: ``memory · moe_memory``). A routed expert's GEMMs blend compute and streaming
 (:func:`roofline_time`, ``moe_serial``; in the tile/wave model every other GEMM too, at ``gemm_blend``) and decode
 attention pays its waves of CTAs (:func:`decode_waves`). Every
@@ -46,9 +46,14 @@ GEMM_BLEND = sym("gemm_blend")
 _TINY = sp.Float(1e-300)
 #: Decode attention's kernel terms (kernel curves; 0 without): KV streams at which its bandwidth halves, seconds per
 #: wave of its CTAs, and the SMs the waves fill.
-DECODE_HALF, DECODE_WAVE, SMS = sym("decode_half_streams"), sym("decode_tile_s"), sym("sm_count")
+DECODE_HALF, DECODE_WAVE, SMS = sym("decode_half_occupancy"), sym("decode_tile_s"), sym("sm_count")
+#: CTAs per SM a split-KV (flash-decoding) decode kernel fills by splitting its streams' contexts (0: no split)
+DECODE_SPLIT = sym("decode_split")
 #: Independent KV streams of each decode attention op (one per sequence and KV head; MLA: per sequence, its latent
-#: cache is one head): its KV reads reach ``attention_memory · n/(n + decode_half_streams)`` of the bandwidth.
+#: cache is one head): with x CTAs per SM its KV reads reach ``attention_memory · x/(x + decode_half_occupancy)``
+#: of the bandwidth (Little's law), x = max(n/SMs, decode_split): the kernel splits few streams' contexts over the
+#: SMs up to ``decode_split`` CTAs per SM (the kernel family's ``decode_occupancy`` with contexts long enough to
+#: split; its least tokens per split is left out here, so the decode cost stays affine in the step).
 KV_STREAMS: dict[str, sp.Expr] = {"attn_scores": B * ARCH["kv_heads"], "attn_values": B * ARCH["kv_heads"],
                                   "mla_scores": B, "mla_values": B}  # fmt: skip
 #: The op that stands for the fused decode attention kernel (QKᵀ, softmax and ·V are one kernel): it pays
@@ -79,7 +84,7 @@ def inv_bandwidth(op: O.Op, phase: str) -> sp.Expr:
         m = routed()
         return INV_BETA * (1 - m) + INV_STREAM["experts"] * m
     if cls == "kv" and op.name in KV_STREAMS:  # few streams do not fill the DRAM pipe (split-KV or not)
-        return INV_STREAM["kv"] * (1 + DECODE_HALF / KV_STREAMS[op.name])
+        return INV_STREAM["kv"] * (1 + DECODE_HALF / sp.Max(KV_STREAMS[op.name] / SMS, DECODE_SPLIT))
     return INV_STREAM[cls]
 
 
