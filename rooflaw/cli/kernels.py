@@ -131,6 +131,7 @@ def _curves_dict(c) -> dict:
             "compute",
             "memory",
             "kernel_s",
+            "clock_mhz",
             "half_rows",
             "gemm_blend",
             "split_s",
