@@ -185,9 +185,9 @@ def test_gemm_fixed_times_are_cycles_of_the_boost_clock():
         got = KG.predict(_gemm_rows([m], [n], [k]), _dev(clock=clock), c)[0] * 1e-3
         assert got == pytest.approx(tm + 2e-6 * cycles, rel=1e-12), clock
     assert KG.cycle_scale(dataclasses.replace(c, clock_mhz=0.0), _dev(clock=1e9)) == 1.0
-    # the assembly's plain roofline charges kernel_s in seconds
+    # the assembly's plain roofline charges kernel_s in cycles too (as curves_applied.applied_fields does)
     got = KG.predict(_gemm_rows([m], [n], [k]), _dev(clock=1e9), KG.plain_curves(c))[0] * 1e-3
-    assert got == pytest.approx(tm + 2e-6, rel=1e-12)
+    assert got == pytest.approx(tm + 2e-6 * 2.0, rel=1e-12)
     # the one-CTA K loop of test_gemm_wave_quantisation_one_tile_on_four_sms, at 1e-8 s an iteration at 2 GHz:
     # 4096 iterations (split in 4) + the split's reduction, both at 1 GHz twice as long
     dev = _dev(sm_count=4, memory_bandwidth=1e18, clock=1e9)

@@ -160,7 +160,7 @@ def applied_fields(device: Device, prof: Any, kc: Any) -> dict[str, Any]:
         src += f", {prov['source']}"
     src += f" × {device.id} datasheet peaks"
     return dict(
-        engine=prof.name, memory=mem, compute=comp, kernel_s=float(device.kernel_overhead or kc.kernel_s),
+        engine=prof.name, memory=mem, compute=comp, kernel_s=float(device.kernel_overhead or kc.kernel_s * cycle_scale(kc, device)),
         kernels_per_layer=prof.kernels_per_layer, kernels_per_pass=prof.kernels_per_pass,
         moe_kernels=prof.moe_kernels, pass_s=prof.pass_s, source=src, kernels_per_expert=prof.kernels_per_expert,
         mixed=mixed_abs / (fp16 * cf), attention=att_abs / (fp16 * cf), gemv_max_batch=prof.gemv_max_batch,
@@ -188,6 +188,16 @@ def stream_fields(kc: Any, scale: float) -> dict[str, float]:
         decode_tile_s=float(kc.decode_tile_s),
         gemm_blend=float(kc.gemm_blend),
     )  # fmt: skip
+
+
+def cycle_scale(kc: Any, device: Device) -> float:
+    """The factor on the curves' GPU-side fixed times for ``device`` (:func:`.kernels.gemm.cycle_scale`: cycles of the
+    SM clock written as seconds at the curves' ``clock_mhz``); 1 where the kernel families are not shipped."""
+    try:
+        from .kernels.gemm import cycle_scale as scale
+    except ImportError:
+        return 1.0
+    return scale(kc, device)
 
 
 def gemv_ratio(prof: Any) -> float:

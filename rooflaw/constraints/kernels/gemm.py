@@ -264,10 +264,11 @@ def seconds(t: GemmTerms, device: Device, curves: KernelCurves) -> np.ndarray:
 
 def plain_curves(curves: KernelCurves) -> KernelCurves:
     """``curves`` with the GEMM shape figures off -- the hard max, no split-K (an infinite ``split_s``), no K-loop
-    bound, no L2 path, one quantise pass, every engine's kernels the reference's, ``kernel_s`` in seconds (no clock
-    scaling): the plain roofline of the same fractions, as the assembly prices a GEMM."""
+    bound, no L2 path, one quantise pass, every engine's kernels the reference's (``kernel_s`` still in cycles of
+    the curves' clock, as the assembly charges it: :func:`.curves_applied.applied_fields`): the plain roofline of
+    the same fractions, as the assembly prices a GEMM."""
     return dataclasses.replace(curves, gemm_blend=0.0, split_s=float("inf"), kstep_s=0.0, l2_sm_gbps=0.0,
-                               l2_share=0.0, quant_passes={}, engine_compute={}, clock_mhz=0.0)  # fmt: skip
+                               l2_share=0.0, quant_passes={}, engine_compute={})  # fmt: skip
 
 
 def predict(rows: pd.DataFrame, device: Device, curves: KernelCurves) -> np.ndarray:
