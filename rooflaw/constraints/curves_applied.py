@@ -160,7 +160,8 @@ def applied_fields(device: Device, prof: Any, kc: Any) -> dict[str, Any]:
         src += f", {prov['source']}"
     src += f" × {device.id} datasheet peaks"
     return dict(
-        engine=prof.name, memory=mem, compute=comp, kernel_s=float(device.kernel_overhead or kc.kernel_s * cycle_scale(kc, device)),
+        engine=prof.name, memory=mem, compute=comp,
+        kernel_s=float(device.kernel_overhead or kc.kernel_s * cycle_scale(kc, device)),
         kernels_per_layer=prof.kernels_per_layer, kernels_per_pass=prof.kernels_per_pass,
         moe_kernels=prof.moe_kernels, pass_s=prof.pass_s, source=src, kernels_per_expert=prof.kernels_per_expert,
         mixed=mixed_abs / (fp16 * cf), attention=att_abs / (fp16 * cf), gemv_max_batch=prof.gemv_max_batch,
