@@ -83,7 +83,7 @@ _DEFAULT_BOUNDS = (0.5, 0.0, 10.0, 1.0)
 #: figures whose fit starts from the ``_BOUNDS`` start, not the curves' current (default) value
 _FRESH = frozenset({"compute", "gemm_blend", "split_s", "kstep_s", "l2_sm_gbps", "l2_share"})
 #: the MoE family's shape figures start inside their range too (at their default 0 the fit may not leave the bound)
-_FRESH = _FRESH | {"moe_half_inter", "moe_slot"}
+_FRESH = _FRESH | {"moe_s", "moe_half_inter", "moe_slot"}
 QUANTILES = (0.1, 0.9)  #: the 80 % band of measured/predicted
 
 
