@@ -106,7 +106,7 @@ _FRESH = _FRESH | {
     "prefill_pack_gqa",
 }
 #: the MoE family's shape figures start inside their range too (at their default 0 the fit may not leave the bound)
-_FRESH = _FRESH | {"moe_half_inter", "moe_slot"}
+_FRESH = _FRESH | {"moe_s", "moe_half_inter", "moe_slot"}
 QUANTILES = (0.1, 0.9)  #: the 80 % band of measured/predicted
 
 
