@@ -364,3 +364,19 @@ def test_engine_figures_price_the_engines_rows():
     assert got[0] == pytest.approx(KM.layer_seconds(*args, topk=8), rel=1e-12)
     assert got[1] == pytest.approx(KM.layer_seconds(*args, rate=0.5, topk=8, engine_compute=0.8), rel=1e-12)
     assert got[1] > got[0] * 1.5
+
+
+def test_new_moe_figures_round_trip_through_the_catalog(tmp_path):
+    """The catalog writer and reader keep the MoE figures this family adds (scalars, ``moe_compute``, and the
+    ``"<framework>/moe_<dtype>"`` keys of ``rate`` and ``engine_compute``)."""
+    from rooflaw.constraints.kernels import curves_from_dict, load_curves
+    from rooflaw.constraints.kernels import fit as KF
+
+    c = dataclasses.replace(CURVES, moe_half_inter=267.0, moe_slot=0.14, moe_compute={"fp8_block": 0.67},
+                            rate={"vllm/moe_fp8": 0.21}, engine_compute={"vllm/moe_fp8": 2.7})  # fmt: skip
+    p = tmp_path / "k.toml"
+    p.write_text(KF.catalog_text({"hopper": c}))
+    back = load_curves(str(p))["hopper"]
+    assert (back.moe_half_inter, back.moe_slot, back.moe_compute) == (267.0, 0.14, {"fp8_block": 0.67})
+    assert back.rate == {"vllm/moe_fp8": 0.21} and back.engine_compute == {"vllm/moe_fp8": 2.7}
+    assert curves_from_dict("hopper", {"compute": {}, "memory": 0.8, "kernel_s": 0.0}).moe_compute == {}

@@ -155,13 +155,15 @@ class KernelCurves:
     launch: dict[str, float] = field(default_factory=dict)
     #: per ``"<framework>/<op>"`` (op: an attention family), the rate of that engine's own kernel relative to the
     #: curves' fraction for ``op``, measured against TensorRT-LLM's (whose rate is 1, as is an engine not named):
-    #: vLLM ships FlashAttention where TensorRT-LLM runs its own FMHA
+    #: vLLM ships FlashAttention where TensorRT-LLM runs its own FMHA; and per ``"<framework>/moe_<moe_dtype>"`` the
+    #: rate of that engine's whole MoE layer kernel (:mod:`.moe`)
     rate: dict[str, float] = field(default_factory=dict)
     #: per framework, passes its activation quantiser makes over a GEMM's bf16 activations (fp8/nvfp4/int8 GEMMs;
     #: an engine the curves do not name gets the fewest; none: 1)
     quant_passes: dict[str, float] = field(default_factory=dict)
     #: per ``"<framework>/<compute key>"``, the rate of that engine's GEMM kernel over the reference engine's
-    #: (TensorRT-LLM's, which ``compute`` describes): vLLM's cuBLAS bf16, its per-token fp8, its block-fp8 kernels
+    #: (TensorRT-LLM's, which ``compute`` describes): vLLM's cuBLAS bf16, its per-token fp8, its block-fp8 kernels;
+    #: per ``"<framework>/moe_<moe_dtype>"`` the compute rate of that engine's MoE kernel on top of its ``rate``
     engine_compute: dict[str, float] = field(default_factory=dict)
     collectives: dict[str, CollectiveCurve] = field(default_factory=dict)
     bands: dict[str, tuple[float, float]] = field(default_factory=dict)
