@@ -412,8 +412,18 @@ def rates(device: Any, precision: Any, app: Any = None) -> Rates:
         inv_gemv, float(app.gemv_max_batch) if gemv else 0.0,
         app.kernels_per_expert if counted else 0.0, 1.0 / (bw16 * app.memory) if bw16 else 0.0,
         app.layer_s, app.half_rows, *_gemm_launch(app, precision), bool(getattr(app, "curves", "")),
-        float(getattr(app, "moe", 1.0)), *_streams(device, app),
+        _moe_fraction(app, precision), *_streams(device, app),
     )  # fmt: skip
+
+
+def _moe_fraction(app: Any, precision: Any) -> float:
+    """The grouped MoE kernel's fraction of the linear roof for ``precision``'s expert GEMMs: ``moe`` (its bf16 rate)
+    times ``moe_compute`` of the precision's compute key (the MoE family's per-dtype rate; 1 where none is fitted)."""
+    from .curves_applied import gemm_key
+    from .engines import mixed_input
+
+    per_key = getattr(app, "moe_compute", None) or {}
+    return float(getattr(app, "moe", 1.0)) * float(per_key.get(gemm_key(precision, mixed_input(precision)), 1.0))
 
 
 def _streams(device: Any, app: Any) -> tuple[float, ...]:

@@ -167,7 +167,7 @@ def applied_fields(device: Device, prof: Any, kc: Any) -> dict[str, Any]:
         mixed=mixed_abs / (fp16 * cf), attention=att_abs / (fp16 * cf), gemv_max_batch=prof.gemv_max_batch,
         overlap=prof.launch == "host" and device.kind != "cpu", layer_s=prof.layer_s, half_rows=float(kc.half_rows),
         curves=kc.architecture, engine_note=engine_note(device, prof), gemm_launch=gemm_extras(kc, prof.name),
-        moe=float(kc.moe),
+        moe=float(kc.moe), moe_compute=dict(getattr(kc, "moe_compute", None) or {}),
         gemv=gemv_ratio(prof) if own else 1.0,
         **stream_fields(kc, me * (prof.memory_factor if own else 1.0)),
     )  # fmt: skip

@@ -276,6 +276,9 @@ class Applied:
     #: achieved fraction of the GEMM rate inside a grouped MoE kernel (``KernelCurves.moe``): a routed-expert
     #: layer's FFN GEMMs take it on top of the linear roof (tile/wave model, kernel curves)
     moe: float = 1.0
+    #: the grouped MoE kernel's rate per compute key relative to its bf16 one (``KernelCurves.moe_compute``: fp8 and
+    #: block-fp8 expert GEMMs reach ``moe × moe_compute[key]``; a key not there: 1)
+    moe_compute: dict[str, float] = field(default_factory=dict)
     #: dequantising GEMVs reach ``compute["fp32"] × gemv`` of the vector roof (a ratio to ``compute_factor``)
     gemv: float = 1.0
     #: achieved bandwidth fraction of decode attention's KV-cache reads (``KernelCurves.attention_memory``; None:
