@@ -55,6 +55,21 @@ def test_decode_attention_reads_the_kv_cache_at_attention_memory():
     assert KC.attention_memory != KC.memory
 
 
+def test_mla_decode_reads_its_latent_cache_as_one_stream_per_sequence():
+    """DeepSeek-V2-Lite (27 MLA layers) at batch 4: its decode attention reads the latent cache at attention_memory
+    ramped by 4 streams (one per sequence: MLA's cache is one head), and its scores kernel pays one wave per layer."""
+    from rooflaw.arch import load_architecture
+
+    a = load_architecture("deepseek-v2-lite")
+    rep = evaluate(a, DEV, Workload(4, 2047, 1), "bf16", engine=ENGINE)
+    ramp = 1 + KC.decode_half_streams / 4
+    sc, val = _op(rep, "mla_scores", "decode"), _op(rep, "mla_values", "decode")
+    assert sc.bound == val.bound == "memory"
+    waves = a.layers * math.ceil(4 / DEV.sm_count) * KC.decode_tile_s
+    assert sc.seconds == pytest.approx(sc.bytes / (BW * KC.attention_memory) * ramp + waves, rel=1e-12)
+    assert val.seconds == pytest.approx(val.bytes / (BW * KC.attention_memory) * ramp, rel=1e-12)
+
+
 def test_routed_experts_stream_at_moe_memory_and_blend_with_compute():
     """ffn_down of a one-layer MoE (64 experts, top-8, d 2048, width 768) at 16 tokens: bytes of the touched experts'
     weights and the activations at memory·moe_memory; time (t_c^(1/q) + t_m^(1/q))^q with q = moe_serial."""
