@@ -7,6 +7,8 @@ and prices it with :func:`rooflaw.evaluate` (kernel curves of the GPU's architec
 * decode attention: batch B, context ``isl + step`` (decode step 1 of a prompt of ``isl + step - 1`` tokens), the
   row's heads, KV heads, head dim and KV dtype; the assembly's time is the decode seconds of its attention ops
   (``attn_scores``, ``softmax``, ``attn_values``) plus one ``kernel_s`` (the fused kernel's launch);
+* decode MLA attention (``generation_mla_perf``, one GPU): DeepSeek's latent cache (kv_lora_rank 512, rope 64) as
+  a one-layer MLA model of the row's heads; ``mla_scores``, ``mla_softmax``, ``mla_values`` plus one ``kernel_s``;
 * GEMM (bf16, per-tensor fp8): M×N×K as the query projection of a one-layer model of d_model K and one head of
   width N, M tokens (a prefill of M one-token prompts), tile/wave model on; the assembly's time is ``q_proj``'s
   seconds plus one ``kernel_s``;
@@ -46,6 +48,7 @@ KV = {"bfloat16": "bf16", "float16": "fp16", "fp8": "fp8", "fp8_e4m3": "fp8"}
 MOE_PRECISION = {"bfloat16": "bf16", "float16": "fp16", "fp8": "fp8"}
 GEMM_PRECISION = MOE_PRECISION
 ATTENTION_OPS = ("attn_scores", "softmax", "attn_values")
+MLA_OPS = ("mla_scores", "mla_softmax", "mla_values")
 MOE_OPS = ("ffn_up", "ffn_act", "ffn_down")
 MOE_KERNELS = 5  # routing/alignment, two grouped GEMMs, activation, scatter-reduce (the MoE family's count)
 
@@ -62,6 +65,17 @@ def _attention(row, device, kc) -> float:
     rep = rl.evaluate(arch, device, precision=prec, engine=ENGINES[row.framework], batch=int(row.batch_size),
                       input_tokens=ctx - 1, output_tokens=1)  # fmt: skip
     return _ops_seconds(rep, ATTENTION_OPS, "decode") + kc.kernel_s
+
+
+def _mla(row, device, kc) -> float:
+    base = rl.load_architecture("deepseek-v2-lite")  # kv_lora_rank 512, rope 64: DeepSeek-V3's latent cache
+    arch = dataclasses.replace(base, layers=1, layer_types=("mla",), heads=int(row.num_heads), first_dense=0,
+                               experts=1, top_k=1, shared_experts=0, ffn=256)  # fmt: skip
+    ctx = int(row.isl) + int(row.step)
+    prec = f"w=bf16,a=bf16,kv={KV[str(row.kv_cache_dtype)]}"
+    rep = rl.evaluate(arch, device, precision=prec, engine=ENGINES[row.framework], batch=int(row.batch_size),
+                      input_tokens=ctx - 1, output_tokens=1)  # fmt: skip
+    return _ops_seconds(rep, MLA_OPS, "decode") + kc.kernel_s
 
 
 def _gemm(row, device, kc) -> float:
@@ -88,6 +102,9 @@ def _moe(row, device, kc) -> float:
 
 def _rows(table, fam: str):
     df = table.rows
+    if fam == "generation_mla":
+        keep = df["kv_cache_dtype"].astype(str).isin(list(KV)) & (df["tp_size"] == 1)
+        return df[keep & (df["mla_dtype"].astype(str) == "bfloat16")]
     if fam == "gemm":
         return df[df["gemm_dtype"].astype(str).isin(list(GEMM_PRECISION))]
     if fam == "generation_attention":
@@ -110,7 +127,12 @@ def main(argv: list[str]) -> dict:
     root = Path(args[0]) if args else DEFAULT
     overrides = {} if "l40s" in rl.device_ids() else {"l40s": str(L40S)}
     t0 = time.perf_counter()
-    tables = {"gemm": "gemm_perf", "generation_attention": "generation_attention_perf", "moe": "moe_perf"}
+    tables = {
+        "gemm": "gemm_perf",
+        "generation_attention": "generation_attention_perf",
+        "generation_mla": "generation_mla_perf",
+        "moe": "moe_perf",
+    }
     gpus = rl.fitting.kernel_gpus([root], overrides, only=list(tables.values()))
     report: dict = {"sample": sample, "families": {}}
     print("median |x/measured - 1| per family and GPU (assembly: the one-layer model priced by rooflaw.evaluate)")
@@ -130,7 +152,9 @@ def main(argv: list[str]) -> dict:
                 rows = rows.sample(min(sample, len(rows)), random_state=0).reset_index(drop=True)
                 pred = rl.fitting.predict_tables([dataclasses.replace(t, rows=rows)], g.device, kc)[0]
                 for i, row in enumerate(rows.itertuples(index=False)):
-                    price = {"gemm": _gemm, "generation_attention": _attention, "moe": _moe}[fam]
+                    price = {"gemm": _gemm, "generation_attention": _attention, "generation_mla": _mla, "moe": _moe}[
+                        fam
+                    ]
                     asm.append(price(row, g.device, kc) * 1e3)
                     ref.append(pred[i])
                     meas.append(float(row.latency))

@@ -57,6 +57,22 @@ def test_decode_attention_reads_the_kv_cache_at_attention_memory():
     assert KC.attention_memory != KC.memory
 
 
+def test_mla_decode_reads_its_latent_cache_as_one_stream_per_sequence():
+    """DeepSeek-V2-Lite (27 MLA layers) at batch 4: its decode attention reads the latent cache at attention_memory
+    ramped by its CTAs per SM, 4 streams (one per sequence: MLA's cache is one head) split up to decode_split, and
+    its scores kernel pays one wave per layer."""
+    from rooflaw.arch import load_architecture
+
+    a = load_architecture("deepseek-v2-lite")
+    rep = evaluate(a, DEV, Workload(4, 2047, 1), "bf16", engine=ENGINE)
+    ramp = 1 + KC.decode_half_occupancy / max(4 / DEV.sm_count, KC.decode_split)
+    sc, val = _op(rep, "mla_scores", "decode"), _op(rep, "mla_values", "decode")
+    assert sc.bound == val.bound == "memory"
+    waves = a.layers * math.ceil(4 / DEV.sm_count) * KC.decode_tile_s
+    assert sc.seconds == pytest.approx(sc.bytes / (BW * KC.attention_memory) * ramp + waves, rel=1e-12)
+    assert val.seconds == pytest.approx(val.bytes / (BW * KC.attention_memory) * ramp, rel=1e-12)
+
+
 def test_routed_experts_stream_at_moe_memory_and_blend_with_compute():
     """ffn_down of a one-layer MoE (64 experts, top-8, d 2048, width 768) at 16 tokens: bytes of the touched experts'
     weights and the activations at memory·moe_memory; time (t_c^(1/q) + t_m^(1/q))^q with q = moe_serial."""
@@ -106,22 +122,40 @@ def test_without_curves_every_stream_is_the_one_bandwidth():
     )
 
 
+def test_blend_is_the_p_norm_where_it_applies():
+    """blend(hi, lo, p, on) = (hi^p + lo^p)^(1/p) where on and hi > 0 (brute force), else hi; p = inf: hi."""
+    from rooflaw.constraints.streams import blend_values
+
+    rng = np.random.default_rng(0)
+    lo = rng.uniform(0, 1, 50)
+    hi = lo + rng.uniform(0, 1, 50)
+    on = (rng.uniform(size=50) > 0.5).astype(float)
+    for p in (1.0, 1.3, 2.0, 3.7):
+        got = blend_values(hi, lo, p, on)
+        np.testing.assert_allclose(got, np.where(on > 0, (hi**p + lo**p) ** (1 / p), hi), rtol=1e-14)
+    np.testing.assert_array_equal(blend_values(hi, lo, math.inf, 1.0), hi)
+    assert blend_values(0.0, 0.0, 1.3, 1.0) == 0.0  # an op with no work
+
+
 COLS = {"layers": [32, 24, 2, 48], "d_model": [4096, 2048, 512, 2048], "heads": [32, 16, 8, 32],
         "kv_heads": [8, 4, 8, 4], "ffn": [14336, 1024, 0, 768], "experts": [1, 64, 1, 128], "top_k": [1, 8, 1, 8],
         "vocab": [128256, 50000, 1000, 151936]}  # fmt: skip
 
 
-@pytest.mark.parametrize("engine", ["tensorrt-llm", "vllm"])
-def test_numba_equals_numpy_with_stream_classes(engine):
-    """The numba kernel traces the numpy path's arithmetic: the same bits with every stream class and term on, and
-    the kernel reads the stream classes' rates as run-time scalars (traced, not mirrored)."""
+@pytest.mark.parametrize(("dev_id", "engine"), [("h100-sxm", "tensorrt-llm"), ("h100-sxm", "vllm"),
+                                               ("a100-sxm-80gb", "vllm")])  # fmt: skip
+def test_numba_equals_numpy_with_stream_classes(dev_id, engine):
+    """The numba kernel traces the numpy path's arithmetic: the same bits with every stream class and term on (Hopper's
+    experts' blend is the sum, q = 1; Ampere's a true power, q ≈ 0.76), and the kernel reads the stream classes'
+    rates as run-time scalars (traced, not mirrored)."""
     pytest.importorskip("numba")
     from rooflaw.constraints.backend_numba import kernels
     from rooflaw.constraints.roofline import complete_columns, stack_kinds
 
-    wl = Workload(8, 1024, 64)
-    a = evaluate_columns(COLS, DEV, wl, "bf16", engine=engine, backend="numpy")
-    b = evaluate_columns(COLS, DEV, wl, "bf16", engine=engine, backend="numba")
+    wl, dev = Workload(8, 1024, 64), get_device(dev_id)
+    assert 0 < curves_for(dev).moe_serial <= 1
+    a = evaluate_columns(COLS, dev, wl, "bf16", engine=engine, backend="numpy")
+    b = evaluate_columns(COLS, dev, wl, "bf16", engine=engine, backend="numba")
     for k in a:
         np.testing.assert_array_equal(a[k], b[k], err_msg=k)
     k = kernels("full", kinds=stack_kinds(complete_columns(COLS)))

@@ -74,7 +74,8 @@ def stack_columns_of(kinds: frozenset[str]) -> tuple[str, ...]:
 #: :meth:`assembly.Rates.stream_args`).
 RATE_ARGS = (ST.INV_BETA, ST.INV_STREAM["kv"], ST.INV_STREAM["experts"], ST.MOE_BLEND, ST.DECODE_HALF,
              ST.DECODE_SPLIT, ST.DECODE_WAVE, ST.SMS, ST.GEMM_BLEND, A.OVERHEAD)  # fmt: skip
-_LAMBDIFY_FUNCS: dict[str, Any] = {"Max": np.maximum, "Min": np.minimum, "nonzero": np.sign}
+_LAMBDIFY_FUNCS: dict[str, Any] = {"Max": np.maximum, "Min": np.minimum, "nonzero": np.sign,
+                                   "blend": ST.blend_values}  # fmt: skip
 LAMBDIFY_MODULES: list[dict[str, Any] | str] = [_LAMBDIFY_FUNCS, "numpy"]
 
 

@@ -324,8 +324,13 @@ class Applied:
             extra = ", ".join(f"{k} {v * 1e6:.3g}" for k, v in self.gemm_launch.items())
             layer += f"+µs per GEMM call ({extra}), "
         note = f"; {self.engine_note}" if self.engine_note else ""
+        streams = ""
+        if self.kv_memory is not None or self.experts_memory is not None:  # the memory stream classes (curves)
+            kv, ex = self.kv_memory or self.memory, self.experts_memory or self.memory
+            streams = f"KV reads ×{kv:.3g}, routed experts ×{ex:.3g} (blend q {self.moe_serial:.3g}), "
+            streams += f"{self.moe_s * 1e6:.3g} µs/MoE layer, " * bool(self.moe_s)
         return (
-            f"engine {self.engine}: bandwidth ×{self.memory:.3g}, compute ×({comp}), "
+            f"engine {self.engine}: bandwidth ×{self.memory:.3g}, {streams}compute ×({comp}), "
             f"mixed-input GEMM ×{self.mixed:.3g}, attention ×{self.attention:.3g}, "
             f"{gemv}{kernels}, {layer}{self.pass_s * 1e3:.3g} ms/pass"
             f"{' (host launch: max with the roofline)' if self.overlap else ''} [{self.source}{note}]"

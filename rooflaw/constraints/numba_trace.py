@@ -72,16 +72,21 @@ def _refuse(what: str) -> Any:
     return refuse
 
 
+def power_code(base: str, ex: str) -> str:
+    """Kernel code of ``base ** ex`` for an exponent known at run time only: numpy's scalar-power fast paths (2, 1,
+    0, 0.5, -1) checked at run time, libm ``pow``'s exact 0 for ``|base| < 1`` to the power inf, else ``pow``."""
+    return (f"({base} * {base} if {ex} == 2.0 else ({base} if {ex} == 1.0 else (1.0 if {ex} == 0.0 else "
+            f"(math.sqrt({base}) if {ex} == 0.5 else (1.0 / {base} if {ex} == -1.0 else ((0.0 if abs({base}) < 1.0 "
+            f"else {base} ** {ex}) if {ex} == math.inf else {base} ** {ex}))))))")  # fmt: skip
+
+
 def power(base: Any, ex: Any) -> Traced:
     """``base ** ex`` as numpy computes an array to a scalar power: its fast paths for 2, 0.5, -1 and 1 (known
     here when the exponent is a number; checked at run time when it is traced, with libm ``pow``'s exact results
     for 0 and inf -- the assembly's blends run with those exponents where a kernel curve is off), else libm ``pow``."""
     tape = base.tape if isinstance(base, Traced) else ex.tape
     if isinstance(ex, Traced):
-        runtime = ("{0} * {0} if {1} == 2.0 else ({0} if {1} == 1.0 else (1.0 if {1} == 0.0 else (math.sqrt({0}) if "
-                "{1} == 0.5 else (1.0 / {0} if {1} == -1.0 else ((0.0 if abs({0}) < 1.0 else {0} ** {1}) if "
-                "{1} == math.inf else {0} ** {1})))))")  # fmt: skip
-        return tape.emit(runtime, base, ex)
+        return tape.emit(power_code("{0}", "{1}"), base, ex)
     fast = {2.0: "{0} * {0}", 0.5: "math.sqrt({0})", -1.0: "1.0 / {0}"}
     return base if float(ex) == 1.0 else tape.emit(fast.get(float(ex), "{0} ** {1}"), base, ex)
 

@@ -7,7 +7,8 @@ verification (or a chunk of a chunked prefill) needs: ``T = B·q, Sq = q, C = ca
 sliding-window layers). An operator whose cost has none of T, Sq, C but scales with B produces one row per sequence
 (the LM head: prefill computes the last token's logits only); a verification pass samples all q positions, so
 there ``B → B·q``. Each placed operator then costs what :func:`assembly.part_times` says (max of compute and
-memory time on its roof, plus its launch), the linear layers run on the decode roof of a ``B·q``-token batch
+memory time on its roof, plus its launch; priced as a decode pass: its attention reads the KV cache at the ``kv``
+stream class and pays its waves, :mod:`.streams`), the linear layers run on the decode roof of a ``B·q``-token batch
 (:func:`engines.decode_linear_inv`: an engine's GEMV path for small batches), and the engine's per-pass overhead
 is added with :func:`roofline.with_overhead`. With ``q = 1`` and ``cached = S_in + t − 1`` the pass is exactly
 decode step t of the assembly (a test checks it against :func:`steps.decode_step_table`).

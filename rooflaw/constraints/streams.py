@@ -14,9 +14,11 @@ every class is ``inv_beta``, the blend the hard max and the decode terms 0, bit 
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any
 
+import numpy as np
 import sympy as sp
 
 from ..errors import RooflawWarning
@@ -42,8 +44,6 @@ EXPERT_OPS = ("ffn_up", "ffn_down")
 #: p of a GEMM's round roofline corner ``(t_c^p + t_m^p)^(1/p)`` (the kernel curves' ``gemm_blend``; inf: the hard
 #: max), in the tile/wave model only (the model that prices a GEMM's shape)
 GEMM_BLEND = sym("gemm_blend")
-#: a time below any kernel's: keeps the blend's ratio finite for an op with no work (0/0)
-_TINY = sp.Float(1e-300)
 #: Decode attention's kernel terms (kernel curves; 0 without): KV streams at which its bandwidth halves, seconds per
 #: wave of its CTAs, and the SMs the waves fill.
 DECODE_HALF, DECODE_WAVE, SMS = sym("decode_half_occupancy"), sym("decode_tile_s"), sym("sm_count")
@@ -96,21 +96,47 @@ def decode_waves(op: O.Op) -> sp.Expr:
     return sp.ceiling(KV_STREAMS[op.name] / SMS) * DECODE_WAVE
 
 
+class blend(sp.Function):  # noqa: N801 - printed by name: the backends' function of the same name
+    """``blend(hi, lo, p, on)``: ``hi·(1 + (lo/hi)^p)^(1/p)`` = ``(hi^p + lo^p)^(1/p)`` where ``on`` ≠ 0, p < inf and
+    hi > 0, else ``hi`` -- unevaluated; numpy and the numba tracer compute it with :func:`blend_values`."""
+
+    nargs = 4
+
+
+def blend_values(hi: Any, lo: Any, p: Any, on: Any) -> Any:
+    """The value of :class:`blend`: numpy arrays (the power computed only where it applies), or, on the numba
+    tracer's values, one statement whose powers run only where it applies (numpy's scalar-power fast paths)."""
+    traced = next((x for x in (hi, lo, p, on) if getattr(x, "__traced__", False)), None)
+    if traced is not None:
+        from .numba_trace import power_code
+
+        inner = "(1.0 + " + power_code("({1} / {0})", "{2}") + ")"
+        off = "{0} if ({3} == 0.0) or ({2} == math.inf) or not ({0} > 0.0) else {0} * "
+        code = off + power_code(inner, "(1.0 / {2})")
+        return traced.tape.emit(code, hi, lo, p, on)
+    h, lo_, on_ = np.broadcast_arrays(*(np.asarray(x, dtype=np.float64) for x in (hi, lo, on)))
+    p = float(p)
+    mask = (on_ != 0) & (h > 0) if p != math.inf else np.zeros(h.shape, dtype=bool)
+    out = np.array(h, dtype=np.float64)
+    if mask.any():
+        hm = h[mask]
+        out[mask] = hm * (1.0 + (lo_[mask] / hm) ** p) ** (1.0 / p)
+    return out
+
+
 def roofline_time(op: O.Op, tc: sp.Expr, tm: sp.Expr, gemm: bool = False) -> sp.Expr:
     """Seconds of an op of compute time ``tc`` and memory time ``tm``: max(tc, tm), or for a routed expert layer's
     grouped GEMMs (:data:`EXPERT_OPS`) the kernel curves' blend ``(tc^p + tm^p)^(1/p)``, p = :data:`MOE_BLEND`
-    (= 1/moe_serial: inf the hard max, 1 the sum), written ``hi·(1 + (lo/hi)^p)^(1/p)`` so p = inf is exact; with
-    ``gemm`` (the tile/wave model) every other GEMM blends with p = :data:`GEMM_BLEND`."""
-    hi = sp.Max(tc, tm)
-    linear = op.roof == "linear" and op.gemm is not None
-    if op.name not in EXPERT_OPS and not (gemm and linear):
-        return hi
-    ratio = sp.Min(tc, tm) / (hi + _TINY)
-    dense = hi * (1 + ratio**GEMM_BLEND) ** (1 / GEMM_BLEND) if gemm and linear else hi
+    (= 1/moe_serial: inf the hard max, 1 the sum; :class:`blend`); with ``gemm`` (the tile/wave model) every other
+    GEMM blends with p = :data:`GEMM_BLEND`."""
+    hi, lo = sp.Max(tc, tm), sp.Min(tc, tm)
+    linear = gemm and op.roof == "linear" and op.gemm is not None
     if op.name not in EXPERT_OPS:
-        return dense
+        return blend(hi, lo, GEMM_BLEND, 1) if linear else hi
     m = routed()
-    return m * hi * (1 + ratio**MOE_BLEND) ** (1 / MOE_BLEND) + (1 - m) * dense
+    if not linear:
+        return blend(hi, lo, MOE_BLEND, m)
+    return m * blend(hi, lo, MOE_BLEND, m) + (1 - m) * blend(hi, lo, GEMM_BLEND, 1 - m)
 
 
 def roof(op_roof: str, device: Any, precision: Any) -> tuple[str, float]:
