@@ -110,14 +110,20 @@ _FRESH = _FRESH | {"moe_s", "moe_half_inter", "moe_slot"}
 QUANTILES = (0.1, 0.9)  #: the 80 % band of measured/predicted
 
 
+#: figures of one kernel implementation, not of an architecture-free physics: TensorRT-LLM 1.0's MLA decode walks a
+#: sequence's latent token by token in one CTA on Ampere and Ada (``mla_token_s``, its split ``mla_split``), where
+#: Hopper's and Blackwell's split kernels stream; a GPU priced by ``generic`` does not inherit that walk
+KERNEL_SPECIFIC = frozenset({"mla_token_s", "mla_split"})
+
+
 def pooled(name: str) -> bool:
     """Whether figure ``name`` is fitted in the pooled ``generic`` curves too: not an engine's MoE kernel rates per
     dtype (``rate.<framework>/moe_<dtype>``, ``engine_compute.<framework>/moe_<dtype>``) nor the MoE kernels'
     per-dtype rates (``moe_compute.<key>``), which
     describe the kernels an architecture runs (vLLM hands the layer to Triton on Ada, to FlashInfer on
-    Blackwell) and so have no architecture-free value."""
+    Blackwell) and so have no architecture-free value, nor :data:`KERNEL_SPECIFIC`."""
     engine = name.startswith(("rate.", "engine_compute.")) and "/moe_" in name
-    return not (name.startswith("moe_compute.") or engine)
+    return not (name.startswith("moe_compute.") or engine or name in KERNEL_SPECIFIC)
 
 
 @dataclass
