@@ -321,14 +321,16 @@ def evaluate(terms: Terms, device: Device, curves: KernelCurves) -> np.ndarray:
             continue
         m = terms.dtype == dtype
         act = None if terms.act_rows is None else terms.act_rows[m]
-        rate = ecomp = 1.0
+        rate: float | np.ndarray = 1.0
+        ecomp: float | np.ndarray = 1.0
         if terms.framework is not None:
             fws = terms.framework[m]
-            rate, ecomp = np.ones(len(fws)), np.ones(len(fws))
+            rates, ecomps = np.ones(len(fws)), np.ones(len(fws))
             for fw in np.unique(fws):
                 if fw != REFERENCE:
-                    rate[fws == fw] = curves.rate.get(rate_key(str(fw), str(dtype)), 1.0)
-                    ecomp[fws == fw] = curves.engine_compute.get(rate_key(str(fw), str(dtype)), 1.0)
+                    rates[fws == fw] = curves.rate.get(rate_key(str(fw), str(dtype)), 1.0)
+                    ecomps[fws == fw] = curves.engine_compute.get(rate_key(str(fw), str(dtype)), 1.0)
+            rate, ecomp = rates, ecomps
         out[m] = layer_seconds(device, curves, str(dtype), terms.T[m], terms.d[m], terms.inter[m], terms.rows[m],
                                terms.touched[m], terms.padded[m], terms.tp[m], terms.gated[m], act, rate,
                                0 if terms.topk is None else terms.topk[m], ecomp)  # fmt: skip

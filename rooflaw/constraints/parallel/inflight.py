@@ -121,8 +121,8 @@ def inflight(
     tpot = (latency - ttft) / (O - 1)
     wait = 0.0
     if arrivals == "poisson" and C > 1:  # others in flight keep steps running; one alone finds the server idle
-        kinds = [(k, step(c, n)) for c, n, k in sched.steps()]
-        wait = sum(k * t * t for k, t in kinds) / (2 * sum(k * t for k, t in kinds))
+        timed = [(k, step(c, n)) for c, n, k in sched.steps()]
+        wait = sum(k * t * t for k, t in timed) / (2 * sum(k * t for k, t in timed))
     return dict(tokens_per_s=lay.dp * rate, tokens_per_s_per_device=rate / (lay.devices / lay.dp),
                 requests_per_s=lay.dp * rate / O, latency_s=latency + wait, ttft_s=ttft + wait, tpot_s=tpot,
                 step_s_decode=step(0, C), wait_s=wait)  # fmt: skip
