@@ -10,7 +10,6 @@ has none. Leave-one-GPU-out: fit on the other GPUs and predict the one left out 
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,12 +21,10 @@ from scipy.optimize import least_squares
 
 from ...devices.device import Device
 from ...errors import RooflawError, bad
-from ...safe_io import write_text_atomic
 from . import FAMILIES, GENERIC, Family, KernelCurves, family_of_table
+from .catalog_file import COMMIT, SOURCE, catalog_text, curves_table, write_catalog  # noqa: F401 (re-exported)
 from .tables import Table
 
-SOURCE = "aiconfigurator (NVIDIA ai-dynamo/aiconfigurator), Apache-2.0"
-COMMIT = "095f58a51c"
 #: aiconfigurator GPU folder -> catalog device id (folders not listed: the folder name with ``_`` -> ``-``).
 GPU_DEVICES = {
     "a100_sxm": "a100-sxm-80gb",
@@ -437,50 +434,6 @@ def fit_kernels(
     return res
 
 
-# ---- the catalog file -----------------------------------------------------------------------------------
-def _toml_value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, np.integer)):
-        return str(int(v))
-    if isinstance(v, (float, np.floating)):
-        f = float(v)
-        if not math.isfinite(f):
-            return "nan"
-        return repr(float(f"{f:.6g}"))
-    if isinstance(v, str):
-        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    if isinstance(v, dict):
-        return "{ " + ", ".join(f"{_toml_key(k)} = {_toml_value(x)}" for k, x in v.items()) + " }"
-    raise TypeError(f"cannot write {type(v).__name__} to TOML")
-
-
-def _toml_key(k: str) -> str:
-    return k if k.replace("_", "").replace("-", "").isalnum() else _toml_value(k)
-
-
-def curves_table(c: KernelCurves) -> str:
-    """The ``[curves.<architecture>]`` TOML table of ``c``."""
-    lines = [f"[curves.{_toml_key(c.architecture)}]"]
-    from . import SCALARS
-
-    for name in SCALARS:
-        lines.append(f"{name} = {_toml_value(getattr(c, name))}")
-    for name in ("compute", "launch", "rate", "quant_passes", "engine_compute", "moe_compute", "bands"):
-        d = getattr(c, name)
-        if d:
-            lines.append(f"{name} = {_toml_value({k: list(v) if isinstance(v, tuple) else v for k, v in d.items()})}")
-    for k, cc in c.collectives.items():
-        lines.append(f"collectives.{_toml_key(k)} = {_toml_value(dataclasses.asdict(cc))}")
-    if c.provenance:
-        lines.append(f"\n[curves.{_toml_key(c.architecture)}.provenance]")
-        for k, v in c.provenance.items():
-            lines.append(f"{_toml_key(k)} = {_toml_value(v)}")
-    return "\n".join(lines) + "\n"
-
-
 def with_provenance(res: FitResult, gpus: Sequence[GPU], command: str, sample: int, source: str = SOURCE,
                     commit: str = COMMIT) -> dict[str, KernelCurves]:  # fmt: skip
     """``res.curves`` with bands and provenance (source, commit, GPUs, rows, residuals, bands, command)."""
@@ -515,27 +468,6 @@ def with_provenance(res: FitResult, gpus: Sequence[GPU], command: str, sample: i
             prov["band_coverage_held_out"] = dict(res.coverage)
         out[arch] = dataclasses.replace(c, bands=dict(res.bands), provenance=prov)
     return out
-
-
-def catalog_text(curves: dict[str, KernelCurves], source: str = SOURCE, commit: str = COMMIT,
-                 licence: str = "Apache-2.0") -> str:  # fmt: skip
-    head = (
-        "# Kernel curves per GPU architecture: achieved fractions of datasheet figures plus fixed latencies,\n"
-        "# fitted to measured kernels (rooflaw devices fit-kernels). Residuals: median |predicted/measured - 1|;\n"
-        "# bands: 10 % and 90 % quantiles of measured/predicted on held-out GPUs (leave one GPU out).\n"
-        f"[meta]\nsource = {_toml_value(source)}\ncommit = {_toml_value(commit)}\nlicence = {_toml_value(licence)}\n\n"
-    )
-    order = sorted(curves, key=lambda a: (a == GENERIC, a))
-    return head + "\n".join(curves_table(curves[a]) for a in order)
-
-
-def write_catalog(text: str, path: str | Path | None = None) -> Path:
-    from . import CATALOG, load_curves
-
-    p = Path(path) if path else CATALOG
-    write_text_atomic(p, text)
-    load_curves.cache_clear()
-    return p
 
 
 #: the public spelling (``rooflaw.fitting``)
