@@ -696,3 +696,29 @@ def test_leave_one_gpu_out_on_synthetic_gpus_recovers_the_noise_band():
         np.exp(1.2816 * sigma), abs=0.02
     )
     assert res.coverage["gemm"] == pytest.approx(0.8, abs=0.03)
+
+
+def test_band_tail_widens_an_80_percent_band_until_held_out_gpus_hold_80_percent():
+    """GPUs shifted against each other (a per-GPU offset larger than the rows' scatter): the plain 10/90 % quantiles
+    of the other GPUs hold far fewer than 80 % of a held-out GPU's rows, so band_tail widens the band to the largest
+    tail mass at which they hold ≥ 80 % (checked here by brute force); iid GPUs keep ~10 %; one GPU: 10 %."""
+    rng = np.random.default_rng(3)
+    shifted = {f"g{i}": np.exp(rng.normal(mu, 0.1, 400)) for i, mu in enumerate((-0.15, -0.05, 0.05, 0.15))}
+
+    def nested(r, t):
+        ins = tot = 0
+        for k, v in r.items():
+            rest = np.concatenate([w for j, w in r.items() if j != k])
+            lo, hi = np.quantile(rest, (t, 1 - t))
+            ins, tot = ins + int(np.sum((v >= lo) & (v <= hi))), tot + len(v)
+        return ins / tot
+
+    assert nested(shifted, 0.10) < 0.75
+    t = KF.band_tail(shifted)
+    assert t < 0.10 and nested(shifted, t) >= 0.8 and nested(shifted, t + 0.005) < 0.8
+    iid = {f"g{i}": np.exp(rng.normal(0, 0.1, 4000)) for i in range(4)}
+    assert KF.band_tail(iid) >= 0.09
+    assert KF.band_tail({"only": iid["g0"]}) == 0.10
+    # GPUs so far apart that no band of the others holds 80 %: the widest band the menu has
+    apart = {f"g{i}": np.exp(rng.normal(mu, 0.05, 200)) for i, mu in enumerate((-1.0, 0.0, 1.0))}
+    assert KF.band_tail(apart) == KF.TAILS[-1]
