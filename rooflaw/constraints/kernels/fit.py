@@ -438,7 +438,8 @@ def fit_kernels(
                 hos.setdefault(f, []).append(abs_errors(p, m))
         for f, rs in ratios.items():
             tail = band_tail(rs)
-            res.bands[f] = tuple(float(q) for q in np.quantile(np.concatenate(list(rs.values())), (tail, 1 - tail)))
+            lo_q, hi_q = np.quantile(np.concatenate(list(rs.values())), (tail, 1 - tail))
+            res.bands[f] = (float(lo_q), float(hi_q))
             # coverage checked out of sample, twice nested: each GPU's rows against the band of the other GPUs'
             # held-out rows, at the tail mass those other GPUs alone choose
             inside, total = 0, 0
