@@ -108,12 +108,7 @@ def blend_values(hi: Any, lo: Any, p: Any, on: Any) -> Any:
     tracer's values, one statement whose powers run only where it applies (numpy's scalar-power fast paths)."""
     traced = next((x for x in (hi, lo, p, on) if getattr(x, "__traced__", False)), None)
     if traced is not None:
-        from .numba_trace import power_code
-
-        inner = "(1.0 + " + power_code("({1} / {0})", "{2}") + ")"
-        off = "{0} if ({3} == 0.0) or ({2} == math.inf) or not ({0} > 0.0) else {0} * "
-        code = off + power_code(inner, "(1.0 / {2})")
-        return traced.tape.emit(code, hi, lo, p, on)
+        return traced.tape.emit("_rl_blend({0}, {1}, {2}, {3})", hi, lo, p, on)  # numba_trace.BLEND_SOURCE
     h, lo_, on_ = np.broadcast_arrays(*(np.asarray(x, dtype=np.float64) for x in (hi, lo, on)))
     p = float(p)
     mask = (on_ != 0) & (h > 0) if p != math.inf else np.zeros(h.shape, dtype=bool)
