@@ -84,7 +84,7 @@ def power_code(base: str, ex: str) -> str:
 #: operations as that inline statement, with the ratio and the sum bound once (inline, the ratio's text was nested
 #: ~50 times per blend and numba's compile of the ``wide`` scan kernel took 2.3x as long)
 BLEND_SOURCE = f"""
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _rl_blend(hi, lo, p, on):
     if (on == 0.0) or (p == math.inf) or not (hi > 0.0):
         return hi
