@@ -124,50 +124,11 @@ def fit_kernels_cmd(
 
 
 def _curves_dict(c) -> dict:
+    """Every figure of curves ``c`` (its dataclass fields; provenance left out: it is in the catalog file)."""
     d = {
-        k: getattr(c, k)
-        for k in (
-            "architecture",
-            "compute",
-            "memory",
-            "kernel_s",
-            "clock_mhz",
-            "half_rows",
-            "gemm_blend",
-            "split_s",
-            "kstep_s",
-            "l2_sm_gbps",
-            "l2_share",
-            "quant_passes",
-            "engine_compute",
-            "attention",
-            "attention_fp8",
-            "attention_memory",
-            "attention_tile_s",
-            "decode_tile_s",
-            "decode_half_occupancy",
-            "decode_blend",
-            "decode_split",
-            "decode_split_tokens",
-            "decode_mha_tile_s",
-            "decode_dim_share",
-            "decode_window_tokens",
-            "mla_token_s",
-            "mla_split",
-            "attention_l2",
-            "attention_softmax",
-            "softmax_overlap",
-            "prefill_pack_gqa",
-            "moe",
-            "moe_memory",
-            "moe_s",
-            "moe_serial",
-            "moe_half_inter",
-            "moe_slot",
-            "moe_compute",
-            "launch",
-            "rate",
-        )
+        f.name: getattr(c, f.name)
+        for f in dataclasses.fields(c)
+        if f.name not in ("collectives", "bands", "provenance")
     }
     d["collectives"] = {k: dataclasses.asdict(v) for k, v in c.collectives.items()}
     d["bands"] = {k: list(v) for k, v in c.bands.items()}
