@@ -97,6 +97,22 @@ def test_mla_caches_the_latent():
     assert "attn_scores" not in dec  # no GQA layer
 
 
+def test_fused_mla_reads_its_latent_cache_once():
+    """FlashMLA's values are the first kv_lora_rank columns of the latent tile its scores loaded: the fused decode
+    reads the cache once; the unfused one reads the kv_lora part again for the values."""
+    a = from_hf_config(H.DEEPSEEK_V2_LITE)
+    fused = _ops(evaluate(a, ORIN, Workload(2, 1000, 10, "fused"), "bf16"), "decode")
+    unf = _ops(evaluate(a, ORIN, Workload(2, 1000, 10, "unfused"), "bf16"), "decode")
+    cache = sum(2 * (1000 + t) * 576 * 2 for t in range(1, 11))  # latent + rope key, per step, batch 2
+    q_reads = 10 * 2 * 16 * 576 * 2
+    out = 10 * 2 * 16 * 512 * 2  # the values' output per head over the latent
+    assert fused["mla_scores"].bytes == pytest.approx(27 * (cache + q_reads), rel=1e-12)
+    assert fused["mla_values"].bytes == pytest.approx(27 * out, rel=1e-12)
+    value_cache = sum(2 * (1000 + t) * 512 * 2 for t in range(1, 11))
+    scores = sum(2 * 16 * (1000 + t) * 2 for t in range(1, 11))  # unfused: the probabilities read back
+    assert unf["mla_values"].bytes == pytest.approx(27 * (out + value_cache + scores), rel=1e-12)
+
+
 def test_conv_layers_keep_a_constant_state():
     a = from_hf_config(H.LFM2_350M)
     short, long = (evaluate(a, ORIN, Workload(1, s, 8), "bf16") for s in (512, 8192))

@@ -290,7 +290,9 @@ latent = kv_lora + rope  # MLA cache per token per layer: the KV latent plus the
 _mla = "mla_layers"
 
 #: MLA (DeepSeek-V2/V3) in the weight-absorbed form (FlashMLA): attention runs as MQA over the latent,
-#: scores with head dim kv_lora_rank + rope_dim, values with kv_lora_rank; kv_b is applied per token.
+#: scores with head dim kv_lora_rank + rope_dim, values with kv_lora_rank; kv_b is applied per token. The values
+#: are the first kv_lora_rank columns of the latent tile the scores loaded: a fused kernel reads the latent cache
+#: once (``mla_scores``); only an unfused implementation reads it again for the values.
 MLA_OPS: tuple[Op, ...] = (
     _proj("mla_q_a", q_lora, d, b_a, count=_mla),
     _proj("mla_q", q_out, q_lora + (1 - k_["q_lora_on"]) * d, b_a, count=_mla),
@@ -335,7 +337,7 @@ MLA_OPS: tuple[Op, ...] = (
         "attention",
         "layer",
         flops=2 * B * PAIRS * nh * kv_lora,
-        bytes=unfused * B * nh * Sq * C * b_v + B * C * kv_lora * b_kv + T * nh * kv_lora * b_a,
+        bytes=unfused * (B * nh * Sq * C * b_v + B * C * kv_lora * b_kv) + T * nh * kv_lora * b_a,
         count=_mla,
         shard="ctx",
     ),
