@@ -563,6 +563,40 @@ def test_check_kernels_csv_has_every_row(tmp_path, capsys):
     assert rep["tables"]["nccl_perf"]["modelled"] == 2 and rep["tables"]["mamba_perf"]["modelled"] == 0
 
 
+def test_check_kernels_copies_rows_it_cannot_time(tmp_path, capsys):
+    """A table with failed measurements (latency not a number), one without a latency column and a file that is no
+    CSV: check-kernels still writes every row it can read, latency empty where it has none, and says what it kept
+    and what it skipped; the fit reads the same folder strictly and names the first bad row."""
+    src = _write_folder(tmp_path / "k")
+    fw = tmp_path / "k" / "gpu_x" / "trtllm-1.3.0rc20"
+    g = src["gemm_perf"].astype({"latency": object})
+    g.loc[1, "latency"] = "n/a"
+    (fw / "gemm_perf.csv.gz").unlink()
+    g.to_csv(fw / "gemm_perf.csv", index=False)
+    pd.DataFrame({"m": [1, 2, 3]}).to_csv(fw / "mem_perf.csv", index=False)
+    (fw / "broken_perf.csv.gz").write_bytes(b"not gzip")
+    out = tmp_path / "pred.csv"
+    code, stdout, stderr = run_cli(
+        capsys, "devices", "check-kernels", tmp_path / "k" / "gpu_x", "--device", "h100-sxm", "--out", out, "--json"
+    )
+    assert code == 0, stderr
+    got = pd.read_csv(out)
+    gemm = got[got["table"] == "gemm_perf"]
+    assert gemm["row"].tolist() == [0, 1, 2] and np.isnan(gemm["latency"].iloc[1])
+    assert np.isfinite(gemm["predicted_ms"]).all()  # the shape is known: priced though unmeasured
+    assert got[got["table"] == "mem_perf"]["latency"].isna().all() and len(got[got["table"] == "mem_perf"]) == 3
+    assert "broken_perf" not in set(got["table"])
+    rep = json.loads(stdout)
+    assert rep["tables"]["gemm_perf"]["rows"] == 3 and rep["tables"]["gemm_perf"]["modelled"] == 2
+    assert [n.split("'")[1].rsplit("/", 1)[1] for n in rep["notes"]] == ["broken_perf.csv.gz", "gemm_perf.csv",
+                                                                         "mem_perf.csv"]  # fmt: skip
+    assert "skipped" in rep["notes"][0] and "row 1: latency=(empty)" in rep["notes"][1]
+    assert "no latency column" in rep["notes"][2]
+    assert stderr.count("warning:") == 3
+    with pytest.raises(RooflawError, match="broken_perf"):
+        read_tables(tmp_path / "k" / "gpu_x")
+
+
 @pytest.mark.parametrize(
     ("args", "msg"),
     [

@@ -167,7 +167,10 @@ def check_kernels_cmd(
     out = _writable(out, "--out", (".csv",))
     dev = get_device(device)
     with _progress(as_json) as say:
-        tables = read_tables(folder)
+        notes: list[str] = []
+        tables = read_tables(folder, notes=notes)
+        for n in notes:
+            err_console.print(f"warning: {n}", markup=False)
         say(f"predicting {sum(len(t.rows) for t in tables):,} rows on {dev.id} ...")
         if engine == "ideal":
             curves: KernelCurves | None = KernelCurves(architecture="ideal", compute={}, memory=1.0, kernel_s=0.0)
@@ -197,7 +200,9 @@ def check_kernels_cmd(
         }
     src = "ideal" if engine == "ideal" else (curves.architecture if curves is not None else None)
     if as_json:
-        print_json({"device": dev.id, "curves": src, "engine": engine, "out": str(out), "tables": summary})
+        print_json(
+            {"device": dev.id, "curves": src, "engine": engine, "out": str(out), "tables": summary, "notes": notes}
+        )
         return
     if curves is None:
         err_console.print(

@@ -43,29 +43,48 @@ def _fail(path: Path, why: str) -> RooflawError:
     return RooflawError(f"kernel tables {str(path)!r}: {why}")
 
 
-def _read_csv(path: Path, gpu: str, framework: str, version: str, table: str) -> Table:
+def _read_csv(
+    path: Path, gpu: str, framework: str, version: str, table: str, notes: list[str] | None = None
+) -> Table | None:
+    """One table. Strict (``notes`` None, as the fit reads): a file that is not a CSV with a numeric ``latency`` in
+    every row raises. Lenient (``notes`` a list, as ``check-kernels`` copies every row it can): an unreadable file is
+    skipped, rows without a numeric latency are kept with it empty, and each case is told in ``notes``."""
     if not path.is_file():
         raise _fail(path, "not a regular file")
     try:
         df = pd.read_csv(path, compression="infer")
     except (OSError, EOFError, ValueError, UnicodeDecodeError, pd.errors.ParserError) as e:
-        raise _fail(path, f"unreadable CSV ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})") from None
+        err = _fail(path, f"unreadable CSV ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})")
+        if notes is None:
+            raise err from None
+        notes.append(f"{err}: skipped")
+        return None
     if "latency" not in df.columns:
-        raise _fail(path, "no 'latency' column")
-    lat = pd.to_numeric(df["latency"], errors="coerce")
-    if lat.isna().any():
-        i = int(lat.isna().to_numpy().argmax())
-        raise _fail(path, f"row {i}: latency={df['latency'].iloc[i]!r} is not a number")
+        if notes is None:
+            raise _fail(path, "no 'latency' column")
+        notes.append(f"{_fail(path, 'no latency column')}: {len(df)} rows copied with the latency empty")
+        lat = pd.Series(float("nan"), index=df.index)
+    else:
+        lat = pd.to_numeric(df["latency"], errors="coerce")
+        if lat.isna().any():
+            i = int(lat.isna().to_numpy().argmax())
+            raw = df["latency"].iloc[i]
+            why = f"row {i}: latency={'(empty)' if pd.isna(raw) else repr(str(raw))} is not a number"
+            if notes is None:
+                raise _fail(path, why)
+            notes.append(f"{_fail(path, why)}: {int(lat.isna().sum())} such rows copied with the latency empty")
     df = df.drop(columns=[c for c in ("table", "framework", "version", "row") if c in df.columns])
     df.insert(0, "table", table)
     df.insert(1, "framework", framework)
     df.insert(2, "version", version)
     df.insert(3, "row", range(len(df)))
-    df["latency"] = lat.astype(float)
+    df["latency"] = lat.astype(float).to_numpy()
     return Table(gpu, framework, version, table, path, df)
 
 
-def _framework_folder(folder: Path, gpu: str, only: frozenset[str] | None = None) -> list[Table]:
+def _framework_folder(
+    folder: Path, gpu: str, only: frozenset[str] | None = None, notes: list[str] | None = None
+) -> list[Table]:
     m = _FOLDER.match(folder.name)
     if m is None:
         raise _fail(folder, "folder name is not <framework>-<version> (e.g. trtllm-1.3.0rc20)")
@@ -74,7 +93,9 @@ def _framework_folder(folder: Path, gpu: str, only: frozenset[str] | None = None
         name = _table_name(p)
         if name is None or (only is not None and name not in only):
             continue
-        out.append(_read_csv(p, gpu, m["framework"], m["version"], name))
+        t = _read_csv(p, gpu, m["framework"], m["version"], name, notes)
+        if t is not None:
+            out.append(t)
     return out
 
 
@@ -82,17 +103,18 @@ def _is_framework_folder(p: Path) -> bool:
     return p.is_dir() and _FOLDER.match(p.name) is not None and any(_table_name(c) for c in p.iterdir())
 
 
-def _gpu_folder(folder: Path, only: frozenset[str] | None = None) -> list[Table]:
+def _gpu_folder(folder: Path, only: frozenset[str] | None = None, notes: list[str] | None = None) -> list[Table]:
     out = []
     for sub in sorted(folder.iterdir()):
         if sub.is_dir() and _FOLDER.match(sub.name):
-            out.extend(_framework_folder(sub, folder.name, only))
+            out.extend(_framework_folder(sub, folder.name, only, notes))
     return out
 
 
-def read_tables(path: str | Path, only: Iterable[str] | None = None) -> list[Table]:
+def read_tables(path: str | Path, only: Iterable[str] | None = None, notes: list[str] | None = None) -> list[Table]:
     """Every measured table under ``path`` (root, GPU folder or framework folder) -- or those named in ``only``
-    (``gemm_perf`` ...); raises if there is none."""
+    (``gemm_perf`` ...); raises if there is none. ``notes``: read leniently, telling there what was skipped or kept
+    without a latency (see :func:`_read_csv`)."""
     root = Path(path)
     if not root.exists():
         raise _fail(root, "no such folder")
@@ -101,11 +123,11 @@ def read_tables(path: str | Path, only: Iterable[str] | None = None) -> list[Tab
     want = frozenset(only) if only is not None else None
     try:
         if _is_framework_folder(root):
-            tables = _framework_folder(root, "", want)
+            tables = _framework_folder(root, "", want, notes)
         elif any(c.is_dir() and _FOLDER.match(c.name) for c in root.iterdir()):
-            tables = _gpu_folder(root, want)
+            tables = _gpu_folder(root, want, notes)
         else:
-            tables = [t for c in sorted(root.iterdir()) if c.is_dir() for t in _gpu_folder(c, want)]
+            tables = [t for c in sorted(root.iterdir()) if c.is_dir() for t in _gpu_folder(c, want, notes)]
     except PermissionError as e:
         raise _fail(Path(e.filename or root), "permission denied") from None
     if not tables:
