@@ -37,7 +37,8 @@ EXPECTED = {
     "a100-pcie-40gb": ("ampere", {"fp32": 19.5, "tf32": 156, "fp16": 312, "int8": 624}, 1555, 40, 250),
     "a30": ("ampere", {"fp32": 10.3, "tf32": 82, "fp16": 165, "int8": 330}, 933, 24, 165),
     "a10": ("ampere", {"fp32": 31.2, "tf32": 62.5, "fp16": 125, "int8": 250}, 600, 24, 150),
-    "a10g": ("ampere", {"fp32": 35, "fp16": 70}, 600, 24, 300),
+    # A10G datasheet (NVIDIA, hosted by AWS): TF32 35 | 70*, BF16/FP16 70 | 140*
+    "a10g": ("ampere", {"fp32": 35, "tf32": 35, "fp16": 70}, 600, 24, 300),
     "a40": ("ampere", {"fp32": 37.4, "tf32": 74.8, "fp16": 149.7, "int8": 299.3}, 696, 48, 300),
     "l40": ("ada", {"fp32": 90.5, "tf32": 90.5, "fp16": 181.05, "fp8": 362, "int8": 362}, 864, 48, 300),
     "l20": ("ada", {"fp32": 59.35}, 864, 48, 275),
@@ -59,7 +60,7 @@ TENSOR_PER_SM = {"a100-pcie-80gb": 2048, "a100-pcie-40gb": 2048, "a30": 2048, "a
                  "rtx-3090": 512, "l40": 512, "l20": 512, "rtx-6000-ada": 1024, "rtx-5090": 512}  # fmt: skip
 
 #: Devices whose figures are not from an NVIDIA datasheet (no public one): they must not claim to be.
-SECONDARY = {"h800-sxm", "h20", "a10g", "l20"}
+SECONDARY = {"h800-sxm", "h20", "l20"}
 
 
 @pytest.mark.parametrize("dev_id", sorted(EXPECTED))
