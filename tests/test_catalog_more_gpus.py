@@ -1,4 +1,4 @@
-"""The session-10 catalog GPUs (H100 PCIe/NVL, H800, H20, GH200, A100 PCIe, A30, A10, A10G, A40, L40, L20,
+"""The session-10 catalog GPUs (H100 PCIe/NVL, H800, H20, GH200, A100 PCIe and SXM 40GB, A30, A10, A10G, A40, L40, L20,
 RTX 6000 Ada, RTX 5090, RTX 3090): each loads with the figures its datasheet prints (re-typed here from the
 sources cited in the files, sparse figures written as ``sparse / 2``), its FP32 peak is SMs x FP32 lanes x 2 x clock,
 its FP16 tensor rate per SM and clock is one its architecture has, and its architecture's kernel curves price a GEMM
@@ -35,6 +35,7 @@ EXPECTED = {
     # A100 product page / 40GB datasheet, PCIe columns (dense | sparse pairs: dense kept)
     "a100-pcie-80gb": ("ampere", {"fp32": 19.5, "tf32": 156, "fp16": 312, "int8": 624}, 1935, 80, 300),
     "a100-pcie-40gb": ("ampere", {"fp32": 19.5, "tf32": 156, "fp16": 312, "int8": 624}, 1555, 40, 250),
+    "a100-sxm-40gb": ("ampere", {"fp32": 19.5, "tf32": 156, "fp16": 312, "int8": 624}, 1555, 40, 400),
     "a30": ("ampere", {"fp32": 10.3, "tf32": 82, "fp16": 165, "int8": 330}, 933, 24, 165),
     "a10": ("ampere", {"fp32": 31.2, "tf32": 62.5, "fp16": 125, "int8": 250}, 600, 24, 150),
     # A10G datasheet (NVIDIA, hosted by AWS): TF32 35 | 70*, BF16/FP16 70 | 140*
@@ -50,14 +51,15 @@ EXPECTED = {
 }  # fmt: skip
 
 #: FP32 lanes per SM: GA100 (A100, A30) has 64, every other Ampere, Ada, Hopper and Blackwell SM 128.
-GA100 = {"a100-pcie-80gb", "a100-pcie-40gb", "a30"}
+GA100 = {"a100-pcie-80gb", "a100-pcie-40gb", "a100-sxm-40gb", "a30"}
 
 #: Dense FP16 tensor FLOP per clock per SM a part of each chip family can run (FP32 accumulate):
 #: GA100 2,048; GA102 1,024 (A10, A40) or 512 (GeForce and A10G, half-rate FP32 accumulate); AD102 1,024 (L40S,
 #: RTX 6000 Ada) or 512 (L40, L20, GeForce); GB202 GeForce 512. Hopper: at most 4,096 (its datasheet tensor peaks
 #: are at a lower clock than the FP32 boost clock the files carry, so only the ceiling holds).
-TENSOR_PER_SM = {"a100-pcie-80gb": 2048, "a100-pcie-40gb": 2048, "a30": 2048, "a10": 1024, "a40": 1024, "a10g": 512,
-                 "rtx-3090": 512, "l40": 512, "l20": 512, "rtx-6000-ada": 1024, "rtx-5090": 512}  # fmt: skip
+TENSOR_PER_SM = {"a100-pcie-80gb": 2048, "a100-pcie-40gb": 2048, "a100-sxm-40gb": 2048, "a30": 2048, "a10": 1024,
+                 "a40": 1024, "a10g": 512, "rtx-3090": 512, "l40": 512, "l20": 512, "rtx-6000-ada": 1024,
+                 "rtx-5090": 512}  # fmt: skip
 
 #: Devices whose figures are not from an NVIDIA datasheet (no public one): they must not claim to be.
 SECONDARY = {"h800-sxm", "h20", "l20"}
@@ -140,6 +142,7 @@ def test_evaluate_runs_on_the_new_devices(capsys, dev_id):
 @pytest.mark.parametrize(
     "spec, link, gbs, node",
     [("h800-sxm:8", "NVLink 4 (H800: 400 GB/s)", 200, 8), ("h20:8", "NVLink 4", 450, 8),
+     ("a100-sxm-40gb:8", "NVLink 3", 300, 8),
      ("h100-nvl:2", "NVLink 4 bridge", 300, 2), ("h100-pcie:2", "NVLink 4 bridge", 300, 2),
      ("a100-pcie-80gb:8", "PCIe Gen4 x16", 32, 8), ("a10:8", "PCIe Gen4 x16", 32, 8),
      ("a10g:8", "PCIe Gen4 x16", 32, 8), ("a30:8", "PCIe Gen4 x16", 32, 8), ("a40:8", "PCIe Gen4 x16", 32, 8),
