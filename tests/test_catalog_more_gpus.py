@@ -154,3 +154,17 @@ def test_new_systems(spec, link, gbs, node):
     """Per-GPU, per-direction link bandwidth = half the bidirectional figure the sources print."""
     s = get_system(spec)
     assert s.link == link and s.link_bw == gbs * 1e9 and s.node_size == node and s.source.startswith("https://")
+
+
+def test_h800_cut_nvlink_slows_tensor_parallel_prefill_by_at_most_the_bandwidth_ratio(capsys):
+    """Same GH100, same model and layout: only the link differs (200 vs 450 GB/s each way, equal latencies), so the
+    H800's all-reduce time is longer than the H100's by more than 1x and at most 450/200 (the latency part is equal)."""
+    comm = {}
+    for spec in ("h100-sxm:8", "h800-sxm:8"):
+        code, out, err = run_cli(capsys, "evaluate", "--hf-config", "llama-3-70b", "--system", spec, "--layout", "tp=8",
+                                 "--batch", "8", "--json")  # fmt: skip
+        assert code == 0, err
+        r = json.loads(out)
+        comm[spec] = (r[0] if isinstance(r, list) else r)["comm_s_prefill"]
+    ratio = comm["h800-sxm:8"] / comm["h100-sxm:8"]
+    assert 1.5 < ratio <= 450 / 200 + 1e-9
