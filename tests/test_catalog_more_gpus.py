@@ -173,9 +173,10 @@ def test_h800_cut_nvlink_slows_tensor_parallel_prefill_by_at_most_the_bandwidth_
 #: Published torch fp16 matmul rates (TFLOP/s, square n x n x n), held out from every fit:
 #: https://github.com/zzc0721/torch-performance-test-data (README table; the H20 row's size sweep is its issue #77).
 PUBLISHED_MATMUL = {"h20": (10240, 142.09), "rtx-3090": (8192, 75.64), "rtx-5090": (8192, 237.63)}
-#: The RTX 5090 runs the matmul at 237.6 TFLOP/s, above its 209.5 rated-boost FP32-accumulate roof (GeForce cards
-#: sustain clocks well above the rated boost): datasheet + Blackwell curves (fitted on B200/GB200) price it 1.6x slow,
-#: outside the band. Kept as a strict xfail so the miss stays visible (and the test says so if a refit fixes it).
+#: The RTX 5090 runs the matmul at 237.6 TFLOP/s, above its 209.5 rated-boost FP32-accumulate roof (2.73 GHz against
+#: the rated 2.41: GeForce cards sustain clocks above the rated boost): datasheet + Blackwell curves (fitted on
+#: B200/GB200) price it 1.6x slow, outside the band. Kept as a strict xfail so the miss stays visible (and the
+#: test says so if a refit fixes it).
 FIVE090 = pytest.mark.xfail(strict=True, reason="GeForce sustains clocks above the rated boost the roof counts")
 
 
