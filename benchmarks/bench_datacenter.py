@@ -11,6 +11,10 @@ row's layout (tp/ep/pp), precision and engine profile, and prints per-row predic
   document). Compared per GPU (the published total / the row's GPUs).
 - rows with a ``concurrency``: that many requests in flight (TTFT/TPOT rows: the mean in flight); a row's
   ``max_num_tokens`` (per rank: times ``dp_attn`` under attention DP) is its token budget per step.
+- ``batching = static`` rows (TensorRT-LLM's early ``gptSessionBenchmark`` tables): one static batch of
+  ``concurrency`` requests, all prompts prefilled at once, then every decode step
+  (:func:`rooflaw.parallel.evaluate_layout`); throughput = batch·OSL / (TTFT + decode time) per GPU, the
+  sources' own definition; ``ttft_ms`` rows: the prefill of one prompt.
 
     python benchmarks/bench_datacenter.py [--csv PATH] [--json] [--model steady|decode]
 """
@@ -48,7 +52,7 @@ def layout_text(r: dict[str, str]) -> str:
     return ",".join(parts)
 
 
-def predict(r: dict[str, str], model: str = "steady") -> tuple[float, int]:
+def predict(r: dict[str, str], model: str = "steady", budgets: str = "trtllm-bench") -> tuple[float, int]:
     """(predicted value in the row's unit, batch used). ``model``: ``steady`` (in-flight batching's steady state,
     :func:`rooflaw.parallel.inflight`) or ``decode`` (the first result's pricing, on today's model: batch·OSL over
     the decode time, TTFT of the whole batch's prompts)."""
@@ -57,14 +61,23 @@ def predict(r: dict[str, str], model: str = "steady") -> tuple[float, int]:
     lay = rl.parallel.parse_layout(layout_text(r))
     isl, osl = int(r["isl"]), int(r["osl"])
     prec, engine = r["precision"], r["engine"]
+    if r.get("batching") == "static":  # one static batch: its prompts at once, then every decode step
+        batch = int(r["concurrency"])
+        out = rl.parallel.evaluate_layout(arch, system, lay, rl.Workload(batch, isl, osl), prec, engine)
+        if r["metric"] == "ttft_ms":
+            return out["ttft_s"] * 1e3, batch
+        return batch * osl / out["latency_s"] / lay.devices, batch
+    budget = TOKEN_BUDGET
     if r["concurrency"] == "max":
         fit = rl.parallel.max_batch(arch, system, lay, rl.Workload(1, isl, osl), prec)
         batch = max(1, min(fit, MAX_BATCH))
+        if budgets == "trtllm-bench":  # the run's max_num_tokens: trtllm-bench's heuristic at its ISL/OSL
+            budget = rl.parallel.trtllm_bench_settings(fit, isl, osl, lay.pp)[1]
     else:
         batch = max(1, round(float(r["concurrency"])))
     wl = rl.Workload(batch, isl, osl)
     if model == "steady":
-        budget = int(r["max_num_tokens"]) * int(r["dp_attn"] or 1) if r.get("max_num_tokens") else TOKEN_BUDGET
+        budget = int(r["max_num_tokens"]) * int(r["dp_attn"] or 1) if r.get("max_num_tokens") else budget
         arrivals = "closed" if r["request_rate"] == "inf" else "poisson"  # the online rows: open loop at a rate
         out = rl.parallel.inflight(arch, system, lay, wl, prec, engine, max(budget, batch), arrivals=arrivals)
     else:
@@ -76,9 +89,21 @@ def predict(r: dict[str, str], model: str = "steady") -> tuple[float, int]:
     return out["tpot_s"] * 1e3, batch
 
 
+#: Rows added this session (DC120 on: static batches and first-token latencies of TensorRT-LLM's early
+#: performance pages), reported apart from the first 119.
+NEW_FROM = 120
+
+
+def row_set(row_id: str) -> str:
+    """``DC001-119`` or ``DC120+`` (the set a row belongs to)."""
+    return "DC120+" if int(row_id[2:]) >= NEW_FROM else "DC001-119"
+
+
 def measured(r: dict[str, str]) -> float:
     v = float(r["value"])
-    return v / int(r["gpus"]) if r["metric"] == "output_tok_s" else v
+    # the in-flight rows print the TP group's total; the static-batch pages print tokens/s per GPU already
+    total = r["metric"] == "output_tok_s" and r.get("batching") != "static"
+    return v / int(r["gpus"]) if total else v
 
 
 def summary(rows: list[dict[str, object]]) -> dict[str, float]:
@@ -86,7 +111,8 @@ def summary(rows: list[dict[str, object]]) -> dict[str, float]:
     for r in rows:
         e = abs(float(r["ratio"]) - 1)  # type: ignore[arg-type]
         for key in ("all", f"metric={r['metric']}", f"gpu={r['gpu']}", f"class={r['class']}", f"tp={r['tp']}",
-                    f"gpus={r['gpus']}", f"metric={r['metric']},class={r['class']}"):  # fmt: skip
+                    f"gpus={r['gpus']}", f"metric={r['metric']},class={r['class']}", f"batching={r['batching']}",
+                    f"rows={r['set']}"):  # fmt: skip
             groups[key].append(e)
     return {k: float(np.median(v)) for k, v in sorted(groups.items())} | {
         f"n[{k}]": float(len(v)) for k, v in sorted(groups.items())
@@ -103,18 +129,26 @@ def main() -> None:
         default="steady",
         help="steady: in-flight batching (default); decode: the first result's decode-only pricing",
     )
+    ap.add_argument(
+        "--budget",
+        choices=("trtllm-bench", "fixed"),
+        default="trtllm-bench",
+        help="tokens per step of the max-throughput rows: trtllm-bench's heuristic at the row's ISL/OSL (default) "
+        f"or a fixed {TOKEN_BUDGET}",
+    )
     a = ap.parse_args()
     with open(a.csv, newline="") as f:
         data = list(csv.DictReader(f))
     t0 = time.perf_counter()
     rows = []
     for r in data:
-        p, batch = predict(r, a.model)
+        p, batch = predict(r, a.model, a.budget)
         m = measured(r)
         rows.append(dict(row=r["row_id"], model=r["model"], gpu=r["device_id"], tp=int(r["tp"]), gpus=int(r["gpus"]),
                          cls=r["arch_class"], **{"class": r["arch_class"]}, metric=r["metric"], isl=int(r["isl"]),
                          osl=int(r["osl"]), batch=batch, precision=r["precision"], predicted=p, measured=m,
-                         ratio=p / m if m else math.nan))  # fmt: skip
+                         ratio=p / m if m else math.nan, batching=r.get("batching") or "inflight",
+                         set=row_set(r["row_id"])))  # fmt: skip
     secs = time.perf_counter() - t0
     s = summary(rows)
     if a.json:

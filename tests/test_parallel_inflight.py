@@ -152,3 +152,27 @@ def test_max_throughput_is_inflight_at_the_largest_batch_that_fits(setup):
     big = rl.load_architecture("llama-3.1-70b")  # 141 GB of bf16 weights: nothing fits one H100
     with pytest.raises(rl.RooflawError, match="fits"):
         rl.parallel.max_throughput(big, rl.get_system("h100-sxm:1"), "tp=1", wl, "bf16", ENGINE)
+
+
+@pytest.mark.parametrize(
+    "requests,isl,osl,pp,expected",
+    [
+        # hand-computed from trtllm-bench's finetune_setting (TensorRT-LLM bench/build/tuning.py)
+        (1645.3, 1000, 1000, 1, (1792, 3328)),  # bs: 256*ceil(1645.3/256); tokens 3290.6 -> 256*ceil(/256)
+        (926.0, 2048, 128, 1, (1024, 16384)),  # bs: 128*ceil(926/128); tokens 926*17 = 15742 -> 1024*ceil(/1024)
+        (5000.0, 2048, 128, 1, (4096, 32768)),  # both capped: 4096 requests, 32,768 tokens
+        (40.0, 128, 2048, 1, (64, 2048)),  # at least 64 requests and 2,048 tokens
+        (200.0, 1000, 1000, 1, (224, 2048)),  # 32*ceil(200/32); 400 tokens -> the 2,048 floor
+        (2162.0, 1000, 1000, 4, (640, 2048)),  # pp 4: 540.5 per stage -> 128*ceil; 1081 tokens -> 2,048
+        (3000.0, 1000, 1000, 1, (3072, 6144)),  # 6000 tokens -> 512*ceil(6000/512)
+    ],
+)
+def test_trtllm_bench_settings_by_hand(requests, isl, osl, pp, expected):
+    assert rl.parallel.trtllm_bench_settings(requests, isl, osl, pp) == expected
+
+
+def test_trtllm_bench_settings_bad_input():
+    with pytest.raises(rl.RooflawError, match="requests"):
+        rl.parallel.trtllm_bench_settings(0.0, 100, 100)
+    with pytest.raises(rl.RooflawError, match="output_tokens"):
+        rl.parallel.trtllm_bench_settings(10.0, 100, 0)

@@ -21,6 +21,7 @@ latency less its O − 1 decode steps, waiting for budget included); TPOT = (lat
 
 from __future__ import annotations
 
+import math
 from functools import cache
 from typing import Any
 
@@ -69,6 +70,36 @@ def layout_step_cost(arch: Any, system: System, layout: Layout, precision: str |
         return pre(c + n) + (max(0.0, dec(n) - dec(n, False)) if n else 0.0)
 
     return step
+
+
+def trtllm_bench_settings(requests: float, input_tokens: int, output_tokens: int, pp: int = 1) -> tuple[int, int]:
+    """``(max_batch_size, max_num_tokens)`` that ``trtllm-bench`` sets for a dataset of ``input_tokens`` /
+    ``output_tokens`` when ``requests`` of them fit the KV cache (TensorRT-LLM ``bench/build/tuning.py``,
+    ``finetune_setting``, unchanged from the 0.17 engine flow to the 1.x PyTorch flow): the batch
+    ``min(requests, 4096)/pp`` rounded up (to 32 under 256, at least 64; to 128 under 1024; else to 256), the
+    tokens per step that batch's share of prompts, ``batch·(1 + ISL/OSL)`` capped at 32,768 and rounded up (to 256,
+    at least 2,048, under 4,096; to 512 under 8,192; else to 1,024) -- enough for the prompts that keep the
+    batch full, not a fixed 8,192."""
+    for key, v in (("input_tokens", input_tokens), ("output_tokens", output_tokens), ("pp", pp)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise bad(key, v, "must be a positive integer")
+    if not (math.isfinite(requests) and requests > 0):
+        raise bad("requests", requests, "must be a positive number (requests that fit the KV cache)")
+    raw_bs = min(requests, 4096) / pp
+    raw_token = min(raw_bs * (1 + input_tokens / output_tokens), 32768)
+    if raw_bs < 256:
+        max_bs = max(64, 32 * math.ceil(raw_bs / 32))
+    elif raw_bs < 1024:
+        max_bs = 128 * math.ceil(raw_bs / 128)
+    else:
+        max_bs = 256 * math.ceil(raw_bs / 256)
+    if raw_token < 4096:
+        max_token = max(2048, 256 * math.ceil(raw_token / 256))
+    elif raw_token < 8192:
+        max_token = 512 * math.ceil(raw_token / 512)
+    else:
+        max_token = 1024 * math.ceil(raw_token / 1024)
+    return max_bs, max_token
 
 
 def inflight(
@@ -157,4 +188,4 @@ def max_throughput(
     return {**out, "batch": float(b)}
 
 
-__all__ = ["ARRIVALS", "TRTLLM_TOKEN_BUDGET", "inflight", "layout_step_cost", "max_throughput"]
+__all__ = ["ARRIVALS", "TRTLLM_TOKEN_BUDGET", "inflight", "layout_step_cost", "max_throughput", "trtllm_bench_settings"]
