@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import json
 import math
 import time
@@ -52,6 +53,15 @@ def layout_text(r: dict[str, str]) -> str:
     return ",".join(parts)
 
 
+def precision_of(r: dict[str, str]) -> rl.Precision:
+    """The row's precision; a quantised TensorRT-LLM checkpoint (ModelOpt FP8/NVFP4) keeps its LM head 16-bit
+    (ModelOpt's default quantiser configuration disables ``*lm_head*``), as the published rows' mapping does."""
+    p = rl.Precision.parse(r["precision"])
+    if r["engine"] == "tensorrt-llm" and p.weights.bytes < 2 and p.head is None:
+        p = dataclasses.replace(p, head=rl.Precision.parse("bf16").weights)
+    return p
+
+
 def predict(r: dict[str, str], model: str = "steady", budgets: str = "trtllm-bench") -> tuple[float, int]:
     """(predicted value in the row's unit, batch used). ``model``: ``steady`` (in-flight batching's steady state,
     :func:`rooflaw.parallel.inflight`) or ``decode`` (the first result's pricing, on today's model: batch·OSL over
@@ -60,7 +70,7 @@ def predict(r: dict[str, str], model: str = "steady", budgets: str = "trtllm-ben
     system = rl.get_system(f"{r['device_id']}:{r['gpus']}")
     lay = rl.parallel.parse_layout(layout_text(r))
     isl, osl = int(r["isl"]), int(r["osl"])
-    prec, engine = r["precision"], r["engine"]
+    prec, engine = precision_of(r), r["engine"]
     if r.get("batching") == "static":  # one static batch: its prompts at once, then every decode step
         batch = int(r["concurrency"])
         out = rl.parallel.evaluate_layout(arch, system, lay, rl.Workload(batch, isl, osl), prec, engine)
