@@ -142,11 +142,16 @@ def test_max_throughput_is_inflight_at_the_largest_batch_that_fits(setup):
     arch, sysm, lay = setup
     wl = rl.Workload(1, 2000, 500)
     fits = rl.parallel.max_batch(arch, sysm, lay, wl, "bf16")
+    # trtllm-bench's budget for the requests that fit: min(fits, 4096)·(1 + 2000/500), at most 32,768
+    budget = min(32768, 1024 * -(-min(fits, 4096) * 5 // 1024))
     for cap in (None, 64):
         b = min(fits, cap) if cap else fits
         got = rl.parallel.max_throughput(arch, sysm, lay, wl, "bf16", ENGINE, batch_cap=cap)
-        ref = rl.parallel.inflight(arch, sysm, lay, rl.Workload(b, 2000, 500), "bf16", ENGINE, max(8192, b))
+        ref = rl.parallel.inflight(arch, sysm, lay, rl.Workload(b, 2000, 500), "bf16", ENGINE, max(budget, b))
         assert got["batch"] == b and got["tokens_per_s"] == pytest.approx(ref["tokens_per_s"], rel=1e-12)
+        fixed = rl.parallel.max_throughput(arch, sysm, lay, wl, "bf16", ENGINE, token_budget=8192, batch_cap=cap)
+        ref = rl.parallel.inflight(arch, sysm, lay, rl.Workload(b, 2000, 500), "bf16", ENGINE, max(8192, b))
+        assert fixed["tokens_per_s"] == pytest.approx(ref["tokens_per_s"], rel=1e-12)
     with pytest.raises(rl.RooflawError, match="batch_cap"):
         rl.parallel.max_throughput(arch, sysm, lay, wl, "bf16", ENGINE, batch_cap=0)
     big = rl.load_architecture("llama-3.1-70b")  # 141 GB of bf16 weights: nothing fits one H100

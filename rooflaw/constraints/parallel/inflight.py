@@ -166,14 +166,16 @@ def max_throughput(
     workload: Workload,
     precision: str | Precision = "bf16",
     engine: Any = None,
-    token_budget: int = TRTLLM_TOKEN_BUDGET,
+    token_budget: int | None = None,
     batch_cap: int | None = None,
     overlap: bool = False,
 ) -> dict[str, float]:
     """A max-throughput run (every request queued, ``trtllm-bench throughput``): :func:`inflight` at the largest
     batch whose weights and KV cache fit every device (:func:`~.sweep.max_batch` at the workload's lengths; the
-    workload's batch is ignored), at most ``batch_cap`` (the engine's batch limit, when it has one); the token
-    budget grows to the batch when smaller. Adds ``batch``. Raises when not even one request fits."""
+    workload's batch is ignored), at most ``batch_cap`` (the engine's batch limit, when it has one). The tokens per
+    step: ``token_budget``, or when None the ``max_num_tokens`` trtllm-bench sets for the requests that fit at the
+    workload's lengths (:func:`trtllm_bench_settings`); it grows to the batch when smaller. Adds ``batch``. Raises
+    when not even one request fits."""
     lay = parse_layout(layout) if isinstance(layout, str) else layout
     if batch_cap is not None and (isinstance(batch_cap, bool) or not isinstance(batch_cap, int) or batch_cap < 1):
         raise bad("batch_cap", batch_cap, "must be a positive integer or None")
@@ -183,6 +185,8 @@ def max_throughput(
         raise bad("batch", 0, f"not even one request of {workload.input_tokens}+{workload.output_tokens} tokens fits "
                   f"each device's memory under {lay.describe()}")  # fmt: skip
     b = min(fits, batch_cap) if batch_cap else fits
+    if token_budget is None:
+        token_budget = trtllm_bench_settings(float(fits), workload.input_tokens, workload.output_tokens, lay.pp)[1]
     wl = Workload(b, workload.input_tokens, workload.output_tokens, workload.attention)
     out = inflight(arch, system, lay, wl, precision, engine, max(token_budget, b), overlap)
     return {**out, "batch": float(b)}
