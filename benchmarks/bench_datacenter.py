@@ -99,14 +99,15 @@ def predict(r: dict[str, str], model: str = "steady", budgets: str = "trtllm-ben
     return out["tpot_s"] * 1e3, batch
 
 
-#: Rows added this session (DC120 on: static batches and first-token latencies of TensorRT-LLM's early
-#: performance pages), reported apart from the first 119.
-NEW_FROM = 120
+#: Row sets reported apart, by first row: session 9's 119 rows; session 10's static batches and first-token
+#: latencies of TensorRT-LLM's early performance pages (DC120-151); NVIDIA NIM's closed-loop serving tables (DC152-).
+ROW_SETS = ((152, "DC152-nim"), (120, "DC120-151"), (1, "DC001-119"))
 
 
 def row_set(row_id: str) -> str:
-    """``DC001-119`` or ``DC120+`` (the set a row belongs to)."""
-    return "DC120+" if int(row_id[2:]) >= NEW_FROM else "DC001-119"
+    """The set (:data:`ROW_SETS`) a row belongs to."""
+    n = int(row_id[2:])
+    return next(name for first, name in ROW_SETS if n >= first)
 
 
 def measured(r: dict[str, str]) -> float:
