@@ -88,7 +88,9 @@ def predict(r: dict[str, str], model: str = "steady", budgets: str = "trtllm-ben
     wl = rl.Workload(batch, isl, osl)
     if model == "steady":
         budget = int(r["max_num_tokens"]) * int(r["dp_attn"] or 1) if r.get("max_num_tokens") else budget
-        arrivals = "closed" if r["request_rate"] == "inf" else "poisson"  # the online rows: open loop at a rate
+        # offline rows: requests queued inside the engine (closed); a client holding a concurrency (clients:
+        # requests land at any phase of the steps); the online rows: open loop at a rate (poisson)
+        arrivals = "poisson" if r["request_rate"] != "inf" else "closed" if r["concurrency"] == "max" else "clients"
         out = rl.parallel.inflight(arch, system, lay, wl, prec, engine, max(budget, batch), arrivals=arrivals)
     else:
         out = rl.parallel.evaluate_layout(arch, system, lay, wl, prec, engine)

@@ -7,6 +7,7 @@ import pytest
 
 import rooflaw as rl
 from rooflaw.constraints.serving import Schedule, simulate
+from rooflaw.constraints.serving_queue import queue_wait_s
 
 ARCH = "layers=4,d_model=1024,heads=16,kv_heads=4,ffn=2816,vocab=32000"
 ENGINE = "tensorrt-llm"
@@ -107,7 +108,8 @@ def test_attention_dp_groups_prefill_their_own_share():
 
 
 def test_poisson_arrivals_wait_the_mean_residual_step(setup):
-    """Open loop: TTFT and latency grow by Σkτ²/(2Σkτ) over the schedule's steps; throughput and TPOT do not."""
+    """Open loop: TTFT and latency grow by Σkτ²/(2Σkτ) over the schedule's steps plus the prompts queued ahead
+    (tests/test_serving_queue.py: a little here, three 300-token prompts fit a step); throughput and TPOT do not."""
     arch, sysm, lay = setup
     C, P, O, T = 6, 300, 40, 1024
     wl = rl.Workload(C, P, O)
@@ -116,7 +118,10 @@ def test_poisson_arrivals_wait_the_mean_residual_step(setup):
     step = rl.parallel.layout_step_cost(arch, sysm, lay, "bf16", ENGINE, P, O)
     taus = [(k, step(c, n)) for c, n, k in Schedule(C, P, O, T).steps()]
     wait = sum(k * t * t for k, t in taus) / (2 * sum(k * t for k, t in taus))
-    assert open_["wait_s"] == pytest.approx(wait, rel=1e-12) and wait > 0
+    queued = queue_wait_s(Schedule(C, P, O, T), step, (C - 1) / (closed["latency_s"] + open_["wait_s"]))
+    assert open_["wait_s"] == pytest.approx(queued, rel=1e-6)
+    assert wait < open_["wait_s"] < 1.05 * wait and wait > 0
+    wait = open_["wait_s"]
     assert open_["ttft_s"] == pytest.approx(closed["ttft_s"] + wait, rel=1e-12)
     assert open_["tpot_s"] == pytest.approx(closed["tpot_s"], rel=1e-12)
     assert open_["tokens_per_s"] == pytest.approx(closed["tokens_per_s"], rel=1e-12)

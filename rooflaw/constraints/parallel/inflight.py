@@ -29,12 +29,13 @@ from ...devices.precision import Precision
 from ...devices.system import System
 from ...errors import bad
 from ..serving import Schedule, StepCost
+from ..serving_queue import queue_wait_s, service_s
 from ..workload import Workload
 from .layout import Layout, parse_layout
 from .sweep import evaluate_layout, max_batch
 
 #: How requests arrive (:func:`inflight`).
-ARRIVALS = ("closed", "poisson")
+ARRIVALS = ("closed", "clients", "poisson")
 #: TensorRT-LLM's default ``max_num_tokens`` (tokens one engine step may carry: decode tokens + prompt chunks).
 TRTLLM_TOKEN_BUDGET = 8192
 
@@ -121,11 +122,16 @@ def inflight(
     ``ttft_s``, ``tpot_s`` (mean seconds per output token after the first), ``step_s_decode`` (a pure decode step
     of ``batch`` sequences), ``wait_s`` (part of TTFT and latency).
 
-    ``arrivals``: ``closed`` (a client sends the next request when one finishes, at a step boundary: a
-    max-throughput run, ``--max-concurrency``) or ``poisson`` (open loop at a request rate that keeps ``batch`` in
-    flight on average): a request arrives during the step in progress (the other ``batch − 1`` requests' steps;
-    none at ``batch`` 1) and waits for its end, the mean residual of the steps' lengths, Σ k·τ² / (2 Σ k·τ) over
-    the schedule's steps (τ seconds, k per request)."""
+    ``arrivals``: ``closed`` (the engine admits the next request the step one finishes: a max-throughput run, every
+    request queued inside the engine), ``clients`` (``batch`` clients each sending its next request when its last
+    one ends, over a network: requests land at any phase of the engine's steps, ``--max-concurrency`` /
+    AIPerf's concurrency) or ``poisson`` (open loop at a request rate that keeps ``batch`` in flight on average).
+    Under the last two a request arriving while the other ``batch − 1`` are in flight (none at ``batch`` 1) waits
+    for the step in progress and for the prompts queued ahead of it
+    (:func:`~rooflaw.constraints.serving_queue.queue_wait_s`: the mean residual Σ k·τ² / (2 Σ k·τ) of the
+    schedule's steps, τ seconds, k per request, plus the Pollaczek–Khinchine queue of prompts the engine admits
+    ``T − (batch − 1)`` tokens a step), those prompts arriving at (batch − 1) / latency per second, the latency
+    including the wait itself (a fixed point)."""
     if arrivals not in ARRIVALS:
         raise bad("arrivals", arrivals, f"must be one of {', '.join(ARRIVALS)}")
     lay = parse_layout(layout) if isinstance(layout, str) else layout
@@ -151,12 +157,27 @@ def inflight(
     ttft = min(ttft, latency)
     tpot = (latency - ttft) / (O - 1)
     wait = 0.0
-    if arrivals == "poisson" and C > 1:  # others in flight keep steps running; one alone finds the server idle
-        timed = [(k, step(c, n)) for c, n, k in sched.steps()]
-        wait = sum(k * t * t for k, t in timed) / (2 * sum(k * t for k, t in timed))
+    if arrivals != "closed" and C > 1:  # others in flight keep steps running; one alone finds the server idle
+        wait = _arrival_wait(sched, step, C - 1, latency)
     return dict(tokens_per_s=lay.dp * rate, tokens_per_s_per_device=rate / (lay.devices / lay.dp),
                 requests_per_s=lay.dp * rate / O, latency_s=latency + wait, ttft_s=ttft + wait, tpot_s=tpot,
                 step_s_decode=step(0, C), wait_s=wait)  # fmt: skip
+
+
+def _arrival_wait(sched: Schedule, step: StepCost, others: int, latency: float) -> float:
+    """Seconds a request arriving at a random moment waits (:func:`~..serving_queue.queue_wait_s`), the ``others``
+    in flight sending prompts at ``others / (latency + wait)`` per second: the fixed point, by bisection (the wait
+    falls as it lengthens the latency and so thins the arrivals)."""
+    S = service_s(sched, step)
+    gap = lambda w: queue_wait_s(sched, step, others / (latency + w)) - w  # noqa: E731  (decreasing in w)
+    lo = max(0.0, others * S - latency) * (1 + 1e-9) + 1e-12  # below it prompts would arrive faster than served
+    hi = max(2 * lo, latency, 1e-6)
+    while gap(hi) > 0:
+        hi *= 2
+    for _ in range(100):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if gap(mid) > 0 else (lo, mid)
+    return hi
 
 
 def max_throughput(
