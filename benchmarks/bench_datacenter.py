@@ -1,22 +1,26 @@
 """Held-out check: datacenter and multi-GPU serving against published measurements (docs/benchmarks.md).
 
-Prices every row of ``benchmarks/data/datacenter.csv`` (TensorRT-LLM's published throughput and online-serving
-tables; never used for fitting) with rooflaw's serving model on the catalog system ``<device>:<gpus>``, under the
-row's layout (tp/ep/pp), precision and engine profile, and prints per-row predicted/measured and the median
-|predicted/measured − 1| by metric, GPU, dense/MoE and TP.
+Prices every row of ``benchmarks/data/datacenter.csv`` (TensorRT-LLM's and NVIDIA NIM's published throughput,
+static-batch and online-serving tables; never used for fitting) with rooflaw's serving model on the catalog system
+``<device>:<gpus>``, under the row's layout (tp/ep/pp), precision and engine profile, and prints per-row
+predicted/measured and the median |predicted/measured − 1| by metric, GPU, dense/MoE, TP, batching and row set.
 
 - ``output_tok_s`` rows (``concurrency = max``: offline, every request queued): the engine runs as many
   sequences as fit; the batch is the largest that fits one replica's memory (:func:`rooflaw.parallel.max_batch`
   at the row's ISL/OSL), capped at :data:`MAX_BATCH` (trtllm-bench's runtime batch limit printed in the same
-  document). Compared per GPU (the published total / the row's GPUs).
+  document), with the tokens per step trtllm-bench sets for it (:func:`rooflaw.parallel.trtllm_bench_settings`;
+  ``--budget fixed``: :data:`TOKEN_BUDGET`). Compared per GPU (the published total / the row's GPUs).
 - rows with a ``concurrency``: that many requests in flight (TTFT/TPOT rows: the mean in flight); a row's
-  ``max_num_tokens`` (per rank: times ``dp_attn`` under attention DP) is its token budget per step.
+  ``max_num_tokens`` (per rank: times ``dp_attn`` under attention DP) is its token budget per step. Arrivals
+  (:func:`rooflaw.parallel.inflight`): ``poisson`` for rows measured at a request rate, ``clients`` for a
+  client holding the concurrency (requests land at any phase of the engine's steps).
+- a quantised TensorRT-LLM checkpoint keeps its LM head 16-bit (:func:`precision_of`).
 - ``batching = static`` rows (TensorRT-LLM's early ``gptSessionBenchmark`` tables): one static batch of
   ``concurrency`` requests, all prompts prefilled at once, then every decode step
   (:func:`rooflaw.parallel.evaluate_layout`); throughput = batch·OSL / (TTFT + decode time) per GPU, the
   sources' own definition; ``ttft_ms`` rows: the prefill of one prompt.
 
-    python benchmarks/bench_datacenter.py [--csv PATH] [--json] [--model steady|decode]
+    python benchmarks/bench_datacenter.py [--csv PATH] [--json] [--model steady|decode] [--budget fixed]
 """
 
 from __future__ import annotations
