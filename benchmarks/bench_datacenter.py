@@ -106,8 +106,9 @@ def predict(r: dict[str, str], model: str = "steady", budgets: str = "trtllm-ben
 
 
 #: Row sets reported apart, by first row: session 9's 119 rows; session 10's static batches and first-token
-#: latencies of TensorRT-LLM's early performance pages (DC120-151); NVIDIA NIM's closed-loop serving tables (DC152-).
-ROW_SETS = ((152, "DC152-nim"), (120, "DC120-151"), (1, "DC001-119"))
+#: latencies of TensorRT-LLM's early performance pages (DC120-151), NVIDIA NIM's closed-loop serving table
+#: (DC152-163) and the v0.14 online table's QPS 4 and 16 rows (DC164-).
+ROW_SETS = ((164, "DC164-online"), (152, "DC152-nim"), (120, "DC120-151"), (1, "DC001-119"))
 
 
 def row_set(row_id: str) -> str:
