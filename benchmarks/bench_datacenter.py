@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import csv
 import dataclasses
+import functools
 import json
 import math
 import time
@@ -66,6 +67,14 @@ def precision_of(r: dict[str, str]) -> rl.Precision:
     return p
 
 
+@functools.cache
+def fits(model: str, system: str, layout: str, isl: int, osl: int, precision: str, engine: str) -> int:
+    """Requests of ISL + OSL tokens whose weights and KV cache fit the layout (:func:`rooflaw.parallel.max_batch`)."""
+    prec = precision_of({"precision": precision, "engine": engine})
+    wl = rl.Workload(1, isl, osl)
+    return rl.parallel.max_batch(rl.load_architecture(model), rl.get_system(system), layout, wl, prec)
+
+
 def predict(r: dict[str, str], model: str = "steady", budgets: str = "trtllm-bench") -> tuple[float, int]:
     """(predicted value in the row's unit, batch used). ``model``: ``steady`` (in-flight batching's steady state,
     :func:`rooflaw.parallel.inflight`) or ``decode`` (the first result's pricing, on today's model: batch·OSL over
@@ -95,7 +104,14 @@ def predict(r: dict[str, str], model: str = "steady", budgets: str = "trtllm-ben
         # offline rows: requests queued inside the engine (closed); a client holding a concurrency (clients:
         # requests land at any phase of the steps); the online rows: open loop at a rate (poisson)
         arrivals = "poisson" if r["request_rate"] != "inf" else "closed" if r["concurrency"] == "max" else "clients"
-        out = rl.parallel.inflight(arch, system, lay, wl, prec, engine, max(budget, batch), arrivals=arrivals)
+        slots = None  # a concurrency past what the engine holds (its batch limit, or the KV cache) queues outside
+        if r["concurrency"] != "max":
+            where = f"{r['device_id']}:{r['gpus']}"
+            slots = fits(r["model"], where, layout_text(r), isl, osl, r["precision"], engine)
+            if r.get("max_batch_size"):
+                slots = min(slots, int(r["max_batch_size"]) * int(r["dp_attn"] or 1))
+        out = rl.parallel.inflight(arch, system, lay, wl, prec, engine, max(budget, batch), arrivals=arrivals,
+                                   max_seqs=max(1, slots) if slots is not None else None)  # fmt: skip
     else:
         out = rl.parallel.evaluate_layout(arch, system, lay, wl, prec, engine)
     if r["metric"] == "output_tok_s":

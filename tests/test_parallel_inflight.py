@@ -186,3 +186,23 @@ def test_trtllm_bench_settings_bad_input():
         rl.parallel.trtllm_bench_settings(0.0, 100, 100)
     with pytest.raises(rl.RooflawError, match="output_tokens"):
         rl.parallel.trtllm_bench_settings(10.0, 100, 0)
+
+
+def test_more_in_flight_than_the_engine_runs_queue_for_a_slot(setup):
+    """12 clients, 4 slots: the engine's steady state is 4 requests' (against a brute-force run of 12 clients and 4
+    slots), and by Little's law each request also waits 8/4 of the 4-slot latency outside."""
+    arch, sysm, lay = setup
+    C, M, P, O, T = 12, 4, 300, 20, 256
+    out = rl.parallel.inflight(arch, sysm, lay, rl.Workload(C, P, O), "bf16", ENGINE, T, max_seqs=M)
+    four = rl.parallel.inflight(arch, sysm, lay, rl.Workload(M, P, O), "bf16", ENGINE, T)
+    step = rl.parallel.layout_step_cost(arch, sysm, lay, "bf16", ENGINE, P, O)
+    brute = simulate(Schedule(C, P, O, T), step, n_requests=30 * C, warmup=10 * C, max_running=M)
+    assert 1.0 / out["tokens_per_s"] == pytest.approx(brute, rel=0.03)
+    assert out["latency_s"] == pytest.approx(C * O * brute, rel=0.03)  # Little's law on the brute-force run
+    assert out["tokens_per_s"] == pytest.approx(four["tokens_per_s"], rel=1e-12)
+    assert out["wait_s"] == pytest.approx(four["latency_s"] * (C - M) / M, rel=1e-12)
+    assert out["ttft_s"] == pytest.approx(four["ttft_s"] + out["wait_s"], rel=1e-12)
+    same = rl.parallel.inflight(arch, sysm, lay, rl.Workload(M, P, O), "bf16", ENGINE, T, max_seqs=M)
+    assert same == four
+    with pytest.raises(rl.RooflawError, match="max_seqs"):
+        rl.parallel.inflight(arch, sysm, lay, rl.Workload(C, P, O), "bf16", ENGINE, T, max_seqs=0)

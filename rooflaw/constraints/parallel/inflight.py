@@ -113,6 +113,7 @@ def inflight(
     token_budget: int = TRTLLM_TOKEN_BUDGET,
     overlap: bool = False,
     arrivals: str = "closed",
+    max_seqs: int | None = None,
 ) -> dict[str, float]:
     """Steady state of one replica (``layout``) of ``system`` holding ``workload.batch`` requests in flight, each
     ``workload.input_tokens`` in and ``workload.output_tokens`` out, with ``token_budget`` tokens per step.
@@ -131,11 +132,25 @@ def inflight(
     (:func:`~rooflaw.constraints.serving_queue.queue_wait_s`: the mean residual Σ k·τ² / (2 Σ k·τ) of the
     schedule's steps, τ seconds, k per request, plus the Pollaczek–Khinchine queue of prompts the engine admits
     ``T − (batch − 1)`` tokens a step), those prompts arriving at (batch − 1) / latency per second, the latency
-    including the wait itself (a fixed point)."""
+    including the wait itself (a fixed point).
+
+    ``max_seqs``: the most requests the engine runs at once (its batch limit, or the requests whose KV cache fits:
+    :func:`~.sweep.max_batch`); None: no limit. With more in flight the engine runs ``max_seqs`` of them and the
+    rest wait outside for a slot: the steady state is that of ``max_seqs``, and by Little's law each request also
+    waits ``latency · (batch − max_seqs) / max_seqs`` (in ``wait_s``, TTFT and latency; none of the arrival waits
+    above, a queued request is admitted the step a slot frees)."""
     if arrivals not in ARRIVALS:
         raise bad("arrivals", arrivals, f"must be one of {', '.join(ARRIVALS)}")
     lay = parse_layout(layout) if isinstance(layout, str) else layout
     C, P, O = workload.batch, workload.input_tokens, workload.output_tokens
+    if max_seqs is not None:
+        if isinstance(max_seqs, bool) or not isinstance(max_seqs, int) or max_seqs < 1:
+            raise bad("max_seqs", max_seqs, "must be a positive integer or None")
+        if max_seqs < C:  # the engine runs max_seqs; the others queue outside for a slot (Little's law)
+            wl = Workload(max_seqs, P, O, workload.attention)
+            out = inflight(arch, system, lay, wl, precision, engine, token_budget, overlap, "closed")
+            queue = out["latency_s"] * (C - max_seqs) / max_seqs
+            return {**out, "latency_s": out["latency_s"] + queue, "ttft_s": out["ttft_s"] + queue, "wait_s": queue}
     if O < 2:
         raise bad("output_tokens", O, "in-flight batching needs at least 2 output tokens (a decode step)")
     if token_budget < C:
