@@ -154,9 +154,9 @@ def test_max_throughput_is_inflight_at_the_largest_batch_that_fits(setup):
         got = rl.parallel.max_throughput(arch, sysm, lay, wl, "bf16", ENGINE, batch_cap=cap)
         ref = rl.parallel.inflight(arch, sysm, lay, rl.Workload(b, 2000, 500), "bf16", ENGINE, max(budget, b))
         assert got["batch"] == b and got["tokens_per_s"] == pytest.approx(ref["tokens_per_s"], rel=1e-12)
-        fixed = rl.parallel.max_throughput(arch, sysm, lay, wl, "bf16", ENGINE, token_budget=8192, batch_cap=cap)
-        ref = rl.parallel.inflight(arch, sysm, lay, rl.Workload(b, 2000, 500), "bf16", ENGINE, max(8192, b))
-        assert fixed["tokens_per_s"] == pytest.approx(ref["tokens_per_s"], rel=1e-12)
+    fixed = rl.parallel.max_throughput(arch, sysm, lay, wl, "bf16", ENGINE, token_budget=8192, batch_cap=64)
+    ref = rl.parallel.inflight(arch, sysm, lay, rl.Workload(64, 2000, 500), "bf16", ENGINE, 8192)
+    assert fixed["tokens_per_s"] == pytest.approx(ref["tokens_per_s"], rel=1e-12)
     with pytest.raises(rl.RooflawError, match="batch_cap"):
         rl.parallel.max_throughput(arch, sysm, lay, wl, "bf16", ENGINE, batch_cap=0)
     big = rl.load_architecture("llama-3.1-70b")  # 141 GB of bf16 weights: nothing fits one H100
