@@ -7,6 +7,7 @@ import pytest
 
 import rooflaw as rl
 from rooflaw.constraints.serving import Schedule, simulate
+from rooflaw.constraints.serving_queue import queue_wait_s
 
 ARCH = "layers=4,d_model=1024,heads=16,kv_heads=4,ffn=2816,vocab=32000"
 ENGINE = "tensorrt-llm"
@@ -107,7 +108,8 @@ def test_attention_dp_groups_prefill_their_own_share():
 
 
 def test_poisson_arrivals_wait_the_mean_residual_step(setup):
-    """Open loop: TTFT and latency grow by Σkτ²/(2Σkτ) over the schedule's steps; throughput and TPOT do not."""
+    """Open loop: TTFT and latency grow by Σkτ²/(2Σkτ) over the schedule's steps plus the prompts queued ahead
+    (tests/test_serving_queue.py: a little here, three 300-token prompts fit a step); throughput and TPOT do not."""
     arch, sysm, lay = setup
     C, P, O, T = 6, 300, 40, 1024
     wl = rl.Workload(C, P, O)
@@ -116,7 +118,10 @@ def test_poisson_arrivals_wait_the_mean_residual_step(setup):
     step = rl.parallel.layout_step_cost(arch, sysm, lay, "bf16", ENGINE, P, O)
     taus = [(k, step(c, n)) for c, n, k in Schedule(C, P, O, T).steps()]
     wait = sum(k * t * t for k, t in taus) / (2 * sum(k * t for k, t in taus))
-    assert open_["wait_s"] == pytest.approx(wait, rel=1e-12) and wait > 0
+    queued = queue_wait_s(Schedule(C, P, O, T), step, (C - 1) / (closed["latency_s"] + open_["wait_s"]))
+    assert open_["wait_s"] == pytest.approx(queued, rel=1e-6)
+    assert wait < open_["wait_s"] < 1.05 * wait and wait > 0
+    wait = open_["wait_s"]
     assert open_["ttft_s"] == pytest.approx(closed["ttft_s"] + wait, rel=1e-12)
     assert open_["tpot_s"] == pytest.approx(closed["tpot_s"], rel=1e-12)
     assert open_["tokens_per_s"] == pytest.approx(closed["tokens_per_s"], rel=1e-12)
@@ -142,13 +147,62 @@ def test_max_throughput_is_inflight_at_the_largest_batch_that_fits(setup):
     arch, sysm, lay = setup
     wl = rl.Workload(1, 2000, 500)
     fits = rl.parallel.max_batch(arch, sysm, lay, wl, "bf16")
+    # trtllm-bench's budget for the requests that fit: min(fits, 4096)·(1 + 2000/500), at most 32,768
+    budget = min(32768, 1024 * -(-min(fits, 4096) * 5 // 1024))
     for cap in (None, 64):
         b = min(fits, cap) if cap else fits
         got = rl.parallel.max_throughput(arch, sysm, lay, wl, "bf16", ENGINE, batch_cap=cap)
-        ref = rl.parallel.inflight(arch, sysm, lay, rl.Workload(b, 2000, 500), "bf16", ENGINE, max(8192, b))
+        ref = rl.parallel.inflight(arch, sysm, lay, rl.Workload(b, 2000, 500), "bf16", ENGINE, max(budget, b))
         assert got["batch"] == b and got["tokens_per_s"] == pytest.approx(ref["tokens_per_s"], rel=1e-12)
+    fixed = rl.parallel.max_throughput(arch, sysm, lay, wl, "bf16", ENGINE, token_budget=8192, batch_cap=64)
+    ref = rl.parallel.inflight(arch, sysm, lay, rl.Workload(64, 2000, 500), "bf16", ENGINE, 8192)
+    assert fixed["tokens_per_s"] == pytest.approx(ref["tokens_per_s"], rel=1e-12)
     with pytest.raises(rl.RooflawError, match="batch_cap"):
         rl.parallel.max_throughput(arch, sysm, lay, wl, "bf16", ENGINE, batch_cap=0)
     big = rl.load_architecture("llama-3.1-70b")  # 141 GB of bf16 weights: nothing fits one H100
     with pytest.raises(rl.RooflawError, match="fits"):
         rl.parallel.max_throughput(big, rl.get_system("h100-sxm:1"), "tp=1", wl, "bf16", ENGINE)
+
+
+@pytest.mark.parametrize(
+    "requests,isl,osl,pp,expected",
+    [
+        # hand-computed from trtllm-bench's finetune_setting (TensorRT-LLM bench/build/tuning.py)
+        (1645.3, 1000, 1000, 1, (1792, 3328)),  # bs: 256*ceil(1645.3/256); tokens 3290.6 -> 256*ceil(/256)
+        (926.0, 2048, 128, 1, (1024, 16384)),  # bs: 128*ceil(926/128); tokens 926*17 = 15742 -> 1024*ceil(/1024)
+        (5000.0, 2048, 128, 1, (4096, 32768)),  # both capped: 4096 requests, 32,768 tokens
+        (40.0, 128, 2048, 1, (64, 2048)),  # at least 64 requests and 2,048 tokens
+        (200.0, 1000, 1000, 1, (224, 2048)),  # 32*ceil(200/32); 400 tokens -> the 2,048 floor
+        (2162.0, 1000, 1000, 4, (640, 2048)),  # pp 4: 540.5 per stage -> 128*ceil; 1081 tokens -> 2,048
+        (3000.0, 1000, 1000, 1, (3072, 6144)),  # 6000 tokens -> 512*ceil(6000/512)
+    ],
+)
+def test_trtllm_bench_settings_by_hand(requests, isl, osl, pp, expected):
+    assert rl.parallel.trtllm_bench_settings(requests, isl, osl, pp) == expected
+
+
+def test_trtllm_bench_settings_bad_input():
+    with pytest.raises(rl.RooflawError, match="requests"):
+        rl.parallel.trtllm_bench_settings(0.0, 100, 100)
+    with pytest.raises(rl.RooflawError, match="output_tokens"):
+        rl.parallel.trtllm_bench_settings(10.0, 100, 0)
+
+
+def test_more_in_flight_than_the_engine_runs_queue_for_a_slot(setup):
+    """12 clients, 4 slots: the engine's steady state is 4 requests' (against a brute-force run of 12 clients and 4
+    slots), and by Little's law each request also waits 8/4 of the 4-slot latency outside."""
+    arch, sysm, lay = setup
+    C, M, P, O, T = 12, 4, 300, 20, 256
+    out = rl.parallel.inflight(arch, sysm, lay, rl.Workload(C, P, O), "bf16", ENGINE, T, max_seqs=M)
+    four = rl.parallel.inflight(arch, sysm, lay, rl.Workload(M, P, O), "bf16", ENGINE, T)
+    step = rl.parallel.layout_step_cost(arch, sysm, lay, "bf16", ENGINE, P, O)
+    brute = simulate(Schedule(C, P, O, T), step, n_requests=30 * C, warmup=10 * C, max_running=M)
+    assert 1.0 / out["tokens_per_s"] == pytest.approx(brute, rel=0.03)
+    assert out["latency_s"] == pytest.approx(C * O * brute, rel=0.03)  # Little's law on the brute-force run
+    assert out["tokens_per_s"] == pytest.approx(four["tokens_per_s"], rel=1e-12)
+    assert out["wait_s"] == pytest.approx(four["latency_s"] * (C - M) / M, rel=1e-12)
+    assert out["ttft_s"] == pytest.approx(four["ttft_s"] + out["wait_s"], rel=1e-12)
+    same = rl.parallel.inflight(arch, sysm, lay, rl.Workload(M, P, O), "bf16", ENGINE, T, max_seqs=M)
+    assert same == four
+    with pytest.raises(rl.RooflawError, match="max_seqs"):
+        rl.parallel.inflight(arch, sysm, lay, rl.Workload(C, P, O), "bf16", ENGINE, T, max_seqs=0)

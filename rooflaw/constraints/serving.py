@@ -110,9 +110,10 @@ def _mixed(prompt: float, decoders: float, count: float, budget: int, full: bool
     return out
 
 
-def simulate(s: Schedule, step_s: StepCost, n_requests: int, warmup: int = 0) -> float:
+def simulate(s: Schedule, step_s: StepCost, n_requests: int, warmup: int = 0, max_running: int | None = None) -> float:
     """Brute force: run the schedule step by step for ``n_requests`` requests; seconds per output token
-    between the ``warmup``-th completion and the last (all of the run when ``warmup`` is 0)."""
+    between the ``warmup``-th completion and the last (all of the run when ``warmup`` is 0). ``max_running``: the
+    most requests the engine runs at once; the other clients' requests wait for a slot (None: no limit)."""
     C, P, O, T = s.concurrency, s.prompt_tokens, s.output_tokens, s.token_budget
     issued, done, t, t0 = 0, 0, 0.0, 0.0
     waiting: deque[list[int]] = deque()
@@ -130,7 +131,7 @@ def simulate(s: Schedule, step_s: StepCost, n_requests: int, warmup: int = 0) ->
             decoding += 0 if r[0] else 1
             budget -= k
             plan.append((r, k))
-        while waiting and budget > 0:
+        while waiting and budget > 0 and (max_running is None or len(running) < max_running):
             r = waiting.popleft()
             running.append(r)
             k = min(r[0], budget)

@@ -21,6 +21,7 @@ latency less its O − 1 decode steps, waiting for budget included); TPOT = (lat
 
 from __future__ import annotations
 
+import math
 from functools import cache
 from typing import Any
 
@@ -28,12 +29,13 @@ from ...devices.precision import Precision
 from ...devices.system import System
 from ...errors import bad
 from ..serving import Schedule, StepCost
+from ..serving_queue import queue_wait_s, service_s
 from ..workload import Workload
 from .layout import Layout, parse_layout
 from .sweep import evaluate_layout, max_batch
 
 #: How requests arrive (:func:`inflight`).
-ARRIVALS = ("closed", "poisson")
+ARRIVALS = ("closed", "clients", "poisson")
 #: TensorRT-LLM's default ``max_num_tokens`` (tokens one engine step may carry: decode tokens + prompt chunks).
 TRTLLM_TOKEN_BUDGET = 8192
 
@@ -71,6 +73,36 @@ def layout_step_cost(arch: Any, system: System, layout: Layout, precision: str |
     return step
 
 
+def trtllm_bench_settings(requests: float, input_tokens: int, output_tokens: int, pp: int = 1) -> tuple[int, int]:
+    """``(max_batch_size, max_num_tokens)`` that ``trtllm-bench`` sets for a dataset of ``input_tokens`` /
+    ``output_tokens`` when ``requests`` of them fit the KV cache (TensorRT-LLM ``bench/build/tuning.py``,
+    ``finetune_setting``, unchanged from the 0.17 engine flow to the 1.x PyTorch flow): the batch
+    ``min(requests, 4096)/pp`` rounded up (to 32 under 256, at least 64; to 128 under 1024; else to 256), the
+    tokens per step that batch's share of prompts, ``batch·(1 + ISL/OSL)`` capped at 32,768 and rounded up (to 256,
+    at least 2,048, under 4,096; to 512 under 8,192; else to 1,024) -- enough for the prompts that keep the
+    batch full, not a fixed 8,192."""
+    for key, v in (("input_tokens", input_tokens), ("output_tokens", output_tokens), ("pp", pp)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise bad(key, v, "must be a positive integer")
+    if not (math.isfinite(requests) and requests > 0):
+        raise bad("requests", requests, "must be a positive number (requests that fit the KV cache)")
+    raw_bs = min(requests, 4096) / pp
+    raw_token = min(raw_bs * (1 + input_tokens / output_tokens), 32768)
+    if raw_bs < 256:
+        max_bs = max(64, 32 * math.ceil(raw_bs / 32))
+    elif raw_bs < 1024:
+        max_bs = 128 * math.ceil(raw_bs / 128)
+    else:
+        max_bs = 256 * math.ceil(raw_bs / 256)
+    if raw_token < 4096:
+        max_token = max(2048, 256 * math.ceil(raw_token / 256))
+    elif raw_token < 8192:
+        max_token = 512 * math.ceil(raw_token / 512)
+    else:
+        max_token = 1024 * math.ceil(raw_token / 1024)
+    return max_bs, max_token
+
+
 def inflight(
     arch: Any,
     system: System,
@@ -81,6 +113,7 @@ def inflight(
     token_budget: int = TRTLLM_TOKEN_BUDGET,
     overlap: bool = False,
     arrivals: str = "closed",
+    max_seqs: int | None = None,
 ) -> dict[str, float]:
     """Steady state of one replica (``layout``) of ``system`` holding ``workload.batch`` requests in flight, each
     ``workload.input_tokens`` in and ``workload.output_tokens`` out, with ``token_budget`` tokens per step.
@@ -90,15 +123,34 @@ def inflight(
     ``ttft_s``, ``tpot_s`` (mean seconds per output token after the first), ``step_s_decode`` (a pure decode step
     of ``batch`` sequences), ``wait_s`` (part of TTFT and latency).
 
-    ``arrivals``: ``closed`` (a client sends the next request when one finishes, at a step boundary: a
-    max-throughput run, ``--max-concurrency``) or ``poisson`` (open loop at a request rate that keeps ``batch`` in
-    flight on average): a request arrives during the step in progress (the other ``batch − 1`` requests' steps;
-    none at ``batch`` 1) and waits for its end, the mean residual of the steps' lengths, Σ k·τ² / (2 Σ k·τ) over
-    the schedule's steps (τ seconds, k per request)."""
+    ``arrivals``: ``closed`` (the engine admits the next request the step one finishes: a max-throughput run, every
+    request queued inside the engine), ``clients`` (``batch`` clients each sending its next request when its last
+    one ends, over a network: requests land at any phase of the engine's steps, ``--max-concurrency`` /
+    AIPerf's concurrency) or ``poisson`` (open loop at a request rate that keeps ``batch`` in flight on average).
+    Under the last two a request arriving while the other ``batch − 1`` are in flight (none at ``batch`` 1) waits
+    for the step in progress and for the prompts queued ahead of it
+    (:func:`~rooflaw.constraints.serving_queue.queue_wait_s`: the mean residual Σ k·τ² / (2 Σ k·τ) of the
+    schedule's steps, τ seconds, k per request, plus the Pollaczek–Khinchine queue of prompts the engine admits
+    ``T − (batch − 1)`` tokens a step), those prompts arriving at (batch − 1) / latency per second, the latency
+    including the wait itself (a fixed point).
+
+    ``max_seqs``: the most requests the engine runs at once (its batch limit, or the requests whose KV cache fits:
+    :func:`~.sweep.max_batch`); None: no limit. With more in flight the engine runs ``max_seqs`` of them and the
+    rest wait outside for a slot: the steady state is that of ``max_seqs``, and by Little's law each request also
+    waits ``latency · (batch − max_seqs) / max_seqs`` (in ``wait_s``, TTFT and latency; none of the arrival waits
+    above, a queued request is admitted the step a slot frees)."""
     if arrivals not in ARRIVALS:
         raise bad("arrivals", arrivals, f"must be one of {', '.join(ARRIVALS)}")
     lay = parse_layout(layout) if isinstance(layout, str) else layout
     C, P, O = workload.batch, workload.input_tokens, workload.output_tokens
+    if max_seqs is not None:
+        if isinstance(max_seqs, bool) or not isinstance(max_seqs, int) or max_seqs < 1:
+            raise bad("max_seqs", max_seqs, "must be a positive integer or None")
+        if max_seqs < C:  # the engine runs max_seqs; the others queue outside for a slot (Little's law)
+            wl = Workload(max_seqs, P, O, workload.attention)
+            out = inflight(arch, system, lay, wl, precision, engine, token_budget, overlap, "closed")
+            queue = out["latency_s"] * (C - max_seqs) / max_seqs
+            return {**out, "latency_s": out["latency_s"] + queue, "ttft_s": out["ttft_s"] + queue, "wait_s": queue}
     if O < 2:
         raise bad("output_tokens", O, "in-flight batching needs at least 2 output tokens (a decode step)")
     if token_budget < C:
@@ -120,12 +172,27 @@ def inflight(
     ttft = min(ttft, latency)
     tpot = (latency - ttft) / (O - 1)
     wait = 0.0
-    if arrivals == "poisson" and C > 1:  # others in flight keep steps running; one alone finds the server idle
-        timed = [(k, step(c, n)) for c, n, k in sched.steps()]
-        wait = sum(k * t * t for k, t in timed) / (2 * sum(k * t for k, t in timed))
+    if arrivals != "closed" and C > 1:  # others in flight keep steps running; one alone finds the server idle
+        wait = _arrival_wait(sched, step, C - 1, latency)
     return dict(tokens_per_s=lay.dp * rate, tokens_per_s_per_device=rate / (lay.devices / lay.dp),
                 requests_per_s=lay.dp * rate / O, latency_s=latency + wait, ttft_s=ttft + wait, tpot_s=tpot,
                 step_s_decode=step(0, C), wait_s=wait)  # fmt: skip
+
+
+def _arrival_wait(sched: Schedule, step: StepCost, others: int, latency: float) -> float:
+    """Seconds a request arriving at a random moment waits (:func:`~..serving_queue.queue_wait_s`), the ``others``
+    in flight sending prompts at ``others / (latency + wait)`` per second: the fixed point, by bisection (the wait
+    falls as it lengthens the latency and so thins the arrivals)."""
+    S = service_s(sched, step)
+    gap = lambda w: queue_wait_s(sched, step, others / (latency + w)) - w  # noqa: E731  (decreasing in w)
+    lo = max(0.0, others * S - latency) * (1 + 1e-9) + 1e-12  # below it prompts would arrive faster than served
+    hi = max(2 * lo, latency, 1e-6)
+    while gap(hi) > 0:
+        hi *= 2
+    for _ in range(100):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if gap(mid) > 0 else (lo, mid)
+    return hi
 
 
 def max_throughput(
@@ -135,14 +202,16 @@ def max_throughput(
     workload: Workload,
     precision: str | Precision = "bf16",
     engine: Any = None,
-    token_budget: int = TRTLLM_TOKEN_BUDGET,
+    token_budget: int | None = None,
     batch_cap: int | None = None,
     overlap: bool = False,
 ) -> dict[str, float]:
     """A max-throughput run (every request queued, ``trtllm-bench throughput``): :func:`inflight` at the largest
     batch whose weights and KV cache fit every device (:func:`~.sweep.max_batch` at the workload's lengths; the
-    workload's batch is ignored), at most ``batch_cap`` (the engine's batch limit, when it has one); the token
-    budget grows to the batch when smaller. Adds ``batch``. Raises when not even one request fits."""
+    workload's batch is ignored), at most ``batch_cap`` (the engine's batch limit, when it has one). The tokens per
+    step: ``token_budget``, or when None the ``max_num_tokens`` trtllm-bench sets for the requests that fit at the
+    workload's lengths (:func:`trtllm_bench_settings`); it grows to the batch when smaller. Adds ``batch``. Raises
+    when not even one request fits."""
     lay = parse_layout(layout) if isinstance(layout, str) else layout
     if batch_cap is not None and (isinstance(batch_cap, bool) or not isinstance(batch_cap, int) or batch_cap < 1):
         raise bad("batch_cap", batch_cap, "must be a positive integer or None")
@@ -152,9 +221,11 @@ def max_throughput(
         raise bad("batch", 0, f"not even one request of {workload.input_tokens}+{workload.output_tokens} tokens fits "
                   f"each device's memory under {lay.describe()}")  # fmt: skip
     b = min(fits, batch_cap) if batch_cap else fits
+    if token_budget is None:
+        token_budget = trtllm_bench_settings(float(fits), workload.input_tokens, workload.output_tokens, lay.pp)[1]
     wl = Workload(b, workload.input_tokens, workload.output_tokens, workload.attention)
     out = inflight(arch, system, lay, wl, precision, engine, max(token_budget, b), overlap)
     return {**out, "batch": float(b)}
 
 
-__all__ = ["ARRIVALS", "TRTLLM_TOKEN_BUDGET", "inflight", "layout_step_cost", "max_throughput"]
+__all__ = ["ARRIVALS", "TRTLLM_TOKEN_BUDGET", "inflight", "layout_step_cost", "max_throughput", "trtllm_bench_settings"]
