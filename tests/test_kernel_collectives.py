@@ -92,8 +92,9 @@ def test_system_contention_by_hand(monkeypatch):
                          "nccl_dtype": ["half"]})  # fmt: skip
     got = K.predict_nccl(nccl, R.get_device("rtx-pro-6000-server"), cv)
     assert got[0] == pytest.approx((4e-6 + 7 / 8 * 64e6 / 38.4e9) * 1e3)
-    monkeypatch.setattr(C, "system_curves", lambda system: cv)
-    assert C._in_node(np.float64(64e6), 8, pro, "allgather") == pytest.approx(4e-6 + 7 / 8 * 64e6 / 38.4e9)
+    monkeypatch.setattr(C, "system_curves", lambda system: curves(**{"alltoall/pcie": AR}))
+    assert C.all_to_all_sys(64e6, 8, pro) == pytest.approx(4e-6 + 7 / 8 * 64e6 / 38.4e9)
+    assert C.all_to_all_sys(64e6, 8, get_system("l40s:8")) == pytest.approx(4e-6 + 7 / 8 * 64e6 / (19.2e9 / 16))
 
 
 def test_bad_link_contention_is_named(tmp_path):
