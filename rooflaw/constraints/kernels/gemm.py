@@ -73,8 +73,7 @@ MIN_SPLIT_K = 128
 #: int8 W8A8) launches one K split at every shape -- its CUTLASS 2.x caller (sm75/80/89) passes batch count 1 in
 #: ``kGemmSplitKParallel`` mode, its 3.x kernels (``c3x/scaled_mm.cuh``) take ``PersistentScheduler`` (sm90) or the
 #: default tile scheduler (sm100), not stream-K (vllm-project/vllm ``csrc/quantization/cutlass_w8a8``) -- so a
-#: few-CTA GEMM with a long K walks all of K in
-#: each CTA (``kstep_s`` per iteration); the library's pick is over the tiles alone
+#: few-CTA GEMM with a long K walks all of K in each CTA; the library's pick is over the tiles alone
 NO_SPLIT_K = frozenset({("fp8", "vllm"), ("int8", "vllm")})
 #: K depth of one main-loop iteration of a CTA (``kstep_s`` is the least time one takes)
 K_STEP = 64
