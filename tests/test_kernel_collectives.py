@@ -75,6 +75,37 @@ def test_pcie_contention_by_hand():
     assert K.link_kind("none (one GPU per board)") is None
 
 
+def test_system_contention_by_hand(monkeypatch):
+    """A system's own ``link_contention`` replaces the link kind's exponent: the L40S box measured 1/n^2 (2, the
+    PCIe default, given explicitly), the RTX PRO 6000 box peer-to-peer at each GPU's own link rate (0) -- a 64 MB
+    all-gather over 8 GPUs by hand, through the table predictor and the layouts alike."""
+    assert get_system("l40s:8").link_contention == 2.0 == K.CONTENTION["pcie"]
+    pro = get_system("rtx-pro-6000-server:8")
+    assert pro.link_contention == 0.0 and get_system("h100-sxm:8").link_contention is None
+    assert K.system_contention(R.get_device("rtx-pro-6000-server")) == 0.0
+    assert K.system_contention(R.get_device("h100-sxm")) is None
+    # 64 GB/s each way x 0.6, not divided by (8/2)^2 = 16
+    assert K.seconds("allgather", 8, 64e6, 64e9, "pcie", AR, 0.0) == pytest.approx(4e-6 + 7 / 8 * 64e6 / 38.4e9)
+    assert K.seconds("allgather", 8, 64e6, 64e9, "pcie", AR) == pytest.approx(4e-6 + 7 / 8 * 64e6 / 2.4e9)
+    cv = curves(**{"allgather/pcie": AR})
+    nccl = pd.DataFrame({"op_name": ["all_gather"], "num_gpus": [8], "message_size": [32_000_000],
+                         "nccl_dtype": ["half"]})  # fmt: skip
+    got = K.predict_nccl(nccl, R.get_device("rtx-pro-6000-server"), cv)
+    assert got[0] == pytest.approx((4e-6 + 7 / 8 * 64e6 / 38.4e9) * 1e3)
+    monkeypatch.setattr(C, "system_curves", lambda system: curves(**{"alltoall/pcie": AR}))
+    assert C.all_to_all_sys(64e6, 8, pro) == pytest.approx(4e-6 + 7 / 8 * 64e6 / 38.4e9)
+    assert C.all_to_all_sys(64e6, 8, get_system("l40s:8")) == pytest.approx(4e-6 + 7 / 8 * 64e6 / (19.2e9 / 16))
+
+
+def test_bad_link_contention_is_named(tmp_path):
+    f = tmp_path / "box.toml"
+    f.write_text('device = "l40s"\ncount = 4\nnode_size = 4\nlink = "PCIe Gen4 x16"\nlink_gbs = 32\n'
+                 'link_latency_us = 10\nscale_out_gbs = 6\nscale_out_latency_us = 5\n'
+                 'link_contention = -1\n')  # fmt: skip
+    with pytest.raises(R.RooflawError, match="link_contention.*-1"):
+        get_system(f)
+
+
 def _table(framework: str, n, elems, dtype="bfloat16", backend=None) -> pd.DataFrame:
     d = pd.DataFrame({"framework": framework, "num_gpus": n, "message_size": elems, "allreduce_dtype": dtype})
     if backend is not None:

@@ -30,6 +30,7 @@ FIELDS = {
     "link_gbs": True, "link_latency_us": True, "scale_out": False, "scale_out_gbs": True,
     "scale_out_latency_us": True, "latency_provenance": False, "source": False, "schema": False,
     "link_pj_per_bit": False, "scale_out_pj_per_bit": False, "energy_provenance": False, "energy_source": False,
+    "link_contention": False, "contention_source": False,
 }  # fmt: skip
 
 
@@ -40,6 +41,10 @@ class System:
     ``link_bw``/``link_latency``: per-GPU bandwidth each way (bytes/s) and per-step latency (s) inside a node;
     ``scale_out_bw``/``scale_out_latency``: the same between nodes. ``link_pj_per_bit`` / ``scale_out_pj_per_bit``:
     energy per bit sent on each tier (pJ/bit, end to end: both ports and any switch; 0 = not modelled).
+    ``link_contention``: exponent ``c`` of the fall of each rank's collective bandwidth with the group inside a
+    node, ``(2/n)^c`` (:func:`rooflaw.constraints.kernels.collectives.rank_bandwidth`); ``None``: the link kind's
+    (:data:`~rooflaw.constraints.kernels.collectives.CONTENTION`). A property of the box's topology (PCIe
+    switches, peer-to-peer over the host bridge), with its ``contention_source``.
     """
 
     id: str
@@ -59,6 +64,8 @@ class System:
     scale_out_pj_per_bit: float = 0.0
     energy_provenance: str = ""
     energy_source: str = ""
+    link_contention: float | None = None
+    contention_source: str = ""
 
     def __post_init__(self) -> None:
         for key in ("count", "node_size"):
@@ -70,6 +77,9 @@ class System:
             v = getattr(self, key)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
                 raise bad(key, v, "must be a finite non-negative number")
+        c = self.link_contention
+        if c is not None and (isinstance(c, bool) or not isinstance(c, (int, float)) or not 0 <= c <= 4):
+            raise bad("link_contention", c, "must be a number in [0, 4] (the exponent of (2/n))")
         for key in ("link_bw", "scale_out_bw"):
             if getattr(self, key) <= 0:
                 raise bad(key, getattr(self, key), "must be positive")
@@ -98,6 +108,7 @@ class System:
             "latency_provenance": self.latency_provenance, "source": self.source,
             "link_pj_per_bit": self.link_pj_per_bit, "scale_out_pj_per_bit": self.scale_out_pj_per_bit,
             "energy_provenance": self.energy_provenance, "energy_source": self.energy_source,
+            "link_contention": self.link_contention, "contention_source": self.contention_source,
         }  # fmt: skip
 
 
@@ -155,7 +166,18 @@ def _build(sid: str, entry: dict[str, Any], device: Device, count: int | None, w
         scale_out_pj_per_bit=_number(entry, "scale_out_pj_per_bit", where) if "scale_out_pj_per_bit" in entry else 0.0,
         energy_provenance=str(entry.get("energy_provenance", "" if "link_pj_per_bit" in entry else "not given")),
         energy_source=str(entry.get("energy_source", "")),
+        link_contention=contention(entry, where), contention_source=str(entry.get("contention_source", "")),
     )  # fmt: skip
+
+
+def contention(entry: dict[str, Any], where: str = "systems.toml") -> float | None:
+    """The entry's ``link_contention`` exponent (``None`` when not given: the link kind's)."""
+    if "link_contention" not in entry:
+        return None
+    v = entry["link_contention"]
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 4:
+        raise bad("link_contention", v, f"in {where} must be a number in [0, 4] (the exponent of (2/n))")
+    return float(v)
 
 
 def _parse_count(text: str, spec: str) -> int:

@@ -26,8 +26,12 @@ The one-line law (``latency + f·S/(B·efficiency)``) over-predicted small messa
 Link kinds (:data:`CONTENTION`): over NVLink + NVSwitch each GPU has its own port, so the bandwidth per rank
 does not depend on n; over PCIe the GPUs share the host's tree, and the measured bus bandwidth of every
 collective on the one PCIe box in the data (L40S, 2/4/8 GPUs, NCCL and custom all-reduce) falls as 1/n²:
-the bandwidth per rank is ``B · efficiency · (2/n)^2`` there (the exponent is a property of the link kind,
-chosen from that box's tables; a one-parameter-per-link law, not a factor per GPU count).
+the bandwidth per rank is ``B · efficiency · (2/n)^c`` with c = 2 there. The exponent is a property of a box's
+topology, not of PCIe: the L40S box's aggregate throughput halves with each doubling of the group (58, 28,
+14 GB/s at 2, 4, 8 GPUs), which no shared host bridge gives (that holds the aggregate, c = 1); a box whose GPUs
+reach each other peer-to-peer at their own link's rate through PCIe switches keeps the per-rank bandwidth (c = 0).
+A catalog system may give its own ``link_contention`` (:func:`system_contention`); :data:`CONTENTION` is the
+link kind's default.
 
 The kernel tables (``custom_allreduce_perf``, ``nccl_perf``) give ``message_size`` in **elements** (× the
 dtype's bytes) and ``latency`` in ms. vLLM's eager rows (``backend == vllm_eager``) add the host's launch
@@ -100,9 +104,21 @@ def curve(curves: KernelCurves | None, collective: str, kind: str) -> Collective
     return next((c for k, c in sorted(curves.collectives.items()) if k.split("/")[0] == collective), None)
 
 
-def rank_bandwidth(link_bw: float, kind: str, n: Any, efficiency: float) -> Any:
-    """Achieved bytes/s per rank: ``link_bw · efficiency · (2/n)^CONTENTION[kind]``."""
-    return link_bw * efficiency * (2.0 / np.asarray(n, dtype=float)) ** CONTENTION[kind]
+def system_contention(device: Device) -> float | None:
+    """The ``link_contention`` exponent of ``device``'s catalog system, or ``None`` (the link kind's)."""
+    from ...devices.system import contention, system_catalog
+
+    for sid, entry in system_catalog().items():
+        if device.id in entry.get("devices", ()):
+            return contention(entry, f"systems.toml [{sid}]")
+    return None
+
+
+def rank_bandwidth(link_bw: float, kind: str, n: Any, efficiency: float, contention: float | None = None) -> Any:
+    """Achieved bytes/s per rank: ``link_bw · efficiency · (2/n)^c``, ``c = contention`` (the system's exponent),
+    else ``CONTENTION[kind]``."""
+    c = CONTENTION[kind] if contention is None else contention
+    return link_bw * efficiency * (2.0 / np.asarray(n, dtype=float)) ** c
 
 
 def factor(collective: str, n: Any) -> Any:
@@ -123,13 +139,15 @@ def steps(collective: str, n: Any) -> Any:
     return 2 * (n - 1) if collective == "nccl_allreduce" else n - 1
 
 
-def seconds(collective: str, n: Any, nbytes: Any, link_bw: float, kind: str, c: CollectiveCurve) -> Any:
+def seconds(collective: str, n: Any, nbytes: Any, link_bw: float, kind: str, c: CollectiveCurve,
+            contention: float | None = None) -> Any:  # fmt: skip
     """Seconds of one ``collective`` of ``nbytes`` over ``n`` GPUs (0 for n ≤ 1), vectorised over n and nbytes:
-    the cheaper of the curve's small-message and (where it has one) large-message protocol (module docstring)."""
+    the cheaper of the curve's small-message and (where it has one) large-message protocol (module docstring);
+    ``contention``: the system's exponent (:func:`rank_bandwidth`; ``None``: the link kind's)."""
     n = np.asarray(n, dtype=float)
     s = np.asarray(nbytes, dtype=float)
     nn = np.maximum(n, 1.0)
-    bw = rank_bandwidth(link_bw, kind, nn, c.efficiency)
+    bw = rank_bandwidth(link_bw, kind, nn, c.efficiency, contention)
     lat = c.latency + c.hop * steps(collective, nn)
     if collective in ("allreduce", "allreduce_vllm"):
         one = lat + (n - 1) * s / bw
@@ -141,7 +159,7 @@ def seconds(collective: str, n: Any, nbytes: Any, link_bw: float, kind: str, c: 
         large_lat = c.latency_large + c.hop * steps(collective, nn)
     if c.efficiency_large > 0:
         growth = (np.minimum(nn, SCALING_MAX_GPUS) / 2.0) ** c.scaling  # not extrapolated past the measured groups
-        big = rank_bandwidth(link_bw, kind, nn, c.efficiency_large) * growth
+        big = rank_bandwidth(link_bw, kind, nn, c.efficiency_large, contention) * growth
         t = np.minimum(t, large_lat + factor(collective, nn) * s / big)
     return np.where(n > 1, t, 0.0)
 
@@ -162,12 +180,13 @@ def evaluate(terms: Terms, device: Device, curves: KernelCurves | None) -> np.nd
     if link is None:
         return out
     kind, bw = link
+    contention = system_contention(device)
     for key in np.unique(terms.key):
         c = curve(curves, key, kind) if key else None
         if c is None:
             continue
         m = terms.key == key
-        out[m] = seconds(key, terms.n[m], terms.nbytes[m], bw, kind, c)
+        out[m] = seconds(key, terms.n[m], terms.nbytes[m], bw, kind, c, contention)
     return out
 
 
@@ -263,4 +282,4 @@ __all__ = ["ALLREDUCE", "COLLECTIVES", "CONTENTION", "FIGURES", "LINK_KINDS", "N
            "SEED", "Terms",
            "curve", "device_link", "device_of_rows", "evaluate", "factor", "link_kind", "predict_allreduce",
            "predict_nccl", "prepare_allreduce", "prepare_nccl", "rank_bandwidth", "seconds", "steps",
-           "used_params"]  # fmt: skip
+           "system_contention", "used_params"]  # fmt: skip

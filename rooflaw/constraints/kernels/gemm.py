@@ -28,7 +28,8 @@ part as on a 1.4 GHz A100); the framework's ``launch`` extra (host work, its own
 
 Tile and wave quantisation reuse :func:`rooflaw.constraints.tiles.tile_rows`; the library picks the (tile,
 split) that is fastest, as cuBLAS/CUTLASS heuristics and stream-K do, so a GEMM of few output tiles and a long K
-is not charged one wave of the largest tile.
+is not charged one wave of the largest tile -- except for the engines' kernels of :data:`NO_SPLIT_K`, which never
+split K (vLLM's CUTLASS per-tensor fp8 / int8): their pick is over the tiles alone.
 """
 
 from __future__ import annotations
@@ -68,6 +69,12 @@ TILE_MENU = ((64, 64), (64, 128), (128, 64), (128, 128), (128, 256), (256, 128))
 #: K splits a library may run (split-K / stream-K), each split keeping at least ``MIN_SPLIT_K`` of the K dimension
 SPLITS = (1, 2, 4, 8, 16, 32)
 MIN_SPLIT_K = 128
+#: (compute key, engine) GEMMs whose kernels never split K: vLLM's CUTLASS ``cutlass_scaled_mm`` (per-tensor fp8;
+#: int8 W8A8) launches one K split at every shape -- its CUTLASS 2.x caller (sm75/80/89) passes batch count 1 in
+#: ``kGemmSplitKParallel`` mode, its 3.x kernels (``c3x/scaled_mm.cuh``) take ``PersistentScheduler`` (sm90) or the
+#: default tile scheduler (sm100), not stream-K (vllm-project/vllm ``csrc/quantization/cutlass_w8a8``) -- so a
+#: few-CTA GEMM with a long K walks all of K in each CTA; the library's pick is over the tiles alone
+NO_SPLIT_K = frozenset({("fp8", "vllm"), ("int8", "vllm")})
 #: K depth of one main-loop iteration of a CTA (``kstep_s`` is the least time one takes)
 K_STEP = 64
 #: how sharply the L2 hits of a re-run GEMM fall as its operands outgrow ``KernelCurves.l2_share`` of the L2
@@ -200,6 +207,8 @@ def terms(rows: pd.DataFrame, device: Device) -> GemmTerms:
     group, labels = pd.factorize(pairs)
     byts = M * K * ba + K * N * bw + M * N * OUT_BYTES
     ce, cs, sp = candidates(M, N, K, device.sm_count)
+    whole_k = np.array([(str(k), str(f)) in NO_SPLIT_K for k, f in labels], dtype=bool)[np.asarray(group)]
+    ce = np.where(sp[:, None] & whole_k[None, :], 0.0, ce)  # those engines' kernels: no split-K candidate
     return GemmTerms(
         m=M,
         flops=2.0 * M * N * K,

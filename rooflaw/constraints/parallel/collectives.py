@@ -121,7 +121,7 @@ def all_reduce(nbytes: Any, n: int, system: System, algorithm: str = "auto") -> 
     fit = fitted(system, "allreduce") if algorithm == "auto" and n > 1 else None
     if nodes == 1:
         if fit is not None:
-            return K.seconds("allreduce", n, nbytes, system.link_bw, fit[0], fit[1])
+            return K.seconds("allreduce", n, nbytes, system.link_bw, fit[0], fit[1], system.link_contention)
         return flat_all_reduce(nbytes, n, system.link_bw, system.link_latency, algorithm)
     s = np.asarray(nbytes, dtype=float)
     inter = flat_all_reduce(s / local, nodes, system.scale_out_bw, system.scale_out_latency, algorithm)
@@ -132,7 +132,7 @@ def _in_node(s: np.ndarray, local: int, system: System, collective: str) -> Any:
     """An all-gather or reduce-scatter of ``s`` bytes over the ``local`` ranks of one node."""
     fit = fitted(system, collective) if local > 1 else None
     if fit is not None:
-        return K.seconds(collective, local, s, system.link_bw, fit[0], fit[1])
+        return K.seconds(collective, local, s, system.link_bw, fit[0], fit[1], system.link_contention)
     return all_gather(s, local, system.link_bw, system.link_latency)
 
 
@@ -142,11 +142,11 @@ def all_to_all_sys(nbytes: Any, n: int, system: System) -> Any:
     fit = fitted(system, "alltoall") if n > 1 else None
     if nodes == 1:
         if fit is not None:
-            return K.seconds("alltoall", n, nbytes, system.link_bw, fit[0], fit[1])
+            return K.seconds("alltoall", n, nbytes, system.link_bw, fit[0], fit[1], system.link_contention)
         return all_to_all(nbytes, n, system.link_bw, system.link_latency)
     s = np.asarray(nbytes, dtype=float)
     if fit is not None:  # the on-node share ((local-1)/n of s) at the fitted curve, the off-node share on the network
-        on = K.seconds("alltoall", local, s * local / n, system.link_bw, fit[0], fit[1])
+        on = K.seconds("alltoall", local, s * local / n, system.link_bw, fit[0], fit[1], system.link_contention)
     else:
         on = system.link_latency + (local - 1) / n * s / system.link_bw
     off = system.scale_out_latency + (n - local) / n * s / system.scale_out_bw
