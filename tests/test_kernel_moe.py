@@ -380,3 +380,40 @@ def test_new_moe_figures_round_trip_through_the_catalog(tmp_path):
     assert (back.moe_half_inter, back.moe_slot, back.moe_compute) == (267.0, 0.14, {"fp8_block": 0.67})
     assert back.rate == {"vllm/moe_fp8": 0.21} and back.engine_compute == {"vllm/moe_fp8": 2.7}
     assert curves_from_dict("hopper", {"compute": {}, "memory": 0.8, "kernel_s": 0.0}).moe_compute == {}
+
+
+def test_an_engines_kernel_library_takes_its_own_rates():
+    """vLLM runs one ``moe_dtype`` on more than one kernel library (B200 bf16: FlashInfer's CUTLASS or its
+    TensorRT-LLM-gen kernels): each row takes ``rate``/``engine_compute`` of its ``"vllm/moe_<dtype>/<library>"``
+    key, else the dtype's key (curves fitted before libraries were keyed), else 1; the fit declares one key per
+    library seen, none of them pooled into ``generic``."""
+    from rooflaw.constraints.kernels import fit as KF
+
+    b200 = R.get_device("b200")
+    sources = ["vllm_unquantizedfusedmoe_flashinfer_cutlass_flashinferexperts",
+               "vllm_unquantizedfusedmoe_flashinfer_trtllm_trtllmbf16experts",
+               "vllm_compressedtensorswna16marlinmoe_marlin_marlinexperts", "vllm_fused_moe"]  # fmt: skip
+    assert [KM.kernel_path(s) for s in sources] == ["cutlass", "trtllm", "marlin", ""]
+    assert KM.kernel_path("vllm_gptossmxfp4moe_triton_oaitritonmxfp4expertsmonolithic") == "oaitriton"
+    rows = _rows(num_tokens=[2048] * 4, framework="vllm", kernel_source=sources)
+    rate = {"vllm/moe_bfloat16/cutlass": 0.5, "vllm/moe_bfloat16": 0.9}
+    engine = {"vllm/moe_bfloat16/cutlass": 0.7, "vllm/moe_bfloat16/trtllm": 1.2}
+    c = dataclasses.replace(CURVES, rate=rate, engine_compute=engine)
+    t = KM.prepare(rows)
+    got = KM.evaluate(t, b200, c)
+    one = lambda k, rate, ec: KM.layer_seconds(  # noqa: E731
+        b200, c, "bfloat16", 2048, 4096, 1536, t.rows[k], t.touched[k], t.padded[k], act_rows=t.act_rows[k],
+        rate=rate, topk=8, engine_compute=ec)  # fmt: skip
+    # cutlass: its own key; trtllm: its own (rate absent there: 1); marlin and the unnamed kernel: the dtype's key
+    want = [one(0, 0.5, 0.7), one(1, 1.0, 1.2), one(2, 0.9, 1.0), one(3, 0.9, 1.0)]
+    assert got == pytest.approx(want, rel=1e-12)
+    assert got[0] > 1.5 * got[1]
+    assert KM.engine_rates(c, "trtllm", "bfloat16", "cutlass") == (1.0, 1.0)  # the reference engine: always 1
+    used = KM.used_params(rows)
+    assert [n for n in used if n.startswith("rate.")] == [
+        "rate.vllm/moe_bfloat16",
+        "rate.vllm/moe_bfloat16/cutlass",
+        "rate.vllm/moe_bfloat16/marlin",
+        "rate.vllm/moe_bfloat16/trtllm",
+    ]
+    assert not any(KF.pooled(n) for n in used if "/moe_" in n)

@@ -111,9 +111,34 @@ NONGATED_SHAPES = frozenset({(1024, 2688, 512, 22), (2048, 5120, 512, 22), (2688
 REFERENCE = "trtllm"
 
 
-def rate_key(framework: str, dtype: str) -> str:
-    """The :attr:`KernelCurves.rate` key of an engine's MoE kernel for ``moe_dtype`` ``dtype``."""
-    return f"{framework}/moe_{dtype}"
+#: (substring of a table's ``kernel_source``, name) of the kernel libraries an engine hands its MoE layer to, first
+#: match wins: vLLM runs FlashInfer's CUTLASS or its TensorRT-LLM-gen kernels, Marlin, OpenAI's Triton MXFP4 or its own
+#: Triton kernels, and for one ``moe_dtype`` more than one of them (Blackwell bf16/fp8/nvfp4: CUTLASS or TRT-LLM-gen
+#: by model; Hopper block-FP8: CUTLASS or Triton), whose rates differ (B200's CUTLASS layers ran 1.4-2.3x slower)
+KERNEL_PATHS = (("flashinfer_cutlass", "cutlass"), ("flashinfer_trtllm", "trtllm"), ("marlin", "marlin"),
+                ("oaitriton", "oaitriton"), ("triton", "triton"))  # fmt: skip
+
+
+def kernel_path(kernel_source: str) -> str:
+    """Name of the :data:`KERNEL_PATHS` library ``kernel_source`` names ('' for none)."""
+    src = str(kernel_source).lower()
+    return next((name for sub, name in KERNEL_PATHS if sub in src), "")
+
+
+def rate_key(framework: str, dtype: str, path: str = "") -> str:
+    """The :attr:`KernelCurves.rate` (and ``engine_compute``) key of an engine's MoE kernel for ``moe_dtype``
+    ``dtype``, run by kernel library ``path`` (:func:`kernel_path`; '' when the table does not say)."""
+    return f"{framework}/moe_{dtype}" + (f"/{path}" if path else "")
+
+
+def engine_rates(curves: KernelCurves, framework: str, dtype: str, path: str = "") -> tuple[float, float]:
+    """(``rate``, ``engine_compute``) of an engine's MoE kernel: the kernel library's own figures, else the
+    engine's for the dtype (curves fitted before kernel paths were keyed), else 1 (the reference engine's)."""
+    if framework == REFERENCE:
+        return 1.0, 1.0
+    keys = (rate_key(framework, dtype, path), rate_key(framework, dtype))
+    key = next((k for k in keys if k in curves.rate or k in curves.engine_compute), keys[-1])
+    return float(curves.rate.get(key, 1.0)), float(curves.engine_compute.get(key, 1.0))
 
 
 def tile_rows(mean_rows: Any) -> Any:
@@ -285,6 +310,7 @@ class Terms:
     act_rows: np.ndarray | None = None  #: rows whose activations move (None: ``rows``)
     framework: np.ndarray | None = None  #: engine of each row, lower case (None: the reference engine)
     topk: np.ndarray | None = None  #: experts per token (None: 0, see :func:`layer_seconds`)
+    path: np.ndarray | None = None  #: kernel library of each row (:func:`kernel_path`; None: '')
 
 
 def prepare(rows, device: Device | None = None) -> Terms:
@@ -303,6 +329,7 @@ def prepare(rows, device: Device | None = None) -> Terms:
     fw = rows["framework"].astype(str).str.lower().to_numpy() if "framework" in rows else np.full(len(rows), "")
     source = rows["kernel_source"].astype(str).str.lower() if "kernel_source" in rows else pd.Series([""] * len(rows))
     local = source.str.contains("|".join(LOCAL_ROWS_KERNELS)).to_numpy()
+    path = np.array([kernel_path(v) for v in source], dtype=object)
     all_rows = np.isin(fw, ALL_ROWS_FRAMEWORKS) & ~local
     act_rows = np.where(all_rows, num("num_tokens") * num("topk"), loads[:, 0])
     shapes = zip(num("hidden_size"), num("inter_size"), num("num_experts"), num("topk"), strict=True)
@@ -310,7 +337,7 @@ def prepare(rows, device: Device | None = None) -> Terms:
     nongated |= source.str.contains("nongated").to_numpy()
     return Terms(np.where(np.isin(dtype, list(DTYPES)), dtype, ""), num("num_tokens"), num("hidden_size"),
                  num("inter_size"), num("moe_tp_size"), ~nongated,
-                 loads[:, 0], loads[:, 1], loads[:, 2], act_rows, fw, num("topk"))  # fmt: skip
+                 loads[:, 0], loads[:, 1], loads[:, 2], act_rows, fw, num("topk"), path)  # fmt: skip
 
 
 def evaluate(terms: Terms, device: Device, curves: KernelCurves) -> np.ndarray:
@@ -325,11 +352,11 @@ def evaluate(terms: Terms, device: Device, curves: KernelCurves) -> np.ndarray:
         ecomp: float | np.ndarray = 1.0
         if terms.framework is not None:
             fws = terms.framework[m]
+            paths = terms.path[m] if terms.path is not None else np.full(len(fws), "", dtype=object)
             rates, ecomps = np.ones(len(fws)), np.ones(len(fws))
-            for fw in np.unique(fws):
-                if fw != REFERENCE:
-                    rates[fws == fw] = curves.rate.get(rate_key(str(fw), str(dtype)), 1.0)
-                    ecomps[fws == fw] = curves.engine_compute.get(rate_key(str(fw), str(dtype)), 1.0)
+            for fw, path in {(str(f), str(p)) for f, p in zip(fws, paths, strict=True)}:
+                at = (fws == fw) & (paths == path)
+                rates[at], ecomps[at] = engine_rates(curves, fw, str(dtype), path)
             rate, ecomp = rates, ecomps
         out[m] = layer_seconds(device, curves, str(dtype), terms.T[m], terms.d[m], terms.inter[m], terms.rows[m],
                                terms.touched[m], terms.padded[m], terms.tp[m], terms.gated[m], act, rate,
@@ -357,15 +384,19 @@ def used_params(rows) -> tuple[str, ...]:
     dtypes = rows["moe_dtype"].astype(str)
     ref = {DTYPES[d][2] for d in dtypes[fw == REFERENCE].unique() if d in DTYPES}
     keys = sorted(ref - {"fp16"}) if "fp16" in ref else []
-    pairs = sorted({(f, d) for f, d in zip(fw, dtypes, strict=True) if f != REFERENCE and d in DTYPES})
-    return (FIGURES + tuple(f"moe_compute.{k}" for k in keys) + tuple(f"rate.{rate_key(f, d)}" for f, d in pairs)
-            + tuple(f"engine_compute.{rate_key(f, d)}" for f, d in pairs))  # fmt: skip
+    source = rows["kernel_source"].astype(str) if "kernel_source" in rows else pd.Series([""] * len(rows))
+    paths = [kernel_path(v) for v in source]
+    pairs = sorted({rate_key(f, d, p) for f, d, p in zip(fw, dtypes, paths, strict=True)
+                    if f != REFERENCE and d in DTYPES})  # fmt: skip
+    return (FIGURES + tuple(f"moe_compute.{k}" for k in keys) + tuple(f"rate.{k}" for k in pairs)
+            + tuple(f"engine_compute.{k}" for k in pairs))  # fmt: skip
 
 
 #: The routed-expert layer. (``prepare``/``evaluate`` split :func:`predict` so a fit evaluates the routing law once.)
 MOE = register(family("moe", ("moe_perf",), FIGURES, predict, used=used_params, prepare=prepare,
                       evaluate=evaluate))  # fmt: skip
 
-__all__ = ["ALL_ROWS_FRAMEWORKS", "DTYPES", "FIGURES", "KERNELS", "LOCAL_ROWS_KERNELS", "MOE", "NONGATED_SHAPES",
-           "REFERENCE", "Terms", "blend", "evaluate", "expected_load", "layer_seconds", "parse_distribution", "predict",
-           "prepare", "rate_key", "tile_rows", "uniform_touched", "used_params"]  # fmt: skip
+__all__ = ["ALL_ROWS_FRAMEWORKS", "DTYPES", "FIGURES", "KERNELS", "KERNEL_PATHS", "LOCAL_ROWS_KERNELS", "MOE",
+           "NONGATED_SHAPES", "REFERENCE", "Terms", "blend", "engine_rates", "evaluate", "expected_load", "kernel_path",
+           "layer_seconds", "parse_distribution", "predict", "prepare", "rate_key", "tile_rows", "uniform_touched",
+           "used_params"]  # fmt: skip
