@@ -100,10 +100,13 @@ def test_layer_time_by_hand():
     i_loc = inter / tp
     flops = 2 * padded * 3 * d * i_loc
     weights = touched * 3 * d * i_loc * 1.0  # fp8 weights
-    # gather (read + write d), GEMM1 out, activation, GEMM2 out, the final reduction's read of each row (d), and the
-    # layer's input and output (2·T·d), bf16
-    acts = (rows * (3 * d + 2 * 2 * i_loc + 2 * i_loc) + (2 * T_ + rows) * d) * 2
-    want = max(flops / (1979e12 * 0.6 * 0.5), (weights + acts) / (3.35e12 * 0.85)) + 5 * 4e-6
+    # bf16 activations: the GEMMs' own (GEMM1 reads d, writes 2i; GEMM2 reads i, writes d) inside the roofline; the
+    # element-wise kernels' (gather writes d, activation reads 2i and writes i, the reduction reads d per row; the
+    # layer's input and output, 2·T·d) after it
+    gemm_io = rows * (2 * d + 3 * i_loc) * 2
+    elementwise = (rows * (d + 3 * i_loc) + (2 * T_ + rows) * d) * 2
+    bw = 3.35e12 * 0.85
+    want = max(flops / (1979e12 * 0.6 * 0.5), (weights + gemm_io) / bw) + elementwise / bw + 5 * 4e-6
     got = KM.layer_seconds(h100, CURVES, "fp8", T_, d, inter, rows, touched, padded, tp)
     assert got == pytest.approx(want, rel=1e-12)
     # the same rows through the table predictor (ms)
@@ -158,8 +161,10 @@ def test_blend_and_layer_figures_by_hand():
     rows, touched, padded, _ = KM.expected_load(T_, 128, 8, 1, "balanced")
     assert (rows, touched, padded) == (64.0, 64.0, 1024.0)
     t_c = 2 * 1024 * 3 * d * inter / (989.5e12 * 0.8 * 0.5)
-    t_m = (64 * 3 * d * inter * 2 + (64 * (4 * d + 4 * inter + 2 * inter) + 2 * 8 * d) * 2) / (3.35e12 * 0.85 * 0.9)
-    want = math.hypot(t_c, t_m) + 5 * 4e-6 + 12e-6
+    bw = 3.35e12 * 0.85 * 0.9
+    t_m = (64 * 3 * d * inter * 2 + 64 * (2 * d + 3 * inter) * 2) / bw  # weights and the GEMMs' own activations
+    elementwise = (64 * (d + 3 * inter) + (2 * 8 + 64) * d) * 2 / bw
+    want = math.hypot(t_c, t_m) + elementwise + 5 * 4e-6 + 12e-6
     assert KM.layer_seconds(h100, c, "bfloat16", T_, d, inter, rows, touched, padded) == pytest.approx(want)
 
 
@@ -292,21 +297,30 @@ def test_narrow_experts_and_routed_slots_by_hand():
     big = dict(T=T_, d=d, inter=inter, rows=32768.0, touched=16.0, padded=32768.0)
     hard = KernelCurves("hopper", {"fp16": 0.8}, memory=0.85, kernel_s=4e-6, moe=0.5)  # q = 0: the max
     t_c = 2 * 32768 * 3 * d * inter / (989.5e12 * 0.8 * 0.5)
-    t_m = (16 * 3 * d * inter * 2 + (32768 * (4 * d + 6 * inter) + 2 * T_ * d) * 2) / (3.35e12 * 0.85)
+    t_m = (16 * 3 * d * inter * 2 + 32768 * (2 * d + 3 * inter) * 2) / (3.35e12 * 0.85)
+    t_e = (32768 * (d + 3 * inter) + (2 * T_ + 32768) * d) * 2 / (3.35e12 * 0.85)  # the element-wise kernels
     assert t_m < t_c
-    assert KM.layer_seconds(h100, hard, "bfloat16", *big.values()) == pytest.approx(t_c + 5 * 4e-6, rel=1e-9)
+    assert KM.layer_seconds(h100, hard, "bfloat16", *big.values()) == pytest.approx(t_c + t_e + 5 * 4e-6, rel=1e-9)
     narrow = KernelCurves("hopper", {"fp16": 0.8}, memory=0.85, kernel_s=4e-6, moe=0.5, moe_half_inter=512.0)
     got = KM.layer_seconds(h100, narrow, "bfloat16", *big.values())
-    assert got == pytest.approx(2 * t_c + 5 * 4e-6, rel=1e-9)  # i = h: half the rate
+    assert got == pytest.approx(2 * t_c + t_e + 5 * 4e-6, rel=1e-9)  # i = h: half the rate
     # fp8: a main-loop step covers 128 fp8 values of K, so the same width i = 512 is half as deep: i/(i + 2·512)
     c8 = dataclasses.replace(narrow, compute={"fp16": 0.8, "fp8": 0.8})
-    fp8 = KM.layer_seconds(h100, c8, "fp8", *big.values()) - 5 * 4e-6
+    fp8 = KM.layer_seconds(h100, c8, "fp8", *big.values()) - 5 * 4e-6 - t_e
     assert fp8 == pytest.approx(t_c * 989.5 / 1979 * 3, rel=1e-9)
     # an engine's compute rate on top: 0.5 doubles the compute-bound time
     assert KM.layer_seconds(h100, hard, "bfloat16", *big.values(), engine_compute=0.5) == pytest.approx(
-        2 * t_c + 5 * 4e-6, rel=1e-9)  # fmt: skip
+        2 * t_c + t_e + 5 * 4e-6, rel=1e-9)  # fmt: skip
     assert KM.layer_seconds(h100, narrow, "bfloat16", *big.values(), rate=2.0) == pytest.approx(
-        t_c + 5 * 4e-6, rel=1e-9)  # fmt: skip
+        (2 * t_c + t_e) / 2 + 5 * 4e-6, rel=1e-9)  # fmt: skip
+    # the fixed times are SM cycles at the curves' clock: a part clocked 10 % faster spends 1/1.1 of them
+    clocked = dataclasses.replace(hard, clock_mhz=1980.0, moe_s=1e-5)
+    fast = dataclasses.replace(h100, clock=h100.clock * 1.1)
+    assert h100.clock == 1980e6
+    fixed = KM.layer_seconds(h100, clocked, "bfloat16", *big.values()) - t_c - t_e
+    assert fixed == pytest.approx(5 * 4e-6 + 1e-5, rel=1e-6)
+    faster = KM.layer_seconds(fast, clocked, "bfloat16", *big.values()) - t_c - t_e
+    assert faster == pytest.approx(fixed / 1.1, rel=1e-6)
     # EP 8, memory-bound: 8 tokens x top-8 of 128 experts, rank 0 holds 16 experts and 8 of the 64 routed rows
     small = dict(T=8, d=d, inter=inter, rows=8.0, touched=8.0, padded=128.0)
     slot = KernelCurves("hopper", {"fp16": 0.8}, memory=0.85, kernel_s=4e-6, moe=0.5, moe_slot=0.25)
@@ -317,6 +331,7 @@ def test_narrow_experts_and_routed_slots_by_hand():
     l2 = KernelCurves("ada", {"fp16": 0.6}, memory=0.8, kernel_s=0.0, moe=0.5, l2_sm_gbps=12.0)
     one = dict(T=1, d=d, inter=inter, rows=8.0, touched=8.0, padded=128.0)
     byts = 8 * 3 * d * inter * 2 + (8 * (4 * d + 4 * inter + 2 * inter) + 2 * d) * 2  # 50 MB: about half the L2
+    # (memory-bound at q = 0: the GEMMs' bytes and the element-wise kernels' add up, all at the same per-byte time)
     bw, l2bw = 864e9 * 0.8, 142 * 12e9
     hit = 1 / (1 + (byts / 96e6 / KM.L2_SHARE) ** 4)
     assert KM.L2_SHARE == 1.0 and 0.9 < hit < 1

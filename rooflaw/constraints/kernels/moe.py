@@ -16,24 +16,34 @@ Time (seconds) of the layer, with ``m`` = 3 weight matrices per expert (gate, up
 ``..._nongated`` kernel, or a model shape of :data:`NONGATED_SHAPES`) and ``i = inter/tp``::
 
     flops = 2 · padded · m · d · i
-    bytes = touched · m · d · i · b_w                       (the touched experts' weights, streamed once)
-          + (moved · (4·d + 2·(m − 1)·i + 2·i) + (2·T + moe_slot · others) · d) · 2
-            (bf16 activations: gather, GEMM1 out, activation, GEMM2 out, the final reduction's read of each row;
-             the layer's input and output; others = T·K − moved, the routed slots of other GPUs' experts)
+    weights = touched · m · d · i · b_w                      (the touched experts' weights, streamed once)
+    gemm_io = moved · (2·d + m·i) · 2         (bf16: GEMM1 reads d, writes (m − 1)·i; GEMM2 reads i, writes d, per row)
+    elementwise = (moved · (d + m·i) + (2·T + moe_slot · others) · d) · 2
+            (the gather writes each row's d, the activation reads (m − 1)·i and writes i, the final reduction
+             reads each routed row's d; the layer's input and output; others = T·K − moved, the routed slots of
+             other GPUs' experts)
     t_c = flops / (peak(dtype) · compute[dtype] · moe · moe_compute[dtype] · e · i/(i + moe_half_inter · 2/b_a))
-    t_m = bytes · (h / max(bw, SMs · l2_sm_gbps) + (1 − h) / bw),   bw = bandwidth · memory · moe_memory
-    t = (t_c^(1/q) + t_m^(1/q))^q / rate + KERNELS · kernel_s + moe_s,     q = moe_serial
+    s = h / max(bw, SMs · l2_sm_gbps) + (1 − h) / bw,     bw = bandwidth · memory · moe_memory   (seconds per byte)
+    t_m = (weights + gemm_io) · s
+    t = ((t_c^(1/q) + t_m^(1/q))^q + elementwise · s) / rate + (KERNELS · kernel_s + moe_s) · z,     q = moe_serial
+
+The grouped GEMMs' own activation reads and writes overlap their math (inside the blend); the element-wise kernels
+(gather, activation, final reduction) run between them, each streaming on its own, so their bytes add.
+``z = clock_mhz / f`` (:func:`.gemm.cycle_scale`, ``f`` the device's boost clock): ``kernel_s`` and ``moe_s`` are
+GPU-side fixed times -- cycles of the SM clock written as seconds at the curves' ``clock_mhz``, as the GEMM family
+counts its own (a held-out or sibling GPU with another clock takes as many cycles, not as many seconds).
 
 ``moved`` is ``rows``, or T·K for vLLM's own Triton kernels (:data:`ALL_ROWS_FRAMEWORKS`,
 :data:`LOCAL_ROWS_KERNELS`). ``h`` is the share of the bytes a benchmark re-running the layer finds in L2
 (:func:`.gemm.l2_hits` over the whole L2, :data:`L2_SHARE`, read at the GEMM family's ``l2_sm_gbps``: a small
 expert set on a GPU with a large L2 and slow DRAM -- Ada -- streams from L2). ``b_a`` is the bytes per element of
 the dtype's operands (:data:`ACT_BYTES`: a main-loop step covers a fixed number of bytes of K). ``rate`` is 1 for
-the reference engine (:data:`REFERENCE`, TensorRT-LLM) and ``rate["<framework>/moe_<moe_dtype>"]`` for another
-(:func:`rate_key`; vLLM hands the layer to different kernels per dtype and architecture: FlashInfer's CUTLASS FP8
-on Hopper streams 4× slower than its Triton path), and ``e`` = ``engine_compute["<framework>/moe_<moe_dtype>"]``
-that kernel's compute rate on top (1 for the reference engine: Blackwell's block-FP8 TensorRT-LLM-gen kernels
-stream as fast as the others and compute at half their rate).
+the reference engine (:data:`REFERENCE`, TensorRT-LLM) and ``rate["<framework>/moe_<moe_dtype>/<library>"]`` for
+another (:func:`rate_key`, the library the table's ``kernel_source`` names, :data:`KERNEL_PATHS`; vLLM hands the
+layer to different kernels per dtype, architecture and model: FlashInfer's CUTLASS FP8 on Hopper streams 4× slower
+than its Triton path), and ``e`` = ``engine_compute`` of the same key that kernel's compute rate on top (1 for the
+reference engine: Blackwell's block-FP8 TensorRT-LLM-gen kernels stream as fast as the others and compute at half
+their rate).
 
 ``compute``, ``memory``, ``kernel_s``, ``l2_sm_gbps`` are the GEMM figures of the device's architecture (fitted
 before this family); this family fits ``moe`` (the achieved fraction of the GEMM rate inside a grouped MoE kernel,
@@ -65,7 +75,7 @@ from ...devices.device import Device
 from ...errors import bad
 from . import KernelCurves, register
 from .collectives import family
-from .gemm import l2_hits
+from .gemm import cycle_scale, l2_hits
 
 #: Kernel launches per MoE layer, each costing the GEMM family's ``kernel_s`` (see the module docstring).
 KERNELS = 5
@@ -268,19 +278,25 @@ def layer_seconds(
     T = np.asarray(T, dtype=float)
     others = np.maximum(T * np.asarray(topk, dtype=float) - moved, 0.0)  # routed slots of the other GPUs' experts
     slots = moved + curves.moe_slot * others
-    acts = (moved * (3 * d + 2 * (m - 1) * i_loc + 2 * i_loc) + (2 * T + slots) * d) * 2.0
+    # bf16 activations: the grouped GEMMs' own reads and writes (GEMM1 reads d and writes (m-1)·i per row, GEMM2 reads
+    # i and writes d), and the element-wise kernels' (the gather writes each row's d from the layer's input, the
+    # activation reads (m-1)·i and writes i, the final reduction reads each routed slot's d and writes the output)
+    gemm_io = moved * (2 * d + m * i_loc) * 2.0
+    elementwise = (moved * (d + m * i_loc) + (2 * T + slots) * d) * 2.0
     # a main-loop step covers a fixed number of bytes of K (64 bf16 values, 128 fp8, 256 fp4): ``moe_half_inter`` is a
     # bf16 layer's width, and 2x that in elements is an fp8 layer's
     narrow = i_loc / (i_loc + curves.moe_half_inter * 2.0 / ACT_BYTES.get(roof, 2.0))
     frac = _fraction(curves, key, roof) * curves.moe * curves.moe_compute.get(key, 1.0) * np.asarray(engine_compute)
     t_c = flops / (peak * frac * narrow)
     bw = device.memory_bandwidth * curves.memory * curves.moe_memory
-    t_m = (weights + acts) / bw
+    per_byte = 1.0 / bw
     if device.l2_bytes and curves.l2_sm_gbps > 0:  # bytes a re-run layer finds in L2, at the GEMM's L2 rate
         l2 = max(bw, float(device.sm_count or 0) * curves.l2_sm_gbps * 1e9)
-        hit = l2_hits((weights + acts) / float(device.l2_bytes), L2_SHARE)
-        t_m = (weights + acts) * (hit / l2 + (1.0 - hit) / bw)
-    return blend(t_c, t_m, curves.moe_serial) / np.asarray(rate, dtype=float) + KERNELS * curves.kernel_s + curves.moe_s
+        hit = l2_hits((weights + gemm_io + elementwise) / float(device.l2_bytes), L2_SHARE)
+        per_byte = hit / l2 + (1.0 - hit) / bw
+    t_m = (weights + gemm_io) * per_byte
+    fixed = (KERNELS * curves.kernel_s + curves.moe_s) * cycle_scale(curves, device)  # SM cycles at clock_mhz
+    return (blend(t_c, t_m, curves.moe_serial) + elementwise * per_byte) / np.asarray(rate, dtype=float) + fixed
 
 
 def blend(t_c: Any, t_m: Any, q: float) -> Any:
