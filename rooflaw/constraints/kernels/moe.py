@@ -17,11 +17,13 @@ Time (seconds) of the layer, with ``m`` = 3 weight matrices per expert (gate, up
 
     flops = 2 · padded · m · d · i
     weights = touched · m · d · i · b_w                      (the touched experts' weights, streamed once)
-    gemm_io = moved · (2·d + m·i) · 2         (bf16: GEMM1 reads d, writes (m − 1)·i; GEMM2 reads i, writes d, per row)
-    elementwise = (moved · (d + m·i) + (2·T + moe_slot · others) · d) · 2
-            (the gather writes each row's d, the activation reads (m − 1)·i and writes i, the final reduction
-             reads each routed row's d; the layer's input and output; others = T·K − moved, the routed slots of
-             other GPUs' experts)
+    gemm_io = (rows · (2·d + m·i) + foreign · ((m − 1)·i + d)) · 2
+            (bf16: GEMM1 reads d, writes (m − 1)·i; GEMM2 reads i, writes d, per own row; a foreign row's outputs are
+             written as zeros)
+    elementwise = (rows · (d + m·i) + foreign · m·i + (2·T + moved + moe_slot · others) · d) · 2
+            (the gather writes each own row's d, the activation reads (m − 1)·i and writes i of every moved row,
+             the final reduction reads each moved row's d; the layer's input and output; foreign = moved − rows;
+             others = T·K − moved, the routed slots of other GPUs' experts)
     t_c = flops / (peak(dtype) · compute[dtype] · moe · moe_compute[dtype] · e · i/(i + moe_half_inter · 2/b_a))
     s = h / max(bw, SMs · l2_sm_gbps) + (1 − h) / bw,     bw = bandwidth · memory · moe_memory   (seconds per byte)
     t_m = (weights + gemm_io) · s
@@ -33,8 +35,9 @@ The grouped GEMMs' own activation reads and writes overlap their math (inside th
 GPU-side fixed times -- cycles of the SM clock written as seconds at the curves' ``clock_mhz``, as the GEMM family
 counts its own (a held-out or sibling GPU with another clock takes as many cycles, not as many seconds).
 
-``moved`` is ``rows``, or T·K for vLLM's own Triton kernels (:data:`ALL_ROWS_FRAMEWORKS`,
-:data:`LOCAL_ROWS_KERNELS`). ``h`` is the share of the bytes a benchmark re-running the layer finds in L2
+``moved`` is ``rows``, or T·K for vLLM's own Triton and Marlin kernels (:data:`ALL_ROWS_FRAMEWORKS`,
+:data:`LOCAL_ROWS_KERNELS`), whose ``foreign`` rows (the other GPUs' experts') are only activated and reduced.
+``h`` is the share of the bytes a benchmark re-running the layer finds in L2
 (:func:`.gemm.l2_hits` over the whole L2, :data:`L2_SHARE`, read at the GEMM family's ``l2_sm_gbps``: a small
 expert set on a GPU with a large L2 and slow DRAM -- Ada -- streams from L2). ``b_a`` is the bytes per element of
 the dtype's operands (:data:`ACT_BYTES`: a main-loop step covers a fixed number of bytes of K). ``rate`` is 1 for
@@ -85,8 +88,10 @@ KERNELS = 5
 #: their time per routed row as EP grows at large T, where TensorRT-LLM's CUTLASS path does not) ...
 ALL_ROWS_FRAMEWORKS = ("vllm",)
 #: ... except the kernels it hands the layer to that route inside and skip the other GPUs' rows (FlashInfer's
-#: CUTLASS and TensorRT-LLM-gen MoE, Marlin, the OpenAI Triton MXFP4 kernels): named in ``kernel_source``.
-LOCAL_ROWS_KERNELS = ("flashinfer", "marlin", "oaitriton")
+#: CUTLASS and TensorRT-LLM-gen MoE, the OpenAI Triton MXFP4 kernels): named in ``kernel_source``. (vLLM's Marlin
+#: MoE runs its flow over all T·K rows like the Triton kernels: priced as local, its layers ran 2.7x slower than
+#: predicted at EP 128 on H100 and L40S, and flat in EP once its other GPUs' rows were activated and reduced.)
+LOCAL_ROWS_KERNELS = ("flashinfer", "oaitriton")
 #: Share of the L2 a re-run MoE layer's bytes (its touched experts' weights, mostly) can fill and still be found there
 #: (:func:`.gemm.l2_hits`: half of them at a full L2). Not fitted: where the L2 outruns DRAM (Ampere, Ada) the tables
 #: put it at 1 (a free share fitted 1.00 on A100 and L40S); elsewhere no share is seen.
@@ -281,8 +286,12 @@ def layer_seconds(
     # bf16 activations: the grouped GEMMs' own reads and writes (GEMM1 reads d and writes (m-1)·i per row, GEMM2 reads
     # i and writes d), and the element-wise kernels' (the gather writes each row's d from the layer's input, the
     # activation reads (m-1)·i and writes i, the final reduction reads each routed slot's d and writes the output)
-    gemm_io = moved * (2 * d + m * i_loc) * 2.0
-    elementwise = (moved * (d + m * i_loc) + (2 * T + slots) * d) * 2.0
+    # (a row routed to another GPU's expert, moved only by the all-rows kernels, is never gathered nor multiplied:
+    # the GEMMs write its zero outputs, (m-1)·i and d, and the activation and the reduction read it like the others)
+    foreign = np.maximum(moved - rows, 0.0)
+    own = moved - foreign
+    gemm_io = (own * (2 * d + m * i_loc) + foreign * ((m - 1) * i_loc + d)) * 2.0
+    elementwise = (own * (d + m * i_loc) + foreign * m * i_loc + (2 * T + slots) * d) * 2.0
     # a main-loop step covers a fixed number of bytes of K (64 bf16 values, 128 fp8, 256 fp4): ``moe_half_inter`` is a
     # bf16 layer's width, and 2x that in elements is an fp8 layer's
     narrow = i_loc / (i_loc + curves.moe_half_inter * 2.0 / ACT_BYTES.get(roof, 2.0))
