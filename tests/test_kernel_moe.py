@@ -261,7 +261,8 @@ def test_vllm_rows_of_a_nongated_model_shape_are_priced_nongated():
 
 def test_flashinfer_and_oai_triton_kernels_move_only_their_own_rows():
     """vLLM's Triton and Marlin fused MoE move all T·K rows at EP 8; the kernels it hands the layer to that route
-    inside (FlashInfer, OpenAI Triton MXFP4) move the rows of their own experts only, as TensorRT-LLM does."""
+    inside (FlashInfer, OpenAI Triton MXFP4) move the rows of their own experts only, as TensorRT-LLM does, but for
+    FlashInfer's block-FP8 TensorRT-LLM-gen kernels, which move them all."""
     sources = [
         "vllm_unquantizedfusedmoe_triton_tritonexperts",
         "vllm_fused_moe",
@@ -269,10 +270,13 @@ def test_flashinfer_and_oai_triton_kernels_move_only_their_own_rows():
         "vllm_compressedtensorswna16marlinmoe_marlin_marlinexperts",
         "vllm_gptossmxfp4moe_triton_oaitritonmxfp4expertsmonolithic",
         "moe_torch_flow_cutlass",
+        "vllm_fp8moe_flashinfer_trtllm_trtllmfp8expertsmonolithic",  # block-FP8 TRT-LLM-gen: all rows
+        "vllm_modeloptfp8moe_flashinfer_trtllm_trtllmfp8expertsmonolithic",  # per-tensor FP8: its own
     ]
-    t = KM.prepare(_rows(moe_ep_size=8, framework=["vllm"] * 5 + ["trtllm"], kernel_source=sources))
-    assert list(t.rows) == [64.0] * 6  # balanced, EP 8: 512 routed rows, 64 on rank 0
-    assert list(t.act_rows) == [512.0, 512.0, 64.0, 512.0, 64.0, 64.0]
+    fws = ["vllm"] * 5 + ["trtllm", "vllm", "vllm"]
+    t = KM.prepare(_rows(moe_ep_size=8, framework=fws, kernel_source=sources))
+    assert list(t.rows) == [64.0] * 8  # balanced, EP 8: 512 routed rows, 64 on rank 0
+    assert list(t.act_rows) == [512.0, 512.0, 64.0, 512.0, 64.0, 64.0, 512.0, 64.0]
 
 
 def test_power_law_ties_spread_a_tiny_batch_over_the_expert_groups():

@@ -35,8 +35,9 @@ The grouped GEMMs' own activation reads and writes overlap their math (inside th
 GPU-side fixed times -- cycles of the SM clock written as seconds at the curves' ``clock_mhz``, as the GEMM family
 counts its own (a held-out or sibling GPU with another clock takes as many cycles, not as many seconds).
 
-``moved`` is ``rows``, or T·K for vLLM's own Triton and Marlin kernels (:data:`ALL_ROWS_FRAMEWORKS`,
-:data:`LOCAL_ROWS_KERNELS`), whose ``foreign`` rows (the other GPUs' experts') are only activated and reduced.
+``moved`` is ``rows``, or T·K for vLLM's own Triton and Marlin kernels and its block-FP8 TensorRT-LLM-gen ones
+(:data:`ALL_ROWS_FRAMEWORKS`, :data:`LOCAL_ROWS_KERNELS`, :data:`ALL_ROWS_KERNELS`), whose ``foreign`` rows (the other
+GPUs' experts') are only activated and reduced.
 ``h`` is the share of the bytes a benchmark re-running the layer finds in L2
 (:func:`.gemm.l2_hits` over the whole L2, :data:`L2_SHARE`, read at the GEMM family's ``l2_sm_gbps``: a small
 expert set on a GPU with a large L2 and slow DRAM -- Ada -- streams from L2). ``b_a`` is the bytes per element of
@@ -92,6 +93,11 @@ ALL_ROWS_FRAMEWORKS = ("vllm",)
 #: MoE runs its flow over all T·K rows like the Triton kernels: priced as local, its layers ran 2.7x slower than
 #: predicted at EP 128 on H100 and L40S, and flat in EP once its other GPUs' rows were activated and reduced.)
 LOCAL_ROWS_KERNELS = ("flashinfer", "oaitriton")
+#: ... and, of those, the ones whose ``kernel_source`` starts with these move all T·K rows after all: vLLM's
+#: block-FP8 MoE on FlashInfer's TensorRT-LLM-gen kernels (priced local, B200's layers at ≥ 2k tokens ran 1.2 -> 2.1x
+#: slower than predicted as EP grew 4 -> 256, on every model; all-rows, flat in EP but DeepSeek-V3's shape; its
+#: per-tensor FP8, bf16 and NVFP4 siblings stay flat as local).
+ALL_ROWS_KERNELS = ("vllm_fp8moe_flashinfer_trtllm",)
 #: Share of the L2 a re-run MoE layer's bytes (its touched experts' weights, mostly) can fill and still be found there
 #: (:func:`.gemm.l2_hits`: half of them at a full L2). Not fitted: where the L2 outruns DRAM (Ampere, Ada) the tables
 #: put it at 1 (a free share fitted 1.00 on A100 and L40S); elsewhere no share is seen.
@@ -355,7 +361,7 @@ def prepare(rows, device: Device | None = None) -> Terms:
     source = rows["kernel_source"].astype(str).str.lower() if "kernel_source" in rows else pd.Series([""] * len(rows))
     local = source.str.contains("|".join(LOCAL_ROWS_KERNELS)).to_numpy()
     path = np.array([kernel_path(v) for v in source], dtype=object)
-    all_rows = np.isin(fw, ALL_ROWS_FRAMEWORKS) & ~local
+    all_rows = np.isin(fw, ALL_ROWS_FRAMEWORKS) & (~local | source.str.startswith(ALL_ROWS_KERNELS).to_numpy())
     act_rows = np.where(all_rows, num("num_tokens") * num("topk"), loads[:, 0])
     shapes = zip(num("hidden_size"), num("inter_size"), num("num_experts"), num("topk"), strict=True)
     nongated = np.fromiter((tuple(int(v) for v in s) in NONGATED_SHAPES for s in shapes), bool, len(rows))
@@ -421,7 +427,7 @@ def used_params(rows) -> tuple[str, ...]:
 MOE = register(family("moe", ("moe_perf",), FIGURES, predict, used=used_params, prepare=prepare,
                       evaluate=evaluate))  # fmt: skip
 
-__all__ = ["ALL_ROWS_FRAMEWORKS", "DTYPES", "FIGURES", "KERNELS", "KERNEL_PATHS", "LOCAL_ROWS_KERNELS", "MOE",
-           "NONGATED_SHAPES", "REFERENCE", "Terms", "blend", "engine_rates", "evaluate", "expected_load", "kernel_path",
-           "layer_seconds", "parse_distribution", "predict", "prepare", "rate_key", "tile_rows", "uniform_touched",
-           "used_params"]  # fmt: skip
+__all__ = ["ALL_ROWS_FRAMEWORKS", "ALL_ROWS_KERNELS", "DTYPES", "FIGURES", "KERNELS", "KERNEL_PATHS",
+           "LOCAL_ROWS_KERNELS", "MOE", "NONGATED_SHAPES", "REFERENCE", "Terms", "blend", "engine_rates", "evaluate",
+           "expected_load", "kernel_path", "layer_seconds", "parse_distribution", "predict", "prepare", "rate_key",
+           "tile_rows", "uniform_touched", "used_params"]  # fmt: skip
