@@ -8,6 +8,7 @@ time (``moe_serial``), a dense FFN's weights at ``memory``; every backend gives 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 
@@ -108,6 +109,9 @@ def test_moe_layers_add_moe_s_per_pass():
     assert A.engine_overhead(r, 10, 1) - A.engine_overhead(base, 10, 1) == pytest.approx(1.5e-4, rel=1e-12)
     assert A.engine_overhead(r, 10, 0) == A.engine_overhead(base, 10, 0)
     assert A.rates(DEV, Precision.parse("bf16"), applied(DEV, ENGINE)).moe_s == KC.moe_s
+    # moe_s is SM cycles at the curves' clock (as kernel_s): a part clocked 10 % faster takes 1/1.1 of it
+    fast = dataclasses.replace(DEV, clock=DEV.clock * 1.1)
+    assert A.rates(fast, Precision.parse("bf16"), applied(fast, ENGINE)).moe_s == pytest.approx(KC.moe_s / 1.1)
 
 
 def test_without_curves_every_stream_is_the_one_bandwidth():

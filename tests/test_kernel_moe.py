@@ -100,10 +100,13 @@ def test_layer_time_by_hand():
     i_loc = inter / tp
     flops = 2 * padded * 3 * d * i_loc
     weights = touched * 3 * d * i_loc * 1.0  # fp8 weights
-    # gather (read + write d), GEMM1 out, activation, GEMM2 out, the final reduction's read of each row (d), and the
-    # layer's input and output (2·T·d), bf16
-    acts = (rows * (3 * d + 2 * 2 * i_loc + 2 * i_loc) + (2 * T_ + rows) * d) * 2
-    want = max(flops / (1979e12 * 0.6 * 0.5), (weights + acts) / (3.35e12 * 0.85)) + 5 * 4e-6
+    # bf16 activations: the GEMMs' own (GEMM1 reads d, writes 2i; GEMM2 reads i, writes d) inside the roofline; the
+    # element-wise kernels' (gather writes d, activation reads 2i and writes i, the reduction reads d per row; the
+    # layer's input and output, 2·T·d) after it
+    gemm_io = rows * (2 * d + 3 * i_loc) * 2
+    elementwise = (rows * (d + 3 * i_loc) + (2 * T_ + rows) * d) * 2
+    bw = 3.35e12 * 0.85
+    want = max(flops / (1979e12 * 0.6 * 0.5), (weights + gemm_io) / bw) + elementwise / bw + 5 * 4e-6
     got = KM.layer_seconds(h100, CURVES, "fp8", T_, d, inter, rows, touched, padded, tp)
     assert got == pytest.approx(want, rel=1e-12)
     # the same rows through the table predictor (ms)
@@ -158,8 +161,10 @@ def test_blend_and_layer_figures_by_hand():
     rows, touched, padded, _ = KM.expected_load(T_, 128, 8, 1, "balanced")
     assert (rows, touched, padded) == (64.0, 64.0, 1024.0)
     t_c = 2 * 1024 * 3 * d * inter / (989.5e12 * 0.8 * 0.5)
-    t_m = (64 * 3 * d * inter * 2 + (64 * (4 * d + 4 * inter + 2 * inter) + 2 * 8 * d) * 2) / (3.35e12 * 0.85 * 0.9)
-    want = math.hypot(t_c, t_m) + 5 * 4e-6 + 12e-6
+    bw = 3.35e12 * 0.85 * 0.9
+    t_m = (64 * 3 * d * inter * 2 + 64 * (2 * d + 3 * inter) * 2) / bw  # weights and the GEMMs' own activations
+    elementwise = (64 * (d + 3 * inter) + (2 * 8 + 64) * d) * 2 / bw
+    want = math.hypot(t_c, t_m) + elementwise + 5 * 4e-6 + 12e-6
     assert KM.layer_seconds(h100, c, "bfloat16", T_, d, inter, rows, touched, padded) == pytest.approx(want)
 
 
@@ -208,7 +213,8 @@ def test_assembly_routed_expert_gemms_take_the_moe_fraction(monkeypatch, name, r
 def test_vllm_rows_move_every_routed_rows_activations():
     """The same EP-8 shape under TensorRT-LLM and vLLM: vLLM's layer moves the activations of all T·K = 512 routed
     rows, TensorRT-LLM's those of the 64 on its GPU; memory-bound, so the times differ by those bytes at the
-    streaming rate, by hand."""
+    streaming rate, by hand: each of the 448 other GPUs' rows is neither gathered nor multiplied, its zero GEMM
+    outputs written (2i + d), activated (read 2i, write i) and reduced (read d)."""
     h100 = R.get_device("h100-sxm")
     T_, d, inter = 64, 7168, 2048
     table = pd.DataFrame({"num_tokens": [T_] * 2, "hidden_size": d, "inter_size": inter, "topk": 8,
@@ -217,7 +223,7 @@ def test_vllm_rows_move_every_routed_rows_activations():
     terms = KM.prepare(table)
     assert list(terms.rows) == [64.0, 64.0] and list(terms.act_rows) == [64.0, 512.0]
     got = KM.predict(table, h100, CURVES) * 1e-3
-    per_row = (4 * d + 2 * 2 * inter + 2 * inter) * 2  # gather, GEMM1 out, activation, GEMM2 out, reduction (bf16)
+    per_row = (2 * d + 5 * inter) * 2  # zero GEMM1 and GEMM2 outputs, activation, reduction (bf16)
     assert got[1] - got[0] == pytest.approx((512 - 64) * per_row / (3.35e12 * 0.85), rel=1e-9)
     weights = 32 * 3 * d * inter  # memory-bound: the 32 touched experts' fp8 weights dominate either way
     assert got[0] > weights / (3.35e12 * 0.85)
@@ -253,9 +259,10 @@ def test_vllm_rows_of_a_nongated_model_shape_are_priced_nongated():
     assert w3 == pytest.approx((6 * 3 * 2688 * 1856 * 2 + acts(3)) / (3.35e12 * 0.85), rel=1e-9)
 
 
-def test_flashinfer_and_marlin_kernels_move_only_their_own_rows():
-    """vLLM's Triton fused MoE moves all T·K rows at EP 8; the kernels it hands the layer to (FlashInfer, Marlin,
-    OpenAI Triton MXFP4) route inside and move the rows of their own experts only, as TensorRT-LLM does."""
+def test_flashinfer_and_oai_triton_kernels_move_only_their_own_rows():
+    """vLLM's Triton and Marlin fused MoE move all T·K rows at EP 8; the kernels it hands the layer to that route
+    inside (FlashInfer, OpenAI Triton MXFP4) move the rows of their own experts only, as TensorRT-LLM does, but for
+    FlashInfer's block-FP8 TensorRT-LLM-gen kernels, which move them all."""
     sources = [
         "vllm_unquantizedfusedmoe_triton_tritonexperts",
         "vllm_fused_moe",
@@ -263,10 +270,13 @@ def test_flashinfer_and_marlin_kernels_move_only_their_own_rows():
         "vllm_compressedtensorswna16marlinmoe_marlin_marlinexperts",
         "vllm_gptossmxfp4moe_triton_oaitritonmxfp4expertsmonolithic",
         "moe_torch_flow_cutlass",
+        "vllm_fp8moe_flashinfer_trtllm_trtllmfp8expertsmonolithic",  # block-FP8 TRT-LLM-gen: all rows
+        "vllm_modeloptfp8moe_flashinfer_trtllm_trtllmfp8expertsmonolithic",  # per-tensor FP8: its own
     ]
-    t = KM.prepare(_rows(moe_ep_size=8, framework=["vllm"] * 5 + ["trtllm"], kernel_source=sources))
-    assert list(t.rows) == [64.0] * 6  # balanced, EP 8: 512 routed rows, 64 on rank 0
-    assert list(t.act_rows) == [512.0, 512.0, 64.0, 64.0, 64.0, 64.0]
+    fws = ["vllm"] * 5 + ["trtllm", "vllm", "vllm"]
+    t = KM.prepare(_rows(moe_ep_size=8, framework=fws, kernel_source=sources))
+    assert list(t.rows) == [64.0] * 8  # balanced, EP 8: 512 routed rows, 64 on rank 0
+    assert list(t.act_rows) == [512.0, 512.0, 64.0, 512.0, 64.0, 64.0, 512.0, 64.0]
 
 
 def test_power_law_ties_spread_a_tiny_batch_over_the_expert_groups():
@@ -292,21 +302,30 @@ def test_narrow_experts_and_routed_slots_by_hand():
     big = dict(T=T_, d=d, inter=inter, rows=32768.0, touched=16.0, padded=32768.0)
     hard = KernelCurves("hopper", {"fp16": 0.8}, memory=0.85, kernel_s=4e-6, moe=0.5)  # q = 0: the max
     t_c = 2 * 32768 * 3 * d * inter / (989.5e12 * 0.8 * 0.5)
-    t_m = (16 * 3 * d * inter * 2 + (32768 * (4 * d + 6 * inter) + 2 * T_ * d) * 2) / (3.35e12 * 0.85)
+    t_m = (16 * 3 * d * inter * 2 + 32768 * (2 * d + 3 * inter) * 2) / (3.35e12 * 0.85)
+    t_e = (32768 * (d + 3 * inter) + (2 * T_ + 32768) * d) * 2 / (3.35e12 * 0.85)  # the element-wise kernels
     assert t_m < t_c
-    assert KM.layer_seconds(h100, hard, "bfloat16", *big.values()) == pytest.approx(t_c + 5 * 4e-6, rel=1e-9)
+    assert KM.layer_seconds(h100, hard, "bfloat16", *big.values()) == pytest.approx(t_c + t_e + 5 * 4e-6, rel=1e-9)
     narrow = KernelCurves("hopper", {"fp16": 0.8}, memory=0.85, kernel_s=4e-6, moe=0.5, moe_half_inter=512.0)
     got = KM.layer_seconds(h100, narrow, "bfloat16", *big.values())
-    assert got == pytest.approx(2 * t_c + 5 * 4e-6, rel=1e-9)  # i = h: half the rate
+    assert got == pytest.approx(2 * t_c + t_e + 5 * 4e-6, rel=1e-9)  # i = h: half the rate
     # fp8: a main-loop step covers 128 fp8 values of K, so the same width i = 512 is half as deep: i/(i + 2·512)
     c8 = dataclasses.replace(narrow, compute={"fp16": 0.8, "fp8": 0.8})
-    fp8 = KM.layer_seconds(h100, c8, "fp8", *big.values()) - 5 * 4e-6
+    fp8 = KM.layer_seconds(h100, c8, "fp8", *big.values()) - 5 * 4e-6 - t_e
     assert fp8 == pytest.approx(t_c * 989.5 / 1979 * 3, rel=1e-9)
     # an engine's compute rate on top: 0.5 doubles the compute-bound time
     assert KM.layer_seconds(h100, hard, "bfloat16", *big.values(), engine_compute=0.5) == pytest.approx(
-        2 * t_c + 5 * 4e-6, rel=1e-9)  # fmt: skip
+        2 * t_c + t_e + 5 * 4e-6, rel=1e-9)  # fmt: skip
     assert KM.layer_seconds(h100, narrow, "bfloat16", *big.values(), rate=2.0) == pytest.approx(
-        t_c + 5 * 4e-6, rel=1e-9)  # fmt: skip
+        (2 * t_c + t_e) / 2 + 5 * 4e-6, rel=1e-9)  # fmt: skip
+    # the fixed times are SM cycles at the curves' clock: a part clocked 10 % faster spends 1/1.1 of them
+    clocked = dataclasses.replace(hard, clock_mhz=1980.0, moe_s=1e-5)
+    fast = dataclasses.replace(h100, clock=h100.clock * 1.1)
+    assert h100.clock == 1980e6
+    fixed = KM.layer_seconds(h100, clocked, "bfloat16", *big.values()) - t_c - t_e
+    assert fixed == pytest.approx(5 * 4e-6 + 1e-5, rel=1e-6)
+    faster = KM.layer_seconds(fast, clocked, "bfloat16", *big.values()) - t_c - t_e
+    assert faster == pytest.approx(fixed / 1.1, rel=1e-6)
     # EP 8, memory-bound: 8 tokens x top-8 of 128 experts, rank 0 holds 16 experts and 8 of the 64 routed rows
     small = dict(T=8, d=d, inter=inter, rows=8.0, touched=8.0, padded=128.0)
     slot = KernelCurves("hopper", {"fp16": 0.8}, memory=0.85, kernel_s=4e-6, moe=0.5, moe_slot=0.25)
@@ -317,6 +336,7 @@ def test_narrow_experts_and_routed_slots_by_hand():
     l2 = KernelCurves("ada", {"fp16": 0.6}, memory=0.8, kernel_s=0.0, moe=0.5, l2_sm_gbps=12.0)
     one = dict(T=1, d=d, inter=inter, rows=8.0, touched=8.0, padded=128.0)
     byts = 8 * 3 * d * inter * 2 + (8 * (4 * d + 4 * inter + 2 * inter) + 2 * d) * 2  # 50 MB: about half the L2
+    # (memory-bound at q = 0: the GEMMs' bytes and the element-wise kernels' add up, all at the same per-byte time)
     bw, l2bw = 864e9 * 0.8, 142 * 12e9
     hit = 1 / (1 + (byts / 96e6 / KM.L2_SHARE) ** 4)
     assert KM.L2_SHARE == 1.0 and 0.9 < hit < 1
@@ -380,3 +400,40 @@ def test_new_moe_figures_round_trip_through_the_catalog(tmp_path):
     assert (back.moe_half_inter, back.moe_slot, back.moe_compute) == (267.0, 0.14, {"fp8_block": 0.67})
     assert back.rate == {"vllm/moe_fp8": 0.21} and back.engine_compute == {"vllm/moe_fp8": 2.7}
     assert curves_from_dict("hopper", {"compute": {}, "memory": 0.8, "kernel_s": 0.0}).moe_compute == {}
+
+
+def test_an_engines_kernel_library_takes_its_own_rates():
+    """vLLM runs one ``moe_dtype`` on more than one kernel library (B200 bf16: FlashInfer's CUTLASS or its
+    TensorRT-LLM-gen kernels): each row takes ``rate``/``engine_compute`` of its ``"vllm/moe_<dtype>/<library>"``
+    key, else the dtype's key (curves fitted before libraries were keyed), else 1; the fit declares one key per
+    library seen, none of them pooled into ``generic``."""
+    from rooflaw.constraints.kernels import fit as KF
+
+    b200 = R.get_device("b200")
+    sources = ["vllm_unquantizedfusedmoe_flashinfer_cutlass_flashinferexperts",
+               "vllm_unquantizedfusedmoe_flashinfer_trtllm_trtllmbf16experts",
+               "vllm_compressedtensorswna16marlinmoe_marlin_marlinexperts", "vllm_fused_moe"]  # fmt: skip
+    assert [KM.kernel_path(s) for s in sources] == ["cutlass", "trtllm", "marlin", ""]
+    assert KM.kernel_path("vllm_gptossmxfp4moe_triton_oaitritonmxfp4expertsmonolithic") == "oaitriton"
+    rows = _rows(num_tokens=[2048] * 4, framework="vllm", kernel_source=sources)
+    rate = {"vllm/moe_bfloat16/cutlass": 0.5, "vllm/moe_bfloat16": 0.9}
+    engine = {"vllm/moe_bfloat16/cutlass": 0.7, "vllm/moe_bfloat16/trtllm": 1.2}
+    c = dataclasses.replace(CURVES, rate=rate, engine_compute=engine)
+    t = KM.prepare(rows)
+    got = KM.evaluate(t, b200, c)
+    one = lambda k, rate, ec: KM.layer_seconds(  # noqa: E731
+        b200, c, "bfloat16", 2048, 4096, 1536, t.rows[k], t.touched[k], t.padded[k], act_rows=t.act_rows[k],
+        rate=rate, topk=8, engine_compute=ec)  # fmt: skip
+    # cutlass: its own key; trtllm: its own (rate absent there: 1); marlin and the unnamed kernel: the dtype's key
+    want = [one(0, 0.5, 0.7), one(1, 1.0, 1.2), one(2, 0.9, 1.0), one(3, 0.9, 1.0)]
+    assert got == pytest.approx(want, rel=1e-12)
+    assert got[0] > 1.5 * got[1]
+    assert KM.engine_rates(c, "trtllm", "bfloat16", "cutlass") == (1.0, 1.0)  # the reference engine: always 1
+    used = KM.used_params(rows)
+    assert [n for n in used if n.startswith("rate.")] == [
+        "rate.vllm/moe_bfloat16",
+        "rate.vllm/moe_bfloat16/cutlass",
+        "rate.vllm/moe_bfloat16/marlin",
+        "rate.vllm/moe_bfloat16/trtllm",
+    ]
+    assert not any(KF.pooled(n) for n in used if "/moe_" in n)

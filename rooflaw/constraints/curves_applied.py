@@ -169,22 +169,23 @@ def applied_fields(device: Device, prof: Any, kc: Any) -> dict[str, Any]:
         curves=kc.architecture, engine_note=engine_note(device, prof), gemm_launch=gemm_extras(kc, prof.name),
         moe=float(kc.moe), moe_compute=dict(getattr(kc, "moe_compute", None) or {}),
         gemv=gemv_ratio(prof) if own else 1.0,
-        **stream_fields(kc, me * (prof.memory_factor if own else 1.0)),
+        **stream_fields(kc, me * (prof.memory_factor if own else 1.0), cycle_scale(kc, device)),
     )  # fmt: skip
 
 
-def stream_fields(kc: Any, scale: float) -> dict[str, float]:
+def stream_fields(kc: Any, scale: float, cycles: float = 1.0) -> dict[str, float]:
     """The memory stream classes and MoE layer terms of :class:`.engines.Applied` from curves ``kc``, each bandwidth
     fraction times ``scale`` (the device's measured memory efficiency, an own-kernel engine's memory factor) as
     ``memory`` is: ``kv_memory`` = ``attention_memory`` (a fraction of the datasheet bandwidth, as the decode
     attention family fits it), ``experts_memory`` = ``memory`` × ``moe_memory`` (the MoE family streams the experts'
     weights at ``bandwidth · memory · moe_memory``), ``moe_s``, ``moe_serial``, and decode attention's
     ``decode_half_occupancy``, ``decode_split`` and ``decode_tile_s``, and the GEMMs' ``gemm_blend`` (the tile/wave
-    model's)."""
+    model's). ``moe_s`` is SM cycles written as seconds at the curves' ``clock_mhz`` (as ``kernel_s``): times
+    ``cycles`` (:func:`cycle_scale` of the device)."""
     return dict(
         kv_memory=min(1.0, float(kc.attention_memory) * scale),
         experts_memory=min(1.0, float(kc.memory) * float(kc.moe_memory) * scale),
-        moe_s=float(kc.moe_s), moe_serial=float(kc.moe_serial),
+        moe_s=float(kc.moe_s) * cycles, moe_serial=float(kc.moe_serial),
         decode_half_occupancy=float(kc.decode_half_occupancy), decode_split=float(kc.decode_split),
         decode_tile_s=float(kc.decode_tile_s),
         gemm_blend=float(kc.gemm_blend),

@@ -16,24 +16,38 @@ Time (seconds) of the layer, with ``m`` = 3 weight matrices per expert (gate, up
 ``..._nongated`` kernel, or a model shape of :data:`NONGATED_SHAPES`) and ``i = inter/tp``::
 
     flops = 2 · padded · m · d · i
-    bytes = touched · m · d · i · b_w                       (the touched experts' weights, streamed once)
-          + (moved · (4·d + 2·(m − 1)·i + 2·i) + (2·T + moe_slot · others) · d) · 2
-            (bf16 activations: gather, GEMM1 out, activation, GEMM2 out, the final reduction's read of each row;
-             the layer's input and output; others = T·K − moved, the routed slots of other GPUs' experts)
+    weights = touched · m · d · i · b_w                      (the touched experts' weights, streamed once)
+    gemm_io = (rows · (2·d + m·i) + foreign · ((m − 1)·i + d)) · 2
+            (bf16: GEMM1 reads d, writes (m − 1)·i; GEMM2 reads i, writes d, per own row; a foreign row's outputs are
+             written as zeros)
+    elementwise = (rows · (d + m·i) + foreign · m·i + (2·T + moved + moe_slot · others) · d) · 2
+            (the gather writes each own row's d, the activation reads (m − 1)·i and writes i of every moved row,
+             the final reduction reads each moved row's d; the layer's input and output; foreign = moved − rows;
+             others = T·K − moved, the routed slots of other GPUs' experts)
     t_c = flops / (peak(dtype) · compute[dtype] · moe · moe_compute[dtype] · e · i/(i + moe_half_inter · 2/b_a))
-    t_m = bytes · (h / max(bw, SMs · l2_sm_gbps) + (1 − h) / bw),   bw = bandwidth · memory · moe_memory
-    t = (t_c^(1/q) + t_m^(1/q))^q / rate + KERNELS · kernel_s + moe_s,     q = moe_serial
+    s = h / max(bw, SMs · l2_sm_gbps) + (1 − h) / bw,     bw = bandwidth · memory · moe_memory   (seconds per byte)
+    t_m = (weights + gemm_io) · s
+    t = ((t_c^(1/q) + t_m^(1/q))^q + elementwise · s) / rate + (KERNELS · kernel_s + moe_s) · z,     q = moe_serial
 
-``moved`` is ``rows``, or T·K for vLLM's own Triton kernels (:data:`ALL_ROWS_FRAMEWORKS`,
-:data:`LOCAL_ROWS_KERNELS`). ``h`` is the share of the bytes a benchmark re-running the layer finds in L2
+The grouped GEMMs' own activation reads and writes overlap their math (inside the blend); the element-wise kernels
+(gather, activation, final reduction) run between them, each streaming on its own, so their bytes add.
+``z = clock_mhz / f`` (:func:`.gemm.cycle_scale`, ``f`` the device's boost clock): ``kernel_s`` and ``moe_s`` are
+GPU-side fixed times -- cycles of the SM clock written as seconds at the curves' ``clock_mhz``, as the GEMM family
+counts its own (a held-out or sibling GPU with another clock takes as many cycles, not as many seconds).
+
+``moved`` is ``rows``, or T·K for vLLM's own Triton and Marlin kernels and its block-FP8 TensorRT-LLM-gen ones
+(:data:`ALL_ROWS_FRAMEWORKS`, :data:`LOCAL_ROWS_KERNELS`, :data:`ALL_ROWS_KERNELS`), whose ``foreign`` rows (the other
+GPUs' experts') are only activated and reduced.
+``h`` is the share of the bytes a benchmark re-running the layer finds in L2
 (:func:`.gemm.l2_hits` over the whole L2, :data:`L2_SHARE`, read at the GEMM family's ``l2_sm_gbps``: a small
 expert set on a GPU with a large L2 and slow DRAM -- Ada -- streams from L2). ``b_a`` is the bytes per element of
 the dtype's operands (:data:`ACT_BYTES`: a main-loop step covers a fixed number of bytes of K). ``rate`` is 1 for
-the reference engine (:data:`REFERENCE`, TensorRT-LLM) and ``rate["<framework>/moe_<moe_dtype>"]`` for another
-(:func:`rate_key`; vLLM hands the layer to different kernels per dtype and architecture: FlashInfer's CUTLASS FP8
-on Hopper streams 4× slower than its Triton path), and ``e`` = ``engine_compute["<framework>/moe_<moe_dtype>"]``
-that kernel's compute rate on top (1 for the reference engine: Blackwell's block-FP8 TensorRT-LLM-gen kernels
-stream as fast as the others and compute at half their rate).
+the reference engine (:data:`REFERENCE`, TensorRT-LLM) and ``rate["<framework>/moe_<moe_dtype>/<library>"]`` for
+another (:func:`rate_key`, the library the table's ``kernel_source`` names, :data:`KERNEL_PATHS`; vLLM hands the
+layer to different kernels per dtype, architecture and model: FlashInfer's CUTLASS FP8 on Hopper streams 4× slower
+than its Triton path), and ``e`` = ``engine_compute`` of the same key that kernel's compute rate on top (1 for the
+reference engine: Blackwell's block-FP8 TensorRT-LLM-gen kernels stream as fast as the others and compute at half
+their rate).
 
 ``compute``, ``memory``, ``kernel_s``, ``l2_sm_gbps`` are the GEMM figures of the device's architecture (fitted
 before this family); this family fits ``moe`` (the achieved fraction of the GEMM rate inside a grouped MoE kernel,
@@ -65,7 +79,7 @@ from ...devices.device import Device
 from ...errors import bad
 from . import KernelCurves, register
 from .collectives import family
-from .gemm import l2_hits
+from .gemm import cycle_scale, l2_hits
 
 #: Kernel launches per MoE layer, each costing the GEMM family's ``kernel_s`` (see the module docstring).
 KERNELS = 5
@@ -75,8 +89,15 @@ KERNELS = 5
 #: their time per routed row as EP grows at large T, where TensorRT-LLM's CUTLASS path does not) ...
 ALL_ROWS_FRAMEWORKS = ("vllm",)
 #: ... except the kernels it hands the layer to that route inside and skip the other GPUs' rows (FlashInfer's
-#: CUTLASS and TensorRT-LLM-gen MoE, Marlin, the OpenAI Triton MXFP4 kernels): named in ``kernel_source``.
-LOCAL_ROWS_KERNELS = ("flashinfer", "marlin", "oaitriton")
+#: CUTLASS and TensorRT-LLM-gen MoE, the OpenAI Triton MXFP4 kernels): named in ``kernel_source``. (vLLM's Marlin
+#: MoE runs its flow over all T·K rows like the Triton kernels: priced as local, its layers ran 2.7x slower than
+#: predicted at EP 128 on H100 and L40S, and flat in EP once its other GPUs' rows were activated and reduced.)
+LOCAL_ROWS_KERNELS = ("flashinfer", "oaitriton")
+#: ... and, of those, the ones whose ``kernel_source`` starts with these move all T·K rows after all: vLLM's
+#: block-FP8 MoE on FlashInfer's TensorRT-LLM-gen kernels (priced local, B200's layers at ≥ 2k tokens ran 1.2 -> 2.1x
+#: slower than predicted as EP grew 4 -> 256, on every model; all-rows, flat in EP but DeepSeek-V3's shape; its
+#: per-tensor FP8, bf16 and NVFP4 siblings stay flat as local).
+ALL_ROWS_KERNELS = ("vllm_fp8moe_flashinfer_trtllm",)
 #: Share of the L2 a re-run MoE layer's bytes (its touched experts' weights, mostly) can fill and still be found there
 #: (:func:`.gemm.l2_hits`: half of them at a full L2). Not fitted: where the L2 outruns DRAM (Ampere, Ada) the tables
 #: put it at 1 (a free share fitted 1.00 on A100 and L40S); elsewhere no share is seen.
@@ -111,9 +132,34 @@ NONGATED_SHAPES = frozenset({(1024, 2688, 512, 22), (2048, 5120, 512, 22), (2688
 REFERENCE = "trtllm"
 
 
-def rate_key(framework: str, dtype: str) -> str:
-    """The :attr:`KernelCurves.rate` key of an engine's MoE kernel for ``moe_dtype`` ``dtype``."""
-    return f"{framework}/moe_{dtype}"
+#: (substring of a table's ``kernel_source``, name) of the kernel libraries an engine hands its MoE layer to, first
+#: match wins: vLLM runs FlashInfer's CUTLASS or its TensorRT-LLM-gen kernels, Marlin, OpenAI's Triton MXFP4 or its own
+#: Triton kernels, and for one ``moe_dtype`` more than one of them (Blackwell bf16/fp8/nvfp4: CUTLASS or TRT-LLM-gen
+#: by model; Hopper block-FP8: CUTLASS or Triton), whose rates differ (B200's CUTLASS layers ran 1.4-2.3x slower)
+KERNEL_PATHS = (("flashinfer_cutlass", "cutlass"), ("flashinfer_trtllm", "trtllm"), ("marlin", "marlin"),
+                ("oaitriton", "oaitriton"), ("triton", "triton"))  # fmt: skip
+
+
+def kernel_path(kernel_source: str) -> str:
+    """Name of the :data:`KERNEL_PATHS` library ``kernel_source`` names ('' for none)."""
+    src = str(kernel_source).lower()
+    return next((name for sub, name in KERNEL_PATHS if sub in src), "")
+
+
+def rate_key(framework: str, dtype: str, path: str = "") -> str:
+    """The :attr:`KernelCurves.rate` (and ``engine_compute``) key of an engine's MoE kernel for ``moe_dtype``
+    ``dtype``, run by kernel library ``path`` (:func:`kernel_path`; '' when the table does not say)."""
+    return f"{framework}/moe_{dtype}" + (f"/{path}" if path else "")
+
+
+def engine_rates(curves: KernelCurves, framework: str, dtype: str, path: str = "") -> tuple[float, float]:
+    """(``rate``, ``engine_compute``) of an engine's MoE kernel: the kernel library's own figures, else the
+    engine's for the dtype (curves fitted before kernel paths were keyed), else 1 (the reference engine's)."""
+    if framework == REFERENCE:
+        return 1.0, 1.0
+    keys = (rate_key(framework, dtype, path), rate_key(framework, dtype))
+    key = next((k for k in keys if k in curves.rate or k in curves.engine_compute), keys[-1])
+    return float(curves.rate.get(key, 1.0)), float(curves.engine_compute.get(key, 1.0))
 
 
 def tile_rows(mean_rows: Any) -> Any:
@@ -243,19 +289,29 @@ def layer_seconds(
     T = np.asarray(T, dtype=float)
     others = np.maximum(T * np.asarray(topk, dtype=float) - moved, 0.0)  # routed slots of the other GPUs' experts
     slots = moved + curves.moe_slot * others
-    acts = (moved * (3 * d + 2 * (m - 1) * i_loc + 2 * i_loc) + (2 * T + slots) * d) * 2.0
+    # bf16 activations: the grouped GEMMs' own reads and writes (GEMM1 reads d and writes (m-1)·i per row, GEMM2 reads
+    # i and writes d), and the element-wise kernels' (the gather writes each row's d from the layer's input, the
+    # activation reads (m-1)·i and writes i, the final reduction reads each routed slot's d and writes the output)
+    # (a row routed to another GPU's expert, moved only by the all-rows kernels, is never gathered nor multiplied:
+    # the GEMMs write its zero outputs, (m-1)·i and d, and the activation and the reduction read it like the others)
+    foreign = np.maximum(moved - rows, 0.0)
+    own = moved - foreign
+    gemm_io = (own * (2 * d + m * i_loc) + foreign * ((m - 1) * i_loc + d)) * 2.0
+    elementwise = (own * (d + m * i_loc) + foreign * m * i_loc + (2 * T + slots) * d) * 2.0
     # a main-loop step covers a fixed number of bytes of K (64 bf16 values, 128 fp8, 256 fp4): ``moe_half_inter`` is a
     # bf16 layer's width, and 2x that in elements is an fp8 layer's
     narrow = i_loc / (i_loc + curves.moe_half_inter * 2.0 / ACT_BYTES.get(roof, 2.0))
     frac = _fraction(curves, key, roof) * curves.moe * curves.moe_compute.get(key, 1.0) * np.asarray(engine_compute)
     t_c = flops / (peak * frac * narrow)
     bw = device.memory_bandwidth * curves.memory * curves.moe_memory
-    t_m = (weights + acts) / bw
+    per_byte = 1.0 / bw
     if device.l2_bytes and curves.l2_sm_gbps > 0:  # bytes a re-run layer finds in L2, at the GEMM's L2 rate
         l2 = max(bw, float(device.sm_count or 0) * curves.l2_sm_gbps * 1e9)
-        hit = l2_hits((weights + acts) / float(device.l2_bytes), L2_SHARE)
-        t_m = (weights + acts) * (hit / l2 + (1.0 - hit) / bw)
-    return blend(t_c, t_m, curves.moe_serial) / np.asarray(rate, dtype=float) + KERNELS * curves.kernel_s + curves.moe_s
+        hit = l2_hits((weights + gemm_io + elementwise) / float(device.l2_bytes), L2_SHARE)
+        per_byte = hit / l2 + (1.0 - hit) / bw
+    t_m = (weights + gemm_io) * per_byte
+    fixed = (KERNELS * curves.kernel_s + curves.moe_s) * cycle_scale(curves, device)  # SM cycles at clock_mhz
+    return (blend(t_c, t_m, curves.moe_serial) + elementwise * per_byte) / np.asarray(rate, dtype=float) + fixed
 
 
 def blend(t_c: Any, t_m: Any, q: float) -> Any:
@@ -285,6 +341,7 @@ class Terms:
     act_rows: np.ndarray | None = None  #: rows whose activations move (None: ``rows``)
     framework: np.ndarray | None = None  #: engine of each row, lower case (None: the reference engine)
     topk: np.ndarray | None = None  #: experts per token (None: 0, see :func:`layer_seconds`)
+    path: np.ndarray | None = None  #: kernel library of each row (:func:`kernel_path`; None: '')
 
 
 def prepare(rows, device: Device | None = None) -> Terms:
@@ -303,14 +360,15 @@ def prepare(rows, device: Device | None = None) -> Terms:
     fw = rows["framework"].astype(str).str.lower().to_numpy() if "framework" in rows else np.full(len(rows), "")
     source = rows["kernel_source"].astype(str).str.lower() if "kernel_source" in rows else pd.Series([""] * len(rows))
     local = source.str.contains("|".join(LOCAL_ROWS_KERNELS)).to_numpy()
-    all_rows = np.isin(fw, ALL_ROWS_FRAMEWORKS) & ~local
+    path = np.array([kernel_path(v) for v in source], dtype=object)
+    all_rows = np.isin(fw, ALL_ROWS_FRAMEWORKS) & (~local | source.str.startswith(ALL_ROWS_KERNELS).to_numpy())
     act_rows = np.where(all_rows, num("num_tokens") * num("topk"), loads[:, 0])
     shapes = zip(num("hidden_size"), num("inter_size"), num("num_experts"), num("topk"), strict=True)
     nongated = np.fromiter((tuple(int(v) for v in s) in NONGATED_SHAPES for s in shapes), bool, len(rows))
     nongated |= source.str.contains("nongated").to_numpy()
     return Terms(np.where(np.isin(dtype, list(DTYPES)), dtype, ""), num("num_tokens"), num("hidden_size"),
                  num("inter_size"), num("moe_tp_size"), ~nongated,
-                 loads[:, 0], loads[:, 1], loads[:, 2], act_rows, fw, num("topk"))  # fmt: skip
+                 loads[:, 0], loads[:, 1], loads[:, 2], act_rows, fw, num("topk"), path)  # fmt: skip
 
 
 def evaluate(terms: Terms, device: Device, curves: KernelCurves) -> np.ndarray:
@@ -325,11 +383,11 @@ def evaluate(terms: Terms, device: Device, curves: KernelCurves) -> np.ndarray:
         ecomp: float | np.ndarray = 1.0
         if terms.framework is not None:
             fws = terms.framework[m]
+            paths = terms.path[m] if terms.path is not None else np.full(len(fws), "", dtype=object)
             rates, ecomps = np.ones(len(fws)), np.ones(len(fws))
-            for fw in np.unique(fws):
-                if fw != REFERENCE:
-                    rates[fws == fw] = curves.rate.get(rate_key(str(fw), str(dtype)), 1.0)
-                    ecomps[fws == fw] = curves.engine_compute.get(rate_key(str(fw), str(dtype)), 1.0)
+            for fw, path in {(str(f), str(p)) for f, p in zip(fws, paths, strict=True)}:
+                at = (fws == fw) & (paths == path)
+                rates[at], ecomps[at] = engine_rates(curves, fw, str(dtype), path)
             rate, ecomp = rates, ecomps
         out[m] = layer_seconds(device, curves, str(dtype), terms.T[m], terms.d[m], terms.inter[m], terms.rows[m],
                                terms.touched[m], terms.padded[m], terms.tp[m], terms.gated[m], act, rate,
@@ -357,15 +415,19 @@ def used_params(rows) -> tuple[str, ...]:
     dtypes = rows["moe_dtype"].astype(str)
     ref = {DTYPES[d][2] for d in dtypes[fw == REFERENCE].unique() if d in DTYPES}
     keys = sorted(ref - {"fp16"}) if "fp16" in ref else []
-    pairs = sorted({(f, d) for f, d in zip(fw, dtypes, strict=True) if f != REFERENCE and d in DTYPES})
-    return (FIGURES + tuple(f"moe_compute.{k}" for k in keys) + tuple(f"rate.{rate_key(f, d)}" for f, d in pairs)
-            + tuple(f"engine_compute.{rate_key(f, d)}" for f, d in pairs))  # fmt: skip
+    source = rows["kernel_source"].astype(str) if "kernel_source" in rows else pd.Series([""] * len(rows))
+    paths = [kernel_path(v) for v in source]
+    pairs = sorted({rate_key(f, d, p) for f, d, p in zip(fw, dtypes, paths, strict=True)
+                    if f != REFERENCE and d in DTYPES})  # fmt: skip
+    return (FIGURES + tuple(f"moe_compute.{k}" for k in keys) + tuple(f"rate.{k}" for k in pairs)
+            + tuple(f"engine_compute.{k}" for k in pairs))  # fmt: skip
 
 
 #: The routed-expert layer. (``prepare``/``evaluate`` split :func:`predict` so a fit evaluates the routing law once.)
 MOE = register(family("moe", ("moe_perf",), FIGURES, predict, used=used_params, prepare=prepare,
                       evaluate=evaluate))  # fmt: skip
 
-__all__ = ["ALL_ROWS_FRAMEWORKS", "DTYPES", "FIGURES", "KERNELS", "LOCAL_ROWS_KERNELS", "MOE", "NONGATED_SHAPES",
-           "REFERENCE", "Terms", "blend", "evaluate", "expected_load", "layer_seconds", "parse_distribution", "predict",
-           "prepare", "rate_key", "tile_rows", "uniform_touched", "used_params"]  # fmt: skip
+__all__ = ["ALL_ROWS_FRAMEWORKS", "ALL_ROWS_KERNELS", "DTYPES", "FIGURES", "KERNELS", "KERNEL_PATHS",
+           "LOCAL_ROWS_KERNELS", "MOE", "NONGATED_SHAPES", "REFERENCE", "Terms", "blend", "engine_rates", "evaluate",
+           "expected_load", "kernel_path", "layer_seconds", "parse_distribution", "predict", "prepare", "rate_key",
+           "tile_rows", "uniform_touched", "used_params"]  # fmt: skip
