@@ -285,10 +285,25 @@ def test_decode_attention_occupancy_ramp_split_kv_and_xqa_group_limit():
     vllm = (kv + q_bytes) * ramp / (2e12 * 0.9) + 2e-6
     assert KA.predict_generation(wide, dev, c)[0] * 1e-3 == pytest.approx(trt, rel=1e-12)
     assert KA.predict_generation(wide.assign(framework=["vllm"]), dev, c)[0] * 1e-3 == pytest.approx(vllm, rel=1e-12)
-    # exactly 32 query heads per KV head still runs XQA: one stream, as the 8-head group
+    # exactly 32 query heads per KV head still runs XQA, two CTAs of 16 query heads each (XQA_GROUP_ROWS): two
+    # streams of 8 chunks, 16 CTAs on 132 SMs, the KV head's bytes read from DRAM once; 16 heads run one CTA as the
+    # 8-head group; vLLM's kernel keeps one stream for the 32
     at32 = _decode_rows(batch_size=1, num_heads=32, num_key_value_heads=1, kv_cache_dtype="bfloat16")
-    want32 = (kv + 2 * 32 * 128 * 2) * ramp / (2e12 * 0.9) + 2e-6
+    want32 = (kv + 2 * 32 * 128 * 2) * (1 + 0.5 / (16 / 132)) / (2e12 * 0.9) + 2e-6
     assert KA.predict_generation(at32, dev, c)[0] * 1e-3 == pytest.approx(want32, rel=1e-12)
+    at16 = _decode_rows(batch_size=1, num_heads=16, num_key_value_heads=1, kv_cache_dtype="bfloat16")
+    want16 = (kv + 2 * 16 * 128 * 2) * ramp / (2e12 * 0.9) + 2e-6
+    assert KA.predict_generation(at16, dev, c)[0] * 1e-3 == pytest.approx(want16, rel=1e-12)
+    v32 = (kv + 2 * 32 * 128 * 2) * ramp / (2e12 * 0.9) + 2e-6
+    assert KA.predict_generation(at32.assign(framework=["vllm"]), dev, c)[0] * 1e-3 == pytest.approx(v32, rel=1e-12)
+    # the CTAs' prologues: 100 sequences x 24 query heads on 2 KV heads = 2 XQA CTAs per KV head, 400 CTAs on 132
+    # SMs: 4 waves of decode_tile_s (200 CTAs, 2 waves, for 16 heads a KV head)
+    cw = dataclasses.replace(c, decode_tile_s=1e-3)  # the prologues dominate: the blend (p = 1) adds them
+    g24 = _decode_rows(batch_size=100, num_heads=48, num_key_value_heads=2, kv_cache_dtype="bfloat16", step=0)
+    g16 = g24.assign(num_heads=[32])
+    d24 = KA.predict_generation(g24, dev, cw)[0] - KA.predict_generation(g24, dev, c)[0]
+    d16 = KA.predict_generation(g16, dev, cw)[0] - KA.predict_generation(g16, dev, c)[0]
+    assert d24 * 1e-3 == pytest.approx(4 * 1e-3, rel=1e-9) and d16 * 1e-3 == pytest.approx(2 * 1e-3, rel=1e-9)
 
 
 def test_decode_attention_prologues_per_kernel_and_blend():
@@ -353,6 +368,36 @@ def test_attention_l2_resident_working_set_and_softmax_term():
     want2 = max(np.hypot(tc, ts), byts / (2e12 * 0.8)) + prep / (2e12 * 0.8) + 1e-6 + 2e-6
     got2 = KA.predict_context(rows, _dev(), dataclasses.replace(cs, softmax_overlap=2.0))[0] * 1e-3
     assert got2 == pytest.approx(want2, rel=1e-12) and got2 < want
+
+
+def test_prefill_l2_residency_counts_the_kernels_own_bytes_and_the_engine_rate_covers_its_tiles():
+    # B = 2, S = 1024, 8 heads of 128 on 8 KV heads: the kernel's Q, K, V, O are 2·1024·(2·8·128·2 + 2·8·128·2) =
+    # 16.8 MB, the RoPE and KV-cache traffic beside it 2·1024·128·(4·8 + 8·2·4) = 25.2 MB: with a 32 MB L2 the
+    # kernel's own working set is resident (its re-run finds it there) though the two together are not; the prep
+    # traffic streams at the same L2 rate
+    rows = pd.DataFrame({"batch_size": [2], "isl": [1024], "num_heads": [8], "num_key_value_heads": [8],
+                         "head_dim": [128], "window_size": [0], "attn_dtype": ["bfloat16"],
+                         "kv_cache_dtype": ["bfloat16"], "framework": ["trtllm"]})  # fmt: skip
+    byts = 2 * 1024 * (2 * 8 * 128 * 2 + 2 * 8 * 128 * 2)
+    prep = 2 * 1024 * 128 * (4 * 8 + 8 * 2 * 4)
+    assert byts < 32e6 < byts + prep
+    # memory-bound: a 1e18 FLOP/s tensor roof (and no softmax cost) makes the MMAs negligible
+    c = dataclasses.replace(CURVES, attention=1.0, attention_l2=0.5, attention_tile_s=1e-6,
+                            rate={"vllm/context_attention": 2.0})  # fmt: skip
+    dev = _dev(l2_bytes=32e6, peak_flops={"fp32": 1e13, "fp16": 1e18, "fp8": 2e18})
+    assert c.attention_softmax == 0.0
+    # resident: max(DRAM 2e12 · 0.8, fp32 roof 1e13 · attention_l2 0.5 B/FLOP) = 5 TB/s
+    waves = np.ceil(2 * 8 * 8 / 100)  # 128 query tiles on 100 SMs
+    want = byts / 5e12 + prep / 5e12 + waves * 1e-6 + 2e-6
+    assert KA.predict_context(rows, dev, c)[0] * 1e-3 == pytest.approx(want, rel=1e-9)
+    # an L2 one byte short of the kernel's own bytes: DRAM's rate for both
+    small = dataclasses.replace(dev, l2_bytes=byts - 1)
+    want_dram = (byts + prep) / 1.6e12 + waves * 1e-6 + 2e-6
+    assert KA.predict_context(rows, small, c)[0] * 1e-3 == pytest.approx(want_dram, rel=1e-9)
+    # vLLM's kernel at rate 2 runs its tiles' fixed work twice as fast too (memory-bound here: the stream is unchanged)
+    vllm = rows.assign(framework=["vllm"])
+    want_v = byts / 5e12 + prep / 5e12 + waves * 1e-6 / 2.0 + 2e-6
+    assert KA.predict_context(vllm, dev, c)[0] * 1e-3 == pytest.approx(want_v, rel=1e-9)
 
 
 def test_fit_recovers_known_gemm_figures():

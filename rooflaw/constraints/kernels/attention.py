@@ -1,36 +1,37 @@
 """The attention kernel families: FlashAttention-style prefill (``context_attention``) and one decode step
 (``generation_attention``), priced on the kernel curves (MLA: :mod:`.mla`, on the same figures).
 
-Prefill, per sequence and head: the causal kernel skips the masked half, so it computes ``P`` (query, key) pairs
-with ``P = S(S+1)/2``, or with a sliding window ``W``: ``W(W+1)/2 + (S-W)·W`` for ``S > W``; it visits whole 128×128
-blocks (:func:`block_pairs`), so ``P`` counts those. FLOPs ``= 4·B·H·d·P``; bytes read/written ``= B·S·(2·H·d·2 +
+Prefill, per sequence and head: the causal kernel skips the masked half, so it computes ``P`` (query, key) pairs with
+``P = S(S+1)/2``, or with a sliding window ``W``: ``W(W+1)/2 + (S-W)·W`` for ``S > W``; it visits whole 128×128 blocks
+(:func:`block_pairs`), so ``P`` counts those. FLOPs ``= 4·B·H·d·P``; bytes read/written ``= B·S·(2·H·d·2 +
 2·H_kv·d·b_kv)`` (Q and O in bf16, K and V in the KV dtype). ``t = max((t_mma^p + t_softmax^p)^(1/p) / rate, bytes /
-(bandwidth · memory · l2)) + prep_bytes / (bandwidth · memory · l2) + waves · attention_tile_s + kernel_s + launch``
-with ``t_mma = FLOPs / (peak · attention · tile·wave)``, ``t_softmax = B·H·P · attention_softmax / peak_fp32``, ``p
-= softmax_overlap`` and ``rate`` the engine's kernel rate (``KernelCurves.rate``, TensorRT-LLM 1): the softmax (max,
-exponent, sum, rescale) runs on the fp32 vector units, not the tensor cores, so an fp8 kernel does not speed it up,
-and a FlashAttention-3-style schedule hides it under the MMAs (``p`` large) where FlashAttention-2 runs them in
-series (``p = 1``); ``prep_bytes = B·S·d·(4·H + H_kv·2·(2 + b_kv))`` the RoPE and KV-cache write the op runs beside
-the kernel; ``waves = ceil(B·H·ceil(S/128) / SMs)``; the tile/wave term is
-:func:`rooflaw.constraints.tiles.tile_efficiency` of 128-query-row tiles over the ``B·H`` heads; the roof is fp8
-where the attention dtype is fp8 (fraction ``attention_fp8``), else fp16. ``l2 = max(1, peak_fp32 · attention_l2 /
-(bandwidth · memory))`` where the whole working set fits in the device's L2 (a benchmark re-running the kernel finds
-it there; ``attention_l2`` in bytes per fp32 FLOP, a proxy of SMs × clock), else 1.
+(bandwidth · memory · l2)) + prep_bytes / (bandwidth · memory · l2) + waves · attention_tile_s / rate + kernel_s +
+launch`` with ``t_mma = FLOPs / (peak · attention · tile·wave)``, ``t_softmax = B·H·P · attention_softmax / peak_fp32``,
+``p = softmax_overlap`` and ``rate`` the engine's kernel rate (``KernelCurves.rate``, TensorRT-LLM 1): the softmax (max,
+exponent, sum, rescale) runs on the fp32 vector units, not the tensor cores, so an fp8 kernel does not speed it up, and
+a FlashAttention-3-style schedule hides it under the MMAs (``p`` large) where FlashAttention-2 runs them in series (``p
+= 1``); ``prep_bytes = B·S·d·(4·H + H_kv·2·(2 + b_kv))`` the RoPE and KV-cache write the op runs beside the kernel;
+``waves = ceil(B·H·ceil(S/128) / SMs)``; the tile/wave term is :func:`rooflaw.constraints.tiles.tile_efficiency` of
+128-query-row tiles over the ``B·H`` heads; the roof is fp8 where the attention dtype is fp8 (fraction
+``attention_fp8``), else fp16. ``l2 = max(1, peak_fp32 · attention_l2 / (bandwidth · memory))`` where the kernel's own
+working set (Q, K, V, O: ``bytes``) fits in the device's L2 (a benchmark re-running the kernel finds it there, the prep
+traffic beside it streaming through; ``attention_l2`` in bytes per fp32 FLOP, a proxy of SMs × clock), else 1.
 
-Decode: each sequence reads its cached context ``L = isl + step`` (``min(L, W)`` with a window; a clipped window
-reads up to ``decode_window_tokens`` more, the partial KV pages it starts in). A GQA kernel runs one CTA per (sequence,
-KV head) and reads that head's K and V once for its query heads (``n = B·H_kv`` KV streams); TensorRT-LLM runs its
-masked-MHA kernel, one CTA per query head, where a KV head serves one query head or more than its XQA kernel takes
-(:data:`XQA_MAX_GROUP`; then ``n = B·H`` streams, the group's CTAs sharing their KV head's K and V through L2, read
-from DRAM once). bytes ``= B·L·2·H_kv·d·b_kv + 2·B·H·d·2``, FLOPs ``= 4·B·H·d·L``;
-``t = (t_stream^p + t_prologue^p)^(1/p) + kernel_s + launch`` (``p = decode_blend``) with
-``t_stream = max(t_mma, bytes · (1 + decode_half_occupancy / x) / (bandwidth · attention_memory · l2))``: a split-KV
-(flash-decoding) kernel cuts each stream into chunks of at least ``decode_split_tokens`` tokens, up to
-``decode_split`` CTAs per SM, and ``x`` CTAs per SM keep too few loads in flight to reach the bandwidth when few
-(Little's law); ``t_prologue = ceil(n / SMs) · tile · (1 - s + s·d/128) / rate``: each wave of CTAs pays a fixed
-prologue (page table, Q, the split merge, O), ``tile = decode_tile_s`` (``decode_mha_tile_s`` for the masked-MHA
-kernel), ``s = decode_dim_share``, ``rate`` the engine's (``rate["<engine>/generation_attention"]``, its fp8-KV
-kernel's ``rate["<engine>/generation_attention/fp8"]`` where fitted).
+Decode: each sequence reads its cached context ``L = isl + step`` (``min(L, W)`` with a window; a clipped window reads
+up to ``decode_window_tokens`` more, the partial KV pages it starts in). A GQA kernel runs one CTA per (sequence, KV
+head) and reads that head's K and V once for its query heads (``n = B·H_kv`` KV streams; TensorRT-LLM's XQA serves at
+most :data:`XQA_GROUP_ROWS` query heads a CTA: ``n = B·H_kv·ceil(g/16)``, the extra CTAs finding their head's K and V in
+L2); TensorRT-LLM runs its masked-MHA kernel, one CTA per query head, where a KV head serves one query head or more than
+its XQA kernel takes (:data:`XQA_MAX_GROUP`; then ``n = B·H`` streams, the group's CTAs sharing their KV head's K and V
+through L2, read from DRAM once). bytes ``= B·L·2·H_kv·d·b_kv + 2·B·H·d·2``, FLOPs ``= 4·B·H·d·L``; ``t = (t_stream^p +
+t_prologue^p)^(1/p) + kernel_s + launch`` (``p = decode_blend``) with ``t_stream = max(t_mma, bytes · (1 +
+decode_half_occupancy / x) / (bandwidth · attention_memory · l2))``: a split-KV (flash-decoding) kernel cuts each stream
+into chunks of at least ``decode_split_tokens`` tokens, up to ``decode_split`` CTAs per SM, and ``x`` CTAs per SM keep
+too few loads in flight to reach the bandwidth when few (Little's law); ``t_prologue = ceil(n / SMs) · tile · (1 - s +
+s·d/128) / rate``: each wave of CTAs pays a fixed prologue (page table, Q, the split merge, O), ``tile = decode_tile_s``
+(``decode_mha_tile_s`` for the masked-MHA kernel), ``s = decode_dim_share``, ``rate`` the engine's
+(``rate["<engine>/generation_attention"]``, its fp8-KV kernel's ``rate["<engine>/generation_attention/fp8"]`` where
+fitted).
 """
 
 from __future__ import annotations
@@ -55,6 +56,9 @@ REFERENCE_FRAMEWORK = "trtllm"
 PACK_GQA_ENGINE = "vllm"
 #: most query heads TensorRT-LLM's XQA decode kernel serves per KV head
 XQA_MAX_GROUP = 32
+#: query heads one XQA CTA serves (the rows of its 16-row MMA tile): a larger group runs ``ceil(g / 16)`` CTAs per
+#: KV head, each reading the head's K and V (from L2 but the first)
+XQA_GROUP_ROWS = 16
 
 
 def column(rows: pd.DataFrame, name: str, default: float = 0.0) -> np.ndarray:
@@ -180,7 +184,7 @@ def context_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
         waves=waves,
         sms=float(device.sm_count or 1),
         streams=np.full(len(rows), np.inf),
-        resident=byts + extra <= (device.l2_bytes or 0.0),
+        resident=byts <= (device.l2_bytes or 0.0),
         pairs=B * H * pairs,
         fp8=fp8,
         group=group,
@@ -208,7 +212,9 @@ def generation_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
     # one CTA per query head, each reading its KV head's K and V (from L2 but the first: DRAM bytes once per KV head)
     group = H / np.maximum(Hkv, 1.0)
     per_q = (fw == "trtllm") & (group > XQA_MAX_GROUP)
-    kv_heads = np.where(per_q, H, Hkv)
+    # an XQA CTA serves at most XQA_GROUP_ROWS query heads of its KV head: a larger group runs more CTAs per KV head
+    xqa_ctas = np.where((fw == "trtllm") & (group > 1.0), np.ceil(group / XQA_GROUP_ROWS), 1.0)
+    kv_heads = np.where(per_q, H, Hkv * xqa_ctas)
     # TensorRT-LLM runs its masked-MHA kernel (one CTA per query head) where XQA does not apply: one query head per
     # KV head, or more than XQA_MAX_GROUP of them
     mha = (fw == "trtllm") & ((group <= 1.0) | per_q)
@@ -319,7 +325,8 @@ def seconds(t: AttentionTerms, device: Device, curves: KernelCurves) -> np.ndarr
     if t.op == "generation_mla" and curves.mla_token_s > 0:
         core = np.maximum(core, mla_sequential(t, curves) / fw_rate)
     if t.prefill:
-        return core + t.extra_bytes / (bw * curves.memory * l2) + waves_pre * curves.attention_tile_s + lat
+        tiles = waves_pre * curves.attention_tile_s / fw_rate  # the engine's kernel runs its tiles at its rate too
+        return core + t.extra_bytes / (bw * curves.memory * l2) + tiles + lat
     # decode: the KV stream and the CTAs' prologues overlap in part (the p-norm blend)
     if t.kv8 is not None:  # an engine's fp8-KV decode kernel is a kernel of its own (``rate["<engine>/<op>/fp8"]``)
         r8 = np.array([curves.rate.get(f"{f}/{t.op}/fp8", np.nan) for f in t.labels] or [np.nan])[t.group]
