@@ -306,6 +306,30 @@ def test_decode_attention_occupancy_ramp_split_kv_and_xqa_group_limit():
     assert d24 * 1e-3 == pytest.approx(4 * 1e-3, rel=1e-9) and d16 * 1e-3 == pytest.approx(2 * 1e-3, rel=1e-9)
 
 
+def test_decode_kernel_split_share_and_it_is_not_pooled():
+    # one sequence, one KV head, 8192 cached tokens on 132 SMs (split-KV up to 2 CTAs per SM, chunks of >= 1024): the
+    # reference kernel splits the stream 8 times; an fp8-KV kernel with split share 0 walks it in one CTA (x = 1/132),
+    # one with share 0.25 splits up to max(1, 2 · 0.25 · 132 / 1) = 66 times, so 8 here too; bf16 rows keep share 1
+    dev = _dev(sm_count=132)
+    share = {"trtllm/generation_attention/fp8": 0.0}
+    c = dataclasses.replace(CURVES, attention=0.5, attention_memory=0.9, decode_half_occupancy=0.5, decode_split=2.0,
+                            decode_split_tokens=1024.0, split_share=share)  # fmt: skip
+    one = _decode_rows(batch_size=1, num_heads=8, num_key_value_heads=1, kv_cache_dtype="fp8")
+    byts = 8192 * 2 * 128 * 1.0 + 2 * 8 * 128 * 2
+    walk = byts * (1 + 0.5 / (1 / 132)) / (2e12 * 0.9) + 2e-6
+    assert KA.predict_generation(one, dev, c)[0] * 1e-3 == pytest.approx(walk, rel=1e-12)
+    split = byts * (1 + 0.5 / (8 / 132)) / (2e12 * 0.9) + 2e-6
+    assert KA.predict_generation(one.assign(framework=["vllm"]), dev, c)[0] * 1e-3 == pytest.approx(split, rel=1e-12)
+    quarter = dataclasses.replace(c, split_share={"trtllm/generation_attention/fp8": 0.25})
+    assert KA.predict_generation(one, dev, quarter)[0] * 1e-3 == pytest.approx(split, rel=1e-12)
+    bf16 = one.assign(kv_cache_dtype=["bfloat16"])
+    byts16 = 8192 * 2 * 128 * 2.0 + 2 * 8 * 128 * 2
+    want16 = byts16 * (1 + 0.5 / (8 / 132)) / (2e12 * 0.9) + 2e-6
+    assert KA.predict_generation(bf16, dev, c)[0] * 1e-3 == pytest.approx(want16, rel=1e-12)
+    # a kernel's split is a fact of that kernel: the generic curves do not fit it
+    assert not KF.pooled("split_share.trtllm/generation_attention/fp8") and KF.pooled("rate.vllm/generation_attention")
+
+
 def test_decode_attention_prologues_per_kernel_and_blend():
     # 300 sequences x 8 KV heads of 16 cached tokens on 100 SMs: 24 waves of prologues; TensorRT-LLM's masked-MHA
     # kernel (one query head per KV head) has its own prologue; an engine's fp8-KV kernel its own rate; a
@@ -529,6 +553,7 @@ def test_fit_recovers_known_decode_attention_figures():
                                decode_half_occupancy=0.4, decode_split=3.0, decode_split_tokens=400.0,
                                decode_blend=3.0, decode_dim_share=0.4, decode_window_tokens=48.0,
                                rate={"vllm/generation_attention": 1.3, "trtllm/generation_attention/fp8": 2.0},
+                               split_share={"vllm/generation_attention": 0.5, "trtllm/generation_attention/fp8": 0.1},
                                launch={"trtllm/generation_attention": 5e-6,
                                        "vllm/generation_attention": 8e-6})  # fmt: skip
     rng = np.random.default_rng(3)
@@ -546,11 +571,12 @@ def test_fit_recovers_known_decode_attention_figures():
     prep = KF.Prepared(KF.GPU("syn", dev, []), rows, np.arange(n), KA.generation_terms(rows, dev))
     got = KF.fit_family(fam, [prep], base)
     assert "rate.vllm/generation_attention/fp8" in fam.used(rows) and "rate.trtllm/generation_attention" not in (
-        fam.used(rows))  # fmt: skip
+        fam.used(rows)) and "split_share.trtllm/generation_attention" not in fam.used(rows)  # fmt: skip
     assert np.median(np.abs(KA.predict_generation(rows, dev, got) / rows["latency"] - 1)) < 1e-3
     for path in ("attention_memory", "decode_tile_s", "decode_mha_tile_s", "decode_half_occupancy", "decode_blend",
                  "decode_dim_share", "decode_split", "decode_split_tokens", "decode_window_tokens",
                  "rate.vllm/generation_attention", "rate.trtllm/generation_attention/fp8",
+                 "split_share.vllm/generation_attention", "split_share.trtllm/generation_attention/fp8",
                  "launch.trtllm/generation_attention", "launch.vllm/generation_attention"):  # fmt: skip
         assert KF.get_param(got, path) == pytest.approx(KF.get_param(true, path), rel=0.02), path
 
@@ -566,6 +592,7 @@ def test_curves_for_and_catalog(tmp_path):
         CURVES,
         launch={"trtllm/fp8": 1e-5},
         rate={"vllm/context_attention": 1.25},
+        split_share={"trtllm/generation_attention/fp8": 0.0},
         bands={"gemm": (0.8, 1.3)},
         provenance={"rows": {"gemm": 3}, "gpus": ["a", "b"]},
         collectives={"allreduce/nvlink": CollectiveCurve(5e-6, 0.7)},

@@ -263,13 +263,25 @@ def decode_window(t: AttentionTerms, curves: KernelCurves) -> AttentionTerms:
                                kv_bytes=kv * scale)  # fmt: skip
 
 
+def split_shares(t: AttentionTerms, curves: KernelCurves) -> np.ndarray | float:
+    """Per row, the share of ``decode_split`` its engine's decode kernel splits up to: ``split_share["<engine>/<op>"]``
+    (``.../fp8`` for its fp8-KV kernel, else the engine's), 1 where not named."""
+    if not curves.split_share:
+        return 1.0
+    share = np.array([curves.split_share.get(f"{f}/{t.op}", 1.0) for f in t.labels] or [1.0])[t.group]
+    if t.kv8 is not None:
+        s8 = np.array([curves.split_share.get(f"{f}/{t.op}/fp8", np.nan) for f in t.labels] or [np.nan])[t.group]
+        share = np.where(t.kv8 & np.isfinite(s8), s8, share)
+    return share
+
+
 def decode_occupancy(t: AttentionTerms, curves: KernelCurves) -> np.ndarray:
     """CTAs per SM of a decode kernel: a split-KV (flash-decoding) kernel splits each of the ``streams`` into chunks
     of at least ``decode_split_tokens`` cached tokens, up to ``decode_split`` CTAs per SM (counted smoothly)."""
     assert t.context is not None
     splits = np.ones_like(t.context)
     if curves.decode_split > 0:
-        cap = np.maximum(1.0, curves.decode_split * t.sms / t.streams)
+        cap = np.maximum(1.0, curves.decode_split * split_shares(t, curves) * t.sms / t.streams)
         by_len = t.context / curves.decode_split_tokens if curves.decode_split_tokens > 0 else cap
         splits = np.clip(by_len, 1.0, cap)
     return t.streams * splits / t.sms
@@ -337,7 +349,8 @@ def seconds(t: AttentionTerms, device: Device, curves: KernelCurves) -> np.ndarr
     return total + t.extra_bytes / (bw * curves.memory * l2) + lat
 
 
-def used_params_for(op: str, fitted: tuple[str, ...], rated: bool = False, kv8_rated: bool = False):
+def used_params_for(op: str, fitted: tuple[str, ...], rated: bool = False, kv8_rated: bool = False,
+                    split: bool = False):  # fmt: skip
     """``used`` of an attention family: ``fitted``, ``attention_fp8`` where a prefill row runs fp8 math, each engine's
     ``launch`` extra, (``rated``) each non-reference engine's ``rate`` and (``kv8_rated``) the rate of each engine's
     fp8-KV kernel, ``rate["<engine>/<op>/fp8"]``, where it has fp8-KV rows."""
@@ -350,6 +363,9 @@ def used_params_for(op: str, fitted: tuple[str, ...], rated: bool = False, kv8_r
         if kv8_rated and "kv_cache_dtype" in rows:
             kv8 = rows["kv_cache_dtype"].astype(str).map(DTYPE_BYTES) == 1.0
             rates += [f"rate.{f}/{op}/fp8" for f in sorted(set(rows["framework"].astype(str)[kv8]))]
+            if split:  # the decode kernels' own split shares: each non-reference engine's, each fp8-KV kernel's
+                rates += [f"split_share.{f}/{op}" for f in fws if f != REFERENCE_FRAMEWORK]
+                rates += [f"split_share.{f}/{op}/fp8" for f in sorted(set(rows["framework"].astype(str)[kv8]))]
         return (*fitted, *extra, *(f"launch.{f}/{op}" for f in fws), *rates)
 
     return used
@@ -413,7 +429,7 @@ GENERATION = register(
         tables=("generation_attention_perf",),
         params=DECODE_PARAMS,
         predict=predict_generation,
-        used=used_params_for("generation_attention", DECODE_PARAMS, True, True),
+        used=used_params_for("generation_attention", DECODE_PARAMS, True, True, True),
         prepare=generation_terms,
         evaluate=seconds,
     )
