@@ -394,7 +394,7 @@ def test_attention_l2_resident_working_set_and_softmax_term():
     assert got2 == pytest.approx(want2, rel=1e-12) and got2 < want
 
 
-def test_prefill_l2_residency_counts_the_kernels_own_bytes_and_the_engine_rate_covers_its_tiles():
+def test_prefill_l2_residency_and_the_engine_rates_cover_the_tiles():
     # B = 2, S = 1024, 8 heads of 128 on 8 KV heads: the kernel's Q, K, V, O are 2·1024·(2·8·128·2 + 2·8·128·2) =
     # 16.8 MB, the RoPE and KV-cache traffic beside it 2·1024·128·(4·8 + 8·2·4) = 25.2 MB: with a 32 MB L2 the
     # kernel's own working set is resident (its re-run finds it there) though the two together are not; the prep
@@ -422,6 +422,14 @@ def test_prefill_l2_residency_counts_the_kernels_own_bytes_and_the_engine_rate_c
     vllm = rows.assign(framework=["vllm"])
     want_v = byts / 5e12 + prep / 5e12 + waves * 1e-6 / 2.0 + 2e-6
     assert KA.predict_context(vllm, dev, c)[0] * 1e-3 == pytest.approx(want_v, rel=1e-9)
+    # its fp8-KV kernel is a kernel of its own: rate["vllm/context_attention/fp8"] replaces the engine's; K and V (and
+    # the cache write) take 1 byte an element
+    c8 = dataclasses.replace(c, rate={"vllm/context_attention": 2.0, "vllm/context_attention/fp8": 0.5})
+    v8 = vllm.assign(kv_cache_dtype=["fp8"])
+    byts8, prep8 = 2 * 1024 * (2 * 8 * 128 * 2 + 2 * 8 * 128), 2 * 1024 * 128 * (4 * 8 + 8 * 2 * 3)
+    want_8 = byts8 / 5e12 + prep8 / 5e12 + waves * 1e-6 / 0.5 + 2e-6
+    assert KA.predict_context(v8, dev, c8)[0] * 1e-3 == pytest.approx(want_8, rel=1e-9)
+    assert KA.predict_context(vllm, dev, c8)[0] * 1e-3 == pytest.approx(want_v, rel=1e-9)  # bf16 KV: the engine's
 
 
 def test_fit_recovers_known_gemm_figures():

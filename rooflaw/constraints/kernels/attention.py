@@ -7,15 +7,16 @@ Prefill, per sequence and head: the causal kernel skips the masked half, so it c
 2·H_kv·d·b_kv)`` (Q and O in bf16, K and V in the KV dtype). ``t = max((t_mma^p + t_softmax^p)^(1/p) / rate, bytes /
 (bandwidth · memory · l2)) + prep_bytes / (bandwidth · memory · l2) + waves · attention_tile_s / rate + kernel_s +
 launch`` with ``t_mma = FLOPs / (peak · attention · tile·wave)``, ``t_softmax = B·H·P · attention_softmax / peak_fp32``,
-``p = softmax_overlap`` and ``rate`` the engine's kernel rate (``KernelCurves.rate``, TensorRT-LLM 1): the softmax (max,
-exponent, sum, rescale) runs on the fp32 vector units, not the tensor cores, so an fp8 kernel does not speed it up, and
-a FlashAttention-3-style schedule hides it under the MMAs (``p`` large) where FlashAttention-2 runs them in series (``p
-= 1``); ``prep_bytes = B·S·d·(4·H + H_kv·2·(2 + b_kv))`` the RoPE and KV-cache write the op runs beside the kernel;
-``waves = ceil(B·H·ceil(S/128) / SMs)``; the tile/wave term is :func:`rooflaw.constraints.tiles.tile_efficiency` of
-128-query-row tiles over the ``B·H`` heads; the roof is fp8 where the attention dtype is fp8 (fraction
-``attention_fp8``), else fp16. ``l2 = max(1, peak_fp32 · attention_l2 / (bandwidth · memory))`` where the kernel's own
-working set (Q, K, V, O: ``bytes``) fits in the device's L2 (a benchmark re-running the kernel finds it there, the prep
-traffic beside it streaming through; ``attention_l2`` in bytes per fp32 FLOP, a proxy of SMs × clock), else 1.
+``p = softmax_overlap`` and ``rate`` the engine's kernel rate (``KernelCurves.rate``, TensorRT-LLM 1; its fp8-KV
+kernel's ``rate["<engine>/context_attention/fp8"]`` where fitted): the softmax (max, exponent, sum, rescale) runs on the
+fp32 vector units, not the tensor cores, so an fp8 kernel does not speed it up, and a FlashAttention-3-style schedule
+hides it under the MMAs (``p`` large) where FlashAttention-2 runs them in series (``p = 1``); ``prep_bytes = B·S·d·(4·H
++ H_kv·2·(2 + b_kv))`` the RoPE and KV-cache write the op runs beside the kernel; ``waves = ceil(B·H·ceil(S/128) /
+SMs)``; the tile/wave term is :func:`rooflaw.constraints.tiles.tile_efficiency` of 128-query-row tiles over the ``B·H``
+heads; the roof is fp8 where the attention dtype is fp8 (fraction ``attention_fp8``), else fp16. ``l2 = max(1, peak_fp32
+· attention_l2 / (bandwidth · memory))`` where the kernel's own working set (Q, K, V, O: ``bytes``) fits in the device's
+L2 (a benchmark re-running the kernel finds it there, the prep traffic beside it streaming through; ``attention_l2`` in
+bytes per fp32 FLOP, a proxy of SMs × clock), else 1.
 
 Decode: each sequence reads its cached context ``L = isl + step`` (``min(L, W)`` with a window; a clipped window reads
 up to ``decode_window_tokens`` more, the partial KV pages it starts in). A GQA kernel runs one CTA per (sequence, KV
@@ -134,7 +135,7 @@ class AttentionTerms:
     overhang: np.ndarray | None = None
     #: decode: bytes of the KV reads in ``bytes`` (the rest: Q and O)
     kv_bytes: np.ndarray | None = None
-    #: bool, decode: the KV cache is fp8 (an engine's fp8-KV kernel has its own ``rate``); ``None``: none
+    #: bool: the KV cache is fp8 (an engine's fp8-KV kernel has its own ``rate``); ``None``: none
     kv8: np.ndarray | None = None
     #: decode: KV bytes each stream's CTA reads (a query head's CTA past XQA's group reads its KV head's whole K and V,
     #: found in L2 after the group's first CTA brought it from DRAM)
@@ -192,6 +193,7 @@ def context_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
         op="context_attention",
         eff_packed=np.where(packable, tp * wp, te * we),
         waves_packed=waves_p,
+        kv8=b_kv == 1.0,
     )
 
 
@@ -308,6 +310,15 @@ def decode_prologues(t: AttentionTerms, curves: KernelCurves) -> np.ndarray:
     return np.ceil(t.streams / t.sms) * tile * (1.0 - curves.decode_dim_share + curves.decode_dim_share * dim)
 
 
+def fp8_kv_rate(t: AttentionTerms, curves: KernelCurves, fw_rate: np.ndarray) -> np.ndarray:
+    """``fw_rate`` with an engine's fp8-KV kernel's own rate, ``rate["<engine>/<op>/fp8"]``, on its fp8-KV rows (an
+    fp8-KV kernel is a kernel of its own; where not fitted, the engine's)."""
+    if t.kv8 is None:
+        return fw_rate
+    r8 = np.array([curves.rate.get(f"{f}/{t.op}/fp8", np.nan) for f in t.labels] or [np.nan])[t.group]
+    return np.where(t.kv8 & np.isfinite(r8), r8, fw_rate)
+
+
 def seconds(t: AttentionTerms, device: Device, curves: KernelCurves) -> np.ndarray:
     """Seconds of each prepared attention row (NaN where not modelled)."""
     a8 = curves.attention_fp8 or curves.attention
@@ -327,6 +338,8 @@ def seconds(t: AttentionTerms, device: Device, curves: KernelCurves) -> np.ndarr
     pn = curves.softmax_overlap
     tc = t.flops / rate
     both = (tc**pn + softmax**pn) ** (1.0 / pn) if pn != 1.0 else tc + softmax
+    if t.prefill:
+        fw_rate = fp8_kv_rate(t, curves, fw_rate)  # the whole prefill kernel runs at its fp8-KV variant's rate
     byts = t.bytes
     if not t.prefill:
         t = decode_window(t, curves)
@@ -340,10 +353,7 @@ def seconds(t: AttentionTerms, device: Device, curves: KernelCurves) -> np.ndarr
         tiles = waves_pre * curves.attention_tile_s / fw_rate  # the engine's kernel runs its tiles at its rate too
         return core + t.extra_bytes / (bw * curves.memory * l2) + tiles + lat
     # decode: the KV stream and the CTAs' prologues overlap in part (the p-norm blend)
-    if t.kv8 is not None:  # an engine's fp8-KV decode kernel is a kernel of its own (``rate["<engine>/<op>/fp8"]``)
-        r8 = np.array([curves.rate.get(f"{f}/{t.op}/fp8", np.nan) for f in t.labels] or [np.nan])[t.group]
-        fw_rate = np.where(t.kv8 & np.isfinite(r8), r8, fw_rate)
-    waves = decode_prologues(t, curves) / fw_rate
+    waves = decode_prologues(t, curves) / fp8_kv_rate(t, curves, fw_rate)
     p = curves.decode_blend
     total = core + waves if p == 1.0 else (core**p + waves**p) ** (1.0 / p)
     return total + t.extra_bytes / (bw * curves.memory * l2) + lat
@@ -405,6 +415,7 @@ CONTEXT = register(
                 "softmax_overlap",
                 "prefill_pack_gqa",
             ),
+            True,
             True,
         ),
         prepare=context_terms,
