@@ -362,6 +362,15 @@ def test_decode_attention_prologues_per_kernel_and_blend():
     # TensorRT-LLM has no fp8-KV rate here: its fp8-KV rows keep the engine's rate (1)
     t8 = rows.assign(kv_cache_dtype=["fp8"])
     assert KA.predict_generation(t8, dev, c)[0] * 1e-3 == pytest.approx(np.hypot(stream8, waves * 6e-6) + 2e-6)
+    # its fp8-KV XQA (rate 2) and its fp8-KV masked-MHA kernel (rate 0.5) are kernels of their own; the bf16-KV
+    # masked-MHA kernel keeps the engine's rate
+    ct = dataclasses.replace(c, rate={"trtllm/generation_attention/fp8": 2.0,
+                                      "trtllm/generation_attention/fp8/mha": 0.5})  # fmt: skip
+    assert KA.predict_generation(t8, dev, ct)[0] * 1e-3 == pytest.approx(np.hypot(stream8, waves * 3e-6) + 2e-6)
+    m8 = mha.assign(kv_cache_dtype=["fp8"])
+    stream_m8 = (byts_m - 300 * 16 * 2 * 8 * 256) / 1.8e12
+    assert KA.predict_generation(m8, dev, ct)[0] * 1e-3 == pytest.approx(np.hypot(stream_m8, pro_m / 0.5) + 2e-6)
+    assert KA.predict_generation(mha, dev, ct)[0] == pytest.approx(KA.predict_generation(mha, dev, c)[0])
 
 
 def test_attention_l2_resident_working_set_and_softmax_term():
@@ -560,7 +569,8 @@ def test_fit_recovers_known_decode_attention_figures():
     true = dataclasses.replace(base, attention_memory=0.9, decode_tile_s=4e-6, decode_mha_tile_s=1.5e-6,
                                decode_half_occupancy=0.4, decode_split=3.0, decode_split_tokens=400.0,
                                decode_blend=3.0, decode_dim_share=0.4, decode_window_tokens=48.0,
-                               rate={"vllm/generation_attention": 1.3, "trtllm/generation_attention/fp8": 2.0},
+                               rate={"vllm/generation_attention": 1.3, "trtllm/generation_attention/fp8": 2.0,
+                                     "trtllm/generation_attention/fp8/mha": 0.7},
                                split_share={"vllm/generation_attention": 0.5, "trtllm/generation_attention/fp8": 0.1},
                                launch={"trtllm/generation_attention": 5e-6,
                                        "vllm/generation_attention": 8e-6})  # fmt: skip
@@ -584,7 +594,8 @@ def test_fit_recovers_known_decode_attention_figures():
     for path in ("attention_memory", "decode_tile_s", "decode_mha_tile_s", "decode_half_occupancy", "decode_blend",
                  "decode_dim_share", "decode_split", "decode_split_tokens", "decode_window_tokens",
                  "rate.vllm/generation_attention", "rate.trtllm/generation_attention/fp8",
-                 "split_share.vllm/generation_attention", "split_share.trtllm/generation_attention/fp8",
+                 "rate.trtllm/generation_attention/fp8/mha", "split_share.vllm/generation_attention",
+                 "split_share.trtllm/generation_attention/fp8",
                  "launch.trtllm/generation_attention", "launch.vllm/generation_attention"):  # fmt: skip
         assert KF.get_param(got, path) == pytest.approx(KF.get_param(true, path), rel=0.02), path
 

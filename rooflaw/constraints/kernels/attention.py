@@ -31,8 +31,8 @@ into chunks of at least ``decode_split_tokens`` tokens, up to ``decode_split`` C
 too few loads in flight to reach the bandwidth when few (Little's law); ``t_prologue = ceil(n / SMs) · tile · (1 - s +
 s·d/128) / rate``: each wave of CTAs pays a fixed prologue (page table, Q, the split merge, O), ``tile = decode_tile_s``
 (``decode_mha_tile_s`` for the masked-MHA kernel), ``s = decode_dim_share``, ``rate`` the engine's
-(``rate["<engine>/generation_attention"]``, its fp8-KV kernel's ``rate["<engine>/generation_attention/fp8"]`` where
-fitted).
+(``rate["<engine>/generation_attention"]``, its fp8-KV kernel's ``rate["<engine>/generation_attention/fp8"]``,
+TensorRT-LLM's fp8-KV masked-MHA kernel's ``rate["trtllm/generation_attention/fp8/mha"]``, where fitted).
 """
 
 from __future__ import annotations
@@ -197,6 +197,14 @@ def context_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
     )
 
 
+def masked_mha(rows: pd.DataFrame) -> np.ndarray:
+    """bool per decode row: TensorRT-LLM runs its masked-MHA kernel (one CTA per query head), where XQA does not
+    apply -- one query head per KV head, or more than :data:`XQA_MAX_GROUP` of them."""
+    fw = rows["framework"].astype(str).to_numpy() if "framework" in rows else np.full(len(rows), "")
+    group = column(rows, "num_heads") / np.maximum(column(rows, "num_key_value_heads"), 1.0)
+    return (fw == "trtllm") & ((group <= 1.0) | (group > XQA_MAX_GROUP))
+
+
 def generation_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
     B, L_all = column(rows, "batch_size"), column(rows, "isl") + column(rows, "step")
     H, Hkv, d, W = (
@@ -217,9 +225,7 @@ def generation_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
     # an XQA CTA serves at most XQA_GROUP_ROWS query heads of its KV head: a larger group runs more CTAs per KV head
     xqa_ctas = np.where((fw == "trtllm") & (group > 1.0), np.ceil(group / XQA_GROUP_ROWS), 1.0)
     kv_heads = np.where(per_q, H, Hkv * xqa_ctas)
-    # TensorRT-LLM runs its masked-MHA kernel (one CTA per query head) where XQA does not apply: one query head per
-    # KV head, or more than XQA_MAX_GROUP of them
-    mha = (fw == "trtllm") & ((group <= 1.0) | per_q)
+    mha = masked_mha(rows)
     stream = L * 2.0 * d * b_kv
     byts = B * Hkv * stream + 2.0 * B * H * d * 2.0
     ok = np.isfinite(byts) & (flops > 0)
@@ -316,7 +322,11 @@ def fp8_kv_rate(t: AttentionTerms, curves: KernelCurves, fw_rate: np.ndarray) ->
     if t.kv8 is None:
         return fw_rate
     r8 = np.array([curves.rate.get(f"{f}/{t.op}/fp8", np.nan) for f in t.labels] or [np.nan])[t.group]
-    return np.where(t.kv8 & np.isfinite(r8), r8, fw_rate)
+    out = np.where(t.kv8 & np.isfinite(r8), r8, fw_rate)
+    if t.mha is not None:  # TensorRT-LLM's fp8-KV masked-MHA kernel is not its fp8-KV XQA: ``.../fp8/mha``
+        rm = np.array([curves.rate.get(f"{f}/{t.op}/fp8/mha", np.nan) for f in t.labels] or [np.nan])[t.group]
+        out = np.where(t.mha & t.kv8, np.where(np.isfinite(rm), rm, fw_rate), out)
+    return out
 
 
 def seconds(t: AttentionTerms, device: Device, curves: KernelCurves) -> np.ndarray:
@@ -373,6 +383,8 @@ def used_params_for(op: str, fitted: tuple[str, ...], rated: bool = False, kv8_r
         if kv8_rated and "kv_cache_dtype" in rows:
             kv8 = rows["kv_cache_dtype"].astype(str).map(DTYPE_BYTES) == 1.0
             rates += [f"rate.{f}/{op}/fp8" for f in sorted(set(rows["framework"].astype(str)[kv8]))]
+            if op == "generation_attention" and (kv8 & masked_mha(rows)).any():
+                rates.append(f"rate.trtllm/{op}/fp8/mha")
             if split:  # the decode kernels' own split shares: each non-reference engine's, each fp8-KV kernel's
                 rates += [f"split_share.{f}/{op}" for f in fws if f != REFERENCE_FRAMEWORK]
                 rates += [f"split_share.{f}/{op}/fp8" for f in sorted(set(rows["framework"].astype(str)[kv8]))]
