@@ -285,7 +285,8 @@ def split_shares(t: AttentionTerms, curves: KernelCurves) -> np.ndarray | float:
 
 def decode_occupancy(t: AttentionTerms, curves: KernelCurves) -> np.ndarray:
     """CTAs per SM of a decode kernel: a split-KV (flash-decoding) kernel splits each of the ``streams`` into chunks
-    of at least ``decode_split_tokens`` cached tokens, up to ``decode_split`` CTAs per SM (counted smoothly)."""
+    of at least ``decode_split_tokens`` cached tokens, up to ``decode_split`` (times its kernel's
+    :func:`split_shares`) CTAs per SM (counted smoothly)."""
     assert t.context is not None
     splits = np.ones_like(t.context)
     if curves.decode_split > 0:
@@ -373,7 +374,9 @@ def used_params_for(op: str, fitted: tuple[str, ...], rated: bool = False, kv8_r
                     split: bool = False):  # fmt: skip
     """``used`` of an attention family: ``fitted``, ``attention_fp8`` where a prefill row runs fp8 math, each engine's
     ``launch`` extra, (``rated``) each non-reference engine's ``rate`` and (``kv8_rated``) the rate of each engine's
-    fp8-KV kernel, ``rate["<engine>/<op>/fp8"]``, where it has fp8-KV rows."""
+    fp8-KV kernel, ``rate["<engine>/<op>/fp8"]``, where it has fp8-KV rows (decode: TensorRT-LLM's fp8-KV masked-MHA
+    kernel's ``.../fp8/mha`` too), and (``split``, with ``kv8_rated``) the decode kernels' ``split_share``: each
+    non-reference engine's and each fp8-KV kernel's."""
 
     def used(rows: pd.DataFrame) -> tuple[str, ...]:
         fws = sorted(set(rows["framework"].astype(str)))
