@@ -11,13 +11,12 @@ launch`` with ``t_mma = FLOPs / (peak · attention · tile·wave)``, ``t_softmax
 kernel's ``rate["<engine>/context_attention/fp8"]`` where fitted): the softmax (max, exponent, sum, rescale) runs on the
 fp32 vector units, not the tensor cores, so an fp8 kernel does not speed it up, and a FlashAttention-3-style schedule
 hides it under the MMAs (``p`` large) where FlashAttention-2 runs them in series (``p = 1``); ``prep_bytes = B·S·d·(4·H
-+ H_kv·2·(2 + b_kv))`` the RoPE and KV-cache write the op runs beside the kernel (vLLM's op applies no RoPE: ``4·H`` is
-0 there, :data:`ROPE_OUTSIDE_ENGINES`); ``waves = ceil(B·H·ceil(S/128) / SMs)``; the tile/wave term is
-:func:`rooflaw.constraints.tiles.tile_efficiency` of 128-query-row tiles over the ``B·H`` heads; the roof is fp8 where
-the attention dtype is fp8 (fraction ``attention_fp8``), else fp16. ``l2 = max(1, peak_fp32 · attention_l2 / (bandwidth
-· memory))`` where the kernel's own working set (Q, K, V, O: ``bytes``) fits in the device's L2 (a benchmark re-running
-the kernel finds it there, the prep traffic beside it streaming through; ``attention_l2`` in bytes per fp32 FLOP, a
-proxy of SMs × clock), else 1.
++ H_kv·2·(2 + b_kv))`` the RoPE and KV-cache write the op runs beside the kernel; ``waves = ceil(B·H·ceil(S/128) /
+SMs)``; the tile/wave term is :func:`rooflaw.constraints.tiles.tile_efficiency` of 128-query-row tiles over the ``B·H``
+heads; the roof is fp8 where the attention dtype is fp8 (fraction ``attention_fp8``), else fp16. ``l2 = max(1, peak_fp32
+· attention_l2 / (bandwidth · memory))`` where the kernel's own working set (Q, K, V, O: ``bytes``) fits in the device's
+L2 (a benchmark re-running the kernel finds it there, the prep traffic beside it streaming through; ``attention_l2`` in
+bytes per fp32 FLOP, a proxy of SMs × clock), else 1.
 
 Decode: each sequence reads its cached context ``L = isl + step`` (``min(L, W)`` with a window; a clipped window reads
 up to ``decode_window_tokens`` more, the partial KV pages it starts in). A GQA kernel runs one CTA per (sequence, KV
@@ -56,9 +55,6 @@ Q_TILE = 128
 REFERENCE_FRAMEWORK = "trtllm"
 #: the engine whose prefill kernel (FlashAttention-3) can pack a GQA group's query heads into one tile
 PACK_GQA_ENGINE = "vllm"
-#: engines whose attention op does not apply RoPE to the queries (the model runs it before, a kernel of its own): the
-#: op's traffic beside its prefill kernel is the KV-cache write alone
-ROPE_OUTSIDE_ENGINES = ("vllm",)
 #: most query heads TensorRT-LLM's XQA decode kernel serves per KV head
 XQA_MAX_GROUP = 32
 #: query heads one XQA CTA serves (the rows of its 16-row MMA tile): a larger group runs ``ceil(g / 16)`` CTAs per
@@ -166,16 +162,13 @@ def context_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
     pairs = block_pairs(S, W)
     flops = 4.0 * B * H * d * pairs
     byts = B * S * (2.0 * H * d * 2.0 + 2.0 * Hkv * d * b_kv)
-    fw = rows["framework"].astype(str).to_numpy() if "framework" in rows else np.full(len(rows), "")
-    # TensorRT-LLM's attention op applies RoPE to Q (a read and a write) and writes the KV cache; vLLM's (its backend's
-    # forward) only writes the KV cache: its model applies RoPE before, a kernel of its own
-    rope = np.where(np.isin(fw, ROPE_OUTSIDE_ENGINES), 0.0, H * 2.0 * 2.0)
-    extra = B * S * d * (rope + Hkv * 2.0 * (2.0 + b_kv))
+    extra = B * S * d * (H * 2.0 * 2.0 + Hkv * 2.0 * (2.0 + b_kv))
     one_col = dataclasses.replace(device, tile=(Q_TILE, 1), gemm_half_rows=0.0)
     te, we = tile_efficiency(S, 1.0, B * H, one_col)
     waves = np.ceil(B * H * np.ceil(S / Q_TILE) / (device.sm_count or 1))
     # vLLM's FlashAttention-3 packs a GQA group's query heads into one tile (S·g rows per KV head)
     g = H / np.maximum(Hkv, 1.0)
+    fw = rows["framework"].astype(str).to_numpy() if "framework" in rows else np.full(len(rows), "")
     packable = (fw == PACK_GQA_ENGINE) & (g > 1.0)
     tp, wp = tile_efficiency(S * g, 1.0, B * Hkv, one_col)
     waves_p = np.where(packable, np.ceil(B * Hkv * np.ceil(S * g / Q_TILE) / (device.sm_count or 1)), waves)
