@@ -286,10 +286,49 @@ def test_decode_attention_occupancy_ramp_split_kv_and_xqa_group_limit():
     vllm = (kv + q_bytes) * ramp / (2e12 * 0.9) + 2e-6
     assert KA.predict_generation(wide, dev, c)[0] * 1e-3 == pytest.approx(trt, rel=1e-12)
     assert KA.predict_generation(wide.assign(framework=["vllm"]), dev, c)[0] * 1e-3 == pytest.approx(vllm, rel=1e-12)
-    # exactly 32 query heads per KV head still runs XQA: one stream, as the 8-head group
+    # exactly 32 query heads per KV head still runs XQA, two CTAs of 16 query heads each (XQA_GROUP_ROWS): two
+    # streams of 8 chunks, 16 CTAs on 132 SMs, the KV head's bytes read from DRAM once; 16 heads run one CTA as the
+    # 8-head group; vLLM's kernel keeps one stream for the 32
     at32 = _decode_rows(batch_size=1, num_heads=32, num_key_value_heads=1, kv_cache_dtype="bfloat16")
-    want32 = (kv + 2 * 32 * 128 * 2) * ramp / (2e12 * 0.9) + 2e-6
+    want32 = (kv + 2 * 32 * 128 * 2) * (1 + 0.5 / (16 / 132)) / (2e12 * 0.9) + 2e-6
     assert KA.predict_generation(at32, dev, c)[0] * 1e-3 == pytest.approx(want32, rel=1e-12)
+    at16 = _decode_rows(batch_size=1, num_heads=16, num_key_value_heads=1, kv_cache_dtype="bfloat16")
+    want16 = (kv + 2 * 16 * 128 * 2) * ramp / (2e12 * 0.9) + 2e-6
+    assert KA.predict_generation(at16, dev, c)[0] * 1e-3 == pytest.approx(want16, rel=1e-12)
+    v32 = (kv + 2 * 32 * 128 * 2) * ramp / (2e12 * 0.9) + 2e-6
+    assert KA.predict_generation(at32.assign(framework=["vllm"]), dev, c)[0] * 1e-3 == pytest.approx(v32, rel=1e-12)
+    # the CTAs' prologues: 100 sequences x 24 query heads on 2 KV heads = 2 XQA CTAs per KV head, 400 CTAs on 132
+    # SMs: 4 waves of decode_tile_s (200 CTAs, 2 waves, for 16 heads a KV head)
+    cw = dataclasses.replace(c, decode_tile_s=1e-3)  # the prologues dominate: the blend (p = 1) adds them
+    g24 = _decode_rows(batch_size=100, num_heads=48, num_key_value_heads=2, kv_cache_dtype="bfloat16", step=0)
+    g16 = g24.assign(num_heads=[32])
+    d24 = KA.predict_generation(g24, dev, cw)[0] - KA.predict_generation(g24, dev, c)[0]
+    d16 = KA.predict_generation(g16, dev, cw)[0] - KA.predict_generation(g16, dev, c)[0]
+    assert d24 * 1e-3 == pytest.approx(4 * 1e-3, rel=1e-9) and d16 * 1e-3 == pytest.approx(2 * 1e-3, rel=1e-9)
+
+
+def test_decode_kernel_split_share_and_it_is_not_pooled():
+    # one sequence, one KV head, 8192 cached tokens on 132 SMs (split-KV up to 2 CTAs per SM, chunks of >= 1024): the
+    # reference kernel splits the stream 8 times; an fp8-KV kernel with split share 0 walks it in one CTA (x = 1/132),
+    # one with share 0.25 splits up to max(1, 2 · 0.25 · 132 / 1) = 66 times, so 8 here too; bf16 rows keep share 1
+    dev = _dev(sm_count=132)
+    share = {"trtllm/generation_attention/fp8": 0.0}
+    c = dataclasses.replace(CURVES, attention=0.5, attention_memory=0.9, decode_half_occupancy=0.5, decode_split=2.0,
+                            decode_split_tokens=1024.0, split_share=share)  # fmt: skip
+    one = _decode_rows(batch_size=1, num_heads=8, num_key_value_heads=1, kv_cache_dtype="fp8")
+    byts = 8192 * 2 * 128 * 1.0 + 2 * 8 * 128 * 2
+    walk = byts * (1 + 0.5 / (1 / 132)) / (2e12 * 0.9) + 2e-6
+    assert KA.predict_generation(one, dev, c)[0] * 1e-3 == pytest.approx(walk, rel=1e-12)
+    split = byts * (1 + 0.5 / (8 / 132)) / (2e12 * 0.9) + 2e-6
+    assert KA.predict_generation(one.assign(framework=["vllm"]), dev, c)[0] * 1e-3 == pytest.approx(split, rel=1e-12)
+    quarter = dataclasses.replace(c, split_share={"trtllm/generation_attention/fp8": 0.25})
+    assert KA.predict_generation(one, dev, quarter)[0] * 1e-3 == pytest.approx(split, rel=1e-12)
+    bf16 = one.assign(kv_cache_dtype=["bfloat16"])
+    byts16 = 8192 * 2 * 128 * 2.0 + 2 * 8 * 128 * 2
+    want16 = byts16 * (1 + 0.5 / (8 / 132)) / (2e12 * 0.9) + 2e-6
+    assert KA.predict_generation(bf16, dev, c)[0] * 1e-3 == pytest.approx(want16, rel=1e-12)
+    # a kernel's split is a fact of that kernel: the generic curves do not fit it
+    assert not KF.pooled("split_share.trtllm/generation_attention/fp8") and KF.pooled("rate.vllm/generation_attention")
 
 
 def test_decode_attention_prologues_per_kernel_and_blend():
@@ -324,6 +363,15 @@ def test_decode_attention_prologues_per_kernel_and_blend():
     # TensorRT-LLM has no fp8-KV rate here: its fp8-KV rows keep the engine's rate (1)
     t8 = rows.assign(kv_cache_dtype=["fp8"])
     assert KA.predict_generation(t8, dev, c)[0] * 1e-3 == pytest.approx(np.hypot(stream8, waves * 6e-6) + 2e-6)
+    # its fp8-KV XQA (rate 2) and its fp8-KV masked-MHA kernel (rate 0.5) are kernels of their own; the bf16-KV
+    # masked-MHA kernel keeps the engine's rate
+    ct = dataclasses.replace(c, rate={"trtllm/generation_attention/fp8": 2.0,
+                                      "trtllm/generation_attention/fp8/mha": 0.5})  # fmt: skip
+    assert KA.predict_generation(t8, dev, ct)[0] * 1e-3 == pytest.approx(np.hypot(stream8, waves * 3e-6) + 2e-6)
+    m8 = mha.assign(kv_cache_dtype=["fp8"])
+    stream_m8 = (byts_m - 300 * 16 * 2 * 8 * 256) / 1.8e12
+    assert KA.predict_generation(m8, dev, ct)[0] * 1e-3 == pytest.approx(np.hypot(stream_m8, pro_m / 0.5) + 2e-6)
+    assert KA.predict_generation(mha, dev, ct)[0] == pytest.approx(KA.predict_generation(mha, dev, c)[0])
 
 
 def test_attention_l2_resident_working_set_and_softmax_term():
@@ -354,6 +402,44 @@ def test_attention_l2_resident_working_set_and_softmax_term():
     want2 = max(np.hypot(tc, ts), byts / (2e12 * 0.8)) + prep / (2e12 * 0.8) + 1e-6 + 2e-6
     got2 = KA.predict_context(rows, _dev(), dataclasses.replace(cs, softmax_overlap=2.0))[0] * 1e-3
     assert got2 == pytest.approx(want2, rel=1e-12) and got2 < want
+
+
+def test_prefill_l2_residency_and_the_engine_rates_cover_the_tiles():
+    # B = 2, S = 1024, 8 heads of 128 on 8 KV heads: the kernel's Q, K, V, O are 2·1024·(2·8·128·2 + 2·8·128·2) =
+    # 16.8 MB, the RoPE and KV-cache traffic beside it 2·1024·128·(4·8 + 8·2·4) = 25.2 MB: with a 32 MB L2 the
+    # kernel's own working set is resident (its re-run finds it there) though the two together are not; the prep
+    # traffic streams at the same L2 rate
+    rows = pd.DataFrame({"batch_size": [2], "isl": [1024], "num_heads": [8], "num_key_value_heads": [8],
+                         "head_dim": [128], "window_size": [0], "attn_dtype": ["bfloat16"],
+                         "kv_cache_dtype": ["bfloat16"], "framework": ["trtllm"]})  # fmt: skip
+    byts = 2 * 1024 * (2 * 8 * 128 * 2 + 2 * 8 * 128 * 2)
+    prep = 2 * 1024 * 128 * (4 * 8 + 8 * 2 * 4)
+    assert byts < 32e6 < byts + prep
+    # memory-bound: a 1e18 FLOP/s tensor roof (and no softmax cost) makes the MMAs negligible
+    c = dataclasses.replace(CURVES, attention=1.0, attention_l2=0.5, attention_tile_s=1e-6,
+                            rate={"vllm/context_attention": 2.0})  # fmt: skip
+    dev = _dev(l2_bytes=32e6, peak_flops={"fp32": 1e13, "fp16": 1e18, "fp8": 2e18})
+    assert c.attention_softmax == 0.0
+    # resident: max(DRAM 2e12 · 0.8, fp32 roof 1e13 · attention_l2 0.5 B/FLOP) = 5 TB/s
+    waves = np.ceil(2 * 8 * 8 / 100)  # 128 query tiles on 100 SMs
+    want = byts / 5e12 + prep / 5e12 + waves * 1e-6 + 2e-6
+    assert KA.predict_context(rows, dev, c)[0] * 1e-3 == pytest.approx(want, rel=1e-9)
+    # an L2 one byte short of the kernel's own bytes: DRAM's rate for both
+    small = dataclasses.replace(dev, l2_bytes=byts - 1)
+    want_dram = (byts + prep) / 1.6e12 + waves * 1e-6 + 2e-6
+    assert KA.predict_context(rows, small, c)[0] * 1e-3 == pytest.approx(want_dram, rel=1e-9)
+    # vLLM's kernel at rate 2 runs its tiles' fixed work twice as fast too (memory-bound here: the stream is unchanged)
+    vllm = rows.assign(framework=["vllm"])
+    want_v = byts / 5e12 + prep / 5e12 + waves * 1e-6 / 2.0 + 2e-6
+    assert KA.predict_context(vllm, dev, c)[0] * 1e-3 == pytest.approx(want_v, rel=1e-9)
+    # its fp8-KV kernel is a kernel of its own: rate["vllm/context_attention/fp8"] replaces the engine's; K and V (and
+    # the cache write) take 1 byte an element
+    c8 = dataclasses.replace(c, rate={"vllm/context_attention": 2.0, "vllm/context_attention/fp8": 0.5})
+    v8 = vllm.assign(kv_cache_dtype=["fp8"])
+    byts8, prep8 = 2 * 1024 * (2 * 8 * 128 * 2 + 2 * 8 * 128), 2 * 1024 * 128 * (4 * 8 + 8 * 2 * 3)
+    want_8 = byts8 / 5e12 + prep8 / 5e12 + waves * 1e-6 / 0.5 + 2e-6
+    assert KA.predict_context(v8, dev, c8)[0] * 1e-3 == pytest.approx(want_8, rel=1e-9)
+    assert KA.predict_context(vllm, dev, c8)[0] * 1e-3 == pytest.approx(want_v, rel=1e-9)  # bf16 KV: the engine's
 
 
 def test_fit_recovers_known_gemm_figures():
@@ -484,7 +570,9 @@ def test_fit_recovers_known_decode_attention_figures():
     true = dataclasses.replace(base, attention_memory=0.9, decode_tile_s=4e-6, decode_mha_tile_s=1.5e-6,
                                decode_half_occupancy=0.4, decode_split=3.0, decode_split_tokens=400.0,
                                decode_blend=3.0, decode_dim_share=0.4, decode_window_tokens=48.0,
-                               rate={"vllm/generation_attention": 1.3, "trtllm/generation_attention/fp8": 2.0},
+                               rate={"vllm/generation_attention": 1.3, "trtllm/generation_attention/fp8": 2.0,
+                                     "trtllm/generation_attention/fp8/mha": 0.7},
+                               split_share={"vllm/generation_attention": 0.5, "trtllm/generation_attention/fp8": 0.1},
                                launch={"trtllm/generation_attention": 5e-6,
                                        "vllm/generation_attention": 8e-6})  # fmt: skip
     rng = np.random.default_rng(3)
@@ -502,11 +590,13 @@ def test_fit_recovers_known_decode_attention_figures():
     prep = KF.Prepared(KF.GPU("syn", dev, []), rows, np.arange(n), KA.generation_terms(rows, dev))
     got = KF.fit_family(fam, [prep], base)
     assert "rate.vllm/generation_attention/fp8" in fam.used(rows) and "rate.trtllm/generation_attention" not in (
-        fam.used(rows))  # fmt: skip
+        fam.used(rows)) and "split_share.trtllm/generation_attention" not in fam.used(rows)  # fmt: skip
     assert np.median(np.abs(KA.predict_generation(rows, dev, got) / rows["latency"] - 1)) < 1e-3
     for path in ("attention_memory", "decode_tile_s", "decode_mha_tile_s", "decode_half_occupancy", "decode_blend",
                  "decode_dim_share", "decode_split", "decode_split_tokens", "decode_window_tokens",
                  "rate.vllm/generation_attention", "rate.trtllm/generation_attention/fp8",
+                 "rate.trtllm/generation_attention/fp8/mha", "split_share.vllm/generation_attention",
+                 "split_share.trtllm/generation_attention/fp8",
                  "launch.trtllm/generation_attention", "launch.vllm/generation_attention"):  # fmt: skip
         assert KF.get_param(got, path) == pytest.approx(KF.get_param(true, path), rel=0.02), path
 
@@ -522,6 +612,7 @@ def test_curves_for_and_catalog(tmp_path):
         CURVES,
         launch={"trtllm/fp8": 1e-5},
         rate={"vllm/context_attention": 1.25},
+        split_share={"trtllm/generation_attention/fp8": 0.0},
         bands={"gemm": (0.8, 1.3)},
         provenance={"rows": {"gemm": 3}, "gpus": ["a", "b"]},
         collectives={"allreduce/nvlink": CollectiveCurve(5e-6, 0.7)},

@@ -165,6 +165,11 @@ class KernelCurves:
     #: (TensorRT-LLM's, which ``compute`` describes): vLLM's cuBLAS bf16, its per-token fp8, its block-fp8 kernels;
     #: per ``"<framework>/moe_<moe_dtype>"`` the compute rate of that engine's MoE kernel on top of its ``rate``
     engine_compute: dict[str, float] = field(default_factory=dict)
+    #: per ``"<framework>/<op>"`` (``.../fp8`` for its fp8-KV kernel), the share of ``decode_split`` a decode kernel
+    #: splits its KV streams up to, relative to TensorRT-LLM's bf16-KV kernel (1, as a kernel not named; 0: it never
+    #: splits, each CTA walks its whole stream -- TensorRT-LLM's fp8-KV XQA on Ada); a kernel's own figures, not
+    #: pooled in ``generic``
+    split_share: dict[str, float] = field(default_factory=dict)
     collectives: dict[str, CollectiveCurve] = field(default_factory=dict)
     bands: dict[str, tuple[float, float]] = field(default_factory=dict)
     provenance: dict[str, Any] = field(default_factory=dict)
@@ -246,6 +251,7 @@ def curves_from_dict(name: str, d: dict[str, Any]) -> KernelCurves:
         rate={k: float(v) for k, v in d.get("rate", {}).items()},
         quant_passes={k: float(v) for k, v in d.get("quant_passes", {}).items()},
         engine_compute={k: float(v) for k, v in d.get("engine_compute", {}).items()},
+        split_share={k: float(v) for k, v in d.get("split_share", {}).items()},
         moe_compute={k: float(v) for k, v in d.get("moe_compute", {}).items()},
         collectives=coll,
         bands={k: (float(v[0]), float(v[1])) for k, v in d.get("bands", {}).items()},

@@ -1,36 +1,38 @@
 """The attention kernel families: FlashAttention-style prefill (``context_attention``) and one decode step
 (``generation_attention``), priced on the kernel curves (MLA: :mod:`.mla`, on the same figures).
 
-Prefill, per sequence and head: the causal kernel skips the masked half, so it computes ``P`` (query, key) pairs
-with ``P = S(S+1)/2``, or with a sliding window ``W``: ``W(W+1)/2 + (S-W)·W`` for ``S > W``; it visits whole 128×128
-blocks (:func:`block_pairs`), so ``P`` counts those. FLOPs ``= 4·B·H·d·P``; bytes read/written ``= B·S·(2·H·d·2 +
+Prefill, per sequence and head: the causal kernel skips the masked half, so it computes ``P`` (query, key) pairs with
+``P = S(S+1)/2``, or with a sliding window ``W``: ``W(W+1)/2 + (S-W)·W`` for ``S > W``; it visits whole 128×128 blocks
+(:func:`block_pairs`), so ``P`` counts those. FLOPs ``= 4·B·H·d·P``; bytes read/written ``= B·S·(2·H·d·2 +
 2·H_kv·d·b_kv)`` (Q and O in bf16, K and V in the KV dtype). ``t = max((t_mma^p + t_softmax^p)^(1/p) / rate, bytes /
-(bandwidth · memory · l2)) + prep_bytes / (bandwidth · memory · l2) + waves · attention_tile_s + kernel_s + launch``
-with ``t_mma = FLOPs / (peak · attention · tile·wave)``, ``t_softmax = B·H·P · attention_softmax / peak_fp32``, ``p
-= softmax_overlap`` and ``rate`` the engine's kernel rate (``KernelCurves.rate``, TensorRT-LLM 1): the softmax (max,
-exponent, sum, rescale) runs on the fp32 vector units, not the tensor cores, so an fp8 kernel does not speed it up,
-and a FlashAttention-3-style schedule hides it under the MMAs (``p`` large) where FlashAttention-2 runs them in
-series (``p = 1``); ``prep_bytes = B·S·d·(4·H + H_kv·2·(2 + b_kv))`` the RoPE and KV-cache write the op runs beside
-the kernel; ``waves = ceil(B·H·ceil(S/128) / SMs)``; the tile/wave term is
-:func:`rooflaw.constraints.tiles.tile_efficiency` of 128-query-row tiles over the ``B·H`` heads; the roof is fp8
-where the attention dtype is fp8 (fraction ``attention_fp8``), else fp16. ``l2 = max(1, peak_fp32 · attention_l2 /
-(bandwidth · memory))`` where the whole working set fits in the device's L2 (a benchmark re-running the kernel finds
-it there; ``attention_l2`` in bytes per fp32 FLOP, a proxy of SMs × clock), else 1.
+(bandwidth · memory · l2)) + prep_bytes / (bandwidth · memory · l2) + waves · attention_tile_s / rate + kernel_s +
+launch`` with ``t_mma = FLOPs / (peak · attention · tile·wave)``, ``t_softmax = B·H·P · attention_softmax / peak_fp32``,
+``p = softmax_overlap`` and ``rate`` the engine's kernel rate (``KernelCurves.rate``, TensorRT-LLM 1; its fp8-KV
+kernel's ``rate["<engine>/context_attention/fp8"]`` where fitted): the softmax (max, exponent, sum, rescale) runs on the
+fp32 vector units, not the tensor cores, so an fp8 kernel does not speed it up, and a FlashAttention-3-style schedule
+hides it under the MMAs (``p`` large) where FlashAttention-2 runs them in series (``p = 1``); ``prep_bytes = B·S·d·(4·H
++ H_kv·2·(2 + b_kv))`` the RoPE and KV-cache write the op runs beside the kernel; ``waves = ceil(B·H·ceil(S/128) /
+SMs)``; the tile/wave term is :func:`rooflaw.constraints.tiles.tile_efficiency` of 128-query-row tiles over the ``B·H``
+heads; the roof is fp8 where the attention dtype is fp8 (fraction ``attention_fp8``), else fp16. ``l2 = max(1, peak_fp32
+· attention_l2 / (bandwidth · memory))`` where the kernel's own working set (Q, K, V, O: ``bytes``) fits in the device's
+L2 (a benchmark re-running the kernel finds it there, the prep traffic beside it streaming through; ``attention_l2`` in
+bytes per fp32 FLOP, a proxy of SMs × clock), else 1.
 
-Decode: each sequence reads its cached context ``L = isl + step`` (``min(L, W)`` with a window; a clipped window
-reads up to ``decode_window_tokens`` more, the partial KV pages it starts in). A GQA kernel runs one CTA per (sequence,
-KV head) and reads that head's K and V once for its query heads (``n = B·H_kv`` KV streams); TensorRT-LLM runs its
-masked-MHA kernel, one CTA per query head, where a KV head serves one query head or more than its XQA kernel takes
-(:data:`XQA_MAX_GROUP`; then ``n = B·H`` streams, the group's CTAs sharing their KV head's K and V through L2, read
-from DRAM once). bytes ``= B·L·2·H_kv·d·b_kv + 2·B·H·d·2``, FLOPs ``= 4·B·H·d·L``;
-``t = (t_stream^p + t_prologue^p)^(1/p) + kernel_s + launch`` (``p = decode_blend``) with
-``t_stream = max(t_mma, bytes · (1 + decode_half_occupancy / x) / (bandwidth · attention_memory · l2))``: a split-KV
-(flash-decoding) kernel cuts each stream into chunks of at least ``decode_split_tokens`` tokens, up to
-``decode_split`` CTAs per SM, and ``x`` CTAs per SM keep too few loads in flight to reach the bandwidth when few
-(Little's law); ``t_prologue = ceil(n / SMs) · tile · (1 - s + s·d/128) / rate``: each wave of CTAs pays a fixed
-prologue (page table, Q, the split merge, O), ``tile = decode_tile_s`` (``decode_mha_tile_s`` for the masked-MHA
-kernel), ``s = decode_dim_share``, ``rate`` the engine's (``rate["<engine>/generation_attention"]``, its fp8-KV
-kernel's ``rate["<engine>/generation_attention/fp8"]`` where fitted).
+Decode: each sequence reads its cached context ``L = isl + step`` (``min(L, W)`` with a window; a clipped window reads
+up to ``decode_window_tokens`` more, the partial KV pages it starts in). A GQA kernel runs one CTA per (sequence, KV
+head) and reads that head's K and V once for its query heads (``n = B·H_kv`` KV streams; TensorRT-LLM's XQA serves at
+most :data:`XQA_GROUP_ROWS` query heads a CTA: ``n = B·H_kv·ceil(g/16)``, the extra CTAs finding their head's K and V in
+L2); TensorRT-LLM runs its masked-MHA kernel, one CTA per query head, where a KV head serves one query head or more than
+its XQA kernel takes (:data:`XQA_MAX_GROUP`; then ``n = B·H`` streams, the group's CTAs sharing their KV head's K and V
+through L2, read from DRAM once). bytes ``= B·L·2·H_kv·d·b_kv + 2·B·H·d·2``, FLOPs ``= 4·B·H·d·L``; ``t = (t_stream^p +
+t_prologue^p)^(1/p) + kernel_s + launch`` (``p = decode_blend``) with ``t_stream = max(t_mma, bytes · (1 +
+decode_half_occupancy / x) / (bandwidth · attention_memory · l2))``: a split-KV (flash-decoding) kernel cuts each stream
+into chunks of at least ``decode_split_tokens`` tokens, up to ``decode_split`` CTAs per SM, and ``x`` CTAs per SM keep
+too few loads in flight to reach the bandwidth when few (Little's law); ``t_prologue = ceil(n / SMs) · tile · (1 - s +
+s·d/128) / rate``: each wave of CTAs pays a fixed prologue (page table, Q, the split merge, O), ``tile = decode_tile_s``
+(``decode_mha_tile_s`` for the masked-MHA kernel), ``s = decode_dim_share``, ``rate`` the engine's
+(``rate["<engine>/generation_attention"]``, its fp8-KV kernel's ``rate["<engine>/generation_attention/fp8"]``,
+TensorRT-LLM's fp8-KV masked-MHA kernel's ``rate["trtllm/generation_attention/fp8/mha"]``, where fitted).
 """
 
 from __future__ import annotations
@@ -55,6 +57,9 @@ REFERENCE_FRAMEWORK = "trtllm"
 PACK_GQA_ENGINE = "vllm"
 #: most query heads TensorRT-LLM's XQA decode kernel serves per KV head
 XQA_MAX_GROUP = 32
+#: query heads one XQA CTA serves (the rows of its 16-row MMA tile): a larger group runs ``ceil(g / 16)`` CTAs per
+#: KV head, each reading the head's K and V (from L2 but the first)
+XQA_GROUP_ROWS = 16
 
 
 def column(rows: pd.DataFrame, name: str, default: float = 0.0) -> np.ndarray:
@@ -130,7 +135,7 @@ class AttentionTerms:
     overhang: np.ndarray | None = None
     #: decode: bytes of the KV reads in ``bytes`` (the rest: Q and O)
     kv_bytes: np.ndarray | None = None
-    #: bool, decode: the KV cache is fp8 (an engine's fp8-KV kernel has its own ``rate``); ``None``: none
+    #: bool: the KV cache is fp8 (an engine's fp8-KV kernel has its own ``rate``); ``None``: none
     kv8: np.ndarray | None = None
     #: decode: KV bytes each stream's CTA reads (a query head's CTA past XQA's group reads its KV head's whole K and V,
     #: found in L2 after the group's first CTA brought it from DRAM)
@@ -180,7 +185,7 @@ def context_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
         waves=waves,
         sms=float(device.sm_count or 1),
         streams=np.full(len(rows), np.inf),
-        resident=byts + extra <= (device.l2_bytes or 0.0),
+        resident=byts <= (device.l2_bytes or 0.0),
         pairs=B * H * pairs,
         fp8=fp8,
         group=group,
@@ -188,7 +193,16 @@ def context_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
         op="context_attention",
         eff_packed=np.where(packable, tp * wp, te * we),
         waves_packed=waves_p,
+        kv8=b_kv == 1.0,
     )
+
+
+def masked_mha(rows: pd.DataFrame) -> np.ndarray:
+    """bool per decode row: TensorRT-LLM runs its masked-MHA kernel (one CTA per query head), where XQA does not
+    apply -- one query head per KV head, or more than :data:`XQA_MAX_GROUP` of them."""
+    fw = rows["framework"].astype(str).to_numpy() if "framework" in rows else np.full(len(rows), "")
+    group = column(rows, "num_heads") / np.maximum(column(rows, "num_key_value_heads"), 1.0)
+    return (fw == "trtllm") & ((group <= 1.0) | (group > XQA_MAX_GROUP))
 
 
 def generation_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
@@ -208,10 +222,10 @@ def generation_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
     # one CTA per query head, each reading its KV head's K and V (from L2 but the first: DRAM bytes once per KV head)
     group = H / np.maximum(Hkv, 1.0)
     per_q = (fw == "trtllm") & (group > XQA_MAX_GROUP)
-    kv_heads = np.where(per_q, H, Hkv)
-    # TensorRT-LLM runs its masked-MHA kernel (one CTA per query head) where XQA does not apply: one query head per
-    # KV head, or more than XQA_MAX_GROUP of them
-    mha = (fw == "trtllm") & ((group <= 1.0) | per_q)
+    # an XQA CTA serves at most XQA_GROUP_ROWS query heads of its KV head: a larger group runs more CTAs per KV head
+    xqa_ctas = np.where((fw == "trtllm") & (group > 1.0), np.ceil(group / XQA_GROUP_ROWS), 1.0)
+    kv_heads = np.where(per_q, H, Hkv * xqa_ctas)
+    mha = masked_mha(rows)
     stream = L * 2.0 * d * b_kv
     byts = B * Hkv * stream + 2.0 * B * H * d * 2.0
     ok = np.isfinite(byts) & (flops > 0)
@@ -257,13 +271,26 @@ def decode_window(t: AttentionTerms, curves: KernelCurves) -> AttentionTerms:
                                kv_bytes=kv * scale)  # fmt: skip
 
 
+def split_shares(t: AttentionTerms, curves: KernelCurves) -> np.ndarray | float:
+    """Per row, the share of ``decode_split`` its engine's decode kernel splits up to: ``split_share["<engine>/<op>"]``
+    (``.../fp8`` for its fp8-KV kernel, else the engine's), 1 where not named."""
+    if not curves.split_share:
+        return 1.0
+    share = np.array([curves.split_share.get(f"{f}/{t.op}", 1.0) for f in t.labels] or [1.0])[t.group]
+    if t.kv8 is not None:
+        s8 = np.array([curves.split_share.get(f"{f}/{t.op}/fp8", np.nan) for f in t.labels] or [np.nan])[t.group]
+        share = np.where(t.kv8 & np.isfinite(s8), s8, share)
+    return share
+
+
 def decode_occupancy(t: AttentionTerms, curves: KernelCurves) -> np.ndarray:
     """CTAs per SM of a decode kernel: a split-KV (flash-decoding) kernel splits each of the ``streams`` into chunks
-    of at least ``decode_split_tokens`` cached tokens, up to ``decode_split`` CTAs per SM (counted smoothly)."""
+    of at least ``decode_split_tokens`` cached tokens, up to ``decode_split`` (times its kernel's
+    :func:`split_shares`) CTAs per SM (counted smoothly)."""
     assert t.context is not None
     splits = np.ones_like(t.context)
     if curves.decode_split > 0:
-        cap = np.maximum(1.0, curves.decode_split * t.sms / t.streams)
+        cap = np.maximum(1.0, curves.decode_split * split_shares(t, curves) * t.sms / t.streams)
         by_len = t.context / curves.decode_split_tokens if curves.decode_split_tokens > 0 else cap
         splits = np.clip(by_len, 1.0, cap)
     return t.streams * splits / t.sms
@@ -290,6 +317,19 @@ def decode_prologues(t: AttentionTerms, curves: KernelCurves) -> np.ndarray:
     return np.ceil(t.streams / t.sms) * tile * (1.0 - curves.decode_dim_share + curves.decode_dim_share * dim)
 
 
+def fp8_kv_rate(t: AttentionTerms, curves: KernelCurves, fw_rate: np.ndarray) -> np.ndarray:
+    """``fw_rate`` with an engine's fp8-KV kernel's own rate, ``rate["<engine>/<op>/fp8"]``, on its fp8-KV rows (an
+    fp8-KV kernel is a kernel of its own; where not fitted, the engine's)."""
+    if t.kv8 is None:
+        return fw_rate
+    r8 = np.array([curves.rate.get(f"{f}/{t.op}/fp8", np.nan) for f in t.labels] or [np.nan])[t.group]
+    out = np.where(t.kv8 & np.isfinite(r8), r8, fw_rate)
+    if t.mha is not None:  # TensorRT-LLM's fp8-KV masked-MHA kernel is not its fp8-KV XQA: ``.../fp8/mha``
+        rm = np.array([curves.rate.get(f"{f}/{t.op}/fp8/mha", np.nan) for f in t.labels] or [np.nan])[t.group]
+        out = np.where(t.mha & t.kv8, np.where(np.isfinite(rm), rm, fw_rate), out)
+    return out
+
+
 def seconds(t: AttentionTerms, device: Device, curves: KernelCurves) -> np.ndarray:
     """Seconds of each prepared attention row (NaN where not modelled)."""
     a8 = curves.attention_fp8 or curves.attention
@@ -309,6 +349,8 @@ def seconds(t: AttentionTerms, device: Device, curves: KernelCurves) -> np.ndarr
     pn = curves.softmax_overlap
     tc = t.flops / rate
     both = (tc**pn + softmax**pn) ** (1.0 / pn) if pn != 1.0 else tc + softmax
+    if t.prefill:
+        fw_rate = fp8_kv_rate(t, curves, fw_rate)  # the whole prefill kernel runs at its fp8-KV variant's rate
     byts = t.bytes
     if not t.prefill:
         t = decode_window(t, curves)
@@ -319,21 +361,22 @@ def seconds(t: AttentionTerms, device: Device, curves: KernelCurves) -> np.ndarr
     if t.op == "generation_mla" and curves.mla_token_s > 0:
         core = np.maximum(core, mla_sequential(t, curves) / fw_rate)
     if t.prefill:
-        return core + t.extra_bytes / (bw * curves.memory * l2) + waves_pre * curves.attention_tile_s + lat
+        tiles = waves_pre * curves.attention_tile_s / fw_rate  # the engine's kernel runs its tiles at its rate too
+        return core + t.extra_bytes / (bw * curves.memory * l2) + tiles + lat
     # decode: the KV stream and the CTAs' prologues overlap in part (the p-norm blend)
-    if t.kv8 is not None:  # an engine's fp8-KV decode kernel is a kernel of its own (``rate["<engine>/<op>/fp8"]``)
-        r8 = np.array([curves.rate.get(f"{f}/{t.op}/fp8", np.nan) for f in t.labels] or [np.nan])[t.group]
-        fw_rate = np.where(t.kv8 & np.isfinite(r8), r8, fw_rate)
-    waves = decode_prologues(t, curves) / fw_rate
+    waves = decode_prologues(t, curves) / fp8_kv_rate(t, curves, fw_rate)
     p = curves.decode_blend
     total = core + waves if p == 1.0 else (core**p + waves**p) ** (1.0 / p)
     return total + t.extra_bytes / (bw * curves.memory * l2) + lat
 
 
-def used_params_for(op: str, fitted: tuple[str, ...], rated: bool = False, kv8_rated: bool = False):
+def used_params_for(op: str, fitted: tuple[str, ...], rated: bool = False, kv8_rated: bool = False,
+                    split: bool = False):  # fmt: skip
     """``used`` of an attention family: ``fitted``, ``attention_fp8`` where a prefill row runs fp8 math, each engine's
     ``launch`` extra, (``rated``) each non-reference engine's ``rate`` and (``kv8_rated``) the rate of each engine's
-    fp8-KV kernel, ``rate["<engine>/<op>/fp8"]``, where it has fp8-KV rows."""
+    fp8-KV kernel, ``rate["<engine>/<op>/fp8"]``, where it has fp8-KV rows (decode: TensorRT-LLM's fp8-KV masked-MHA
+    kernel's ``.../fp8/mha`` too), and (``split``, with ``kv8_rated``) the decode kernels' ``split_share``: each
+    non-reference engine's and each fp8-KV kernel's."""
 
     def used(rows: pd.DataFrame) -> tuple[str, ...]:
         fws = sorted(set(rows["framework"].astype(str)))
@@ -343,6 +386,11 @@ def used_params_for(op: str, fitted: tuple[str, ...], rated: bool = False, kv8_r
         if kv8_rated and "kv_cache_dtype" in rows:
             kv8 = rows["kv_cache_dtype"].astype(str).map(DTYPE_BYTES) == 1.0
             rates += [f"rate.{f}/{op}/fp8" for f in sorted(set(rows["framework"].astype(str)[kv8]))]
+            if op == "generation_attention" and (kv8 & masked_mha(rows)).any():
+                rates.append(f"rate.trtllm/{op}/fp8/mha")
+            if split:  # the decode kernels' own split shares: each non-reference engine's, each fp8-KV kernel's
+                rates += [f"split_share.{f}/{op}" for f in fws if f != REFERENCE_FRAMEWORK]
+                rates += [f"split_share.{f}/{op}/fp8" for f in sorted(set(rows["framework"].astype(str)[kv8]))]
         return (*fitted, *extra, *(f"launch.{f}/{op}" for f in fws), *rates)
 
     return used
@@ -383,6 +431,7 @@ CONTEXT = register(
                 "prefill_pack_gqa",
             ),
             True,
+            True,
         ),
         prepare=context_terms,
         evaluate=seconds,
@@ -406,7 +455,7 @@ GENERATION = register(
         tables=("generation_attention_perf",),
         params=DECODE_PARAMS,
         predict=predict_generation,
-        used=used_params_for("generation_attention", DECODE_PARAMS, True, True),
+        used=used_params_for("generation_attention", DECODE_PARAMS, True, True, True),
         prepare=generation_terms,
         evaluate=seconds,
     )

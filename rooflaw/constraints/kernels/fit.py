@@ -59,6 +59,7 @@ _BOUNDS = {
     "attention_l2": (0.02, 0.0, 1.0, 0.01),
     "attention_softmax": (4.0, 0.0, 200.0, 10.0),
     "softmax_overlap": (2.0, 1.0, 8.0, 1.0),
+    "split_share": (0.5, 0.0, 1.0, 0.1),
     "moe": (0.7, 0.01, 1.5, 1.0),
     "moe_memory": (1.0, 0.05, 2.0, 1.0),
     "moe_s": (1e-5, 0.0, 1e-3, 1e-5),
@@ -122,7 +123,8 @@ def pooled(name: str) -> bool:
     describe the kernels an architecture runs (vLLM hands the layer to Triton on Ada, to FlashInfer on
     Blackwell) and so have no architecture-free value, nor :data:`KERNEL_SPECIFIC`."""
     engine = name.startswith(("rate.", "engine_compute.")) and "/moe_" in name
-    return not (name.startswith("moe_compute.") or engine or name in KERNEL_SPECIFIC)
+    kernel = name in KERNEL_SPECIFIC or name.startswith("split_share.")  # a decode kernel's own split (attention)
+    return not (name.startswith("moe_compute.") or engine or kernel)
 
 
 @dataclass
