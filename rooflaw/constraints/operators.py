@@ -281,18 +281,15 @@ FULL_OPS: tuple[Op, ...] = (
 )
 
 
-# ---------------------------------------------------------------------------------------------
-# Layer kinds beyond uniform GQA attention + the main FFN (zero layers of each in a uniform model).
-# ---------------------------------------------------------------------------------------------
+# --- Layer kinds beyond uniform GQA attention + the main FFN (zero layers of each in a uniform model). ---
 k_ = STACK
 q_lora, kv_lora, rope, v_hd = k_["q_lora_rank"], k_["kv_lora_rank"], k_["rope_dim"], k_["v_head_dim"]
 latent = kv_lora + rope  # MLA cache per token per layer: the KV latent plus the shared rope key
 _mla = "mla_layers"
 
-#: MLA (DeepSeek-V2/V3) in the weight-absorbed form (FlashMLA): attention runs as MQA over the latent,
-#: scores with head dim kv_lora_rank + rope_dim, values with kv_lora_rank; kv_b is applied per token. The values
-#: are the first kv_lora_rank columns of the latent tile the scores loaded: a fused kernel reads the latent cache
-#: once (``mla_scores``); only an unfused implementation reads it again for the values.
+#: MLA (DeepSeek-V2/V3) weight-absorbed (FlashMLA): an MQA over the latent, scores with head dim kv_lora_rank +
+#: rope_dim, values with the first kv_lora_rank columns of the latent tile the scores loaded (a fused kernel reads
+#: the cache once; an unfused one again for the values); kv_b is applied per token.
 MLA_OPS: tuple[Op, ...] = (
     _proj("mla_q_a", q_lora, d, b_a, count=_mla),
     _proj("mla_q", q_out, q_lora + (1 - k_["q_lora_on"]) * d, b_a, count=_mla),
