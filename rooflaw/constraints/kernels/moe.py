@@ -304,7 +304,7 @@ def layer_seconds(
     frac = _fraction(curves, key, roof) * curves.moe * curves.moe_compute.get(key, 1.0) * np.asarray(engine_compute)
     t_c = flops / (peak * frac * narrow)
     bw = device.memory_bandwidth * curves.memory * curves.moe_memory
-    per_byte = 1.0 / bw
+    per_byte: float | np.ndarray = 1.0 / bw
     if device.l2_bytes and curves.l2_sm_gbps > 0:  # bytes a re-run layer finds in L2, at the GEMM's L2 rate
         l2 = max(bw, float(device.sm_count or 0) * curves.l2_sm_gbps * 1e9)
         hit = l2_hits((weights + gemm_io + elementwise) / float(device.l2_bytes), L2_SHARE)
