@@ -110,6 +110,49 @@ def _mixed(prompt: float, decoders: float, count: float, budget: int, full: bool
     return out
 
 
+def plan_step(running: list[list[int]], waiting: deque[list[int]], budget: int,
+              max_running: int | None = None) -> tuple[int, int, list[tuple[list[int], int]]]:  # fmt: skip
+    """One engine step's admissions, for the brute-force simulations: running requests first (a decoding one takes
+    one token, one still in its prompt a chunk), then waiting ones FIFO (moved to ``running``) while the step has
+    tokens left (``budget``) and a slot (``max_running``; None: no limit). Requests are ``[prompt tokens left,
+    output tokens left, ...]``. Returns (prompt tokens, decoding requests, [(request, tokens)])."""
+    prefill, decoding, plan = 0, 0, []
+    for r in running:
+        if budget == 0:
+            break
+        k = min(r[0], budget) if r[0] else 1
+        prefill += k if r[0] else 0
+        decoding += 0 if r[0] else 1
+        budget -= k
+        plan.append((r, k))
+    while waiting and budget > 0 and (max_running is None or len(running) < max_running):
+        r = waiting.popleft()
+        running.append(r)
+        k = min(r[0], budget)
+        prefill += k
+        budget -= k
+        plan.append((r, k))
+    return prefill, decoding, plan
+
+
+def apply_step(running: list[list[int]], plan: list[tuple[list[int], int]]) -> tuple[list[list[int]], list[list[int]]]:
+    """Advance the requests of a step's ``plan`` (:func:`plan_step`): the last prompt chunk emits the first output
+    token. Finished requests leave ``running``. Returns (requests that emitted their first token, finished ones)."""
+    firsts, finished = [], []
+    for r, k in plan:
+        if r[0]:
+            r[0] -= k
+            if r[0] == 0:
+                r[1] -= 1
+                firsts.append(r)
+        else:
+            r[1] -= 1
+        if r[1] == 0:
+            running.remove(r)
+            finished.append(r)
+    return firsts, finished
+
+
 def simulate(s: Schedule, step_s: StepCost, n_requests: int, warmup: int = 0, max_running: int | None = None) -> float:
     """Brute force: run the schedule step by step for ``n_requests`` requests; seconds per output token
     between the ``warmup``-th completion and the last (all of the run when ``warmup`` is 0). ``max_running``: the
@@ -122,38 +165,15 @@ def simulate(s: Schedule, step_s: StepCost, n_requests: int, warmup: int = 0, ma
         waiting.append([P, O])
         issued += 1
     while done < n_requests:
-        budget, prefill, decoding, plan = T, 0, 0, []
-        for r in running:
-            if budget == 0:
-                break
-            k = min(r[0], budget) if r[0] else 1
-            prefill += k if r[0] else 0
-            decoding += 0 if r[0] else 1
-            budget -= k
-            plan.append((r, k))
-        while waiting and budget > 0 and (max_running is None or len(running) < max_running):
-            r = waiting.popleft()
-            running.append(r)
-            k = min(r[0], budget)
-            prefill += k
-            budget -= k
-            plan.append((r, k))
+        prefill, decoding, plan = plan_step(running, waiting, T, max_running)
         t += step_s(prefill, decoding)
-        for r, k in plan:
-            if r[0]:
-                r[0] -= k
-                if r[0] == 0:
-                    r[1] -= 1  # the last prompt chunk emits the first output token
-            else:
-                r[1] -= 1
-            if r[1] == 0:
-                running.remove(r)
-                done += 1
-                if done == warmup:
-                    t0 = t
-                if issued < n_requests:
-                    waiting.append([P, O])
-                    issued += 1
+        for _ in apply_step(running, plan)[1]:
+            done += 1
+            if done == warmup:
+                t0 = t
+            if issued < n_requests:
+                waiting.append([P, O])
+                issued += 1
     return (t - t0) / ((n_requests - warmup) * O)
 
 

@@ -27,7 +27,7 @@ import random
 from collections import deque
 
 from ..errors import bad
-from .serving import Schedule, StepCost
+from .serving import Schedule, StepCost, apply_step, plan_step
 
 
 def service_s(s: Schedule, step_s: StepCost) -> float:
@@ -84,44 +84,23 @@ def simulate_arrivals(s: Schedule, step_s: StepCost, rate: float, n_requests: in
     last = [math.nan] * n_requests
     nxt, t = 0, 0.0
     waiting: deque[list[int]] = deque()
-    running: list[list[int]] = []  # [request, prompt tokens left, output tokens left]
+    running: list[list[int]] = []  # [prompt tokens left, output tokens left, request]
     done = 0
     while done < n_requests:
         while nxt < n_requests and arrivals[nxt] <= t:
-            waiting.append([nxt, P, O])
+            waiting.append([P, O, nxt])
             nxt += 1
         if not running and not waiting:
             t = arrivals[nxt]
             continue
-        budget, prefill, decoding, plan = T, 0, 0, []
-        for r in running:
-            if budget == 0:
-                break
-            k = min(r[1], budget) if r[1] else 1
-            prefill += k if r[1] else 0
-            decoding += 0 if r[1] else 1
-            budget -= k
-            plan.append((r, k))
-        while waiting and budget > 0:
-            r = waiting.popleft()
-            running.append(r)
-            k = min(r[1], budget)
-            prefill += k
-            budget -= k
-            plan.append((r, k))
+        prefill, decoding, plan = plan_step(running, waiting, T)
         t += step_s(prefill, decoding)
-        for r, k in plan:
-            if r[1]:
-                r[1] -= k
-                if r[1] == 0:
-                    r[2] -= 1  # the last prompt chunk emits the first output token
-                    first[r[0]] = t
-            else:
-                r[2] -= 1
-            if r[2] == 0:
-                running.remove(r)
-                last[r[0]] = t
-                done += 1
+        firsts, finished = apply_step(running, plan)
+        for r in firsts:
+            first[r[2]] = t
+        for r in finished:
+            last[r[2]] = t
+        done += len(finished)
     idx = range(warmup, n_requests)
     ttft = sum(first[i] - arrivals[i] for i in idx) / len(idx)
     latency = sum(last[i] - arrivals[i] for i in idx) / len(idx)
