@@ -42,7 +42,6 @@ import rooflaw as rl
 HERE = Path(__file__).resolve()
 DEFAULT = next((p for p in (HERE.parents[2] / "shared" / "data" / "kernels", Path("/work/shared/data/kernels"))
                 if p.is_dir()), HERE.parents[2] / "shared" / "data" / "kernels")  # fmt: skip
-L40S = HERE.with_name("l40s-datasheet.toml")
 ENGINES = {"trtllm": "tensorrt-llm", "vllm": "vllm"}
 KV = {"bfloat16": "bf16", "float16": "fp16", "fp8": "fp8", "fp8_e4m3": "fp8"}
 MOE_PRECISION = {"bfloat16": "bf16", "float16": "fp16", "fp8": "fp8"}
@@ -57,25 +56,27 @@ def _ops_seconds(rep, names, phase) -> float:
     return sum(o.seconds for o in rep.ops if o.name in names and o.phase == phase)
 
 
-def _attention(row, device, kc) -> float:
-    heads, kvh, hd = int(row.num_heads), int(row.num_key_value_heads), int(row.head_dim)
-    arch = rl.Architecture(layers=1, d_model=heads * hd, heads=heads, kv_heads=kvh, head_dim=hd, ffn=256, vocab=256)
+def _decode_step(arch, row, device, kc, ops) -> float:
+    """Seconds of ``ops`` in one decode step of ``arch`` at the row's batch, context ``isl + step`` and KV dtype,
+    plus one ``kernel_s`` (the fused kernel's launch)."""
     ctx = int(row.isl) + int(row.step)
     prec = f"w=bf16,a=bf16,kv={KV[str(row.kv_cache_dtype)]}"
     rep = rl.evaluate(arch, device, precision=prec, engine=ENGINES[row.framework], batch=int(row.batch_size),
                       input_tokens=ctx - 1, output_tokens=1)  # fmt: skip
-    return _ops_seconds(rep, ATTENTION_OPS, "decode") + kc.kernel_s
+    return _ops_seconds(rep, ops, "decode") + kc.kernel_s
+
+
+def _attention(row, device, kc) -> float:
+    heads, kvh, hd = int(row.num_heads), int(row.num_key_value_heads), int(row.head_dim)
+    arch = rl.Architecture(layers=1, d_model=heads * hd, heads=heads, kv_heads=kvh, head_dim=hd, ffn=256, vocab=256)
+    return _decode_step(arch, row, device, kc, ATTENTION_OPS)
 
 
 def _mla(row, device, kc) -> float:
     base = rl.load_architecture("deepseek-v2-lite")  # kv_lora_rank 512, rope 64: DeepSeek-V3's latent cache
     arch = dataclasses.replace(base, layers=1, layer_types=("mla",), heads=int(row.num_heads), first_dense=0,
                                experts=1, top_k=1, shared_experts=0, ffn=256)  # fmt: skip
-    ctx = int(row.isl) + int(row.step)
-    prec = f"w=bf16,a=bf16,kv={KV[str(row.kv_cache_dtype)]}"
-    rep = rl.evaluate(arch, device, precision=prec, engine=ENGINES[row.framework], batch=int(row.batch_size),
-                      input_tokens=ctx - 1, output_tokens=1)  # fmt: skip
-    return _ops_seconds(rep, MLA_OPS, "decode") + kc.kernel_s
+    return _decode_step(arch, row, device, kc, MLA_OPS)
 
 
 def _gemm(row, device, kc) -> float:
@@ -125,7 +126,6 @@ def main(argv: list[str]) -> dict:
     if "--sample" in argv:
         args.remove(str(sample))
     root = Path(args[0]) if args else DEFAULT
-    overrides = {} if "l40s" in rl.device_ids() else {"l40s": str(L40S)}
     t0 = time.perf_counter()
     tables = {
         "gemm": "gemm_perf",
@@ -133,7 +133,7 @@ def main(argv: list[str]) -> dict:
         "generation_mla": "generation_mla_perf",
         "moe": "moe_perf",
     }
-    gpus = rl.fitting.kernel_gpus([root], overrides, only=list(tables.values()))
+    gpus = rl.fitting.kernel_gpus([root], only=list(tables.values()))
     report: dict = {"sample": sample, "families": {}}
     print("median |x/measured - 1| per family and GPU (assembly: the one-layer model priced by rooflaw.evaluate)")
     print(f"{'family':<22}{'gpu':<10}{'rows':>6}{'assembly':>10}{'+call':>8}{'family':>9}{'asm/fam-1':>11}")

@@ -22,8 +22,6 @@ import rooflaw as rl
 HERE = Path(__file__).resolve()
 DEFAULT = next((p for p in (HERE.parents[2] / "shared" / "data" / "kernels", Path("/work/shared/data/kernels"))
                 if p.is_dir()), HERE.parents[2] / "shared" / "data" / "kernels")  # fmt: skip
-#: L40S from its datasheet, used until the catalog holds an ``l40s`` device.
-L40S = HERE.with_name("l40s-datasheet.toml")
 
 
 def main(argv: list[str]) -> dict:
@@ -32,9 +30,8 @@ def main(argv: list[str]) -> dict:
     if "--sample" in argv:
         args.remove(str(sample))
     root = Path(args[0]) if args else DEFAULT
-    overrides = {} if "l40s" in rl.device_ids() else {"l40s": str(L40S)}
     t0, c0 = time.perf_counter(), time.process_time()
-    gpus = rl.fitting.kernel_gpus([root], overrides)
+    gpus = rl.fitting.kernel_gpus([root])
     t_read = time.perf_counter() - t0
     res = rl.fitting.fit_kernels(gpus, sample=sample, held_out=True)
     t_fit = time.perf_counter() - t0 - t_read
