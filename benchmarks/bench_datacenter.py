@@ -20,7 +20,12 @@ predicted/measured and the median |predicted/measured − 1| by metric, GPU, den
   (:func:`rooflaw.parallel.evaluate_layout`); throughput = batch·OSL / (TTFT + decode time) per GPU, the
   sources' own definition; ``ttft_ms`` rows: the prefill of one prompt.
 
+- ``--host fitted`` (default): the engine's host and front-end seconds (:func:`rooflaw.parallel.serving_host`:
+  per step, per layer per step, per request through a server), fitted on these rows by
+  ``benchmarks/fit_datacenter_host.py`` (which reports them left out one source at a time); ``none``: without.
+
     python benchmarks/bench_datacenter.py [--csv PATH] [--json] [--model steady|decode] [--budget fixed]
+        [--host fitted|none]
 """
 
 from __future__ import annotations
@@ -75,10 +80,12 @@ def fits(model: str, system: str, layout: str, isl: int, osl: int, precision: st
     return rl.parallel.max_batch(rl.load_architecture(model), rl.get_system(system), layout, wl, prec)
 
 
-def predict(r: dict[str, str], model: str = "steady", budgets: str = "trtllm-bench") -> tuple[float, int]:
+def predict(r: dict[str, str], model: str = "steady", budgets: str = "trtllm-bench",
+            host: rl.parallel.ServingHost | None = None) -> tuple[float, int]:  # fmt: skip
     """(predicted value in the row's unit, batch used). ``model``: ``steady`` (in-flight batching's steady state,
     :func:`rooflaw.parallel.inflight`) or ``decode`` (the first result's pricing, on today's model: batch·OSL over
-    the decode time, TTFT of the whole batch's prompts)."""
+    the decode time, TTFT of the whole batch's prompts). ``host``: the serving stack's host seconds
+    (:class:`rooflaw.parallel.ServingHost`; None: none)."""
     arch = rl.load_architecture(r["model"])
     system = rl.get_system(f"{r['device_id']}:{r['gpus']}")
     lay = rl.parallel.parse_layout(layout_text(r))
@@ -87,6 +94,8 @@ def predict(r: dict[str, str], model: str = "steady", budgets: str = "trtllm-ben
     if r.get("batching") == "static":  # one static batch: its prompts at once, then every decode step
         batch = int(r["concurrency"])
         out = rl.parallel.evaluate_layout(arch, system, lay, rl.Workload(batch, isl, osl), prec, engine)
+        if host is not None:
+            out = rl.parallel.static_batch(out, host, arch.layers / lay.pp, osl)
         if r["metric"] == "ttft_ms":
             return out["ttft_s"] * 1e3, batch
         return batch * osl / out["latency_s"] / lay.devices, batch
@@ -111,7 +120,7 @@ def predict(r: dict[str, str], model: str = "steady", budgets: str = "trtllm-ben
             if r.get("max_batch_size"):
                 slots = min(slots, int(r["max_batch_size"]) * int(r["dp_attn"] or 1))
         out = rl.parallel.inflight(arch, system, lay, wl, prec, engine, max(budget, batch), arrivals=arrivals,
-                                   max_seqs=max(1, slots) if slots is not None else None)  # fmt: skip
+                                   max_seqs=max(1, slots) if slots is not None else None, host=host)  # fmt: skip
     else:
         out = rl.parallel.evaluate_layout(arch, system, lay, wl, prec, engine)
     if r["metric"] == "output_tok_s":
@@ -170,13 +179,21 @@ def main() -> None:
         help="tokens per step of the max-throughput rows: trtllm-bench's heuristic at the row's ISL/OSL (default) "
         f"or a fixed {TOKEN_BUDGET}",
     )
+    ap.add_argument(
+        "--host",
+        choices=("fitted", "none"),
+        default="fitted",
+        help="host and front-end seconds: the shipped tensorrt-llm figures (rooflaw.parallel.serving_host; "
+        "benchmarks/fit_datacenter_host.py) or none",
+    )
     a = ap.parse_args()
     with open(a.csv, newline="") as f:
         data = list(csv.DictReader(f))
     t0 = time.perf_counter()
     rows = []
     for r in data:
-        p, batch = predict(r, a.model, a.budget)
+        host = rl.parallel.serving_host(r["engine"]) if a.host == "fitted" else None
+        p, batch = predict(r, a.model, a.budget, host)
         m = measured(r)
         rows.append(dict(row=r["row_id"], model=r["model"], gpu=r["device_id"], tp=int(r["tp"]), gpus=int(r["gpus"]),
                          cls=r["arch_class"], **{"class": r["arch_class"]}, metric=r["metric"], isl=int(r["isl"]),

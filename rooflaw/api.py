@@ -38,6 +38,8 @@ _MODULES: dict[str, str] = {
     "parse_layout",
     "rooflaw.constraints.parallel.inflight": "TRTLLM_TOKEN_BUDGET inflight layout_step_cost max_throughput "
     "trtllm_bench_settings",
+    "rooflaw.constraints.serving_host": "HostRows ServingHost fit_host host_toml leave_one_source_out ratios "
+    "serving_host static_batch",
     "rooflaw.plots.serving": "plot_serving",
     "rooflaw.plots.joint": "plot_joint_frontier",
     "rooflaw.solver.explain_joint": "explain_joint explain_joint_text",
@@ -234,7 +236,8 @@ GROUPS: dict[str, str] = {
     "optimal_draft_tokens optimal_gamma_continuous parse_draft space_drafts speculative_options",
     "parallel": "Layout Option balanced_split batch_sweep check_fits combination_problem cpu_count disagg_columns "
     "evaluate_layout inflight layout_columns layout_options layout_step_cost max_batch max_throughput parse_batches "
-    "parse_disagg parse_layout parse_layouts resolve_jobs TRTLLM_TOKEN_BUDGET trtllm_bench_settings",
+    "parse_disagg parse_layout parse_layouts resolve_jobs TRTLLM_TOKEN_BUDGET trtllm_bench_settings "
+    "HostRows ServingHost fit_host host_toml leave_one_source_out ratios serving_host static_batch",
     "fitting": "KernelCurves calibrate calibrate_cuda cuda_available curves_for efficiency_errors fit_efficiencies "
     "fit_kernels gemstones held_out_errors kernel_gpus load_cases load_table median_abs_error nested_held_out_errors "
     "plot_fit "

@@ -29,6 +29,7 @@ from ...devices.precision import Precision
 from ...devices.system import System
 from ...errors import bad
 from ..serving import Schedule, StepCost
+from ..serving_host import ServingHost
 from ..serving_queue import queue_wait_s, service_s
 from ..workload import Workload
 from .layout import Layout, parse_layout
@@ -42,9 +43,10 @@ TRTLLM_TOKEN_BUDGET = 8192
 
 def layout_step_cost(arch: Any, system: System, layout: Layout, precision: str | Precision, engine: Any,
                      prompt_tokens: int, output_tokens: int, attention: str = "fused",
-                     overlap: bool = False) -> StepCost:  # fmt: skip
+                     overlap: bool = False, host_s: float = 0.0) -> StepCost:  # fmt: skip
     """``step_s(c, n)``: seconds of one engine step of ``c`` prompt tokens and ``n`` decoding sequences of one
-    replica under ``layout`` (see the module docstring)."""
+    replica under ``layout`` (see the module docstring), plus ``host_s`` host seconds per step
+    (:meth:`~..serving_host.ServingHost.per_step`)."""
 
     groups = layout.attn_dp
 
@@ -67,8 +69,8 @@ def layout_step_cost(arch: Any, system: System, layout: Layout, precision: str |
 
     def step(c: int, n: int) -> float:
         if not c:
-            return dec(n) if n else 0.0
-        return pre(c + n) + (max(0.0, dec(n) - dec(n, False)) if n else 0.0)
+            return dec(n) + host_s if n else 0.0
+        return pre(c + n) + (max(0.0, dec(n) - dec(n, False)) if n else 0.0) + host_s
 
     return step
 
@@ -114,6 +116,7 @@ def inflight(
     overlap: bool = False,
     arrivals: str = "closed",
     max_seqs: int | None = None,
+    host: ServingHost | None = None,
 ) -> dict[str, float]:
     """Steady state of one replica (``layout``) of ``system`` holding ``workload.batch`` requests in flight, each
     ``workload.input_tokens`` in and ``workload.output_tokens`` out, with ``token_budget`` tokens per step.
@@ -138,7 +141,11 @@ def inflight(
     :func:`~.sweep.max_batch`); None: no limit. With more in flight the engine runs ``max_seqs`` of them and the
     rest wait outside for a slot: the steady state is that of ``max_seqs``, and by Little's law each request also
     waits ``latency · (batch − max_seqs) / max_seqs`` (in ``wait_s``, TTFT and latency; none of the arrival waits
-    above, a queued request is admitted the step a slot frees)."""
+    above, a queued request is admitted the step a slot frees).
+
+    ``host``: host seconds outside the kernels (:class:`~..serving_host.ServingHost`; None: none): its per-step
+    seconds (a stage's ``layers / pp`` layers) join every step, and under ``clients`` or ``poisson`` arrivals (a
+    request through a server) its front-end ``request_s`` joins TTFT and latency."""
     if arrivals not in ARRIVALS:
         raise bad("arrivals", arrivals, f"must be one of {', '.join(ARRIVALS)}")
     lay = parse_layout(layout) if isinstance(layout, str) else layout
@@ -148,14 +155,17 @@ def inflight(
             raise bad("max_seqs", max_seqs, "must be a positive integer or None")
         if max_seqs < C:  # the engine runs max_seqs; the others queue outside for a slot (Little's law)
             wl = Workload(max_seqs, P, O, workload.attention)
-            out = inflight(arch, system, lay, wl, precision, engine, token_budget, overlap, "closed")
+            out = inflight(arch, system, lay, wl, precision, engine, token_budget, overlap, "closed", host=host)
             queue = out["latency_s"] * (C - max_seqs) / max_seqs
-            return {**out, "latency_s": out["latency_s"] + queue, "ttft_s": out["ttft_s"] + queue, "wait_s": queue}
+            front = host.request_s if host is not None and arrivals != "closed" else 0.0
+            return {**out, "latency_s": out["latency_s"] + queue + front, "ttft_s": out["ttft_s"] + queue + front,
+                    "wait_s": queue}  # fmt: skip
     if O < 2:
         raise bad("output_tokens", O, "in-flight batching needs at least 2 output tokens (a decode step)")
     if token_budget < C:
         raise bad("token_budget", token_budget, f"must be at least the requests in flight ({C})")
-    step = layout_step_cost(arch, system, lay, precision, engine, P, O, workload.attention, overlap)
+    host_s = host.per_step(arch.layers / lay.pp) if host is not None else 0.0
+    step = layout_step_cost(arch, system, lay, precision, engine, P, O, workload.attention, overlap, host_s)
     sched = Schedule(C, P, O, token_budget)
     spt = sched.seconds_per_token(step)
     rate = 1.0 / spt  # output tokens/s of one replica
@@ -174,9 +184,10 @@ def inflight(
     wait = 0.0
     if arrivals != "closed" and C > 1:  # others in flight keep steps running; one alone finds the server idle
         wait = _arrival_wait(sched, step, C - 1, latency)
+    front = host.request_s if host is not None and arrivals != "closed" else 0.0
     return dict(tokens_per_s=lay.dp * rate, tokens_per_s_per_device=rate / (lay.devices / lay.dp),
-                requests_per_s=lay.dp * rate / O, latency_s=latency + wait, ttft_s=ttft + wait, tpot_s=tpot,
-                step_s_decode=step(0, C), wait_s=wait)  # fmt: skip
+                requests_per_s=lay.dp * rate / O, latency_s=latency + wait + front, ttft_s=ttft + wait + front,
+                tpot_s=tpot, step_s_decode=step(0, C), wait_s=wait)  # fmt: skip
 
 
 def _arrival_wait(sched: Schedule, step: StepCost, others: int, latency: float) -> float:
@@ -205,12 +216,14 @@ def max_throughput(
     token_budget: int | None = None,
     batch_cap: int | None = None,
     overlap: bool = False,
+    host: ServingHost | None = None,
 ) -> dict[str, float]:
     """A max-throughput run (every request queued, ``trtllm-bench throughput``): :func:`inflight` at the largest
     batch whose weights and KV cache fit every device (:func:`~.sweep.max_batch` at the workload's lengths; the
     workload's batch is ignored), at most ``batch_cap`` (the engine's batch limit, when it has one). The tokens per
     step: ``token_budget``, or when None the ``max_num_tokens`` trtllm-bench sets for the requests that fit at the
-    workload's lengths (:func:`trtllm_bench_settings`); it grows to the batch when smaller. Adds ``batch``. Raises
+    workload's lengths (:func:`trtllm_bench_settings`); it grows to the batch when smaller. ``host``: as in
+    :func:`inflight` (requests queued inside the engine: no front end). Adds ``batch``. Raises
     when not even one request fits."""
     lay = parse_layout(layout) if isinstance(layout, str) else layout
     if batch_cap is not None and (isinstance(batch_cap, bool) or not isinstance(batch_cap, int) or batch_cap < 1):
@@ -224,7 +237,7 @@ def max_throughput(
     if token_budget is None:
         token_budget = trtllm_bench_settings(float(fits), workload.input_tokens, workload.output_tokens, lay.pp)[1]
     wl = Workload(b, workload.input_tokens, workload.output_tokens, workload.attention)
-    out = inflight(arch, system, lay, wl, precision, engine, max(token_budget, b), overlap)
+    out = inflight(arch, system, lay, wl, precision, engine, max(token_budget, b), overlap, host=host)
     return {**out, "batch": float(b)}
 
 

@@ -1,0 +1,106 @@
+"""Host and front-end seconds of datacenter serving (rooflaw.parallel.ServingHost): where they enter the in-flight
+and static-batch models (by hand), the fit recovering known figures, the shipped figures equal to the fit of the
+committed lines, and those lines equal to the benchmark's own pricing of sample rows."""
+
+import csv
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import rooflaw as rl
+from rooflaw.errors import RooflawError
+
+ROOT = Path(__file__).resolve().parents[1]
+ARCH = "layers=4,d_model=1024,heads=16,kv_heads=4,ffn=2816,vocab=32000"
+ENGINE = "tensorrt-llm"
+
+
+def _bench(name: str):
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def setup():
+    return rl.load_architecture(ARCH), rl.get_system("h100-sxm:2"), rl.parallel.parse_layout("tp=2")
+
+
+def test_one_request_pays_each_step_and_the_front_end_once(setup):
+    """One request alone through a server: TTFT = its prefill step + the host's step seconds + the front end; every
+    decode step adds the step seconds; an offline (closed) run has no front end."""
+    arch, sysm, lay = setup
+    P, O = 500, 17
+    host = rl.parallel.ServingHost(step_s=2e-4, layer_s=1e-5, request_s=3e-3)
+    h = 2e-4 + 4 * 1e-5
+    pre = rl.parallel.evaluate_layout(arch, sysm, lay, rl.Workload(1, P, 1), "bf16", ENGINE)["ttft_s"]
+    dec = rl.parallel.evaluate_layout(arch, sysm, lay, rl.Workload(1, P, O), "bf16", ENGINE)["tpot_s"]
+    served = rl.parallel.inflight(arch, sysm, lay, rl.Workload(1, P, O), "bf16", ENGINE, arrivals="clients", host=host)
+    assert served["ttft_s"] == pytest.approx(pre + h + 3e-3, rel=1e-9)
+    assert served["tpot_s"] == pytest.approx(dec + h, rel=1e-9)
+    offline = rl.parallel.inflight(arch, sysm, lay, rl.Workload(1, P, O), "bf16", ENGINE, host=host)
+    assert offline["ttft_s"] == pytest.approx(pre + h, rel=1e-9)
+    assert 1.0 / offline["tokens_per_s"] == pytest.approx((pre + h + (O - 1) * (dec + h)) / O, rel=1e-9)
+
+
+def test_static_batch_adds_the_step_seconds_to_each_pass():
+    out = {"ttft_s": 0.02, "latency_s": 0.5, "tpot_s": 0.01}
+    got = rl.parallel.static_batch(out, rl.parallel.ServingHost(layer_s=1e-4, request_s=1.0), 80, 128)
+    assert got["ttft_s"] == pytest.approx(0.02 + 0.008)  # one pass of 80 layers; no front end
+    assert got["latency_s"] == pytest.approx(0.5 + 128 * 0.008)
+    assert got["tpot_s"] == 0.01
+
+
+def test_fit_recovers_known_figures_and_predicts_a_left_out_source():
+    """Rows built from known figures (lines of random slopes, two sources): the fit returns them, and each source
+    left out is predicted exactly from the other's fit."""
+    rng = np.random.default_rng(3)
+    n = 40
+    true = rl.parallel.ServingHost(step_s=4e-4, layer_s=6e-5, request_s=8e-3)
+    y0 = rng.uniform(1e-3, 5e-2, n)
+    ks = rng.uniform(0.5, 30.0, n)
+    layers = rng.choice([32.0, 80.0, 126.0], n)
+    kr = (rng.uniform(size=n) < 0.4).astype(float)
+    thr = rng.uniform(size=n) < 0.5
+    group = tuple("ab"[i % 2] for i in range(n))
+    rows = rl.parallel.HostRows(y0, ks, layers, kr, y0, thr, group)
+    meas = rows.predict(true)
+    rows = rl.parallel.HostRows(y0, ks, layers, kr, meas, thr, group)
+    fit = rl.parallel.fit_host(rows)
+    for key in ("step_s", "layer_s", "request_s"):
+        assert getattr(fit, key) == pytest.approx(getattr(true, key), rel=1e-3)
+    loso, per = rl.parallel.leave_one_source_out(rows)
+    assert set(per) == {"a", "b"}
+    assert np.abs(rl.parallel.ratios(rows, loso) - 1).max() < 1e-3
+
+
+def test_bad_figure_names_the_field():
+    with pytest.raises(RooflawError, match="request_s"):
+        rl.parallel.ServingHost(request_s=-1e-3)
+    with pytest.raises(RooflawError, match="layer_s"):
+        rl.parallel.ServingHost(layer_s=float("nan"))
+
+
+def test_shipped_figures_are_the_fit_of_the_committed_lines():
+    fit = _bench("fit_datacenter_host")
+    out = fit.report(fit.read_table())
+    assert rl.parallel.serving_host(ENGINE) == rl.parallel.ServingHost(**out["fit"])
+    assert rl.parallel.serving_host("vllm") == rl.parallel.ServingHost()  # no entry: nothing added
+
+
+@pytest.mark.parametrize("row_id", ["DC002", "DC082", "DC141"])  # offline, online TPOT, static first token
+def test_committed_lines_are_the_benchmarks_pricing(row_id):
+    """The fit's input table (benchmarks/data/datacenter_host_rows.csv) equals the benchmark's pricing today;
+    after a kernel or engine refit, rerun ``python benchmarks/fit_datacenter_host.py --write``."""
+    fit = _bench("fit_datacenter_host")
+    with open(ROOT / "benchmarks" / "data" / "datacenter.csv", newline="") as f:
+        row = next(r for r in csv.DictReader(f) if r["row_id"] == row_id)
+    want = next(t for t in fit.read_table() if t["row_id"] == row_id)
+    got = fit.line(row)
+    for key in ("y0", "k_step", "k_request", "measured", "layers"):
+        assert float(want[key]) == pytest.approx(float(got[key]), rel=1e-6, abs=1e-12), key
