@@ -95,7 +95,7 @@ def predict(r: dict[str, str], model: str = "steady", budgets: str = "trtllm-ben
         batch = int(r["concurrency"])
         out = rl.parallel.evaluate_layout(arch, system, lay, rl.Workload(batch, isl, osl), prec, engine)
         if host is not None:
-            out = rl.parallel.static_batch(out, host, arch.layers / lay.pp, osl)
+            out = rl.parallel.static_batch(out, host, arch.layers / lay.pp, osl, batch)
         if r["metric"] == "ttft_ms":
             return out["ttft_s"] * 1e3, batch
         return batch * osl / out["latency_s"] / lay.devices, batch

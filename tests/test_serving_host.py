@@ -33,11 +33,11 @@ def setup():
 
 def test_one_request_pays_each_step_and_the_front_end_once(setup):
     """One request alone through a server: TTFT = its prefill step + the host's step seconds + the front end; every
-    decode step adds the step seconds; an offline (closed) run has no front end."""
+    decode step adds the step seconds (one sequence); an offline (closed) run has no front end."""
     arch, sysm, lay = setup
     P, O = 500, 17
-    host = rl.parallel.ServingHost(step_s=2e-4, layer_s=1e-5, request_s=3e-3)
-    h = 2e-4 + 4 * 1e-5
+    host = rl.parallel.ServingHost(step_s=2e-4, layer_s=1e-5, seq_s=3e-5, request_s=3e-3)
+    h = 2e-4 + 4 * 1e-5 + 3e-5
     pre = rl.parallel.evaluate_layout(arch, sysm, lay, rl.Workload(1, P, 1), "bf16", ENGINE)["ttft_s"]
     dec = rl.parallel.evaluate_layout(arch, sysm, lay, rl.Workload(1, P, O), "bf16", ENGINE)["tpot_s"]
     served = rl.parallel.inflight(arch, sysm, lay, rl.Workload(1, P, O), "bf16", ENGINE, arrivals="clients", host=host)
@@ -50,9 +50,10 @@ def test_one_request_pays_each_step_and_the_front_end_once(setup):
 
 def test_static_batch_adds_the_step_seconds_to_each_pass():
     out = {"ttft_s": 0.02, "latency_s": 0.5, "tpot_s": 0.01}
-    got = rl.parallel.static_batch(out, rl.parallel.ServingHost(layer_s=1e-4, request_s=1.0), 80, 128)
-    assert got["ttft_s"] == pytest.approx(0.02 + 0.008)  # one pass of 80 layers; no front end
-    assert got["latency_s"] == pytest.approx(0.5 + 128 * 0.008)
+    host = rl.parallel.ServingHost(layer_s=1e-4, seq_s=1e-5, request_s=1.0)
+    got = rl.parallel.static_batch(out, host, 80, 128, 64)
+    assert got["ttft_s"] == pytest.approx(0.02 + 0.008 + 64e-5)  # one pass: 80 layers, 64 sequences; no front end
+    assert got["latency_s"] == pytest.approx(0.5 + 128 * (0.008 + 64e-5))
     assert got["tpot_s"] == 0.01
 
 
@@ -61,18 +62,19 @@ def test_fit_recovers_known_figures_and_predicts_a_left_out_source():
     left out is predicted exactly from the other's fit."""
     rng = np.random.default_rng(3)
     n = 40
-    true = rl.parallel.ServingHost(step_s=4e-4, layer_s=6e-5, request_s=8e-3)
+    true = rl.parallel.ServingHost(step_s=4e-4, layer_s=6e-5, seq_s=2e-5, request_s=8e-3)
     y0 = rng.uniform(1e-3, 5e-2, n)
     ks = rng.uniform(0.5, 30.0, n)
+    kq = ks * rng.uniform(1.0, 2000.0, n)  # sequences per step
     layers = rng.choice([32.0, 80.0, 126.0], n)
     kr = (rng.uniform(size=n) < 0.4).astype(float)
     thr = rng.uniform(size=n) < 0.5
     group = tuple("ab"[i % 2] for i in range(n))
-    rows = rl.parallel.HostRows(y0, ks, layers, kr, y0, thr, group)
+    rows = rl.parallel.HostRows(y0, ks, layers, kq, kr, y0, thr, group)
     meas = rows.predict(true)
-    rows = rl.parallel.HostRows(y0, ks, layers, kr, meas, thr, group)
+    rows = rl.parallel.HostRows(y0, ks, layers, kq, kr, meas, thr, group)
     fit = rl.parallel.fit_host(rows)
-    for key in ("step_s", "layer_s", "request_s"):
+    for key in ("step_s", "layer_s", "seq_s", "request_s"):
         assert getattr(fit, key) == pytest.approx(getattr(true, key), rel=1e-3)
     loso, per = rl.parallel.leave_one_source_out(rows)
     assert set(per) == {"a", "b"}
@@ -84,6 +86,8 @@ def test_bad_figure_names_the_field():
         rl.parallel.ServingHost(request_s=-1e-3)
     with pytest.raises(RooflawError, match="layer_s"):
         rl.parallel.ServingHost(layer_s=float("nan"))
+    with pytest.raises(RooflawError, match="seq_s"):
+        rl.parallel.ServingHost(seq_s="1e-5")
 
 
 def test_shipped_figures_are_the_fit_of_the_committed_lines():
@@ -102,5 +106,18 @@ def test_committed_lines_are_the_benchmarks_pricing(row_id):
         row = next(r for r in csv.DictReader(f) if r["row_id"] == row_id)
     want = next(t for t in fit.read_table() if t["row_id"] == row_id)
     got = fit.line(row)
-    for key in ("y0", "k_step", "k_request", "measured", "layers"):
+    for key in ("y0", "k_step", "k_seq", "k_request", "measured", "layers"):
         assert float(want[key]) == pytest.approx(float(got[key]), rel=1e-6, abs=1e-12), key
+
+
+def test_a_mixed_step_pays_for_its_decoders_and_its_prompts(setup):
+    """A step of c prompt tokens (⌈c / prompt⌉ prompts) beside n decoders adds step_s + layer_s·layers +
+    seq_s·(n + ⌈c / prompt⌉) to the same step without host time."""
+    arch, sysm, lay = setup
+    P, O = 300, 40
+    host = rl.parallel.ServingHost(step_s=1e-4, layer_s=2e-5, seq_s=5e-6)
+    bare = rl.parallel.layout_step_cost(arch, sysm, lay, "bf16", ENGINE, P, O)
+    timed = rl.parallel.layout_step_cost(arch, sysm, lay, "bf16", ENGINE, P, O, host=host)
+    for c, n, seqs in ((0, 7, 7), (300, 7, 8), (700, 12, 15), (50, 0, 1)):
+        assert timed(c, n) - bare(c, n) == pytest.approx(1e-4 + 4 * 2e-5 + seqs * 5e-6, rel=1e-9)
+    assert timed(0, 0) == 0.0

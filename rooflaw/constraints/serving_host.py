@@ -6,13 +6,17 @@ Three figures per engine (SI units), none of which a kernel timing shows:
   host↔device syncs, the batch's bookkeeping;
 * ``layer_s``: seconds per transformer layer per step (per-layer host syncs and launch gaps CUDA graphs do not
   hide, e.g. around the tensor-parallel all-reduces); a pipeline stage runs ``layers / pp`` of them;
+* ``seq_s``: seconds per sequence in the step (the executor's per-request work each step: scheduling, KV-cache
+  block bookkeeping, sampling and the output of one request; a PyTorch-flow executor does it in Python), with
+  attention DP each rank's share;
 * ``request_s``: seconds per request in the serving front end (HTTP, tokenising the prompt, admission,
   detokenising and streaming the first token): added to the TTFT and latency of a request that goes through a
   server (not to ``trtllm-bench`` offline runs, whose requests are queued inside the engine already tokenised).
 
 The figures are fitted ONCE on published datacenter rows (``benchmarks/fit_datacenter_host.py``), each row's
 prediction being linear in them (a step's seconds add ``step_s + layer_s·layers`` to every step of the schedule,
-so every TTFT, TPOT and seconds per output token is ``y0 + k·(step_s + layer_s·L) + kr·request_s``): a robust
+and ``seq_s`` per sequence in it, so every TTFT, TPOT and seconds per output token is
+``y0 + k·(step_s + layer_s·L) + kq·seq_s + kr·request_s``): a robust
 least squares on log(predicted / measured), with leave-one-source-out as the held-out figure. The shipped figures
 live in ``serving_host.toml`` beside this module; an engine without an entry adds nothing.
 """
@@ -38,7 +42,7 @@ else:  # pragma: no cover
 
 HOST_FILE = Path(__file__).with_name("serving_host.toml")
 #: The fitted figures, in the order of :class:`ServingHost`'s fields.
-HOST_KEYS = ("step_s", "layer_s", "request_s")
+HOST_KEYS = ("step_s", "layer_s", "seq_s", "request_s")
 #: Scale of a log error past which the fit's loss grows linearly (``soft_l1``: robust to a few far rows).
 LOSS_SCALE = 0.1
 
@@ -46,10 +50,11 @@ LOSS_SCALE = 0.1
 @dataclass(frozen=True)
 class ServingHost:
     """Host-side seconds outside the kernels (see the module docstring): per step, per layer per step, per
-    request through the front end."""
+    sequence per step, per request through the front end."""
 
     step_s: float = 0.0
     layer_s: float = 0.0
+    seq_s: float = 0.0
     request_s: float = 0.0
 
     def __post_init__(self) -> None:
@@ -58,15 +63,17 @@ class ServingHost:
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
                 raise bad(key, v, "must be a finite number of seconds >= 0")
 
-    def per_step(self, layers: float) -> float:
-        """Seconds one executor step of a stage running ``layers`` transformer layers adds."""
-        return self.step_s + self.layer_s * layers
+    def per_step(self, layers: float, sequences: float = 0.0) -> float:
+        """Seconds one executor step of a stage running ``layers`` transformer layers over ``sequences`` adds."""
+        return self.step_s + self.layer_s * layers + self.seq_s * sequences
 
 
-def static_batch(out: dict[str, Any], host: ServingHost, layers: float, output_tokens: int) -> dict[str, Any]:
+def static_batch(out: dict[str, Any], host: ServingHost, layers: float, output_tokens: int,
+                 batch: int) -> dict[str, Any]:  # fmt: skip
     """A static batch's metrics (``evaluate_layout``'s ``ttft_s``, ``latency_s``) with ``host``'s per-step seconds
-    added to each of its ``output_tokens`` passes (the prefill, then every decode step); no front end."""
-    h = host.per_step(layers)
+    (``batch`` sequences) added to each of its ``output_tokens`` passes (the prefill, then every decode step); no
+    front end."""
+    h = host.per_step(layers, batch)
     return {**out, "ttft_s": out["ttft_s"] + h, "latency_s": out["latency_s"] + output_tokens * h}
 
 
@@ -88,13 +95,15 @@ def serving_host(engine: str) -> ServingHost:
 class HostRows:
     """Each row's prediction as a line in the figures (time units: seconds; throughput rows as seconds per output
     token): ``y0`` with no host time, ``k_step`` its seconds per second of host time per step, ``layers`` (per
-    stage), ``k_request`` its seconds per second of front-end time per request, ``measured`` in the same unit,
+    stage), ``k_seq`` its seconds per second of host time per sequence per step, ``k_request`` its seconds per
+    second of front-end time per request, ``measured`` in the same unit,
     ``throughput`` whether the row's metric is a rate (its value is 1 / the time), ``group`` the row's source
     (left out together)."""
 
     y0: np.ndarray
     k_step: np.ndarray
     layers: np.ndarray
+    k_seq: np.ndarray
     k_request: np.ndarray
     measured: np.ndarray
     throughput: np.ndarray
@@ -103,7 +112,7 @@ class HostRows:
     def predict(self, host: ServingHost, mask: np.ndarray | None = None) -> np.ndarray:
         m = slice(None) if mask is None else mask
         return (self.y0[m] + self.k_step[m] * (host.step_s + host.layer_s * self.layers[m])
-                + self.k_request[m] * host.request_s)  # fmt: skip
+                + self.k_seq[m] * host.seq_s + self.k_request[m] * host.request_s)  # fmt: skip
 
 
 def fit_host(rows: HostRows, mask: np.ndarray | None = None) -> ServingHost:
@@ -113,7 +122,7 @@ def fit_host(rows: HostRows, mask: np.ndarray | None = None) -> ServingHost:
     from scipy.optimize import least_squares
 
     m = np.ones(len(rows.y0), bool) if mask is None else np.asarray(mask, bool)
-    cols = np.stack([rows.k_step[m], rows.k_step[m] * rows.layers[m], rows.k_request[m]], axis=1)
+    cols = np.stack([rows.k_step[m], rows.k_step[m] * rows.layers[m], rows.k_seq[m], rows.k_request[m]], axis=1)
     used = np.abs(cols).max(axis=0) > 0
     scale = 1e-3  # solve in milliseconds
 
@@ -122,7 +131,7 @@ def fit_host(rows: HostRows, mask: np.ndarray | None = None) -> ServingHost:
 
     x = least_squares(resid, np.full(int(used.sum()), 0.1), bounds=(0.0, np.inf), loss="soft_l1",
                       f_scale=LOSS_SCALE, x_scale=1.0, xtol=1e-12, ftol=1e-12, gtol=1e-12).x  # fmt: skip
-    full = np.zeros(3)
+    full = np.zeros(len(HOST_KEYS))
     full[used] = x * scale
     return ServingHost(*(float(f"{round(v, 9):.4g}") for v in full))  # to 4 digits and the nanosecond
 

@@ -43,10 +43,11 @@ TRTLLM_TOKEN_BUDGET = 8192
 
 def layout_step_cost(arch: Any, system: System, layout: Layout, precision: str | Precision, engine: Any,
                      prompt_tokens: int, output_tokens: int, attention: str = "fused",
-                     overlap: bool = False, host_s: float = 0.0) -> StepCost:  # fmt: skip
+                     overlap: bool = False, host: ServingHost | None = None) -> StepCost:  # fmt: skip
     """``step_s(c, n)``: seconds of one engine step of ``c`` prompt tokens and ``n`` decoding sequences of one
-    replica under ``layout`` (see the module docstring), plus ``host_s`` host seconds per step
-    (:meth:`~..serving_host.ServingHost.per_step`)."""
+    replica under ``layout`` (see the module docstring), plus ``host``'s seconds per step
+    (:meth:`~..serving_host.ServingHost.per_step`: a stage's ``layers / pp`` layers; the step's sequences, the
+    decoders and the ⌈c / prompt⌉ prompts, each attention-DP rank scheduling its share)."""
 
     groups = layout.attn_dp
 
@@ -67,10 +68,15 @@ def layout_step_cost(arch: Any, system: System, layout: Layout, precision: str |
         w = Workload(n, prompt_tokens, output_tokens, attention) if context else Workload(n, 1, 2, attention)
         return evaluate_layout(arch, system, layout, w, precision, engine, overlap)["tpot_s"]
 
+    def extra(c: int, n: int) -> float:
+        if host is None:
+            return 0.0
+        return host.per_step(arch.layers / layout.pp, (n + -(-c // prompt_tokens)) / groups)
+
     def step(c: int, n: int) -> float:
         if not c:
-            return dec(n) + host_s if n else 0.0
-        return pre(c + n) + (max(0.0, dec(n) - dec(n, False)) if n else 0.0) + host_s
+            return dec(n) + extra(0, n) if n else 0.0
+        return pre(c + n) + (max(0.0, dec(n) - dec(n, False)) if n else 0.0) + extra(c, n)
 
     return step
 
@@ -144,7 +150,7 @@ def inflight(
     above, a queued request is admitted the step a slot frees).
 
     ``host``: host seconds outside the kernels (:class:`~..serving_host.ServingHost`; None: none): its per-step
-    seconds (a stage's ``layers / pp`` layers) join every step, and under ``clients`` or ``poisson`` arrivals (a
+    seconds join every step (:func:`layout_step_cost`), and under ``clients`` or ``poisson`` arrivals (a
     request through a server) its front-end ``request_s`` joins TTFT and latency."""
     if arrivals not in ARRIVALS:
         raise bad("arrivals", arrivals, f"must be one of {', '.join(ARRIVALS)}")
@@ -164,8 +170,7 @@ def inflight(
         raise bad("output_tokens", O, "in-flight batching needs at least 2 output tokens (a decode step)")
     if token_budget < C:
         raise bad("token_budget", token_budget, f"must be at least the requests in flight ({C})")
-    host_s = host.per_step(arch.layers / lay.pp) if host is not None else 0.0
-    step = layout_step_cost(arch, system, lay, precision, engine, P, O, workload.attention, overlap, host_s)
+    step = layout_step_cost(arch, system, lay, precision, engine, P, O, workload.attention, overlap, host)
     sched = Schedule(C, P, O, token_budget)
     spt = sched.seconds_per_token(step)
     rate = 1.0 / spt  # output tokens/s of one replica
