@@ -132,8 +132,9 @@ def predict(r: dict[str, str], model: str = "steady", budgets: str = "trtllm-ben
 
 #: Row sets reported apart, by first row: session 9's 119 rows; session 10's static batches and first-token
 #: latencies of TensorRT-LLM's early performance pages (DC120-151), NVIDIA NIM's closed-loop serving table
-#: (DC152-163) and the v0.14 online table's QPS 4 and 16 rows (DC164-).
-ROW_SETS = ((164, "DC164-online"), (152, "DC152-nim"), (120, "DC120-151"), (1, "DC001-119"))
+#: (DC152-163), the v0.14 online table's QPS 4 and 16 rows (DC164-199) and session 11's rows of a later
+#: perf-overview that prints tokens/s per GPU (DC200-).
+ROW_SETS = ((200, "DC200-s11"), (164, "DC164-online"), (152, "DC152-nim"), (120, "DC120-151"), (1, "DC001-119"))
 
 
 def row_set(row_id: str) -> str:
@@ -144,8 +145,10 @@ def row_set(row_id: str) -> str:
 
 def measured(r: dict[str, str]) -> float:
     v = float(r["value"])
-    # the in-flight rows print the TP group's total; the static-batch pages print tokens/s per GPU already
-    total = r["metric"] == "output_tok_s" and r.get("batching") != "static"
+    # the in-flight rows print the TP group's total (but the pages that print per GPU, their metric_scope says so);
+    # the static-batch pages print tokens/s per GPU already
+    per_gpu = r.get("batching") == "static" or r["metric_scope"].startswith("per GPU")
+    total = r["metric"] == "output_tok_s" and not per_gpu
     return v / int(r["gpus"]) if total else v
 
 
