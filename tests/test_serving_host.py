@@ -121,3 +121,21 @@ def test_a_mixed_step_pays_for_its_decoders_and_its_prompts(setup):
     for c, n, seqs in ((0, 7, 7), (300, 7, 8), (700, 12, 15), (50, 0, 1)):
         assert timed(c, n) - bare(c, n) == pytest.approx(1e-4 + 4 * 2e-5 + seqs * 5e-6, rel=1e-9)
     assert timed(0, 0) == 0.0
+
+
+def test_steady_state_with_host_time_matches_the_step_by_step_simulation(setup):
+    """The host's seconds ride every step, so the steady state still equals a brute-force run of the schedule
+    with the same (host-timed) steps; past the engine's slots the front end still adds once."""
+    from rooflaw.constraints.serving import Schedule, simulate
+
+    arch, sysm, lay = setup
+    C, P, O, T = 4, 300, 20, 256
+    host = rl.parallel.ServingHost(step_s=1e-4, layer_s=2e-5, seq_s=5e-6, request_s=2e-3)
+    out = rl.parallel.inflight(arch, sysm, lay, rl.Workload(C, P, O), "bf16", ENGINE, token_budget=T, host=host)
+    step = rl.parallel.layout_step_cost(arch, sysm, lay, "bf16", ENGINE, P, O, host=host)
+    brute = simulate(Schedule(C, P, O, T), step, n_requests=30 * C, warmup=10 * C)
+    assert 1.0 / out["tokens_per_s"] == pytest.approx(brute, rel=0.02)
+    wl = rl.Workload(8, P, O)
+    held = rl.parallel.inflight(arch, sysm, lay, wl, "bf16", ENGINE, T, arrivals="clients", max_seqs=4, host=host)
+    inner = rl.parallel.inflight(arch, sysm, lay, rl.Workload(4, P, O), "bf16", ENGINE, T, host=host)
+    assert held["ttft_s"] == pytest.approx(inner["ttft_s"] + inner["latency_s"] * (8 - 4) / 4 + 2e-3, rel=1e-9)
