@@ -4,6 +4,7 @@ committed lines, and those lines equal to the benchmark's own pricing of sample 
 
 import csv
 import importlib.util
+import json
 import sys
 from pathlib import Path
 
@@ -139,3 +140,24 @@ def test_steady_state_with_host_time_matches_the_step_by_step_simulation(setup):
     held = rl.parallel.inflight(arch, sysm, lay, wl, "bf16", ENGINE, T, arrivals="clients", max_seqs=4, host=host)
     inner = rl.parallel.inflight(arch, sysm, lay, rl.Workload(4, P, O), "bf16", ENGINE, T, host=host)
     assert held["ttft_s"] == pytest.approx(inner["ttft_s"] + inner["latency_s"] * (8 - 4) / 4 + 2e-3, rel=1e-9)
+
+
+def test_cli_host_time_adds_the_shipped_figures_to_the_inflight_rows(capsys):
+    from cli_helpers import run_cli
+
+    args = ("evaluate", "--arch", ARCH, "--system", "h100-sxm:2", "--layout", "tp=2", "--batch", "1,4",
+            "--input-tokens", "500", "--output-tokens", "17", "--engine", ENGINE, "--json")  # fmt: skip
+    code, out, _ = run_cli(capsys, *args, "--host-time")
+    assert code == 0
+    d = json.loads(out)
+    host = rl.parallel.serving_host(ENGINE)
+    assert d["serving_host"] == host.__dict__
+    arch, sysm = rl.load_architecture(ARCH), rl.get_system("h100-sxm:2")
+    for row in d["sweep"]:
+        wl = rl.Workload(row["batch"], 500, 17)
+        ref = rl.parallel.inflight(arch, sysm, "tp=2", wl, "bf16", ENGINE, max(8192, row["batch"]), host=host)
+        bare = rl.parallel.inflight(arch, sysm, "tp=2", wl, "bf16", ENGINE, max(8192, row["batch"]))
+        assert row["inflight"]["tpot_s"] == pytest.approx(ref["tpot_s"], rel=1e-12)
+        assert row["inflight"]["tpot_s"] > bare["tpot_s"]
+    code, _, err = run_cli(capsys, "evaluate", "--arch", ARCH, "--device", "h100-sxm", "--host-time")
+    assert code == 2 and "host-time" in err and "Traceback" not in err

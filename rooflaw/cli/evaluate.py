@@ -91,6 +91,9 @@ def evaluate(
     ),
     overlap: bool = typer.Option(False, "--overlap/--no-overlap", help="Hide communication behind compute."),
     max_batch: bool = typer.Option(False, "--max-batch", help="Report the largest batch whose memory fits a device."),
+    host_time: bool = typer.Option(
+        False, "--host-time", help="Serving: add the engine's fitted host and front-end seconds to the in-flight rows."
+    ),
     pareto_plot: Optional[Path] = typer.Option(
         None, "--pareto-plot", help="Write tokens/s per device vs per user over the --batch sweep (.png/.svg)."
     ),
@@ -109,7 +112,7 @@ def evaluate(
         from .disagg import serve_disagg
 
         for flag, val in (("--steps", steps), ("--plot", plot), ("--csv", csv), ("--law", law), ("--draft", draft),
-                          ("--layout", layout), ("--max-batch", max_batch),
+                          ("--layout", layout), ("--max-batch", max_batch), ("--host-time", host_time),
                           ("--pareto-plot", pareto_plot)):  # fmt: skip
             if val:
                 raise bad(flag.lstrip("-"), val, "does not apply to --disagg (two pools, their own layouts)")
@@ -138,7 +141,10 @@ def evaluate(
             max_batch,
             pareto_plot,
             as_json,
+            host_time=host_time,
         )
+    if host_time:
+        raise bad("host-time", True, "is for serving (--system, --layout, --max-batch or a batch sweep)")
     if device is None:
         raise bad("device", None, "give --device (one chip) or --system (several)")
     n_batch = int(batch)

@@ -25,19 +25,22 @@ def resolve_system(device: Optional[str], system: Optional[str]) -> Any:
     return sys_
 
 
-def _inflight(arch, sys_, lay, batch, s_in, s_out, attention, precision, engine, overlap) -> Optional[dict]:
-    """The steady state of ``batch`` requests in flight (:func:`rooflaw.parallel.inflight`); None for one output
-    token (no decode step)."""
+def _inflight(arch, sys_, lay, batch, s_in, s_out, attention, precision, engine, overlap,
+              host=None) -> Optional[dict]:  # fmt: skip
+    """The steady state of ``batch`` requests in flight (:func:`rooflaw.parallel.inflight`; requests queued in the
+    engine, ``host``'s seconds per step); None for one output token (no decode step)."""
     if s_out < 2:
         return None
     wl = api.Workload(batch, s_in, s_out, attention)
     budget = max(api.TRTLLM_TOKEN_BUDGET, batch)
-    return api.inflight(arch, sys_, lay, wl, precision, engine, budget, overlap)
+    return api.inflight(arch, sys_, lay, wl, precision, engine, budget, overlap, host=host)
 
 
 def serve(device, system, layout, arch, precision, batch, s_in, s_out, attention, engine, preset, tiles, overlap,
-          want_max, pareto_plot: Optional[Path], as_json: bool) -> None:  # fmt: skip
-    """Evaluate ``arch`` on a system under a layout at each batch of the sweep and print or write the results."""
+          want_max, pareto_plot: Optional[Path], as_json: bool, host_time: bool = False) -> None:  # fmt: skip
+    """Evaluate ``arch`` on a system under a layout at each batch of the sweep and print or write the results.
+    ``host_time``: the in-flight rows and the max throughput add the engine's fitted host seconds
+    (:func:`rooflaw.parallel.serving_host`)."""
     if preset != "full":
         raise bad("preset", preset, "layouts use the full per-operator model (the paper presets have no shapes)")
     if tiles:
@@ -46,6 +49,11 @@ def serve(device, system, layout, arch, precision, batch, s_in, s_out, attention
         api.check_figure_path(pareto_plot, "pareto-plot")
     sys_ = resolve_system(device, system)
     lay = api.parse_layout(layout or "tp=1")
+    host = None
+    if host_time:
+        from ..constraints.engines import default_engine
+
+        host = api.serving_host(engine or default_engine(sys_.device))
     batches = api.parse_batches(batch)
     wl = api.Workload(batches[0], s_in, s_out, attention)
     rows = api.batch_sweep(arch, sys_, lay, batches, wl, precision, engine, overlap)
@@ -54,15 +62,18 @@ def serve(device, system, layout, arch, precision, batch, s_in, s_out, attention
     out: dict[str, Any] = {k: v for k, v in first.items() if k != "stages"}
     out.update(architecture=arch.name or arch.spec(), system=sys_.to_dict(), precision=precision,
                workload={"input_tokens": s_in, "output_tokens": s_out, "attention": attention},
-               engine=engine, sweep=rows, pareto_batches=[r["batch"] for r in rows if r["pareto"]])  # fmt: skip
+               engine=engine, sweep=rows, pareto_batches=[r["batch"] for r in rows if r["pareto"]],
+               serving_host=host.__dict__ if host is not None else None)  # fmt: skip
     if "stages" in first:
         out["stages"] = first["stages"]
     for r in rows:  # continuous batching at `batch` requests in flight (chunked prefill inside the decode steps)
-        r["inflight"] = _inflight(arch, sys_, lay, r["batch"], s_in, s_out, attention, precision, engine, overlap)
+        r["inflight"] = _inflight(arch, sys_, lay, r["batch"], s_in, s_out, attention, precision, engine, overlap,
+                                  host)  # fmt: skip
     if want_max:
         out["max_batch"] = api.max_batch(arch, sys_, lay, wl, precision)
         if out["max_batch"] and s_out >= 2:  # every request queued: in flight at the largest batch that fits
-            out["max_throughput"] = api.max_throughput(arch, sys_, lay, wl, precision, engine, overlap=overlap)
+            out["max_throughput"] = api.max_throughput(arch, sys_, lay, wl, precision, engine, overlap=overlap,
+                                                       host=host)  # fmt: skip
     banded = bool(api.problem_band(sys_.device, engine, "full", "decode"))
     for r in rows if banded else ():  # 80 % bands of each batch's times and throughputs (JSON)
         r["bands"] = api.bands_dict({k: r[k] for k in ("ttft_s", "tpot_s", "tokens_per_s", "tokens_per_s_per_user",
@@ -88,7 +99,8 @@ def serve(device, system, layout, arch, precision, batch, s_in, s_out, attention
              f"{f['tokens_per_s_per_device']:.4g}"] for r in rows if (f := r["inflight"]) is not None]  # fmt: skip
     if live:
         console.print(table(f"in-flight batching: batch = requests in flight, prompts prefilled inside the decode "
-                            f"steps (≤ {api.TRTLLM_TOKEN_BUDGET} tokens a step)",
+                            f"steps (≤ {api.TRTLLM_TOKEN_BUDGET} tokens a step"
+                            f"{'; + the fitted host seconds' if host is not None else ''})",
                             ["in flight", "TTFT", "TPOT", "tok/s", "tok/s/device"], live))  # fmt: skip
     if banded:
         pre, dec = (api.phase_band(p).band() for p in ("prefill", "decode"))
