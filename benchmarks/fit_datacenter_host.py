@@ -1,15 +1,16 @@
 """Fit the ``tensorrt-llm`` serving stack's host and front-end seconds (:class:`rooflaw.parallel.ServingHost`: per
-executor step, per layer per step, per request through a server) on the published datacenter rows of
-``benchmarks/data/datacenter.csv``, and report them held out one source at a time.
+executor step, per layer and per sequence per step, per request and per prompt token through a server) on the
+published datacenter rows of ``benchmarks/data/datacenter.csv``, and report them held out one source at a time.
 
 Each row is priced by ``bench_datacenter.predict`` four times: without host time, with 1 ms per step, 10 µs per
 sequence per step and 1 ms per request; its prediction is linear in the figures (seconds per output token, TTFT,
 TPOT; but for the arrival wait's small dependence on the step times), so these give its line (``y0``, ``k_step``,
-``k_seq``, ``k_request``; written to ``benchmarks/data/datacenter_host_rows.csv``, the fit's
-input). The figures minimise Σ soft_l1(log(predicted / measured)) (:func:`rooflaw.parallel.fit_host`). A source
-is a published table of one engine version (its URL and version): leave-one-source-out refits on the others and
-predicts the left-out rows -- the held-out figure. ``--write`` writes the table and
-``rooflaw/constraints/serving_host.toml``; ``--from-table`` refits from the written table (no pricing).
+``k_seq``, ``k_request``; the front end's per-token time rides ``k_request`` times the prompt's tokens), written to
+``benchmarks/data/datacenter_host_rows.csv``, the fit's input. The figures minimise Σ soft_l1(log(predicted /
+measured)) (:func:`rooflaw.parallel.fit_host`). A source is a published table of one engine version (its URL and
+version): leave-one-source-out refits on the others and predicts the left-out rows -- the held-out figure.
+``--write`` writes the table and ``rooflaw/constraints/serving_host.toml``; ``--from-table`` refits from the
+written table (no pricing).
 
     python benchmarks/fit_datacenter_host.py [--write] [--from-table] [--json]
 """
@@ -35,7 +36,7 @@ TABLE = HERE / "data" / "datacenter_host_rows.csv"
 TOML = HERE.parent / "rooflaw" / "constraints" / "serving_host.toml"
 ENGINE = "tensorrt-llm"
 DELTA = 1e-3  #: seconds of host time the lines are measured over
-COLUMNS = ("row_id", "group", "metric", "layers", "y0", "k_step", "k_seq", "k_request", "measured")
+COLUMNS = ("row_id", "group", "metric", "layers", "y0", "k_step", "k_seq", "k_request", "prompt_tokens", "measured")
 
 
 def source(r: dict[str, str]) -> str:
@@ -58,7 +59,7 @@ def line(r: dict[str, str]) -> dict[str, object]:
     layers = rl.load_architecture(r["model"]).layers / lay.pp
     return dict(row_id=r["row_id"], group=source(r), metric=r["metric"], layers=layers, y0=y0,
                 k_step=(ys - y0) / DELTA, k_seq=(yq - y0) / (DELTA * 1e-2), k_request=(yr - y0) / DELTA,
-                measured=_time(r, bd.measured(r)))  # fmt: skip
+                prompt_tokens=int(r["isl"]), measured=_time(r, bd.measured(r)))  # fmt: skip
 
 
 def read_table(path: Path = TABLE) -> list[dict[str, str]]:
@@ -69,7 +70,7 @@ def read_table(path: Path = TABLE) -> list[dict[str, str]]:
 def host_rows(table: list[dict]) -> rl.parallel.HostRows:
     col = lambda k: np.array([float(t[k]) for t in table])  # noqa: E731
     return rl.parallel.HostRows(col("y0"), col("k_step"), col("layers"), col("k_seq"), col("k_request"),
-                                col("measured"),
+                                col("prompt_tokens"), col("measured"),
                                 np.array([t["metric"] == "output_tok_s" for t in table]),
                                 tuple(str(t["group"]) for t in table))  # fmt: skip
 
@@ -119,14 +120,15 @@ def main() -> None:
         return
     f = out["fit"]
     print(f"fit ({ENGINE}): step_s {f['step_s'] * 1e3:.4g} ms, layer_s {f['layer_s'] * 1e6:.4g} us, "
-          f"seq_s {f['seq_s'] * 1e6:.4g} us, request_s {f['request_s'] * 1e3:.4g} ms")  # fmt: skip
+          f"seq_s {f['seq_s'] * 1e6:.4g} us, request_s {f['request_s'] * 1e3:.4g} ms, "
+          f"prompt_token_s {f['prompt_token_s'] * 1e6:.4g} us")  # fmt: skip
     print(f"\n{'median |pred/meas - 1|':60s} {'n':>4s} {'none':>7s} {'in-sample':>9s} {'LOSO':>7s}")
     for k, v in out["summary"].items():
         print(f"  {k:58s} {v['n']:4d} {v['none']:7.1%} {v['in-sample']:9.1%} {v['loso']:7.1%}")
-    print("\nleft-out fits (step ms, layer us, sequence us, request ms):")
+    print("\nleft-out fits (step ms, layer us, sequence us, request ms, prompt token us):")
     for g, h in out["loso_fits"].items():
         print(f"  {g:58s} {h['step_s'] * 1e3:7.3f} {h['layer_s'] * 1e6:7.2f} {h['seq_s'] * 1e6:7.2f} "
-              f"{h['request_s'] * 1e3:7.3f}")  # fmt: skip
+              f"{h['request_s'] * 1e3:7.3f} {h['prompt_token_s'] * 1e6:7.3f}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -37,12 +37,12 @@ def test_one_request_pays_each_step_and_the_front_end_once(setup):
     decode step adds the step seconds (one sequence); an offline (closed) run has no front end."""
     arch, sysm, lay = setup
     P, O = 500, 17
-    host = rl.parallel.ServingHost(step_s=2e-4, layer_s=1e-5, seq_s=3e-5, request_s=3e-3)
+    host = rl.parallel.ServingHost(step_s=2e-4, layer_s=1e-5, seq_s=3e-5, request_s=3e-3, prompt_token_s=2e-6)
     h = 2e-4 + 4 * 1e-5 + 3e-5
     pre = rl.parallel.evaluate_layout(arch, sysm, lay, rl.Workload(1, P, 1), "bf16", ENGINE)["ttft_s"]
     dec = rl.parallel.evaluate_layout(arch, sysm, lay, rl.Workload(1, P, O), "bf16", ENGINE)["tpot_s"]
     served = rl.parallel.inflight(arch, sysm, lay, rl.Workload(1, P, O), "bf16", ENGINE, arrivals="clients", host=host)
-    assert served["ttft_s"] == pytest.approx(pre + h + 3e-3, rel=1e-9)
+    assert served["ttft_s"] == pytest.approx(pre + h + 3e-3 + P * 2e-6, rel=1e-9)
     assert served["tpot_s"] == pytest.approx(dec + h, rel=1e-9)
     offline = rl.parallel.inflight(arch, sysm, lay, rl.Workload(1, P, O), "bf16", ENGINE, host=host)
     assert offline["ttft_s"] == pytest.approx(pre + h, rel=1e-9)
@@ -63,19 +63,20 @@ def test_fit_recovers_known_figures_and_predicts_a_left_out_source():
     left out is predicted exactly from the other's fit."""
     rng = np.random.default_rng(3)
     n = 40
-    true = rl.parallel.ServingHost(step_s=4e-4, layer_s=6e-5, seq_s=2e-5, request_s=8e-3)
+    true = rl.parallel.ServingHost(step_s=4e-4, layer_s=6e-5, seq_s=2e-5, request_s=8e-3, prompt_token_s=3e-6)
     y0 = rng.uniform(1e-3, 5e-2, n)
     ks = rng.uniform(0.5, 30.0, n)
     kq = ks * rng.uniform(1.0, 2000.0, n)  # sequences per step
     layers = rng.choice([32.0, 80.0, 126.0], n)
     kr = (rng.uniform(size=n) < 0.4).astype(float)
+    prompts = rng.choice([128.0, 467.0, 2048.0, 5000.0], n)
     thr = rng.uniform(size=n) < 0.5
     group = tuple("ab"[i % 2] for i in range(n))
-    rows = rl.parallel.HostRows(y0, ks, layers, kq, kr, y0, thr, group)
+    rows = rl.parallel.HostRows(y0, ks, layers, kq, kr, prompts, y0, thr, group)
     meas = rows.predict(true)
-    rows = rl.parallel.HostRows(y0, ks, layers, kq, kr, meas, thr, group)
+    rows = rl.parallel.HostRows(y0, ks, layers, kq, kr, prompts, meas, thr, group)
     fit = rl.parallel.fit_host(rows)
-    for key in ("step_s", "layer_s", "seq_s", "request_s"):
+    for key in ("step_s", "layer_s", "seq_s", "request_s", "prompt_token_s"):
         assert getattr(fit, key) == pytest.approx(getattr(true, key), rel=1e-3)
     loso, per = rl.parallel.leave_one_source_out(rows)
     assert set(per) == {"a", "b"}
@@ -107,7 +108,7 @@ def test_committed_lines_are_the_benchmarks_pricing(row_id):
         row = next(r for r in csv.DictReader(f) if r["row_id"] == row_id)
     want = next(t for t in fit.read_table() if t["row_id"] == row_id)
     got = fit.line(row)
-    for key in ("y0", "k_step", "k_seq", "k_request", "measured", "layers"):
+    for key in ("y0", "k_step", "k_seq", "k_request", "prompt_tokens", "measured", "layers"):
         stale = f"{row_id} {key}: the lines are stale; rerun python benchmarks/fit_datacenter_host.py --write"
         assert float(want[key]) == pytest.approx(float(got[key]), rel=1e-6, abs=1e-12), stale
 
@@ -132,7 +133,7 @@ def test_steady_state_with_host_time_matches_the_step_by_step_simulation(setup):
 
     arch, sysm, lay = setup
     C, P, O, T = 4, 300, 20, 256
-    host = rl.parallel.ServingHost(step_s=1e-4, layer_s=2e-5, seq_s=5e-6, request_s=2e-3)
+    host = rl.parallel.ServingHost(step_s=1e-4, layer_s=2e-5, seq_s=5e-6, request_s=2e-3, prompt_token_s=1e-6)
     out = rl.parallel.inflight(arch, sysm, lay, rl.Workload(C, P, O), "bf16", ENGINE, token_budget=T, host=host)
     step = rl.parallel.layout_step_cost(arch, sysm, lay, "bf16", ENGINE, P, O, host=host)
     brute = simulate(Schedule(C, P, O, T), step, n_requests=30 * C, warmup=10 * C)
@@ -140,7 +141,8 @@ def test_steady_state_with_host_time_matches_the_step_by_step_simulation(setup):
     wl = rl.Workload(8, P, O)
     held = rl.parallel.inflight(arch, sysm, lay, wl, "bf16", ENGINE, T, arrivals="clients", max_seqs=4, host=host)
     inner = rl.parallel.inflight(arch, sysm, lay, rl.Workload(4, P, O), "bf16", ENGINE, T, host=host)
-    assert held["ttft_s"] == pytest.approx(inner["ttft_s"] + inner["latency_s"] * (8 - 4) / 4 + 2e-3, rel=1e-9)
+    front = 2e-3 + P * 1e-6
+    assert held["ttft_s"] == pytest.approx(inner["ttft_s"] + inner["latency_s"] * (8 - 4) / 4 + front, rel=1e-9)
 
 
 def test_cli_host_time_adds_the_shipped_figures_to_the_inflight_rows(capsys):

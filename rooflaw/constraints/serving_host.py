@@ -11,12 +11,14 @@ Three figures per engine (SI units), none of which a kernel timing shows:
   attention DP each rank's share;
 * ``request_s``: seconds per request in the serving front end (HTTP, tokenising the prompt, admission,
   detokenising and streaming the first token): added to the TTFT and latency of a request that goes through a
-  server (not to ``trtllm-bench`` offline runs, whose requests are queued inside the engine already tokenised).
+  server (not to ``trtllm-bench`` offline runs, whose requests are queued inside the engine already tokenised);
+* ``prompt_token_s``: the front end's seconds per prompt token (tokenising it, the request body), added with
+  ``request_s``.
 
 The figures are fitted ONCE on published datacenter rows (``benchmarks/fit_datacenter_host.py``), each row's
 prediction being linear in them (a step's seconds add ``step_s + layer_s·layers`` to every step of the schedule,
 and ``seq_s`` per sequence in it, so every TTFT, TPOT and seconds per output token is
-``y0 + k·(step_s + layer_s·L) + kq·seq_s + kr·request_s``): a robust
+``y0 + k·(step_s + layer_s·L) + kq·seq_s + kr·(request_s + prompt_token_s·P)``): a robust
 least squares on log(predicted / measured), with leave-one-source-out as the held-out figure. The shipped figures
 live in ``serving_host.toml`` beside this module; an engine without an entry adds nothing.
 """
@@ -42,7 +44,7 @@ else:  # pragma: no cover
 
 HOST_FILE = Path(__file__).with_name("serving_host.toml")
 #: The fitted figures, in the order of :class:`ServingHost`'s fields.
-HOST_KEYS = ("step_s", "layer_s", "seq_s", "request_s")
+HOST_KEYS = ("step_s", "layer_s", "seq_s", "request_s", "prompt_token_s")
 #: Scale of a log error past which the fit's loss grows linearly (``soft_l1``: robust to a few far rows).
 LOSS_SCALE = 0.1
 
@@ -50,18 +52,23 @@ LOSS_SCALE = 0.1
 @dataclass(frozen=True)
 class ServingHost:
     """Host-side seconds outside the kernels (see the module docstring): per step, per layer per step, per
-    sequence per step, per request through the front end."""
+    sequence per step, per request and per prompt token through the front end."""
 
     step_s: float = 0.0
     layer_s: float = 0.0
     seq_s: float = 0.0
     request_s: float = 0.0
+    prompt_token_s: float = 0.0
 
     def __post_init__(self) -> None:
         for key in HOST_KEYS:
             v = getattr(self, key)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
                 raise bad(key, v, "must be a finite number of seconds >= 0")
+
+    def front_end(self, prompt_tokens: int) -> float:
+        """Seconds a request of ``prompt_tokens`` spends in a server's front end."""
+        return self.request_s + self.prompt_token_s * prompt_tokens
 
     def per_step(self, layers: float, sequences: float = 0.0) -> float:
         """Seconds one executor step of a stage running ``layers`` transformer layers over ``sequences`` adds."""
@@ -96,7 +103,7 @@ class HostRows:
     """Each row's prediction as a line in the figures (time units: seconds; throughput rows as seconds per output
     token): ``y0`` with no host time, ``k_step`` its seconds per second of host time per step, ``layers`` (per
     stage), ``k_seq`` its seconds per second of host time per sequence per step, ``k_request`` its seconds per
-    second of front-end time per request, ``measured`` in the same unit,
+    second of front-end time per request (``prompt_tokens`` its prompt's tokens), ``measured`` in the same unit,
     ``throughput`` whether the row's metric is a rate (its value is 1 / the time), ``group`` the row's source
     (left out together)."""
 
@@ -105,6 +112,7 @@ class HostRows:
     layers: np.ndarray
     k_seq: np.ndarray
     k_request: np.ndarray
+    prompt_tokens: np.ndarray
     measured: np.ndarray
     throughput: np.ndarray
     group: tuple[str, ...]
@@ -112,7 +120,8 @@ class HostRows:
     def predict(self, host: ServingHost, mask: np.ndarray | None = None) -> np.ndarray:
         m = slice(None) if mask is None else mask
         return (self.y0[m] + self.k_step[m] * (host.step_s + host.layer_s * self.layers[m])
-                + self.k_seq[m] * host.seq_s + self.k_request[m] * host.request_s)  # fmt: skip
+                + self.k_seq[m] * host.seq_s + self.k_request[m] * (host.request_s
+                + host.prompt_token_s * self.prompt_tokens[m]))  # fmt: skip
 
 
 def fit_host(rows: HostRows, mask: np.ndarray | None = None) -> ServingHost:
@@ -122,7 +131,8 @@ def fit_host(rows: HostRows, mask: np.ndarray | None = None) -> ServingHost:
     from scipy.optimize import least_squares
 
     m = np.ones(len(rows.y0), bool) if mask is None else np.asarray(mask, bool)
-    cols = np.stack([rows.k_step[m], rows.k_step[m] * rows.layers[m], rows.k_seq[m], rows.k_request[m]], axis=1)
+    k = (rows.k_step[m], rows.k_step[m] * rows.layers[m], rows.k_seq[m], rows.k_request[m])
+    cols = np.stack([*k, rows.k_request[m] * rows.prompt_tokens[m]], axis=1)
     used = np.abs(cols).max(axis=0) > 0
     scale = 1e-3  # solve in milliseconds
 

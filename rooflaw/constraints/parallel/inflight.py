@@ -151,7 +151,8 @@ def inflight(
 
     ``host``: host seconds outside the kernels (:class:`~..serving_host.ServingHost`; None: none): its per-step
     seconds join every step (:func:`layout_step_cost`), and under ``clients`` or ``poisson`` arrivals (a
-    request through a server) its front-end ``request_s`` joins TTFT and latency."""
+    request through a server) its front end (:meth:`~..serving_host.ServingHost.front_end`) joins TTFT and
+    latency."""
     if arrivals not in ARRIVALS:
         raise bad("arrivals", arrivals, f"must be one of {', '.join(ARRIVALS)}")
     lay = parse_layout(layout) if isinstance(layout, str) else layout
@@ -163,7 +164,7 @@ def inflight(
             wl = Workload(max_seqs, P, O, workload.attention)
             out = inflight(arch, system, lay, wl, precision, engine, token_budget, overlap, "closed", host=host)
             queue = out["latency_s"] * (C - max_seqs) / max_seqs
-            front = host.request_s if host is not None and arrivals != "closed" else 0.0
+            front = host.front_end(P) if host is not None and arrivals != "closed" else 0.0
             return {**out, "latency_s": out["latency_s"] + queue + front, "ttft_s": out["ttft_s"] + queue + front,
                     "wait_s": queue}  # fmt: skip
     if O < 2:
@@ -189,7 +190,7 @@ def inflight(
     wait = 0.0
     if arrivals != "closed" and C > 1:  # others in flight keep steps running; one alone finds the server idle
         wait = _arrival_wait(sched, step, C - 1, latency)
-    front = host.request_s if host is not None and arrivals != "closed" else 0.0
+    front = host.front_end(P) if host is not None and arrivals != "closed" else 0.0
     return dict(tokens_per_s=lay.dp * rate, tokens_per_s_per_device=rate / (lay.devices / lay.dp),
                 requests_per_s=lay.dp * rate / O, latency_s=latency + wait + front, ttft_s=ttft + wait + front,
                 tpot_s=tpot, step_s_decode=step(0, C), wait_s=wait)  # fmt: skip
