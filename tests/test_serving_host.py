@@ -164,3 +164,5 @@ def test_cli_host_time_adds_the_shipped_figures_to_the_inflight_rows(capsys):
         assert row["inflight"]["tpot_s"] > bare["tpot_s"]
     code, _, err = run_cli(capsys, "evaluate", "--arch", ARCH, "--device", "h100-sxm", "--host-time")
     assert code == 2 and "host-time" in err and "Traceback" not in err
+    code, _, err = run_cli(capsys, *args[:-2], "vllm", "--host-time")  # no fitted figures: said, not silently zero
+    assert code == 2 and "no fitted host figures" in err and "Traceback" not in err

@@ -53,7 +53,10 @@ def serve(device, system, layout, arch, precision, batch, s_in, s_out, attention
     if host_time:
         from ..constraints.engines import default_engine
 
-        host = api.serving_host(engine or default_engine(sys_.device))
+        name = engine or default_engine(sys_.device)
+        host = api.serving_host(name)
+        if host == api.ServingHost():
+            raise bad("host-time", name, "this engine has no fitted host figures (serving_host.toml: tensorrt-llm)")
     batches = api.parse_batches(batch)
     wl = api.Workload(batches[0], s_in, s_out, attention)
     rows = api.batch_sweep(arch, sys_, lay, batches, wl, precision, engine, overlap)
