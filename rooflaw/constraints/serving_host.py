@@ -1,6 +1,6 @@
 """Host and front-end seconds a datacenter serving stack adds outside its kernels, and their fit.
 
-Three figures per engine (SI units), none of which a kernel timing shows:
+Five figures per engine (SI units), none of which a kernel timing shows:
 
 * ``step_s``: seconds per executor step (one forward pass of the in-flight batch): the scheduler, sampling,
   host↔device syncs, the batch's bookkeeping;
