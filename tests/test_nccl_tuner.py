@@ -74,3 +74,19 @@ def test_tuner_switch_is_where_the_measured_tables_jump():
         growth = t[1:] / t[:-1]
         assert growth[first - 1] >= 1.4, (gpu, s[first], growth[first - 1])
         assert growth[: first - 1].max() < 1.5, (gpu, growth[: first - 1])
+
+
+def test_vllm_over_pcie_beyond_two_gpus_is_nccl():
+    """vLLM disables its custom all-reduce on more than 2 PCIe-only GPUs: the curve's large protocol prices those
+    calls even where the kernel's would be cheaper; at 2 GPUs, and over NVLink, the cheaper of the two."""
+    c = CollectiveCurve(latency=5e-6, efficiency=0.4, hop=1e-6, latency_large=30e-6, efficiency_large=0.6)
+    bw, s = 32e9, 512.0  # PCIe Gen4 x16; a small message the kernel would win
+    large = lambda n: 30e-6 + 2 * (n - 1) / n * s / (bw * 0.6 * (2 / n) ** 2)  # noqa: E731  (c = 2 on PCIe)
+    for n in (4, 8):
+        kernel = 5e-6 + (n - 1) * 1e-6 + (n - 1) * s / (bw * 0.4 * (2 / n) ** 2)  # one-shot
+        assert kernel < large(n)
+        assert K.seconds("allreduce_vllm", n, s, bw, "pcie", c) == pytest.approx(large(n))
+        assert K.seconds("allreduce", n, s, bw, "pcie", c) == pytest.approx(kernel)  # TensorRT-LLM's: its kernel
+    assert K.seconds("allreduce_vllm", 2, s, bw, "pcie", c) == pytest.approx(5e-6 + 1e-6 + s / (bw * 0.4))
+    assert K.seconds("allreduce_vllm", 8, s, 450e9, "nvlink", c) == pytest.approx(
+        5e-6 + 7e-6 + 7 * s / (450e9 * 0.4))  # fmt: skip

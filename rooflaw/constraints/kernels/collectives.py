@@ -26,7 +26,8 @@ Which protocol: NCCL's all-reduce, all-gather and reduce-scatter run the one NCC
 from its published constants and the GPU's architecture (:mod:`.nccl_tuner`), which is not always the cheaper in
 fact: the measured tables jump where it switches from LL to Simple (A100 all-reduce over 2 GPUs: 19 µs at 512 KB,
 41 µs at 1 MB). The rest (custom all-reduce kernels, all-to-all), and a call priced without an architecture (the
-layouts), take the cheapest protocol.
+layouts), take the cheapest protocol -- except vLLM's all-reduce over PCIe on more than 2 GPUs, which is NCCL's, not
+vLLM's kernel (:data:`VLLM_PCIE_MAX_GPUS`): the curve's large protocol alone.
 
 The one-line law (``latency + f·S/(B·efficiency)``) over-predicted small messages by ~20 %, under-predicted
 1-4 MB by ~25 % and over-predicted the largest by ~20 % on every GPU (docs/kernels-moe-collectives.md).
@@ -74,6 +75,10 @@ DTYPE_BYTES = {"half": 2, "float16": 2, "bfloat16": 2, "fp16": 2, "bf16": 2, "in
 #: The largest group the measured tables hold (2, 4 and 8 GPUs): the large protocol's ``(n/2)^scaling`` growth is
 #: held at its 8-GPU value beyond it (an NVL72 domain is not extrapolated to 36^scaling of the 2-GPU bandwidth).
 SCALING_MAX_GPUS = 8
+#: vLLM runs its custom all-reduce over PCIe on at most 2 GPUs ("Custom allreduce is disabled because it's not
+#: supported on more than two PCIe-only GPUs", ``vllm/distributed/device_communicators/custom_all_reduce.py``):
+#: beyond, its all-reduce is NCCL's, priced by the curve's large protocol
+VLLM_PCIE_MAX_GPUS = 2
 #: The fitted figures of each curve (:class:`~rooflaw.constraints.kernels.CollectiveCurve`'s fields).
 FIGURES = tuple(f.name for f in dataclasses.fields(CollectiveCurve))
 #: NCCL's LL128 figures: fitted only for the collectives NCCL's tuner prices (:data:`.nccl_tuner.TUNED`)
@@ -205,6 +210,8 @@ def seconds(collective: str, n: Any, nbytes: Any, link_bw: float, kind: str, c: 
         t = np.choose(pick, np.broadcast_arrays(t, mid, big))
     else:
         t = np.minimum(np.minimum(t, big), mid)
+    if collective == "allreduce_vllm" and kind == "pcie" and c.efficiency_large > 0:  # vLLM's kernel is off there
+        t = np.where(n > VLLM_PCIE_MAX_GPUS, big, t)
     return np.where(n > 1, t, 0.0)
 
 
@@ -323,7 +330,7 @@ NCCL = register(family("nccl", ("nccl_perf",), _params("nccl_allreduce", "allgat
 
 
 __all__ = ["ALLREDUCE", "BOUNDS", "COLLECTIVES", "CONTENTION", "FIGURES", "LINK_KINDS", "LL128_FIGURES", "NCCL",
-           "NCCL_OPS", "SCALING_MAX_GPUS", "SEED", "Terms",
+           "NCCL_OPS", "SCALING_MAX_GPUS", "SEED", "Terms", "VLLM_PCIE_MAX_GPUS",
            "curve", "device_link", "device_of_rows", "evaluate", "factor", "figures", "link_kind", "predict_allreduce",
            "predict_nccl", "prepare_allreduce", "prepare_nccl", "rank_bandwidth", "seconds", "steps",
            "system_contention", "used_params"]  # fmt: skip
