@@ -167,7 +167,10 @@ def test_fit_recovers_known_figures_from_synthetic_rows():
 def test_used_params_follow_the_devices_link():
     rows = pd.concat([_table("TRTLLM", [2], [128]), _table("vLLM", [2], [128], backend=["vllm_graph"])])
     figures = ("latency", "efficiency", "hop", "latency_large", "efficiency_large", "scaling")
-    assert figures == K.FIGURES
+    assert (*figures, "latency_ll128", "efficiency_ll128") == K.FIGURES
+    assert K.figures("allreduce", "nvlink") == figures  # LL128: only NCCL's tuned collectives over NVLink
+    assert K.figures("nccl_allreduce", "nvlink") == K.FIGURES and K.figures("allgather", "pcie") == figures
+    assert K.figures("alltoall", "nvlink") == figures
     assert K.used_params(K.prepare_allreduce, rows, R.get_device("h100-sxm")) == tuple(
         f"collectives.{c}/nvlink.{f}" for c in ("allreduce", "allreduce_vllm") for f in figures)  # fmt: skip
     assert K.used_params(K.prepare_allreduce, rows.iloc[:1], R.get_device("l40s")) == tuple(

@@ -25,10 +25,12 @@ from typing import Any
 
 @dataclass(frozen=True)
 class CollectiveCurve:
-    """One collective on one link kind, two protocols (s; :func:`.collectives.seconds`): the small-message one
-    ``latency + hop·steps + bytes_moved / (link_bandwidth · efficiency)`` and, where ``efficiency_large`` > 0, the
-    large-message one ``latency_large + hop·steps + bytes_moved / (link_bandwidth · efficiency_large · (n/2)^scaling)``;
-    the call takes the cheaper (NCCL's LL vs Simple protocols; a custom all-reduce kernel vs the NCCL fallback)."""
+    """One collective on one link kind, up to three protocols (s; :func:`.collectives.seconds`): the small-message
+    one ``latency + hop·steps + bytes_moved / (link_bandwidth · efficiency)``, where ``efficiency_large`` > 0 the
+    large-message one ``latency_large + hop·steps + bytes_moved / (link_bandwidth · efficiency_large · (n/2)^scaling)``
+    and, where ``efficiency_ll128`` > 0, NCCL's LL128 ``latency_ll128 + hop·steps + bytes_moved / (link_bandwidth ·
+    efficiency_ll128)``. NCCL's collectives run the protocol NCCL's own tuner picks (:mod:`.nccl_tuner`); otherwise
+    the call takes the cheapest (a custom all-reduce kernel vs the NCCL fallback)."""
 
     latency: float  #: s, fixed per call (small-message protocol)
     efficiency: float  #: achieved fraction of the link's datasheet bandwidth (small-message protocol)
@@ -36,6 +38,8 @@ class CollectiveCurve:
     latency_large: float = 0.0  #: s, fixed per call of the large-message protocol (pipeline fill)
     efficiency_large: float = 0.0  #: its achieved fraction of the link bandwidth at n = 2 (0: no such protocol)
     scaling: float = 0.0  #: exponent of the large-message bandwidth's growth with the group, ``(n/2)^scaling``
+    latency_ll128: float = 0.0  #: s, fixed per call of NCCL's LL128 protocol
+    efficiency_ll128: float = 0.0  #: its achieved fraction of the link bandwidth (0: no such protocol)
 
 
 @dataclass(frozen=True)

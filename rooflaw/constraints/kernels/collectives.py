@@ -1,4 +1,4 @@
-"""Collectives priced from fitted curves: the cheaper of two protocols, each ``latency + bytes / bandwidth``.
+"""Collectives priced from fitted curves: a protocol's ``latency + bytes / bandwidth``, the one NCCL runs.
 
 One :class:`~rooflaw.constraints.kernels.CollectiveCurve` per ``"<collective>/<link kind>"`` key of
 :attr:`KernelCurves.collectives`. ``S`` is the buffer a rank holds, in bytes (the vector all-reduced, the
@@ -18,7 +18,16 @@ Seconds of one call (:func:`seconds`), with ``f(n)`` the bytes each rank moves p
   where ``efficiency_large`` > 0: ``latency_large + hop·steps + f·S / (B·efficiency_large·(n/2)^scaling)``
   (no hops for the custom all-reduce's fallback): a pipeline fill of tens of µs, then nearly the link's rate,
   rising with the group on NVSwitch (more NVLink ports and channels in flight; NVLink SHARP at 8 GPUs), held at
-  its 8-GPU value past the measured groups (:data:`SCALING_MAX_GPUS`).
+  its 8-GPU value past the measured groups (:data:`SCALING_MAX_GPUS`);
+- NCCL's LL128 (its all-reduce, all-gather and reduce-scatter over NVLink), where ``efficiency_ll128`` > 0:
+  ``latency_ll128 + hop·steps + f·S / (B·efficiency_ll128)``.
+
+Which protocol: NCCL's all-reduce, all-gather and reduce-scatter run the one NCCL's own tuner predicts cheapest
+from its published constants and the GPU's architecture (:mod:`.nccl_tuner`), which is not always the cheaper in
+fact: the measured tables jump where it switches from LL to Simple (A100 all-reduce over 2 GPUs: 19 µs at 512 KB,
+41 µs at 1 MB). The rest (custom all-reduce kernels, all-to-all), and a call priced without an architecture (the
+layouts), take the cheapest protocol -- except vLLM's all-reduce over PCIe on more than 2 GPUs, which is NCCL's, not
+vLLM's kernel (:data:`VLLM_PCIE_MAX_GPUS`): the curve's large protocol alone.
 
 The one-line law (``latency + f·S/(B·efficiency)``) over-predicted small messages by ~20 %, under-predicted
 1-4 MB by ~25 % and over-predicted the largest by ~20 % on every GPU (docs/kernels-moe-collectives.md).
@@ -50,6 +59,7 @@ import numpy as np
 
 from ...devices.device import Device
 from . import CollectiveCurve, Family, KernelCurves, register
+from .nccl_tuner import TUNED, protocol
 
 #: Exponent of the per-rank bandwidth's fall with the group size, per link kind: ``B·eff·(2/n)^c``.
 CONTENTION = {"nvlink": 0.0, "pcie": 2.0}
@@ -65,8 +75,34 @@ DTYPE_BYTES = {"half": 2, "float16": 2, "bfloat16": 2, "fp16": 2, "bf16": 2, "in
 #: The largest group the measured tables hold (2, 4 and 8 GPUs): the large protocol's ``(n/2)^scaling`` growth is
 #: held at its 8-GPU value beyond it (an NVL72 domain is not extrapolated to 36^scaling of the 2-GPU bandwidth).
 SCALING_MAX_GPUS = 8
+#: vLLM runs its custom all-reduce over PCIe on at most 2 GPUs ("Custom allreduce is disabled because it's not
+#: supported on more than two PCIe-only GPUs", ``vllm/distributed/device_communicators/custom_all_reduce.py``):
+#: beyond, its all-reduce is NCCL's, priced by the curve's large protocol
+VLLM_PCIE_MAX_GPUS = 2
 #: The fitted figures of each curve (:class:`~rooflaw.constraints.kernels.CollectiveCurve`'s fields).
 FIGURES = tuple(f.name for f in dataclasses.fields(CollectiveCurve))
+#: NCCL's LL128 figures: fitted only for the collectives NCCL's tuner prices (:data:`.nccl_tuner.TUNED`)
+LL128_FIGURES = ("latency_ll128", "efficiency_ll128")
+#: starting value, lower and upper bound, typical scale of each figure in a fit (``fit._BOUNDS``' form)
+BOUNDS = {
+    "collectives.latency": (5e-6, 0.0, 1e-3, 1e-5),
+    "collectives.efficiency": (0.3, 0.01, 1.5, 1.0),
+    "collectives.hop": (1e-6, 0.0, 1e-4, 1e-6),
+    "collectives.latency_large": (3e-5, 0.0, 1e-3, 1e-5),
+    "collectives.efficiency_large": (0.7, 0.01, 1.5, 1.0),
+    "collectives.scaling": (0.1, -1.0, 1.0, 0.1),
+    "collectives.latency_ll128": (1.5e-5, 0.0, 1e-3, 1e-5),
+    "collectives.efficiency_ll128": (0.5, 0.01, 1.0, 1.0),  # LL128 carries 120 of every 128 bytes: < the link
+}
+
+
+def figures(collective: str, kind: str) -> tuple[str, ...]:
+    """The figures of ``collective``'s curve on link ``kind`` a fit determines (LL128's only where NCCL's tuner may
+    pick it: its tuned collectives over NVLink)."""
+    ll128 = collective in TUNED and kind == "nvlink"
+    return FIGURES if ll128 else tuple(f for f in FIGURES if f not in LL128_FIGURES)
+
+
 #: Starting point of a fit (and nothing else: a device whose curves lack a collective is not priced by them).
 SEED = CollectiveCurve(latency=5e-6, efficiency=0.6)
 
@@ -140,9 +176,10 @@ def steps(collective: str, n: Any) -> Any:
 
 
 def seconds(collective: str, n: Any, nbytes: Any, link_bw: float, kind: str, c: CollectiveCurve,
-            contention: float | None = None) -> Any:  # fmt: skip
+            contention: float | None = None, architecture: str | None = None) -> Any:  # fmt: skip
     """Seconds of one ``collective`` of ``nbytes`` over ``n`` GPUs (0 for n ≤ 1), vectorised over n and nbytes:
-    the cheaper of the curve's small-message and (where it has one) large-message protocol (module docstring);
+    the cheapest of the curve's protocols (module docstring), or, for NCCL's tuned collectives given the GPU's
+    ``architecture``, the one NCCL's own tuner picks (:mod:`.nccl_tuner`), priced by the curve;
     ``contention``: the system's exponent (:func:`rank_bandwidth`; ``None``: the link kind's)."""
     n = np.asarray(n, dtype=float)
     s = np.asarray(nbytes, dtype=float)
@@ -157,10 +194,24 @@ def seconds(collective: str, n: Any, nbytes: Any, link_bw: float, kind: str, c: 
     else:
         t = lat + factor(collective, nn) * s / bw
         large_lat = c.latency_large + c.hop * steps(collective, nn)
+    inf = np.full(np.broadcast(n, s).shape, np.inf)
+    big = inf
     if c.efficiency_large > 0:
         growth = (np.minimum(nn, SCALING_MAX_GPUS) / 2.0) ** c.scaling  # not extrapolated past the measured groups
-        big = rank_bandwidth(link_bw, kind, nn, c.efficiency_large, contention) * growth
-        t = np.minimum(t, large_lat + factor(collective, nn) * s / big)
+        big = large_lat + factor(collective, nn) * s / (rank_bandwidth(link_bw, kind, nn, c.efficiency_large,
+                                                                        contention) * growth)  # fmt: skip
+    mid = inf
+    if c.efficiency_ll128 > 0 and collective in TUNED:
+        mid = c.latency_ll128 + c.hop * steps(collective, nn) + factor(collective, nn) * s / rank_bandwidth(
+            link_bw, kind, nn, c.efficiency_ll128, contention)  # fmt: skip
+    if architecture is not None and collective in TUNED:  # the protocol NCCL runs, not the cheapest
+        pick = protocol(collective, nn, s, link_bw, kind, architecture, (True, c.efficiency_ll128 > 0,
+                                                                         c.efficiency_large > 0))  # fmt: skip
+        t = np.choose(pick, np.broadcast_arrays(t, mid, big))
+    else:
+        t = np.minimum(np.minimum(t, big), mid)
+    if collective == "allreduce_vllm" and kind == "pcie" and c.efficiency_large > 0:  # vLLM's kernel is off there
+        t = np.where(n > VLLM_PCIE_MAX_GPUS, big, t)
     return np.where(n > 1, t, 0.0)
 
 
@@ -186,7 +237,7 @@ def evaluate(terms: Terms, device: Device, curves: KernelCurves | None) -> np.nd
         if c is None:
             continue
         m = terms.key == key
-        out[m] = seconds(key, terms.n[m], terms.nbytes[m], bw, kind, c, contention)
+        out[m] = seconds(key, terms.n[m], terms.nbytes[m], bw, kind, c, contention, device.architecture or None)
     return out
 
 
@@ -255,11 +306,11 @@ def used_params(prepare_fn, rows, device: Device | None = None) -> tuple[str, ..
     if link is None:
         return ()
     keys = sorted(k for k in set(prepare_fn(rows).key.tolist()) if k)
-    return tuple(f"collectives.{k}/{link[0]}.{f}" for k in keys for f in FIGURES)
+    return tuple(f"collectives.{k}/{link[0]}.{f}" for k in keys for f in figures(k, link[0]))
 
 
 def _params(*collectives: str) -> tuple[str, ...]:
-    return tuple(f"collectives.{c}/{k}.{f}" for c in collectives for k in LINK_KINDS for f in FIGURES)
+    return tuple(f"collectives.{c}/{k}.{f}" for c in collectives for k in LINK_KINDS for f in figures(c, k))
 
 
 #: The custom all-reduce kernels (the issue's "all-reduce" family) and NCCL's collectives. Each architecture's
@@ -278,8 +329,8 @@ NCCL = register(family("nccl", ("nccl_perf",), _params("nccl_allreduce", "allgat
                        evaluate=evaluate))  # fmt: skip
 
 
-__all__ = ["ALLREDUCE", "COLLECTIVES", "CONTENTION", "FIGURES", "LINK_KINDS", "NCCL", "NCCL_OPS", "SCALING_MAX_GPUS",
-           "SEED", "Terms",
-           "curve", "device_link", "device_of_rows", "evaluate", "factor", "link_kind", "predict_allreduce",
+__all__ = ["ALLREDUCE", "BOUNDS", "COLLECTIVES", "CONTENTION", "FIGURES", "LINK_KINDS", "LL128_FIGURES", "NCCL",
+           "NCCL_OPS", "SCALING_MAX_GPUS", "SEED", "Terms", "VLLM_PCIE_MAX_GPUS",
+           "curve", "device_link", "device_of_rows", "evaluate", "factor", "figures", "link_kind", "predict_allreduce",
            "predict_nccl", "prepare_allreduce", "prepare_nccl", "rank_bandwidth", "seconds", "steps",
            "system_contention", "used_params"]  # fmt: skip

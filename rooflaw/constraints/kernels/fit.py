@@ -23,6 +23,7 @@ from ...devices.device import Device
 from ...errors import RooflawError, bad
 from . import FAMILIES, GENERIC, Family, KernelCurves, family_of_table
 from .catalog_file import COMMIT, SOURCE, catalog_text, curves_table, write_catalog  # noqa: F401 (re-exported)
+from .collectives import BOUNDS as COLLECTIVE_BOUNDS
 from .tables import Table
 
 #: aiconfigurator GPU folder -> catalog device id (folders not listed: the folder name with ``_`` -> ``-``).
@@ -78,13 +79,7 @@ _BOUNDS = {
     "l2_share": (0.3, 0.01, 1.0, 0.1),
     "quant_passes": (1.0, 0.0, 20.0, 1.0),
     "engine_compute": (1.0, 0.2, 3.0, 1.0),
-    # a collective curve's two figures (keys collectives.<collective>/<link>.latency|efficiency)
-    "collectives.latency": (5e-6, 0.0, 1e-3, 1e-5),
-    "collectives.efficiency": (0.3, 0.01, 1.5, 1.0),
-    "collectives.hop": (1e-6, 0.0, 1e-4, 1e-6),
-    "collectives.latency_large": (3e-5, 0.0, 1e-3, 1e-5),
-    "collectives.efficiency_large": (0.7, 0.01, 1.5, 1.0),
-    "collectives.scaling": (0.1, -1.0, 1.0, 0.1),
+    **COLLECTIVE_BOUNDS,  # keys collectives.<figure> (collectives.py)
 }
 _DEFAULT_BOUNDS = (0.5, 0.0, 10.0, 1.0)
 #: figures whose fit starts from the ``_BOUNDS`` start, not the curves' current (default) value

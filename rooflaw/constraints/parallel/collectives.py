@@ -18,7 +18,7 @@ the links and the off-node share over the network, one after the other.
 Fitted curves: where the system's devices have kernel curves (:mod:`..kernels`: their architecture's, fitted to
 measured collectives) with a curve for the collective on the system's link kind, the in-node collectives of
 :func:`all_reduce` (``algorithm="auto"``, what engines run: TensorRT-LLM's custom all-reduce) and
-:func:`all_to_all_sys` are priced by it -- the cheaper of the curve's two protocols, each α + bytes/β with fitted
+:func:`all_to_all_sys` are priced by it -- the cheapest of the curve's protocols, each α + bytes/β with fitted
 latencies for α and the link's datasheet bandwidth × a fitted efficiency (× the link kind's contention,
 :mod:`..kernels.collectives`) for β.
 The scale-out parts, point-to-point sends, explicit ``ring``/``tree`` and systems of devices without curves keep
