@@ -20,7 +20,7 @@ def _dev(**kw) -> Device:
 
 
 CURVES = KernelCurves(architecture="t", compute={"fp16": 0.5, "fp8": 0.4}, memory=0.8, kernel_s=2e-6, clock_mhz=2000.0)
-TOKEN = {"vllm/fp8": 1.5, "vllm/fp8/chunk": 0.5, "vllm/int8": 1.5, "vllm/int8/chunk": 0.5}
+TOKEN = {"vllm/fp8": 1.5, "vllm/fp8/chunk": 0.5}  # int8 W8A8 takes fp8's (gemm.FALLBACK)
 
 
 def _rows(m, k, dtype, framework) -> pd.DataFrame:
@@ -43,6 +43,10 @@ def test_per_token_quantiser_by_hand(clock, cycles):
     hand = [4096 * (1.5 + 0.5 * 2) / 4, 4096 * (1.5 + 0.5) / 4, 100 * (1.5 + 0.5 * 2) / 4, 4096 * (1.5 + 0.5 * 2) / 4]
     want = [h * 1e-6 * cycles for h in hand] + [0.0, 0.0, 0.0]
     assert list(with_tok - without) == pytest.approx(want, rel=1e-9, abs=1e-15)
+    # int8 with figures of its own takes them
+    own = dataclasses.replace(CURVES, token_us={**TOKEN, "vllm/int8": 3.0, "vllm/int8/chunk": 0.0})
+    got = (KG.predict(rows, dev, own) - KG.predict(rows, dev, CURVES))[3] * 1e-3
+    assert got == pytest.approx(4096 * 3.0 / 4 * 1e-6 * cycles, rel=1e-9)
     plain = KG.predict(rows, dev, KG.plain_curves(dataclasses.replace(CURVES, token_us=TOKEN)))
     assert list(plain) == pytest.approx(list(KG.predict(rows, dev, KG.plain_curves(CURVES))), rel=1e-12)
 

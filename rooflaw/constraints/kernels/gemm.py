@@ -261,10 +261,21 @@ def parts(t: GemmTerms, device: Device, curves: KernelCurves) -> tuple[np.ndarra
     return tc, tm, qp * t.quant_bytes / bw + token_seconds(t, device, curves) + lat
 
 
+def token_name(curves: KernelCurves, key: str, framework: str) -> str:
+    """The ``token_us`` entry that prices ``framework``'s ``key`` GEMM: ``"<framework>/<key>"``, else its
+    :data:`FALLBACK` chain's within :data:`PER_TOKEN_QUANT` (vLLM int8 W8A8 without rows of its own: its fp8
+    figures, the same per-token quantiser design); "" where none applies."""
+    while (key, framework) in PER_TOKEN_QUANT:
+        if f"{framework}/{key}" in curves.token_us or key not in FALLBACK:
+            return f"{framework}/{key}"
+        key = FALLBACK[key]
+    return ""
+
+
 def token_seconds(t: GemmTerms, device: Device, curves: KernelCurves) -> np.ndarray:
     """Seconds of the per-token activation quantiser of the rows of :data:`PER_TOKEN_QUANT` engines (0 elsewhere):
     ``M · (token_us[e] + token_us[e/chunk] · chunks) · 1e-6 · z / SMs``, ``z`` the :func:`cycle_scale`."""
-    names = [f"{f}/{k}" if (k, f) in PER_TOKEN_QUANT else "" for k, f in t.labels]
+    names = [token_name(curves, k, f) for k, f in t.labels]
     base = np.array([curves.token_us.get(n, 0.0) if n else 0.0 for n in names] or [0.0])[t.group]
     chunk = np.array([curves.token_us.get(f"{n}/chunk", 0.0) if n else 0.0 for n in names] or [0.0])[t.group]
     sms = float(device.sm_count or 1)
