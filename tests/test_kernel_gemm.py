@@ -55,20 +55,3 @@ def test_per_token_figures_are_fitted_only_where_the_quantiser_runs():
     rows = _rows([1, 2, 3, 4], [64] * 4, ["fp8", "fp8", "bfloat16", "fp8_block"], ["vllm", "trtllm", "vllm", "vllm"])
     used = KG.used_params(rows)
     assert [p for p in used if p.startswith("token_us.")] == ["token_us.vllm/fp8", "token_us.vllm/fp8/chunk"]
-
-
-def test_weight_only_gemv_walks_all_of_k():
-    """TensorRT-LLM's weight-only GEMM below 5 rows is a CUDA-core GEMV: no split-K, each 64-deep K step at
-    ``gemv_kstep`` × ``kstep_s`` (cycles); at 5 rows and for another engine the CUTLASS GEMM's split-K pick holds."""
-    dev = _dev(memory_bandwidth=1e18)  # streaming free: the K walk binds
-    c = dataclasses.replace(CURVES, compute={"fp16": 0.5, "mixed": 0.5}, kstep_s=1e-8, split_s=1e-6)
-    rows = _rows([1, 4, 5, 1], [2**20] * 4, "int4_wo", ["trtllm", "trtllm", "trtllm", "vllm"])
-    one = KG.predict(rows, dev, c) * 1e-3
-    five = KG.predict(rows, dev, dataclasses.replace(c, gemv_kstep=5.0)) * 1e-3
-    steps = 2**20 / 64  # one CTA (N = 64) walks all of K
-    assert list(five - one) == pytest.approx([steps * 4 * 1e-8, steps * 4 * 1e-8, 0.0, 0.0], abs=1e-12)
-    # no split-K for the GEMV rows: at gemv_kstep 1 the walk is all of K's steps in one CTA; at M = 5 (CUTLASS) and
-    # for vLLM the library splits K: 4 splits fill the 4 SMs, one wave of 4,096 steps, plus the split's reduction
-    assert one[0] == pytest.approx(steps * 1e-8 + c.kernel_s, rel=1e-9)
-    assert list(one[2:]) == pytest.approx([4096 * 1e-8 + 1e-6 + c.kernel_s] * 2, rel=1e-9)
-    assert "gemv_kstep" in KG.used_params(rows) and "gemv_kstep" not in KG.used_params(rows[2:3])

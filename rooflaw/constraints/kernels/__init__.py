@@ -75,9 +75,6 @@ class KernelCurves:
     split_s: float = 0.0
     #: least seconds of one main-loop iteration (64 of K) of a GEMM CTA: a long-K GEMM of few CTAs is latency-bound
     kstep_s: float = 0.0
-    #: least time of one 64-deep K step of a CUDA-core weight-only GEMV CTA, which walks all of K
-    #: (:data:`.gemm.GEMV_KERNELS`), in units of ``kstep_s`` (1: a tensor-core main-loop step's)
-    gemv_kstep: float = 1.0
     #: GB/s per SM (1e9 bytes/s; in GB/s so the fit's step tolerance sees it at order 1) at which a GEMM reads
     #: operands resident in L2 (fitting in half of it) where that beats DRAM
     l2_sm_gbps: float = 0.0

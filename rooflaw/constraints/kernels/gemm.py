@@ -86,13 +86,6 @@ NO_SPLIT_K = frozenset({("fp8", "vllm"), ("int8", "vllm")})
 #: cycles a token on B200, H100 and L40S alike (6.3 / 7.1 / 5.7 ns a token over 148 / 132 / 142 SMs), in steps of
 #: ~1,100-1,400 cycles per further 2,048 of K; TensorRT-LLM's static per-tensor fp8 shows ~60-120.
 PER_TOKEN_QUANT = frozenset({("fp8", "vllm"), ("int8", "vllm")})
-#: (compute key, engine) GEMMs that below :data:`GEMV_ROWS` rows run a CUDA-core GEMV whose every CTA walks all of
-#: K: TensorRT-LLM's ``WeightOnlyQuantMatmul`` plugin takes its batched-GEMV kernel where ``m < SMALL_M_FAST_PATH``
-#: (5), the CUTLASS fpA_intB GEMM above; the GEMV's grid is (M tiles, N tiles) and each CTA loops ``idx_k < k``
-#: (NVIDIA/TensorRT-LLM ``weightOnlyBatchedGemv``) -- no split-K, its steps at ``gemv_kstep``. A100's int4/int8
-#: weight-only rows at M = 1 show it: ~9 µs + ~2.4 ns per element of K, whatever N (128 to 16,384).
-GEMV_KERNELS = frozenset({("mixed", "trtllm")})
-GEMV_ROWS = 5
 #: elements of K a per-token quantiser CTA covers in one pass (the steps of its time in K)
 QUANT_CHUNK = 2048
 #: K depth of one main-loop iteration of a CTA (``kstep_s`` is the least time one takes)
@@ -191,7 +184,6 @@ class GemmTerms:
     cand_steps: np.ndarray  #: (candidates, rows): waves × main-loop iterations of a CTA
     cand_split: np.ndarray  #: (candidates,): True where the candidate splits K
     chunks: np.ndarray  #: ⌈K / QUANT_CHUNK⌉: the passes of a per-token quantiser CTA over a token
-    gemv: np.ndarray  #: True where the row runs a :data:`GEMV_KERNELS` GEMV (no split-K, ``gemv_kstep`` steps)
 
 
 def candidates(M: np.ndarray, N: np.ndarray, K: np.ndarray, sms: int | None):
@@ -230,9 +222,6 @@ def terms(rows: pd.DataFrame, device: Device) -> GemmTerms:
     byts = M * K * ba + K * N * bw + M * N * OUT_BYTES
     ce, cs, sp = candidates(M, N, K, device.sm_count)
     whole_k = np.array([(str(k), str(f)) in NO_SPLIT_K for k, f in labels], dtype=bool)[np.asarray(group)]
-    gemv = np.array([(str(k), str(f)) in GEMV_KERNELS for k, f in labels], dtype=bool)[np.asarray(group)]
-    gemv = gemv & (M < GEMV_ROWS)
-    whole_k = whole_k | gemv
     ce = np.where(sp[:, None] & whole_k[None, :], 0.0, ce)  # those engines' kernels: no split-K candidate
     return GemmTerms(
         m=M,
@@ -248,7 +237,6 @@ def terms(rows: pd.DataFrame, device: Device) -> GemmTerms:
         cand_steps=cs,
         cand_split=sp,
         chunks=np.ceil(K / QUANT_CHUNK),
-        gemv=gemv,
     )
 
 
@@ -263,8 +251,7 @@ def parts(t: GemmTerms, device: Device, curves: KernelCurves) -> tuple[np.ndarra
     qp = np.array([quant_passes(curves, f) for _, f in t.labels] or [1.0])[t.group]
     base = t.flops / (t.peak * c * rows_ramp(t.m, curves.half_rows))
     with np.errstate(divide="ignore", invalid="ignore"):
-        kstep = np.where(t.gemv, curves.gemv_kstep, 1.0) * curves.kstep_s
-        tcs = np.maximum(base / t.cand_eff, t.cand_steps * kstep * cyc)
+        tcs = np.maximum(base / t.cand_eff, t.cand_steps * curves.kstep_s * cyc)
     tcs = tcs + np.where(t.cand_split, curves.split_s * cyc, 0.0)[:, None]
     tc = tcs.min(axis=0)
     bw = device.memory_bandwidth * curves.memory
@@ -343,7 +330,7 @@ def used_params(rows: pd.DataFrame) -> tuple[str, ...]:
     """Figures the rows of a ``gemm_perf`` table determine: the compute keys present, ``memory``, ``half_rows``,
     ``kernel_s``, the shape figures (:data:`SHAPE_PARAMS`), one extra latency per (framework, non-bf16 key)
     present, one quantise pass count per framework with quantised activations, and the per-token quantiser's two
-    figures per :data:`PER_TOKEN_QUANT` pair present, and ``gemv_kstep`` where a :data:`GEMV_KERNELS` GEMV runs."""
+    figures per :data:`PER_TOKEN_QUANT` pair present."""
     spec = rows["gemm_dtype"].astype(str).map(lambda d: GEMM_DTYPES.get(d, (None, None))[1])
     keys = [k for k in COMPUTE_KEYS if (spec == k).any()]
     fws = rows["framework"].astype(str)
@@ -351,8 +338,6 @@ def used_params(rows: pd.DataFrame) -> tuple[str, ...]:
     quant = sorted({f for f, k in zip(fws, spec, strict=True) if k in QUANTISED_ACTIVATIONS})
     engine = sorted({f"{f}/{k}" for f, k in zip(fws, spec, strict=True) if k and f != REFERENCE_ENGINE})
     token = sorted({f"{f}/{k}" for f, k in zip(fws, spec, strict=True) if (k, f) in PER_TOKEN_QUANT})
-    small = rows["m"].to_numpy() < GEMV_ROWS
-    gemv = any((k, f) in GEMV_KERNELS for f, k, s in zip(fws, spec, small, strict=True) if s)
     return (
         *(f"compute.{k}" for k in keys),
         "memory",
@@ -363,7 +348,6 @@ def used_params(rows: pd.DataFrame) -> tuple[str, ...]:
         *(f"quant_passes.{f}" for f in quant),
         *(f"engine_compute.{p}" for p in engine),
         *(f"token_us.{p}{s}" for p in token for s in ("", "/chunk")),
-        *(("gemv_kstep",) if gemv else ()),
     )
 
 
