@@ -447,7 +447,8 @@ def test_fit_recovers_known_gemm_figures():
     true = KernelCurves(architecture="x", compute={"fp16": 0.72, "fp8": 0.45}, memory=0.83, kernel_s=3e-6,
                         half_rows=24.0, launch={"trtllm/fp8": 9e-6, "vllm/fp8": 4e-6}, gemm_blend=3.0,
                         split_s=3e-6, quant_passes={"trtllm": 1.5, "vllm": 2.5},
-                        engine_compute={"vllm/fp16": 1.1, "vllm/fp8": 0.8})  # fmt: skip
+                        engine_compute={"vllm/fp16": 1.1, "vllm/fp8": 0.8},
+                        token_us={"vllm/fp8": 0.9, "vllm/fp8/chunk": 0.6})  # fmt: skip
     rng = np.random.default_rng(1)
     sizes = np.array([1, 2, 8, 16, 64, 128, 256, 512, 1024, 2048, 4096, 8192])
     n = 1500
@@ -472,6 +473,8 @@ def test_fit_recovers_known_gemm_figures():
         "quant_passes.vllm",
         "engine_compute.vllm/fp16",
         "engine_compute.vllm/fp8",
+        "token_us.vllm/fp8",
+        "token_us.vllm/fp8/chunk",
     ):
         assert KF.get_param(got, path) == pytest.approx(KF.get_param(true, path), rel=2e-3), path
     # kstep_s (0 here: no CTA's K loop latency-bound) binds no row, so the fit leaves it where it makes no difference
@@ -613,6 +616,7 @@ def test_curves_for_and_catalog(tmp_path):
         launch={"trtllm/fp8": 1e-5},
         rate={"vllm/context_attention": 1.25},
         split_share={"trtllm/generation_attention/fp8": 0.0},
+        token_us={"vllm/fp8": 0.9, "vllm/fp8/chunk": 0.6},
         bands={"gemm": (0.8, 1.3)},
         provenance={"rows": {"gemm": 3}, "gpus": ["a", "b"]},
         collectives={"allreduce/nvlink": CollectiveCurve(5e-6, 0.7)},

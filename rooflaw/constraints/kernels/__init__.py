@@ -165,6 +165,10 @@ class KernelCurves:
     #: per framework, passes its activation quantiser makes over a GEMM's bf16 activations (fp8/nvfp4/int8 GEMMs;
     #: an engine the curves do not name gets the fewest; none: 1)
     quant_passes: dict[str, float] = field(default_factory=dict)
+    #: per ``"<framework>/<compute key>"`` (and ``".../chunk"``), microseconds of one SM at ``clock_mhz`` (cycles, in
+    #: µs so the fit sees them at order 1) each token costs an engine's per-token activation quantiser, and each
+    #: 2,048-element chunk of K it walks per token (:func:`.gemm.token_seconds`; a framework not named: none)
+    token_us: dict[str, float] = field(default_factory=dict)
     #: per ``"<framework>/<compute key>"``, the rate of that engine's GEMM kernel over the reference engine's
     #: (TensorRT-LLM's, which ``compute`` describes): vLLM's cuBLAS bf16, its per-token fp8, its block-fp8 kernels;
     #: per ``"<framework>/moe_<moe_dtype>"`` the compute rate of that engine's MoE kernel on top of its ``rate``
@@ -254,6 +258,7 @@ def curves_from_dict(name: str, d: dict[str, Any]) -> KernelCurves:
         launch={k: float(v) for k, v in d.get("launch", {}).items()},
         rate={k: float(v) for k, v in d.get("rate", {}).items()},
         quant_passes={k: float(v) for k, v in d.get("quant_passes", {}).items()},
+        token_us={k: float(v) for k, v in d.get("token_us", {}).items()},
         engine_compute={k: float(v) for k, v in d.get("engine_compute", {}).items()},
         split_share={k: float(v) for k, v in d.get("split_share", {}).items()},
         moe_compute={k: float(v) for k, v in d.get("moe_compute", {}).items()},

@@ -48,7 +48,17 @@ def curves_table(c: KernelCurves) -> str:
 
     for name in SCALARS:
         lines.append(f"{name} = {_toml_value(getattr(c, name))}")
-    for name in ("compute", "launch", "rate", "quant_passes", "engine_compute", "moe_compute", "split_share", "bands"):
+    for name in (
+        "compute",
+        "launch",
+        "rate",
+        "quant_passes",
+        "token_us",
+        "engine_compute",
+        "moe_compute",
+        "split_share",
+        "bands",
+    ):
         d = getattr(c, name)
         if d:
             lines.append(f"{name} = {_toml_value({k: list(v) if isinstance(v, tuple) else v for k, v in d.items()})}")

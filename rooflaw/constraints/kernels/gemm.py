@@ -1,6 +1,6 @@
 """The ``gemm`` kernel family: one GEMM C[M×N] = A[M×K]·B[K×N] priced on the kernel curves.
 
-``t = blend(t_c, t_m) + quant_passes[framework] · quant_bytes / (bandwidth · memory) + kernel_s · z
+``t = blend(t_c, t_m) + quant_passes[framework] · quant_bytes / (bandwidth · memory) + t_token + kernel_s · z
 + launch["<framework>/<key>"]`` with ``z = clock_mhz / f`` (:func:`cycle_scale`, ``f`` the device's boost clock):
 the GPU-side fixed times ``kernel_s``, ``kstep_s`` and ``split_s`` are cycles of the SM clock, written as seconds
 at the curves' ``clock_mhz`` (a kernel's prologue, pipeline fill and epilogue take as many cycles on a 2.5 GHz Ada
@@ -24,7 +24,12 @@ part as on a 1.4 GHz A100); the framework's ``launch`` extra (host work, its own
   a kernel near its ridge neither streams at full bandwidth nor computes at the full rate;
 * ``quant_bytes = M·K·(2 + b_a)``: the kernel that quantises bf16 activations first (fp8, block fp8, nvfp4, int8
   W8A8; 0 for bf16 and weight-only), ``quant_passes`` how many such passes the engine's quantiser makes
-  (per-token scales: a max reduction, then the cast).
+  (per-token scales: a max reduction, then the cast);
+* ``t_token = M · (token_us[e] + token_us[e/chunk] · ⌈K/2048⌉) µs · z / SMs`` for the engines' kernels of
+  :data:`PER_TOKEN_QUANT` (``e = "<framework>/<key>"``; 0 for the others): a dynamic per-token quantiser runs one
+  CTA per token that walks its K in chunks of :data:`QUANT_CHUNK` elements, each a dependent round trip to
+  memory, so its time grows with the tokens over the SMs, not with the bytes -- SM cycles, written as µs at the
+  curves' ``clock_mhz``.
 
 Tile and wave quantisation reuse :func:`rooflaw.constraints.tiles.tile_rows`; the library picks the (tile,
 split) that is fastest, as cuBLAS/CUTLASS heuristics and stream-K do, so a GEMM of few output tiles and a long K
@@ -75,6 +80,14 @@ MIN_SPLIT_K = 128
 #: default tile scheduler (sm100), not stream-K (vllm-project/vllm ``csrc/quantization/cutlass_w8a8``) -- so a
 #: few-CTA GEMM with a long K walks all of K in each CTA; the library's pick is over the tiles alone
 NO_SPLIT_K = frozenset({("fp8", "vllm"), ("int8", "vllm")})
+#: (compute key, engine) GEMMs whose activations a dynamic per-token quantiser casts first, one CTA per token:
+#: vLLM's ``scaled_fp8_quant`` / ``scaled_int8_quant`` with per-token scales ahead of ``cutlass_scaled_mm``
+#: (the same kernels as :data:`NO_SPLIT_K`). In the measured tables their time at K ≤ 2,048 grows by ~1,850 SM
+#: cycles a token on B200, H100 and L40S alike (6.3 / 7.1 / 5.7 ns a token over 148 / 132 / 142 SMs), in steps of
+#: ~1,100-1,400 cycles per further 2,048 of K; TensorRT-LLM's static per-tensor fp8 shows ~60-120.
+PER_TOKEN_QUANT = frozenset({("fp8", "vllm"), ("int8", "vllm")})
+#: elements of K a per-token quantiser CTA covers in one pass (the steps of its time in K)
+QUANT_CHUNK = 2048
 #: K depth of one main-loop iteration of a CTA (``kstep_s`` is the least time one takes)
 K_STEP = 64
 #: how sharply the L2 hits of a re-run GEMM fall as its operands outgrow ``KernelCurves.l2_share`` of the L2
@@ -170,6 +183,7 @@ class GemmTerms:
     cand_eff: np.ndarray  #: (candidates, rows): tile·wave efficiency of each (tile, split)
     cand_steps: np.ndarray  #: (candidates, rows): waves × main-loop iterations of a CTA
     cand_split: np.ndarray  #: (candidates,): True where the candidate splits K
+    chunks: np.ndarray  #: ⌈K / QUANT_CHUNK⌉: the passes of a per-token quantiser CTA over a token
 
 
 def candidates(M: np.ndarray, N: np.ndarray, K: np.ndarray, sms: int | None):
@@ -222,6 +236,7 @@ def terms(rows: pd.DataFrame, device: Device) -> GemmTerms:
         cand_eff=ce,
         cand_steps=cs,
         cand_split=sp,
+        chunks=np.ceil(K / QUANT_CHUNK),
     )
 
 
@@ -243,7 +258,28 @@ def parts(t: GemmTerms, device: Device, curves: KernelCurves) -> tuple[np.ndarra
     l2 = max(bw, float(device.sm_count or 0) * curves.l2_sm_gbps * 1e9)
     hit = l2_hits(t.l2_fill, curves.l2_share)
     tm = t.bytes * (hit / l2 + (1.0 - hit) / bw)
-    return tc, tm, qp * t.quant_bytes / bw + lat
+    return tc, tm, qp * t.quant_bytes / bw + token_seconds(t, device, curves) + lat
+
+
+def token_name(curves: KernelCurves, key: str, framework: str) -> str:
+    """The ``token_us`` entry that prices ``framework``'s ``key`` GEMM: ``"<framework>/<key>"``, else its
+    :data:`FALLBACK` chain's within :data:`PER_TOKEN_QUANT` (vLLM int8 W8A8 without rows of its own: its fp8
+    figures, the same per-token quantiser design); "" where none applies."""
+    while (key, framework) in PER_TOKEN_QUANT:
+        if f"{framework}/{key}" in curves.token_us or key not in FALLBACK:
+            return f"{framework}/{key}"
+        key = FALLBACK[key]
+    return ""
+
+
+def token_seconds(t: GemmTerms, device: Device, curves: KernelCurves) -> np.ndarray:
+    """Seconds of the per-token activation quantiser of the rows of :data:`PER_TOKEN_QUANT` engines (0 elsewhere):
+    ``M · (token_us[e] + token_us[e/chunk] · chunks) · 1e-6 · z / SMs``, ``z`` the :func:`cycle_scale`."""
+    names = [token_name(curves, k, f) for k, f in t.labels]
+    base = np.array([curves.token_us.get(n, 0.0) if n else 0.0 for n in names] or [0.0])[t.group]
+    chunk = np.array([curves.token_us.get(f"{n}/chunk", 0.0) if n else 0.0 for n in names] or [0.0])[t.group]
+    sms = float(device.sm_count or 1)
+    return t.m * (base + chunk * t.chunks) * 1e-6 * cycle_scale(curves, device) / sms
 
 
 def l2_hits(fill: np.ndarray, share: float) -> np.ndarray:
@@ -273,11 +309,12 @@ def seconds(t: GemmTerms, device: Device, curves: KernelCurves) -> np.ndarray:
 
 def plain_curves(curves: KernelCurves) -> KernelCurves:
     """``curves`` with the GEMM shape figures off -- the hard max, no split-K (an infinite ``split_s``), no K-loop
-    bound, no L2 path, one quantise pass, every engine's kernels the reference's (``kernel_s`` still in cycles of
-    the curves' clock, as the assembly charges it: :func:`.curves_applied.applied_fields`): the plain roofline of
-    the same fractions, as the assembly prices a GEMM."""
+    bound, no L2 path, one quantise pass and no per-token quantiser, every engine's kernels the reference's
+    (``kernel_s`` still in cycles of the curves' clock, as the assembly charges it:
+    :func:`.curves_applied.applied_fields`): the plain roofline of the same fractions, as the assembly prices a
+    GEMM."""
     return dataclasses.replace(curves, gemm_blend=0.0, split_s=float("inf"), kstep_s=0.0, l2_sm_gbps=0.0,
-                               l2_share=0.0, quant_passes={}, engine_compute={})  # fmt: skip
+                               l2_share=0.0, quant_passes={}, token_us={}, engine_compute={})  # fmt: skip
 
 
 def predict(rows: pd.DataFrame, device: Device, curves: KernelCurves) -> np.ndarray:
@@ -292,13 +329,15 @@ SHAPE_PARAMS = ("gemm_blend", "split_s", "kstep_s", "l2_sm_gbps", "l2_share")
 def used_params(rows: pd.DataFrame) -> tuple[str, ...]:
     """Figures the rows of a ``gemm_perf`` table determine: the compute keys present, ``memory``, ``half_rows``,
     ``kernel_s``, the shape figures (:data:`SHAPE_PARAMS`), one extra latency per (framework, non-bf16 key)
-    present and one quantise pass count per framework with quantised activations."""
+    present, one quantise pass count per framework with quantised activations, and the per-token quantiser's two
+    figures per :data:`PER_TOKEN_QUANT` pair present."""
     spec = rows["gemm_dtype"].astype(str).map(lambda d: GEMM_DTYPES.get(d, (None, None))[1])
     keys = [k for k in COMPUTE_KEYS if (spec == k).any()]
     fws = rows["framework"].astype(str)
     fw_keys = sorted({f"{f}/{k}" for f, k in zip(fws, spec, strict=True) if k and k != "fp16"})
     quant = sorted({f for f, k in zip(fws, spec, strict=True) if k in QUANTISED_ACTIVATIONS})
     engine = sorted({f"{f}/{k}" for f, k in zip(fws, spec, strict=True) if k and f != REFERENCE_ENGINE})
+    token = sorted({f"{f}/{k}" for f, k in zip(fws, spec, strict=True) if (k, f) in PER_TOKEN_QUANT})
     return (
         *(f"compute.{k}" for k in keys),
         "memory",
@@ -308,6 +347,7 @@ def used_params(rows: pd.DataFrame) -> tuple[str, ...]:
         *(f"launch.{p}" for p in fw_keys),
         *(f"quant_passes.{f}" for f in quant),
         *(f"engine_compute.{p}" for p in engine),
+        *(f"token_us.{p}{s}" for p in token for s in ("", "/chunk")),
     )
 
 
