@@ -75,7 +75,7 @@ def brute_power_law(T: int, E: int, K: int, ep: int, alpha: float, draws: int, s
     return np.mean(out, axis=0)
 
 
-@pytest.mark.parametrize("T, E, K, ep, alpha", [(512, 128, 8, 1, 1.2), (256, 256, 8, 8, 1.01), (4, 256, 8, 1, 1.2)])
+@pytest.mark.parametrize("T, E, K, ep, alpha", [(512, 128, 8, 1, 1.2), (256, 256, 8, 8, 1.01), (16, 256, 8, 1, 1.2)])
 def test_power_law_expected_loads_match_brute_force(T, E, K, ep, alpha):
     rows, touched, padded, max_load = KM.expected_load(T, E, K, ep, f"power_law_{alpha}")
     b_rows, b_touched, b_max = brute_power_law(T, E, K, ep, alpha, draws=300, seed=1)
@@ -291,6 +291,25 @@ def test_power_law_ties_spread_a_tiny_batch_over_the_expert_groups():
     rng = np.random.default_rng(0)
     mc = np.mean([np.bincount(rng.choice(512, 22, replace=False) // 32, minlength=16).max() for _ in range(4000)])
     assert rows == pytest.approx(mc, rel=0.08) and rows < 6
+
+
+@pytest.mark.parametrize("T, E, K, ep", [(4, 256, 8, 1), (8, 256, 8, 1), (2, 128, 8, 4), (32, 128, 1, 8)])
+def test_power_law_tiny_batch_puts_each_pair_on_its_own_expert(T, E, K, ep):
+    """T·K ≤ E/SPREAD routed pairs: as many experts as pairs, drawn at random (the tables' layers cost as much as
+    the balanced ones there); under EP the heaviest group holds the max of a T·K-ball, ep-bin draw without
+    replacement, checked against a plain Monte Carlo of that draw. One pair past the bound, the rounded law is back
+    (fewer experts than pairs)."""
+    rows, touched, padded, max_load = KM.expected_load(T, E, K, ep, "power_law_1.2")
+    assert T * K * KM.SPREAD <= E and max_load == 1.0 and rows == touched
+    rng = np.random.default_rng(3)
+    size = E // ep
+    mc = np.mean([np.bincount(rng.choice(E, T * K, replace=False) // size, minlength=ep).max() for _ in range(4000)])
+    assert rows == pytest.approx(mc, rel=0.06)
+    if ep == 1:
+        assert rows == T * K and padded == T * K * KM.TILE_MIN
+    T2 = E // (K * KM.SPREAD) + 1
+    rows2, touched2, _, max2 = KM.expected_load(T2, E, K, 1, "power_law_1.2")
+    assert rows2 == T2 * K and touched2 < rows2
 
 
 def test_narrow_experts_and_routed_slots_by_hand():
