@@ -381,6 +381,8 @@ def test_fit_declares_per_engine_figures_and_keeps_them_out_of_generic():
         "rate.vllm/moe_nvfp4",
         "engine_compute.vllm/moe_fp8",
         "engine_compute.vllm/moe_nvfp4",
+        "launch.vllm/moe_fp8",
+        "launch.vllm/moe_nvfp4",
     )
     assert got == KM.FIGURES + ("moe_compute.fp8", "moe_compute.fp8_block") + engine
     assert KM.used_params(_rows(framework=["trtllm"], moe_dtype=["fp8"])) == KM.FIGURES  # no bf16: no reference
@@ -388,6 +390,21 @@ def test_fit_declares_per_engine_figures_and_keeps_them_out_of_generic():
     assert (
         KF.pooled("rate.vllm/context_attention") and KF.pooled("compute.fp8") and KF.pooled("engine_compute.vllm/fp8")
     )
+
+
+def test_a_kernel_librarys_fixed_time_replaces_moe_s_by_hand():
+    """``launch["vllm/moe_<dtype>/<library>"]`` is that library's fixed seconds beyond the five launches, in place of
+    ``moe_s`` (SM cycles at ``clock_mhz``, as ``moe_s``); a library the curves do not name, and TensorRT-LLM, take
+    ``moe_s``. One-token layers, so the difference is the fixed time alone: checked against the time by hand."""
+    b200 = R.get_device("b200")
+    sources = ["vllm_fp8moe_flashinfer_trtllm_x", "vllm_fp8moe_flashinfer_cutlass_x", "moe_torch_flow"]
+    rows = _rows(num_tokens=[1] * 3, framework=["vllm", "vllm", "trtllm"], kernel_source=sources)
+    c = dataclasses.replace(CURVES, moe_s=20e-6, launch={"vllm/moe_bfloat16/trtllm": 5e-6}, clock_mhz=1000.0)
+    got = KM.evaluate(KM.prepare(rows), b200, c)
+    z = 1000.0 / (b200.clock / 1e6)
+    assert got[1] == pytest.approx(got[2], rel=1e-12)  # unnamed library: moe_s, as the reference engine
+    assert got[1] - got[0] == pytest.approx((20e-6 - 5e-6) * z, rel=1e-9)
+    assert KM.engine_rates(c, "vllm", "bfloat16", "trtllm") == (1.0, 1.0, 5e-6)
 
 
 def test_engine_figures_price_the_engines_rows():
@@ -447,7 +464,7 @@ def test_an_engines_kernel_library_takes_its_own_rates():
     want = [one(0, 0.5, 0.7), one(1, 1.0, 1.2), one(2, 0.9, 1.0), one(3, 0.9, 1.0)]
     assert got == pytest.approx(want, rel=1e-12)
     assert got[0] > 1.5 * got[1]
-    assert KM.engine_rates(c, "trtllm", "bfloat16", "cutlass") == (1.0, 1.0)  # the reference engine: always 1
+    assert KM.engine_rates(c, "trtllm", "bfloat16", "cutlass") == (1.0, 1.0, c.moe_s)  # the reference engine's
     used = KM.used_params(rows)
     assert [n for n in used if n.startswith("rate.")] == [
         "rate.vllm/moe_bfloat16",

@@ -122,7 +122,7 @@ def pooled(name: str) -> bool:
     per-dtype rates (``moe_compute.<key>``), which
     describe the kernels an architecture runs (vLLM hands the layer to Triton on Ada, to FlashInfer on
     Blackwell) and so have no architecture-free value, nor :data:`KERNEL_SPECIFIC`."""
-    engine = name.startswith(("rate.", "engine_compute.")) and "/moe_" in name
+    engine = name.startswith(("rate.", "engine_compute.", "launch.")) and "/moe_" in name
     kernel = name in KERNEL_SPECIFIC or name.startswith("split_share.")  # a decode kernel's own split (attention)
     return not (name.startswith("moe_compute.") or engine or kernel)
 

@@ -157,14 +157,17 @@ def rate_key(framework: str, dtype: str, path: str = "") -> str:
     return f"{framework}/moe_{dtype}" + (f"/{path}" if path else "")
 
 
-def engine_rates(curves: KernelCurves, framework: str, dtype: str, path: str = "") -> tuple[float, float]:
-    """(``rate``, ``engine_compute``) of an engine's MoE kernel: the kernel library's own figures, else the
-    engine's for the dtype (curves fitted before kernel paths were keyed), else 1 (the reference engine's)."""
+def engine_rates(curves: KernelCurves, framework: str, dtype: str, path: str = "") -> tuple[float, float, float]:
+    """(``rate``, ``engine_compute``, fixed seconds beyond the launches) of an engine's MoE kernel: the kernel
+    library's own figures, else the engine's for the dtype (curves fitted before kernel paths were keyed), else the
+    reference engine's (1, 1, ``moe_s``). The fixed seconds are ``launch[key]``: a library's own routing, permute
+    and finalize work (FlashInfer's fused TensorRT-LLM-gen layers on B200 take 15-20 µs in all at one token)."""
     if framework == REFERENCE:
-        return 1.0, 1.0
+        return 1.0, 1.0, float(curves.moe_s)
     keys = (rate_key(framework, dtype, path), rate_key(framework, dtype))
-    key = next((k for k in keys if k in curves.rate or k in curves.engine_compute), keys[-1])
-    return float(curves.rate.get(key, 1.0)), float(curves.engine_compute.get(key, 1.0))
+    key = next((k for k in keys if k in curves.rate or k in curves.engine_compute or k in curves.launch), keys[-1])
+    fixed = float(curves.launch.get(key, curves.moe_s))
+    return float(curves.rate.get(key, 1.0)), float(curves.engine_compute.get(key, 1.0)), fixed
 
 
 def tile_rows(mean_rows: Any) -> Any:
@@ -280,6 +283,7 @@ def layer_seconds(
     rate: Any = 1.0,
     topk: Any = 0,
     engine_compute: Any = 1.0,
+    moe_s: Any = None,
 ) -> Any:
     """Seconds of one MoE layer on one GPU (module docstring), vectorised over the shape arrays; ``act_rows``: the
     token-expert rows whose activations move (default ``rows``; :data:`ALL_ROWS_FRAMEWORKS`); ``rate``: the engine's
@@ -321,7 +325,8 @@ def layer_seconds(
         hit = l2_hits((weights + gemm_io + elementwise) / float(device.l2_bytes), L2_SHARE)
         per_byte = hit / l2 + (1.0 - hit) / bw
     t_m = (weights + gemm_io) * per_byte
-    fixed = (KERNELS * curves.kernel_s + curves.moe_s) * cycle_scale(curves, device)  # SM cycles at clock_mhz
+    extra = curves.moe_s if moe_s is None else np.asarray(moe_s, dtype=float)  # the engine's own (launch[key])
+    fixed = (KERNELS * curves.kernel_s + extra) * cycle_scale(curves, device)  # SM cycles at clock_mhz
     return (blend(t_c, t_m, curves.moe_serial) + elementwise * per_byte) / np.asarray(rate, dtype=float) + fixed
 
 
@@ -392,17 +397,18 @@ def evaluate(terms: Terms, device: Device, curves: KernelCurves) -> np.ndarray:
         act = None if terms.act_rows is None else terms.act_rows[m]
         rate: float | np.ndarray = 1.0
         ecomp: float | np.ndarray = 1.0
+        fixed: float | np.ndarray = curves.moe_s
         if terms.framework is not None:
             fws = terms.framework[m]
             paths = terms.path[m] if terms.path is not None else np.full(len(fws), "", dtype=object)
-            rates, ecomps = np.ones(len(fws)), np.ones(len(fws))
+            rates, ecomps, fixed = np.ones(len(fws)), np.ones(len(fws)), np.full(len(fws), curves.moe_s)
             for fw, path in {(str(f), str(p)) for f, p in zip(fws, paths, strict=True)}:
                 at = (fws == fw) & (paths == path)
-                rates[at], ecomps[at] = engine_rates(curves, fw, str(dtype), path)
+                rates[at], ecomps[at], fixed[at] = engine_rates(curves, fw, str(dtype), path)
             rate, ecomp = rates, ecomps
         out[m] = layer_seconds(device, curves, str(dtype), terms.T[m], terms.d[m], terms.inter[m], terms.rows[m],
                                terms.touched[m], terms.padded[m], terms.tp[m], terms.gated[m], act, rate,
-                               0 if terms.topk is None else terms.topk[m], ecomp)  # fmt: skip
+                               0 if terms.topk is None else terms.topk[m], ecomp, fixed)  # fmt: skip
     return out
 
 
@@ -431,7 +437,7 @@ def used_params(rows) -> tuple[str, ...]:
     pairs = sorted({rate_key(f, d, p) for f, d, p in zip(fw, dtypes, paths, strict=True)
                     if f != REFERENCE and d in DTYPES})  # fmt: skip
     return (FIGURES + tuple(f"moe_compute.{k}" for k in keys) + tuple(f"rate.{k}" for k in pairs)
-            + tuple(f"engine_compute.{k}" for k in pairs))  # fmt: skip
+            + tuple(f"engine_compute.{k}" for k in pairs) + tuple(f"launch.{k}" for k in pairs))  # fmt: skip
 
 
 #: The routed-expert layer. (``prepare``/``evaluate`` split :func:`predict` so a fit evaluates the routing law once.)
