@@ -47,7 +47,8 @@ another (:func:`rate_key`, the library the table's ``kernel_source`` names, :dat
 layer to different kernels per dtype, architecture and model: FlashInfer's CUTLASS FP8 on Hopper streams 4× slower
 than its Triton path), and ``e`` = ``engine_compute`` of the same key that kernel's compute rate on top (1 for the
 reference engine: Blackwell's block-FP8 TensorRT-LLM-gen kernels stream as fast as the others and compute at half
-their rate).
+their rate); that library's own fixed seconds ``launch`` of the same key stand in for ``moe_s``. A power-law batch
+of T·K ≤ E/:data:`SPREAD` routed pairs puts each pair on its own expert (as the tables' layers cost).
 
 ``compute``, ``memory``, ``kernel_s``, ``l2_sm_gbps`` are the GEMM figures of the device's architecture (fitted
 before this family); this family fits ``moe`` (the achieved fraction of the GEMM rate inside a grouped MoE kernel,
