@@ -75,7 +75,7 @@ def brute_power_law(T: int, E: int, K: int, ep: int, alpha: float, draws: int, s
     return np.mean(out, axis=0)
 
 
-@pytest.mark.parametrize("T, E, K, ep, alpha", [(512, 128, 8, 1, 1.2), (256, 256, 8, 8, 1.01), (4, 256, 8, 1, 1.2)])
+@pytest.mark.parametrize("T, E, K, ep, alpha", [(512, 128, 8, 1, 1.2), (256, 256, 8, 8, 1.01), (16, 256, 8, 1, 1.2)])
 def test_power_law_expected_loads_match_brute_force(T, E, K, ep, alpha):
     rows, touched, padded, max_load = KM.expected_load(T, E, K, ep, f"power_law_{alpha}")
     b_rows, b_touched, b_max = brute_power_law(T, E, K, ep, alpha, draws=300, seed=1)
@@ -293,6 +293,25 @@ def test_power_law_ties_spread_a_tiny_batch_over_the_expert_groups():
     assert rows == pytest.approx(mc, rel=0.08) and rows < 6
 
 
+@pytest.mark.parametrize("T, E, K, ep", [(4, 256, 8, 1), (8, 256, 8, 1), (2, 128, 8, 4), (32, 128, 1, 8)])
+def test_power_law_tiny_batch_puts_each_pair_on_its_own_expert(T, E, K, ep):
+    """T·K ≤ E/SPREAD routed pairs: as many experts as pairs, drawn at random (the tables' layers cost as much as
+    the balanced ones there); under EP the heaviest group holds the max of a T·K-ball, ep-bin draw without
+    replacement, checked against a plain Monte Carlo of that draw. One pair past the bound, the rounded law is back
+    (fewer experts than pairs)."""
+    rows, touched, padded, max_load = KM.expected_load(T, E, K, ep, "power_law_1.2")
+    assert T * K * KM.SPREAD <= E and max_load == 1.0 and rows == touched
+    rng = np.random.default_rng(3)
+    size = E // ep
+    mc = np.mean([np.bincount(rng.choice(E, T * K, replace=False) // size, minlength=ep).max() for _ in range(4000)])
+    assert rows == pytest.approx(mc, rel=0.06)
+    if ep == 1:
+        assert rows == T * K and padded == T * K * KM.TILE_MIN
+    T2 = E // (K * KM.SPREAD) + 1
+    rows2, touched2, _, max2 = KM.expected_load(T2, E, K, 1, "power_law_1.2")
+    assert rows2 == T2 * K and touched2 < rows2
+
+
 def test_narrow_experts_and_routed_slots_by_hand():
     """``moe_half_inter`` scales the compute rate by i/(i + h) (i = inter/tp); ``moe_slot`` adds that share of the
     other GPUs' routed slots' d-wide bf16 outputs to the streamed bytes; an engine's ``rate`` divides the roofline
@@ -362,6 +381,8 @@ def test_fit_declares_per_engine_figures_and_keeps_them_out_of_generic():
         "rate.vllm/moe_nvfp4",
         "engine_compute.vllm/moe_fp8",
         "engine_compute.vllm/moe_nvfp4",
+        "launch.vllm/moe_fp8",
+        "launch.vllm/moe_nvfp4",
     )
     assert got == KM.FIGURES + ("moe_compute.fp8", "moe_compute.fp8_block") + engine
     assert KM.used_params(_rows(framework=["trtllm"], moe_dtype=["fp8"])) == KM.FIGURES  # no bf16: no reference
@@ -369,6 +390,21 @@ def test_fit_declares_per_engine_figures_and_keeps_them_out_of_generic():
     assert (
         KF.pooled("rate.vllm/context_attention") and KF.pooled("compute.fp8") and KF.pooled("engine_compute.vllm/fp8")
     )
+
+
+def test_a_kernel_librarys_fixed_time_replaces_moe_s_by_hand():
+    """``launch["vllm/moe_<dtype>/<library>"]`` is that library's fixed seconds beyond the five launches, in place of
+    ``moe_s`` (SM cycles at ``clock_mhz``, as ``moe_s``); a library the curves do not name, and TensorRT-LLM, take
+    ``moe_s``. One-token layers, so the difference is the fixed time alone: checked against the time by hand."""
+    b200 = R.get_device("b200")
+    sources = ["vllm_fp8moe_flashinfer_trtllm_x", "vllm_fp8moe_flashinfer_cutlass_x", "moe_torch_flow"]
+    rows = _rows(num_tokens=[1] * 3, framework=["vllm", "vllm", "trtllm"], kernel_source=sources)
+    c = dataclasses.replace(CURVES, moe_s=20e-6, launch={"vllm/moe_bfloat16/trtllm": 5e-6}, clock_mhz=1000.0)
+    got = KM.evaluate(KM.prepare(rows), b200, c)
+    z = 1000.0 / (b200.clock / 1e6)
+    assert got[1] == pytest.approx(got[2], rel=1e-12)  # unnamed library: moe_s, as the reference engine
+    assert got[1] - got[0] == pytest.approx((20e-6 - 5e-6) * z, rel=1e-9)
+    assert KM.engine_rates(c, "vllm", "bfloat16", "trtllm") == (1.0, 1.0, 5e-6)
 
 
 def test_engine_figures_price_the_engines_rows():
@@ -428,7 +464,7 @@ def test_an_engines_kernel_library_takes_its_own_rates():
     want = [one(0, 0.5, 0.7), one(1, 1.0, 1.2), one(2, 0.9, 1.0), one(3, 0.9, 1.0)]
     assert got == pytest.approx(want, rel=1e-12)
     assert got[0] > 1.5 * got[1]
-    assert KM.engine_rates(c, "trtllm", "bfloat16", "cutlass") == (1.0, 1.0)  # the reference engine: always 1
+    assert KM.engine_rates(c, "trtllm", "bfloat16", "cutlass") == (1.0, 1.0, c.moe_s)  # the reference engine's
     used = KM.used_params(rows)
     assert [n for n in used if n.startswith("rate.")] == [
         "rate.vllm/moe_bfloat16",

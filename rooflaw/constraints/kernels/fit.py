@@ -113,11 +113,11 @@ KERNEL_SPECIFIC = frozenset({"mla_token_s", "mla_split"})
 
 def pooled(name: str) -> bool:
     """Whether figure ``name`` is fitted in the pooled ``generic`` curves too: not an engine's MoE kernel rates per
-    dtype (``rate.<framework>/moe_<dtype>``, ``engine_compute.<framework>/moe_<dtype>``) nor the MoE kernels'
+    dtype (``rate.``, ``engine_compute.``, fixed seconds ``launch.<framework>/moe_<dtype>``) nor the MoE kernels'
     per-dtype rates (``moe_compute.<key>``), which
     describe the kernels an architecture runs (vLLM hands the layer to Triton on Ada, to FlashInfer on
     Blackwell) and so have no architecture-free value, nor :data:`KERNEL_SPECIFIC`."""
-    engine = name.startswith(("rate.", "engine_compute.")) and "/moe_" in name
+    engine = name.startswith(("rate.", "engine_compute.", "launch.")) and "/moe_" in name
     kernel = name in KERNEL_SPECIFIC or name.startswith("split_share.")  # a decode kernel's own split (attention)
     return not (name.startswith("moe_compute.") or engine or kernel)
 

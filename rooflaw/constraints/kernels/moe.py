@@ -47,7 +47,8 @@ another (:func:`rate_key`, the library the table's ``kernel_source`` names, :dat
 layer to different kernels per dtype, architecture and model: FlashInfer's CUTLASS FP8 on Hopper streams 4× slower
 than its Triton path), and ``e`` = ``engine_compute`` of the same key that kernel's compute rate on top (1 for the
 reference engine: Blackwell's block-FP8 TensorRT-LLM-gen kernels stream as fast as the others and compute at half
-their rate).
+their rate); that library's own fixed seconds ``launch`` of the same key stand in for ``moe_s``. A power-law batch
+of T·K ≤ E/:data:`SPREAD` routed pairs puts each pair on its own expert (as the tables' layers cost).
 
 ``compute``, ``memory``, ``kernel_s``, ``l2_sm_gbps`` are the GEMM figures of the device's architecture (fitted
 before this family); this family fits ``moe`` (the achieved fraction of the GEMM rate inside a grouped MoE kernel,
@@ -105,6 +106,11 @@ L2_SHARE = 1.0
 #: Bytes per element of each roof dtype's operands: a grouped GEMM's main-loop step covers a fixed number of bytes of
 #: K, so the expert width at which its rate halves is ``moe_half_inter`` (bf16) × 2 / these bytes
 ACT_BYTES = {"fp16": 2.0, "fp8": 1.0, "fp4": 0.5}
+#: A power-law batch of at most E/SPREAD routed token-expert pairs costs as many experts as pairs: its layers ran
+#: as long as the ``balanced`` ones (one pair per expert) on every GPU, engine and kernel of the tables, up to
+#: T·K = E/4 exactly (B200 4096/2048/256/8 at 8 tokens: 0.452 vs 0.453 ms; 0.67 vs 0.89 ms at 16), where the
+#: rounded law puts up to 2 rows on an expert and touches ~60 % as many (H100: 1.3-1.6x under-predicted at 4 tokens)
+SPREAD = 4
 #: Monte Carlo draws per shape for a random routing law (seeded by the shape).
 DRAWS = 64
 #: Tile heights a grouped GEMM picks from: the smallest power of two ≥ the mean rows per touched expert,
@@ -152,14 +158,17 @@ def rate_key(framework: str, dtype: str, path: str = "") -> str:
     return f"{framework}/moe_{dtype}" + (f"/{path}" if path else "")
 
 
-def engine_rates(curves: KernelCurves, framework: str, dtype: str, path: str = "") -> tuple[float, float]:
-    """(``rate``, ``engine_compute``) of an engine's MoE kernel: the kernel library's own figures, else the
-    engine's for the dtype (curves fitted before kernel paths were keyed), else 1 (the reference engine's)."""
+def engine_rates(curves: KernelCurves, framework: str, dtype: str, path: str = "") -> tuple[float, float, float]:
+    """(``rate``, ``engine_compute``, fixed seconds beyond the launches) of an engine's MoE kernel: the kernel
+    library's own figures, else the engine's for the dtype (curves fitted before kernel paths were keyed), else the
+    reference engine's (1, 1, ``moe_s``). The fixed seconds are ``launch[key]``: a library's own routing, permute
+    and finalize work (FlashInfer's fused TensorRT-LLM-gen layers on B200 take 15-20 µs in all at one token)."""
     if framework == REFERENCE:
-        return 1.0, 1.0
+        return 1.0, 1.0, float(curves.moe_s)
     keys = (rate_key(framework, dtype, path), rate_key(framework, dtype))
-    key = next((k for k in keys if k in curves.rate or k in curves.engine_compute), keys[-1])
-    return float(curves.rate.get(key, 1.0)), float(curves.engine_compute.get(key, 1.0))
+    key = next((k for k in keys if k in curves.rate or k in curves.engine_compute or k in curves.launch), keys[-1])
+    fixed = float(curves.launch.get(key, curves.moe_s))
+    return float(curves.rate.get(key, 1.0)), float(curves.engine_compute.get(key, 1.0)), fixed
 
 
 def tile_rows(mean_rows: Any) -> Any:
@@ -181,7 +190,13 @@ def _balanced_loads(T: int, E: int, K: int) -> np.ndarray:
 def _power_law_loads(T: int, E: int, K: int, alpha: float, rng: np.random.Generator) -> np.ndarray:
     """Rows per expert, (DRAWS, E), of the tables' ``power_law_<alpha>`` routing: each expert's weight drawn from
     p(x) ∝ x^−alpha on [1, 0.8·T] (on [0.01, 2] when T·K ≤ E), scaled to T·K rows, rounded, the rounding's
-    excess taken from (or its shortfall given to) the largest experts, ties in a random order."""
+    excess taken from (or its shortfall given to) the largest experts, ties in a random order; a batch of
+    T·K ≤ E / :data:`SPREAD` routed pairs puts each pair on its own expert, drawn at random."""
+    if T * K * SPREAD <= E:
+        pick = np.argsort(rng.random((DRAWS, E)), axis=1)[:, : T * K]
+        loads = np.zeros((DRAWS, E), dtype=np.int64)
+        np.put_along_axis(loads, pick, 1, axis=1)
+        return loads
     lo, hi = (1.0, 0.8 * T) if T * K > E else (0.01, 2.0)
     u = rng.random((DRAWS, E))
     a1 = 1.0 - alpha
@@ -269,6 +284,7 @@ def layer_seconds(
     rate: Any = 1.0,
     topk: Any = 0,
     engine_compute: Any = 1.0,
+    moe_s: Any = None,
 ) -> Any:
     """Seconds of one MoE layer on one GPU (module docstring), vectorised over the shape arrays; ``act_rows``: the
     token-expert rows whose activations move (default ``rows``; :data:`ALL_ROWS_FRAMEWORKS`); ``rate``: the engine's
@@ -310,7 +326,8 @@ def layer_seconds(
         hit = l2_hits((weights + gemm_io + elementwise) / float(device.l2_bytes), L2_SHARE)
         per_byte = hit / l2 + (1.0 - hit) / bw
     t_m = (weights + gemm_io) * per_byte
-    fixed = (KERNELS * curves.kernel_s + curves.moe_s) * cycle_scale(curves, device)  # SM cycles at clock_mhz
+    extra = curves.moe_s if moe_s is None else np.asarray(moe_s, dtype=float)  # the engine's own (launch[key])
+    fixed = (KERNELS * curves.kernel_s + extra) * cycle_scale(curves, device)  # SM cycles at clock_mhz
     return (blend(t_c, t_m, curves.moe_serial) + elementwise * per_byte) / np.asarray(rate, dtype=float) + fixed
 
 
@@ -381,17 +398,18 @@ def evaluate(terms: Terms, device: Device, curves: KernelCurves) -> np.ndarray:
         act = None if terms.act_rows is None else terms.act_rows[m]
         rate: float | np.ndarray = 1.0
         ecomp: float | np.ndarray = 1.0
+        fixed: float | np.ndarray = curves.moe_s
         if terms.framework is not None:
             fws = terms.framework[m]
             paths = terms.path[m] if terms.path is not None else np.full(len(fws), "", dtype=object)
-            rates, ecomps = np.ones(len(fws)), np.ones(len(fws))
+            rates, ecomps, fixed = np.ones(len(fws)), np.ones(len(fws)), np.full(len(fws), curves.moe_s)
             for fw, path in {(str(f), str(p)) for f, p in zip(fws, paths, strict=True)}:
                 at = (fws == fw) & (paths == path)
-                rates[at], ecomps[at] = engine_rates(curves, fw, str(dtype), path)
+                rates[at], ecomps[at], fixed[at] = engine_rates(curves, fw, str(dtype), path)
             rate, ecomp = rates, ecomps
         out[m] = layer_seconds(device, curves, str(dtype), terms.T[m], terms.d[m], terms.inter[m], terms.rows[m],
                                terms.touched[m], terms.padded[m], terms.tp[m], terms.gated[m], act, rate,
-                               0 if terms.topk is None else terms.topk[m], ecomp)  # fmt: skip
+                               0 if terms.topk is None else terms.topk[m], ecomp, fixed)  # fmt: skip
     return out
 
 
@@ -420,7 +438,7 @@ def used_params(rows) -> tuple[str, ...]:
     pairs = sorted({rate_key(f, d, p) for f, d, p in zip(fw, dtypes, paths, strict=True)
                     if f != REFERENCE and d in DTYPES})  # fmt: skip
     return (FIGURES + tuple(f"moe_compute.{k}" for k in keys) + tuple(f"rate.{k}" for k in pairs)
-            + tuple(f"engine_compute.{k}" for k in pairs))  # fmt: skip
+            + tuple(f"engine_compute.{k}" for k in pairs) + tuple(f"launch.{k}" for k in pairs))  # fmt: skip
 
 
 #: The routed-expert layer. (``prepare``/``evaluate`` split :func:`predict` so a fit evaluates the routing law once.)
