@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rooflaw.constraints.kernels.fit import kernel_gpus
+from rooflaw.fitting import kernel_gpus
 
 HERE = Path(__file__).resolve()
 DEFAULT = next((p for p in (HERE.parents[2] / "shared" / "data" / "kernels", Path("/work/shared/data/kernels"))
