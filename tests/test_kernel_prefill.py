@@ -89,3 +89,21 @@ def test_fit_recovers_a_side_kernels_rate():
     got = KF.fit_family(fam, [prep], base)
     for path in ("attention", "rate.vllm/context_attention", "rate.vllm/context_attention/triton"):
         assert KF.get_param(got, path) == pytest.approx(KF.get_param(true, path), rel=2e-3), path
+
+
+def test_side_kernel_rates_are_an_architectures_own_not_pooled():
+    # a side kernel's rate describes which library an architecture's engine hands a shape to: generic curves do not
+    # fit it (a GPU they price runs those rows at its engine's rate); the engine's own and fp8-KV rates stay pooled
+    assert not KF.pooled("rate.vllm/context_attention/triton")
+    assert not KF.pooled("rate.trtllm/context_attention/flashinfer")
+    assert KF.pooled("rate.vllm/context_attention") and KF.pooled("rate.vllm/context_attention/fp8")
+    rows = pd.DataFrame({"batch_size": [1, 2], "isl": [512, 1], "num_heads": [8, 8], "num_key_value_heads": [8, 8],
+                         "head_dim": [128, 128], "window_size": [0, 0], "attn_dtype": ["bfloat16"] * 2,
+                         "kv_cache_dtype": ["bfloat16"] * 2, "framework": ["vllm"] * 2,
+                         "kernel_source": ["vllm_flash_attn_fa3", "vllm_flashinfer_trtllmdecode"],
+                         "table": ["context_attention_perf"] * 2})  # fmt: skip
+    rows["latency"] = [0.05, 0.01]
+    prep = KF.Prepared(KF.GPU("syn", _dev(), []), rows, np.arange(2), KA.context_terms(rows, _dev()))
+    base = KernelCurves(architecture="generic", compute={"fp16": 0.7}, memory=0.8, kernel_s=3e-6)
+    got = KF.fit_family(FAMILIES["context_attention"], [prep], base)
+    assert "vllm/context_attention/decode" not in got.rate and "vllm/context_attention" in got.rate

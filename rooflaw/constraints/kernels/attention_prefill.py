@@ -18,6 +18,9 @@ import numpy as np
 #: kernel (d = 192 on Blackwell and Ada) or FlashAttention-4 (d = 512 on Hopper); TensorRT-LLM hands d = 256 and 512
 #: to FlashInfer on Blackwell.
 KERNEL_PATHS = (("decode", "decode"), ("triton", "triton"), ("fa4", "fa4"), ("torch_flow_flashinfer", "flashinfer"))
+SIDE_NAMES = frozenset(n for _, n in KERNEL_PATHS)
+#: the prefill ops whose rows name side kernels
+PREFILL_OPS = ("context_attention", "context_mla")
 
 
 def kernel_paths(rows) -> np.ndarray:
@@ -46,6 +49,14 @@ def path_rate(rate: np.ndarray, paths: np.ndarray | None, frameworks: np.ndarray
         own.append(table.get(path_key(fw, op, path), np.nan) if path else np.nan)
     mine = np.asarray(own)[inv]
     return np.where(np.isfinite(mine), mine, rate)
+
+
+def side_rate(name: str) -> bool:
+    """Whether fitted figure ``name`` is a side kernel's rate, ``rate.<engine>/<prefill op>/<path>``: a kernel an
+    architecture's engines hand shapes to (Triton on Blackwell 0.2 of the engine's rate, on Ada 0.8), with no
+    architecture-free value, so not pooled in ``generic`` (:func:`.fit.pooled`)."""
+    parts = name.split("/")
+    return name.startswith("rate.") and len(parts) == 3 and parts[1] in PREFILL_OPS and parts[2] in SIDE_NAMES
 
 
 def path_params(rows, op: str) -> list[str]:
