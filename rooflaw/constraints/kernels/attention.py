@@ -8,7 +8,8 @@ Prefill, per sequence and head: the causal kernel skips the masked half, so it c
 (bandwidth · memory · l2)) + prep_bytes / (bandwidth · memory · l2) + waves · attention_tile_s / rate + kernel_s +
 launch`` with ``t_mma = FLOPs / (peak · attention · tile·wave)``, ``t_softmax = B·H·P · attention_softmax / peak_fp32``,
 ``p = softmax_overlap`` and ``rate`` the engine's kernel rate (``KernelCurves.rate``, TensorRT-LLM 1; its fp8-KV
-kernel's ``rate["<engine>/context_attention/fp8"]`` where fitted): the softmax (max, exponent, sum, rescale) runs on the
+kernel's ``rate["<engine>/context_attention/fp8"]``, a side kernel's ``rate["<engine>/context_attention/<path>"]``
+(:mod:`.attention_prefill`), where fitted): the softmax (max, exponent, sum, rescale) runs on the
 fp32 vector units, not the tensor cores, so an fp8 kernel does not speed it up, and a FlashAttention-3-style schedule
 hides it under the MMAs (``p`` large) where FlashAttention-2 runs them in series (``p = 1``); ``prep_bytes = B·S·d·(4·H
 + H_kv·2·(2 + b_kv))`` the RoPE and KV-cache write the op runs beside the kernel; ``waves = ceil(B·H·ceil(S/128) /
@@ -45,6 +46,7 @@ import pandas as pd
 from ...devices.device import Device
 from ..tiles import tile_efficiency
 from . import Family, KernelCurves, register
+from .attention_prefill import kernel_paths, path_params, path_rate
 from .gemm import launch_s
 
 #: KV-cache / attention dtype -> bytes per element
@@ -140,6 +142,8 @@ class AttentionTerms:
     #: decode: KV bytes each stream's CTA reads (a query head's CTA past XQA's group reads its KV head's whole K and V,
     #: found in L2 after the group's first CTA brought it from DRAM)
     stream_bytes: np.ndarray | None = None
+    #: prefill: per row, the side kernel its engine ran (:data:`.attention_prefill.KERNEL_PATHS`; '' its own); ``None``
+    path: np.ndarray | None = None
 
 
 def groups_of(rows: pd.DataFrame, ok: np.ndarray) -> tuple[np.ndarray, tuple[str, ...]]:
@@ -194,6 +198,7 @@ def context_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
         eff_packed=np.where(packable, tp * wp, te * we),
         waves_packed=waves_p,
         kv8=b_kv == 1.0,
+        path=kernel_paths(rows),
     )
 
 
@@ -351,6 +356,7 @@ def seconds(t: AttentionTerms, device: Device, curves: KernelCurves) -> np.ndarr
     both = (tc**pn + softmax**pn) ** (1.0 / pn) if pn != 1.0 else tc + softmax
     if t.prefill:
         fw_rate = fp8_kv_rate(t, curves, fw_rate)  # the whole prefill kernel runs at its fp8-KV variant's rate
+        fw_rate = path_rate(fw_rate, t.path, np.array(t.labels or ("",), dtype=object)[t.group], t.op, curves.rate)
     byts = t.bytes
     if not t.prefill:
         t = decode_window(t, curves)
@@ -406,6 +412,12 @@ def predict_generation(rows: pd.DataFrame, device: Device, curves: KernelCurves)
     return seconds(generation_terms(rows, device), device, curves) * 1e3
 
 
+CONTEXT_USED = used_params_for(
+    "context_attention",
+    ("attention", "attention_tile_s", "attention_softmax", "attention_l2", "softmax_overlap", "prefill_pack_gqa"),
+    True,
+    True,
+)
 CONTEXT = register(
     Family(
         name="context_attention",
@@ -420,19 +432,7 @@ CONTEXT = register(
             "prefill_pack_gqa",
         ),
         predict=predict_context,
-        used=used_params_for(
-            "context_attention",
-            (
-                "attention",
-                "attention_tile_s",
-                "attention_softmax",
-                "attention_l2",
-                "softmax_overlap",
-                "prefill_pack_gqa",
-            ),
-            True,
-            True,
-        ),
+        used=lambda rows: (*CONTEXT_USED(rows), *path_params(rows, "context_attention")),
         prepare=context_terms,
         evaluate=seconds,
     )

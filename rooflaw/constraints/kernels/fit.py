@@ -21,7 +21,7 @@ from scipy.optimize import least_squares
 
 from ...devices.device import Device
 from ...errors import RooflawError, bad
-from . import FAMILIES, GENERIC, Family, KernelCurves, family_of_table
+from . import FAMILIES, GENERIC, Family, KernelCurves, attention_prefill, family_of_table
 from .catalog_file import COMMIT, SOURCE, catalog_text, curves_table, write_catalog  # noqa: F401 (re-exported)
 from .collectives import BOUNDS as COLLECTIVE_BOUNDS
 from .tables import Table
@@ -116,8 +116,9 @@ def pooled(name: str) -> bool:
     dtype (``rate.``, ``engine_compute.``, fixed seconds ``launch.<framework>/moe_<dtype>``) nor the MoE kernels'
     per-dtype rates (``moe_compute.<key>``), which
     describe the kernels an architecture runs (vLLM hands the layer to Triton on Ada, to FlashInfer on
-    Blackwell) and so have no architecture-free value, nor :data:`KERNEL_SPECIFIC`."""
+    Blackwell) and so have no architecture-free value, nor :data:`KERNEL_SPECIFIC`, nor a prefill side kernel's rate."""
     engine = name.startswith(("rate.", "engine_compute.", "launch.")) and "/moe_" in name
+    engine = engine or attention_prefill.side_rate(name)
     kernel = name in KERNEL_SPECIFIC or name.startswith("split_share.")  # a decode kernel's own split (attention)
     return not (name.startswith("moe_compute.") or engine or kernel)
 

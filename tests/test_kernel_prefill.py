@@ -1,0 +1,109 @@
+"""Prefill attention's side kernels (:mod:`rooflaw.constraints.kernels.attention_prefill`): the kernel a table's
+``kernel_source`` names runs at its own rate, against hand-computed times, and the fit recovers that rate."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rooflaw.constraints.kernels import FAMILIES, KernelCurves
+from rooflaw.constraints.kernels import attention as KA
+from rooflaw.constraints.kernels import attention_prefill as KP
+from rooflaw.constraints.kernels import fit as KF
+from rooflaw.devices.device import Device
+
+
+def _dev(**kw) -> Device:
+    base = dict(id="t", name="test gpu", peak_flops={"fp32": 1e13, "fp16": 1e15, "fp8": 2e15},
+                memory_bandwidth=2e12, memory_capacity=8e10, sm_count=64, architecture="hopper")  # fmt: skip
+    base.update(kw)
+    return Device(**base)
+
+
+def _row(**kw) -> pd.DataFrame:
+    base = dict(batch_size=[1], isl=[1024], num_heads=[8], num_key_value_heads=[8], head_dim=[128], window_size=[0],
+                attn_dtype=["bfloat16"], kv_cache_dtype=["bfloat16"], framework=["vllm"])  # fmt: skip
+    base.update({k: [v] for k, v in kw.items()})
+    return pd.DataFrame(base)
+
+
+def test_kernel_paths_name_the_side_kernels_only():
+    rows = pd.DataFrame({"kernel_source": ["vllm_flash_attn_fa3", "vllm_flashinfer_trtllmdecode", "vllm_triton_attn",
+                                           "vllm_flash_attn_fa4", "torch_flow_flashinfer", "torch_flow",
+                                           "vllm_flashinfer_fidecode", "vllm_flashinfer_trtllmprefill"]})  # fmt: skip
+    got = list(KP.kernel_paths(rows))
+    assert got == ["", "decode", "triton", "fa4", "flashinfer", "", "decode", ""]
+    assert list(KP.kernel_paths(pd.DataFrame({"isl": [1, 2]}))) == ["", ""]  # no column: the engine's own kernel
+
+
+def test_side_kernel_runs_its_whole_kernel_at_its_own_rate():
+    # B = 1, S = 1024, 8 heads of 128: 8 query tiles per head visit 1..8 key blocks, 36 blocks of 128 x 128 pairs a
+    # head; 64 tiles on 64 SMs: one whole wave, tile and wave efficiency 1. Compute-bound at attention 0.5 of 1e15
+    # (4.8 us of MMAs against 0.5 us for its 8.4 MB of Q, K, V, O at 0.8 of 20 TB/s).
+    pairs = 36 * 128 * 128
+    flops = 4 * 8 * 128 * pairs
+    tile_s = 1e-6
+    core = flops / (1e15 * 0.5) + 1 * tile_s  # the MMAs and one wave of tiles, at rate 1
+    c = KernelCurves(architecture="t", compute={"fp16": 0.5}, memory=0.8, kernel_s=0.0, attention=0.5,
+                     attention_tile_s=tile_s, rate={"vllm/context_attention": 1.25,
+                                                    "vllm/context_attention/triton": 0.5})  # fmt: skip
+    dev = _dev(memory_bandwidth=2e13)
+    own = _row(kernel_source="vllm_flash_attn_fa3")
+    side = _row(kernel_source="vllm_triton_attn")
+    t_own = KA.predict_context(own, dev, c)[0] * 1e-3
+    t_side = KA.predict_context(side, dev, c)[0] * 1e-3
+    # the rest (RoPE and cache traffic beside the kernel) is the same for both: the difference is the kernel's
+    assert t_side - t_own == pytest.approx(core / 0.5 - core / 1.25, rel=1e-9)
+    # a side kernel the curves hold no rate for runs at the engine's; so does a table without kernel_source
+    other = _row(kernel_source="vllm_flash_attn_fa4")
+    assert KA.predict_context(other, dev, c)[0] == pytest.approx(t_own * 1e3, rel=1e-12)
+    assert KA.predict_context(_row(), dev, c)[0] == pytest.approx(t_own * 1e3, rel=1e-12)
+    # the rate is the engine's own kernel's: TensorRT-LLM's rows are untouched by vLLM's triton figure
+    trt = _row(framework="trtllm", kernel_source="vllm_triton_attn")
+    c1 = dataclasses.replace(c, rate={})
+    assert KA.predict_context(trt, dev, c)[0] == pytest.approx(KA.predict_context(trt, dev, c1)[0], rel=1e-12)
+
+
+def test_fit_recovers_a_side_kernels_rate():
+    dev = _dev(sm_count=132)
+    base = KernelCurves(architecture="x", compute={"fp16": 0.7}, memory=0.8, kernel_s=3e-6)
+    true = dataclasses.replace(base, attention=0.55, attention_tile_s=2e-6,
+                               rate={"vllm/context_attention": 1.2, "vllm/context_attention/triton": 0.3},
+                               launch={"trtllm/context_attention": 9e-6, "vllm/context_attention": 5e-6})  # fmt: skip
+    rng = np.random.default_rng(5)
+    n = 400
+    rows = pd.DataFrame({"batch_size": rng.choice([1, 8, 32], n), "isl": rng.choice([128, 1024, 4096], n),
+                         "num_heads": 32, "num_key_value_heads": 8, "head_dim": rng.choice([64, 128], n),
+                         "window_size": 0, "attn_dtype": "bfloat16", "kv_cache_dtype": "bfloat16",
+                         "framework": rng.choice(["trtllm", "vllm"], n),
+                         "table": "context_attention_perf"})  # fmt: skip
+    rows["kernel_source"] = np.where((rows.framework == "vllm") & (rng.random(n) < 0.3), "vllm_triton_attn", "x")
+    rows["latency"] = KA.predict_context(rows, dev, true)
+    fam = FAMILIES["context_attention"]
+    used = fam.used(rows)
+    assert "rate.vllm/context_attention/triton" in used and not any("trtllm/context_attention/" in u for u in used)
+    prep = KF.Prepared(KF.GPU("syn", dev, []), rows, np.arange(n), KA.context_terms(rows, dev))
+    got = KF.fit_family(fam, [prep], base)
+    for path in ("attention", "rate.vllm/context_attention", "rate.vllm/context_attention/triton"):
+        assert KF.get_param(got, path) == pytest.approx(KF.get_param(true, path), rel=2e-3), path
+
+
+def test_side_kernel_rates_are_an_architectures_own_not_pooled():
+    # a side kernel's rate describes which library an architecture's engine hands a shape to: generic curves do not
+    # fit it (a GPU they price runs those rows at its engine's rate); the engine's own and fp8-KV rates stay pooled
+    assert not KF.pooled("rate.vllm/context_attention/triton")
+    assert not KF.pooled("rate.trtllm/context_attention/flashinfer")
+    assert KF.pooled("rate.vllm/context_attention") and KF.pooled("rate.vllm/context_attention/fp8")
+    rows = pd.DataFrame({"batch_size": [1, 2], "isl": [512, 1], "num_heads": [8, 8], "num_key_value_heads": [8, 8],
+                         "head_dim": [128, 128], "window_size": [0, 0], "attn_dtype": ["bfloat16"] * 2,
+                         "kv_cache_dtype": ["bfloat16"] * 2, "framework": ["vllm"] * 2,
+                         "kernel_source": ["vllm_flash_attn_fa3", "vllm_flashinfer_trtllmdecode"],
+                         "table": ["context_attention_perf"] * 2})  # fmt: skip
+    rows["latency"] = [0.05, 0.01]
+    prep = KF.Prepared(KF.GPU("syn", _dev(), []), rows, np.arange(2), KA.context_terms(rows, _dev()))
+    base = KernelCurves(architecture="generic", compute={"fp16": 0.7}, memory=0.8, kernel_s=3e-6)
+    got = KF.fit_family(FAMILIES["context_attention"], [prep], base)
+    assert "vllm/context_attention/decode" not in got.rate and "vllm/context_attention" in got.rate
