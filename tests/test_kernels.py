@@ -353,6 +353,17 @@ def test_decode_window_heads_hand_value():
     assert not KF.pooled("decode_window_heads")
 
 
+def test_decode_prologues_are_sm_cycles():
+    # decode_tile_s is SM cycles written as seconds at the curves' clock_mhz: a device clocked at 1.5 GHz runs the
+    # 300 x 8 CTAs' 24 waves of a 2 GHz figure in 2/1.5 of its seconds (1 sequence: the one wave the same way)
+    c = dataclasses.replace(CURVES, attention=0.5, attention_memory=0.9, decode_tile_s=4e-6, clock_mhz=2000.0)
+    rows = _decode_rows(batch_size=300, step=15, kv_cache_dtype="bfloat16")
+    byts = 300 * 16 * 2 * 8 * 128 * 2 + 2 * 300 * 32 * 128 * 2
+    for clock, scale in ((1.5e9, 2.0 / 1.5), (2e9, 1.0), (None, 1.0)):
+        got = KA.predict_generation(rows, _dev(clock=clock), c)[0] * 1e-3
+        assert got == pytest.approx(byts / (2e12 * 0.9) + 24 * 4e-6 * scale + 2e-6, rel=1e-12), clock
+
+
 def test_decode_attention_prologues_per_kernel_and_blend():
     # 300 sequences x 8 KV heads of 16 cached tokens on 100 SMs: 24 waves of prologues; TensorRT-LLM's masked-MHA
     # kernel (one query head per KV head) has its own prologue; an engine's fp8-KV kernel its own rate; a

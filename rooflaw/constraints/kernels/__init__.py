@@ -95,7 +95,9 @@ class KernelCurves:
     #: share of vLLM's prefill tiles that pack a GQA group's query heads into one 128-row tile (FlashAttention-3's
     #: pack-GQA: S·g rows per KV head instead of S per query head; 0: none, 1: all)
     prefill_pack_gqa: float = 0.0
-    #: seconds each wave of decode-attention CTAs (one per sequence and KV head) costs beyond its KV reads
+    #: seconds each wave of decode-attention CTAs (one per sequence and KV head) costs beyond its KV reads: SM cycles
+    #: written as seconds at ``clock_mhz`` (as ``decode_mha_tile_s``; a device of clock ``f`` runs them in ``· clock_mhz
+    #: / f``)
     decode_tile_s: float = 0.0
     #: decode CTAs per SM at which a decode attention kernel reaches half its ``attention_memory`` bandwidth (Little's
     #: law: few CTAs per SM keep too few loads in flight): its KV bytes take ``1 + decode_half_occupancy / (CTAs /
