@@ -113,7 +113,8 @@ class KernelCurves:
     #: CTAs per SM up to which an MLA decode kernel splits each sequence's context (0: no split)
     mla_split: float = 0.0
     #: p of a decode kernel's blend of its KV stream and its CTA prologues, ``(t_stream^p + t_prologues^p)^(1/p)`` (1:
-    #: their sum, large: the larger)
+    #: their sum, large: the larger), reached with many waves of CTAs: with ``W`` waves ``p = 1 + (decode_blend - 1)·(1
+    #: - 1/W)`` (one wave's prologue has no earlier stream to hide under)
     decode_blend: float = 1.0
     #: seconds each wave costs of TensorRT-LLM's masked-MHA decode kernel, one CTA per (sequence, query head), which
     #: it runs where a KV head serves one query head or more than its XQA kernel takes (0: ``decode_tile_s``)
