@@ -331,28 +331,6 @@ def test_decode_kernel_split_share_and_it_is_not_pooled():
     assert not KF.pooled("split_share.trtllm/generation_attention/fp8") and KF.pooled("rate.vllm/generation_attention")
 
 
-def test_decode_window_heads_hand_value():
-    # vLLM's windowed bf16-KV decode with decode_window_heads w runs B·H_kv + w·(B·H - B·H_kv) CTAs (one per query
-    # head where w = 1): more prologue waves and more CTAs per SM in the ramp, the same DRAM bytes
-    dev = _dev(sm_count=100)
-    rows = _decode_rows(batch_size=300, step=4095, framework="vllm", window_size=1024, kv_cache_dtype="bfloat16")
-    byts = 300 * 1024 * 2 * 8 * 128 * 2 + 2 * 300 * 32 * 128 * 2
-
-    def want(n):
-        return byts * (1 + 0.5 / (n / 100)) / (2e12 * 0.9) + np.ceil(n / 100) * 4e-6 + 2e-6
-
-    c = dataclasses.replace(CURVES, attention=0.5, attention_memory=0.9, decode_tile_s=4e-6, decode_half_occupancy=0.5)
-    for w in (0.0, 0.25, 1.0):
-        got = KA.predict_generation(rows, dev, dataclasses.replace(c, decode_window_heads=w))[0] * 1e-3
-        assert got == pytest.approx(want(300 * 8 + w * 300 * 24), rel=1e-12), w
-    # not TensorRT-LLM's kernel, not vLLM's fp8-KV kernel, not without a window: one CTA per KV head
-    cw = dataclasses.replace(c, decode_window_heads=1.0)
-    for other in (rows.assign(framework=["trtllm"]), rows.assign(window_size=[0]), rows.assign(kv_cache_dtype=["fp8"])):
-        assert KA.predict_generation(other, dev, cw)[0] == KA.predict_generation(other, dev, c)[0]
-    # the kernel's choice on one architecture: the generic curves do not fit it
-    assert not KF.pooled("decode_window_heads")
-
-
 def test_decode_prologues_are_sm_cycles():
     # decode_tile_s is SM cycles written as seconds at the curves' clock_mhz: a device clocked at 1.5 GHz runs the
     # 300 x 8 CTAs' 24 waves of a 2 GHz figure in 2/1.5 of its seconds (1 sequence: the one wave the same way)
@@ -612,7 +590,6 @@ def test_fit_recovers_known_decode_attention_figures():
     true = dataclasses.replace(base, attention_memory=0.9, decode_tile_s=4e-6, decode_mha_tile_s=1.5e-6,
                                decode_half_occupancy=0.4, decode_split=3.0, decode_split_tokens=400.0,
                                decode_blend=3.0, decode_dim_share=0.4, decode_window_tokens=48.0,
-                               decode_window_heads=0.6,
                                rate={"vllm/generation_attention": 1.3, "trtllm/generation_attention/fp8": 2.0,
                                      "trtllm/generation_attention/fp8/mha": 0.7},
                                split_share={"vllm/generation_attention": 0.5, "trtllm/generation_attention/fp8": 0.1},
@@ -637,7 +614,7 @@ def test_fit_recovers_known_decode_attention_figures():
     assert np.median(np.abs(KA.predict_generation(rows, dev, got) / rows["latency"] - 1)) < 1e-3
     for path in ("attention_memory", "decode_tile_s", "decode_mha_tile_s", "decode_half_occupancy", "decode_blend",
                  "decode_dim_share", "decode_split", "decode_split_tokens", "decode_window_tokens",
-                 "decode_window_heads", "rate.vllm/generation_attention", "rate.trtllm/generation_attention/fp8",
+                 "rate.vllm/generation_attention", "rate.trtllm/generation_attention/fp8",
                  "rate.trtllm/generation_attention/fp8/mha", "split_share.vllm/generation_attention",
                  "split_share.trtllm/generation_attention/fp8",
                  "launch.trtllm/generation_attention", "launch.vllm/generation_attention"):  # fmt: skip

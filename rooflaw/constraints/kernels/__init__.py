@@ -124,9 +124,6 @@ class KernelCurves:
     decode_window_tokens: float = 0.0
     #: share of a decode wave's fixed seconds that grows with the head dim (``1 - s + s·d/128``; 0: none)
     decode_dim_share: float = 0.0
-    #: share of vLLM's sliding-window decode CTAs that run one per (sequence, query head) instead of one per KV head
-    #: (a kernel's choice on an architecture: vLLM's windowed bf16 decode on Ada; 0: none, 1: all)
-    decode_window_heads: float = 0.0
     #: L2 bandwidth an attention kernel reaches when its whole working set fits in L2 (a kernel re-run over the same
     #: tensors, as a benchmark does, finds them there), in bytes per FLOP of the fp32 roof (a proxy of SMs x clock);
     #: it applies where it beats DRAM (0: never)

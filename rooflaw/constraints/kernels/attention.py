@@ -59,8 +59,6 @@ REFERENCE_FRAMEWORK = "trtllm"
 PACK_GQA_ENGINE = "vllm"
 #: most query heads TensorRT-LLM's XQA decode kernel serves per KV head
 XQA_MAX_GROUP = 32
-#: the engine whose sliding-window decode kernel may run one CTA per query head (``decode_window_heads``)
-WINDOW_HEADS_ENGINE = "vllm"
 #: query heads one XQA CTA serves (the rows of its 16-row MMA tile): a larger group runs ``ceil(g / 16)`` CTAs per
 #: KV head, each reading the head's K and V (from L2 but the first)
 XQA_GROUP_ROWS = 16
@@ -144,9 +142,6 @@ class AttentionTerms:
     #: decode: KV bytes each stream's CTA reads (a query head's CTA past XQA's group reads its KV head's whole K and V,
     #: found in L2 after the group's first CTA brought it from DRAM)
     stream_bytes: np.ndarray | None = None
-    #: decode: streams of vLLM's sliding-window rows were its kernel run one CTA per query head (else ``streams``;
-    #: ``decode_window_heads`` of them do)
-    head_streams: np.ndarray | None = None
 
 
 def groups_of(rows: pd.DataFrame, ok: np.ndarray) -> tuple[np.ndarray, tuple[str, ...]]:
@@ -262,7 +257,6 @@ def generation_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
         kv8=b_kv == 1.0,
         overhang=L_all - L,
         kv_bytes=B * Hkv * stream,
-        head_streams=np.where((fw == WINDOW_HEADS_ENGINE) & (W > 0) & (b_kv > 1.0), B * H, B * kv_heads),
     )
 
 
@@ -277,15 +271,6 @@ def decode_window(t: AttentionTerms, curves: KernelCurves) -> AttentionTerms:
     stream = t.stream_bytes * scale if t.stream_bytes is not None else None
     return dataclasses.replace(t, context=t.context + extra, bytes=t.bytes + kv * (scale - 1.0), stream_bytes=stream,
                                kv_bytes=kv * scale)  # fmt: skip
-
-
-def window_heads(t: AttentionTerms, curves: KernelCurves) -> AttentionTerms:
-    """``t`` with ``decode_window_heads`` of vLLM's sliding-window rows' CTAs run one per query head: more streams
-    (occupancy, prologue waves), the same DRAM bytes (a KV head's other CTAs find its K and V in L2)."""
-    if t.head_streams is None or curves.decode_window_heads <= 0:
-        return t
-    w = min(1.0, curves.decode_window_heads)
-    return dataclasses.replace(t, streams=t.streams + w * (t.head_streams - t.streams))
 
 
 def split_shares(t: AttentionTerms, curves: KernelCurves) -> np.ndarray | float:
@@ -370,7 +355,7 @@ def seconds(t: AttentionTerms, device: Device, curves: KernelCurves) -> np.ndarr
         fw_rate = fp8_kv_rate(t, curves, fw_rate)  # the whole prefill kernel runs at its fp8-KV variant's rate
     byts = t.bytes
     if not t.prefill:
-        t = window_heads(decode_window(t, curves), curves)
+        t = decode_window(t, curves)
         byts = t.bytes
         # a decode kernel with few CTAs per SM keeps too few loads in flight to reach the bandwidth (Little's law)
         byts = byts * (1.0 + curves.decode_half_occupancy / decode_occupancy(t, curves))
@@ -412,17 +397,6 @@ def used_params_for(op: str, fitted: tuple[str, ...], rated: bool = False, kv8_r
         return (*fitted, *extra, *(f"launch.{f}/{op}" for f in fws), *rates)
 
     return used
-
-
-def window_used(used):
-    """``used`` plus ``decode_window_heads`` where the rows hold vLLM sliding-window decode rows."""
-
-    def with_window(rows: pd.DataFrame) -> tuple[str, ...]:
-        win = (rows["framework"].astype(str) == WINDOW_HEADS_ENGINE) & (column(rows, "window_size") > 0)
-        win &= bytes_of(rows, "kv_cache_dtype") > 1.0
-        return (*used(rows), *((WINDOW_HEADS,) if win.any() else ()))
-
-    return with_window
 
 
 def predict_context(rows: pd.DataFrame, device: Device, curves: KernelCurves) -> np.ndarray:
@@ -478,15 +452,13 @@ DECODE_PARAMS = (
     "decode_dim_share",
     "decode_window_tokens",
 )
-#: decode figures of one kernel's choice on an architecture (fitted where it has such rows, not pooled)
-WINDOW_HEADS = "decode_window_heads"
 GENERATION = register(
     Family(
         name="generation_attention",
         tables=("generation_attention_perf",),
         params=DECODE_PARAMS,
         predict=predict_generation,
-        used=window_used(used_params_for("generation_attention", DECODE_PARAMS, True, True, True)),
+        used=used_params_for("generation_attention", DECODE_PARAMS, True, True, True),
         prepare=generation_terms,
         evaluate=seconds,
     )

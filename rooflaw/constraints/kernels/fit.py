@@ -55,7 +55,6 @@ _BOUNDS = {
     "decode_window_tokens": (32.0, 0.0, 4096.0, 10.0),
     "mla_token_s": (2e-8, 0.0, 1e-5, 1e-8),
     "prefill_pack_gqa": (0.5, 0.0, 1.0, 0.1),
-    "decode_window_heads": (0.5, 0.0, 1.0, 0.1),
     "mla_split": (0.1, 0.0, 64.0, 1.0),
     "attention_l2": (0.02, 0.0, 1.0, 0.01),
     "attention_softmax": (4.0, 0.0, 200.0, 10.0),
@@ -103,7 +102,6 @@ _FRESH = _FRESH | {
     "mla_token_s",
     "mla_split",
     "prefill_pack_gqa",
-    "decode_window_heads",
 }
 #: the MoE family's shape figures start inside their range too (at their default 0 the fit may not leave the bound)
 _FRESH = _FRESH | {"moe_s", "moe_half_inter", "moe_slot"}
@@ -112,16 +110,18 @@ QUANTILES = (0.1, 0.9)  #: the 80 % band of measured/predicted
 BAND_SHARE, TAILS = 0.8, tuple(np.round(np.arange(0.10, 0.0049, -0.005), 4))
 
 
-#: figures of one kernel implementation, not of an architecture-free physics (TensorRT-LLM 1.0's MLA token walk on
-#: Ampere and Ada, vLLM's per-query-head windowed decode on Ada): a GPU priced by ``generic`` does not inherit them
-KERNEL_SPECIFIC = frozenset({"mla_token_s", "mla_split", "decode_window_heads"})
+#: figures of one kernel implementation, not of an architecture-free physics: TensorRT-LLM 1.0's MLA decode walks a
+#: sequence's latent token by token in one CTA on Ampere and Ada (``mla_token_s``, its split ``mla_split``), where
+#: Hopper's and Blackwell's split kernels stream; a GPU priced by ``generic`` does not inherit that walk
+KERNEL_SPECIFIC = frozenset({"mla_token_s", "mla_split"})
 
 
 def pooled(name: str) -> bool:
     """Whether figure ``name`` is fitted in the pooled ``generic`` curves too: not an engine's MoE kernel rates per
     dtype (``rate.<framework>/moe_<dtype>``, ``engine_compute.<framework>/moe_<dtype>``) nor the MoE kernels'
-    per-dtype rates (``moe_compute.<key>``), which describe the kernels an architecture runs (vLLM hands the layer to
-    Triton on Ada, to FlashInfer on Blackwell) and so have no architecture-free value, nor :data:`KERNEL_SPECIFIC`."""
+    per-dtype rates (``moe_compute.<key>``), which
+    describe the kernels an architecture runs (vLLM hands the layer to Triton on Ada, to FlashInfer on
+    Blackwell) and so have no architecture-free value, nor :data:`KERNEL_SPECIFIC`."""
     engine = name.startswith(("rate.", "engine_compute.")) and "/moe_" in name
     kernel = name in KERNEL_SPECIFIC or name.startswith("split_share.")  # a decode kernel's own split (attention)
     return not (name.startswith("moe_compute.") or engine or kernel)
