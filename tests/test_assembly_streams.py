@@ -112,6 +112,9 @@ def test_moe_layers_add_moe_s_per_pass():
     # moe_s is SM cycles at the curves' clock (as kernel_s): a part clocked 10 % faster takes 1/1.1 of it
     fast = dataclasses.replace(DEV, clock=DEV.clock * 1.1)
     assert A.rates(fast, Precision.parse("bf16"), applied(fast, ENGINE)).moe_s == pytest.approx(KC.moe_s / 1.1)
+    # so are decode attention's prologue waves (the kernel family's decode_tile_s)
+    assert A.rates(fast, Precision.parse("bf16"), applied(fast, ENGINE)).decode_tile_s == pytest.approx(
+        KC.decode_tile_s / 1.1, rel=1e-12)  # fmt: skip
 
 
 def test_without_curves_every_stream_is_the_one_bandwidth():

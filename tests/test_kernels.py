@@ -331,10 +331,22 @@ def test_decode_kernel_split_share_and_it_is_not_pooled():
     assert not KF.pooled("split_share.trtllm/generation_attention/fp8") and KF.pooled("rate.vllm/generation_attention")
 
 
+def test_decode_prologues_are_sm_cycles():
+    # decode_tile_s is SM cycles written as seconds at the curves' clock_mhz: a device clocked at 1.5 GHz runs the
+    # 300 x 8 CTAs' 24 waves of a 2 GHz figure in 2/1.5 of its seconds (1 sequence: the one wave the same way)
+    c = dataclasses.replace(CURVES, attention=0.5, attention_memory=0.9, decode_tile_s=4e-6, clock_mhz=2000.0)
+    rows = _decode_rows(batch_size=300, step=15, kv_cache_dtype="bfloat16")
+    byts = 300 * 16 * 2 * 8 * 128 * 2 + 2 * 300 * 32 * 128 * 2
+    for clock, scale in ((1.5e9, 2.0 / 1.5), (2e9, 1.0), (None, 1.0)):
+        got = KA.predict_generation(rows, _dev(clock=clock), c)[0] * 1e-3
+        assert got == pytest.approx(byts / (2e12 * 0.9) + 24 * 4e-6 * scale + 2e-6, rel=1e-12), clock
+
+
 def test_decode_attention_prologues_per_kernel_and_blend():
     # 300 sequences x 8 KV heads of 16 cached tokens on 100 SMs: 24 waves of prologues; TensorRT-LLM's masked-MHA
     # kernel (one query head per KV head) has its own prologue; an engine's fp8-KV kernel its own rate; a
-    # decode_dim_share of the prologue grows with the head dim; the stream and the prologues blend as a p-norm
+    # decode_dim_share of the prologue grows with the head dim; the stream and the prologues blend as a p-norm whose
+    # p runs from 1 (one wave: its prologue has no earlier stream to hide under) to decode_blend: 1 + (2 - 1)(1 - 1/W)
     dev = _dev(sm_count=100)
     c = dataclasses.replace(CURVES, attention=0.5, attention_memory=0.9, decode_tile_s=4e-6, decode_mha_tile_s=1e-6,
                             decode_dim_share=0.5, decode_blend=2.0,
@@ -343,35 +355,43 @@ def test_decode_attention_prologues_per_kernel_and_blend():
     waves = np.ceil(300 * 8 / 100)
     byts = 300 * 16 * 2 * 8 * 256 * 2 + 2 * 300 * 32 * 256 * 2
     stream = byts / (2e12 * 0.9)
+    p = 1 + (1 - 1 / waves)
+
+    def pn(a, b):
+        return (a**p + b**p) ** (1 / p)
 
     def want(tile, rate=1.0):
         pro = waves * tile * (1 - 0.5 + 0.5 * 2) / rate
-        return np.hypot(stream, pro) + 2e-6
+        return pn(stream, pro) + 2e-6
 
     got = KA.predict_generation(rows, dev, c)[0] * 1e-3
     assert got == pytest.approx(want(4e-6), rel=1e-12)
     mha = rows.assign(num_heads=[8])
     byts_m = byts - 2 * 300 * 24 * 256 * 2
     pro_m = waves * 1e-6 * 1.5
-    assert KA.predict_generation(mha, dev, c)[0] * 1e-3 == pytest.approx(np.hypot(byts_m / 1.8e12, pro_m) + 2e-6)
+    assert KA.predict_generation(mha, dev, c)[0] * 1e-3 == pytest.approx(pn(byts_m / 1.8e12, pro_m) + 2e-6)
     vllm = rows.assign(framework=["vllm"])
     assert KA.predict_generation(vllm, dev, c)[0] * 1e-3 == pytest.approx(want(4e-6, 2.0), rel=1e-12)
     v8 = vllm.assign(kv_cache_dtype=["fp8"])
     stream8 = (byts - 300 * 16 * 2 * 8 * 256) / (2e12 * 0.9)
     pro8 = waves * 4e-6 * 1.5 / 0.5
-    assert KA.predict_generation(v8, dev, c)[0] * 1e-3 == pytest.approx(np.hypot(stream8, pro8) + 2e-6, rel=1e-12)
+    assert KA.predict_generation(v8, dev, c)[0] * 1e-3 == pytest.approx(pn(stream8, pro8) + 2e-6, rel=1e-12)
     # TensorRT-LLM has no fp8-KV rate here: its fp8-KV rows keep the engine's rate (1)
     t8 = rows.assign(kv_cache_dtype=["fp8"])
-    assert KA.predict_generation(t8, dev, c)[0] * 1e-3 == pytest.approx(np.hypot(stream8, waves * 6e-6) + 2e-6)
+    assert KA.predict_generation(t8, dev, c)[0] * 1e-3 == pytest.approx(pn(stream8, waves * 6e-6) + 2e-6)
     # its fp8-KV XQA (rate 2) and its fp8-KV masked-MHA kernel (rate 0.5) are kernels of their own; the bf16-KV
     # masked-MHA kernel keeps the engine's rate
     ct = dataclasses.replace(c, rate={"trtllm/generation_attention/fp8": 2.0,
                                       "trtllm/generation_attention/fp8/mha": 0.5})  # fmt: skip
-    assert KA.predict_generation(t8, dev, ct)[0] * 1e-3 == pytest.approx(np.hypot(stream8, waves * 3e-6) + 2e-6)
+    assert KA.predict_generation(t8, dev, ct)[0] * 1e-3 == pytest.approx(pn(stream8, waves * 3e-6) + 2e-6)
     m8 = mha.assign(kv_cache_dtype=["fp8"])
     stream_m8 = (byts_m - 300 * 16 * 2 * 8 * 256) / 1.8e12
-    assert KA.predict_generation(m8, dev, ct)[0] * 1e-3 == pytest.approx(np.hypot(stream_m8, pro_m / 0.5) + 2e-6)
+    assert KA.predict_generation(m8, dev, ct)[0] * 1e-3 == pytest.approx(pn(stream_m8, pro_m / 0.5) + 2e-6)
     assert KA.predict_generation(mha, dev, ct)[0] == pytest.approx(KA.predict_generation(mha, dev, c)[0])
+    # one wave (a single sequence): the prologue adds to the stream
+    one = rows.assign(batch_size=[1])
+    stream1 = (16 * 2 * 8 * 256 * 2 + 2 * 32 * 256 * 2) / (2e12 * 0.9)
+    assert KA.predict_generation(one, dev, c)[0] * 1e-3 == pytest.approx(stream1 + 4e-6 * 1.5 + 2e-6, rel=1e-12)
 
 
 def test_attention_l2_resident_working_set_and_softmax_term():

@@ -180,14 +180,14 @@ def stream_fields(kc: Any, scale: float, cycles: float = 1.0) -> dict[str, float
     attention family fits it), ``experts_memory`` = ``memory`` × ``moe_memory`` (the MoE family streams the experts'
     weights at ``bandwidth · memory · moe_memory``), ``moe_s``, ``moe_serial``, and decode attention's
     ``decode_half_occupancy``, ``decode_split`` and ``decode_tile_s``, and the GEMMs' ``gemm_blend`` (the tile/wave
-    model's). ``moe_s`` is SM cycles written as seconds at the curves' ``clock_mhz`` (as ``kernel_s``): times
-    ``cycles`` (:func:`cycle_scale` of the device)."""
+    model's). ``moe_s`` and ``decode_tile_s`` are SM cycles written as seconds at the curves' ``clock_mhz`` (as
+    ``kernel_s``): times ``cycles`` (:func:`cycle_scale` of the device)."""
     return dict(
         kv_memory=min(1.0, float(kc.attention_memory) * scale),
         experts_memory=min(1.0, float(kc.memory) * float(kc.moe_memory) * scale),
         moe_s=float(kc.moe_s) * cycles, moe_serial=float(kc.moe_serial),
         decode_half_occupancy=float(kc.decode_half_occupancy), decode_split=float(kc.decode_split),
-        decode_tile_s=float(kc.decode_tile_s),
+        decode_tile_s=float(kc.decode_tile_s) * cycles,
         gemm_blend=float(kc.gemm_blend),
     )  # fmt: skip
 

@@ -99,7 +99,9 @@ class KernelCurves:
     #: share of vLLM's prefill tiles that pack a GQA group's query heads into one 128-row tile (FlashAttention-3's
     #: pack-GQA: S·g rows per KV head instead of S per query head; 0: none, 1: all)
     prefill_pack_gqa: float = 0.0
-    #: seconds each wave of decode-attention CTAs (one per sequence and KV head) costs beyond its KV reads
+    #: seconds each wave of decode-attention CTAs (one per sequence and KV head) costs beyond its KV reads: SM cycles
+    #: written as seconds at ``clock_mhz`` (as ``decode_mha_tile_s``; a device of clock ``f`` runs them in ``· clock_mhz
+    #: / f``)
     decode_tile_s: float = 0.0
     #: decode CTAs per SM at which a decode attention kernel reaches half its ``attention_memory`` bandwidth (Little's
     #: law: few CTAs per SM keep too few loads in flight): its KV bytes take ``1 + decode_half_occupancy / (CTAs /
@@ -115,7 +117,8 @@ class KernelCurves:
     #: CTAs per SM up to which an MLA decode kernel splits each sequence's context (0: no split)
     mla_split: float = 0.0
     #: p of a decode kernel's blend of its KV stream and its CTA prologues, ``(t_stream^p + t_prologues^p)^(1/p)`` (1:
-    #: their sum, large: the larger)
+    #: their sum, large: the larger), reached with many waves of CTAs: with ``W`` waves ``p = 1 + (decode_blend - 1)·(1
+    #: - 1/W)`` (one wave's prologue has no earlier stream to hide under)
     decode_blend: float = 1.0
     #: seconds each wave costs of TensorRT-LLM's masked-MHA decode kernel, one CTA per (sequence, query head), which
     #: it runs where a KV head serves one query head or more than its XQA kernel takes (0: ``decode_tile_s``)

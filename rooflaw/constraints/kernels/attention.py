@@ -26,11 +26,13 @@ most :data:`XQA_GROUP_ROWS` query heads a CTA: ``n = B·H_kv·ceil(g/16)``, the 
 L2); TensorRT-LLM runs its masked-MHA kernel, one CTA per query head, where a KV head serves one query head or more than
 its XQA kernel takes (:data:`XQA_MAX_GROUP`; then ``n = B·H`` streams, the group's CTAs sharing their KV head's K and V
 through L2, read from DRAM once). bytes ``= B·L·2·H_kv·d·b_kv + 2·B·H·d·2``, FLOPs ``= 4·B·H·d·L``; ``t = (t_stream^p +
-t_prologue^p)^(1/p) + kernel_s + launch`` (``p = decode_blend``) with ``t_stream = max(t_mma, bytes · (1 +
+t_prologue^p)^(1/p) + kernel_s + launch`` (``p = 1 + (decode_blend - 1)·(1 - 1/⌈n/SMs⌉)``: one wave's prologue has
+no earlier stream to hide under, many waves' do) with ``t_stream = max(t_mma, bytes · (1 +
 decode_half_occupancy / x) / (bandwidth · attention_memory · l2))``: a split-KV (flash-decoding) kernel cuts each stream
 into chunks of at least ``decode_split_tokens`` tokens, up to ``decode_split`` CTAs per SM, and ``x`` CTAs per SM keep
 too few loads in flight to reach the bandwidth when few (Little's law); ``t_prologue = ceil(n / SMs) · tile · (1 - s +
-s·d/128) / rate``: each wave of CTAs pays a fixed prologue (page table, Q, the split merge, O), ``tile = decode_tile_s``
+s·d/128) · clock_mhz / clock / rate``: each wave of CTAs pays a fixed prologue (page table, Q, the split merge, O),
+SM cycles written as seconds at the curves' ``clock_mhz`` (:func:`.gemm.cycle_scale`), ``tile = decode_tile_s``
 (``decode_mha_tile_s`` for the masked-MHA kernel), ``s = decode_dim_share``, ``rate`` the engine's
 (``rate["<engine>/generation_attention"]``, its fp8-KV kernel's ``rate["<engine>/generation_attention/fp8"]``,
 TensorRT-LLM's fp8-KV masked-MHA kernel's ``rate["trtllm/generation_attention/fp8/mha"]``, where fitted).
@@ -47,7 +49,7 @@ from ...devices.device import Device
 from ..tiles import tile_efficiency
 from . import Family, KernelCurves, register
 from .attention_prefill import kernel_paths, path_params, path_rate
-from .gemm import launch_s
+from .gemm import cycle_scale, launch_s
 
 #: KV-cache / attention dtype -> bytes per element
 DTYPE_BYTES = {"bfloat16": 2.0, "float16": 2.0, "fp8": 1.0, "fp8_e4m3": 1.0, "int8": 1.0, "nvfp4": 0.5 + 1 / 16}
@@ -370,9 +372,10 @@ def seconds(t: AttentionTerms, device: Device, curves: KernelCurves) -> np.ndarr
         tiles = waves_pre * curves.attention_tile_s / fw_rate  # the engine's kernel runs its tiles at its rate too
         return core + t.extra_bytes / (bw * curves.memory * l2) + tiles + lat
     # decode: the KV stream and the CTAs' prologues overlap in part (the p-norm blend)
-    waves = decode_prologues(t, curves) / fp8_kv_rate(t, curves, fw_rate)
-    p = curves.decode_blend
-    total = core + waves if p == 1.0 else (core**p + waves**p) ** (1.0 / p)
+    waves = decode_prologues(t, curves) * cycle_scale(curves, device) / fp8_kv_rate(t, curves, fw_rate)
+    # the first wave's prologues add to the stream (nothing before them to hide under), later waves' overlap it
+    p = 1.0 + (curves.decode_blend - 1.0) * (1.0 - 1.0 / np.ceil(t.streams / t.sms))
+    total = (core**p + waves**p) ** (1.0 / p)
     return total + t.extra_bytes / (bw * curves.memory * l2) + lat
 
 
