@@ -280,3 +280,66 @@ def test_fit_driver_recovers_a_two_protocol_curve():
     assert np.median(np.abs(pred / K.predict_nccl(rows, dev, curves(**{"allgather/nvlink": true})) - 1)) < 0.03
     assert fitted.efficiency_large == pytest.approx(0.6, rel=0.1) and fitted.efficiency == pytest.approx(0.15, rel=0.1)
     assert set(got.collectives) == {"allgather/nvlink"}  # only the link kind and collective the rows determine
+
+
+def _allreduce_gpu(folder: str, device: str, truth: dict[str, CollectiveCurve], seed: int):
+    """A GPU whose TensorRT-LLM and vLLM custom all-reduce rows (2/4/8 GPUs, 256 to 256 Mi bf16 elements) are made
+    from the known curves ``truth`` with 2 % log-normal noise."""
+    from pathlib import Path
+
+    from rooflaw.constraints.kernels import fit as F
+    from rooflaw.constraints.kernels.tables import Table
+
+    dev = R.get_device(device)
+    n = np.repeat([2, 4, 8], 21)
+    elems = np.tile(2.0 ** np.arange(8, 29), 3)
+    rng = np.random.default_rng(seed)
+    tables = []
+    for fw, backend in (("TRTLLM", None), ("vLLM", "vllm_graph")):
+        rows = _table(fw, n, elems, backend=backend)
+        rows["latency"] = K.predict_allreduce(rows, dev, curves(**truth)) * np.exp(rng.normal(0, 0.02, len(n)))
+        rows["table"], rows["device"] = "custom_allreduce_perf", dev.name
+        tables.append(Table(folder, fw.lower(), "1", "custom_allreduce_perf", Path("-"), rows))
+    return F.GPU(folder, dev, tables)
+
+
+def test_split_fit_recovers_each_curve_on_its_own_rows():
+    """Custom all-reduce rows of an NVLink H100 and a PCIe L40S, TensorRT-LLM's and vLLM's kernels, made from four
+    known curves: the driver fits each curve on its own rows (:func:`collectives.fit_split`), recovering every row's
+    time within the noise and each kernel's small-message efficiency and fixed latency within 10 %; and the NVLink
+    curves come out the same to the last bit whether or not the PCIe GPU's rows (here its vLLM rows doubled) are in
+    the fit -- fitted jointly, rows of one curve moved where the solver stopped on the others."""
+    from rooflaw.constraints.kernels import fit as F
+
+    truth = {
+        "allreduce/nvlink": CollectiveCurve(
+            latency=6e-6, efficiency=0.35, hop=0.5e-6, latency_large=30e-6, efficiency_large=0.7, scaling=0.2
+        ),  # fmt: skip
+        "allreduce_vllm/nvlink": CollectiveCurve(
+            latency=9e-6, efficiency=0.25, latency_large=45e-6, efficiency_large=0.6
+        ),  # fmt: skip
+        "allreduce/pcie": CollectiveCurve(latency=12e-6, efficiency=0.5),
+        "allreduce_vllm/pcie": CollectiveCurve(
+            latency=15e-6, efficiency=0.4, latency_large=60e-6, efficiency_large=0.45
+        ),  # fmt: skip
+    }
+    fam = FAMILIES["allreduce"]
+    assert fam.fit is K.fit_split
+    h100 = _allreduce_gpu("h100_sxm", "h100-sxm", truth, 3)
+    l40s = _allreduce_gpu("l40s", "l40s", truth, 4)
+    both = F.fit_family(fam, F.prepare([h100, l40s], fam, 1000), F.initial_curves("generic"))
+    assert set(both.collectives) == set(truth)
+    for g in (h100, l40s):
+        for t in g.tables:
+            pred = K.predict_allreduce(t.rows, g.device, both)
+            exact = K.predict_allreduce(t.rows, g.device, curves(**truth))
+            assert np.median(np.abs(pred / exact - 1)) < 0.03, (g.name, t.framework)
+    for key, c in truth.items():
+        assert both.collectives[key].efficiency == pytest.approx(c.efficiency, rel=0.1), key
+        assert both.collectives[key].latency == pytest.approx(c.latency, rel=0.1), key
+    # the NVLink curves read no PCIe row: doubling the L40S vLLM rows leaves them exactly as they were
+    l40s.tables[1].rows["latency"] *= 2.0
+    moved = F.fit_family(fam, F.prepare([h100, l40s], fam, 1000), F.initial_curves("generic"))
+    for key in ("allreduce/nvlink", "allreduce_vllm/nvlink", "allreduce/pcie"):
+        assert moved.collectives[key] == both.collectives[key], key
+    assert moved.collectives["allreduce_vllm/pcie"] != both.collectives["allreduce_vllm/pcie"]

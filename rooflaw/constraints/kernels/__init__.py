@@ -213,6 +213,9 @@ class Family:
     #: part of ``predict`` computed once, so a fit re-evaluates only the curves (``None``: the fit calls ``predict``).
     prepare: Callable[..., Any] | None = None
     evaluate: Callable[..., Any] | None = None
+    #: ``fit(family, data, curves, fit_one) -> curves``: a family whose figures fall into problems that share no
+    #: figure fits each on its own rows (``fit_one``: the driver's one-problem fit; ``None``: one joint problem).
+    fit: Callable[..., Any] | None = None
 
 
 #: name -> Family, in fit order (see :func:`register`).

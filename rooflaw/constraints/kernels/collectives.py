@@ -52,6 +52,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -309,6 +310,35 @@ def used_params(prepare_fn, rows, device: Device | None = None) -> tuple[str, ..
     return tuple(f"collectives.{k}/{link[0]}.{f}" for k in keys for f in figures(k, link[0]))
 
 
+def fit_split(fam: Family, data: Sequence[Any], curves: KernelCurves,
+              fit_one: Callable[[Family, Sequence[Any], KernelCurves], KernelCurves]) -> KernelCurves:  # fmt: skip
+    """``curves`` with each ``"<collective>/<link kind>"`` curve whose figures ``fam``'s prepared rows ``data`` (the
+    fit driver's ``Prepared``) determine fitted by ``fit_one`` on that curve's rows alone: the rows of its collective
+    on GPUs of its link kind. A row's seconds read only that one curve (:func:`evaluate`), so the curves share no
+    figure and the joint problem's optimum is theirs; fitted jointly, though, one curve's rows moved where the solver
+    stopped on the others' (with H100 held out, the pooled vLLM NVLink large-message latency 39 µs without the vLLM
+    PCIe rule and 64 µs with it, which touches PCIe rows only). A curve none of whose rows is sampled stays as is."""
+    parts: dict[str, list[str]] = {}  # "collectives.<key>/<kind>" -> its figures the rows determine, in order
+    for p in data:
+        for name in fam.used(p.rows) if fam.used is not None else fam.params:
+            figs = parts.setdefault(name.rsplit(".", 1)[0], [])
+            if name not in figs:
+                figs.append(name)
+    kinds = [(device_link(p.gpu.device) or ("",))[0] for p in data]
+    for path, names in parts.items():
+        key, kind = path.removeprefix("collectives.").split("/")
+        own = []
+        for p, k in zip(data, kinds, strict=True):
+            m = (p.sample_terms.key == key) & (k == kind)
+            if m.any():
+                t = p.sample_terms
+                terms = Terms(t.key[m], t.n[m], t.nbytes[m])
+                own.append(dataclasses.replace(p, sample=p.sample[m], sample_terms=terms))
+        if own:
+            curves = fit_one(dataclasses.replace(fam, params=tuple(names), used=None, fit=None), own, curves)
+    return curves
+
+
 def _params(*collectives: str) -> tuple[str, ...]:
     return tuple(f"collectives.{c}/{k}.{f}" for c in collectives for k in LINK_KINDS for f in figures(c, k))
 
@@ -323,14 +353,14 @@ def family(name: str, tables: tuple[str, ...], params: tuple[str, ...], predict,
 
 ALLREDUCE = register(family("allreduce", ("custom_allreduce_perf",), _params("allreduce", "allreduce_vllm"),
                             predict_allreduce, used=functools.partial(used_params, prepare_allreduce),
-                            prepare=prepare_allreduce, evaluate=evaluate))  # fmt: skip
+                            prepare=prepare_allreduce, evaluate=evaluate, fit=fit_split))  # fmt: skip
 NCCL = register(family("nccl", ("nccl_perf",), _params("nccl_allreduce", "allgather", "reducescatter", "alltoall"),
                        predict_nccl, used=functools.partial(used_params, prepare_nccl), prepare=prepare_nccl,
-                       evaluate=evaluate))  # fmt: skip
+                       evaluate=evaluate, fit=fit_split))  # fmt: skip
 
 
 __all__ = ["ALLREDUCE", "BOUNDS", "COLLECTIVES", "CONTENTION", "FIGURES", "LINK_KINDS", "LL128_FIGURES", "NCCL",
            "NCCL_OPS", "SCALING_MAX_GPUS", "SEED", "Terms", "VLLM_PCIE_MAX_GPUS",
-           "curve", "device_link", "device_of_rows", "evaluate", "factor", "figures", "link_kind", "predict_allreduce",
-           "predict_nccl", "prepare_allreduce", "prepare_nccl", "rank_bandwidth", "seconds", "steps",
-           "system_contention", "used_params"]  # fmt: skip
+           "curve", "device_link", "device_of_rows", "evaluate", "factor", "figures", "fit_split", "link_kind",
+           "predict_allreduce", "predict_nccl", "prepare_allreduce", "prepare_nccl", "rank_bandwidth", "seconds",
+           "steps", "system_contention", "used_params"]  # fmt: skip

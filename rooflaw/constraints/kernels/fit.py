@@ -21,7 +21,7 @@ from scipy.optimize import least_squares
 
 from ...devices.device import Device
 from ...errors import RooflawError, bad
-from . import FAMILIES, GENERIC, Family, KernelCurves, attention_prefill, family_of_table
+from . import FAMILIES, GENERIC, CollectiveCurve, Family, KernelCurves, attention_prefill, family_of_table
 from .catalog_file import COMMIT, SOURCE, catalog_text, curves_table, write_catalog  # noqa: F401 (re-exported)
 from .collectives import BOUNDS as COLLECTIVE_BOUNDS
 from .tables import Table
@@ -179,8 +179,6 @@ def get_param(c: KernelCurves, path: str) -> float | None:
 
 def with_params(c: KernelCurves, values: dict[str, float]) -> KernelCurves:
     """``c`` with the figures at the dotted ``values`` paths replaced (dicts copied, never mutated)."""
-    from . import CollectiveCurve
-
     changes: dict[str, Any] = {}
     for path, v in values.items():
         head, _, rest = path.partition(".")
@@ -249,6 +247,8 @@ def fit_family(fam: Family, data: Sequence[Prepared], curves: KernelCurves) -> K
     """``curves`` with the figures ``fam``'s rows in ``data`` determine fitted (others held fixed)."""
     if not data:
         return curves
+    if fam.fit is not None:  # independent problems, each on its own rows (collectives: one per curve)
+        return fam.fit(fam, data, curves, fit_family)
     used: list[str] = []
     for p in data:
         for name in fam.used(p.rows) if fam.used is not None else fam.params:
