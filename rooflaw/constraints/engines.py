@@ -291,6 +291,8 @@ class Applied:
     moe_s: float = 0.0
     #: q of the routed experts' blend ``(t_c^(1/q) + t_m^(1/q))^q`` (``KernelCurves.moe_serial``; 0: the hard max)
     moe_serial: float = 0.0
+    #: bf16 expert width per GPU at which the grouped GEMMs' rate halves (``KernelCurves.moe_half_inter``; 0: none)
+    moe_half_inter: float = 0.0
     #: CTAs per SM at which decode attention's KV bandwidth halves (``KernelCurves.decode_half_occupancy``; 0: none)
     decode_half_occupancy: float = 0.0
     #: CTAs per SM a split-KV decode kernel fills (``KernelCurves.decode_split``; 0: no split)
