@@ -33,7 +33,7 @@ from . import operators as O
 from .energy import COMPUTE_POWER_SHARE, EnergyCoefficients, EnergyTerms, energy, energy_coefficients  # noqa: F401
 from .paper_variables import PAPER_VARS, paper_variable_map, to_paper_variables  # noqa: F401 (re-exported)
 from .presets import PRESETS, Preset, get_preset, register_preset  # noqa: F401 (re-exported)
-from .streams import EXPERT_OPS, INV_BETA, ROOF_CLASSES, decode_waves, inv_bandwidth, roof, roofline_time
+from .streams import EXPERT_OPS, INV_BETA, ROOF_CLASSES, compute_time, decode_waves, inv_bandwidth, roof, roofline_time
 from .symbols import ARCH, STACK, B, C, Mk, S_in, S_out, Sq, T, sym, t
 
 #: Bytes per element of a linear roof's operands (the MoE family's ``ACT_BYTES``; other roofs: 16-bit)
@@ -255,6 +255,7 @@ def part_times(
         else:
             varying.append((s.steps, s.f0 * ipi_dec, s.f1 * ipi_dec, s.b0 * ib_dec, s.b1 * ib_dec))
     pre = roofline_time(part.op, tc, tm, tiles) + (waves if pass_phase == "decode" else 0)
+    tc = compute_time(part.op, tc)  # the bound label's compute time: a routed expert's at the grouped GEMMs' rate
     return {"pre": pre, "dec": dec, "varying": varying, "tc": tc, "tm": tm, "launch": launch_count(part)}
 
 
@@ -361,7 +362,7 @@ class Rates:
     gemm_s: float = 0.0  # s each GEMM call adds beyond kernel_s (kernel curves' per-call extra of the precision)
     gemms_per_layer: float = 0.0  # GEMM calls per layer and pass that pay gemm_s
     curves: bool = False  # priced by kernel curves (the tile model picks the kernel library's best tile)
-    moe: float = 1.0  # grouped-GEMM fraction of a routed-expert layer's FFN GEMMs (kernel curves, tile model)
+    moe: float = 1.0  # grouped-GEMM fraction of a routed-expert layer's FFN GEMMs (kernel curves)
     inv_beta_kv: float = 0.0  # s/byte of decode attention's KV-cache reads (0: inv_beta)
     inv_beta_experts: float = 0.0  # s/byte of a routed-expert layer's grouped-GEMM stream (0: inv_beta)
     moe_s: float = 0.0  # s per MoE layer and pass beyond its kernels (kernel curves)
@@ -382,8 +383,9 @@ class Rates:
         """The compiled model's rate arguments after the inverse roofs (:data:`.compile.RATE_ARGS`, in order); the
         GEMMs' blend only for the tile/wave model (``tiles``)."""
         return (self.inv_beta, self.inv_stream("kv"), self.inv_stream("experts"), self.moe_blend, self.moe_half_inter,
-                self.decode_half_occupancy, self.decode_split, self.decode_tile_s, self.sm_count,
-                self.gemm_blend if tiles else float("inf"), self.overhead)  # fmt: skip
+                1.0 / self.moe if self.moe > 0 else 1.0, self.decode_half_occupancy, self.decode_split,
+                self.decode_tile_s, self.sm_count, self.gemm_blend if tiles else float("inf"),
+                self.overhead)  # fmt: skip
 
 
 def rates(device: Any, precision: Any, app: Any = None) -> Rates:

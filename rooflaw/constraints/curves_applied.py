@@ -16,8 +16,8 @@ so a GPU without kernel data is priced from its datasheet:
 Only what kernels cannot show comes from the engine profile (host overhead per pass and per layer, the kernel
 count its fusion launches, and -- for an engine whose own kernels are not in the measured tables, llama.cpp --
 its kernel-class factors). The old end-to-end ``[achieved]`` family figures are not read for such a device.
-``moe`` (the grouped-GEMM fraction) derates a routed-expert layer's FFN GEMMs on top of the linear roof, in the
-tile/wave model (``tiles=True``: the only path whose per-operator rates vary per candidate row). The memory stream
+``moe`` (the grouped-GEMM fraction) derates a routed-expert layer's FFN GEMMs on top of the linear roof, as does
+``moe_half_inter`` at narrow experts (``ffn/(ffn + moe_half_inter)``: :func:`.streams.roofline_time`). The memory stream
 classes (:data:`.assembly.STREAM_CLASSES`, every backend): decode attention's KV-cache reads stream at
 ``attention_memory``, a routed-expert layer's grouped GEMMs at ``memory · moe_memory`` (:func:`stream_fields`); an
 MoE layer adds ``moe_s`` per pass (:func:`.assembly.engine_overhead`) and its grouped GEMMs blend compute and

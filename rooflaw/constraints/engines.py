@@ -274,7 +274,7 @@ class Applied:
     #: per curves compute key, seconds each GEMM call adds beyond ``kernel_s`` (``KernelCurves.launch``)
     gemm_launch: dict[str, float] = dataclasses.field(default_factory=dict)
     #: achieved fraction of the GEMM rate inside a grouped MoE kernel (``KernelCurves.moe``): a routed-expert
-    #: layer's FFN GEMMs take it on top of the linear roof (tile/wave model, kernel curves)
+    #: layer's FFN GEMMs take it on top of the linear roof (kernel curves)
     moe: float = 1.0
     #: the grouped MoE kernel's rate per compute key relative to its bf16 one (``KernelCurves.moe_compute``: fp8 and
     #: block-fp8 expert GEMMs reach ``moe × moe_compute[key]``; a key not there: 1)

@@ -129,9 +129,9 @@ def _features(case: Case, device: Device) -> CaseFeatures:
     from .streams import EXPERT_OPS
 
     expert = np.array([1.0 if n in EXPERT_OPS and moe else 0.0 for n in names])
-    # the grouped GEMMs' rate at the experts' width, ffn/(ffn + moe_half_inter) (streams.roofline_time): on their FLOPs
-    half = rates(device, case.precision, applied(device, case.engine)).moe_half_inter if moe else 0.0
-    g = np.where(expert > 0, 1.0 + half / max(float(case.arch.ffn), 1.0), 1.0)
+    # the grouped GEMMs' rate, moe · ffn/(ffn + moe_half_inter) of the roof (streams.roofline_time): on their FLOPs
+    r = rates(device, case.precision, applied(device, case.engine))
+    g = np.where(expert > 0, (1.0 + r.moe_half_inter / max(float(case.arch.ffn), 1.0)) / r.moe, 1.0)
     Fp, Fd = Fp * g, Fd * g
     delta = None if delta is None else (delta[0] * g, delta[1])
     steps = None if steps is None else [(k, p if p is None else (p[0] * g, p[1]), d if d is None else (d[0] * g, d[1]),

@@ -41,6 +41,8 @@ MOE_BLEND = sym("moe_blend")
 #: Expert width per GPU (elements) at which a routed expert's grouped GEMMs reach half their rate: their compute
 #: time takes ``1 + moe_half_inter/ffn`` (the MoE kernel family's ``i/(i + moe_half_inter·2/b_a)``; 0: none).
 MOE_HALF = sym("moe_half_inter")
+#: 1 / the grouped MoE kernel's fraction of the linear roof (the kernel curves' ``moe × moe_compute[key]``; 1: none)
+INV_MOE = sym("inv_moe")
 #: The operators a routed-expert layer runs as grouped GEMMs (``moe`` > 0): their bytes stream at the ``experts``
 #: class, their compute and streaming blend with :data:`MOE_BLEND` (in a dense layer: ``weights``, the hard max).
 EXPERT_OPS = ("ffn_up", "ffn_down")
@@ -122,17 +124,27 @@ def blend_values(hi: Any, lo: Any, p: Any, on: Any) -> Any:
     return out
 
 
+def compute_time(op: O.Op, tc: sp.Expr) -> sp.Expr:
+    """Compute seconds of ``op`` at roof time ``tc``: a routed expert's grouped GEMM (:data:`EXPERT_OPS` in an MoE
+    layer) at the MoE family's rate, ``tc`` × :data:`INV_MOE` · (1 + :data:`MOE_HALF`/ffn); any other op ``tc``."""
+    if op.name not in EXPERT_OPS:
+        return tc
+    m = routed()
+    return tc * (m * INV_MOE * (1 + MOE_HALF / sp.Max(ARCH["ffn"], 1)) + 1 - m)
+
+
 def roofline_time(op: O.Op, tc: sp.Expr, tm: sp.Expr, gemm: bool = False) -> sp.Expr:
     """Seconds of an op of compute time ``tc`` and memory time ``tm``: max(tc, tm), or for a routed expert layer's
     grouped GEMMs (:data:`EXPERT_OPS`) the kernel curves' blend ``(tc^p + tm^p)^(1/p)``, p = :data:`MOE_BLEND`
-    (= 1/moe_serial: inf the hard max, 1 the sum; :class:`blend`), its compute time × (1 + :data:`MOE_HALF`/ffn); with
-    ``gemm`` (the tile/wave model) every other GEMM blends with p = :data:`GEMM_BLEND`."""
+    (= 1/moe_serial: inf the hard max, 1 the sum; :class:`blend`), its compute time × :data:`INV_MOE` · (1 +
+    :data:`MOE_HALF`/ffn) (the MoE family's grouped-GEMM rate); with ``gemm`` (the tile/wave model) every other GEMM
+    blends with p = :data:`GEMM_BLEND`."""
     linear = gemm and op.roof == "linear" and op.gemm is not None
     if op.name not in EXPERT_OPS:
         hi, lo = sp.Max(tc, tm), sp.Min(tc, tm)
         return blend(hi, lo, GEMM_BLEND, 1) if linear else hi
     m = routed()
-    tc = tc * (1 + m * MOE_HALF / sp.Max(ARCH["ffn"], 1))  # narrow experts: the grouped GEMMs at ffn/(ffn + half)
+    tc = compute_time(op, tc)
     hi, lo = sp.Max(tc, tm), sp.Min(tc, tm)
     if not linear:
         return blend(hi, lo, MOE_BLEND, m)
