@@ -81,3 +81,22 @@ def test_narrow_experts_compute_at_the_family_rate():
     assert kc.moe_half_inter > i and 0 < q <= 1  # the rate more than halves: the term this test is about
     assert up.seconds == pytest.approx((t_c ** (1 / q) + t_m ** (1 / q)) ** q, rel=1e-12)
     assert up.bound == "compute" and t_c > t_m
+
+
+def test_a_shared_expert_computes_at_the_dense_rate():
+    """By hand: with one shared expert of width 1024 next to top-8 routed experts of width 128, ffn_up's compute time
+    is the routed FLOPs at the grouped rate (moe · i/(i + moe_half_inter)) plus the shared expert's at the roof."""
+    dev = get_device("h100-sxm")
+    kc = curves_for(dev)
+    T, E, K, d, i, sh = 8192, 256, 8, 4096, 128, 1024
+    arch = rl.Architecture(layers=1, d_model=d, heads=32, kv_heads=32, head_dim=128, ffn=i, experts=E, top_k=K,
+                           shared_experts=1, shared_ffn=sh, vocab=256)  # fmt: skip
+    rep = rl.evaluate(arch, dev, precision="bf16", engine="tensorrt-llm", batch=T, input_tokens=1, output_tokens=1)
+    up = next(o for o in rep.ops if o.name == "ffn_up" and o.phase == "prefill")
+    f_routed, f_shared = 2 * T * 2 * d * K * i, 2 * T * 2 * d * sh
+    assert up.flops == f_routed + f_shared
+    peak = dev.roof("fp16")[1] * kc.compute["fp16"] * dev.compute_efficiency
+    t_c = f_routed / (peak * kc.moe * i / (i + kc.moe_half_inter)) + f_shared / peak
+    t_m = up.bytes / (dev.memory_bandwidth * dev.memory_efficiency * kc.memory * kc.moe_memory)
+    q = kc.moe_serial
+    assert up.seconds == pytest.approx((t_c ** (1 / q) + t_m ** (1 / q)) ** q, rel=1e-12)

@@ -365,7 +365,8 @@ def build_branch(
         # (a width under one element, a fit at its bound of 0, stays out: a vanishing monomial the solvers cannot scale)
         half = rates.moe_half_inter * float(K) if nm in ST.EXPERT_OPS and moe and rates.moe_half_inter >= 1 else 0.0
         g = 1.0 / rates.moe if nm in ST.EXPERT_OPS and moe and rates.moe > 0 else 1.0
-        tF = {k: (P[k] + P[k].times(half, {"d": -1.0, "r": -1.0}) if half else P[k]).scale(g)
+        w = float(K) / (float(K) + float(fixed["shared_experts"])) if g != 1.0 or half else 1.0  # routed share
+        tF = {k: (P[k] + P[k].times(half, {"d": -1.0, "r": -1.0}) if half else P[k]).scale(g * w) + P[k].scale(1 - w)
               for k in ("pF", "dF0", "dF1")}  # fmt: skip
         br.pre.append((tF["pF"].scale(ipi), P["pB"].scale(ib["prefill"])))
         br.pre_p.append(p_blend)

@@ -126,11 +126,14 @@ def blend_values(hi: Any, lo: Any, p: Any, on: Any) -> Any:
 
 def compute_time(op: O.Op, tc: sp.Expr) -> sp.Expr:
     """Compute seconds of ``op`` at roof time ``tc``: a routed expert's grouped GEMM (:data:`EXPERT_OPS` in an MoE
-    layer) at the MoE family's rate, ``tc`` × :data:`INV_MOE` · (1 + :data:`MOE_HALF`/ffn); any other op ``tc``."""
+    layer) at the MoE family's rate, its routed experts' share ``w`` of the FLOPs (K·ffn of K·ffn + shared·shared_ffn
+    per token; the shared experts' dense GEMM at the roof) × :data:`INV_MOE` · (1 + :data:`MOE_HALF`/ffn); any other
+    op ``tc``."""
     if op.name not in EXPERT_OPS:
         return tc
-    m = routed()
-    return tc * (m * INV_MOE * (1 + MOE_HALF / sp.Max(ARCH["ffn"], 1)) + 1 - m)
+    m, a = routed(), ARCH
+    w = a["top_k"] * a["ffn"] / sp.Max(a["top_k"] * a["ffn"] + a["shared_experts"] * a["shared_ffn"], 1)
+    return tc * (m * (w * INV_MOE * (1 + MOE_HALF / sp.Max(a["ffn"], 1)) + 1 - w) + 1 - m)
 
 
 def roofline_time(op: O.Op, tc: sp.Expr, tm: sp.Expr, gemm: bool = False) -> sp.Expr:
