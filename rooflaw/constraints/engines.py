@@ -331,6 +331,8 @@ class Applied:
             kv, ex = self.kv_memory or self.memory, self.experts_memory or self.memory
             streams = f"KV reads ×{kv:.3g}, routed experts ×{ex:.3g} (blend q {self.moe_serial:.3g}), "
             streams += f"{self.moe_s * 1e6:.3g} µs/MoE layer, " * bool(self.moe_s)
+            streams += f"grouped GEMMs ×{self.moe:.3g} · ffn/(ffn + {self.moe_half_inter:.3g}·2/bytes), " * bool(
+                self.moe_half_inter >= 1)  # fmt: skip
         return (
             f"engine {self.engine}: bandwidth ×{self.memory:.3g}, {streams}compute ×({comp}), "
             f"mixed-input GEMM ×{self.mixed:.3g}, attention ×{self.attention:.3g}, "
