@@ -21,7 +21,8 @@ and prices it with :func:`rooflaw.evaluate` (kernel curves of the GPU's architec
 Prints per family and GPU the median |assembly/measured - 1|, the same with the measured call's per-call extra
 added (the kernel curves' ``launch[<framework>/<table's op>]``: a benchmark call's host work, which an engine's own
 overheads price instead; ``+call``), the kernel family's own predictor's median |family/measured - 1| on the same
-rows, and the median |assembly/family - 1|; then one JSON line. Run it on two
+rows, and the median |assembly/family - 1|; for MoE the median assembly/family and assembly/measured by the layer's
+tokens (:data:`BANDS`); then one JSON line. Run it on two
 trees to compare (the script reads only the public API)::
 
     PYTHONPATH=. python benchmarks/bench_assembly_kernels.py [KERNELS_DIR] [--sample N]
@@ -50,6 +51,7 @@ ATTENTION_OPS = ("attn_scores", "softmax", "attn_values")
 MLA_OPS = ("mla_scores", "mla_softmax", "mla_values")
 MOE_OPS = ("ffn_up", "ffn_act", "ffn_down")
 MOE_KERNELS = 5  # routing/alignment, two grouped GEMMs, activation, scatter-reduce (the MoE family's count)
+BANDS = ((1, 512), (513, 8192), (8193, 1 << 30))  # MoE layers' tokens: decode-size, mid, prefill-size steps
 
 
 def _ops_seconds(rep, names, phase) -> float:
@@ -142,7 +144,7 @@ def main(argv: list[str]) -> dict:
             kc = rl.fitting.curves_for(g.device)
             if kc is None:
                 continue
-            asm, ref, meas, call = [], [], [], []
+            asm, ref, meas, call, tok = [], [], [], [], []
             for t in g.tables:
                 if t.table != tname or t.framework not in ENGINES:
                     continue
@@ -158,6 +160,7 @@ def main(argv: list[str]) -> dict:
                     asm.append(price(row, g.device, kc) * 1e3)
                     ref.append(pred[i])
                     meas.append(float(row.latency))
+                    tok.append(float(getattr(row, "num_tokens", np.nan)))
                     op = GEMM_PRECISION.get(str(getattr(row, "gemm_dtype", "")), fam).replace("bf16", "fp16")
                     call.append(float(kc.launch.get(f"{row.framework}/{op}", 0.0)) * 1e3)
             if not asm:
@@ -168,10 +171,22 @@ def main(argv: list[str]) -> dict:
                    "assembly_call": float(np.median(np.abs((a[ok] + c[ok]) / m[ok] - 1))),
                    "family": float(np.median(np.abs(r[ok] / m[ok] - 1))),
                    "assembly_vs_family": float(np.median(np.abs(a[ok] / r[ok] - 1)))}  # fmt: skip
+            if fam == "moe":  # median assembly/family and assembly/measured by the layer's tokens (BANDS)
+                t, out["bands"] = np.asarray(tok), {}
+                for lo, hi in BANDS:
+                    k = ok & (t >= lo) & (t <= hi)
+                    if k.any():
+                        out["bands"][f"{lo}-{hi}" if hi < 1 << 30 else f"> {lo - 1}"] = {
+                            "rows": int(k.sum()), "asm/family": float(np.median(a[k] / r[k])),
+                            "asm/measured": float(np.median(a[k] / m[k]))}  # fmt: skip
             report["families"].setdefault(fam, {})[g.name] = out
             print(f"{fam:<22}{g.name:<10}{out['rows']:>6}{out['assembly']:>10.1%}{out['assembly_call']:>8.1%}"
                   f"{out['family']:>9.1%}"
                   f"{out['assembly_vs_family']:>11.1%}")  # fmt: skip
+    print("moe by tokens: median assembly/family, assembly/measured")
+    for gpu, out in report["families"].get("moe", {}).items():
+        for band, v in out["bands"].items():
+            print(f"  {gpu:<10}{band:>12}{v['rows']:>6}{v['asm/family']:>8.3f}{v['asm/measured']:>8.3f}")
     report["seconds"] = time.perf_counter() - t0
     print(json.dumps(report))
     return report

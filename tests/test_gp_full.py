@@ -99,7 +99,7 @@ def test_posynomials_bound_the_evaluator_with_decode_attention_waves():
 
 
 def test_top_k_is_reported_where_it_does_not_cancel():
-    assert set(k_dependent_ops()) == {"router", "ffn_up", "ffn_down", "weights"}
+    assert set(k_dependent_ops()) == {"router", "ffn_up", "ffn_act", "ffn_down", "weights"}
 
 
 def _numerical_optimum(p, seed=0):

@@ -31,6 +31,9 @@ Intended differences (each is asserted as an exact equation below, nothing else 
 5. MoE weights: rooflaw reads the *expected* number of distinct experts E·(1−(1−K/E)^T); the test
    substitutes the number the real router touched.
 6. fp16: rooflaw writes the logits in fp32 (4·B·V bytes); the fp16 torch GEMM writes fp16.
+7. MoE: rooflaw's ``ffn_act`` also moves the gather and scatter-reduce of a fused MoE kernel flow, 2·(K + 1)·d
+   elements per token (the layer's input read and its routed rows written; the routed rows read and the output
+   written), which the eager decoder runs as routing glue (more bytes there: index, weight and zero-fill traffic).
 Agreements this pins (and the bugs they catch): weights read once per pass; QKᵀ and ·V read the K/V
 cache once per **KV** head; prefill computes logits for the last token only; scores stored once by
 QKᵀ, read and written by softmax, read by ·V.
@@ -305,6 +308,7 @@ def expected_differences(a: Architecture, phase: str, b: float, touched: list[in
         w_up, w_down = 2 * a.d_model * a.ffn * b, a.d_model * a.ffn * b
         diff["ffn_up"] = sum(n - cov for n in touched) * w_up
         diff["ffn_down"] = sum(n - cov for n in touched) * w_down
+        diff["ffn_act"] = -a.layers * 2.0 * T * (a.top_k + 1) * a.d_model * b  # the gather and scatter-reduce (7)
     return diff
 
 
@@ -363,6 +367,8 @@ def test_the_only_unmodelled_traffic_is_the_stated_copies(measured, phase):
     mask = 2 * B * a.heads * S * S * b + (a.heads // a.kv_heads) * S * S
     assert kernel.get("causal_mask", 0.0) == pytest.approx(a.layers * mask if S > 1 else 0.0)
     assert ("moe_glue" in kernel) == (a.experts > 1)
+    if a.experts > 1:  # the eager routing glue moves at least the gather and scatter-reduce rooflaw counts (7)
+        assert kernel["moe_glue"] >= a.layers * 2 * T * (a.top_k + 1) * a.d_model * b
     # and summing the stated differences reproduces rooflaw's whole-pass total exactly
     diff = expected_differences(a, phase, b, touched)
     measured_total = sum(kernel[n] for n in KERNEL_EXACT if n in kernel) + sum(fused[n] for n in FUSED)

@@ -33,8 +33,11 @@ from . import operators as O
 from .energy import COMPUTE_POWER_SHARE, EnergyCoefficients, EnergyTerms, energy, energy_coefficients  # noqa: F401
 from .paper_variables import PAPER_VARS, paper_variable_map, to_paper_variables  # noqa: F401 (re-exported)
 from .presets import PRESETS, Preset, get_preset, register_preset  # noqa: F401 (re-exported)
-from .streams import EXPERT_OPS, INV_BETA, ROOF_CLASSES, decode_waves, inv_bandwidth, roof, roofline_time
+from .streams import EXPERT_OPS, INV_BETA, ROOF_CLASSES, compute_time, decode_waves, inv_bandwidth, roof, roofline_time
 from .symbols import ARCH, STACK, B, C, Mk, S_in, S_out, Sq, T, sym, t
+
+#: Bytes per element of a linear roof's operands (the MoE family's ``ACT_BYTES``; other roofs: 16-bit)
+ACT_BYTES = {"fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "int8": 1.0, "fp4": 0.5, "int4": 0.5}
 
 #: Inverse roofs (s/FLOP) per compute class, inverse bandwidth (s/byte), per-launch overhead (s).
 INV_ROOF = {c: sym(f"inv_{c}") for c in ROOF_CLASSES}
@@ -252,6 +255,7 @@ def part_times(
         else:
             varying.append((s.steps, s.f0 * ipi_dec, s.f1 * ipi_dec, s.b0 * ib_dec, s.b1 * ib_dec))
     pre = roofline_time(part.op, tc, tm, tiles) + (waves if pass_phase == "decode" else 0)
+    tc = compute_time(part.op, tc)  # the bound label's compute time: a routed expert's at the grouped GEMMs' rate
     return {"pre": pre, "dec": dec, "varying": varying, "tc": tc, "tm": tm, "launch": launch_count(part)}
 
 
@@ -358,11 +362,12 @@ class Rates:
     gemm_s: float = 0.0  # s each GEMM call adds beyond kernel_s (kernel curves' per-call extra of the precision)
     gemms_per_layer: float = 0.0  # GEMM calls per layer and pass that pay gemm_s
     curves: bool = False  # priced by kernel curves (the tile model picks the kernel library's best tile)
-    moe: float = 1.0  # grouped-GEMM fraction of a routed-expert layer's FFN GEMMs (kernel curves, tile model)
+    moe: float = 1.0  # grouped-GEMM fraction of a routed-expert layer's FFN GEMMs (kernel curves)
     inv_beta_kv: float = 0.0  # s/byte of decode attention's KV-cache reads (0: inv_beta)
     inv_beta_experts: float = 0.0  # s/byte of a routed-expert layer's grouped-GEMM stream (0: inv_beta)
     moe_s: float = 0.0  # s per MoE layer and pass beyond its kernels (kernel curves)
     moe_blend: float = float("inf")  # p = 1/moe_serial of the experts' (t_c^p + t_m^p)^(1/p) (inf: the hard max)
+    moe_half_inter: float = 0.0  # expert width (elements) of half the grouped GEMMs' rate, for the precision
     decode_half_occupancy: float = 0.0  # CTAs per SM at which decode attention's KV bandwidth halves (0: none)
     decode_split: float = 0.0  # CTAs per SM a split-KV decode kernel fills (0: no split)
     decode_tile_s: float = 0.0  # s per wave of decode attention CTAs
@@ -377,9 +382,10 @@ class Rates:
     def stream_args(self, tiles: bool = False) -> tuple[float, ...]:
         """The compiled model's rate arguments after the inverse roofs (:data:`.compile.RATE_ARGS`, in order); the
         GEMMs' blend only for the tile/wave model (``tiles``)."""
-        return (self.inv_beta, self.inv_stream("kv"), self.inv_stream("experts"), self.moe_blend,
-                self.decode_half_occupancy, self.decode_split, self.decode_tile_s, self.sm_count,
-                self.gemm_blend if tiles else float("inf"), self.overhead)  # fmt: skip
+        return (self.inv_beta, self.inv_stream("kv"), self.inv_stream("experts"), self.moe_blend, self.moe_half_inter,
+                1.0 / self.moe if self.moe > 0 else 1.0, self.decode_half_occupancy, self.decode_split,
+                self.decode_tile_s, self.sm_count, self.gemm_blend if tiles else float("inf"),
+                self.overhead)  # fmt: skip
 
 
 def rates(device: Any, precision: Any, app: Any = None) -> Rates:
@@ -412,7 +418,7 @@ def rates(device: Any, precision: Any, app: Any = None) -> Rates:
         inv_gemv, float(app.gemv_max_batch) if gemv else 0.0,
         app.kernels_per_expert if counted else 0.0, 1.0 / (bw16 * app.memory) if bw16 else 0.0,
         app.layer_s, app.half_rows, *_gemm_launch(app, precision), bool(getattr(app, "curves", "")),
-        _moe_fraction(app, precision), *_streams(device, app),
+        _moe_fraction(app, precision), *_streams(device, app, precision),
     )  # fmt: skip
 
 
@@ -426,10 +432,10 @@ def _moe_fraction(app: Any, precision: Any) -> float:
     return float(getattr(app, "moe", 1.0)) * float(per_key.get(gemm_key(precision, mixed_input(precision)), 1.0))
 
 
-def _streams(device: Any, app: Any) -> tuple[float, ...]:
-    """(inv_beta_kv, inv_beta_experts, moe_s, moe_blend, decode_half_occupancy, decode_split, decode_tile_s, sm_count,
-    gemm_blend) of
-    ``app`` (its stream classes, 0: ``memory``'s; the decode attention terms only with an SM count to fill)."""
+def _streams(device: Any, app: Any, precision: Any = None) -> tuple[float, ...]:
+    """(inv_beta_kv, inv_beta_experts, moe_s, moe_blend, moe_half_inter, decode_half_occupancy, decode_split,
+    decode_tile_s, sm_count, gemm_blend) of ``app`` (its stream classes, 0: ``memory``'s; ``moe_half_inter`` in
+    elements of ``precision``'s linear dtype; the decode attention terms only with an SM count to fill)."""
     kv, ex = getattr(app, "kv_memory", None), getattr(app, "experts_memory", None)
     bw, q = float(device.memory_bandwidth), float(getattr(app, "moe_serial", 0.0))
     sms = float(getattr(device, "sm_count", None) or 0)
@@ -437,8 +443,15 @@ def _streams(device: Any, app: Any) -> tuple[float, ...]:
         float(getattr(app, k, 0.0)) if sms else 0.0 for k in ("decode_half_occupancy", "decode_split", "decode_tile_s")
     )
     return (1.0 / (bw * kv) if kv else 0.0, 1.0 / (bw * ex) if ex else 0.0, float(getattr(app, "moe_s", 0.0)),
-            1.0 / q if q > 0 else float("inf"), half, split, wave, sms or 1.0,
+            1.0 / q if q > 0 else float("inf"), moe_half_width(app, precision), half, split, wave, sms or 1.0,
             float(getattr(app, "gemm_blend", 0.0)) or float("inf"))  # fmt: skip
+
+
+def moe_half_width(app: Any, precision: Any) -> float:
+    """``moe_half_inter`` (a bf16 expert width) in elements of ``precision``'s linear dtype: × 2 / its bytes (a
+    grouped GEMM's main-loop step covers a fixed number of bytes of K, :data:`.kernels.moe.ACT_BYTES`)."""
+    half = float(getattr(app, "moe_half_inter", 0.0))
+    return half * 2.0 / ACT_BYTES.get(precision.linear_dtype, 2.0) if half and precision is not None else 0.0
 
 
 def _gemm_launch(app: Any, precision: Any) -> tuple[float, float]:

@@ -68,11 +68,13 @@ def stack_columns_of(kinds: frozenset[str]) -> tuple[str, ...]:
     return stack_columns(kinds)
 
 
-#: The rate arguments after the inverse roofs: the stream classes' inverse bandwidths, the experts' blend exponent,
+#: The rate arguments after the inverse roofs: the stream classes' inverse bandwidths, the experts' blend exponent
+#: half-rate width and inverse grouped-GEMM fraction,
 #: decode attention's occupancy ramp and split, wave seconds and SMs, the GEMMs' blend exponent (tile/wave model),
 #: the per-launch overhead (their values in this order:
 #: :meth:`assembly.Rates.stream_args`).
-RATE_ARGS = (ST.INV_BETA, ST.INV_STREAM["kv"], ST.INV_STREAM["experts"], ST.MOE_BLEND, ST.DECODE_HALF,
+RATE_ARGS = (ST.INV_BETA, ST.INV_STREAM["kv"], ST.INV_STREAM["experts"], ST.MOE_BLEND, ST.MOE_HALF, ST.INV_MOE,
+             ST.DECODE_HALF,
              ST.DECODE_SPLIT, ST.DECODE_WAVE, ST.SMS, ST.GEMM_BLEND, A.OVERHEAD)  # fmt: skip
 _LAMBDIFY_FUNCS: dict[str, Any] = {"Max": np.maximum, "Min": np.minimum, "nonzero": np.sign,
                                    "blend": ST.blend_values}  # fmt: skip

@@ -16,8 +16,8 @@ so a GPU without kernel data is priced from its datasheet:
 Only what kernels cannot show comes from the engine profile (host overhead per pass and per layer, the kernel
 count its fusion launches, and -- for an engine whose own kernels are not in the measured tables, llama.cpp --
 its kernel-class factors). The old end-to-end ``[achieved]`` family figures are not read for such a device.
-``moe`` (the grouped-GEMM fraction) derates a routed-expert layer's FFN GEMMs on top of the linear roof, in the
-tile/wave model (``tiles=True``: the only path whose per-operator rates vary per candidate row). The memory stream
+``moe`` (the grouped-GEMM fraction) derates a routed-expert layer's FFN GEMMs on top of the linear roof, as does
+``moe_half_inter`` at narrow experts (``ffn/(ffn + moe_half_inter)``: :func:`.streams.roofline_time`). The memory stream
 classes (:data:`.assembly.STREAM_CLASSES`, every backend): decode attention's KV-cache reads stream at
 ``attention_memory``, a routed-expert layer's grouped GEMMs at ``memory · moe_memory`` (:func:`stream_fields`); an
 MoE layer adds ``moe_s`` per pass (:func:`.assembly.engine_overhead`) and its grouped GEMMs blend compute and
@@ -186,6 +186,7 @@ def stream_fields(kc: Any, scale: float, cycles: float = 1.0) -> dict[str, float
         kv_memory=min(1.0, float(kc.attention_memory) * scale),
         experts_memory=min(1.0, float(kc.memory) * float(kc.moe_memory) * scale),
         moe_s=float(kc.moe_s) * cycles, moe_serial=float(kc.moe_serial),
+        moe_half_inter=float(getattr(kc, "moe_half_inter", 0.0)),
         decode_half_occupancy=float(kc.decode_half_occupancy), decode_split=float(kc.decode_split),
         decode_tile_s=float(kc.decode_tile_s) * cycles,
         gemm_blend=float(kc.gemm_blend),

@@ -274,7 +274,7 @@ class Applied:
     #: per curves compute key, seconds each GEMM call adds beyond ``kernel_s`` (``KernelCurves.launch``)
     gemm_launch: dict[str, float] = dataclasses.field(default_factory=dict)
     #: achieved fraction of the GEMM rate inside a grouped MoE kernel (``KernelCurves.moe``): a routed-expert
-    #: layer's FFN GEMMs take it on top of the linear roof (tile/wave model, kernel curves)
+    #: layer's FFN GEMMs take it on top of the linear roof (kernel curves)
     moe: float = 1.0
     #: the grouped MoE kernel's rate per compute key relative to its bf16 one (``KernelCurves.moe_compute``: fp8 and
     #: block-fp8 expert GEMMs reach ``moe × moe_compute[key]``; a key not there: 1)
@@ -291,6 +291,8 @@ class Applied:
     moe_s: float = 0.0
     #: q of the routed experts' blend ``(t_c^(1/q) + t_m^(1/q))^q`` (``KernelCurves.moe_serial``; 0: the hard max)
     moe_serial: float = 0.0
+    #: bf16 expert width per GPU at which the grouped GEMMs' rate halves (``KernelCurves.moe_half_inter``; 0: none)
+    moe_half_inter: float = 0.0
     #: CTAs per SM at which decode attention's KV bandwidth halves (``KernelCurves.decode_half_occupancy``; 0: none)
     decode_half_occupancy: float = 0.0
     #: CTAs per SM a split-KV decode kernel fills (``KernelCurves.decode_split``; 0: no split)
@@ -329,6 +331,8 @@ class Applied:
             kv, ex = self.kv_memory or self.memory, self.experts_memory or self.memory
             streams = f"KV reads ×{kv:.3g}, routed experts ×{ex:.3g} (blend q {self.moe_serial:.3g}), "
             streams += f"{self.moe_s * 1e6:.3g} µs/MoE layer, " * bool(self.moe_s)
+            streams += f"grouped GEMMs ×{self.moe:.3g} · ffn/(ffn + {self.moe_half_inter:.3g}·2/bytes), " * bool(
+                self.moe_half_inter >= 1)  # fmt: skip
         return (
             f"engine {self.engine}: bandwidth ×{self.memory:.3g}, {streams}compute ×({comp}), "
             f"mixed-input GEMM ×{self.mixed:.3g}, attention ×{self.attention:.3g}, "

@@ -25,8 +25,8 @@ Conventions (the ``full`` preset):
   16-bit activations), as the measured GEMM kernels' ``quant_bytes`` (``kernels/gemm.py``) do. Weights a separate
   kernel dequantises before the GEMM (llama.cpp's F16 cuBLAS path for GGUF prompts) cost ``attn_dequant`` and
   ``ffn_dequant``: ``b_d`` bytes per weight each pass, on top of the GEMM's own read of the dequantised copy.
-- Weight bytes are read once per pass; MoE reads the expected number of distinct experts touched
-  by ``T`` tokens, E·(1 − (1 − K/E)^T), plus shared experts.
+- Weight bytes are read once per pass; MoE reads the E·(1 − (1 − K/E)^T) distinct experts T tokens touch, plus
+  shared experts; its ``ffn_act`` also moves the gather's and scatter-reduce's 2·(K + 1)·d elements per token.
 - The KV cache is 2·kv_heads·head_dim·b_kv bytes per token per layer (K and V, KV heads).
 - Prefill computes LM-head logits only for the last token of each sequence (what serving
   engines do); logits are written in fp32.
@@ -244,7 +244,7 @@ FULL_OPS: tuple[Op, ...] = (
         "vector",
         "layer",
         flops=T * ffn_tokens_width * (4 + gated),
-        bytes=T * ffn_tokens_width * (n_up + 1) * b_v,
+        bytes=T * (ffn_tokens_width * (n_up + 1) + 2 * a["moe"] * (K + 1) * d) * b_v,
         count="ffn_layers",
         shard="ffn",
         eager_kernels=2,  # SiLU, mul

@@ -22,8 +22,10 @@ replaced *before* the phase substitution by a posynomial stand-in in which K can
   upper bound, at most 1/(1 − (1 − 1/B)^B) ≤ e/(e − 1) ≈ 1.58 times the expected coverage.
 
 K itself does not cancel everywhere: the router (2·T·d·E·moe FLOPs, d·E·moe weights = d·K/ρ) and the per-token
-activation reads of the routed experts (T·K·d·b_a in ffn_up/ffn_down) keep it; :func:`k_dependent_ops` reports
-them (checked symbolically). The space's points are therefore split into two **branches**, solved as two GPs:
+activation reads of the routed experts (T·K·d·b_a in ffn_up/ffn_down; the gather and scatter-reduce's
+2·T·(K + 1)·d·b_v in ffn_act) keep it; :func:`k_dependent_ops` reports them (checked symbolically); so does the
+grouped GEMMs' compute time at width ffn = r·d/K, × (1 + moe_half_inter·K/(r·d)) (a rate, not a FLOP count).
+The space's points are therefore split into two **branches**, solved as two GPs:
 
 - dense (E = K = 1, moe = 0, ρ = 1), if the space has dense points;
 - MoE (moe = 1, K = the smallest top_k of the MoE pairs, ρ between the MoE pairs' smallest and largest K/E), if it
@@ -105,6 +107,13 @@ class Posy:
 
     def scale(self, s: float) -> Posy:
         return Posy(self.c * s, self.A.copy()) if s else Posy.zero()
+
+    def times(self, s: float, powers: Mapping[str, float]) -> Posy:
+        """This posynomial times the monomial s·Π x_v^powers[v] (s > 0)."""
+        A = self.A.copy()
+        for v, e in powers.items():
+            A[:, VARS.index(v)] += e
+        return Posy(self.c * s, A)
 
     def times_l(self) -> Posy:
         A = self.A.copy()
@@ -351,17 +360,25 @@ def build_branch(
         ib = {ph: rates.inv_stream(c if c != "experts" or moe else "weights")
               for ph in ("prefill", "decode") for c in [ST.stream_class(nm, roof, ph)]}  # fmt: skip
         p_blend = rates.moe_blend if nm in ST.EXPERT_OPS and moe else np.inf
-        br.pre.append((P["pF"].scale(ipi), P["pB"].scale(ib["prefill"])))
+        # a routed expert's grouped GEMMs compute for FLOPs × (1 + half/ffn) / moe, ffn = r·d/K (streams.roofline_time;
+        # the FLOPs counted stay P's)
+        # (a width under one element, a fit at its bound of 0, stays out: a vanishing monomial the solvers cannot scale)
+        half = rates.moe_half_inter * float(K) if nm in ST.EXPERT_OPS and moe and rates.moe_half_inter >= 1 else 0.0
+        g = 1.0 / rates.moe if nm in ST.EXPERT_OPS and moe and rates.moe > 0 else 1.0
+        w = float(K) / (float(K) + float(fixed["shared_experts"])) if g != 1.0 or half else 1.0  # routed share
+        tF = {k: (P[k] + P[k].times(half, {"d": -1.0, "r": -1.0}) if half else P[k]).scale(g * w) + P[k].scale(1 - w)
+              for k in ("pF", "dF0", "dF1")}  # fmt: skip
+        br.pre.append((tF["pF"].scale(ipi), P["pB"].scale(ib["prefill"])))
         br.pre_p.append(p_blend)
         if roof == "linear":
             ipi = float(decode_linear_inv(rates, wl.batch))
         if P["dF1"] or P["dB1"]:
             if p_blend != np.inf:
                 raise RooflawError(f"operator {nm}: a routed expert's decode cost varies with the step")
-            br.dec_step.append((P["dF0"].scale(ipi), P["dF1"].scale(ipi), P["dB0"].scale(ib["decode"]),
+            br.dec_step.append((tF["dF0"].scale(ipi), tF["dF1"].scale(ipi), P["dB0"].scale(ib["decode"]),
                                 P["dB1"].scale(ib["decode"])))  # fmt: skip
         else:
-            br.dec_const.append((P["dF0"].scale(ipi), P["dB0"].scale(ib["decode"])))
+            br.dec_const.append((tF["dF0"].scale(ipi), P["dB0"].scale(ib["decode"])))
             br.dec_p.append(p_blend)
         # the assembly's launch rule: an operator with any prefill work launches once per layer and pass
         if P["pF"] or P["pB"]:

@@ -138,19 +138,9 @@ def _args(cols: Mapping[str, np.ndarray], sc: Scenario, names: tuple[str, ...] =
     return [cols[n] if n in cols else scal[n] for n in names]
 
 
-#: the operators a routed-expert layer runs as grouped GEMMs (their rate takes ``Rates.moe`` in the tile model)
-MOE_GEMMS = ("ffn_up", "ffn_down")
-
-
-def _column(comp: Compiled, args: list, name: str) -> np.ndarray:
-    """The compiled model's argument ``name`` (a per-row column or a scalar) as a float array."""
-    names = list(getattr(comp, "args", ARG_NAMES))  # the compiled model's own argument names where it has them
-    return np.asarray(args[names.index(name)], dtype=np.float64)
-
-
 def _inverse_roofs(comp: Compiled, sc: Scenario, args: list, n: int, tiles: bool):
-    """Per part inverse roofs (s/FLOP) of prefill and decode; divided by the tile/wave efficiency with ``tiles`` (and
-    a routed-expert layer's FFN GEMMs by the curves' grouped-GEMM fraction)."""
+    """Per part inverse roofs (s/FLOP) of prefill and decode; divided by the tile/wave efficiency with ``tiles`` (a
+    routed-expert layer's grouped-GEMM rate is :func:`.streams.roofline_time`'s, in every model)."""
     ipp, ipd = sc.inverse_roofs(comp.roofs)
     if tiles:
         device, rates = sc.chip, sc.rates
@@ -167,9 +157,7 @@ def _inverse_roofs(comp: Compiled, sc: Scenario, args: list, n: int, tiles: bool
                 M, N, K, grp = g[off + 4 * j : off + 4 * j + 4]
                 if rates.curves and comp.roofs[i] == "linear":  # the kernel library's best tile, the curves' M ramp
                     te, we = curve_tiles(M, N, grp, device), 1.0
-                    te = te * rows_ramp(M, rates.half_rows)
-                    if comp.names[i] in MOE_GEMMS and rates.moe != 1.0:  # the grouped-GEMM MoE kernel's fraction
-                        te = te * np.where(_column(comp, args, "moe") > 0, rates.moe, 1.0)  # a routed-expert FFN
+                    te = te * rows_ramp(M, rates.half_rows)  # (a routed expert's grouped-GEMM rate: roofline_time)
                 else:
                     te, we = tile_efficiency(M, N, grp, device)
                 ip[i] = ip[i] / (te * we)

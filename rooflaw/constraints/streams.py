@@ -38,6 +38,11 @@ STREAM_CLASSES = ("weights", "kv", "experts")
 INV_STREAM = {"weights": INV_BETA, "kv": sym("inv_beta_kv"), "experts": sym("inv_beta_experts")}
 #: p = 1/moe_serial of the routed experts' roofline blend ``(t_c^p + t_m^p)^(1/p)`` (inf: the hard max).
 MOE_BLEND = sym("moe_blend")
+#: Expert width per GPU (elements) at which a routed expert's grouped GEMMs reach half their rate: their compute
+#: time takes ``1 + moe_half_inter/ffn`` (the MoE kernel family's ``i/(i + moe_half_inter·2/b_a)``; 0: none).
+MOE_HALF = sym("moe_half_inter")
+#: 1 / the grouped MoE kernel's fraction of the linear roof (the kernel curves' ``moe × moe_compute[key]``; 1: none)
+INV_MOE = sym("inv_moe")
 #: The operators a routed-expert layer runs as grouped GEMMs (``moe`` > 0): their bytes stream at the ``experts``
 #: class, their compute and streaming blend with :data:`MOE_BLEND` (in a dense layer: ``weights``, the hard max).
 EXPERT_OPS = ("ffn_up", "ffn_down")
@@ -119,16 +124,31 @@ def blend_values(hi: Any, lo: Any, p: Any, on: Any) -> Any:
     return out
 
 
+def compute_time(op: O.Op, tc: sp.Expr) -> sp.Expr:
+    """Compute seconds of ``op`` at roof time ``tc``: a routed expert's grouped GEMM (:data:`EXPERT_OPS` in an MoE
+    layer) at the MoE family's rate, its routed experts' share ``w`` of the FLOPs (K·ffn of K·ffn + shared·shared_ffn
+    per token; the shared experts' dense GEMM at the roof) × :data:`INV_MOE` · (1 + :data:`MOE_HALF`/ffn); any other
+    op ``tc``."""
+    if op.name not in EXPERT_OPS:
+        return tc
+    m, a = routed(), ARCH
+    w = a["top_k"] * a["ffn"] / sp.Max(a["top_k"] * a["ffn"] + a["shared_experts"] * a["shared_ffn"], 1)
+    return tc * (m * (w * INV_MOE * (1 + MOE_HALF / sp.Max(a["ffn"], 1)) + 1 - w) + 1 - m)
+
+
 def roofline_time(op: O.Op, tc: sp.Expr, tm: sp.Expr, gemm: bool = False) -> sp.Expr:
     """Seconds of an op of compute time ``tc`` and memory time ``tm``: max(tc, tm), or for a routed expert layer's
     grouped GEMMs (:data:`EXPERT_OPS`) the kernel curves' blend ``(tc^p + tm^p)^(1/p)``, p = :data:`MOE_BLEND`
-    (= 1/moe_serial: inf the hard max, 1 the sum; :class:`blend`); with ``gemm`` (the tile/wave model) every other
-    GEMM blends with p = :data:`GEMM_BLEND`."""
-    hi, lo = sp.Max(tc, tm), sp.Min(tc, tm)
+    (= 1/moe_serial: inf the hard max, 1 the sum; :class:`blend`), its compute time × :data:`INV_MOE` · (1 +
+    :data:`MOE_HALF`/ffn) (the MoE family's grouped-GEMM rate); with ``gemm`` (the tile/wave model) every other GEMM
+    blends with p = :data:`GEMM_BLEND`."""
     linear = gemm and op.roof == "linear" and op.gemm is not None
     if op.name not in EXPERT_OPS:
+        hi, lo = sp.Max(tc, tm), sp.Min(tc, tm)
         return blend(hi, lo, GEMM_BLEND, 1) if linear else hi
     m = routed()
+    tc = compute_time(op, tc)
+    hi, lo = sp.Max(tc, tm), sp.Min(tc, tm)
     if not linear:
         return blend(hi, lo, MOE_BLEND, m)
     return m * blend(hi, lo, MOE_BLEND, m) + (1 - m) * blend(hi, lo, GEMM_BLEND, 1 - m)
