@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rooflaw.constraints.kernels import FAMILIES, GENERIC, fit
+from rooflaw.fitting import FAMILIES, GENERIC, band_tail, family_errors, fit_curves, fit_kernels, kernel_gpus
 
 HERE = Path(__file__).resolve()
 DEFAULT = next((p for p in (HERE.parents[2] / "shared" / "data" / "kernels", Path("/work/shared/data/kernels"))
@@ -35,21 +35,21 @@ def main(argv: list[str]) -> None:
     if "--joint" in argv:
         fams = [dataclasses.replace(f, fit=None) for f in fams]
     t0 = time.time()
-    gpus = fit.kernel_gpus([args[0] if args else DEFAULT], only=TABLES)
+    gpus = kernel_gpus([args[0] if args else DEFAULT], only=TABLES)
     for g in gpus:
         g.tables[:] = [t for t in g.tables if t.table in TABLES]
-    res = fit.fit_kernels(gpus, sample=sample, families=fams)
+    res = fit_kernels(gpus, sample=sample, families=fams)
     ratios: dict[str, dict[str, np.ndarray]] = {}
     for g in gpus:  # the held-out predictions again (fit_kernels keeps only their medians), for coverage per GPU
         rest = [h for h in gpus if h.name != g.name]
-        for f, (p, m) in fit.family_errors(g, fit.fit_curves(rest, GENERIC, sample, 0, fams)).items():
+        for f, (p, m) in family_errors(g, fit_curves(rest, GENERIC, sample, 0, fams)).items():
             ok = (m > 0) & (p > 0)
             ratios.setdefault(f, {})[g.name] = m[ok] / p[ok]
     for f in ("allreduce", "nccl"):
         cells = []
         for g in res.gpus:
             others = {k: v for k, v in ratios[f].items() if k != g}
-            tail = fit.band_tail(others)
+            tail = band_tail(others)
             lo, hi = np.quantile(np.concatenate(list(others.values())), (tail, 1 - tail))
             cov = float(np.mean((ratios[f][g] >= lo) & (ratios[f][g] <= hi)))
             cells.append(f"{g} {res.in_sample[g][f]:.3f}/{res.held_out[g][f]:.3f}/{cov:.2f}")

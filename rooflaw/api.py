@@ -24,8 +24,10 @@ _MODULES: dict[str, str] = {
     "rooflaw.arch.layer_kinds": "LAYER_KINDS LayerKind register_layer_kind unregister_layer_kind",
     "rooflaw.constraints": "ENGINE_NAMES FORMATS PRESETS CostReport EngineProfile Precision Workload "
     "complete_columns decode_steps evaluate_columns gemm get_engine",
-    "rooflaw.constraints.kernels": "KernelCurves curves_for",
-    "rooflaw.constraints.kernels.fit": "abs_errors catalog_text fit_kernels kernel_gpus predict_tables with_provenance "
+    "rooflaw.constraints.engines": "default_engine",
+    "rooflaw.constraints.kernels": "FAMILIES GENERIC KernelCurves curves_for",
+    "rooflaw.constraints.kernels.fit": "abs_errors band_tail catalog_text family_errors fit_curves fit_kernels "
+    "kernel_gpus predict_tables with_provenance "
     "write_kernel_catalog",
     "rooflaw.constraints.kernels.tables": "read_kernel_tables",
     "rooflaw.constraints.scenario": "Scenario",
@@ -238,7 +240,8 @@ GROUPS: dict[str, str] = {
     "evaluate_layout inflight layout_columns layout_options layout_step_cost max_batch max_throughput parse_batches "
     "parse_disagg parse_layout parse_layouts resolve_jobs TRTLLM_TOKEN_BUDGET trtllm_bench_settings "
     "HostRows ServingHost fit_host host_toml leave_one_source_out ratios serving_host static_batch",
-    "fitting": "KernelCurves calibrate calibrate_cuda cuda_available curves_for efficiency_errors fit_efficiencies "
+    "fitting": "FAMILIES GENERIC band_tail family_errors fit_curves "
+    "KernelCurves calibrate calibrate_cuda cuda_available curves_for efficiency_errors fit_efficiencies "
     "fit_kernels gemstones held_out_errors kernel_gpus load_cases load_table median_abs_error nested_held_out_errors "
     "plot_fit "
     "FIT_COMMAND FitResult abs_errors achieved_table catalog_text engines_toml predict_tables read_kernel_tables "

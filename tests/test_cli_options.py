@@ -46,6 +46,8 @@ SPECULATIVE_FLAGS = {"evaluate": "--acceptance --disagg --draft --draft-tokens",
 FLAGS |= {k: " ".join(sorted(FLAGS[k].split() + v.split())) for k, v in SPECULATIVE_FLAGS.items()}
 #: --confidence (issue 27: meet the latency-type budgets at a quantile of the held-out error band).
 FLAGS |= {k: " ".join(sorted([*FLAGS[k].split(), "--confidence"])) for k in COMMANDS}
+#: --host-time (issue 27: the serving layouts add the fitted host and front-end seconds, serving_host.toml).
+FLAGS["evaluate"] = " ".join(sorted([*FLAGS["evaluate"].split(), "--host-time"]))
 #: Defaults of the shared options, as the commands had them at f5289ed.
 DEFAULTS = {"device": None, "law": "paper-2602.10377", "space": "paper", "phase": "decode", "precision": "fp16",
             "latency_budget": None, "memory_budget": None, "energy_budget": None, "batch": 1, "input_tokens": 1024,
@@ -105,6 +107,7 @@ EVALUATE_OWN = {
     "layout": (None, "tp=8 | ep=8,dp_attn=8 | pp=4,tp=2 | helix=kvp4,tpep8 (needs --system; default tp=1)."),
     "overlap": (False, "Hide communication behind compute."),
     "max_batch": (False, "Report the largest batch whose memory fits a device."),
+    "host_time": (False, "Serving: add the engine's fitted host and front-end seconds to the in-flight rows."),
     "pareto_plot": (None, "Write tokens/s per device vs per user over the --batch sweep (.png/.svg)."),
     "draft": (None, "Draft model for speculative decoding: a bundled id, config.json, spec, or eagle[:N] heads."),
     "draft_tokens": (4, "Draft tokens per verification step (γ), 1..64."),

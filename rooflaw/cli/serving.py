@@ -51,9 +51,7 @@ def serve(device, system, layout, arch, precision, batch, s_in, s_out, attention
     lay = api.parse_layout(layout or "tp=1")
     host = None
     if host_time:
-        from ..constraints.engines import default_engine
-
-        name = engine or default_engine(sys_.device)
+        name = engine or api.default_engine(sys_.device)
         host = api.serving_host(name)
         if host == api.ServingHost():
             raise bad("host-time", name, "this engine has no fitted host figures (serving_host.toml: tensorrt-llm)")
