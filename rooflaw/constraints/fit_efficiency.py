@@ -131,8 +131,9 @@ def _features(case: Case, device: Device) -> CaseFeatures:
     expert = np.array([1.0 if n in EXPERT_OPS and moe else 0.0 for n in names])
     # the grouped GEMMs' rate, moe · ffn/(ffn + moe_half_inter) of the roof (streams.roofline_time): on their FLOPs
     r, ar = rates(device, case.precision, applied(device, case.engine)), case.arch
-    sh = ar.top_k * ar.ffn / max(ar.top_k * ar.ffn + ar.shared_experts * (ar.shared_ffn or ar.ffn), 1)  # routed
-    g = np.where(expert > 0, sh * (1.0 + r.moe_half_inter / max(float(ar.ffn), 1.0)) / r.moe + 1.0 - sh, 1.0)
+    ffn = float(ar.ffn or 0)
+    sh = ar.top_k * ffn / max(ar.top_k * ffn + ar.shared_experts * float(ar.shared_ffn or ffn), 1)  # routed
+    g = np.where(expert > 0, sh * (1.0 + r.moe_half_inter / max(ffn, 1.0)) / r.moe + 1.0 - sh, 1.0)
     Fp, Fd = Fp * g, Fd * g
     delta = None if delta is None else (delta[0] * g, delta[1])
     steps = None if steps is None else [(k, p if p is None else (p[0] * g, p[1]), d if d is None else (d[0] * g, d[1]),
