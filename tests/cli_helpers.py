@@ -1,4 +1,5 @@
-"""What the CLI tests share: the ``rooflaw`` command run in-process, and small space files to run it on."""
+"""What the CLI tests share: the ``rooflaw`` command run in-process, small space files to run it on, and a
+terminal's Ctrl-C for the child processes the interrupt tests start."""
 
 from __future__ import annotations
 
@@ -25,3 +26,12 @@ def space_file(directory: Path, text: str = TINY_JOINT_SPACE, name: str = "tiny.
     path = Path(directory) / name
     path.write_text(text)
     return path
+
+
+def default_sigint() -> None:
+    """In the child before exec: Ctrl-C as a terminal's foreground job has it. A test run started in the background
+    of a non-interactive shell (``cmd &``, ``nohup``) inherits SIGINT ignored, and so would every child, which then
+    runs to the end whatever the test sends it."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

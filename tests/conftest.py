@@ -69,17 +69,3 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if "PYTEST_XDIST_WORKER" not in os.environ:
         return
     items.sort(key=lambda item: -MODULE_COST_HINT.get(item.path.name, 0))
-
-
-@pytest.fixture(autouse=True)
-def _sigint_left_as_found():
-    """A test must leave this worker's Ctrl-C disposition as it found it: an ignored SIGINT is inherited by every
-    child process a later test starts (the Ctrl-C tests' ``python -m rooflaw`` then runs to the end, exit 0)."""
-    import signal
-
-    before = signal.getsignal(signal.SIGINT)
-    yield
-    after = signal.getsignal(signal.SIGINT)
-    if after is not before:
-        signal.signal(signal.SIGINT, before)
-        assert after is not signal.SIG_IGN, f"the test left SIGINT ignored (was {before!r})"

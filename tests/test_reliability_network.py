@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from cli_helpers import default_sigint
 
 from rooflaw import net
 from rooflaw.errors import RooflawError
@@ -131,6 +132,7 @@ def test_ctrl_c_while_a_postgresql_storage_never_answers_ends_promptly():
             [sys.executable, "-m", "rooflaw", "search", "--device", "h100-sxm", "--space", "paper", "--n-trials", "2",
              "--storage", f"postgresql://u:p@127.0.0.1:{port}/db"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, env=env,
+            preexec_fn=default_sigint,
         )  # fmt: skip
         try:
             time.sleep(4.0)  # past the imports, into the connection

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from cli_helpers import default_sigint
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.skipif(not Path("/proc").is_dir() or not hasattr(os, "killpg"), reason="Linux processes")
@@ -45,7 +46,8 @@ def test_sigkill_of_the_parent_ends_its_loky_workers(tmp_path):
         run_parallel(2, work, [(0,), (1,)])
     """)
     )
-    p = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, env=_env(), start_new_session=True)
+    p = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, env=_env(), start_new_session=True,
+                         preexec_fn=default_sigint)  # fmt: skip
     try:
         pids = [int(p.stdout.readline()) for _ in range(2)]  # type: ignore[union-attr]
         assert all(_alive(q) for q in pids)
@@ -63,7 +65,7 @@ def test_sigkill_of_the_parent_ends_its_loky_workers(tmp_path):
 
 def _interrupt(args: list[str], after: float) -> tuple[int, str]:
     p = subprocess.Popen([sys.executable, "-m", "rooflaw", *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                         env=_env(), start_new_session=True)  # fmt: skip
+                         env=_env(), start_new_session=True, preexec_fn=default_sigint)  # fmt: skip
     try:
         time.sleep(after)
         os.killpg(p.pid, signal.SIGINT)  # what the terminal does on Ctrl-C: the whole foreground group
