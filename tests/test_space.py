@@ -181,3 +181,11 @@ def test_uniform_stack_counts_are_the_layers_column_itself():
         assert stack_kinds(full) == expect
     two = complete_columns({**cols, "ffn_layers": cols["layers"] - (np.arange(50) % 2)})
     assert stack_kinds(two) == frozenset({"stack"})
+
+
+@pytest.mark.parametrize("align", [0, -64, 2**31, 10**20, True, 64.0])
+def test_ffn_align_outside_a_positive_int32_is_a_one_line_error(align):
+    """Hypothesis found ``ffn_align = 99999999999999999999`` raising numpy's OverflowError in the FFN rounding."""
+    with pytest.raises(RooflawError, match=r"^ffn_align=.*must be a positive integer ≤ 2147483647"):
+        Space(name="s", layers=[2], d_model=[256], head_dim=[64], kv_heads=[1], moe=[(1, 1)], r_single=[2.0],
+              ffn_align=align)  # fmt: skip

@@ -121,8 +121,8 @@ class Space:
         self.window = int_list("window", self.window) if self.window else []
         if max(self.global_every) > 1 and not self.window:
             raise bad("window", self.window, "global_every > 1 needs a list of sliding windows")
-        if isinstance(self.ffn_align, bool) or not isinstance(self.ffn_align, int) or self.ffn_align <= 0:
-            raise bad("ffn_align", self.ffn_align, "must be a positive integer")
+        if isinstance(self.ffn_align, bool) or not isinstance(self.ffn_align, int) or not 0 < self.ffn_align <= MAX_INT:
+            raise bad("ffn_align", self.ffn_align, f"must be a positive integer ≤ {MAX_INT}")
         fixed = dict(FIXED_KEYS)
         for k, v in (self.fixed or {}).items():
             if k not in FIXED_KEYS:
