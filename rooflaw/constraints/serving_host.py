@@ -117,11 +117,16 @@ class HostRows:
     throughput: np.ndarray
     group: tuple[str, ...]
 
+    def design(self, mask: np.ndarray | None = None) -> np.ndarray:
+        """(rows, :data:`HOST_KEYS`): each row's seconds per second of each figure (the line's slopes)."""
+        m = slice(None) if mask is None else mask
+        k = self.k_request[m]
+        return np.stack([self.k_step[m], self.k_step[m] * self.layers[m], self.k_seq[m], k, k * self.prompt_tokens[m]],
+                        axis=1)  # fmt: skip
+
     def predict(self, host: ServingHost, mask: np.ndarray | None = None) -> np.ndarray:
         m = slice(None) if mask is None else mask
-        return (self.y0[m] + self.k_step[m] * (host.step_s + host.layer_s * self.layers[m])
-                + self.k_seq[m] * host.seq_s + self.k_request[m] * (host.request_s
-                + host.prompt_token_s * self.prompt_tokens[m]))  # fmt: skip
+        return self.y0[m] + self.design(mask) @ np.array([getattr(host, k) for k in HOST_KEYS])
 
 
 def fit_host(rows: HostRows, mask: np.ndarray | None = None) -> ServingHost:
@@ -131,8 +136,7 @@ def fit_host(rows: HostRows, mask: np.ndarray | None = None) -> ServingHost:
     from scipy.optimize import least_squares
 
     m = np.ones(len(rows.y0), bool) if mask is None else np.asarray(mask, bool)
-    k = (rows.k_step[m], rows.k_step[m] * rows.layers[m], rows.k_seq[m], rows.k_request[m])
-    cols = np.stack([*k, rows.k_request[m] * rows.prompt_tokens[m]], axis=1)
+    cols = rows.design(m)
     used = np.abs(cols).max(axis=0) > 0
     scale = 1e-3  # solve in milliseconds
 
