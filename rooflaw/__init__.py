@@ -13,11 +13,17 @@ command line uses). Names load on first use, so ``import rooflaw`` is cheap. A g
 from __future__ import annotations
 
 import importlib
+import time as _time
 import warnings
 from typing import Any
 
 from . import api as _api
 from .errors import Infeasible, RooflawError  # noqa: F401
+
+#: when this process imported rooflaw (ns since the epoch; the cost model's modules load later, on first use): a
+#: deriving source changed after it may not be the code this process runs, so :mod:`rooflaw.cache` neither stores
+#: nor serves entries then
+_IMPORTED_NS = _time.time_ns()
 
 __version__ = "0.1.0"
 __all__ = list(_api.TOP)

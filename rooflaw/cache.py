@@ -6,7 +6,9 @@ new module -- or an upgrade of sympy/numpy invalidates them. The directory is
 ``$ROOFLAW_CACHE_DIR`` or ``~/.cache/rooflaw``, kept user-private (created 0700; a directory owned
 by another user or writable by group/others is not used) and every entry carries an HMAC under a
 per-cache key (0600), so nothing another user could have written is ever unpickled (nor, for the
-compiled evaluator, executed). ``ROOFLAW_NO_CACHE=1`` turns the cache off. Any failure to read or
+compiled evaluator, executed). ``ROOFLAW_NO_CACHE=1`` turns the cache off. A process whose loaded deriving modules
+were edited on disk after it imported rooflaw (:func:`edited_since_import`) neither stores nor serves entries: its
+keys would hash the new files while it runs the old code. Any failure to read or
 write falls back to recomputing -- the cache never changes a result.
 """
 
@@ -111,6 +113,25 @@ def source_key(tag: str, *modules: ModuleType) -> str:
     return f"{tag}-{h.hexdigest()[:20]}"
 
 
+def edited_since_import() -> list[str]:
+    """The loaded deriving modules (:func:`source_files`) whose file changed on disk after this process imported
+    rooflaw: while any is listed, a key (the files on disk) may not describe the code running."""
+    import sys
+
+    import rooflaw
+
+    files = {str(f.resolve()) for f in source_files(Path(rooflaw.__file__).resolve().parent)}
+    out = []
+    for name, mod in list(sys.modules.items()):
+        path = getattr(mod, "__file__", None)
+        if not name.startswith("rooflaw.") or not path or str(Path(path).resolve()) not in files:
+            continue
+        with contextlib.suppress(OSError):
+            if os.stat(path).st_mtime_ns > rooflaw._IMPORTED_NS:
+                out.append(name)
+    return sorted(out)
+
+
 def load(key: str) -> Any | None:
     """The object stored under ``key``, or None (absent, disabled, unreadable or not verified).
 
@@ -118,7 +139,7 @@ def load(key: str) -> Any | None:
     carrying a valid HMAC of this cache's key is unpickled.
     """
     d = cache_dir()
-    if d is None:
+    if d is None or edited_since_import():
         return None
     try:
         secret = _secret(d)
@@ -140,7 +161,7 @@ def load(key: str) -> Any | None:
 def store(key: str, obj: Any) -> None:
     """Store ``obj`` under ``key`` atomically, signed with this cache's key; errors are ignored."""
     d = cache_dir()
-    if d is None:
+    if d is None or edited_since_import():
         return
     tmp = None
     try:

@@ -109,3 +109,23 @@ def test_stale_entry_is_not_served_after_a_source_edit(tmp_path, monkeypatch):
     assert called == ["paper"]
     assert len(list((tmp_path / "cache").glob("compile-paper-*.pkl"))) == 2
     comp.compile_preset.cache_clear()
+
+
+def test_a_process_whose_sources_changed_after_import_neither_stores_nor_serves(tmp_path, monkeypatch):
+    # a process that imported rooflaw and then saw its deriving sources edited runs the old code under keys that
+    # hash the new files: it must not write (nor read) entries; simulated by moving the import time before every
+    # loaded module's mtime
+    import rooflaw
+    from rooflaw import cache
+
+    monkeypatch.setenv("ROOFLAW_CACHE_DIR", str(tmp_path))
+    key = cache.source_key("probe")
+    assert cache.edited_since_import() == []
+    cache.store(key, {"x": 1})
+    assert cache.load(key) == {"x": 1}
+    monkeypatch.setattr(rooflaw, "_IMPORTED_NS", 0)
+    edited = cache.edited_since_import()
+    assert "rooflaw.constraints.compile" in edited and "rooflaw.cli" not in edited
+    assert cache.load(key) is None  # a valid entry is not served
+    cache.store(cache.source_key("probe2"), {"y": 2})
+    assert not list(tmp_path.glob("probe2-*.pkl"))  # nor is a new one written
