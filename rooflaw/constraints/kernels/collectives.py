@@ -27,7 +27,8 @@ from its published constants and the GPU's architecture (:mod:`.nccl_tuner`), wh
 fact: the measured tables jump where it switches from LL to Simple (A100 all-reduce over 2 GPUs: 19 µs at 512 KB,
 41 µs at 1 MB). The rest (custom all-reduce kernels, all-to-all), and a call priced without an architecture (the
 layouts), take the cheapest protocol -- except vLLM's all-reduce over PCIe on more than 2 GPUs, which is NCCL's, not
-vLLM's kernel (:data:`VLLM_PCIE_MAX_GPUS`): the curve's large protocol alone.
+vLLM's kernel (:data:`VLLM_PCIE_MAX_GPUS`): the curve's large protocol alone. TensorRT-LLM's all-reduce over PCIe
+is NCCL's at every size and group (:data:`RUNS_AS`): priced by the NCCL all-reduce curve and NCCL's protocol choice.
 
 The one-line law (``latency + f·S/(B·efficiency)``) over-predicted small messages by ~20 %, under-predicted
 1-4 MB by ~25 % and over-predicted the largest by ~20 % on every GPU (docs/kernels-moe-collectives.md).
@@ -80,6 +81,10 @@ SCALING_MAX_GPUS = 8
 #: supported on more than two PCIe-only GPUs", ``vllm/distributed/device_communicators/custom_all_reduce.py``):
 #: beyond, its all-reduce is NCCL's, priced by the curve's large protocol
 VLLM_PCIE_MAX_GPUS = 2
+#: Collectives that run another's kernel on a link kind: TensorRT-LLM's all-reduce is NCCL's without NVLink (its AUTO
+#: strategy picks NCCL there; the L40S box's TensorRT-LLM rows are 0.99-1.06x nccl_perf's all-reduce of the same
+#: bytes at 2 and 4 GPUs, every size): priced by that collective's curve and protocol choice, no figures of its own
+RUNS_AS = {("allreduce", "pcie"): "nccl_allreduce"}
 #: The fitted figures of each curve (:class:`~rooflaw.constraints.kernels.CollectiveCurve`'s fields).
 FIGURES = tuple(f.name for f in dataclasses.fields(CollectiveCurve))
 #: NCCL's LL128 figures: fitted only for the collectives NCCL's tuner prices (:data:`.nccl_tuner.TUNED`)
@@ -97,9 +102,16 @@ BOUNDS = {
 }
 
 
+def runs_as(collective: str, kind: str) -> str:
+    """The collective whose kernel ``collective`` runs on link ``kind`` (:data:`RUNS_AS`; itself elsewhere)."""
+    return RUNS_AS.get((collective, kind), collective)
+
+
 def figures(collective: str, kind: str) -> tuple[str, ...]:
     """The figures of ``collective``'s curve on link ``kind`` a fit determines (LL128's only where NCCL's tuner may
-    pick it: its tuned collectives over NVLink)."""
+    pick it: its tuned collectives over NVLink; none where it runs another collective's kernel, :func:`runs_as`)."""
+    if runs_as(collective, kind) != collective:
+        return ()
     ll128 = collective in TUNED and kind == "nvlink"
     return FIGURES if ll128 else tuple(f for f in FIGURES if f not in LL128_FIGURES)
 
@@ -130,11 +142,12 @@ def device_link(device: Device) -> tuple[str, float] | None:
 
 
 def curve(curves: KernelCurves | None, collective: str, kind: str) -> CollectiveCurve | None:
-    """The fitted curve of ``collective`` on link ``kind``; else the same collective's curve on another link kind
-    (latency and efficiency are fractions and times that carry over; the link's own bandwidth and contention
-    apply); else ``None``."""
+    """The fitted curve of ``collective`` (of the collective it runs as there, :func:`runs_as`) on link ``kind``;
+    else the same collective's curve on another link kind (latency and efficiency are fractions and times that carry
+    over; the link's own bandwidth and contention apply); else ``None``."""
     if curves is None:
         return None
+    collective = runs_as(collective, kind)
     got = curves.collectives.get(f"{collective}/{kind}")
     if got is not None:
         return got
@@ -181,7 +194,9 @@ def seconds(collective: str, n: Any, nbytes: Any, link_bw: float, kind: str, c: 
     """Seconds of one ``collective`` of ``nbytes`` over ``n`` GPUs (0 for n ≤ 1), vectorised over n and nbytes:
     the cheapest of the curve's protocols (module docstring), or, for NCCL's tuned collectives given the GPU's
     ``architecture``, the one NCCL's own tuner picks (:mod:`.nccl_tuner`), priced by the curve;
-    ``contention``: the system's exponent (:func:`rank_bandwidth`; ``None``: the link kind's)."""
+    ``contention``: the system's exponent (:func:`rank_bandwidth`; ``None``: the link kind's). A collective that
+    runs another's kernel on ``kind`` (:func:`runs_as`) is priced as that one, ``c`` being its curve (:func:`curve`)."""
+    collective = runs_as(collective, kind)
     n = np.asarray(n, dtype=float)
     s = np.asarray(nbytes, dtype=float)
     nn = np.maximum(n, 1.0)
@@ -360,7 +375,7 @@ NCCL = register(family("nccl", ("nccl_perf",), _params("nccl_allreduce", "allgat
 
 
 __all__ = ["ALLREDUCE", "BOUNDS", "COLLECTIVES", "CONTENTION", "FIGURES", "LINK_KINDS", "LL128_FIGURES", "NCCL",
-           "NCCL_OPS", "SCALING_MAX_GPUS", "SEED", "Terms", "VLLM_PCIE_MAX_GPUS",
+           "NCCL_OPS", "RUNS_AS", "SCALING_MAX_GPUS", "SEED", "Terms", "VLLM_PCIE_MAX_GPUS",
            "curve", "device_link", "device_of_rows", "evaluate", "factor", "figures", "fit_split", "link_kind",
-           "predict_allreduce", "predict_nccl", "prepare_allreduce", "prepare_nccl", "rank_bandwidth", "seconds",
-           "steps", "system_contention", "used_params"]  # fmt: skip
+           "predict_allreduce", "predict_nccl", "prepare_allreduce", "prepare_nccl", "rank_bandwidth", "runs_as",
+           "seconds", "steps", "system_contention", "used_params"]  # fmt: skip
