@@ -82,8 +82,8 @@ SCALING_MAX_GPUS = 8
 #: beyond, its all-reduce is NCCL's, priced by the curve's large protocol
 VLLM_PCIE_MAX_GPUS = 2
 #: Collectives that run another's kernel on a link kind: TensorRT-LLM's all-reduce is NCCL's without NVLink (its AUTO
-#: strategy picks NCCL there; the L40S box's TensorRT-LLM rows are 0.99-1.06x nccl_perf's all-reduce of the same
-#: bytes at 2 and 4 GPUs, every size): priced by that collective's curve and protocol choice, no figures of its own
+#: strategy picks NCCL there; the L40S box's TensorRT-LLM rows are a median 1.02x nccl_perf's all-reduce of the same
+#: bytes at 2 and 4 GPUs, 1.00x at 8): priced by that collective's curve and protocol choice, no figures of its own
 RUNS_AS = {("allreduce", "pcie"): "nccl_allreduce"}
 #: The fitted figures of each curve (:class:`~rooflaw.constraints.kernels.CollectiveCurve`'s fields).
 FIGURES = tuple(f.name for f in dataclasses.fields(CollectiveCurve))
