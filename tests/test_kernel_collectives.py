@@ -195,8 +195,8 @@ def test_fit_recovers_known_figures_from_synthetic_rows():
 def test_used_params_follow_the_devices_link():
     rows = pd.concat([_table("TRTLLM", [2], [128]), _table("vLLM", [2], [128], backend=["vllm_graph"])])
     figures = ("latency", "efficiency", "hop", "latency_large", "efficiency_large", "scaling")
-    assert (*figures, "latency_ll128", "efficiency_ll128") == K.FIGURES
-    assert K.figures("allreduce", "nvlink") == figures  # LL128: only NCCL's tuned collectives over NVLink
+    assert (*figures, "latency_ll128", "efficiency_ll128", "ramp_bytes", "ramp_channels") == K.FIGURES
+    assert K.figures("allreduce", "nvlink") == figures  # LL128, channel ramp: only NCCL's tuned ones over NVLink
     assert K.figures("nccl_allreduce", "nvlink") == K.FIGURES and K.figures("allgather", "pcie") == figures
     assert K.figures("alltoall", "nvlink") == figures
     assert K.used_params(K.prepare_allreduce, rows, R.get_device("h100-sxm")) == tuple(
@@ -309,6 +309,47 @@ def test_fit_driver_recovers_a_two_protocol_curve():
     assert np.median(np.abs(pred / K.predict_nccl(rows, dev, curves(**{"allgather/nvlink": true})) - 1)) < 0.03
     assert fitted.efficiency_large == pytest.approx(0.6, rel=0.1) and fitted.efficiency == pytest.approx(0.15, rel=0.1)
     assert set(got.collectives) == {"allgather/nvlink"}  # only the link kind and collective the rows determine
+
+
+def test_nccl_channel_ramp_by_hand():
+    """NCCL's small protocol on fewer channels below ``ramp_bytes``: the bytes priced are max(min(N·S, W), S) --
+    N·S on one channel, a plateau at W while channels are added, S once all run; over NVLink only, NCCL's tuned
+    collectives only."""
+    c = CollectiveCurve(latency=5e-6, efficiency=0.3, hop=1e-6, ramp_bytes=256e3, ramp_channels=8.0)
+    bw = 450e9 * 0.3
+    for s, moved in ((8e3, 64e3), (64e3, 256e3), (200e3, 256e3), (1e6, 1e6)):
+        assert K.seconds("allgather", 2, s, 450e9, "nvlink", c) == pytest.approx(5e-6 + 1e-6 + 0.5 * moved / bw)
+    flat = dataclasses.replace(c, ramp_bytes=0.0)
+    assert K.seconds("allgather", 2, 8e3, 32e9, "pcie", c) == K.seconds("allgather", 2, 8e3, 32e9, "pcie", flat)
+    assert K.seconds("alltoall", 2, 8e3, 450e9, "nvlink", c) == K.seconds("alltoall", 2, 8e3, 450e9, "nvlink", flat)
+    others = K.figures("allgather", "pcie") + K.figures("alltoall", "nvlink") + K.figures("allreduce", "nvlink")
+    assert K.figures("allgather", "nvlink")[-2:] == K.RAMP_FIGURES and not set(K.RAMP_FIGURES) & set(others)
+
+
+def test_fit_driver_recovers_the_channel_ramp_and_the_pooled_curves_keep_none():
+    """All-gather rows made from a curve with a channel ramp (2 % noise): an architecture's fit recovers the rows
+    within the noise and the ramp's bytes and channels within 15 %; the pooled ``generic`` curves fit no ramp."""
+    from pathlib import Path
+
+    from rooflaw.constraints.kernels import fit as F
+    from rooflaw.constraints.kernels.tables import Table
+
+    true = CollectiveCurve(latency=5e-6, efficiency=0.3, hop=0.8e-6, latency_large=40e-6, efficiency_large=0.6,
+                           ramp_bytes=300e3, ramp_channels=10.0)  # fmt: skip
+    n = np.repeat([2, 4, 8], 21)
+    elems = np.tile(2.0 ** np.arange(8, 29), 3)
+    rows = pd.DataFrame({"op_name": "all_gather", "num_gpus": n, "message_size": elems, "nccl_dtype": "half"})
+    dev = R.get_device("h100-sxm")
+    exact = K.predict_nccl(rows, dev, curves(**{"allgather/nvlink": true}))
+    rows["latency"] = exact * np.exp(np.random.default_rng(3).normal(0, 0.02, 63))
+    rows["table"], rows["framework"], rows["device"] = "nccl_perf", "nccl", "NVIDIA H100 80GB HBM3"
+    gpu = F.GPU("h100_sxm", dev, [Table("h100_sxm", "nccl", "2", "nccl_perf", Path("-"), rows)])
+    got = F.fit_family(FAMILIES["nccl"], F.prepare([gpu], FAMILIES["nccl"], 1000), F.initial_curves("hopper"))
+    fitted = got.collectives["allgather/nvlink"]
+    assert np.median(np.abs(K.predict_nccl(rows, dev, got) / exact - 1)) < 0.03
+    assert fitted.ramp_bytes == pytest.approx(300e3, rel=0.15) and fitted.ramp_channels == pytest.approx(10, rel=0.15)
+    pooled = F.fit_family(FAMILIES["nccl"], F.prepare([gpu], FAMILIES["nccl"], 1000), F.initial_curves("generic"))
+    assert pooled.collectives["allgather/nvlink"].ramp_bytes == 0.0
 
 
 def _allreduce_gpu(folder: str, device: str, truth: dict[str, CollectiveCurve], seed: int):

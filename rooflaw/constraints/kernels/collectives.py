@@ -20,7 +20,13 @@ Seconds of one call (:func:`seconds`), with ``f(n)`` the bytes each rank moves p
   rising with the group on NVSwitch (more NVLink ports and channels in flight; NVLink SHARP at 8 GPUs), held at
   its 8-GPU value past the measured groups (:data:`SCALING_MAX_GPUS`);
 - NCCL's LL128 (its all-reduce, all-gather and reduce-scatter over NVLink), where ``efficiency_ll128`` > 0:
-  ``latency_ll128 + hop·steps + f·S / (B·efficiency_ll128)``.
+  ``latency_ll128 + hop·steps + f·S / (B·efficiency_ll128)``;
+- NCCL's channel ramp (its all-reduce, all-gather and reduce-scatter's small protocol over NVLink), where
+  ``ramp_bytes`` W > 0 and ``ramp_channels`` N > 1: NCCL runs a small message on fewer channels (one below W/N
+  bytes, then one more per W/N), each at 1/N of the protocol's bandwidth, so the small protocol prices
+  ``max(min(N·S, W), S)`` bytes in place of S: a steep rise, a plateau, then the full rate (the tables' 4-32 KB
+  step: A100 all-gather over 2 GPUs 9.4 -> 12.0 us, then 13.6 us at 256 KB). Fitted per architecture only: the pooled
+  ``generic`` curves keep none (:func:`fit_split`; see docs/kernels-moe-collectives.md).
 
 Which protocol: NCCL's all-reduce, all-gather and reduce-scatter run the one NCCL's own tuner predicts cheapest
 from its published constants and the GPU's architecture (:mod:`.nccl_tuner`), which is not always the cheaper in
@@ -60,7 +66,7 @@ from typing import Any
 import numpy as np
 
 from ...devices.device import Device
-from . import CollectiveCurve, Family, KernelCurves, register
+from . import GENERIC, CollectiveCurve, Family, KernelCurves, register
 from .nccl_tuner import TUNED, protocol
 
 #: Exponent of the per-rank bandwidth's fall with the group size, per link kind: ``B·eff·(2/n)^c``.
@@ -99,7 +105,11 @@ BOUNDS = {
     "collectives.scaling": (0.1, -1.0, 1.0, 0.1),
     "collectives.latency_ll128": (1.5e-5, 0.0, 1e-3, 1e-5),
     "collectives.efficiency_ll128": (0.5, 0.01, 1.0, 1.0),  # LL128 carries 120 of every 128 bytes: < the link
+    "collectives.ramp_bytes": (2.5e5, 0.0, 1e7, 1e5),
+    "collectives.ramp_channels": (8.0, 1.0, 64.0, 4.0),
 }
+#: The channel-ramp figures: NCCL's tuned collectives' small protocol only (:func:`figures`)
+RAMP_FIGURES = ("ramp_bytes", "ramp_channels")
 
 
 def runs_as(collective: str, kind: str) -> str:
@@ -113,7 +123,7 @@ def figures(collective: str, kind: str) -> tuple[str, ...]:
     if runs_as(collective, kind) != collective:
         return ()
     ll128 = collective in TUNED and kind == "nvlink"
-    return FIGURES if ll128 else tuple(f for f in FIGURES if f not in LL128_FIGURES)
+    return tuple(f for f in FIGURES if (ll128 or f not in LL128_FIGURES) and (ll128 or f not in RAMP_FIGURES))
 
 
 #: Starting point of a fit (and nothing else: a device whose curves lack a collective is not priced by them).
@@ -208,7 +218,10 @@ def seconds(collective: str, n: Any, nbytes: Any, link_bw: float, kind: str, c: 
         t = np.minimum(one, two)
         large_lat = c.latency_large  # the frameworks' NCCL fallback: its own latency
     else:
-        t = lat + factor(collective, nn) * s / bw
+        moved = s  # NCCL's channel ramp over NVLink: N·S on one channel, W while channels are added, S on all
+        if c.ramp_bytes > 0 and c.ramp_channels > 1 and collective in TUNED and kind == "nvlink":
+            moved = np.maximum(np.minimum(c.ramp_channels * s, c.ramp_bytes), s)
+        t = lat + factor(collective, nn) * moved / bw
         large_lat = c.latency_large + c.hop * steps(collective, nn)
     inf = np.full(np.broadcast(n, s).shape, np.inf)
     big = inf
@@ -337,6 +350,8 @@ def fit_split(fam: Family, data: Sequence[Any], curves: KernelCurves,
     for p in data:
         for name in fam.used(p.rows) if fam.used is not None else fam.params:
             figs = parts.setdefault(name.rsplit(".", 1)[0], [])
+            if curves.architecture == GENERIC and name.rsplit(".", 1)[1] in RAMP_FIGURES:
+                continue  # an architecture's own (the module docstring): the pooled curves keep no ramp
             if name not in figs:
                 figs.append(name)
     kinds = [(device_link(p.gpu.device) or ("",))[0] for p in data]
