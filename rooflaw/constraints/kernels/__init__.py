@@ -42,7 +42,7 @@ class CollectiveCurve:
     latency_ll128: float = 0.0  #: s, fixed per call of NCCL's LL128 protocol
     efficiency_ll128: float = 0.0  #: its achieved fraction of the link bandwidth (0: no such protocol)
     #: NCCL's small protocol on fewer channels for small messages: bytes of ``S`` from which all channels run
-    #: (below, ``S / ramp_bytes`` of them, at least one of :attr:`ramp_channels`); 0: every channel at every size
+    #: (below, ``ramp_channels · S / ramp_bytes`` of them, at least one); 0: every channel at every size
     ramp_bytes: float = 0.0
     ramp_channels: float = 0.0  #: channels sharing the small protocol's bandwidth once all run (≤ 1: no ramp)
 

@@ -118,8 +118,8 @@ def runs_as(collective: str, kind: str) -> str:
 
 
 def figures(collective: str, kind: str) -> tuple[str, ...]:
-    """The figures of ``collective``'s curve on link ``kind`` a fit determines (LL128's only where NCCL's tuner may
-    pick it: its tuned collectives over NVLink; none where it runs another collective's kernel, :func:`runs_as`)."""
+    """The figures of ``collective``'s curve on link ``kind`` a fit determines (LL128's and the channel ramp's only
+    for NCCL's tuned collectives over NVLink; none where it runs another collective's kernel, :func:`runs_as`)."""
     if runs_as(collective, kind) != collective:
         return ()
     ll128 = collective in TUNED and kind == "nvlink"
@@ -345,7 +345,9 @@ def fit_split(fam: Family, data: Sequence[Any], curves: KernelCurves,
     on GPUs of its link kind. A row's seconds read only that one curve (:func:`evaluate`), so the curves share no
     figure and the joint problem's optimum is theirs; fitted jointly, though, one curve's rows moved where the solver
     stopped on the others' (with H100 held out, the pooled vLLM NVLink large-message latency 39 µs without the vLLM
-    PCIe rule and 64 µs with it, which touches PCIe rows only). A curve none of whose rows is sampled stays as is."""
+    PCIe rule and 64 µs with it, which touches PCIe rows only). A curve none of whose rows is sampled stays as is.
+    The pooled ``generic`` curves fit no channel ramp (:data:`RAMP_FIGURES`: an architecture's own; fitted pooled,
+    they moved the pooled small-message latency, docs/kernels-moe-collectives.md)."""
     parts: dict[str, list[str]] = {}  # "collectives.<key>/<kind>" -> its figures the rows determine, in order
     for p in data:
         for name in fam.used(p.rows) if fam.used is not None else fam.params:
