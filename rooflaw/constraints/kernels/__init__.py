@@ -30,7 +30,8 @@ class CollectiveCurve:
     large-message one ``latency_large + hop·steps + bytes_moved / (link_bandwidth · efficiency_large · (n/2)^scaling)``
     and, where ``efficiency_ll128`` > 0, NCCL's LL128 ``latency_ll128 + hop·steps + bytes_moved / (link_bandwidth ·
     efficiency_ll128)``. NCCL's collectives run the protocol NCCL's own tuner picks (:mod:`.nccl_tuner`); otherwise
-    the call takes the cheapest (a custom all-reduce kernel vs the NCCL fallback)."""
+    the call takes the cheapest (a custom all-reduce kernel vs the NCCL fallback). Over NVLink NCCL's small protocol
+    prices ``max(min(ramp_channels·S, ramp_bytes), S)`` bytes where ``ramp_bytes`` > 0 (its channel ramp)."""
 
     latency: float  #: s, fixed per call (small-message protocol)
     efficiency: float  #: achieved fraction of the link's datasheet bandwidth (small-message protocol)
@@ -40,6 +41,10 @@ class CollectiveCurve:
     scaling: float = 0.0  #: exponent of the large-message bandwidth's growth with the group, ``(n/2)^scaling``
     latency_ll128: float = 0.0  #: s, fixed per call of NCCL's LL128 protocol
     efficiency_ll128: float = 0.0  #: its achieved fraction of the link bandwidth (0: no such protocol)
+    #: NCCL's small protocol on fewer channels for small messages: bytes of ``S`` from which all channels run
+    #: (below, ``ramp_channels · S / ramp_bytes`` of them, at least one); 0: every channel at every size
+    ramp_bytes: float = 0.0
+    ramp_channels: float = 0.0  #: channels sharing the small protocol's bandwidth once all run (≤ 1: no ramp)
 
 
 @dataclass(frozen=True)

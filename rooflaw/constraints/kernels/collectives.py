@@ -20,14 +20,21 @@ Seconds of one call (:func:`seconds`), with ``f(n)`` the bytes each rank moves p
   rising with the group on NVSwitch (more NVLink ports and channels in flight; NVLink SHARP at 8 GPUs), held at
   its 8-GPU value past the measured groups (:data:`SCALING_MAX_GPUS`);
 - NCCL's LL128 (its all-reduce, all-gather and reduce-scatter over NVLink), where ``efficiency_ll128`` > 0:
-  ``latency_ll128 + hop·steps + f·S / (B·efficiency_ll128)``.
+  ``latency_ll128 + hop·steps + f·S / (B·efficiency_ll128)``;
+- NCCL's channel ramp (its all-reduce, all-gather and reduce-scatter's small protocol over NVLink), where
+  ``ramp_bytes`` W > 0 and ``ramp_channels`` N > 1: NCCL runs a small message on fewer channels (one below W/N
+  bytes, then one more per W/N), each at 1/N of the protocol's bandwidth, so the small protocol prices
+  ``max(min(N·S, W), S)`` bytes in place of S: a steep rise, a plateau, then the full rate (the tables' 4-32 KB
+  step: A100 all-gather over 2 GPUs 9.4 -> 12.0 us, then 13.6 us at 256 KB). Fitted per architecture only: the pooled
+  ``generic`` curves keep none (:func:`fit_split`; see docs/kernels-moe-collectives.md).
 
 Which protocol: NCCL's all-reduce, all-gather and reduce-scatter run the one NCCL's own tuner predicts cheapest
 from its published constants and the GPU's architecture (:mod:`.nccl_tuner`), which is not always the cheaper in
 fact: the measured tables jump where it switches from LL to Simple (A100 all-reduce over 2 GPUs: 19 µs at 512 KB,
 41 µs at 1 MB). The rest (custom all-reduce kernels, all-to-all), and a call priced without an architecture (the
 layouts), take the cheapest protocol -- except vLLM's all-reduce over PCIe on more than 2 GPUs, which is NCCL's, not
-vLLM's kernel (:data:`VLLM_PCIE_MAX_GPUS`): the curve's large protocol alone.
+vLLM's kernel (:data:`VLLM_PCIE_MAX_GPUS`): the curve's large protocol alone. TensorRT-LLM's all-reduce over PCIe
+is NCCL's at every size and group (:data:`RUNS_AS`): priced by the NCCL all-reduce curve and NCCL's protocol choice.
 
 The one-line law (``latency + f·S/(B·efficiency)``) over-predicted small messages by ~20 %, under-predicted
 1-4 MB by ~25 % and over-predicted the largest by ~20 % on every GPU (docs/kernels-moe-collectives.md).
@@ -59,7 +66,7 @@ from typing import Any
 import numpy as np
 
 from ...devices.device import Device
-from . import CollectiveCurve, Family, KernelCurves, register
+from . import GENERIC, CollectiveCurve, Family, KernelCurves, register
 from .nccl_tuner import TUNED, protocol
 
 #: Exponent of the per-rank bandwidth's fall with the group size, per link kind: ``B·eff·(2/n)^c``.
@@ -80,6 +87,10 @@ SCALING_MAX_GPUS = 8
 #: supported on more than two PCIe-only GPUs", ``vllm/distributed/device_communicators/custom_all_reduce.py``):
 #: beyond, its all-reduce is NCCL's, priced by the curve's large protocol
 VLLM_PCIE_MAX_GPUS = 2
+#: Collectives that run another's kernel on a link kind: TensorRT-LLM's all-reduce is NCCL's without NVLink (its AUTO
+#: strategy picks NCCL there; the L40S box's TensorRT-LLM rows are a median 1.02x nccl_perf's all-reduce of the same
+#: bytes at 2 and 4 GPUs, 1.00x at 8): priced by that collective's curve and protocol choice, no figures of its own
+RUNS_AS = {("allreduce", "pcie"): "nccl_allreduce"}
 #: The fitted figures of each curve (:class:`~rooflaw.constraints.kernels.CollectiveCurve`'s fields).
 FIGURES = tuple(f.name for f in dataclasses.fields(CollectiveCurve))
 #: NCCL's LL128 figures: fitted only for the collectives NCCL's tuner prices (:data:`.nccl_tuner.TUNED`)
@@ -94,14 +105,25 @@ BOUNDS = {
     "collectives.scaling": (0.1, -1.0, 1.0, 0.1),
     "collectives.latency_ll128": (1.5e-5, 0.0, 1e-3, 1e-5),
     "collectives.efficiency_ll128": (0.5, 0.01, 1.0, 1.0),  # LL128 carries 120 of every 128 bytes: < the link
+    "collectives.ramp_bytes": (2.5e5, 0.0, 1e7, 1e5),
+    "collectives.ramp_channels": (8.0, 1.0, 64.0, 4.0),
 }
+#: The channel-ramp figures: NCCL's tuned collectives' small protocol only (:func:`figures`)
+RAMP_FIGURES = ("ramp_bytes", "ramp_channels")
+
+
+def runs_as(collective: str, kind: str) -> str:
+    """The collective whose kernel ``collective`` runs on link ``kind`` (:data:`RUNS_AS`; itself elsewhere)."""
+    return RUNS_AS.get((collective, kind), collective)
 
 
 def figures(collective: str, kind: str) -> tuple[str, ...]:
-    """The figures of ``collective``'s curve on link ``kind`` a fit determines (LL128's only where NCCL's tuner may
-    pick it: its tuned collectives over NVLink)."""
+    """The figures of ``collective``'s curve on link ``kind`` a fit determines (LL128's and the channel ramp's only
+    for NCCL's tuned collectives over NVLink; none where it runs another collective's kernel, :func:`runs_as`)."""
+    if runs_as(collective, kind) != collective:
+        return ()
     ll128 = collective in TUNED and kind == "nvlink"
-    return FIGURES if ll128 else tuple(f for f in FIGURES if f not in LL128_FIGURES)
+    return tuple(f for f in FIGURES if (ll128 or f not in LL128_FIGURES) and (ll128 or f not in RAMP_FIGURES))
 
 
 #: Starting point of a fit (and nothing else: a device whose curves lack a collective is not priced by them).
@@ -130,11 +152,12 @@ def device_link(device: Device) -> tuple[str, float] | None:
 
 
 def curve(curves: KernelCurves | None, collective: str, kind: str) -> CollectiveCurve | None:
-    """The fitted curve of ``collective`` on link ``kind``; else the same collective's curve on another link kind
-    (latency and efficiency are fractions and times that carry over; the link's own bandwidth and contention
-    apply); else ``None``."""
+    """The fitted curve of ``collective`` (of the collective it runs as there, :func:`runs_as`) on link ``kind``;
+    else the same collective's curve on another link kind (latency and efficiency are fractions and times that carry
+    over; the link's own bandwidth and contention apply); else ``None``."""
     if curves is None:
         return None
+    collective = runs_as(collective, kind)
     got = curves.collectives.get(f"{collective}/{kind}")
     if got is not None:
         return got
@@ -181,7 +204,9 @@ def seconds(collective: str, n: Any, nbytes: Any, link_bw: float, kind: str, c: 
     """Seconds of one ``collective`` of ``nbytes`` over ``n`` GPUs (0 for n ≤ 1), vectorised over n and nbytes:
     the cheapest of the curve's protocols (module docstring), or, for NCCL's tuned collectives given the GPU's
     ``architecture``, the one NCCL's own tuner picks (:mod:`.nccl_tuner`), priced by the curve;
-    ``contention``: the system's exponent (:func:`rank_bandwidth`; ``None``: the link kind's)."""
+    ``contention``: the system's exponent (:func:`rank_bandwidth`; ``None``: the link kind's). A collective that
+    runs another's kernel on ``kind`` (:func:`runs_as`) is priced as that one, ``c`` being its curve (:func:`curve`)."""
+    collective = runs_as(collective, kind)
     n = np.asarray(n, dtype=float)
     s = np.asarray(nbytes, dtype=float)
     nn = np.maximum(n, 1.0)
@@ -193,7 +218,10 @@ def seconds(collective: str, n: Any, nbytes: Any, link_bw: float, kind: str, c: 
         t = np.minimum(one, two)
         large_lat = c.latency_large  # the frameworks' NCCL fallback: its own latency
     else:
-        t = lat + factor(collective, nn) * s / bw
+        moved = s  # NCCL's channel ramp over NVLink: N·S on one channel, W while channels are added, S on all
+        if c.ramp_bytes > 0 and c.ramp_channels > 1 and collective in TUNED and kind == "nvlink":
+            moved = np.maximum(np.minimum(c.ramp_channels * s, c.ramp_bytes), s)
+        t = lat + factor(collective, nn) * moved / bw
         large_lat = c.latency_large + c.hop * steps(collective, nn)
     inf = np.full(np.broadcast(n, s).shape, np.inf)
     big = inf
@@ -317,11 +345,15 @@ def fit_split(fam: Family, data: Sequence[Any], curves: KernelCurves,
     on GPUs of its link kind. A row's seconds read only that one curve (:func:`evaluate`), so the curves share no
     figure and the joint problem's optimum is theirs; fitted jointly, though, one curve's rows moved where the solver
     stopped on the others' (with H100 held out, the pooled vLLM NVLink large-message latency 39 µs without the vLLM
-    PCIe rule and 64 µs with it, which touches PCIe rows only). A curve none of whose rows is sampled stays as is."""
+    PCIe rule and 64 µs with it, which touches PCIe rows only). A curve none of whose rows is sampled stays as is.
+    The pooled ``generic`` curves fit no channel ramp (:data:`RAMP_FIGURES`: an architecture's own; fitted pooled,
+    they moved the pooled small-message latency, docs/kernels-moe-collectives.md)."""
     parts: dict[str, list[str]] = {}  # "collectives.<key>/<kind>" -> its figures the rows determine, in order
     for p in data:
         for name in fam.used(p.rows) if fam.used is not None else fam.params:
             figs = parts.setdefault(name.rsplit(".", 1)[0], [])
+            if curves.architecture == GENERIC and name.rsplit(".", 1)[1] in RAMP_FIGURES:
+                continue  # an architecture's own (the module docstring): the pooled curves keep no ramp
             if name not in figs:
                 figs.append(name)
     kinds = [(device_link(p.gpu.device) or ("",))[0] for p in data]
@@ -360,7 +392,7 @@ NCCL = register(family("nccl", ("nccl_perf",), _params("nccl_allreduce", "allgat
 
 
 __all__ = ["ALLREDUCE", "BOUNDS", "COLLECTIVES", "CONTENTION", "FIGURES", "LINK_KINDS", "LL128_FIGURES", "NCCL",
-           "NCCL_OPS", "SCALING_MAX_GPUS", "SEED", "Terms", "VLLM_PCIE_MAX_GPUS",
+           "NCCL_OPS", "RUNS_AS", "SCALING_MAX_GPUS", "SEED", "Terms", "VLLM_PCIE_MAX_GPUS",
            "curve", "device_link", "device_of_rows", "evaluate", "factor", "figures", "fit_split", "link_kind",
-           "predict_allreduce", "predict_nccl", "prepare_allreduce", "prepare_nccl", "rank_bandwidth", "seconds",
-           "steps", "system_contention", "used_params"]  # fmt: skip
+           "predict_allreduce", "predict_nccl", "prepare_allreduce", "prepare_nccl", "rank_bandwidth", "runs_as",
+           "seconds", "steps", "system_contention", "used_params"]  # fmt: skip
