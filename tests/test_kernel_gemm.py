@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -55,3 +56,72 @@ def test_per_token_figures_are_fitted_only_where_the_quantiser_runs():
     rows = _rows([1, 2, 3, 4], [64] * 4, ["fp8", "fp8", "bfloat16", "fp8_block"], ["vllm", "trtllm", "vllm", "vllm"])
     used = KG.used_params(rows)
     assert [p for p in used if p.startswith("token_us.")] == ["token_us.vllm/fp8", "token_us.vllm/fp8/chunk"]
+
+
+def test_library_fixed_seconds_by_hand():
+    """vLLM's block-fp8 GEMM takes the fixed seconds of the kernel library its ``kernel_source`` names; a library
+    without a figure, a row without ``kernel_source`` and the engine's other dtypes take the engine's figure; the
+    difference between two rows of one shape is exactly the difference of their figures."""
+    launch = {"vllm/fp8_block": 80e-6, "vllm/fp8_block/cutlass": 170e-6, "vllm/fp8_block/deepgemm": 90e-6,
+              "trtllm/fp8_block": 3e-6}  # fmt: skip
+    curves = dataclasses.replace(CURVES, compute={"fp16": 0.5, "fp8": 0.4, "fp8_block": 0.3}, launch=launch)
+    src = ["CutlassFp8BlockScaledMMKernel", "DeepGemmFp8BlockScaledMMKernel", "TritonFp8BlockScaledMMKernel",
+           "torch_flow", "CutlassFp8BlockScaledMMKernel"]  # fmt: skip
+    rows = _rows([16] * 5, [4096] * 5, "fp8_block", ["vllm", "vllm", "vllm", "trtllm", "trtllm"])
+    rows["kernel_source"] = src
+    dev = _dev()
+    got = KG.predict(rows, dev, curves) * 1e-3
+    bare = KG.predict(rows, dev, dataclasses.replace(curves, launch={})) * 1e-3  # the same shape, no extra
+    # TensorRT-LLM's block fp8 is not library-keyed: its CUTLASS row takes trtllm/fp8_block
+    assert list(got - bare) == pytest.approx([170e-6, 90e-6, 80e-6, 3e-6, 3e-6], rel=1e-9)
+    no_src = KG.predict(rows.drop(columns="kernel_source"), dev, curves) * 1e-3
+    assert list(no_src - bare) == pytest.approx([80e-6, 80e-6, 80e-6, 3e-6, 3e-6], rel=1e-9)
+
+
+def test_library_figures_are_fitted_per_library_and_the_engine_figure_is_their_median():
+    rows = _rows([1] * 5, [64] * 5, "fp8_block", ["vllm"] * 4 + ["trtllm"])
+    lib = ["Cutlass", "DeepGemm", "FlashInfer", "DeepGemm"]
+    rows["kernel_source"] = [f"{x}Fp8BlockScaledMMKernel" for x in lib] + ["torch_flow"]
+    launch = [p for p in KG.used_params(rows) if p.startswith("launch.")]
+    assert launch == ["launch.trtllm/fp8_block", "launch.vllm/fp8_block/cutlass", "launch.vllm/fp8_block/deepgemm",
+                      "launch.vllm/fp8_block/flashinfer"]  # fmt: skip
+    fitted = {"vllm/fp8_block/cutlass": 170e-6, "vllm/fp8_block/deepgemm": 90e-6, "vllm/fp8_block/flashinfer": 60e-6,
+              "trtllm/fp8_block": 3e-6, "vllm/fp8": 4e-6}  # fmt: skip
+    seen = []
+
+    def fit_one(fam, data, curves):
+        seen.append(fam.fit)
+        return dataclasses.replace(curves, launch=fitted)
+
+    out = KG.FAMILY.fit(KG.FAMILY, [], CURVES, fit_one)
+    assert seen == [None]  # the driver's one joint fit, not this hook again
+    assert out.launch == {**fitted, "vllm/fp8_block": 90e-6}  # median of 170, 90, 60; the others untouched
+
+
+def test_generic_curves_fit_block_fp8_on_the_engine_figure():
+    """The pooled ``generic`` fit sees no library: every vLLM block-fp8 row on ``launch["vllm/fp8_block"]``."""
+    from rooflaw.constraints.kernels.fit import Prepared
+
+    rows = _rows([1, 8, 64, 1], [4096] * 4, "fp8_block", ["vllm", "vllm", "vllm", "trtllm"])
+    rows["kernel_source"] = ["CutlassFp8BlockScaledMMKernel", "DeepGemmFp8BlockScaledMMKernel",
+                             "CutlassFp8BlockScaledMMKernel", "torch_flow"]  # fmt: skip
+    dev = _dev()
+    terms = KG.terms(rows, dev)
+    assert sorted(terms.fixed_labels) == [("fp8_block", "trtllm", ""), ("fp8_block", "vllm", "cutlass"),
+                                          ("fp8_block", "vllm", "deepgemm")]  # fmt: skip
+    prepared = Prepared(gpu=None, rows=rows, sample=np.arange(4), sample_terms=terms)
+    seen = {}
+
+    def fit_one(fam, data, curves):
+        seen["used"] = [p for p in fam.used(data[0].rows) if p.startswith("launch.")]
+        seen["terms"] = data[0].sample_terms
+        return curves
+
+    KG.FAMILY.fit(KG.FAMILY, [prepared], dataclasses.replace(CURVES, architecture="generic"), fit_one)
+    assert seen["used"] == ["launch.trtllm/fp8_block", "launch.vllm/fp8_block"]
+    t = seen["terms"]
+    assert [t.fixed_labels[g] for g in t.fixed_group] == [("fp8_block", "vllm", "")] * 3 + [("fp8_block", "trtllm", "")]
+    curves = dataclasses.replace(CURVES, compute={"fp16": 0.5, "fp8": 0.4, "fp8_block": 0.3},
+                                 launch={"vllm/fp8_block": 1e-4, "vllm/fp8_block/cutlass": 5e-4})  # fmt: skip
+    assert list(KG.seconds(t, dev, curves)) == pytest.approx(list(KG.predict(rows.drop(columns="kernel_source"), dev,
+                                                                           curves) * 1e-3), rel=1e-12)  # fmt: skip

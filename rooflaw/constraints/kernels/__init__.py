@@ -164,6 +164,7 @@ class KernelCurves:
     #: extra fixed seconds per ``"<framework>/<op>"`` on top of ``kernel_s`` (op: a ``compute`` key or an attention
     #: family): the quantise kernels and host work an engine runs with a GEMM (``"trtllm/fp8"``), its attention
     #: kernel's prologue (``"vllm/generation_attention"``). An engine the curves do not name gets the smallest.
+    #: ``"<framework>/<key>/<library>"``: a GEMM kernel library's own (:mod:`.gemm_library`).
     launch: dict[str, float] = field(default_factory=dict)
     #: per ``"<framework>/<op>"`` (op: an attention family), the rate of that engine's own kernel relative to the
     #: curves' fraction for ``op``, measured against TensorRT-LLM's (whose rate is 1, as is an engine not named):

@@ -1,7 +1,9 @@
 """The ``gemm`` kernel family: one GEMM C[M×N] = A[M×K]·B[K×N] priced on the kernel curves.
 
 ``t = blend(t_c, t_m) + quant_passes[framework] · quant_bytes / (bandwidth · memory) + t_token + kernel_s · z
-+ launch["<framework>/<key>"]`` with ``z = clock_mhz / f`` (:func:`cycle_scale`, ``f`` the device's boost clock):
++ launch["<framework>/<key>"]`` (``launch["<framework>/<key>/<library>"]`` for an engine whose fixed time
+follows the kernel library it picks: :mod:`.gemm_library`) with ``z = clock_mhz / f`` (:func:`cycle_scale`,
+``f`` the device's boost clock):
 the GPU-side fixed times ``kernel_s``, ``kstep_s`` and ``split_s`` are cycles of the SM clock, written as seconds
 at the curves' ``clock_mhz`` (a kernel's prologue, pipeline fill and epilogue take as many cycles on a 2.5 GHz Ada
 part as on a 1.4 GHz A100); the framework's ``launch`` extra (host work, its own quantise kernels) stays seconds;
@@ -48,6 +50,7 @@ import pandas as pd
 from ...devices.device import Device
 from ..tiles import rows_ramp, tile_efficiency, tile_rows
 from . import Family, KernelCurves, register
+from .gemm_library import fit_with_libraries, library_extra, library_key, row_libraries
 
 #: measured ``gemm_dtype`` -> (device roof dtype, ``KernelCurves.compute`` key, activation bytes, weight bytes);
 #: bytes per element include scales (fp8_block: an fp32 scale per 1×128 of A and per 128×128 of B; nvfp4: an
@@ -184,6 +187,10 @@ class GemmTerms:
     cand_steps: np.ndarray  #: (candidates, rows): waves × main-loop iterations of a CTA
     cand_split: np.ndarray  #: (candidates,): True where the candidate splits K
     chunks: np.ndarray  #: ⌈K / QUANT_CHUNK⌉: the passes of a per-token quantiser CTA over a token
+    fixed_group: np.ndarray  #: index into ``fixed_labels`` per row
+    #: (compute key, framework, kernel library) of each row's fixed seconds (:mod:`.gemm_library`; library ''
+    #: where the engine's figure applies)
+    fixed_labels: tuple[tuple[str, str, str], ...]
 
 
 def candidates(M: np.ndarray, N: np.ndarray, K: np.ndarray, sms: int | None):
@@ -223,6 +230,8 @@ def terms(rows: pd.DataFrame, device: Device) -> GemmTerms:
     ce, cs, sp = candidates(M, N, K, device.sm_count)
     whole_k = np.array([(str(k), str(f)) in NO_SPLIT_K for k, f in labels], dtype=bool)[np.asarray(group)]
     ce = np.where(sp[:, None] & whole_k[None, :], 0.0, ce)  # those engines' kernels: no split-K candidate
+    libs = row_libraries(rows, key, fw)
+    fixed_group, fixed_labels = pd.factorize(pd.MultiIndex.from_arrays([key, fw, libs]))
     return GemmTerms(
         m=M,
         flops=2.0 * M * N * K,
@@ -237,6 +246,8 @@ def terms(rows: pd.DataFrame, device: Device) -> GemmTerms:
         cand_steps=cs,
         cand_split=sp,
         chunks=np.ceil(K / QUANT_CHUNK),
+        fixed_group=np.asarray(fixed_group),
+        fixed_labels=tuple((str(k), str(f), str(b)) for k, f, b in fixed_labels),
     )
 
 
@@ -246,7 +257,7 @@ def parts(t: GemmTerms, device: Device, curves: KernelCurves) -> tuple[np.ndarra
         [compute_fraction(curves, k) * engine_factor(curves, k, f) if k else np.nan for k, f in t.labels] or [np.nan]
     )[t.group]
     cyc = cycle_scale(curves, device)
-    lat = np.array([launch_s(curves, k, f) if k else np.nan for k, f in t.labels] or [np.nan])[t.group]
+    lat = np.array([fixed_s(curves, k, f, b) for k, f, b in t.fixed_labels] or [np.nan])[t.fixed_group]
     lat = lat + (cyc - 1.0) * curves.kernel_s  # kernel_s in cycles, the framework's extra in seconds
     qp = np.array([quant_passes(curves, f) for _, f in t.labels] or [1.0])[t.group]
     base = t.flops / (t.peak * c * rows_ramp(t.m, curves.half_rows))
@@ -259,6 +270,15 @@ def parts(t: GemmTerms, device: Device, curves: KernelCurves) -> tuple[np.ndarra
     hit = l2_hits(t.l2_fill, curves.l2_share)
     tm = t.bytes * (hit / l2 + (1.0 - hit) / bw)
     return tc, tm, qp * t.quant_bytes / bw + token_seconds(t, device, curves) + lat
+
+
+def fixed_s(curves: KernelCurves, key: str, framework: str, library: str = "") -> float:
+    """Fixed seconds of a ``framework`` ``key`` GEMM run by kernel ``library`` (:mod:`.gemm_library`):
+    ``kernel_s`` plus that library's figure, else :func:`launch_s` (NaN for a dtype not modelled)."""
+    if not key:
+        return float("nan")
+    extra = library_extra(curves, key, framework, library)
+    return launch_s(curves, key, framework) if extra is None else curves.kernel_s + extra
 
 
 def token_name(curves: KernelCurves, key: str, framework: str) -> str:
@@ -329,12 +349,15 @@ SHAPE_PARAMS = ("gemm_blend", "split_s", "kstep_s", "l2_sm_gbps", "l2_share")
 def used_params(rows: pd.DataFrame) -> tuple[str, ...]:
     """Figures the rows of a ``gemm_perf`` table determine: the compute keys present, ``memory``, ``half_rows``,
     ``kernel_s``, the shape figures (:data:`SHAPE_PARAMS`), one extra latency per (framework, non-bf16 key)
-    present, one quantise pass count per framework with quantised activations, and the per-token quantiser's two
-    figures per :data:`PER_TOKEN_QUANT` pair present."""
+    present (per kernel library for the pairs of :data:`.gemm_library.LIBRARY_FIXED`), one quantise pass count
+    per framework with quantised activations, and the per-token quantiser's two figures per
+    :data:`PER_TOKEN_QUANT` pair present."""
     spec = rows["gemm_dtype"].astype(str).map(lambda d: GEMM_DTYPES.get(d, (None, None))[1])
     keys = [k for k in COMPUTE_KEYS if (spec == k).any()]
     fws = rows["framework"].astype(str)
-    fw_keys = sorted({f"{f}/{k}" for f, k in zip(fws, spec, strict=True) if k and k != "fp16"})
+    libs = row_libraries(rows, spec.to_numpy(dtype=object), fws.to_numpy(dtype=object))
+    fw_keys = sorted({library_key(f, k, b) if b else f"{f}/{k}"
+                      for f, k, b in zip(fws, spec, libs, strict=True) if k and k != "fp16"})  # fmt: skip
     quant = sorted({f for f, k in zip(fws, spec, strict=True) if k in QUANTISED_ACTIVATIONS})
     engine = sorted({f"{f}/{k}" for f, k in zip(fws, spec, strict=True) if k and f != REFERENCE_ENGINE})
     token = sorted({f"{f}/{k}" for f, k in zip(fws, spec, strict=True) if (k, f) in PER_TOKEN_QUANT})
@@ -360,5 +383,6 @@ FAMILY = register(
         used=used_params,
         prepare=terms,
         evaluate=seconds,
+        fit=fit_with_libraries,
     )
 )
