@@ -150,6 +150,9 @@ class KernelCurves:
     #: share of the other GPUs' routed slots (T·K token-expert pairs not on this GPU) whose d-wide bf16 output an MoE
     #: layer's final reduction still reads under expert parallelism (0: only its own rows; 1: every slot)
     moe_slot: float = 0.0
+    #: share of an expert's token tiles beyond its first that stream the expert's weights from DRAM again when they
+    #: do not fit in L2 (the grouped GEMM walks each token tile across the whole expert; 0: read once, 1: every tile)
+    moe_reread: float = 0.0
     #: per ``compute`` key, the grouped MoE GEMM's rate relative to ``compute[key] · moe`` (TensorRT-LLM's kernels;
     #: bf16 is the reference, 1; a key not named: 1): a grouped kernel's per-dtype rate is not the dense GEMM's
     moe_compute: dict[str, float] = field(default_factory=dict)
