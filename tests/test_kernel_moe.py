@@ -370,8 +370,8 @@ def test_narrow_experts_and_routed_slots_by_hand():
 
 def test_fit_declares_per_engine_figures_and_keeps_them_out_of_generic():
     """A table's rows name the figures they determine: the scalar MoE figures, ``moe_compute`` for the reference
-    engine's non-bf16 keys (with bf16 present), a ``rate`` per other engine and dtype; the pooled ``generic`` fit
-    drops the per-architecture kernel figures."""
+    engine's non-bf16 keys (with bf16 present), a ``rate`` per other engine and dtype, a ``moe_reread_lib`` per other
+    engine and kernel library; the pooled ``generic`` fit drops the per-architecture kernel figures."""
     from rooflaw.constraints.kernels import fit as KF
 
     rows = _rows(framework=["trtllm", "trtllm", "trtllm", "vllm", "vllm"],
@@ -384,6 +384,7 @@ def test_fit_declares_per_engine_figures_and_keeps_them_out_of_generic():
         "engine_compute.vllm/moe_nvfp4",
         "launch.vllm/moe_fp8",
         "launch.vllm/moe_nvfp4",
+        "moe_reread_lib.vllm",  # one per engine and kernel library (the table names none here)
     )
     assert got == KM.FIGURES + ("moe_compute.fp8", "moe_compute.fp8_block") + engine
     assert KM.used_params(_rows(framework=["trtllm"], moe_dtype=["fp8"])) == KM.FIGURES  # no bf16: no reference
@@ -516,3 +517,22 @@ def test_expert_weights_reread_per_token_tile_when_they_miss_l2():
     one = dict(big, rows=8.0 * 100, padded=8.0 * 128)
     assert KM.layer_seconds(h100, rr, "bfloat16", *one.values()) == KM.layer_seconds(
         h100, hard, "bfloat16", *one.values())  # fmt: skip
+
+
+def test_a_kernel_librarys_own_reread_share_prices_its_rows():
+    """``moe_reread_lib["<framework>/<library>"]`` replaces ``moe_reread`` for that library's rows (TensorRT-LLM and
+    a library the curves do not name keep ``moe_reread``): the predictor equals ``layer_seconds`` at that share."""
+    h100 = R.get_device("h100-sxm")
+    c = dataclasses.replace(CURVES, moe_reread=0.2, moe_reread_lib={"vllm/triton": 0.9})
+    sources = ["moe_torch_flow", "vllm_unquantizedfusedmoe_triton_tritonexperts", "vllm_x"]
+    rows = _rows(num_tokens=[16384] * 3, hidden_size=4096, inter_size=14336, num_experts=8, topk=2,
+                 framework=["trtllm", "vllm", "vllm"], kernel_source=sources)  # fmt: skip
+    libs = zip(rows.framework, rows.kernel_source, strict=True)
+    assert [KM.reread_share(c, f, KM.kernel_path(s)) for f, s in libs] == [0.2, 0.9, 0.2]
+    t = KM.prepare(rows)
+    got = KM.predict(rows, h100, c)
+    for j, share in enumerate((0.2, 0.9, 0.2)):
+        want = KM.layer_seconds(h100, c, "bfloat16", t.T[j], t.d[j], t.inter[j], t.rows[j], t.touched[j], t.padded[j],
+                                act_rows=t.act_rows[j], topk=t.topk[j], reread=share)  # fmt: skip
+        assert got[j] == pytest.approx(want * 1e3, rel=1e-12)
+    assert got[1] > got[2]  # the re-reads weigh: 16,384 x 2 rows on 8 experts of 352 MB, 32 tiles each

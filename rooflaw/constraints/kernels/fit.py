@@ -116,7 +116,7 @@ def pooled(name: str) -> bool:
     engine = name.startswith(("rate.", "engine_compute.", "launch.")) and "/moe_" in name
     engine = engine or attention_prefill.side_rate(name)
     kernel = name in KERNEL_SPECIFIC or name.startswith("split_share.")  # a decode kernel's own split (attention)
-    return not (name.startswith("moe_compute.") or engine or kernel)
+    return not (name.startswith(("moe_compute.", "moe_reread_lib.")) or engine or kernel)
 
 
 @dataclass

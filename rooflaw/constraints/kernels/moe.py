@@ -168,6 +168,18 @@ def rate_key(framework: str, dtype: str, path: str = "") -> str:
     return f"{framework}/moe_{dtype}" + (f"/{path}" if path else "")
 
 
+def reread_key(framework: str, path: str = "") -> str:
+    """The :attr:`KernelCurves.moe_reread_lib` key of an engine's MoE kernel library (:func:`kernel_path`)."""
+    return f"{framework}/{path}" if path else framework
+
+
+def reread_share(curves: KernelCurves, framework: str, path: str = "") -> float:
+    """``moe_reread`` of an engine's kernel library: its own figure, else the curves' (the reference engine's)."""
+    if framework == REFERENCE:
+        return float(curves.moe_reread)
+    return float(curves.moe_reread_lib.get(reread_key(framework, path), curves.moe_reread))
+
+
 def engine_rates(curves: KernelCurves, framework: str, dtype: str, path: str = "") -> tuple[float, float, float]:
     """(``rate``, ``engine_compute``, fixed seconds beyond the launches) of an engine's MoE kernel: the kernel
     library's own figures, else the engine's for the dtype (curves fitted before kernel paths were keyed), else the
@@ -295,12 +307,13 @@ def layer_seconds(
     topk: Any = 0,
     engine_compute: Any = 1.0,
     moe_s: Any = None,
+    reread: Any = None,
 ) -> Any:
     """Seconds of one MoE layer on one GPU (module docstring), vectorised over the shape arrays; ``act_rows``: the
     token-expert rows whose activations move (default ``rows``; :data:`ALL_ROWS_FRAMEWORKS`); ``rate``: the engine's
     kernel rate relative to the reference engine's (:data:`REFERENCE`; it divides the roofline part); ``topk``: the
     experts per token: the final reduction reads ``moe_slot`` of the T·K routed slots that are not this GPU's (0:
-    none)."""
+    none); ``reread``: the kernel's share of re-read tiles (default ``moe_reread``, :func:`_reread_bytes`)."""
     if dtype not in DTYPES:
         raise bad("moe_dtype", dtype, f"one of {', '.join(DTYPES)}")
     b_w, roof, key = DTYPES[dtype]
@@ -335,22 +348,23 @@ def layer_seconds(
         l2 = max(bw, float(device.sm_count or 0) * curves.l2_sm_gbps * 1e9)
         hit = l2_hits((weights + gemm_io + elementwise) / float(device.l2_bytes), L2_SHARE)
         per_byte = hit / l2 + (1.0 - hit) / bw
-    reread = _reread_bytes(device, curves, padded, rows, touched, m * d * i_loc * b_w)  # DRAM only
-    t_m = (weights + gemm_io) * per_byte + reread / bw
+    share = curves.moe_reread if reread is None else reread
+    reread_b = _reread_bytes(device, share, padded, rows, touched, m * d * i_loc * b_w)  # DRAM only
+    t_m = (weights + gemm_io) * per_byte + reread_b / bw
     extra = curves.moe_s if moe_s is None else np.asarray(moe_s, dtype=float)  # the engine's own (launch[key])
     fixed = (KERNELS * curves.kernel_s + extra) * cycle_scale(curves, device)  # SM cycles at clock_mhz
     return (blend(t_c, t_m, curves.moe_serial) + elementwise * per_byte) / np.asarray(rate, dtype=float) + fixed
 
 
-def _reread_bytes(device: Device, curves: KernelCurves, padded: Any, rows: Any, touched: Any, expert: Any) -> Any:
-    """DRAM bytes of the experts' weights streamed again by their token tiles beyond the first (``moe_reread`` of
-    them) when an expert's ``expert`` bytes do not fit in L2 (the missed share ``1 − l2_hits(expert/L2)``)."""
-    if not curves.moe_reread or not device.l2_bytes:
+def _reread_bytes(device: Device, share: Any, padded: Any, rows: Any, touched: Any, expert: Any) -> Any:
+    """DRAM bytes of the experts' weights streamed again by their token tiles beyond the first (``share`` of them)
+    when an expert's ``expert`` bytes do not fit in L2 (the missed share ``1 − l2_hits(expert/L2)``)."""
+    if not np.any(share) or not device.l2_bytes:
         return 0.0
     touched = np.asarray(touched, dtype=float)
     tiles = np.asarray(padded, dtype=float) / tile_rows(np.asarray(rows, dtype=float) / np.maximum(touched, 1.0))
     miss = 1.0 - l2_hits(np.asarray(expert, dtype=float) / float(device.l2_bytes), L2_SHARE)
-    return curves.moe_reread * np.maximum(tiles - touched, 0.0) * expert * miss
+    return np.asarray(share, dtype=float) * np.maximum(tiles - touched, 0.0) * expert * miss
 
 
 def blend(t_c: Any, t_m: Any, q: float) -> Any:
@@ -422,17 +436,20 @@ def evaluate(terms: Terms, device: Device, curves: KernelCurves) -> np.ndarray:
         rate: float | np.ndarray = 1.0
         ecomp: float | np.ndarray = 1.0
         fixed: float | np.ndarray = curves.moe_s
+        share: float | np.ndarray = curves.moe_reread
         if terms.framework is not None:
             fws = terms.framework[m]
             paths = terms.path[m] if terms.path is not None else np.full(len(fws), "", dtype=object)
             rates, ecomps, fixed = np.ones(len(fws)), np.ones(len(fws)), np.full(len(fws), curves.moe_s)
+            share = np.full(len(fws), curves.moe_reread)
             for fw, path in {(str(f), str(p)) for f, p in zip(fws, paths, strict=True)}:
                 at = (fws == fw) & (paths == path)
                 rates[at], ecomps[at], fixed[at] = engine_rates(curves, fw, str(dtype), path)
+                share[at] = reread_share(curves, fw, path)
             rate, ecomp = rates, ecomps
         out[m] = layer_seconds(device, curves, str(dtype), terms.T[m], terms.d[m], terms.inter[m], terms.rows[m],
                                terms.touched[m], terms.padded[m], terms.tp[m], terms.gated[m], act, rate,
-                               0 if terms.topk is None else terms.topk[m], ecomp, fixed)  # fmt: skip
+                               0 if terms.topk is None else terms.topk[m], ecomp, fixed, share)  # fmt: skip
     return out
 
 
@@ -449,9 +466,9 @@ FIGURES = ("moe", "moe_memory", "moe_s", "moe_serial", "moe_half_inter", "moe_sl
 BOUNDS = {"moe": (0.7, 0.01, 1.5, 1.0), "moe_memory": (1.0, 0.05, 2.0, 1.0), "moe_s": (1e-5, 0.0, 1e-3, 1e-5),
           "moe_serial": (0.5, 0.0, 1.0, 0.1), "moe_compute": (1.0, 0.1, 3.0, 1.0),
           "moe_half_inter": (32.0, 0.0, 2048.0, 32.0), "moe_slot": (0.5, 0.0, 1.0, 0.1),
-          "moe_reread": (0.5, 0.0, 1.0, 0.1)}  # fmt: skip
+          "moe_reread": (0.5, 0.0, 1.0, 0.1), "moe_reread_lib": (0.5, 0.0, 1.0, 0.1)}  # fmt: skip
 #: the figures whose fit starts from the ``BOUNDS`` start (at their default 0 the fit may not leave the bound)
-FRESH = frozenset({"moe_s", "moe_half_inter", "moe_slot", "moe_reread"})
+FRESH = frozenset({"moe_s", "moe_half_inter", "moe_slot", "moe_reread", "moe_reread_lib"})
 
 
 def used_params(rows) -> tuple[str, ...]:
@@ -465,10 +482,11 @@ def used_params(rows) -> tuple[str, ...]:
     keys = sorted(ref - {"fp16"}) if "fp16" in ref else []
     source = rows["kernel_source"].astype(str) if "kernel_source" in rows else pd.Series([""] * len(rows))
     paths = [kernel_path(v) for v in source]
-    pairs = sorted({rate_key(f, d, p) for f, d, p in zip(fw, dtypes, paths, strict=True)
-                    if f != REFERENCE and d in DTYPES})  # fmt: skip
+    other = [(f, d, p) for f, d, p in zip(fw, dtypes, paths, strict=True) if f != REFERENCE and d in DTYPES]
+    pairs, libs = sorted({rate_key(f, d, p) for f, d, p in other}), sorted({reread_key(f, p) for f, _, p in other})
     return (FIGURES + tuple(f"moe_compute.{k}" for k in keys) + tuple(f"rate.{k}" for k in pairs)
-            + tuple(f"engine_compute.{k}" for k in pairs) + tuple(f"launch.{k}" for k in pairs))  # fmt: skip
+            + tuple(f"engine_compute.{k}" for k in pairs) + tuple(f"launch.{k}" for k in pairs)
+            + tuple(f"moe_reread_lib.{k}" for k in libs))  # fmt: skip
 
 
 #: The routed-expert layer. (``prepare``/``evaluate`` split :func:`predict` so a fit evaluates the routing law once.)
@@ -478,4 +496,4 @@ MOE = register(family("moe", ("moe_perf",), FIGURES, predict, used=used_params, 
 __all__ = ["ALL_ROWS_FRAMEWORKS", "ALL_ROWS_KERNELS", "DTYPES", "FIGURES", "GATED_KERNELS", "KERNELS", "KERNEL_PATHS",
            "LOCAL_ROWS_KERNELS", "MOE", "NONGATED_SHAPES", "REFERENCE", "Terms", "blend", "engine_rates", "evaluate",
            "expected_load", "kernel_path", "layer_seconds", "parse_distribution", "predict", "prepare", "rate_key",
-           "tile_rows", "uniform_touched", "used_params"]  # fmt: skip
+           "reread_key", "reread_share", "tile_rows", "uniform_touched", "used_params"]  # fmt: skip
