@@ -143,7 +143,8 @@ def test_bad_routing_inputs():
         KM.expected_load(8, 64, 2, 1, "zipf")
     with pytest.raises(R.RooflawError, match="moe_ep_size"):
         KM.expected_load(8, 64, 2, 3, "balanced")
-    assert FAMILIES["moe"].params == ("moe", "moe_memory", "moe_s", "moe_serial", "moe_half_inter", "moe_slot")
+    assert FAMILIES["moe"].params == KM.FIGURES
+    assert KM.FIGURES == ("moe", "moe_memory", "moe_s", "moe_serial", "moe_half_inter", "moe_slot", "moe_reread")
     assert FAMILIES["moe"].tables == ("moe_perf",)
 
 
@@ -369,8 +370,8 @@ def test_narrow_experts_and_routed_slots_by_hand():
 
 def test_fit_declares_per_engine_figures_and_keeps_them_out_of_generic():
     """A table's rows name the figures they determine: the scalar MoE figures, ``moe_compute`` for the reference
-    engine's non-bf16 keys (with bf16 present), a ``rate`` per other engine and dtype; the pooled ``generic`` fit
-    drops the per-architecture kernel figures."""
+    engine's non-bf16 keys (with bf16 present), a ``rate`` per other engine and dtype, a ``moe_reread_lib`` per other
+    engine and kernel library; the pooled ``generic`` fit drops the per-architecture kernel figures."""
     from rooflaw.constraints.kernels import fit as KF
 
     rows = _rows(framework=["trtllm", "trtllm", "trtllm", "vllm", "vllm"],
@@ -383,6 +384,7 @@ def test_fit_declares_per_engine_figures_and_keeps_them_out_of_generic():
         "engine_compute.vllm/moe_nvfp4",
         "launch.vllm/moe_fp8",
         "launch.vllm/moe_nvfp4",
+        "moe_reread_lib.vllm",  # one per engine and kernel library (the table names none here)
     )
     assert got == KM.FIGURES + ("moe_compute.fp8", "moe_compute.fp8_block") + engine
     assert KM.used_params(_rows(framework=["trtllm"], moe_dtype=["fp8"])) == KM.FIGURES  # no bf16: no reference
@@ -428,12 +430,14 @@ def test_new_moe_figures_round_trip_through_the_catalog(tmp_path):
     from rooflaw.constraints.kernels import curves_from_dict, load_curves
     from rooflaw.constraints.kernels import fit as KF
 
-    c = dataclasses.replace(CURVES, moe_half_inter=267.0, moe_slot=0.14, moe_compute={"fp8_block": 0.67},
-                            rate={"vllm/moe_fp8": 0.21}, engine_compute={"vllm/moe_fp8": 2.7})  # fmt: skip
+    c = dataclasses.replace(CURVES, moe_half_inter=267.0, moe_slot=0.14, moe_reread=0.3,
+                            moe_compute={"fp8_block": 0.67}, rate={"vllm/moe_fp8": 0.21},
+                            engine_compute={"vllm/moe_fp8": 2.7})  # fmt: skip
     p = tmp_path / "k.toml"
     p.write_text(KF.catalog_text({"hopper": c}))
     back = load_curves(str(p))["hopper"]
     assert (back.moe_half_inter, back.moe_slot, back.moe_compute) == (267.0, 0.14, {"fp8_block": 0.67})
+    assert back.moe_reread == 0.3
     assert back.rate == {"vllm/moe_fp8": 0.21} and back.engine_compute == {"vllm/moe_fp8": 2.7}
     assert curves_from_dict("hopper", {"compute": {}, "memory": 0.8, "kernel_s": 0.0}).moe_compute == {}
 
@@ -473,3 +477,62 @@ def test_an_engines_kernel_library_takes_its_own_rates():
         "rate.vllm/moe_bfloat16/trtllm",
     ]
     assert not any(KF.pooled(n) for n in used if "/moe_" in n)
+
+
+def test_vllm_0_14_fused_moe_runs_a_nongated_shape_gated():
+    """vLLM 0.14's ``fused_moe`` (:data:`KM.GATED_KERNELS`) runs every expert with three matrices: a Nemotron-H row
+    of it is priced gated, vLLM 0.24's Triton kernel's row of the same shape non-gated."""
+    shape = dict(hidden_size=2688, inter_size=1856, num_experts=128, topk=6)
+    sources = ["vllm_fused_moe", "vllm_unquantizedfusedmoe_triton_tritonexperts"]
+    t = KM.prepare(_rows(**shape, framework=["vllm", "vllm"], kernel_source=sources))
+    assert list(t.gated) == [True, False]
+
+
+def test_expert_weights_reread_per_token_tile_when_they_miss_l2():
+    """``moe_reread``: an expert whose weights do not fit in L2 streams them from DRAM again for each token tile
+    beyond its first (``moe_reread`` of them, times the L2-missed share); by hand, and nothing when the expert fits."""
+    h100 = R.get_device("h100-sxm")  # 50 MB L2
+    # 8 experts x 4096 rows (tile 128: 32 tiles each), d = 4096, inter 14336: 352 MB of bf16 weights an expert
+    T_, d, inter = 16384, 4096, 14336
+    big = dict(T=T_, d=d, inter=inter, rows=32768.0, touched=8.0, padded=32768.0)
+    hard = KernelCurves("hopper", {"fp16": 0.8}, memory=0.85, kernel_s=0.0, moe=0.5)  # q = 0: the max
+    rr = dataclasses.replace(hard, moe_reread=1.0)
+    expert = 3 * d * inter * 2
+    miss = 1 - 1 / (1 + (expert / 50e6) ** 4)
+    assert miss > 0.999
+    t_c = 2 * 32768 * 3 * d * inter / (989.5e12 * 0.8 * 0.5)
+    t_m = (8 * expert + 32768 * (2 * d + 3 * inter) * 2) / (3.35e12 * 0.85)
+    t_e = (32768 * (d + 3 * inter) + (2 * T_ + 32768) * d) * 2 / (3.35e12 * 0.85)
+    t_r = (32 - 1) * 8 * expert * miss / (3.35e12 * 0.85)
+    assert t_m < t_c < t_m + t_r  # the re-reads make this compute-bound layer memory-bound
+    assert KM.layer_seconds(h100, hard, "bfloat16", *big.values()) == pytest.approx(t_c + t_e, rel=1e-9)
+    assert KM.layer_seconds(h100, rr, "bfloat16", *big.values()) == pytest.approx(t_m + t_r + t_e, rel=1e-9)
+    # a 1 MB expert (inter 64) fits the L2: its re-reads are (1 + 50^4)^-1 of the above per byte, about nothing
+    small = dict(big, inter=64)
+    a, b = (KM.layer_seconds(h100, c, "bfloat16", *small.values()) for c in (hard, rr))
+    assert b - a == pytest.approx(31 * 8 * 3 * d * 64 * 2 / (1 + (3 * d * 64 * 2 / 50e6) ** -4) / (
+        3.35e12 * 0.85), rel=1e-6)  # fmt: skip
+    assert b / a - 1 < 1e-6
+    # one tile an expert (the mean rows ≤ the tile height): no re-read
+    one = dict(big, rows=8.0 * 100, padded=8.0 * 128)
+    assert KM.layer_seconds(h100, rr, "bfloat16", *one.values()) == KM.layer_seconds(
+        h100, hard, "bfloat16", *one.values())  # fmt: skip
+
+
+def test_a_kernel_librarys_own_reread_share_prices_its_rows():
+    """``moe_reread_lib["<framework>/<library>"]`` replaces ``moe_reread`` for that library's rows (TensorRT-LLM and
+    a library the curves do not name keep ``moe_reread``): the predictor equals ``layer_seconds`` at that share."""
+    h100 = R.get_device("h100-sxm")
+    c = dataclasses.replace(CURVES, moe_reread=0.2, moe_reread_lib={"vllm/triton": 0.9})
+    sources = ["moe_torch_flow", "vllm_unquantizedfusedmoe_triton_tritonexperts", "vllm_x"]
+    rows = _rows(num_tokens=[16384] * 3, hidden_size=4096, inter_size=14336, num_experts=8, topk=2,
+                 framework=["trtllm", "vllm", "vllm"], kernel_source=sources)  # fmt: skip
+    libs = zip(rows.framework, rows.kernel_source, strict=True)
+    assert [KM.reread_share(c, f, KM.kernel_path(s)) for f, s in libs] == [0.2, 0.9, 0.2]
+    t = KM.prepare(rows)
+    got = KM.predict(rows, h100, c)
+    for j, share in enumerate((0.2, 0.9, 0.2)):
+        want = KM.layer_seconds(h100, c, "bfloat16", t.T[j], t.d[j], t.inter[j], t.rows[j], t.touched[j], t.padded[j],
+                                act_rows=t.act_rows[j], topk=t.topk[j], reread=share)  # fmt: skip
+        assert got[j] == pytest.approx(want * 1e3, rel=1e-12)
+    assert got[1] > got[2]  # the re-reads weigh: 16,384 x 2 rows on 8 experts of 352 MB, 32 tiles each

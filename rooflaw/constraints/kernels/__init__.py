@@ -155,6 +155,12 @@ class KernelCurves:
     #: share of the other GPUs' routed slots (T·K token-expert pairs not on this GPU) whose d-wide bf16 output an MoE
     #: layer's final reduction still reads under expert parallelism (0: only its own rows; 1: every slot)
     moe_slot: float = 0.0
+    #: share of an expert's token tiles beyond its first that stream the expert's weights from DRAM again when they
+    #: do not fit in L2 (the grouped GEMM walks each token tile across the whole expert; 0: read once, 1: every tile)
+    moe_reread: float = 0.0
+    #: per ``"<framework>/<library>"`` of a non-reference engine's MoE kernel (:func:`.moe.reread_key`), its own
+    #: ``moe_reread`` (the order a library walks its tiles in decides how often an expert's weights are re-read)
+    moe_reread_lib: dict[str, float] = field(default_factory=dict)
     #: per ``compute`` key, the grouped MoE GEMM's rate relative to ``compute[key] · moe`` (TensorRT-LLM's kernels;
     #: bf16 is the reference, 1; a key not named: 1): a grouped kernel's per-dtype rate is not the dense GEMM's
     moe_compute: dict[str, float] = field(default_factory=dict)
@@ -274,6 +280,7 @@ def curves_from_dict(name: str, d: dict[str, Any]) -> KernelCurves:
         engine_compute={k: float(v) for k, v in d.get("engine_compute", {}).items()},
         split_share={k: float(v) for k, v in d.get("split_share", {}).items()},
         moe_compute={k: float(v) for k, v in d.get("moe_compute", {}).items()},
+        moe_reread_lib={k: float(v) for k, v in d.get("moe_reread_lib", {}).items()},
         collectives=coll,
         bands={k: (float(v[0]), float(v[1])) for k, v in d.get("bands", {}).items()},
         provenance=dict(d.get("provenance", {})),

@@ -56,6 +56,7 @@ def curves_table(c: KernelCurves) -> str:
         "token_us",
         "engine_compute",
         "moe_compute",
+        "moe_reread_lib",
         "split_share",
         "bands",
     ):

@@ -24,6 +24,8 @@ from ...errors import RooflawError, bad
 from . import FAMILIES, GENERIC, CollectiveCurve, Family, KernelCurves, attention_prefill, family_of_table
 from .catalog_file import COMMIT, SOURCE, catalog_text, curves_table, write_catalog  # noqa: F401 (re-exported)
 from .collectives import BOUNDS as COLLECTIVE_BOUNDS
+from .moe import BOUNDS as MOE_BOUNDS
+from .moe import FRESH as MOE_FRESH
 from .tables import Table
 
 #: aiconfigurator GPU folder -> catalog device id (folders not listed: the folder name with ``_`` -> ``-``).
@@ -61,13 +63,6 @@ _BOUNDS = {
     "attention_softmax": (4.0, 0.0, 200.0, 10.0),
     "softmax_overlap": (2.0, 1.0, 8.0, 1.0),
     "split_share": (0.5, 0.0, 1.0, 0.1),
-    "moe": (0.7, 0.01, 1.5, 1.0),
-    "moe_memory": (1.0, 0.05, 2.0, 1.0),
-    "moe_s": (1e-5, 0.0, 1e-3, 1e-5),
-    "moe_serial": (0.5, 0.0, 1.0, 0.1),
-    "moe_compute": (1.0, 0.1, 3.0, 1.0),
-    "moe_half_inter": (32.0, 0.0, 2048.0, 32.0),
-    "moe_slot": (0.5, 0.0, 1.0, 0.1),
     "kernel_s": (3e-6, 0.0, 1e-3, 1e-5),
     "launch": (1e-6, 0.0, 1e-2, 1e-5),
     "rate": (1.0, 0.2, 5.0, 1.0),
@@ -80,6 +75,7 @@ _BOUNDS = {
     "quant_passes": (1.0, 0.0, 20.0, 1.0),
     "engine_compute": (1.0, 0.2, 3.0, 1.0),
     **COLLECTIVE_BOUNDS,  # keys collectives.<figure> (collectives.py)
+    **MOE_BOUNDS,  # the MoE layer's figures (moe.py)
 }
 _DEFAULT_BOUNDS = (0.5, 0.0, 10.0, 1.0)
 #: figures whose fit starts from the ``_BOUNDS`` start, not the curves' current (default) value
@@ -99,7 +95,7 @@ _FRESH = _FRESH | {
     "prefill_pack_gqa",
 }
 #: the MoE family's shape figures start inside their range too (at their default 0 the fit may not leave the bound)
-_FRESH = _FRESH | {"moe_s", "moe_half_inter", "moe_slot"}
+_FRESH = _FRESH | MOE_FRESH
 QUANTILES = (0.1, 0.9)  #: the 80 % band of measured/predicted
 #: share of held-out rows an 80 % band must hold, and the tail masses its quantiles may take to get there
 BAND_SHARE, TAILS = 0.8, tuple(np.round(np.arange(0.10, 0.0049, -0.005), 4))
@@ -120,7 +116,7 @@ def pooled(name: str) -> bool:
     engine = name.startswith(("rate.", "engine_compute.", "launch.")) and "/moe_" in name
     engine = engine or attention_prefill.side_rate(name)
     kernel = name in KERNEL_SPECIFIC or name.startswith("split_share.")  # a decode kernel's own split (attention)
-    return not (name.startswith("moe_compute.") or engine or kernel)
+    return not (name.startswith(("moe_compute.", "moe_reread_lib.")) or engine or kernel)
 
 
 @dataclass

@@ -26,9 +26,14 @@ Time (seconds) of the layer, with ``m`` = 3 weight matrices per expert (gate, up
              others = T·K − moved, the routed slots of other GPUs' experts)
     t_c = flops / (peak(dtype) · compute[dtype] · moe · moe_compute[dtype] · e · i/(i + moe_half_inter · 2/b_a))
     s = h / max(bw, SMs · l2_sm_gbps) + (1 − h) / bw,     bw = bandwidth · memory · moe_memory   (seconds per byte)
-    t_m = (weights + gemm_io) · s
+    reread = moe_reread · (padded/tile − touched) · m · d · i · b_w · (1 − l2_hits(m · d · i · b_w / L2))
+    t_m = (weights + gemm_io) · s + reread / bw
     t = ((t_c^(1/q) + t_m^(1/q))^q + elementwise · s) / rate + (KERNELS · kernel_s + moe_s) · z,     q = moe_serial
 
+``reread``: a grouped GEMM walks each token tile (``tile`` rows, :func:`tile_rows`) across its expert's whole
+weight matrices, so an expert too large for the L2 is streamed from DRAM again by each of its tiles beyond the
+first (at ≥ 4k tokens, an expert of more than the L2's bytes ran 1.3-2x slower than predicted on B200's
+TensorRT-LLM-gen and H100's vLLM kernels; an expert well inside the L2 showed no such loss).
 The grouped GEMMs' own activation reads and writes overlap their math (inside the blend); the element-wise kernels
 (gather, activation, final reduction) run between them, each streaming on its own, so their bytes add.
 ``z = clock_mhz / f`` (:func:`.gemm.cycle_scale`, ``f`` the device's boost clock): ``kernel_s`` and ``moe_s`` are
@@ -57,12 +62,13 @@ the launches: routing, permutation, the scatter-reduce's tail), ``moe_serial`` (
 streaming, 1 their sum), ``moe_half_inter`` (the bf16 expert width per GPU at which the grouped GEMMs' rate
 halves: the down projection's short K loop and the up projection's narrow N tiles amortise each CTA's prologue and
 epilogue over little work -- at ≥ 4k tokens H100's layers ran 1.3-1.8× slower than predicted at i = 32-128),
-``moe_slot`` (share of the other GPUs' routed slots the final reduction reads under EP), ``moe_compute[key]`` (the
+``moe_slot`` (share of the other GPUs' routed slots the final reduction reads under EP), ``moe_reread`` (share of
+the beyond-first token tiles that re-stream an L2-missing expert's weights), ``moe_compute[key]`` (the
 grouped kernel's rate per compute key relative to bf16's, for the reference engine) and the other engines'
 ``rate`` and ``engine_compute``.
 ``KERNELS`` = 5: routing/alignment, two grouped GEMMs, the activation, the final scatter-reduce (TensorRT-LLM's MoE
 flow and vLLM's fused_moe both launch five), each at the GEMM family's fixed ``kernel_s``. With every figure at
-its default (1, 1, 0, 0, 0, 0, none, none) the layer is the one-fraction model.
+its default (1, 1, 0, 0, 0, 0, 0, none, none) the layer is the one-fraction model.
 """
 
 from __future__ import annotations
@@ -133,6 +139,10 @@ _POWER = re.compile(r"power_law_(\d+(?:\.\d+)?)$")
 #: matrices, ReLU² between them: the Nemotron-H / Nemotron 3 family). TensorRT-LLM's tables name their kernel
 #: ``..._nongated``; vLLM's do not, so a vLLM row of these shapes is priced non-gated from its shape.
 NONGATED_SHAPES = frozenset({(1024, 2688, 512, 22), (2048, 5120, 512, 22), (2688, 1856, 128, 6), (8192, 5120, 512, 22)})
+#: ``kernel_source`` of the kernels that run every shape gated (3 matrices), a non-gated model's too: vLLM 0.14's
+#: ``fused_moe`` (A100's tables), whose non-gated Nemotron-H rows ran 1.45x (≈ 3/2) the non-gated price at every token
+#: count, TP and EP, where vLLM 0.24's kernels on the other GPUs run the same shapes non-gated (within ±0.07 in log)
+GATED_KERNELS = ("vllm_fused_moe",)
 #: The engine whose MoE kernels the curves' ``moe``/``moe_memory`` describe; another engine's layer runs at
 #: ``rate["<framework>/moe_<moe_dtype>"]`` times that (:func:`rate_key`; 1 where the curves do not name it).
 REFERENCE = "trtllm"
@@ -156,6 +166,18 @@ def rate_key(framework: str, dtype: str, path: str = "") -> str:
     """The :attr:`KernelCurves.rate` (and ``engine_compute``) key of an engine's MoE kernel for ``moe_dtype``
     ``dtype``, run by kernel library ``path`` (:func:`kernel_path`; '' when the table does not say)."""
     return f"{framework}/moe_{dtype}" + (f"/{path}" if path else "")
+
+
+def reread_key(framework: str, path: str = "") -> str:
+    """The :attr:`KernelCurves.moe_reread_lib` key of an engine's MoE kernel library (:func:`kernel_path`)."""
+    return f"{framework}/{path}" if path else framework
+
+
+def reread_share(curves: KernelCurves, framework: str, path: str = "") -> float:
+    """``moe_reread`` of an engine's kernel library: its own figure, else the curves' (the reference engine's)."""
+    if framework == REFERENCE:
+        return float(curves.moe_reread)
+    return float(curves.moe_reread_lib.get(reread_key(framework, path), curves.moe_reread))
 
 
 def engine_rates(curves: KernelCurves, framework: str, dtype: str, path: str = "") -> tuple[float, float, float]:
@@ -285,12 +307,13 @@ def layer_seconds(
     topk: Any = 0,
     engine_compute: Any = 1.0,
     moe_s: Any = None,
+    reread: Any = None,
 ) -> Any:
     """Seconds of one MoE layer on one GPU (module docstring), vectorised over the shape arrays; ``act_rows``: the
     token-expert rows whose activations move (default ``rows``; :data:`ALL_ROWS_FRAMEWORKS`); ``rate``: the engine's
     kernel rate relative to the reference engine's (:data:`REFERENCE`; it divides the roofline part); ``topk``: the
     experts per token: the final reduction reads ``moe_slot`` of the T·K routed slots that are not this GPU's (0:
-    none)."""
+    none); ``reread``: the kernel's share of re-read tiles (default ``moe_reread``, :func:`_reread_bytes`)."""
     if dtype not in DTYPES:
         raise bad("moe_dtype", dtype, f"one of {', '.join(DTYPES)}")
     b_w, roof, key = DTYPES[dtype]
@@ -325,10 +348,23 @@ def layer_seconds(
         l2 = max(bw, float(device.sm_count or 0) * curves.l2_sm_gbps * 1e9)
         hit = l2_hits((weights + gemm_io + elementwise) / float(device.l2_bytes), L2_SHARE)
         per_byte = hit / l2 + (1.0 - hit) / bw
-    t_m = (weights + gemm_io) * per_byte
+    share = curves.moe_reread if reread is None else reread
+    reread_b = _reread_bytes(device, share, padded, rows, touched, m * d * i_loc * b_w)  # DRAM only
+    t_m = (weights + gemm_io) * per_byte + reread_b / bw
     extra = curves.moe_s if moe_s is None else np.asarray(moe_s, dtype=float)  # the engine's own (launch[key])
     fixed = (KERNELS * curves.kernel_s + extra) * cycle_scale(curves, device)  # SM cycles at clock_mhz
     return (blend(t_c, t_m, curves.moe_serial) + elementwise * per_byte) / np.asarray(rate, dtype=float) + fixed
+
+
+def _reread_bytes(device: Device, share: Any, padded: Any, rows: Any, touched: Any, expert: Any) -> Any:
+    """DRAM bytes of the experts' weights streamed again by their token tiles beyond the first (``share`` of them)
+    when an expert's ``expert`` bytes do not fit in L2 (the missed share ``1 − l2_hits(expert/L2)``)."""
+    if not np.any(share) or not device.l2_bytes:
+        return 0.0
+    touched = np.asarray(touched, dtype=float)
+    tiles = np.asarray(padded, dtype=float) / tile_rows(np.asarray(rows, dtype=float) / np.maximum(touched, 1.0))
+    miss = 1.0 - l2_hits(np.asarray(expert, dtype=float) / float(device.l2_bytes), L2_SHARE)
+    return np.asarray(share, dtype=float) * np.maximum(tiles - touched, 0.0) * expert * miss
 
 
 def blend(t_c: Any, t_m: Any, q: float) -> Any:
@@ -382,6 +418,7 @@ def prepare(rows, device: Device | None = None) -> Terms:
     act_rows = np.where(all_rows, num("num_tokens") * num("topk"), loads[:, 0])
     shapes = zip(num("hidden_size"), num("inter_size"), num("num_experts"), num("topk"), strict=True)
     nongated = np.fromiter((tuple(int(v) for v in s) in NONGATED_SHAPES for s in shapes), bool, len(rows))
+    nongated &= ~source.isin(GATED_KERNELS).to_numpy()
     nongated |= source.str.contains("nongated").to_numpy()
     return Terms(np.where(np.isin(dtype, list(DTYPES)), dtype, ""), num("num_tokens"), num("hidden_size"),
                  num("inter_size"), num("moe_tp_size"), ~nongated,
@@ -399,17 +436,20 @@ def evaluate(terms: Terms, device: Device, curves: KernelCurves) -> np.ndarray:
         rate: float | np.ndarray = 1.0
         ecomp: float | np.ndarray = 1.0
         fixed: float | np.ndarray = curves.moe_s
+        share: float | np.ndarray = curves.moe_reread
         if terms.framework is not None:
             fws = terms.framework[m]
             paths = terms.path[m] if terms.path is not None else np.full(len(fws), "", dtype=object)
             rates, ecomps, fixed = np.ones(len(fws)), np.ones(len(fws)), np.full(len(fws), curves.moe_s)
+            share = np.full(len(fws), curves.moe_reread)
             for fw, path in {(str(f), str(p)) for f, p in zip(fws, paths, strict=True)}:
                 at = (fws == fw) & (paths == path)
                 rates[at], ecomps[at], fixed[at] = engine_rates(curves, fw, str(dtype), path)
+                share[at] = reread_share(curves, fw, path)
             rate, ecomp = rates, ecomps
         out[m] = layer_seconds(device, curves, str(dtype), terms.T[m], terms.d[m], terms.inter[m], terms.rows[m],
                                terms.touched[m], terms.padded[m], terms.tp[m], terms.gated[m], act, rate,
-                               0 if terms.topk is None else terms.topk[m], ecomp, fixed)  # fmt: skip
+                               0 if terms.topk is None else terms.topk[m], ecomp, fixed, share)  # fmt: skip
     return out
 
 
@@ -421,7 +461,14 @@ def predict(rows, device: Device, curves: KernelCurves | None) -> np.ndarray:
 
 
 #: The scalar figures this family fits (the module docstring), the GEMM figures held fixed.
-FIGURES = ("moe", "moe_memory", "moe_s", "moe_serial", "moe_half_inter", "moe_slot")
+FIGURES = ("moe", "moe_memory", "moe_s", "moe_serial", "moe_half_inter", "moe_slot", "moe_reread")
+#: (start, lower bound, upper bound, scale) of each figure the fit moves (``fit._BOUNDS``; per-key dicts by their head)
+BOUNDS = {"moe": (0.7, 0.01, 1.5, 1.0), "moe_memory": (1.0, 0.05, 2.0, 1.0), "moe_s": (1e-5, 0.0, 1e-3, 1e-5),
+          "moe_serial": (0.5, 0.0, 1.0, 0.1), "moe_compute": (1.0, 0.1, 3.0, 1.0),
+          "moe_half_inter": (32.0, 0.0, 2048.0, 32.0), "moe_slot": (0.5, 0.0, 1.0, 0.1),
+          "moe_reread": (0.5, 0.0, 1.0, 0.1), "moe_reread_lib": (0.5, 0.0, 1.0, 0.1)}  # fmt: skip
+#: the figures whose fit starts from the ``BOUNDS`` start (at their default 0 the fit may not leave the bound)
+FRESH = frozenset({"moe_s", "moe_half_inter", "moe_slot", "moe_reread", "moe_reread_lib"})
 
 
 def used_params(rows) -> tuple[str, ...]:
@@ -435,17 +482,18 @@ def used_params(rows) -> tuple[str, ...]:
     keys = sorted(ref - {"fp16"}) if "fp16" in ref else []
     source = rows["kernel_source"].astype(str) if "kernel_source" in rows else pd.Series([""] * len(rows))
     paths = [kernel_path(v) for v in source]
-    pairs = sorted({rate_key(f, d, p) for f, d, p in zip(fw, dtypes, paths, strict=True)
-                    if f != REFERENCE and d in DTYPES})  # fmt: skip
+    other = [(f, d, p) for f, d, p in zip(fw, dtypes, paths, strict=True) if f != REFERENCE and d in DTYPES]
+    pairs, libs = sorted({rate_key(f, d, p) for f, d, p in other}), sorted({reread_key(f, p) for f, _, p in other})
     return (FIGURES + tuple(f"moe_compute.{k}" for k in keys) + tuple(f"rate.{k}" for k in pairs)
-            + tuple(f"engine_compute.{k}" for k in pairs) + tuple(f"launch.{k}" for k in pairs))  # fmt: skip
+            + tuple(f"engine_compute.{k}" for k in pairs) + tuple(f"launch.{k}" for k in pairs)
+            + tuple(f"moe_reread_lib.{k}" for k in libs))  # fmt: skip
 
 
 #: The routed-expert layer. (``prepare``/``evaluate`` split :func:`predict` so a fit evaluates the routing law once.)
 MOE = register(family("moe", ("moe_perf",), FIGURES, predict, used=used_params, prepare=prepare,
                       evaluate=evaluate))  # fmt: skip
 
-__all__ = ["ALL_ROWS_FRAMEWORKS", "ALL_ROWS_KERNELS", "DTYPES", "FIGURES", "KERNELS", "KERNEL_PATHS",
+__all__ = ["ALL_ROWS_FRAMEWORKS", "ALL_ROWS_KERNELS", "DTYPES", "FIGURES", "GATED_KERNELS", "KERNELS", "KERNEL_PATHS",
            "LOCAL_ROWS_KERNELS", "MOE", "NONGATED_SHAPES", "REFERENCE", "Terms", "blend", "engine_rates", "evaluate",
            "expected_load", "kernel_path", "layer_seconds", "parse_distribution", "predict", "prepare", "rate_key",
-           "tile_rows", "uniform_touched", "used_params"]  # fmt: skip
+           "reread_key", "reread_share", "tile_rows", "uniform_touched", "used_params"]  # fmt: skip
