@@ -15,6 +15,7 @@ from cli_helpers import run_cli
 
 from rooflaw.constraints.kernels import FAMILIES, KernelCurves, curves_for, family_of_table, load_curves
 from rooflaw.constraints.kernels import attention as KA
+from rooflaw.constraints.kernels import attention_prefill as KP
 from rooflaw.constraints.kernels import fit as KF
 from rooflaw.constraints.kernels import gemm as KG
 from rooflaw.constraints.kernels.tables import read_tables
@@ -215,17 +216,17 @@ def test_int8_w8a8_falls_back_to_per_tensor_fp8():
 
 
 # ---- attention physics ------------------------------------------------------------------------------------
-def _brute_pairs(S: int, W: int, block: int | None) -> int:
+def _brute_pairs(S: int, W: int, block: int | None, kv: int | None = None) -> int:
     q, kk = np.meshgrid(np.arange(S), np.arange(S), indexing="ij")
     live = (kk <= q) & ((kk > q - W) if W else True)
     if block is None:
         return int(live.sum())
-    nb = -(-S // block)
+    kv = kv or block
     total = 0
-    for i in range(nb):
-        for j in range(nb):
-            if live[i * block : (i + 1) * block, j * block : (j + 1) * block].any():
-                total += min(block, S - i * block) * min(block, S - j * block)
+    for i in range(-(-S // block)):
+        for j in range(-(-S // kv)):
+            if live[i * block : (i + 1) * block, j * kv : (j + 1) * kv].any():
+                total += min(block, S - i * block) * min(kv, S - j * kv)
     return total
 
 
@@ -233,6 +234,18 @@ def _brute_pairs(S: int, W: int, block: int | None) -> int:
 def test_attention_pairs_against_brute_force(S, W):
     assert KA.causal_pairs(S, W) == _brute_pairs(S, W, None)
     assert KA.block_pairs(S, W, block=8) == _brute_pairs(S, W, 8)
+    for kv in (4, 16, 32):  # key blocks narrower or wider than the query tile (TensorRT-LLM's Hopper KV steps)
+        assert KA.block_pairs(S, W, block=8, kv=kv) == _brute_pairs(S, W, 8, kv)
+
+
+def test_hopper_trtllm_kv_steps_by_head_dim():
+    rows = pd.DataFrame({"framework": ["trtllm"] * 6 + ["vllm"], "head_dim": [64, 128, 192, 256, 128, 256, 64],
+                         "attn_dtype": ["bfloat16"] * 4 + ["fp8"] * 2 + ["bfloat16"]})  # fmt: skip
+    assert list(KP.kv_steps(rows, _dev(architecture="hopper"))) == [256, 128, 64, 64, 256, 128, 128]
+    assert list(KP.kv_steps(rows, _dev(architecture="blackwell"))) == [128] * 7
+    # a 128-token window at d = 64: 128-row query tiles visit 1.5 steps of 256 keys on average, not 2 blocks of 128
+    S, W = np.array([8192.0]), np.array([128.0])
+    assert KA.block_pairs(S, W, kv=np.array([256.0]))[0] / KA.block_pairs(S, W)[0] == pytest.approx(1.5, abs=0.02)
 
 
 def _decode_rows(**kw) -> pd.DataFrame:
