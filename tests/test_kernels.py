@@ -15,7 +15,6 @@ from cli_helpers import run_cli
 
 from rooflaw.constraints.kernels import FAMILIES, KernelCurves, curves_for, family_of_table, load_curves
 from rooflaw.constraints.kernels import attention as KA
-from rooflaw.constraints.kernels import attention_prefill as KP
 from rooflaw.constraints.kernels import fit as KF
 from rooflaw.constraints.kernels import gemm as KG
 from rooflaw.constraints.kernels.tables import read_tables
@@ -236,16 +235,6 @@ def test_attention_pairs_against_brute_force(S, W):
     assert KA.block_pairs(S, W, block=8) == _brute_pairs(S, W, 8)
     for kv in (4, 16, 32):  # key blocks narrower or wider than the query tile (TensorRT-LLM's Hopper KV steps)
         assert KA.block_pairs(S, W, block=8, kv=kv) == _brute_pairs(S, W, 8, kv)
-
-
-def test_hopper_trtllm_kv_steps_by_head_dim():
-    rows = pd.DataFrame({"framework": ["trtllm"] * 6 + ["vllm"], "head_dim": [64, 128, 192, 256, 128, 256, 64],
-                         "attn_dtype": ["bfloat16"] * 4 + ["fp8"] * 2 + ["bfloat16"]})  # fmt: skip
-    assert list(KP.kv_steps(rows, _dev(architecture="hopper"))) == [256, 128, 64, 64, 256, 128, 128]
-    assert list(KP.kv_steps(rows, _dev(architecture="blackwell"))) == [128] * 7
-    # a 128-token window at d = 64: 128-row query tiles visit 1.5 steps of 256 keys on average, not 2 blocks of 128
-    S, W = np.array([8192.0]), np.array([128.0])
-    assert KA.block_pairs(S, W, kv=np.array([256.0]))[0] / KA.block_pairs(S, W)[0] == pytest.approx(1.5, abs=0.02)
 
 
 def _decode_rows(**kw) -> pd.DataFrame:
