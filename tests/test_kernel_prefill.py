@@ -107,3 +107,13 @@ def test_side_kernel_rates_are_an_architectures_own_not_pooled():
     base = KernelCurves(architecture="generic", compute={"fp16": 0.7}, memory=0.8, kernel_s=3e-6)
     got = KF.fit_family(FAMILIES["context_attention"], [prep], base)
     assert "vllm/context_attention/decode" not in got.rate and "vllm/context_attention" in got.rate
+
+
+def test_hopper_trtllm_kv_steps_by_head_dim():
+    rows = pd.DataFrame({"framework": ["trtllm"] * 6 + ["vllm"], "head_dim": [64, 128, 192, 256, 128, 256, 64],
+                         "attn_dtype": ["bfloat16"] * 4 + ["fp8"] * 2 + ["bfloat16"]})  # fmt: skip
+    assert list(KP.kv_steps(rows, _dev(architecture="hopper"))) == [256, 128, 64, 64, 256, 128, 128]
+    assert list(KP.kv_steps(rows, _dev(architecture="blackwell"))) == [128] * 7
+    # a 128-token window at d = 64: 128-row query tiles visit 1.5 steps of 256 keys on average, not 2 blocks of 128
+    S, W = np.array([8192.0]), np.array([128.0])
+    assert KA.block_pairs(S, W, kv=np.array([256.0]))[0] / KA.block_pairs(S, W)[0] == pytest.approx(1.5, abs=0.02)

@@ -215,17 +215,17 @@ def test_int8_w8a8_falls_back_to_per_tensor_fp8():
 
 
 # ---- attention physics ------------------------------------------------------------------------------------
-def _brute_pairs(S: int, W: int, block: int | None) -> int:
+def _brute_pairs(S: int, W: int, block: int | None, kv: int | None = None) -> int:
     q, kk = np.meshgrid(np.arange(S), np.arange(S), indexing="ij")
     live = (kk <= q) & ((kk > q - W) if W else True)
     if block is None:
         return int(live.sum())
-    nb = -(-S // block)
+    kv = kv or block
     total = 0
-    for i in range(nb):
-        for j in range(nb):
-            if live[i * block : (i + 1) * block, j * block : (j + 1) * block].any():
-                total += min(block, S - i * block) * min(block, S - j * block)
+    for i in range(-(-S // block)):
+        for j in range(-(-S // kv)):
+            if live[i * block : (i + 1) * block, j * kv : (j + 1) * kv].any():
+                total += min(block, S - i * block) * min(kv, S - j * kv)
     return total
 
 
@@ -233,6 +233,8 @@ def _brute_pairs(S: int, W: int, block: int | None) -> int:
 def test_attention_pairs_against_brute_force(S, W):
     assert KA.causal_pairs(S, W) == _brute_pairs(S, W, None)
     assert KA.block_pairs(S, W, block=8) == _brute_pairs(S, W, 8)
+    for kv in (4, 16, 32):  # key blocks narrower or wider than the query tile (TensorRT-LLM's Hopper KV steps)
+        assert KA.block_pairs(S, W, block=8, kv=kv) == _brute_pairs(S, W, 8, kv)
 
 
 def _decode_rows(**kw) -> pd.DataFrame:

@@ -2,8 +2,9 @@
 (``generation_attention``), priced on the kernel curves (MLA: :mod:`.mla`, on the same figures).
 
 Prefill, per sequence and head: the causal kernel skips the masked half, so it computes ``P`` (query, key) pairs with
-``P = S(S+1)/2``, or with a sliding window ``W``: ``W(W+1)/2 + (S-W)·W`` for ``S > W``; it visits whole 128×128 blocks
-(:func:`block_pairs`), so ``P`` counts those. FLOPs ``= 4·B·H·d·P``; bytes read/written ``= B·S·(2·H·d·2 +
+``P = S(S+1)/2``, or with a sliding window ``W``: ``W(W+1)/2 + (S-W)·W`` for ``S > W``; it visits whole blocks of 128
+query rows × its KV-loop step (128 keys; TensorRT-LLM's Hopper FMHA: :func:`.attention_prefill.kv_steps`) -- so ``P``
+counts those (:func:`block_pairs`). FLOPs ``= 4·B·H·d·P``; bytes read/written ``= B·S·(2·H·d·2 +
 2·H_kv·d·b_kv)`` (Q and O in bf16, K and V in the KV dtype). ``t = max((t_mma^p + t_softmax^p)^(1/p) / rate, bytes /
 (bandwidth · memory · l2)) + prep_bytes / (bandwidth · memory · l2) + waves · attention_tile_s / rate + kernel_s +
 launch`` with ``t_mma = FLOPs / (peak · attention · tile·wave)``, ``t_softmax = B·H·P · attention_softmax / peak_fp32``,
@@ -48,13 +49,11 @@ import pandas as pd
 from ...devices.device import Device
 from ..tiles import tile_efficiency
 from . import Family, KernelCurves, register
-from .attention_prefill import kernel_paths, path_params, path_rate
+from .attention_prefill import Q_TILE, kernel_paths, kv_steps, path_params, path_rate
 from .gemm import cycle_scale, launch_s
 
 #: KV-cache / attention dtype -> bytes per element
 DTYPE_BYTES = {"bfloat16": 2.0, "float16": 2.0, "fp8": 1.0, "fp8_e4m3": 1.0, "int8": 1.0, "nvfp4": 0.5 + 1 / 16}
-#: query rows per FlashAttention tile
-Q_TILE = 128
 #: the framework whose attention kernels' rate is the curves' own (others' are relative to it: ``KernelCurves.rate``)
 REFERENCE_FRAMEWORK = "trtllm"
 #: the engine whose prefill kernel (FlashAttention-3) can pack a GQA group's query heads into one tile
@@ -84,18 +83,21 @@ def causal_pairs(S, W):
     return np.where(win, W * (W + 1) / 2 + (S - W) * W, S * (S + 1) / 2)
 
 
-def block_pairs(S, W, block: int = Q_TILE):
+def block_pairs(S, W, block=Q_TILE, kv=None):
     """(query, key) pairs a block-sparse causal kernel computes per sequence and head: query tiles of ``block`` rows
-    against every ``block``-key block that holds an unmasked pair (the diagonal block whole, a window's edge
-    blocks whole), so ``>=`` :func:`causal_pairs`. Rows of a partial last tile count as themselves."""
+    against every key block of ``kv`` keys (default ``block``; either a number or per-row array) that holds an
+    unmasked pair (the diagonal block whole, a window's edge blocks whole), so ``>=`` :func:`causal_pairs`. Rows of a
+    partial last tile count as themselves, keys past ``S`` not at all."""
     S, W = np.asarray(S, dtype=np.float64), np.asarray(W, dtype=np.float64)
+    kv = np.asarray(block if kv is None else kv, dtype=np.float64)
     n = np.ceil(S / block)
-    total = np.zeros(np.broadcast(S, W).shape)
+    total = np.zeros(np.broadcast(S, W, kv).shape)
     for i in range(int(np.max(n, initial=0))):
         live = i < n
         rows = np.clip(S - i * block, 0, block)
-        hi = np.minimum((i + 1) * block, S)  # keys up to the end of the diagonal block
-        first = np.where(W > 0, np.maximum(0.0, np.floor((i * block - W + 1) / block)), 0.0) * block
+        last = np.minimum((i + 1) * block, S) - 1  # the tile's last query row: keys to the end of its key block
+        hi = np.minimum((np.floor(last / kv) + 1) * kv, S)
+        first = np.where(W > 0, np.floor(np.maximum(0.0, i * block - W + 1) / kv), 0.0) * kv
         total += np.where(live, rows * (hi - first), 0.0)
     return total
 
@@ -165,7 +167,7 @@ def context_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
     )
     b_kv, b_q = bytes_of(rows, "kv_cache_dtype"), bytes_of(rows, "attn_dtype")
     fp8 = b_q == 1.0
-    pairs = block_pairs(S, W)
+    pairs = block_pairs(S, W, kv=kv_steps(rows, device))
     flops = 4.0 * B * H * d * pairs
     byts = B * S * (2.0 * H * d * 2.0 + 2.0 * Hkv * d * b_kv)
     extra = B * S * d * (H * 2.0 * 2.0 + Hkv * 2.0 * (2.0 + b_kv))

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+#: query rows per FlashAttention tile
+Q_TILE = 128
 #: (substring of a table's ``kernel_source``, name) of the side kernels an engine hands some prefill shapes to, first
 #: match wins; a row whose source names none runs the engine's own prefill kernel (TensorRT-LLM's FMHA, vLLM's
 #: FlashAttention or FlashInfer prefill), priced at the engine's rate. vLLM runs a one-token prompt through its decode
@@ -21,6 +23,27 @@ KERNEL_PATHS = (("decode", "decode"), ("triton", "triton"), ("fa4", "fa4"), ("to
 SIDE_NAMES = frozenset(n for _, n in KERNEL_PATHS)
 #: the prefill ops whose rows name side kernels
 PREFILL_OPS = ("context_attention", "context_mla")
+
+
+#: keys per KV-loop step of TensorRT-LLM's warp-specialized Hopper FMHA by head dim (fmha_v2's kernels: bf16/fp16
+#: ``64_256`` to d = 64, ``64_128`` to 128, ``64_64`` above, to fit the registers; e4m3 ``64_256`` to d = 128,
+#: ``64_128`` above): each 128-row query tile visits whole steps, so a 128-token window at d = 64 costs 384 keys a
+#: tile on average, not 256. Other kernels: one step of :data:`Q_TILE` keys.
+HOPPER_TRTLLM_KV_STEPS = {False: ((64, 256), (128, 128), (np.inf, 64)), True: ((128, 256), (np.inf, 128))}
+
+
+def kv_steps(rows, device) -> np.ndarray:
+    """Per row, the keys of its prefill kernel's KV-loop step (:data:`HOPPER_TRTLLM_KV_STEPS`, by head dim and fp8
+    math, for TensorRT-LLM on a Hopper device; else :data:`Q_TILE`)."""
+    out = np.full(len(rows), float(Q_TILE))
+    if device.architecture != "hopper" or not {"framework", "head_dim"} <= set(rows.columns):
+        return out
+    d = rows["head_dim"].to_numpy(dtype=np.float64)
+    fp8 = rows["attn_dtype"].astype(str).to_numpy() == "fp8" if "attn_dtype" in rows else np.zeros(len(rows), bool)
+    for e4m3, steps in HOPPER_TRTLLM_KV_STEPS.items():
+        step = np.select([d <= lim for lim, _ in steps], [k for _, k in steps], Q_TILE)
+        out = np.where((rows["framework"].astype(str).to_numpy() == "trtllm") & (fp8 == e4m3), step, out)
+    return out
 
 
 def kernel_paths(rows) -> np.ndarray:
