@@ -12,10 +12,18 @@ Prefill decompresses the cache into per-head K and V and runs a causal FlashAtte
 2·128)·2`` (Q, K, V, O in bf16), plus the latent written to the cache beside it (``B·S·576·b_kv``).
 Decode runs with the up-projections absorbed into the query and output (an MQA over the latent): every head scores
 the 576-wide latent and sums the 512-wide one, FLOPs ``= 2·B·H·L·(576 + 512)``, bytes ``= B·L·576·b_kv +
-B·H·(576 + 512)·2``, one KV stream per sequence (``n = B``). Times as :func:`.attention.seconds`, where the KV stream
-takes at least :func:`.attention.mla_sequential`: a kernel that walks each sequence's latent token by token in one CTA
-(``mla_token_s`` a token, whatever its bytes or heads; TensorRT-LLM 1.0 on Ampere and Ada), split over up to
-``mla_split`` CTAs per SM.
+B·H·(576 + 512)·2``, one KV stream per sequence (``n = B``). Times as :func:`.attention.seconds`.
+
+Which decode kernel runs is a property of the device's architecture and the engine (:func:`walks`): before Hopper
+(compute capability < 9.0: Ampere, Ada) TensorRT-LLM has no split MLA decode kernel (FlashMLA and TensorRT-LLM's
+trtllm-gen MLA kernels need sm90's warpgroup MMA and TMA; on sm80/sm89 TensorRT-LLM falls back to its generic
+kernels for the 576-wide head) and walks each sequence's latent token by token in one CTA: the KV stream takes at
+least :func:`.attention.mla_sequential` (``mla_token_s`` a token, SM cycles written as seconds at the curves'
+``clock_mhz`` like the other decode fixed times, whatever its bytes or heads), split over up to ``mla_split`` CTAs
+per SM, and its bandwidth ramps with those CTAs per SM (Little's law, ``decode_half_occupancy``), not with the
+split-KV CTAs a flash-decoding kernel would run. Hopper's and Blackwell's kernels, and vLLM's, stream. The walk's
+figures are fitted on the walking rows only, so the pooled ``generic`` curves carry them to a held-out Ampere or Ada
+GPU.
 """
 
 from __future__ import annotations
@@ -28,12 +36,42 @@ import pandas as pd
 from ...devices.device import Device
 from ..tiles import tile_efficiency
 from . import Family, KernelCurves, register
-from .attention import Q_TILE, AttentionTerms, block_pairs, bytes_of, column, groups_of, seconds, used_params_for
+from .attention import (
+    Q_TILE,
+    AttentionTerms,
+    block_pairs,
+    bytes_of,
+    column,
+    groups_of,
+    mla_sequential,
+    seconds,
+    used_params_for,
+)
+from .gemm import cycle_scale
 
 KV_LORA = 512.0  #: compressed KV width (values per token)
 QK_ROPE = 64.0  #: rotary part of each query/key head, also cached per token
 QK_NOPE = 128.0  #: non-rotary part of each query/key head
 V_DIM = 128.0  #: value head width
+#: architectures without a split MLA decode kernel (compute capability < 9.0: no warpgroup MMA / TMA, which FlashMLA
+#: and TensorRT-LLM's trtllm-gen MLA kernels need)
+WALK_ARCHITECTURES = ("ampere", "ada")
+#: the engine whose MLA decode walks each sequence's latent in one CTA on :data:`WALK_ARCHITECTURES`
+WALK_ENGINE = "trtllm"
+
+
+@dataclasses.dataclass(frozen=True)
+class MlaDecodeTerms(AttentionTerms):
+    """:class:`.attention.AttentionTerms` of MLA decode rows, with the rows whose kernel walks the latent."""
+
+    walk: np.ndarray | None = None  #: bool per row: the kernel walks each sequence's tokens in one CTA (:func:`walks`)
+
+
+def walks(rows: pd.DataFrame, device: Device) -> np.ndarray:
+    """bool per decode row: its kernel walks each sequence's latent token by token -- :data:`WALK_ENGINE` on a device
+    of :data:`WALK_ARCHITECTURES`."""
+    fw = rows["framework"].astype(str).to_numpy() if "framework" in rows else np.full(len(rows), "")
+    return (fw == WALK_ENGINE) & (device.architecture in WALK_ARCHITECTURES)
 
 
 def _dtype(rows: pd.DataFrame, name: str) -> np.ndarray:
@@ -71,7 +109,7 @@ def context_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
     )
 
 
-def generation_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
+def generation_terms(rows: pd.DataFrame, device: Device) -> MlaDecodeTerms:
     B, L, H = column(rows, "batch_size"), column(rows, "isl") + column(rows, "step"), column(rows, "num_heads")
     b_kv = _dtype(rows, "kv_cache_dtype")
     latent = KV_LORA + QK_ROPE
@@ -79,7 +117,7 @@ def generation_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
     byts = B * L * latent * b_kv + B * H * (latent + KV_LORA) * 2.0
     ok = np.isfinite(byts) & (flops > 0)
     group, labels = groups_of(rows, ok)
-    return AttentionTerms(
+    return MlaDecodeTerms(
         flops=np.where(ok, flops, np.nan),
         bytes=byts,
         peak16=np.full(len(rows), device.roof("fp16")[1]),
@@ -99,7 +137,31 @@ def generation_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
         prefill=False,
         context=L,
         stream_bytes=L * latent * b_kv,
+        walk=walks(rows, device),
     )
+
+
+def walk_key(framework: str) -> str:
+    """The :attr:`KernelCurves.rate` key of ``framework``'s walking MLA decode kernel (:func:`walks`)."""
+    return f"{framework}/generation_mla/walk"
+
+
+def decode_seconds(t: MlaDecodeTerms, device: Device, curves: KernelCurves) -> np.ndarray:
+    """Seconds of each prepared MLA decode row: :func:`.attention.seconds`; on walking rows (``t.walk``) its p-norm
+    blend (``mla_walk_blend``) with the walk, :func:`.attention.mla_sequential` (``mla_token_s`` in SM cycles), both
+    at the walking kernel's own rate (``rate["<engine>/generation_mla/walk"]``), the stream without the occupancy ramp
+    (the walk is its CTAs' latency limit)."""
+    stream = seconds(t, device, dataclasses.replace(curves, mla_token_s=0.0))
+    if t.walk is None or not np.any(t.walk) or curves.mla_token_s <= 0:
+        return stream
+    own = {f"{f}/{t.op}": curves.rate[walk_key(f)] for f in t.labels if walk_key(f) in curves.rate}
+    walker = dataclasses.replace(curves, mla_token_s=curves.mla_token_s * cycle_scale(curves, device),
+                                 rate={**curves.rate, **own}, decode_half_occupancy=0.0)  # fmt: skip
+    rate = np.array([walker.rate.get(f"{f}/{t.op}", 1.0) for f in t.labels] or [1.0])[t.group]
+    walk = mla_sequential(t, walker) / rate
+    rest = seconds(t, device, dataclasses.replace(walker, mla_token_s=0.0))
+    p = curves.mla_walk_blend
+    return np.where(t.walk, (rest**p + walk**p) ** (1.0 / p), stream)
 
 
 def predict_context(rows: pd.DataFrame, device: Device, curves: KernelCurves) -> np.ndarray:
@@ -109,7 +171,7 @@ def predict_context(rows: pd.DataFrame, device: Device, curves: KernelCurves) ->
 
 def predict_generation(rows: pd.DataFrame, device: Device, curves: KernelCurves) -> np.ndarray:
     """Predicted ms of each row of a ``generation_mla_perf`` table."""
-    return seconds(generation_terms(rows, device), device, curves) * 1e3
+    return decode_seconds(generation_terms(rows, device), device, curves) * 1e3
 
 
 CONTEXT = register(
@@ -123,14 +185,24 @@ CONTEXT = register(
         evaluate=seconds,
     )
 )
+
+
+def walk_rate(rows: pd.DataFrame) -> tuple[str, ...]:
+    """``rate.<engine>/generation_mla/walk`` where ``rows`` hold the walking engine's (fitted on walking rows only: a
+    GPU whose rows do not walk leaves it at its start)."""
+    return (f"rate.{walk_key(WALK_ENGINE)}",) if (rows["framework"].astype(str) == WALK_ENGINE).any() else ()
+
+
+#: the figures of MLA decode's own (its token walk), beside each engine's fixed extra and rate
+DECODE_PARAMS = ("mla_token_s", "mla_split", "mla_walk_blend")
 GENERATION = register(
     Family(
         name="generation_mla",
         tables=("generation_mla_perf",),
-        params=("mla_token_s", "mla_split"),
+        params=DECODE_PARAMS,
         predict=predict_generation,
-        used=used_params_for("generation_mla", ("mla_token_s", "mla_split"), True),
+        used=lambda rows: (*used_params_for("generation_mla", DECODE_PARAMS, True)(rows), *walk_rate(rows)),
         prepare=generation_terms,
-        evaluate=seconds,
+        evaluate=decode_seconds,
     )
 )
