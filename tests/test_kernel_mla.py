@@ -111,3 +111,25 @@ def test_fit_recovers_known_mla_walk_figures():
                  "launch.trtllm/generation_mla", "launch.vllm/generation_mla"):  # fmt: skip
         assert KF.get_param(got, path) == pytest.approx(KF.get_param(true, path), rel=1e-3), path
     assert np.allclose(KM.predict_generation(rows, dev, got), rows["latency"], rtol=1e-6)
+
+
+def test_mla_prefill_fp8_kv_runs_fp8_context_mla_from_hopper_on():
+    # TensorRT-LLM with an fp8 KV cache on sm90+ quantises Q, K, V (bf16 read, fp8 written: 3 bytes per element of
+    # the 192 + 192 + 128 per head and token) and runs the FMHA on the fp8 roof (0.4 of 2e15 instead of 0.5 of 1e15);
+    # before Hopper (and in vLLM) the fp8 cache only halves the latent written beside the kernel
+    c = dataclasses.replace(CURVES, attention=0.5, attention_fp8=0.4)
+    B, S, H = 2, 1024, 16
+    rows = pd.DataFrame({"batch_size": [B, B], "isl": [S, S], "num_heads": [H, H], "mla_dtype": ["bfloat16"] * 2,
+                         "kv_cache_dtype": ["bfloat16", "fp8"], "framework": ["trtllm"] * 2})  # fmt: skip
+    bw = 2e13 * 0.8
+    latent16, latent8, quant = B * S * 576 * 2, B * S * 576 * 1, B * S * H * 512 * 3
+    hopper = _dev(memory_bandwidth=2e13)
+    t16, t8 = KM.predict_context(rows, hopper, c) * 1e-3
+    mma16 = t16 - latent16 / bw - 2e-6  # the kernel's MMAs (they outlast its Q/K/V/O bytes here)
+    assert mma16 > B * S * H * 2 * 2 * 512 * 2 / bw
+    assert t8 == pytest.approx(mma16 * (1e15 * 0.5) / (2e15 * 0.4) + (latent8 + quant) / bw + 2e-6, rel=1e-9)
+    a16, a8 = KM.predict_context(rows, _dev(memory_bandwidth=2e13, architecture="ampere"), c) * 1e-3
+    assert a16 == pytest.approx(t16, rel=1e-12)
+    assert a8 == pytest.approx(t16 - (latent16 - latent8) / bw, rel=1e-12)
+    v16, v8 = KM.predict_context(rows.assign(framework="vllm"), hopper, c) * 1e-3
+    assert v8 == pytest.approx(v16 - (latent16 - latent8) / bw, rel=1e-12)

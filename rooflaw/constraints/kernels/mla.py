@@ -78,6 +78,15 @@ def _dtype(rows: pd.DataFrame, name: str) -> np.ndarray:
     return bytes_of(rows, name) if name in rows else np.full(len(rows), 2.0)
 
 
+def fp8_context(rows: pd.DataFrame, device: Device) -> np.ndarray:
+    """bool per prefill row: :data:`WALK_ENGINE`'s fp8 context MLA runs -- an fp8 KV cache on a device past
+    :data:`WALK_ARCHITECTURES` (sm90+), where TensorRT-LLM quantises Q, K and V to fp8 and runs the FMHA in fp8."""
+    fw = rows["framework"].astype(str).to_numpy() if "framework" in rows else np.full(len(rows), "")
+    return (
+        (fw == WALK_ENGINE) & (_dtype(rows, "kv_cache_dtype") == 1.0) & (device.architecture not in WALK_ARCHITECTURES)
+    )
+
+
 def context_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
     B, S, H = column(rows, "batch_size"), column(rows, "isl"), column(rows, "num_heads")
     b_kv, b_q = _dtype(rows, "kv_cache_dtype"), _dtype(rows, "mla_dtype")
@@ -85,7 +94,9 @@ def context_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
     pairs = block_pairs(S, np.zeros_like(S))
     flops = 2.0 * B * H * pairs * (dqk + V_DIM)
     byts = B * S * H * (2.0 * dqk + 2.0 * V_DIM) * 2.0
-    extra = B * S * (KV_LORA + QK_ROPE) * b_kv
+    q8 = fp8_context(rows, device)
+    # the latent written to the cache; the fp8 kernel's quantise pass reads Q, K, V in bf16 and writes them in fp8
+    extra = B * S * (KV_LORA + QK_ROPE) * b_kv + np.where(q8, B * S * H * (2.0 * dqk + V_DIM) * (2.0 + 1.0), 0.0)
     te, we = tile_efficiency(S, 1.0, B * H, dataclasses.replace(device, tile=(Q_TILE, 1), gemm_half_rows=0.0))
     ok = np.isfinite(byts + extra) & (flops > 0)
     group, labels = groups_of(rows, ok)
@@ -102,7 +113,7 @@ def context_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
         streams=np.full(len(rows), np.inf),
         resident=byts + extra <= (device.l2_bytes or 0.0),
         pairs=B * H * pairs,
-        fp8=b_q == 1.0,
+        fp8=(b_q == 1.0) | q8,
         group=group,
         labels=labels,
         op="context_mla",
