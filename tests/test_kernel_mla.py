@@ -46,7 +46,7 @@ def test_mla_decode_reads_the_latent_once_for_all_heads():
     assert family_of_table("generation_mla_perf").name == "generation_mla"
 
 
-def test_mla_decode_walk_only_before_hopper_and_only_trtllm():
+def test_mla_decode_walk_only_before_hopper():
     # TensorRT-LLM on an Ampere/Ada device walks each of 8 sequences' 4096 cached tokens in one CTA (1e-7 s a token
     # at the curves' clock); the rest of the kernel (its latent stream at 0.9 of 2 TB/s, no occupancy ramp, and
     # the 2 us fixed time) blends with the walk as a p-norm, p = 3
@@ -58,11 +58,15 @@ def test_mla_decode_walk_only_before_hopper_and_only_trtllm():
     ampere = _dev(architecture="ampere")
     got = KM.predict_generation(_rows(), ampere, c)[0] * 1e-3
     assert got == pytest.approx((rest**3 + walk**3) ** (1 / 3), rel=1e-12)
-    # Hopper's split kernel and vLLM's streams: no walk (and the occupancy ramp, 8 CTAs on 100 SMs)
+    # Hopper's split kernels stream: no walk (and the occupancy ramp, 8 CTAs on 100 SMs)
     stream = byts * (1 + 0.25 / 0.08) / (2e12 * 0.9) + 2e-6
-    assert KM.predict_generation(_rows(), _dev(architecture="hopper"), c)[0] * 1e-3 == pytest.approx(stream, rel=1e-12)
+    for fw in ("trtllm", "vllm"):
+        hopper = KM.predict_generation(_rows(framework=[fw]), _dev(architecture="hopper"), c)[0] * 1e-3
+        assert hopper == pytest.approx(stream, rel=1e-12)
+    # vLLM's Triton kernel on Ampere: 8 sequences x 1 block of 16 heads x 4 KV splits = 32 CTAs, one wave, each
+    # walking 1024 tokens
     vllm = KM.predict_generation(_rows(framework=["vllm"]), ampere, c)[0] * 1e-3
-    assert vllm == pytest.approx(stream, rel=1e-12)
+    assert vllm == pytest.approx((rest**3 + (walk / 4) ** 3) ** (1 / 3), rel=1e-12)
     # the walk's token time is SM cycles: a device at half the curves' clock takes twice as long a token
     slow = KM.predict_generation(_rows(), _dev(architecture="ada", clock=1e9), dataclasses.replace(c, clock_mhz=2000))
     assert slow[0] * 1e-3 == pytest.approx((rest**3 + (2 * walk) ** 3) ** (1 / 3), rel=1e-12)
@@ -71,30 +75,31 @@ def test_mla_decode_walk_only_before_hopper_and_only_trtllm():
     assert KM.predict_generation(_rows(), ampere, cr)[0] * 1e-3 == pytest.approx((rest**3 + (2 * walk) ** 3) ** (1 / 3))
 
 
-def test_mla_walk_splits_and_ignores_heads_and_dtype():
-    # split over up to 2 CTAs per SM: each of the 8 sequences' tokens spread over 25 CTAs in two waves of 100 SMs
-    c = dataclasses.replace(CURVES, mla_token_s=1e-7, mla_split=2.0)
-    from rooflaw.constraints.kernels.attention import mla_sequential
-
-    t = KM.generation_terms(pd.concat([_rows(), _rows(num_heads=[128]), _rows(kv_cache_dtype=["fp8"])]),
-                            _dev(architecture="ada"))  # fmt: skip
-    assert mla_sequential(t, c) == pytest.approx([2 * 4096 / 25 * 1e-7] * 3, rel=1e-12)
-    assert t.walk.tolist() == [True, True, True]
+def test_mla_walk_layout_in_waves_whatever_the_dtype():
+    # 100 SMs, one CTA each at a time, 4096 tokens: TensorRT-LLM's 8 or 150 sequences are 1 or 2 waves of CTAs walking
+    # 4096 tokens, whatever the heads and KV dtype; vLLM's Triton kernel runs 8 x ceil(128 / 16) x 4 = 256 CTAs
+    # (3 waves) of 1024 tokens
+    c = dataclasses.replace(CURVES, mla_token_s=1e-7)
+    rows = pd.concat([_rows(), _rows(num_heads=[128]), _rows(kv_cache_dtype=["fp8"]), _rows(batch_size=[150]),
+                      _rows(num_heads=[128], framework=["vllm"])])  # fmt: skip
+    t = KM.generation_terms(rows, _dev(architecture="ada"))
+    assert KM.walk_seconds(t, c) == pytest.approx([4096e-7, 4096e-7, 4096e-7, 2 * 4096e-7, 3 * 1024e-7], rel=1e-12)
+    assert t.walk.tolist() == [True] * 5
 
 
 def test_mla_walk_figures_pool_into_generic():
     # the walk applies by the device's architecture, so its figures carry to a held-out Ampere/Ada GPU
-    for name in ("mla_token_s", "mla_split", "mla_walk_blend", f"rate.{KM.walk_key('trtllm')}"):
+    for name in ("mla_token_s", "mla_walk_blend", f"rate.{KM.walk_key('trtllm')}", f"rate.{KM.walk_key('vllm')}"):
         assert KF.pooled(name), name
 
 
 def test_fit_recovers_known_mla_walk_figures():
-    # rows an Ada device's walking TensorRT-LLM kernel and vLLM's streaming one would take under known figures
+    # rows an Ada device's walking TensorRT-LLM and vLLM (Triton) kernels would take under known figures
     dev = _dev(architecture="ada", sm_count=142, clock=2.52e9)
     base = dataclasses.replace(CURVES, attention=0.5, attention_memory=0.85, decode_half_occupancy=0.3,
                                decode_tile_s=2e-6, clock_mhz=2000.0)  # fmt: skip
-    true = dataclasses.replace(base, mla_token_s=9e-8, mla_split=0.0, mla_walk_blend=2.0,
-                               rate={KM.walk_key("trtllm"): 0.45, "vllm/generation_mla": 1.3},
+    true = dataclasses.replace(base, mla_token_s=9e-8, mla_walk_blend=2.0,
+                               rate={KM.walk_key("trtllm"): 0.45, KM.walk_key("vllm"): 0.6},
                                launch={"trtllm/generation_mla": 4e-6, "vllm/generation_mla": 2e-4})  # fmt: skip
     rng = np.random.default_rng(3)
     n = 600
@@ -107,7 +112,7 @@ def test_fit_recovers_known_mla_walk_figures():
     fam = FAMILIES["generation_mla"]
     prep = KF.Prepared(KF.GPU("syn", dev, []), rows, np.arange(n), fam.prepare(rows, dev))
     got = KF.fit_family(fam, [prep], base)
-    for path in ("mla_token_s", "mla_walk_blend", f"rate.{KM.walk_key('trtllm')}", "rate.vllm/generation_mla",
+    for path in ("mla_token_s", "mla_walk_blend", f"rate.{KM.walk_key('trtllm')}", f"rate.{KM.walk_key('vllm')}",
                  "launch.trtllm/generation_mla", "launch.vllm/generation_mla"):  # fmt: skip
         assert KF.get_param(got, path) == pytest.approx(KF.get_param(true, path), rel=1e-3), path
     assert np.allclose(KM.predict_generation(rows, dev, got), rows["latency"], rtol=1e-6)

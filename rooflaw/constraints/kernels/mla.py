@@ -43,7 +43,6 @@ from .attention import (
     bytes_of,
     column,
     groups_of,
-    mla_sequential,
     seconds,
     used_params_for,
 )
@@ -56,22 +55,40 @@ V_DIM = 128.0  #: value head width
 #: architectures without a split MLA decode kernel (compute capability < 9.0: no warpgroup MMA / TMA, which FlashMLA
 #: and TensorRT-LLM's trtllm-gen MLA kernels need)
 WALK_ARCHITECTURES = ("ampere", "ada")
-#: the engine whose MLA decode walks each sequence's latent in one CTA on :data:`WALK_ARCHITECTURES`
-WALK_ENGINE = "trtllm"
+#: the engines whose MLA decode walks the latent on :data:`WALK_ARCHITECTURES`: TensorRT-LLM one CTA per sequence,
+#: vLLM's Triton kernel one CTA per (sequence, :data:`TRITON_HEADS` query heads, one of :data:`TRITON_SPLITS` KV
+#: splits)
+WALK_ENGINES = ("trtllm", "vllm")
+#: the engine whose context MLA runs in fp8 with an fp8 KV cache on sm90+ (:func:`fp8_context`)
+FP8_CONTEXT_ENGINE = "trtllm"
+#: query heads per CTA (its ``BLOCK_H``) and KV splits per sequence of vLLM's Triton MLA decode kernel
+TRITON_HEADS, TRITON_SPLITS = 16.0, 4.0
 
 
 @dataclasses.dataclass(frozen=True)
 class MlaDecodeTerms(AttentionTerms):
     """:class:`.attention.AttentionTerms` of MLA decode rows, with the rows whose kernel walks the latent."""
 
-    walk: np.ndarray | None = None  #: bool per row: the kernel walks each sequence's tokens in one CTA (:func:`walks`)
+    walk: np.ndarray | None = None  #: bool per row: the kernel walks the latent token by token (:func:`walks`)
+    walk_ctas: np.ndarray | None = None  #: CTAs of a walking kernel (they run in waves over the SMs)
+    walk_tokens: np.ndarray | None = None  #: cached tokens each of them walks
 
 
 def walks(rows: pd.DataFrame, device: Device) -> np.ndarray:
-    """bool per decode row: its kernel walks each sequence's latent token by token -- :data:`WALK_ENGINE` on a device
-    of :data:`WALK_ARCHITECTURES`."""
+    """bool per decode row: its kernel walks the latent token by token -- :data:`WALK_ENGINES` on a device of
+    :data:`WALK_ARCHITECTURES`."""
     fw = rows["framework"].astype(str).to_numpy() if "framework" in rows else np.full(len(rows), "")
-    return (fw == WALK_ENGINE) & (device.architecture in WALK_ARCHITECTURES)
+    return np.isin(fw, WALK_ENGINES) & (device.architecture in WALK_ARCHITECTURES)
+
+
+def walk_layout(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """CTAs and cached tokens per CTA of each row's walking kernel: TensorRT-LLM's one CTA per sequence walks its
+    whole context; vLLM's Triton kernel splits each sequence into ``ceil(H / 16)`` head blocks x 4 KV splits."""
+    B, L, H = column(rows, "batch_size"), column(rows, "isl") + column(rows, "step"), column(rows, "num_heads")
+    fw = rows["framework"].astype(str).to_numpy() if "framework" in rows else np.full(len(rows), "")
+    triton = fw == "vllm"
+    ctas = np.where(triton, B * np.ceil(H / TRITON_HEADS) * TRITON_SPLITS, B)
+    return ctas, np.where(triton, L / TRITON_SPLITS, L)
 
 
 def _dtype(rows: pd.DataFrame, name: str) -> np.ndarray:
@@ -79,12 +96,11 @@ def _dtype(rows: pd.DataFrame, name: str) -> np.ndarray:
 
 
 def fp8_context(rows: pd.DataFrame, device: Device) -> np.ndarray:
-    """bool per prefill row: :data:`WALK_ENGINE`'s fp8 context MLA runs -- an fp8 KV cache on a device past
+    """bool per prefill row: :data:`FP8_CONTEXT_ENGINE`'s fp8 context MLA runs -- an fp8 KV cache on a device past
     :data:`WALK_ARCHITECTURES` (sm90+), where TensorRT-LLM quantises Q, K and V to fp8 and runs the FMHA in fp8."""
     fw = rows["framework"].astype(str).to_numpy() if "framework" in rows else np.full(len(rows), "")
-    return (
-        (fw == WALK_ENGINE) & (_dtype(rows, "kv_cache_dtype") == 1.0) & (device.architecture not in WALK_ARCHITECTURES)
-    )
+    sm90 = device.architecture not in WALK_ARCHITECTURES
+    return (fw == FP8_CONTEXT_ENGINE) & (_dtype(rows, "kv_cache_dtype") == 1.0) & sm90
 
 
 def context_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
@@ -128,6 +144,7 @@ def generation_terms(rows: pd.DataFrame, device: Device) -> MlaDecodeTerms:
     byts = B * L * latent * b_kv + B * H * (latent + KV_LORA) * 2.0
     ok = np.isfinite(byts) & (flops > 0)
     group, labels = groups_of(rows, ok)
+    ctas, tokens = walk_layout(rows)
     return MlaDecodeTerms(
         flops=np.where(ok, flops, np.nan),
         bytes=byts,
@@ -149,6 +166,8 @@ def generation_terms(rows: pd.DataFrame, device: Device) -> MlaDecodeTerms:
         context=L,
         stream_bytes=L * latent * b_kv,
         walk=walks(rows, device),
+        walk_ctas=ctas,
+        walk_tokens=tokens,
     )
 
 
@@ -157,20 +176,27 @@ def walk_key(framework: str) -> str:
     return f"{framework}/generation_mla/walk"
 
 
+def walk_seconds(t: MlaDecodeTerms, curves: KernelCurves) -> np.ndarray:
+    """Seconds (rate 1) of each row's walking kernel: its CTAs in waves over the SMs (one resident per SM), each
+    walking its tokens at ``mla_token_s`` a token (as ``curves`` give it: seconds)."""
+    assert t.walk_ctas is not None and t.walk_tokens is not None
+    return np.ceil(t.walk_ctas / t.sms) * t.walk_tokens * curves.mla_token_s
+
+
 def decode_seconds(t: MlaDecodeTerms, device: Device, curves: KernelCurves) -> np.ndarray:
     """Seconds of each prepared MLA decode row: :func:`.attention.seconds`; on walking rows (``t.walk``) its p-norm
-    blend (``mla_walk_blend``) with the walk, :func:`.attention.mla_sequential` (``mla_token_s`` in SM cycles), both
-    at the walking kernel's own rate (``rate["<engine>/generation_mla/walk"]``), the stream without the occupancy ramp
-    (the walk is its CTAs' latency limit)."""
+    blend (``mla_walk_blend``) with the walk, :func:`walk_seconds` (``mla_token_s`` in SM cycles), both at the walking
+    kernel's own rate (``rate["<engine>/generation_mla/walk"]``), the stream without the occupancy ramp (the walk is
+    its CTAs' latency limit)."""
     stream = seconds(t, device, dataclasses.replace(curves, mla_token_s=0.0))
     if t.walk is None or not np.any(t.walk) or curves.mla_token_s <= 0:
         return stream
     own = {f"{f}/{t.op}": curves.rate[walk_key(f)] for f in t.labels if walk_key(f) in curves.rate}
-    walker = dataclasses.replace(curves, mla_token_s=curves.mla_token_s * cycle_scale(curves, device),
-                                 rate={**curves.rate, **own}, decode_half_occupancy=0.0)  # fmt: skip
+    walker = dataclasses.replace(curves, mla_token_s=0.0, rate={**curves.rate, **own}, decode_half_occupancy=0.0)
     rate = np.array([walker.rate.get(f"{f}/{t.op}", 1.0) for f in t.labels] or [1.0])[t.group]
-    walk = mla_sequential(t, walker) / rate
-    rest = seconds(t, device, dataclasses.replace(walker, mla_token_s=0.0))
+    token_s = curves.mla_token_s * cycle_scale(curves, device)
+    walk = walk_seconds(t, dataclasses.replace(curves, mla_token_s=token_s)) / rate
+    rest = seconds(t, device, walker)
     p = curves.mla_walk_blend
     return np.where(t.walk, (rest**p + walk**p) ** (1.0 / p), stream)
 
@@ -199,13 +225,13 @@ CONTEXT = register(
 
 
 def walk_rate(rows: pd.DataFrame) -> tuple[str, ...]:
-    """``rate.<engine>/generation_mla/walk`` where ``rows`` hold the walking engine's (fitted on walking rows only: a
-    GPU whose rows do not walk leaves it at its start)."""
-    return (f"rate.{walk_key(WALK_ENGINE)}",) if (rows["framework"].astype(str) == WALK_ENGINE).any() else ()
+    """``rate.<engine>/generation_mla/walk`` of each walking engine ``rows`` hold (fitted on walking rows only: a GPU
+    whose rows do not walk leaves it at its start)."""
+    return tuple(f"rate.{walk_key(f)}" for f in WALK_ENGINES if (rows["framework"].astype(str) == f).any())
 
 
 #: the figures of MLA decode's own (its token walk), beside each engine's fixed extra and rate
-DECODE_PARAMS = ("mla_token_s", "mla_split", "mla_walk_blend")
+DECODE_PARAMS = ("mla_token_s", "mla_walk_blend")
 GENERATION = register(
     Family(
         name="generation_mla",
