@@ -44,6 +44,10 @@ def test_mla_decode_reads_the_latent_once_for_all_heads():
     want = max(compute, byts * (1 + 0.25 / (8 / 132)) / (2e12 * 0.9)) + 1e-6 + 2e-6
     assert KM.predict_generation(rows, dev, c)[0] * 1e-3 == pytest.approx(want, rel=1e-12)
     assert family_of_table("generation_mla_perf").name == "generation_mla"
+    # the MLA kernels' own bandwidth fraction replaces the GQA decode kernels' where fitted
+    want_own = max(compute, byts * (1 + 0.25 / (8 / 132)) / (2e12 * 0.6)) + 1e-6 + 2e-6
+    own = KM.predict_generation(rows, dev, dataclasses.replace(c, mla_memory=0.6))[0] * 1e-3
+    assert own == pytest.approx(want_own, rel=1e-12)
 
 
 def test_mla_decode_walk_only_before_hopper():
@@ -98,7 +102,7 @@ def test_fit_recovers_known_mla_walk_figures():
     dev = _dev(architecture="ada", sm_count=142, clock=2.52e9)
     base = dataclasses.replace(CURVES, attention=0.5, attention_memory=0.85, decode_half_occupancy=0.3,
                                decode_tile_s=2e-6, clock_mhz=2000.0)  # fmt: skip
-    true = dataclasses.replace(base, mla_token_s=9e-8, mla_walk_blend=2.0,
+    true = dataclasses.replace(base, mla_token_s=9e-8, mla_walk_blend=2.0, mla_memory=0.7,
                                rate={KM.walk_key("trtllm"): 0.45, KM.walk_key("vllm"): 0.6},
                                launch={"trtllm/generation_mla": 4e-6, "vllm/generation_mla": 2e-4})  # fmt: skip
     rng = np.random.default_rng(3)
@@ -112,7 +116,8 @@ def test_fit_recovers_known_mla_walk_figures():
     fam = FAMILIES["generation_mla"]
     prep = KF.Prepared(KF.GPU("syn", dev, []), rows, np.arange(n), fam.prepare(rows, dev))
     got = KF.fit_family(fam, [prep], base)
-    for path in ("mla_token_s", "mla_walk_blend", f"rate.{KM.walk_key('trtllm')}", f"rate.{KM.walk_key('vllm')}",
+    for path in ("mla_token_s", "mla_walk_blend", "mla_memory", f"rate.{KM.walk_key('trtllm')}",
+                 f"rate.{KM.walk_key('vllm')}",
                  "launch.trtllm/generation_mla", "launch.vllm/generation_mla"):  # fmt: skip
         assert KF.get_param(got, path) == pytest.approx(KF.get_param(true, path), rel=1e-3), path
     assert np.allclose(KM.predict_generation(rows, dev, got), rows["latency"], rtol=1e-6)

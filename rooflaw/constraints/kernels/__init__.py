@@ -120,6 +120,8 @@ class KernelCurves:
     #: p of the blend of the MLA token walk with the rest of its kernel (the KV stream at the shared bandwidth, the
     #: math, the prologues), ``(t_rest^p + t_walk^p)^(1/p)``: the walk's loads queue as the stream nears the bandwidth
     mla_walk_blend: float = 3.0
+    #: achieved bandwidth fraction of an MLA decode kernel's latent stream (0: ``attention_memory``)
+    mla_memory: float = 0.0
     #: p of a decode kernel's blend of its KV stream and its CTA prologues, ``(t_stream^p + t_prologues^p)^(1/p)`` (1:
     #: their sum, large: the larger), reached with many waves of CTAs: with ``W`` waves ``p = 1 + (decode_blend - 1)·(1
     #: - 1/W)`` (one wave's prologue has no earlier stream to hide under)

@@ -56,7 +56,7 @@ _BOUNDS = {
     "decode_window_tokens": (32.0, 0.0, 4096.0, 10.0),
     "mla_token_s": (2e-8, 0.0, 1e-5, 1e-8),
     "prefill_pack_gqa": (0.5, 0.0, 1.0, 0.1),
-    "mla_split": (0.1, 0.0, 64.0, 1.0),
+    "mla_memory": (0.8, 0.05, 1.5, 1.0),
     "mla_walk_blend": (3.0, 1.0, 30.0, 1.0),
     "attention_l2": (0.02, 0.0, 1.0, 0.01),
     "attention_softmax": (4.0, 0.0, 200.0, 10.0),
@@ -96,7 +96,7 @@ _FRESH = _FRESH | {
     "decode_split_tokens",
     "decode_window_tokens",
     "mla_token_s",
-    "mla_split",
+    "mla_memory",
     "prefill_pack_gqa",
 }
 #: the MoE family's shape figures start inside their range too (at their default 0 the fit may not leave the bound)

@@ -59,7 +59,7 @@ WALK_ARCHITECTURES = ("ampere", "ada")
 #: vLLM's Triton kernel one CTA per (sequence, :data:`TRITON_HEADS` query heads, one of :data:`TRITON_SPLITS` KV
 #: splits)
 WALK_ENGINES = ("trtllm", "vllm")
-#: the engine whose context MLA runs in fp8 with an fp8 KV cache on sm90+ (:func:`fp8_context`)
+#: the engine whose MLA kernels run their math in fp8 with an fp8 KV cache on sm90+ (:func:`fp8_mla`)
 FP8_CONTEXT_ENGINE = "trtllm"
 #: query heads per CTA (its ``BLOCK_H``) and KV splits per sequence of vLLM's Triton MLA decode kernel
 TRITON_HEADS, TRITON_SPLITS = 16.0, 4.0
@@ -95,9 +95,10 @@ def _dtype(rows: pd.DataFrame, name: str) -> np.ndarray:
     return bytes_of(rows, name) if name in rows else np.full(len(rows), 2.0)
 
 
-def fp8_context(rows: pd.DataFrame, device: Device) -> np.ndarray:
-    """bool per prefill row: :data:`FP8_CONTEXT_ENGINE`'s fp8 context MLA runs -- an fp8 KV cache on a device past
-    :data:`WALK_ARCHITECTURES` (sm90+), where TensorRT-LLM quantises Q, K and V to fp8 and runs the FMHA in fp8."""
+def fp8_mla(rows: pd.DataFrame, device: Device) -> np.ndarray:
+    """bool per row: :data:`FP8_CONTEXT_ENGINE`'s fp8 MLA kernels run -- an fp8 KV cache on a device past
+    :data:`WALK_ARCHITECTURES` (sm90+), where TensorRT-LLM's context MLA quantises Q, K and V to fp8 and runs the FMHA
+    in fp8, and its decode kernel runs its math in fp8 too."""
     fw = rows["framework"].astype(str).to_numpy() if "framework" in rows else np.full(len(rows), "")
     sm90 = device.architecture not in WALK_ARCHITECTURES
     return (fw == FP8_CONTEXT_ENGINE) & (_dtype(rows, "kv_cache_dtype") == 1.0) & sm90
@@ -110,7 +111,7 @@ def context_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
     pairs = block_pairs(S, np.zeros_like(S))
     flops = 2.0 * B * H * pairs * (dqk + V_DIM)
     byts = B * S * H * (2.0 * dqk + 2.0 * V_DIM) * 2.0
-    q8 = fp8_context(rows, device)
+    q8 = fp8_mla(rows, device)
     # the latent written to the cache; the fp8 kernel's quantise pass reads Q, K, V in bf16 and writes them in fp8
     extra = B * S * (KV_LORA + QK_ROPE) * b_kv + np.where(q8, B * S * H * (2.0 * dqk + V_DIM) * (2.0 + 1.0), 0.0)
     te, we = tile_efficiency(S, 1.0, B * H, dataclasses.replace(device, tile=(Q_TILE, 1), gemm_half_rows=0.0))
@@ -149,7 +150,7 @@ def generation_terms(rows: pd.DataFrame, device: Device) -> MlaDecodeTerms:
         flops=np.where(ok, flops, np.nan),
         bytes=byts,
         peak16=np.full(len(rows), device.roof("fp16")[1]),
-        peak8=np.full(len(rows), device.roof("fp16")[1]),
+        peak8=np.full(len(rows), device.roof("fp8")[1]),
         peak32=np.full(len(rows), device.roof("fp32")[1]),
         eff=np.ones(len(rows)),
         extra_bytes=np.zeros(len(rows)),
@@ -158,7 +159,7 @@ def generation_terms(rows: pd.DataFrame, device: Device) -> MlaDecodeTerms:
         streams=B,
         resident=byts <= (device.l2_bytes or 0.0),
         pairs=B * H * L,
-        fp8=np.zeros(len(rows), dtype=bool),
+        fp8=fp8_mla(rows, device),
         group=group,
         labels=labels,
         op="generation_mla",
@@ -188,6 +189,8 @@ def decode_seconds(t: MlaDecodeTerms, device: Device, curves: KernelCurves) -> n
     blend (``mla_walk_blend``) with the walk, :func:`walk_seconds` (``mla_token_s`` in SM cycles), both at the walking
     kernel's own rate (``rate["<engine>/generation_mla/walk"]``), the stream without the occupancy ramp (the walk is
     its CTAs' latency limit)."""
+    if curves.mla_memory > 0:  # the MLA kernels' own bandwidth fraction
+        curves = dataclasses.replace(curves, attention_memory=curves.mla_memory)
     stream = seconds(t, device, dataclasses.replace(curves, mla_token_s=0.0))
     if t.walk is None or not np.any(t.walk) or curves.mla_token_s <= 0:
         return stream
@@ -231,7 +234,7 @@ def walk_rate(rows: pd.DataFrame) -> tuple[str, ...]:
 
 
 #: the figures of MLA decode's own (its token walk), beside each engine's fixed extra and rate
-DECODE_PARAMS = ("mla_token_s", "mla_walk_blend")
+DECODE_PARAMS = ("mla_token_s", "mla_walk_blend", "mla_memory")
 GENERATION = register(
     Family(
         name="generation_mla",
