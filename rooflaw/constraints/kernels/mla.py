@@ -1,7 +1,8 @@
 """The MLA attention families (DeepSeek's multi-head latent attention): prefill (``context_mla``) and one decode
 step (``generation_mla``), priced with the attention physics and figures of :mod:`.attention` -- each engine's fixed
-extra per call (``launch``) and kernel rate (``rate``, vLLM's) are MLA's own, and decode's token walk
-(``mla_token_s``, ``mla_split``).
+extra per call (``launch``) and kernel rate (``rate``, vLLM's) are MLA's own, and decode has its own bandwidth
+fraction (``mla_memory``) and token walk (``mla_token_s``, ``mla_walk_blend``,
+``rate["<engine>/generation_mla/walk"]``).
 
 The measured tables hold DeepSeek-V3's MLA shapes (``num_heads`` per GPU after tensor parallelism; per head a
 ``QK_NOPE + QK_ROPE = 192``-wide query/key and a ``V_DIM = 128``-wide value; a compressed KV cache of
@@ -9,21 +10,24 @@ The measured tables hold DeepSeek-V3's MLA shapes (``num_heads`` per GPU after t
 
 Prefill decompresses the cache into per-head K and V and runs a causal FlashAttention kernel: FLOPs
 ``= 2·B·H·P·(192 + 128)`` over the ``P`` block pairs (:func:`.attention.block_pairs`), bytes ``= B·S·H·(2·192 +
-2·128)·2`` (Q, K, V, O in bf16), plus the latent written to the cache beside it (``B·S·576·b_kv``).
+2·128)·2`` (Q, K, V, O in bf16), plus the latent written to the cache beside it (``B·S·576·b_kv``). With an fp8 KV
+cache on sm90+ TensorRT-LLM runs its fp8 context MLA (:func:`fp8_mla`): a pass quantising Q, K and V (``B·S·H·512``
+values read in bf16, written in fp8) and the FMHA on the fp8 roof (``attention_fp8``).
 Decode runs with the up-projections absorbed into the query and output (an MQA over the latent): every head scores
-the 576-wide latent and sums the 512-wide one, FLOPs ``= 2·B·H·L·(576 + 512)``, bytes ``= B·L·576·b_kv +
-B·H·(576 + 512)·2``, one KV stream per sequence (``n = B``). Times as :func:`.attention.seconds`.
+the 576-wide latent and sums the 512-wide one, FLOPs ``= 2·B·H·L·(576 + 512)`` (on the fp8 roof in TensorRT-LLM's
+fp8-KV kernel from sm90 on), bytes ``= B·L·576·b_kv + B·H·(576 + 512)·2`` at ``mla_memory`` of the bandwidth, one KV
+stream per sequence (``n = B``). Times as :func:`.attention.seconds`.
 
 Which decode kernel runs is a property of the device's architecture and the engine (:func:`walks`): before Hopper
-(compute capability < 9.0: Ampere, Ada) TensorRT-LLM has no split MLA decode kernel (FlashMLA and TensorRT-LLM's
-trtllm-gen MLA kernels need sm90's warpgroup MMA and TMA; on sm80/sm89 TensorRT-LLM falls back to its generic
-kernels for the 576-wide head) and walks each sequence's latent token by token in one CTA: the KV stream takes at
-least :func:`.attention.mla_sequential` (``mla_token_s`` a token, SM cycles written as seconds at the curves'
-``clock_mhz`` like the other decode fixed times, whatever its bytes or heads), split over up to ``mla_split`` CTAs
-per SM, and its bandwidth ramps with those CTAs per SM (Little's law, ``decode_half_occupancy``), not with the
-split-KV CTAs a flash-decoding kernel would run. Hopper's and Blackwell's kernels, and vLLM's, stream. The walk's
-figures are fitted on the walking rows only, so the pooled ``generic`` curves carry them to a held-out Ampere or Ada
-GPU.
+(compute capability < 9.0: Ampere, Ada) there is no split MLA decode kernel (FlashMLA and TensorRT-LLM's trtllm-gen
+MLA kernels need sm90's warpgroup MMA and TMA), and both engines' kernels walk the latent token by token: TensorRT-LLM
+one CTA per sequence over its whole context, vLLM's Triton kernel one CTA per (sequence, 16 query heads, one of 4 KV
+splits) over a quarter of it (:func:`walk_layout`); the CTAs run in waves over the SMs, one per SM, each token
+``mla_token_s`` (SM cycles written as seconds at the curves' ``clock_mhz``, whatever its bytes or heads: 112-127 ns
+on A100, 78-81 ns on L40S in both engines' tables). The walk and the rest of the kernel (stream, math, prologues,
+fixed time; the stream without the occupancy ramp, the walk being its CTAs' latency limit) blend as a p-norm
+(``mla_walk_blend``), at the walking kernel's own rate. Hopper's and Blackwell's kernels stream. The walk's figures
+are fitted on the walking rows only, so the pooled ``generic`` curves carry them to a held-out Ampere or Ada GPU.
 """
 
 from __future__ import annotations
