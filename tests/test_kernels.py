@@ -503,46 +503,6 @@ def test_fit_recovers_known_gemm_figures():
     assert np.allclose(KG.predict(rows, dev, got), rows["latency"], rtol=1e-6)
 
 
-def test_mla_decode_reads_the_latent_once_for_all_heads():
-    from rooflaw.constraints.kernels import mla as KM
-
-    # DeepSeek-V3's MLA, absorbed: 16 heads score a 576-wide latent and sum a 512-wide one over L = 4096 cached
-    # tokens of 8 sequences; the fp8 cache holds 576 bytes per token, read once per sequence (8 streams on 132 SMs)
-    dev = _dev(sm_count=132)
-    c = dataclasses.replace(CURVES, attention=0.5, attention_memory=0.9, decode_half_occupancy=0.25,
-                            attention_softmax=8.0, decode_tile_s=1e-6)  # fmt: skip
-    rows = pd.DataFrame({"batch_size": [8], "isl": [1], "step": [4095], "num_heads": [16], "tp_size": [8],
-                         "mla_dtype": ["bfloat16"], "kv_cache_dtype": ["fp8"], "framework": ["trtllm"]})  # fmt: skip
-    flops = 2 * 8 * 16 * 4096 * (576 + 512)
-    byts = 8 * 4096 * 576 * 1 + 8 * 16 * (576 + 512) * 2
-    compute = flops / (1e15 * 0.5) + 8 * 16 * 4096 * 8.0 / 1e13
-    want = max(compute, byts * (1 + 0.25 / (8 / 132)) / (2e12 * 0.9)) + 1e-6 + 2e-6
-    assert KM.predict_generation(rows, dev, c)[0] * 1e-3 == pytest.approx(want, rel=1e-12)
-    assert family_of_table("generation_mla_perf").name == "generation_mla"
-
-
-def test_mla_decode_sequential_cta_walks_the_tokens():
-    from rooflaw.constraints.kernels import mla as KM
-
-    # an MLA decode kernel walking each sequence's 4096 cached tokens one by one in a CTA (1e-7 s each): 8 sequences
-    # on 100 SMs, one wave, 4096 x 1e-7 s -- whatever the KV dtype and the heads (the latent is shared); split over
-    # up to 2 CTAs per SM, each sequence's tokens spread over 25 CTAs in two waves
-    dev = _dev(sm_count=100)
-    c = dataclasses.replace(CURVES, attention=0.5, attention_memory=0.9, mla_token_s=1e-7)
-    rows = pd.DataFrame({"batch_size": [8], "isl": [1], "step": [4095], "num_heads": [16], "mla_dtype": ["bfloat16"],
-                         "kv_cache_dtype": ["bfloat16"], "framework": ["trtllm"]})  # fmt: skip
-    got = KM.predict_generation(rows, dev, c)[0] * 1e-3
-    assert got == pytest.approx(4096 * 1e-7 + 2e-6, rel=1e-12)
-    same = pd.concat([rows.assign(kv_cache_dtype=["fp8"]), rows.assign(num_heads=[128])], ignore_index=True)
-    assert KM.predict_generation(same, dev, c) * 1e-3 == pytest.approx([got, got], rel=1e-12)
-    split = KM.predict_generation(rows, dev, dataclasses.replace(c, mla_split=2.0))[0] * 1e-3
-    assert split == pytest.approx(2 * 4096 / 25 * 1e-7 + 2e-6, rel=1e-12)
-    # vLLM's kernel at its own rate
-    cv = dataclasses.replace(c, rate={"vllm/generation_mla": 4.0})
-    assert KM.predict_generation(rows.assign(framework=["vllm"]), dev, cv)[0] * 1e-3 == pytest.approx(
-        4096 * 1e-7 / 4 + 2e-6, rel=1e-12)  # fmt: skip
-
-
 def test_prefill_pack_gqa_packs_the_group_into_one_tile():
     # vLLM's FlashAttention-3 packs a GQA group's 4 query heads (16 rows each) into one 64-row tile: 100 sequences x
     # 8 KV heads = 800 tiles, 8 waves on 100 SMs, instead of 3200 16-row tiles in 32 waves; whole tiles either way,

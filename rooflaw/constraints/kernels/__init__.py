@@ -117,10 +117,17 @@ class KernelCurves:
     #: least cached tokens per split of a split-KV decode kernel (0: no such limit)
     decode_split_tokens: float = 0.0
     #: seconds per cached token of an MLA decode CTA that walks a sequence's tokens one after another (the latent
-    #: is shared by all heads: its time does not grow with them; 0: no such limit)
+    #: is shared by all heads: its time does not grow with them; 0: no such limit): SM cycles written as seconds at
+    #: ``clock_mhz`` (a device of clock ``f`` runs them in ``· clock_mhz / f``; :mod:`.mla`)
     mla_token_s: float = 0.0
-    #: CTAs per SM up to which an MLA decode kernel splits each sequence's context (0: no split)
+    #: CTAs per SM up to which an MLA decode kernel splits each sequence's context (0: no split; no longer fitted:
+    #: :mod:`.mla` walks TensorRT-LLM's MLA decode one CTA per sequence, read only by :func:`.attention.mla_sequential`)
     mla_split: float = 0.0
+    #: p of the blend of the MLA token walk with the rest of its kernel (the KV stream at the shared bandwidth, the
+    #: math, the prologues), ``(t_rest^p + t_walk^p)^(1/p)``: the walk's loads queue as the stream nears the bandwidth
+    mla_walk_blend: float = 3.0
+    #: achieved bandwidth fraction of an MLA decode kernel's latent stream (0: ``attention_memory``)
+    mla_memory: float = 0.0
     #: p of a decode kernel's blend of its KV stream and its CTA prologues, ``(t_stream^p + t_prologues^p)^(1/p)`` (1:
     #: their sum, large: the larger), reached with many waves of CTAs: with ``W`` waves ``p = 1 + (decode_blend - 1)·(1
     #: - 1/W)`` (one wave's prologue has no earlier stream to hide under)

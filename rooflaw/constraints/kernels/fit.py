@@ -58,7 +58,8 @@ _BOUNDS = {
     "decode_window_tokens": (32.0, 0.0, 4096.0, 10.0),
     "mla_token_s": (2e-8, 0.0, 1e-5, 1e-8),
     "prefill_pack_gqa": (0.5, 0.0, 1.0, 0.1),
-    "mla_split": (0.1, 0.0, 64.0, 1.0),
+    "mla_memory": (0.8, 0.05, 1.5, 1.0),
+    "mla_walk_blend": (3.0, 1.0, 30.0, 1.0),
     "attention_l2": (0.02, 0.0, 1.0, 0.01),
     "attention_softmax": (4.0, 0.0, 200.0, 10.0),
     "softmax_overlap": (2.0, 1.0, 8.0, 1.0),
@@ -91,7 +92,7 @@ _FRESH = _FRESH | {
     "decode_split_tokens",
     "decode_window_tokens",
     "mla_token_s",
-    "mla_split",
+    "mla_memory",
     "prefill_pack_gqa",
 }
 #: the MoE family's shape figures start inside their range too (at their default 0 the fit may not leave the bound)
@@ -101,10 +102,9 @@ QUANTILES = (0.1, 0.9)  #: the 80 % band of measured/predicted
 BAND_SHARE, TAILS = 0.8, tuple(np.round(np.arange(0.10, 0.0049, -0.005), 4))
 
 
-#: figures of one kernel implementation, not of an architecture-free physics: TensorRT-LLM 1.0's MLA decode walks a
-#: sequence's latent token by token in one CTA on Ampere and Ada (``mla_token_s``, its split ``mla_split``), where
-#: Hopper's and Blackwell's split kernels stream; a GPU priced by ``generic`` does not inherit that walk
-KERNEL_SPECIFIC = frozenset({"mla_token_s", "mla_split"})
+#: figures of one kernel implementation, not pooled in ``generic`` (none now: the MLA decode token walk applies by the
+#: device's architecture, :func:`.mla.walks`, and its figures are fitted on walking rows only, so they pool)
+KERNEL_SPECIFIC: frozenset[str] = frozenset()
 
 
 def pooled(name: str) -> bool:

@@ -1,7 +1,8 @@
 """The MLA attention families (DeepSeek's multi-head latent attention): prefill (``context_mla``) and one decode
 step (``generation_mla``), priced with the attention physics and figures of :mod:`.attention` -- each engine's fixed
-extra per call (``launch``) and kernel rate (``rate``, vLLM's) are MLA's own, and decode's token walk
-(``mla_token_s``, ``mla_split``).
+extra per call (``launch``) and kernel rate (``rate``, vLLM's) are MLA's own, and decode has its own bandwidth
+fraction (``mla_memory``) and token walk (``mla_token_s``, ``mla_walk_blend``,
+``rate["<engine>/generation_mla/walk"]``).
 
 The measured tables hold DeepSeek-V3's MLA shapes (``num_heads`` per GPU after tensor parallelism; per head a
 ``QK_NOPE + QK_ROPE = 192``-wide query/key and a ``V_DIM = 128``-wide value; a compressed KV cache of
@@ -9,13 +10,24 @@ The measured tables hold DeepSeek-V3's MLA shapes (``num_heads`` per GPU after t
 
 Prefill decompresses the cache into per-head K and V and runs a causal FlashAttention kernel: FLOPs
 ``= 2·B·H·P·(192 + 128)`` over the ``P`` block pairs (:func:`.attention.block_pairs`), bytes ``= B·S·H·(2·192 +
-2·128)·2`` (Q, K, V, O in bf16), plus the latent written to the cache beside it (``B·S·576·b_kv``).
+2·128)·2`` (Q, K, V, O in bf16), plus the latent written to the cache beside it (``B·S·576·b_kv``). With an fp8 KV
+cache on sm90+ TensorRT-LLM runs its fp8 context MLA (:func:`fp8_mla`): a pass quantising Q, K and V (``B·S·H·512``
+values read in bf16, written in fp8) and the FMHA on the fp8 roof (``attention_fp8``).
 Decode runs with the up-projections absorbed into the query and output (an MQA over the latent): every head scores
-the 576-wide latent and sums the 512-wide one, FLOPs ``= 2·B·H·L·(576 + 512)``, bytes ``= B·L·576·b_kv +
-B·H·(576 + 512)·2``, one KV stream per sequence (``n = B``). Times as :func:`.attention.seconds`, where the KV stream
-takes at least :func:`.attention.mla_sequential`: a kernel that walks each sequence's latent token by token in one CTA
-(``mla_token_s`` a token, whatever its bytes or heads; TensorRT-LLM 1.0 on Ampere and Ada), split over up to
-``mla_split`` CTAs per SM.
+the 576-wide latent and sums the 512-wide one, FLOPs ``= 2·B·H·L·(576 + 512)`` (on the fp8 roof in TensorRT-LLM's
+fp8-KV kernel from sm90 on), bytes ``= B·L·576·b_kv + B·H·(576 + 512)·2`` at ``mla_memory`` of the bandwidth, one KV
+stream per sequence (``n = B``). Times as :func:`.attention.seconds`.
+
+Which decode kernel runs is a property of the device's architecture and the engine (:func:`walks`): before Hopper
+(compute capability < 9.0: Ampere, Ada) there is no split MLA decode kernel (FlashMLA and TensorRT-LLM's trtllm-gen
+MLA kernels need sm90's warpgroup MMA and TMA), and both engines' kernels walk the latent token by token: TensorRT-LLM
+one CTA per sequence over its whole context, vLLM's Triton kernel one CTA per (sequence, 16 query heads, one of 4 KV
+splits) over a quarter of it (:func:`walk_layout`); the CTAs run in waves over the SMs, one per SM, each token
+``mla_token_s`` (SM cycles written as seconds at the curves' ``clock_mhz``, whatever its bytes or heads: 112-127 ns
+on A100, 78-81 ns on L40S in both engines' tables). The walk and the rest of the kernel (stream, math, prologues,
+fixed time; the stream without the occupancy ramp, the walk being its CTAs' latency limit) blend as a p-norm
+(``mla_walk_blend``), at the walking kernel's own rate. Hopper's and Blackwell's kernels stream. The walk's figures
+are fitted on the walking rows only, so the pooled ``generic`` curves carry them to a held-out Ampere or Ada GPU.
 """
 
 from __future__ import annotations
@@ -28,16 +40,72 @@ import pandas as pd
 from ...devices.device import Device
 from ..tiles import tile_efficiency
 from . import Family, KernelCurves, register
-from .attention import Q_TILE, AttentionTerms, block_pairs, bytes_of, column, groups_of, seconds, used_params_for
+from .attention import (
+    Q_TILE,
+    AttentionTerms,
+    block_pairs,
+    bytes_of,
+    column,
+    groups_of,
+    seconds,
+    used_params_for,
+)
+from .gemm import cycle_scale
 
 KV_LORA = 512.0  #: compressed KV width (values per token)
 QK_ROPE = 64.0  #: rotary part of each query/key head, also cached per token
 QK_NOPE = 128.0  #: non-rotary part of each query/key head
 V_DIM = 128.0  #: value head width
+#: architectures without a split MLA decode kernel (compute capability < 9.0: no warpgroup MMA / TMA, which FlashMLA
+#: and TensorRT-LLM's trtllm-gen MLA kernels need)
+WALK_ARCHITECTURES = ("ampere", "ada")
+#: the engines whose MLA decode walks the latent on :data:`WALK_ARCHITECTURES`: TensorRT-LLM one CTA per sequence,
+#: vLLM's Triton kernel one CTA per (sequence, :data:`TRITON_HEADS` query heads, one of :data:`TRITON_SPLITS` KV
+#: splits)
+WALK_ENGINES = ("trtllm", "vllm")
+#: the engine whose MLA kernels run their math in fp8 with an fp8 KV cache on sm90+ (:func:`fp8_mla`)
+FP8_CONTEXT_ENGINE = "trtllm"
+#: query heads per CTA (its ``BLOCK_H``) and KV splits per sequence of vLLM's Triton MLA decode kernel
+TRITON_HEADS, TRITON_SPLITS = 16.0, 4.0
+
+
+@dataclasses.dataclass(frozen=True)
+class MlaDecodeTerms(AttentionTerms):
+    """:class:`.attention.AttentionTerms` of MLA decode rows, with the rows whose kernel walks the latent."""
+
+    walk: np.ndarray | None = None  #: bool per row: the kernel walks the latent token by token (:func:`walks`)
+    walk_ctas: np.ndarray | None = None  #: CTAs of a walking kernel (they run in waves over the SMs)
+    walk_tokens: np.ndarray | None = None  #: cached tokens each of them walks
+
+
+def walks(rows: pd.DataFrame, device: Device) -> np.ndarray:
+    """bool per decode row: its kernel walks the latent token by token -- :data:`WALK_ENGINES` on a device of
+    :data:`WALK_ARCHITECTURES`."""
+    fw = rows["framework"].astype(str).to_numpy() if "framework" in rows else np.full(len(rows), "")
+    return np.isin(fw, WALK_ENGINES) & (device.architecture in WALK_ARCHITECTURES)
+
+
+def walk_layout(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """CTAs and cached tokens per CTA of each row's walking kernel: TensorRT-LLM's one CTA per sequence walks its
+    whole context; vLLM's Triton kernel splits each sequence into ``ceil(H / 16)`` head blocks x 4 KV splits."""
+    B, L, H = column(rows, "batch_size"), column(rows, "isl") + column(rows, "step"), column(rows, "num_heads")
+    fw = rows["framework"].astype(str).to_numpy() if "framework" in rows else np.full(len(rows), "")
+    triton = fw == "vllm"
+    ctas = np.where(triton, B * np.ceil(H / TRITON_HEADS) * TRITON_SPLITS, B)
+    return ctas, np.where(triton, L / TRITON_SPLITS, L)
 
 
 def _dtype(rows: pd.DataFrame, name: str) -> np.ndarray:
     return bytes_of(rows, name) if name in rows else np.full(len(rows), 2.0)
+
+
+def fp8_mla(rows: pd.DataFrame, device: Device) -> np.ndarray:
+    """bool per row: :data:`FP8_CONTEXT_ENGINE`'s fp8 MLA kernels run -- an fp8 KV cache on a device past
+    :data:`WALK_ARCHITECTURES` (sm90+), where TensorRT-LLM's context MLA quantises Q, K and V to fp8 and runs the FMHA
+    in fp8, and its decode kernel runs its math in fp8 too."""
+    fw = rows["framework"].astype(str).to_numpy() if "framework" in rows else np.full(len(rows), "")
+    sm90 = device.architecture not in WALK_ARCHITECTURES
+    return (fw == FP8_CONTEXT_ENGINE) & (_dtype(rows, "kv_cache_dtype") == 1.0) & sm90
 
 
 def context_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
@@ -47,7 +115,9 @@ def context_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
     pairs = block_pairs(S, np.zeros_like(S))
     flops = 2.0 * B * H * pairs * (dqk + V_DIM)
     byts = B * S * H * (2.0 * dqk + 2.0 * V_DIM) * 2.0
-    extra = B * S * (KV_LORA + QK_ROPE) * b_kv
+    q8 = fp8_mla(rows, device)
+    # the latent written to the cache; the fp8 kernel's quantise pass reads Q, K, V in bf16 and writes them in fp8
+    extra = B * S * (KV_LORA + QK_ROPE) * b_kv + np.where(q8, B * S * H * (2.0 * dqk + V_DIM) * (2.0 + 1.0), 0.0)
     te, we = tile_efficiency(S, 1.0, B * H, dataclasses.replace(device, tile=(Q_TILE, 1), gemm_half_rows=0.0))
     ok = np.isfinite(byts + extra) & (flops > 0)
     group, labels = groups_of(rows, ok)
@@ -64,14 +134,14 @@ def context_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
         streams=np.full(len(rows), np.inf),
         resident=byts + extra <= (device.l2_bytes or 0.0),
         pairs=B * H * pairs,
-        fp8=b_q == 1.0,
+        fp8=(b_q == 1.0) | q8,
         group=group,
         labels=labels,
         op="context_mla",
     )
 
 
-def generation_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
+def generation_terms(rows: pd.DataFrame, device: Device) -> MlaDecodeTerms:
     B, L, H = column(rows, "batch_size"), column(rows, "isl") + column(rows, "step"), column(rows, "num_heads")
     b_kv = _dtype(rows, "kv_cache_dtype")
     latent = KV_LORA + QK_ROPE
@@ -79,11 +149,12 @@ def generation_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
     byts = B * L * latent * b_kv + B * H * (latent + KV_LORA) * 2.0
     ok = np.isfinite(byts) & (flops > 0)
     group, labels = groups_of(rows, ok)
-    return AttentionTerms(
+    ctas, tokens = walk_layout(rows)
+    return MlaDecodeTerms(
         flops=np.where(ok, flops, np.nan),
         bytes=byts,
         peak16=np.full(len(rows), device.roof("fp16")[1]),
-        peak8=np.full(len(rows), device.roof("fp16")[1]),
+        peak8=np.full(len(rows), device.roof("fp8")[1]),
         peak32=np.full(len(rows), device.roof("fp32")[1]),
         eff=np.ones(len(rows)),
         extra_bytes=np.zeros(len(rows)),
@@ -92,14 +163,49 @@ def generation_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
         streams=B,
         resident=byts <= (device.l2_bytes or 0.0),
         pairs=B * H * L,
-        fp8=np.zeros(len(rows), dtype=bool),
+        fp8=fp8_mla(rows, device),
         group=group,
         labels=labels,
         op="generation_mla",
         prefill=False,
         context=L,
         stream_bytes=L * latent * b_kv,
+        walk=walks(rows, device),
+        walk_ctas=ctas,
+        walk_tokens=tokens,
     )
+
+
+def walk_key(framework: str) -> str:
+    """The :attr:`KernelCurves.rate` key of ``framework``'s walking MLA decode kernel (:func:`walks`)."""
+    return f"{framework}/generation_mla/walk"
+
+
+def walk_seconds(t: MlaDecodeTerms, curves: KernelCurves) -> np.ndarray:
+    """Seconds (rate 1) of each row's walking kernel: its CTAs in waves over the SMs (one resident per SM), each
+    walking its tokens at ``mla_token_s`` a token (as ``curves`` give it: seconds)."""
+    assert t.walk_ctas is not None and t.walk_tokens is not None
+    return np.ceil(t.walk_ctas / t.sms) * t.walk_tokens * curves.mla_token_s
+
+
+def decode_seconds(t: MlaDecodeTerms, device: Device, curves: KernelCurves) -> np.ndarray:
+    """Seconds of each prepared MLA decode row: :func:`.attention.seconds`; on walking rows (``t.walk``) its p-norm
+    blend (``mla_walk_blend``) with the walk, :func:`walk_seconds` (``mla_token_s`` in SM cycles), both at the walking
+    kernel's own rate (``rate["<engine>/generation_mla/walk"]``), the stream without the occupancy ramp (the walk is
+    its CTAs' latency limit)."""
+    if curves.mla_memory > 0:  # the MLA kernels' own bandwidth fraction
+        curves = dataclasses.replace(curves, attention_memory=curves.mla_memory)
+    stream = seconds(t, device, dataclasses.replace(curves, mla_token_s=0.0))
+    if t.walk is None or not np.any(t.walk) or curves.mla_token_s <= 0:
+        return stream
+    own = {f"{f}/{t.op}": curves.rate[walk_key(f)] for f in t.labels if walk_key(f) in curves.rate}
+    walker = dataclasses.replace(curves, mla_token_s=0.0, rate={**curves.rate, **own}, decode_half_occupancy=0.0)
+    rate = np.array([walker.rate.get(f"{f}/{t.op}", 1.0) for f in t.labels] or [1.0])[t.group]
+    token_s = curves.mla_token_s * cycle_scale(curves, device)
+    walk = walk_seconds(t, dataclasses.replace(curves, mla_token_s=token_s)) / rate
+    rest = seconds(t, device, walker)
+    p = curves.mla_walk_blend
+    return np.where(t.walk, (rest**p + walk**p) ** (1.0 / p), stream)
 
 
 def predict_context(rows: pd.DataFrame, device: Device, curves: KernelCurves) -> np.ndarray:
@@ -109,7 +215,7 @@ def predict_context(rows: pd.DataFrame, device: Device, curves: KernelCurves) ->
 
 def predict_generation(rows: pd.DataFrame, device: Device, curves: KernelCurves) -> np.ndarray:
     """Predicted ms of each row of a ``generation_mla_perf`` table."""
-    return seconds(generation_terms(rows, device), device, curves) * 1e3
+    return decode_seconds(generation_terms(rows, device), device, curves) * 1e3
 
 
 CONTEXT = register(
@@ -123,14 +229,24 @@ CONTEXT = register(
         evaluate=seconds,
     )
 )
+
+
+def walk_rate(rows: pd.DataFrame) -> tuple[str, ...]:
+    """``rate.<engine>/generation_mla/walk`` of each walking engine ``rows`` hold (fitted on walking rows only: a GPU
+    whose rows do not walk leaves it at its start)."""
+    return tuple(f"rate.{walk_key(f)}" for f in WALK_ENGINES if (rows["framework"].astype(str) == f).any())
+
+
+#: the figures of MLA decode's own (its token walk), beside each engine's fixed extra and rate
+DECODE_PARAMS = ("mla_token_s", "mla_walk_blend", "mla_memory")
 GENERATION = register(
     Family(
         name="generation_mla",
         tables=("generation_mla_perf",),
-        params=("mla_token_s", "mla_split"),
+        params=DECODE_PARAMS,
         predict=predict_generation,
-        used=used_params_for("generation_mla", ("mla_token_s", "mla_split"), True),
+        used=lambda rows: (*used_params_for("generation_mla", DECODE_PARAMS, True)(rows), *walk_rate(rows)),
         prepare=generation_terms,
-        evaluate=seconds,
+        evaluate=decode_seconds,
     )
 )
