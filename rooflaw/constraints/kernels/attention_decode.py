@@ -4,10 +4,11 @@ working set resident in L2 streams at, and the L2-to-SM traffic of kernels whose
 TensorRT-LLM's masked-MHA kernel runs one CTA per query head; where a KV head serves ``g`` > 32 query heads its
 ``g`` CTAs each read the head's K and V, the first from DRAM, the others from L2: the L2-to-SM traffic is ``g`` times
 the DRAM bytes (XQA's ``ceil(g/16)`` CTAs per KV head likewise). With ``g = 64`` that traffic, not DRAM, sets the
-time (H100, B = 1, 64 query heads on one KV head, 32,768 cached tokens: 181 µs, 1.07 GB of L2 reads at 5.9 TB/s,
-against 5 µs for its 16.8 MB from DRAM). ``t_l2 = streams · stream_bytes / (SMs · clock · decode_l2)``, a floor under
-the DRAM stream; a working set that fits in the device's L2 streams at ``max(DRAM's rate, SMs · clock ·
-decode_l2)``. ``decode_l2`` is an architecture's figure (the L2's bytes per SM-cycle), pooled in ``generic``.
+time (H100, B = 1, d = 128, 64 query heads on one KV head, 32,768 cached tokens: 235 µs, 1.07 GB of L2 reads at 4.6
+TB/s, against 5 µs for its 16.8 MB from DRAM). ``t_l2 = streams · stream_bytes / r_l2``, a floor under the DRAM
+stream, with ``r_l2 = max(SMs · clock · decode_l2, DRAM's rate)`` (DRAM's bytes pass through the L2); a working set
+that fits in the device's L2 streams at ``r_l2``. ``decode_l2`` is an architecture's figure (the L2's bytes per
+SM-cycle), pooled in ``generic``.
 """
 
 from __future__ import annotations
