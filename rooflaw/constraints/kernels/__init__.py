@@ -140,6 +140,13 @@ class KernelCurves:
     decode_window_tokens: float = 0.0
     #: share of a decode wave's fixed seconds that grows with the head dim (``1 - s + s·d/128``; 0: none)
     decode_dim_share: float = 0.0
+    #: share of a decode wave's fixed seconds paid per CTA rather than per wave: a partial wave of ``n < SMs`` CTAs
+    #: pays ``1 - c + c·n/SMs`` of it (their Q, page-table and O traffic contends; 0: every wave pays it whole)
+    decode_cta_share: float = 0.0
+    #: L2 bandwidth a decode attention kernel reaches when its whole working set fits in L2 (a benchmark re-running it
+    #: finds it there), in bytes per SM per SM clock cycle (``SMs · clock · decode_l2``); it applies where it beats
+    #: DRAM (0: the prefill's ``attention_l2``)
+    decode_l2: float = 0.0
     #: L2 bandwidth an attention kernel reaches when its whole working set fits in L2 (a kernel re-run over the same
     #: tensors, as a benchmark does, finds them there), in bytes per FLOP of the fp32 roof (a proxy of SMs x clock);
     #: it applies where it beats DRAM (0: never)

@@ -29,10 +29,12 @@ its XQA kernel takes (:data:`XQA_MAX_GROUP`; then ``n = B·H`` streams, the grou
 through L2, read from DRAM once). bytes ``= B·L·2·H_kv·d·b_kv + 2·B·H·d·2``, FLOPs ``= 4·B·H·d·L``; ``t = (t_stream^p +
 t_prologue^p)^(1/p) + kernel_s + launch`` (``p = 1 + (decode_blend - 1)·(1 - 1/⌈n/SMs⌉)``: one wave's prologue has
 no earlier stream to hide under, many waves' do) with ``t_stream = max(t_mma, bytes · (1 +
-decode_half_occupancy / x) / (bandwidth · attention_memory · l2))``: a split-KV (flash-decoding) kernel cuts each stream
+decode_half_occupancy / x) / (bandwidth · attention_memory · l2), t_l2)`` (``t_l2``, ``l2``: :mod:`.attention_decode`'s
+L2 traffic and residency at ``decode_l2`` bytes per SM-cycle): a split-KV (flash-decoding) kernel cuts each stream
 into chunks of at least ``decode_split_tokens`` tokens, up to ``decode_split`` CTAs per SM, and ``x`` CTAs per SM keep
-too few loads in flight to reach the bandwidth when few (Little's law); ``t_prologue = ceil(n / SMs) · tile · (1 - s +
-s·d/128) · clock_mhz / clock / rate``: each wave of CTAs pays a fixed prologue (page table, Q, the split merge, O),
+too few loads in flight to reach the bandwidth when few (Little's law; ``t_l2`` too); ``t_prologue = (W - c·(W -
+n/SMs)) · tile · (1 - s + s·d/128) · clock_mhz / clock / rate``, ``W = ceil(n / SMs)``: each wave of CTAs pays a fixed
+prologue (page table, Q, the split merge, O), a partial wave ``c = decode_cta_share`` of it in proportion to its CTAs,
 SM cycles written as seconds at the curves' ``clock_mhz`` (:func:`.gemm.cycle_scale`), ``tile = decode_tile_s``
 (``decode_mha_tile_s`` for the masked-MHA kernel), ``s = decode_dim_share``, ``rate`` the engine's
 (``rate["<engine>/generation_attention"]``, its fp8-KV kernel's ``rate["<engine>/generation_attention/fp8"]``,
@@ -49,6 +51,7 @@ import pandas as pd
 from ...devices.device import Device
 from ..tiles import tile_efficiency
 from . import Family, KernelCurves, register
+from .attention_decode import l2_terms
 from .attention_prefill import Q_TILE, kernel_paths, kv_steps, path_params, path_rate
 from .gemm import cycle_scale, launch_s
 
@@ -318,12 +321,15 @@ def mla_sequential(t: AttentionTerms, curves: KernelCurves) -> np.ndarray:
 def decode_prologues(t: AttentionTerms, curves: KernelCurves) -> np.ndarray:
     """Seconds of a decode kernel's CTA prologues (page table, Q, the split merge, O; rate 1): one per wave of the
     unsplit CTAs over the SMs, ``decode_tile_s`` (``decode_mha_tile_s`` for TensorRT-LLM's masked-MHA kernel), a
-    ``decode_dim_share`` of it growing with the head dim."""
+    ``decode_dim_share`` of it growing with the head dim; a partial last wave pays ``decode_cta_share`` of it in
+    proportion to its CTAs (8 CTAs on 132 SMs: ``1 - c + c·8/132``)."""
     tile = np.full(len(t.streams), curves.decode_tile_s)
     if t.mha is not None and curves.decode_mha_tile_s > 0:
         tile = np.where(t.mha, curves.decode_mha_tile_s, tile)
     dim = t.dim if t.dim is not None else 1.0
-    return np.ceil(t.streams / t.sms) * tile * (1.0 - curves.decode_dim_share + curves.decode_dim_share * dim)
+    waves = np.ceil(t.streams / t.sms)
+    waves = waves - curves.decode_cta_share * (waves - t.streams / t.sms)  # a partial last wave pays its CTAs' share
+    return waves * tile * (1.0 - curves.decode_dim_share + curves.decode_dim_share * dim)
 
 
 def fp8_kv_rate(t: AttentionTerms, curves: KernelCurves, fw_rate: np.ndarray) -> np.ndarray:
@@ -364,9 +370,12 @@ def seconds(t: AttentionTerms, device: Device, curves: KernelCurves) -> np.ndarr
     byts = t.bytes
     if not t.prefill:
         t = decode_window(t, curves)
-        byts = t.bytes
         # a decode kernel with few CTAs per SM keeps too few loads in flight to reach the bandwidth (Little's law)
-        byts = byts * (1.0 + curves.decode_half_occupancy / decode_occupancy(t, curves))
+        occ = decode_occupancy(t, curves)
+        ramp = 1.0 + curves.decode_half_occupancy / occ
+        byts = t.bytes * ramp
+        if (l2t := l2_terms(t, device, curves, bw * mem)) is not None:  # decode's own L2 rate and L2 traffic
+            l2, both = l2t[0], np.maximum(both / fw_rate, l2t[1] * ramp) * fw_rate
     core = np.maximum(both / fw_rate, byts / (bw * mem * l2))
     if t.op == "generation_mla" and curves.mla_token_s > 0:
         core = np.maximum(core, mla_sequential(t, curves) / fw_rate)
@@ -453,6 +462,8 @@ DECODE_PARAMS = (
     "decode_mha_tile_s",
     "decode_dim_share",
     "decode_window_tokens",
+    "decode_cta_share",
+    "decode_l2",
 )
 GENERATION = register(
     Family(

@@ -22,6 +22,7 @@ from scipy.optimize import least_squares
 from ...devices.device import Device
 from ...errors import RooflawError, bad
 from . import FAMILIES, GENERIC, CollectiveCurve, Family, KernelCurves, attention_prefill, family_of_table
+from .attention_decode import BOUNDS as DECODE_BOUNDS
 from .catalog_file import COMMIT, SOURCE, catalog_text, curves_table, write_catalog  # noqa: F401 (re-exported)
 from .collectives import BOUNDS as COLLECTIVE_BOUNDS
 from .moe import BOUNDS as MOE_BOUNDS
@@ -47,15 +48,8 @@ _BOUNDS = {
     "attention": (0.5, 0.01, 1.5, 1.0),
     "attention_fp8": (0.5, 0.01, 1.5, 1.0),
     "attention_tile_s": (1e-6, 0.0, 1e-3, 1e-6),
-    "decode_tile_s": (3e-6, 0.0, 1e-3, 1e-6),
+    **DECODE_BOUNDS,  # keys decode_<figure> (attention_decode.py)
     "attention_memory": (0.7, 0.05, 1.5, 1.0),
-    "decode_half_occupancy": (0.5, 0.0, 8.0, 0.1),
-    "decode_blend": (2.0, 1.0, 30.0, 1.0),
-    "decode_split": (2.0, 0.0, 16.0, 1.0),
-    "decode_split_tokens": (256.0, 16.0, 8192.0, 100.0),
-    "decode_mha_tile_s": (1.5e-6, 0.0, 1e-3, 1e-6),
-    "decode_dim_share": (0.3, 0.0, 1.0, 0.1),
-    "decode_window_tokens": (32.0, 0.0, 4096.0, 10.0),
     "mla_token_s": (2e-8, 0.0, 1e-5, 1e-8),
     "prefill_pack_gqa": (0.5, 0.0, 1.0, 0.1),
     "mla_memory": (0.8, 0.05, 1.5, 1.0),
@@ -82,19 +76,7 @@ _DEFAULT_BOUNDS = (0.5, 0.0, 10.0, 1.0)
 #: figures whose fit starts from the ``_BOUNDS`` start, not the curves' current (default) value
 _FRESH = frozenset({"compute", "gemm_blend", "split_s", "kstep_s", "l2_sm_gbps", "l2_share"})
 #: the decode attention figures whose fit starts from the ``_BOUNDS`` start (from its default, a bound, it stalls)
-_FRESH = _FRESH | {
-    "decode_tile_s",
-    "decode_mha_tile_s",
-    "decode_dim_share",
-    "decode_half_occupancy",
-    "decode_blend",
-    "decode_split",
-    "decode_split_tokens",
-    "decode_window_tokens",
-    "mla_token_s",
-    "mla_memory",
-    "prefill_pack_gqa",
-}
+_FRESH = _FRESH | set(DECODE_BOUNDS) | {"mla_token_s", "mla_memory", "prefill_pack_gqa"}
 #: the MoE family's shape figures start inside their range too (at their default 0 the fit may not leave the bound)
 _FRESH = _FRESH | MOE_FRESH
 QUANTILES = (0.1, 0.9)  #: the 80 % band of measured/predicted

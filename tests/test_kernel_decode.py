@@ -1,0 +1,107 @@
+"""Decode attention's partial-wave prologues (``decode_cta_share``) and L2 terms (``decode_l2``,
+:mod:`rooflaw.constraints.kernels.attention_decode`) against hand-computed seconds."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rooflaw.constraints.kernels import FAMILIES, KernelCurves
+from rooflaw.constraints.kernels import attention as KA
+from rooflaw.constraints.kernels import fit as KF
+from rooflaw.constraints.kernels import mla as KM
+from rooflaw.devices.device import Device
+
+
+def _dev(**kw) -> Device:
+    base = dict(id="t", name="test gpu", peak_flops={"fp32": 1e13, "fp16": 1e15, "fp8": 2e15},
+                memory_bandwidth=2e12, memory_capacity=8e10, sm_count=100, architecture="hopper",
+                clock=1.5e9)  # fmt: skip
+    base.update(kw)
+    return Device(**base)
+
+
+def _rows(**kw) -> pd.DataFrame:
+    base = {"batch_size": [1], "isl": [1], "step": [8191], "num_heads": [64], "num_key_value_heads": [1],
+            "head_dim": [128], "window_size": [0], "attn_dtype": ["bfloat16"], "kv_cache_dtype": ["bfloat16"],
+            "framework": ["trtllm"]}  # fmt: skip
+    base.update({k: [v] for k, v in kw.items()})
+    return pd.DataFrame(base)
+
+
+#: 0.9 of the 2 TB/s DRAM; no split-KV, no occupancy ramp, no prologues: the memory terms alone, plus kernel_s
+CURVES = KernelCurves(architecture="t", compute={}, memory=0.8, kernel_s=2e-6, attention=0.5, attention_memory=0.9)
+DRAM = 2e12 * 0.9
+KV = 8192 * 2 * 128 * 2.0  # one KV head's K and V of 8192 cached tokens, bf16
+
+
+def ms(rows: pd.DataFrame, dev: Device, c: KernelCurves) -> float:
+    return float(KA.predict_generation(rows, dev, c)[0])
+
+
+def test_a_partial_wave_pays_its_ctas_share_of_the_prologue():
+    # 1 sequence x 8 KV heads (8 query heads each: XQA, one CTA a KV head) of 2 cached tokens on 100 SMs: 8 CTAs, a
+    # partial wave that pays 1 - c + c·8/100 of decode_tile_s; 250 x 8 = 2,000 CTAs are 20 whole waves, unchanged;
+    # 260 x 8 = 2,080 are 20.8 waves: 21 - c·0.2
+    c = dataclasses.replace(CURVES, decode_tile_s=1e-3)  # the prologues dominate the stream (p = 1 for one wave)
+    dev = _dev()
+    few = _rows(batch_size=1, num_key_value_heads=8, step=1)
+    byts = 8 * 2 * 2 * 128 * 2.0 + 2 * 64 * 128 * 2.0
+    for share in (0.0, 0.4, 1.0):
+        cs = dataclasses.replace(c, decode_cta_share=share)
+        want = byts / DRAM + 1e-3 * (1 - share + share * 8 / 100) + 2e-6
+        assert ms(few, dev, cs) * 1e-3 == pytest.approx(want, rel=1e-12), share
+    whole, part = few.assign(batch_size=[250]), few.assign(batch_size=[260])
+    c4 = dataclasses.replace(c, decode_cta_share=0.4)
+    base = dataclasses.replace(c, decode_tile_s=0.0)
+    assert (ms(whole, dev, c4) - ms(whole, dev, base)) * 1e-3 == pytest.approx(20e-3, rel=1e-6)
+    assert (ms(part, dev, c4) - ms(part, dev, base)) * 1e-3 == pytest.approx((21 - 0.4 * 0.2) * 1e-3, rel=1e-3)
+
+
+def test_query_head_ctas_reread_their_kv_head_through_l2():
+    # 64 query heads on one KV head: TensorRT-LLM's masked-MHA kernel runs 64 CTAs, each reading the head's K and V
+    # (64 x KV bytes through the L2, the first from DRAM); at 20 bytes per SM-cycle the L2 moves 100 x 1.5 GHz x 20
+    # = 3 TB/s, so the 268 MB take 89.5 µs where DRAM's 4.2 MB take 2.3 µs; vLLM's kernel reads the head once
+    dev = _dev()
+    rows = _rows()
+    q_o = 2 * 64 * 128 * 2.0
+    c = dataclasses.replace(CURVES, decode_l2=20.0)
+    assert ms(rows, dev, c) * 1e-3 == pytest.approx(64 * KV / 3e12 + 2e-6, rel=1e-12)
+    assert ms(rows, dev, CURVES) * 1e-3 == pytest.approx((KV + q_o) / DRAM + 2e-6, rel=1e-12)  # 0: no L2 term
+    vllm = rows.assign(framework=["vllm"])
+    assert ms(vllm, dev, c) * 1e-3 == pytest.approx((KV + q_o) / DRAM + 2e-6, rel=1e-12)
+    # an L2 slower than DRAM is not: DRAM's bytes pass through it (5 B/SM-cycle = 0.75 TB/s -> DRAM's 1.8 TB/s)
+    slow = dataclasses.replace(CURVES, decode_l2=5.0)
+    assert ms(rows, dev, slow) * 1e-3 == pytest.approx(64 * KV / DRAM + 2e-6, rel=1e-12)
+    # XQA's 32-head group: 2 CTAs of 16 heads, each reading the head: 2 x KV bytes through the L2 at 3 TB/s, less
+    # than the DRAM time of the head once: DRAM sets it
+    x32 = rows.assign(num_heads=[32])
+    want = max((KV + 2 * 32 * 128 * 2.0) / DRAM, 2 * KV / 3e12) + 2e-6
+    assert ms(x32, dev, c) * 1e-3 == pytest.approx(want, rel=1e-12)
+
+
+def test_a_working_set_resident_in_l2_streams_at_the_l2_rate():
+    # 1 sequence x 8 KV heads of 1,024 tokens: 4.2 MB, in a 50 MB L2 it streams at 3 TB/s, not DRAM's 1.8; a device
+    # with a 2 MB L2 reads it from DRAM; the clock scales the rate (1 GHz: 2 TB/s)
+    rows = _rows(num_heads=64, num_key_value_heads=8, step=1023, framework="vllm")
+    byts = 8 * 1024 * 2 * 128 * 2.0 + 2 * 64 * 128 * 2.0
+    c = dataclasses.replace(CURVES, decode_l2=20.0)
+    assert ms(rows, _dev(l2_bytes=50e6), c) * 1e-3 == pytest.approx(byts / 3e12 + 2e-6, rel=1e-12)
+    assert ms(rows, _dev(l2_bytes=2e6), c) * 1e-3 == pytest.approx(byts / DRAM + 2e-6, rel=1e-12)
+    assert ms(rows, _dev(l2_bytes=50e6, clock=1e9), c) * 1e-3 == pytest.approx(byts / 2e12 + 2e-6, rel=1e-12)
+
+
+def test_the_new_figures_are_fitted_and_pooled_and_mla_keeps_its_own():
+    used = FAMILIES["generation_attention"].used(_rows())
+    assert {"decode_cta_share", "decode_l2"} <= set(used)
+    assert KF.pooled("decode_l2") and KF.pooled("decode_cta_share")
+    assert "decode_l2" in KF._FRESH and KF._BOUNDS["decode_l2"][1] == 0.0
+    # MLA decode keeps the prefill's attention_l2 (decode_l2 is decode attention's)
+    mla = pd.DataFrame({"batch_size": [4], "isl": [1], "step": [4095], "num_heads": [128],
+                        "kv_cache_dtype": ["bfloat16"], "framework": ["trtllm"]})  # fmt: skip
+    dev = _dev(l2_bytes=50e6)
+    got = KM.predict_generation(mla, dev, dataclasses.replace(CURVES, decode_l2=20.0))
+    assert np.allclose(got, KM.predict_generation(mla, dev, CURVES), rtol=1e-12, equal_nan=True)
