@@ -18,8 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rooflaw.constraints.kernels import FAMILIES, GENERIC, gemm
-from rooflaw.constraints.kernels.fit import fit_curves, kernel_gpus
+from rooflaw.fitting import FAMILIES, GENERIC, fit_curves, kernel_gpus
 
 HERE = Path(__file__).resolve()
 DEFAULT = next((p for p in (HERE.parents[2] / "shared" / "data" / "kernels", Path("/work/shared/data/kernels"))
@@ -51,7 +50,7 @@ def scores(gpus, sample: int) -> pd.DataFrame:
         rows = pd.concat([t.rows for t in g.tables], ignore_index=True)
         for kind, c in curves.items():
             d = rows[["framework", "gemm_dtype", "kernel_source"]].copy()
-            d["r"], d["gpu"], d["kind"] = gemm.predict(rows, g.device, c) / rows.latency.to_numpy(), g.name, kind
+            d["r"], d["gpu"], d["kind"] = fam.predict(rows, g.device, c) / rows.latency.to_numpy(), g.name, kind
             frames.append(d[np.isfinite(d.r)])
     return pd.concat(frames, ignore_index=True)
 

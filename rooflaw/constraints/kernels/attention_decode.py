@@ -13,15 +13,12 @@ SM-cycle), pooled in ``generic``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
 from ...devices.device import Device
 from . import KernelCurves
-
-if TYPE_CHECKING:
-    from .attention import AttentionTerms
 
 #: the op whose kernels these terms price (MLA decode keeps the prefill's ``attention_l2``)
 OP = "generation_attention"
@@ -41,14 +38,12 @@ BOUNDS = {
 }
 
 
-def l2_rate(t: AttentionTerms, device: Device, curves: KernelCurves) -> float:
+def l2_rate(t: Any, device: Device, curves: KernelCurves) -> float:
     """Bytes/s of the device's L2 to its SMs at ``decode_l2`` bytes per SM-cycle (0 where not fitted)."""
     return float(t.sms) * float(device.clock or 0.0) * curves.decode_l2
 
 
-def l2_terms(
-    t: AttentionTerms, device: Device, curves: KernelCurves, dram: float
-) -> tuple[np.ndarray, np.ndarray] | None:
+def l2_terms(t: Any, device: Device, curves: KernelCurves, dram: float) -> tuple[np.ndarray, np.ndarray] | None:
     """``(gain, traffic_s)`` of decode rows ``t`` (after their window): the factor on a resident working set's DRAM
     rate ``dram`` (bytes/s; ``max(1, L2 rate / dram)``, else 1) and the seconds of the CTAs' L2-to-SM traffic
     (``streams · stream_bytes``) at the L2 rate; ``None`` where ``decode_l2`` is not fitted or ``t`` is not
