@@ -120,9 +120,6 @@ class KernelCurves:
     #: is shared by all heads: its time does not grow with them; 0: no such limit): SM cycles written as seconds at
     #: ``clock_mhz`` (a device of clock ``f`` runs them in ``· clock_mhz / f``; :mod:`.mla`)
     mla_token_s: float = 0.0
-    #: CTAs per SM up to which an MLA decode kernel splits each sequence's context (0: no split; no longer fitted:
-    #: :mod:`.mla` walks TensorRT-LLM's MLA decode one CTA per sequence, read only by :func:`.attention.mla_sequential`)
-    mla_split: float = 0.0
     #: p of the blend of the MLA token walk with the rest of its kernel (the KV stream at the shared bandwidth, the
     #: math, the prologues), ``(t_rest^p + t_walk^p)^(1/p)``: the walk's loads queue as the stream nears the bandwidth
     mla_walk_blend: float = 3.0

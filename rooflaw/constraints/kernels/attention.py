@@ -308,16 +308,6 @@ def decode_occupancy(t: AttentionTerms, curves: KernelCurves) -> np.ndarray:
     return t.streams * splits / t.sms
 
 
-def mla_sequential(t: AttentionTerms, curves: KernelCurves) -> np.ndarray:
-    """Seconds (rate 1) of an MLA decode kernel that walks each sequence's cached tokens one after another in one CTA
-    (``mla_token_s`` each, whatever their bytes), its context split over up to ``mla_split`` CTAs per SM (0: none);
-    the CTAs run in waves over the SMs."""
-    assert t.context is not None
-    splits = np.maximum(1.0, curves.mla_split * t.sms / t.streams) if curves.mla_split > 0 else 1.0
-    waves = np.maximum(np.ceil(t.streams / t.sms), t.streams * splits / t.sms)
-    return waves * t.context / splits * curves.mla_token_s
-
-
 def decode_prologues(t: AttentionTerms, curves: KernelCurves) -> np.ndarray:
     """Seconds of a decode kernel's CTA prologues (page table, Q, the split merge, O; rate 1): one per wave of the
     unsplit CTAs over the SMs, ``decode_tile_s`` (``decode_mha_tile_s`` for TensorRT-LLM's masked-MHA kernel), a
@@ -377,8 +367,6 @@ def seconds(t: AttentionTerms, device: Device, curves: KernelCurves) -> np.ndarr
         if (l2t := l2_terms(t, device, curves, bw * mem)) is not None:  # decode's own L2 rate and L2 traffic
             l2, both = l2t[0], np.maximum(both / fw_rate, l2t[1] * ramp) * fw_rate
     core = np.maximum(both / fw_rate, byts / (bw * mem * l2))
-    if t.op == "generation_mla" and curves.mla_token_s > 0:
-        core = np.maximum(core, mla_sequential(t, curves) / fw_rate)
     if t.prefill:
         tiles = waves_pre * curves.attention_tile_s / fw_rate  # the engine's kernel runs its tiles at its rate too
         return core + t.extra_bytes / (bw * curves.memory * l2) + tiles + lat
