@@ -3,8 +3,8 @@
 Each family (:data:`FAMILIES`, in registration order) is fitted with ``scipy.optimize.least_squares`` on
 ``log(predicted / measured)`` with a soft-L1 loss, holding the figures of the families fitted before it fixed.
 Rows are subsampled (seeded) to at most ``sample`` per (GPU, table, framework) for the fit; residuals are
-computed on every row. ``generic`` curves are fitted on all GPUs given and price a GPU whose architecture
-has none. Leave-one-GPU-out: fit on the other GPUs and predict the one left out with the curves they give it.
+computed on every row. ``generic`` curves, which price a GPU whose architecture has none, take each figure's median
+over the architectures' fits (:mod:`.generic`). Leave-one-GPU-out: predict each GPU with the curves the others give.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from ...errors import RooflawError, bad
 from . import FAMILIES, GENERIC, CollectiveCurve, Family, KernelCurves, attention_prefill, family_of_table
 from .catalog_file import COMMIT, SOURCE, catalog_text, curves_table, write_catalog  # noqa: F401 (re-exported)
 from .collectives import BOUNDS as COLLECTIVE_BOUNDS
+from .generic import median_curves
 from .tables import Table
 
 #: aiconfigurator GPU folder -> catalog device id (folders not listed: the folder name with ``_`` -> ``-``).
@@ -382,10 +383,6 @@ def band_tail(ratios: dict[str, np.ndarray]) -> float:
     return float(TAILS[-1])
 
 
-def _curves_given(curves: dict[str, KernelCurves], arch: str) -> KernelCurves | None:
-    return curves.get(arch) or curves.get(GENERIC)
-
-
 def fit_kernels(
     gpus: Sequence[GPU],
     sample: int = 8000,
@@ -394,14 +391,14 @@ def fit_kernels(
     progress: Callable[[str], None] | None = None,
     families: Iterable[Family] | None = None,
 ) -> FitResult:
-    """Curves per architecture of ``gpus`` plus ``generic`` on all; in-sample and leave-one-GPU-out scores
-    (``families``: fit only these, default all of :data:`FAMILIES`)."""
+    """Curves per architecture of ``gpus`` plus ``generic`` (:func:`.generic.median_curves` of them); in-sample and
+    leave-one-GPU-out scores (``families``: fit only these, default all of :data:`FAMILIES`)."""
     if not gpus:
         raise bad("gpus", [], "need at least one GPU's kernel tables")
     archs = sorted({g.architecture for g in gpus})
     fams = list(families) if families is not None else None
     curves = {a: fit_curves([g for g in gpus if g.architecture == a], a, sample, seed, fams, progress) for a in archs}
-    curves[GENERIC] = fit_curves(gpus, GENERIC, sample, seed, fams, progress)
+    curves[GENERIC] = median_curves([curves[a] for a in archs], reference_clock_mhz(gpus))
     res = FitResult(curves, [g.name for g in gpus])
     ins: dict[str, list[np.ndarray]] = {}
     for g in gpus:
@@ -424,11 +421,12 @@ def fit_kernels(
             rest = [h for h in gpus if h.name != g.name]
             if progress:
                 progress(f"leave out {g.name}")
-            given: dict[str, KernelCurves] = {GENERIC: fit_curves(rest, GENERIC, sample, seed, fams)}
+            others = [curves[a] for a in archs if a != g.architecture]  # fitted without g already: g is not theirs
+            given: dict[str, KernelCurves] = {GENERIC: median_curves(others, reference_clock_mhz(rest))}
             same = [h for h in rest if h.architecture == g.architecture]
             if same and g.architecture != GENERIC:
                 given[g.architecture] = fit_curves(same, g.architecture, sample, seed, fams)
-            errs = family_errors(g, _curves_given(given, g.architecture))
+            errs = family_errors(g, given.get(g.architecture) or given[GENERIC])
             res.held_out[g.name] = {f: _median(abs_errors(p, m)) for f, (p, m) in errs.items()}
             for f, (p, m) in errs.items():
                 ok = (m > 0) & (p > 0)

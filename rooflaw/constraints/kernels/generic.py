@@ -1,0 +1,53 @@
+"""The ``generic`` curves that price a GPU of an architecture with none: each figure the median of the architectures'.
+
+Each GPU in the measured tables is the only one of its architecture, so a pooled least-squares fit over all their
+rows (what ``generic`` was up to session 11) identifies some figures poorly (they trade off against each other across
+GPUs) and lands them far from every architecture's own value (``attention_l2`` 0.037 pooled vs 0.005--0.027 per
+architecture), which a held-out GPU then pays for. Here each pooled figure (:func:`.fit.pooled`) is instead the
+median over the architectures' own fits of that figure (among those that have it): a value some architecture
+actually reached, fitted jointly with its other figures. GPU-side fixed times counted in SM cycles (:data:`CYCLES`)
+are compared in cycles, ``seconds · clock_mhz``, and written back as seconds at ``clock_mhz`` of the result (the
+geometric mean of the GPUs' clocks, :func:`.fit.reference_clock_mhz`). Leaving a GPU out needs no fit: its
+architecture's curves are dropped from the median.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+
+import numpy as np
+
+from . import GENERIC, SCALARS, CollectiveCurve, KernelCurves
+
+#: dict-valued figures of :class:`KernelCurves` (dotted ``<dict>.<key>`` paths)
+DICTS = ("compute", "launch", "rate", "quant_passes", "token_us", "engine_compute", "split_share", "moe_compute")
+#: figures counted in SM cycles written as seconds (µs for ``token_us``) at the curves' ``clock_mhz``
+CYCLES = frozenset({"kernel_s", "kstep_s", "split_s", "moe_s", "decode_tile_s", "decode_mha_tile_s", "token_us"})
+_COLLECTIVE = tuple(f.name for f in dataclasses.fields(CollectiveCurve))
+
+
+def figures(c: KernelCurves) -> dict[str, float]:
+    """Dotted path -> value of every figure ``c`` holds (scalars but ``clock_mhz``, dict entries, collectives)."""
+    out = {s: float(getattr(c, s)) for s in SCALARS if s != "clock_mhz"}
+    for d in DICTS:
+        out.update({f"{d}.{k}": float(v) for k, v in getattr(c, d).items()})
+    for k, cc in c.collectives.items():
+        out.update({f"collectives.{k}.{a}": float(getattr(cc, a)) for a in _COLLECTIVE})
+    return out
+
+
+def median_curves(curves: Iterable[KernelCurves], clock_mhz: float) -> KernelCurves:
+    """``generic`` curves whose every pooled figure is the median of ``curves``' values of it (cycle figures in
+    cycles, written as seconds at ``clock_mhz``); figures none of them has, or not pooled, keep their defaults."""
+    from .fit import pooled, with_params
+
+    given = list(curves)
+    values: dict[str, list[float]] = {}
+    for c in given:
+        for path, v in figures(c).items():
+            if pooled(path):
+                cycles = path.split(".")[0] in CYCLES and c.clock_mhz > 0 and clock_mhz > 0
+                values.setdefault(path, []).append(v * c.clock_mhz / clock_mhz if cycles else v)
+    base = KernelCurves(architecture=GENERIC, compute={}, memory=1.0, kernel_s=0.0, clock_mhz=clock_mhz)
+    return with_params(base, {p: float(np.median(v)) for p, v in values.items()})
