@@ -421,8 +421,8 @@ def fit_kernels(
             rest = [h for h in gpus if h.name != g.name]
             if progress:
                 progress(f"leave out {g.name}")
-            others = [curves[a] for a in archs if a != g.architecture]  # fitted without g already: g is not theirs
-            given: dict[str, KernelCurves] = {GENERIC: median_curves(others, reference_clock_mhz(rest))}
+            theirs = [curves[a] for a in archs if a != g.architecture]  # fitted without g already: g is not theirs
+            given: dict[str, KernelCurves] = {GENERIC: median_curves(theirs, reference_clock_mhz(rest))}
             same = [h for h in rest if h.architecture == g.architecture]
             if same and g.architecture != GENERIC:
                 given[g.architecture] = fit_curves(same, g.architecture, sample, seed, fams)
