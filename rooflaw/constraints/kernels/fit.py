@@ -24,7 +24,7 @@ from ...errors import RooflawError, bad
 from . import FAMILIES, GENERIC, CollectiveCurve, Family, KernelCurves, attention_prefill, family_of_table
 from .catalog_file import COMMIT, SOURCE, catalog_text, curves_table, write_catalog  # noqa: F401 (re-exported)
 from .collectives import BOUNDS as COLLECTIVE_BOUNDS
-from .generic import median_curves
+from .generic import BUILT, median_curves
 from .tables import Table
 
 #: aiconfigurator GPU folder -> catalog device id (folders not listed: the folder name with ``_`` -> ``-``).
@@ -468,7 +468,8 @@ def with_provenance(res: FitResult, gpus: Sequence[GPU], command: str, sample: i
             "gpus": [g.name for g in mine],
             "devices": [g.device.id for g in mine],
             "rows": rows,
-            "fit_sample": f"at most {sample} rows per (GPU, table, framework), seed 0",
+            "fit_sample": f"at most {sample} rows per (GPU, table, framework), seed 0"
+            + (BUILT if arch == GENERIC else ""),
             "command": command,
             "residual_in_sample": {
                 f: _median(np.array([res.in_sample[g.name][f] for g in mine if f in res.in_sample.get(g.name, {})]))

@@ -24,6 +24,8 @@ from . import GENERIC, SCALARS, CollectiveCurve, KernelCurves
 DICTS = ("compute", "launch", "rate", "quant_passes", "token_us", "engine_compute", "split_share", "moe_compute")
 #: figures counted in SM cycles written as seconds (µs for ``token_us``) at the curves' ``clock_mhz``
 CYCLES = frozenset({"kernel_s", "kstep_s", "split_s", "moe_s", "decode_tile_s", "decode_mha_tile_s", "token_us"})
+#: how ``generic`` was built, in its provenance (after ``fit_sample``, which describes the architectures' fits)
+BUILT = "; generic: each pooled figure the median of the architectures' fits (kernels/generic.py)"
 _COLLECTIVE = tuple(f.name for f in dataclasses.fields(CollectiveCurve))
 
 
