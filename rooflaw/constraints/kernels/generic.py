@@ -20,9 +20,10 @@ import numpy as np
 
 from . import GENERIC, SCALARS, CollectiveCurve, KernelCurves
 
-#: dict-valued figures of :class:`KernelCurves` (dotted ``<dict>.<key>`` paths)
-DICTS = ("compute", "launch", "rate", "quant_passes", "token_us", "engine_compute", "split_share", "moe_compute")
-#: figures counted in SM cycles written as seconds (µs for ``token_us``) at the curves' ``clock_mhz``
+#: dict-valued figures of :class:`KernelCurves` (dotted ``<dict>.<key>`` paths): every ``dict[str, float]`` field
+DICTS = tuple(f.name for f in dataclasses.fields(KernelCurves) if f.type == "dict[str, float]")
+#: figures counted in SM cycles written as seconds (µs for ``token_us``) at the curves' ``clock_mhz`` (a family that
+#: makes another figure a cycle count adds it here)
 CYCLES = frozenset({"kernel_s", "kstep_s", "split_s", "moe_s", "decode_tile_s", "decode_mha_tile_s", "token_us"})
 #: how ``generic`` was built, in its provenance (after ``fit_sample``, which describes the architectures' fits)
 BUILT = "; generic: each pooled figure the median of the architectures' fits (kernels/generic.py)"
