@@ -3,6 +3,7 @@ fits, cycle figures compared in cycles; and leave-one-GPU-out prices the held-ou
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +13,7 @@ import pytest
 from rooflaw.constraints.kernels import FAMILIES, GENERIC, CollectiveCurve, KernelCurves
 from rooflaw.constraints.kernels import fit as KF
 from rooflaw.constraints.kernels import gemm as KG
-from rooflaw.constraints.kernels.generic import figures, median_curves
+from rooflaw.constraints.kernels.generic import determined, figures, median_curves
 from rooflaw.constraints.kernels.tables import Table
 from rooflaw.devices.device import Device
 
@@ -36,6 +37,14 @@ def test_median_of_three_architectures_by_hand():
     assert g.collectives["allreduce/nvlink"].latency == pytest.approx(1.5e-5)
     assert g.collectives["allreduce/nvlink"].efficiency == pytest.approx(0.4)
     assert set(figures(g)) >= {"compute.fp16", "compute.fp8", "collectives.allreduce/nvlink.hop"}
+    # a figure an architecture's rows do not determine (its default) is left out of the median where that is known
+    h, b = (dataclasses.replace(c, attention_fp8=v) for c, v in ((h, 0.3), (b, 0.5)))
+    assert median_curves([a, h, b], 2000.0).attention_fp8 == pytest.approx(0.3)  # ampere's default 0 counted
+    rest = {"attention_fp8", "memory"}
+    fitted = {"ampere": {"memory"}, "hopper": rest, "blackwell": rest}
+    g = median_curves([a, h, b], 2000.0, fitted)
+    assert g.attention_fp8 == pytest.approx(0.4) and g.memory == pytest.approx(0.8)
+    assert g.compute == {} and g.kernel_s == 0.0  # determined by none: defaults
 
 
 def test_leave_one_out_prices_a_gpu_with_the_median_of_the_other_architectures():
@@ -55,6 +64,8 @@ def test_leave_one_out_prices_a_gpu_with_the_median_of_the_other_architectures()
         gpus.append(KF.GPU(f"g{i}", dev, [Table(f"g{i}", "trtllm", "1", "gemm_perf", Path("."), rows)]))
     res = KF.fit_kernels(gpus, sample=n, held_out=True, families=[FAMILIES["gemm"]])
     assert res.curves[GENERIC].compute["fp16"] == pytest.approx(0.7, rel=0.03)
+    det = determined(gpus[:1])  # the GEMM figures bf16 rows set, nothing of attention's or fp8's
+    assert {"compute.fp16", "memory", "kernel_s"} <= det and not det & {"attention", "compute.fp8", "moe"}
     assert res.held_out["g1"]["gemm"] == pytest.approx(sigma * 0.6745, abs=0.01)
     assert res.held_out["g0"]["gemm"] == pytest.approx(1 - 0.55 / 0.775, abs=0.04)
     assert res.held_out["g2"]["gemm"] == pytest.approx(0.85 / 0.625 - 1, abs=0.04)

@@ -24,7 +24,7 @@ from ...errors import RooflawError, bad
 from . import FAMILIES, GENERIC, CollectiveCurve, Family, KernelCurves, attention_prefill, family_of_table
 from .catalog_file import COMMIT, SOURCE, catalog_text, curves_table, write_catalog  # noqa: F401 (re-exported)
 from .collectives import BOUNDS as COLLECTIVE_BOUNDS
-from .generic import BUILT, median_curves
+from .generic import BUILT, determined, median_curves
 from .tables import Table
 
 #: aiconfigurator GPU folder -> catalog device id (folders not listed: the folder name with ``_`` -> ``-``).
@@ -398,7 +398,8 @@ def fit_kernels(
     archs = sorted({g.architecture for g in gpus})
     fams = list(families) if families is not None else None
     curves = {a: fit_curves([g for g in gpus if g.architecture == a], a, sample, seed, fams, progress) for a in archs}
-    curves[GENERIC] = median_curves([curves[a] for a in archs], reference_clock_mhz(gpus))
+    fitted = {a: determined([g for g in gpus if g.architecture == a], fams) for a in archs}  # figures rows set
+    curves[GENERIC] = median_curves([curves[a] for a in archs], reference_clock_mhz(gpus), fitted)
     res = FitResult(curves, [g.name for g in gpus])
     ins: dict[str, list[np.ndarray]] = {}
     for g in gpus:
@@ -422,7 +423,7 @@ def fit_kernels(
             if progress:
                 progress(f"leave out {g.name}")
             theirs = [curves[a] for a in archs if a != g.architecture]  # fitted without g already: g is not theirs
-            given: dict[str, KernelCurves] = {GENERIC: median_curves(theirs, reference_clock_mhz(rest))}
+            given: dict[str, KernelCurves] = {GENERIC: median_curves(theirs, reference_clock_mhz(rest), fitted)}
             same = [h for h in rest if h.architecture == g.architecture]
             if same and g.architecture != GENERIC:
                 given[g.architecture] = fit_curves(same, g.architecture, sample, seed, fams)

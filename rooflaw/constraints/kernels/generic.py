@@ -14,11 +14,13 @@ architecture's curves are dropped from the median.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Mapping
+from typing import Any
 
 import numpy as np
+import pandas as pd
 
-from . import GENERIC, SCALARS, CollectiveCurve, KernelCurves
+from . import FAMILIES, GENERIC, SCALARS, CollectiveCurve, Family, KernelCurves
 
 #: dict-valued figures of :class:`KernelCurves` (dotted ``<dict>.<key>`` paths): every ``dict[str, float]`` field
 DICTS = tuple(f.name for f in dataclasses.fields(KernelCurves) if f.type == "dict[str, float]")
@@ -40,16 +42,32 @@ def figures(c: KernelCurves) -> dict[str, float]:
     return out
 
 
-def median_curves(curves: Iterable[KernelCurves], clock_mhz: float) -> KernelCurves:
+def determined(gpus: Iterable[Any], families: Iterable[Family] | None = None) -> set[str]:
+    """The figures the tables of ``gpus`` (:class:`.fit.GPU`) determine (each family's ``used``, else ``params``):
+    an architecture's other figures sit at their defaults (Ampere's ``attention_fp8``: it runs no fp8 attention)."""
+    out: set[str] = set()
+    for fam in families if families is not None else FAMILIES.values():
+        for g in gpus:
+            frames = [t.rows for t in g.tables if t.table in fam.tables]
+            if frames:
+                out.update(fam.used(pd.concat(frames, ignore_index=True)) if fam.used is not None else fam.params)
+    return out
+
+
+def median_curves(
+    curves: Iterable[KernelCurves], clock_mhz: float, fitted: Mapping[str, Collection[str]] | None = None
+) -> KernelCurves:
     """``generic`` curves whose every pooled figure is the median of ``curves``' values of it (cycle figures in
-    cycles, written as seconds at ``clock_mhz``); figures none of them has, or not pooled, keep their defaults."""
+    cycles, written as seconds at ``clock_mhz``), over the curves that have it -- with ``fitted`` (architecture ->
+    :func:`determined` figures), over those whose rows determine it; figures none of them has, or not pooled, keep
+    their defaults."""
     from .fit import pooled, with_params
 
     given = list(curves)
     values: dict[str, list[float]] = {}
     for c in given:
         for path, v in figures(c).items():
-            if pooled(path):
+            if pooled(path) and (fitted is None or path in fitted.get(c.architecture, ())):
                 cycles = path.split(".")[0] in CYCLES and c.clock_mhz > 0 and clock_mhz > 0
                 values.setdefault(path, []).append(v * c.clock_mhz / clock_mhz if cycles else v)
     base = KernelCurves(architecture=GENERIC, compute={}, memory=1.0, kernel_s=0.0, clock_mhz=clock_mhz)
