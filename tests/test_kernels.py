@@ -17,6 +17,7 @@ from rooflaw.constraints.kernels import FAMILIES, KernelCurves, curves_for, fami
 from rooflaw.constraints.kernels import attention as KA
 from rooflaw.constraints.kernels import fit as KF
 from rooflaw.constraints.kernels import gemm as KG
+from rooflaw.constraints.kernels.generic import median_curves
 from rooflaw.constraints.kernels.tables import read_tables
 from rooflaw.devices.catalog import get_device
 from rooflaw.devices.device import Device
@@ -717,8 +718,8 @@ L40S = Device(id="l40s", name="NVIDIA L40S", peak_flops={"fp32": 91.6e12, "fp16"
 
 @pytest.mark.skipif(not (KERNELS / "h100_sxm").is_dir(), reason="shared/data/kernels not present")
 def test_gemm_curves_from_three_gpus_predict_the_fourth():
-    """Fit GEMM curves on the TensorRT-LLM GEMMs of A100, B200 and L40S (sampled), predict every 10th H100 GEMM
-    of the same engine from its datasheet and the pooled curves."""
+    """Fit GEMM curves on the TensorRT-LLM GEMMs of A100, B200 and L40S (sampled), each its architecture's, predict
+    every 10th H100 GEMM of the same engine from its datasheet and the ``generic`` curves they give (the median)."""
 
     def trtllm_gemms(gpu: str):
         (folder,) = sorted((KERNELS / gpu).glob("trtllm-*/gemm_perf.csv.gz"))[-1:]
@@ -726,7 +727,8 @@ def test_gemm_curves_from_three_gpus_predict_the_fourth():
 
     devs = (("a100_sxm", get_device("a100-sxm-80gb")), ("b200_sxm", get_device("b200")), ("l40s", L40S))
     gpus = [KF.GPU(name, dev, trtllm_gemms(name)) for name, dev in devs]
-    generic = KF.fit_curves(gpus, "generic", sample=600, families=[FAMILIES["gemm"]])
+    archs = [KF.fit_curves([g], g.architecture, sample=600, families=[FAMILIES["gemm"]]) for g in gpus]
+    generic = median_curves(archs, KF.reference_clock_mhz(gpus))
     rows = pd.concat([t.rows.iloc[::10] for t in trtllm_gemms("h100_sxm")], ignore_index=True)
     err = np.median(np.abs(KG.predict(rows, get_device("h100-sxm"), generic) / rows["latency"] - 1))
     assert err < 0.15  # 10.4 % here; the full fit (both engines, 8000 rows a table) holds H100 out at 15 %

@@ -5,9 +5,9 @@ predictors (``predict.py`` and friends) and the kernel-table reader (``tables.py
 
 A device names its ``architecture`` (:data:`rooflaw.devices.device.ARCHITECTURES`); :func:`curves_for`
 returns that architecture's :class:`KernelCurves` from the catalog shipped in the package
-(``kernel_curves.toml`` beside this file, written by ``rooflaw devices fit-kernels``), or the pooled
-``generic`` curves for a GPU whose architecture has none, or ``None`` for a device with no architecture
-(CPU, NPU, TPU, another vendor's GPU: its own scalar efficiencies apply).
+(``kernel_curves.toml`` beside this file, written by ``rooflaw devices fit-kernels``), or the ``generic`` curves
+(each figure the median of the architectures', :mod:`.generic`) for a GPU whose architecture has none, or
+``None`` for a device with no architecture (CPU, NPU, TPU, another vendor's GPU: its own scalar efficiencies apply).
 
 Every figure is **dimensionless, a time or a bandwidth per SM** (``l2_sm_gbps``), so it carries to any GPU of the
 architecture with its own datasheet peaks, SMs and L2: ``t_kernel = max(FLOPs / (peak_dtype · compute[dtype] ·
@@ -316,7 +316,7 @@ def load_curves(path: str | None = None) -> dict[str, KernelCurves]:
 
 
 def curves_for(device: Any) -> KernelCurves | None:
-    """The curves that price ``device``: its architecture's, else the pooled ``generic`` ones; ``None`` for a device
+    """The curves that price ``device``: its architecture's, else the ``generic`` ones; ``None`` for a device
     with no ``architecture`` (or when the catalog holds neither)."""
     arch = getattr(device, "architecture", None)
     if not arch:

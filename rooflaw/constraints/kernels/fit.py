@@ -3,8 +3,8 @@
 Each family (:data:`FAMILIES`, in registration order) is fitted with ``scipy.optimize.least_squares`` on
 ``log(predicted / measured)`` with a soft-L1 loss, holding the figures of the families fitted before it fixed.
 Rows are subsampled (seeded) to at most ``sample`` per (GPU, table, framework) for the fit; residuals are
-computed on every row. ``generic`` curves are fitted on all GPUs given and price a GPU whose architecture
-has none. Leave-one-GPU-out: fit on the other GPUs and predict the one left out with the curves they give it.
+computed on every row. ``generic`` curves, which price a GPU whose architecture has none, take each figure's median
+over the architectures' fits (:mod:`.generic`). Leave-one-GPU-out: predict each GPU with the curves the others give.
 """
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ from . import FAMILIES, GENERIC, CollectiveCurve, Family, KernelCurves, attentio
 from .attention_decode import BOUNDS as DECODE_BOUNDS
 from .catalog_file import COMMIT, SOURCE, catalog_text, curves_table, write_catalog  # noqa: F401 (re-exported)
 from .collectives import BOUNDS as COLLECTIVE_BOUNDS
+from .collectives import RAMP_FIGURES
+from .generic import BUILT, determined, median_curves
 from .moe import BOUNDS as MOE_BOUNDS
 from .moe import FRESH as MOE_FRESH
 from .tables import Table
@@ -94,8 +96,12 @@ def pooled(name: str) -> bool:
     dtype (``rate.``, ``engine_compute.``, fixed seconds ``launch.<framework>/moe_<dtype>``) nor the MoE kernels'
     per-dtype rates (``moe_compute.<key>``), which
     describe the kernels an architecture runs (vLLM hands the layer to Triton on Ada, to FlashInfer on
-    Blackwell) and so have no architecture-free value, nor :data:`KERNEL_SPECIFIC`, nor a prefill side kernel's rate."""
+    Blackwell) and so have no architecture-free value, nor :data:`KERNEL_SPECIFIC`, nor a prefill side kernel's rate,
+    nor a GEMM library's own fixed time (``launch.<framework>/<dtype>/<library>``, :mod:`.gemm_library`), nor a
+    collective's channel ramp (:data:`.collectives.RAMP_FIGURES`)."""
     engine = name.startswith(("rate.", "engine_compute.", "launch.")) and "/moe_" in name
+    engine = engine or (name.startswith("launch.") and name.count("/") == 2)
+    engine = engine or (name.startswith("collectives.") and name.rsplit(".", 1)[-1] in RAMP_FIGURES)
     engine = engine or attention_prefill.side_rate(name)
     kernel = name in KERNEL_SPECIFIC or name.startswith("split_share.")  # a decode kernel's own split (attention)
     return not (name.startswith(("moe_compute.", "moe_reread_lib.")) or engine or kernel)
@@ -360,10 +366,6 @@ def band_tail(ratios: dict[str, np.ndarray]) -> float:
     return float(TAILS[-1])
 
 
-def _curves_given(curves: dict[str, KernelCurves], arch: str) -> KernelCurves | None:
-    return curves.get(arch) or curves.get(GENERIC)
-
-
 def fit_kernels(
     gpus: Sequence[GPU],
     sample: int = 8000,
@@ -372,14 +374,15 @@ def fit_kernels(
     progress: Callable[[str], None] | None = None,
     families: Iterable[Family] | None = None,
 ) -> FitResult:
-    """Curves per architecture of ``gpus`` plus ``generic`` on all; in-sample and leave-one-GPU-out scores
-    (``families``: fit only these, default all of :data:`FAMILIES`)."""
+    """Curves per architecture of ``gpus`` plus ``generic`` (:func:`.generic.median_curves` of them); in-sample and
+    leave-one-GPU-out scores (``families``: fit only these, default all of :data:`FAMILIES`)."""
     if not gpus:
         raise bad("gpus", [], "need at least one GPU's kernel tables")
     archs = sorted({g.architecture for g in gpus})
     fams = list(families) if families is not None else None
     curves = {a: fit_curves([g for g in gpus if g.architecture == a], a, sample, seed, fams, progress) for a in archs}
-    curves[GENERIC] = fit_curves(gpus, GENERIC, sample, seed, fams, progress)
+    fitted = {a: determined([g for g in gpus if g.architecture == a], fams) for a in archs}  # figures rows set
+    curves[GENERIC] = median_curves([curves[a] for a in archs], reference_clock_mhz(gpus), fitted)
     res = FitResult(curves, [g.name for g in gpus])
     ins: dict[str, list[np.ndarray]] = {}
     for g in gpus:
@@ -402,11 +405,12 @@ def fit_kernels(
             rest = [h for h in gpus if h.name != g.name]
             if progress:
                 progress(f"leave out {g.name}")
-            given: dict[str, KernelCurves] = {GENERIC: fit_curves(rest, GENERIC, sample, seed, fams)}
+            theirs = [curves[a] for a in archs if a != g.architecture]  # fitted without g already: g is not theirs
+            given: dict[str, KernelCurves] = {GENERIC: median_curves(theirs, reference_clock_mhz(rest), fitted)}
             same = [h for h in rest if h.architecture == g.architecture]
             if same and g.architecture != GENERIC:
                 given[g.architecture] = fit_curves(same, g.architecture, sample, seed, fams)
-            errs = family_errors(g, _curves_given(given, g.architecture))
+            errs = family_errors(g, given.get(g.architecture) or given[GENERIC])
             res.held_out[g.name] = {f: _median(abs_errors(p, m)) for f, (p, m) in errs.items()}
             for f, (p, m) in errs.items():
                 ok = (m > 0) & (p > 0)
@@ -448,7 +452,8 @@ def with_provenance(res: FitResult, gpus: Sequence[GPU], command: str, sample: i
             "gpus": [g.name for g in mine],
             "devices": [g.device.id for g in mine],
             "rows": rows,
-            "fit_sample": f"at most {sample} rows per (GPU, table, framework), seed 0",
+            "fit_sample": f"at most {sample} rows per (GPU, table, framework), seed 0"
+            + (BUILT if arch == GENERIC else ""),
             "command": command,
             "residual_in_sample": {
                 f: _median(np.array([res.in_sample[g.name][f] for g in mine if f in res.in_sample.get(g.name, {})]))

@@ -1,0 +1,74 @@
+"""The ``generic`` curves that price a GPU of an architecture with none: each figure the median of the architectures'.
+
+Each GPU in the measured tables is the only one of its architecture, so a pooled least-squares fit over all their
+rows (what ``generic`` was up to session 11) identifies some figures poorly (they trade off against each other across
+GPUs) and lands them far from every architecture's own value (``attention_l2`` 0.037 pooled vs 0.005--0.027 per
+architecture), which a held-out GPU then pays for. Here each pooled figure (:func:`.fit.pooled`) is instead the
+median over the architectures' own fits of that figure (among those that have it): a value some architecture
+actually reached, fitted jointly with its other figures. GPU-side fixed times counted in SM cycles (:data:`CYCLES`)
+are compared in cycles, ``seconds · clock_mhz``, and written back as seconds at ``clock_mhz`` of the result (the
+geometric mean of the GPUs' clocks, :func:`.fit.reference_clock_mhz`). Leaving a GPU out needs no fit: its
+architecture's curves are dropped from the median.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Collection, Iterable, Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from . import FAMILIES, GENERIC, SCALARS, CollectiveCurve, Family, KernelCurves
+
+#: dict-valued figures of :class:`KernelCurves` (dotted ``<dict>.<key>`` paths): every ``dict[str, float]`` field
+DICTS = tuple(f.name for f in dataclasses.fields(KernelCurves) if f.type == "dict[str, float]")
+#: figures counted in SM cycles written as seconds (µs for ``token_us``) at the curves' ``clock_mhz`` (a family that
+#: makes another figure a cycle count adds it here)
+CYCLES = frozenset({"kernel_s", "kstep_s", "split_s", "moe_s", "decode_tile_s", "decode_mha_tile_s", "token_us"})
+#: how ``generic`` was built, in its provenance (after ``fit_sample``, which describes the architectures' fits)
+BUILT = "; generic: each pooled figure the median of the architectures' fits (kernels/generic.py)"
+_COLLECTIVE = tuple(f.name for f in dataclasses.fields(CollectiveCurve))
+
+
+def figures(c: KernelCurves) -> dict[str, float]:
+    """Dotted path -> value of every figure ``c`` holds (scalars but ``clock_mhz``, dict entries, collectives)."""
+    out = {s: float(getattr(c, s)) for s in SCALARS if s != "clock_mhz"}
+    for d in DICTS:
+        out.update({f"{d}.{k}": float(v) for k, v in getattr(c, d).items()})
+    for k, cc in c.collectives.items():
+        out.update({f"collectives.{k}.{a}": float(getattr(cc, a)) for a in _COLLECTIVE})
+    return out
+
+
+def determined(gpus: Iterable[Any], families: Iterable[Family] | None = None) -> set[str]:
+    """The figures the tables of ``gpus`` (:class:`.fit.GPU`) determine (each family's ``used``, else ``params``):
+    an architecture's other figures sit at their defaults (Ampere's ``attention_fp8``: it runs no fp8 attention)."""
+    out: set[str] = set()
+    for fam in families if families is not None else FAMILIES.values():
+        for g in gpus:
+            frames = [t.rows for t in g.tables if t.table in fam.tables]
+            if frames:
+                out.update(fam.used(pd.concat(frames, ignore_index=True)) if fam.used is not None else fam.params)
+    return out
+
+
+def median_curves(
+    curves: Iterable[KernelCurves], clock_mhz: float, fitted: Mapping[str, Collection[str]] | None = None
+) -> KernelCurves:
+    """``generic`` curves whose every pooled figure is the median of ``curves``' values of it (cycle figures in
+    cycles, written as seconds at ``clock_mhz``), over the curves that have it -- with ``fitted`` (architecture ->
+    :func:`determined` figures), over those whose rows determine it; figures none of them has, or not pooled, keep
+    their defaults."""
+    from .fit import pooled, with_params
+
+    given = list(curves)
+    values: dict[str, list[float]] = {}
+    for c in given:
+        for path, v in figures(c).items():
+            if pooled(path) and (fitted is None or path in fitted.get(c.architecture, ())):
+                cycles = path.split(".")[0] in CYCLES and c.clock_mhz > 0 and clock_mhz > 0
+                values.setdefault(path, []).append(v * c.clock_mhz / clock_mhz if cycles else v)
+    base = KernelCurves(architecture=GENERIC, compute={}, memory=1.0, kernel_s=0.0, clock_mhz=clock_mhz)
+    return with_params(base, {p: float(np.median(v)) for p, v in values.items()})
