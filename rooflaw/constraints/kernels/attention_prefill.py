@@ -77,7 +77,7 @@ def path_rate(rate: np.ndarray, paths: np.ndarray | None, frameworks: np.ndarray
 def side_rate(name: str) -> bool:
     """Whether fitted figure ``name`` is a side kernel's rate, ``rate.<engine>/<prefill op>/<path>``: a kernel an
     architecture's engines hand shapes to (Triton on Blackwell 0.2 of the engine's rate, on Ada 0.8), with no
-    architecture-free value, so not pooled in ``generic`` (:func:`.fit.pooled`)."""
+    architecture-free value, so not pooled in ``generic`` (:func:`.generic.pooled`)."""
     parts = name.split("/")
     return name.startswith("rate.") and len(parts) == 3 and parts[1] in PREFILL_OPS and parts[2] in SIDE_NAMES
 

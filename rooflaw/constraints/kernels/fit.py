@@ -21,14 +21,14 @@ from scipy.optimize import least_squares
 
 from ...devices.device import Device
 from ...errors import RooflawError, bad
-from . import FAMILIES, GENERIC, CollectiveCurve, Family, KernelCurves, attention_prefill, family_of_table
+from . import FAMILIES, GENERIC, Family, KernelCurves, family_of_table
 from .attention_decode import BOUNDS as DECODE_BOUNDS
 from .catalog_file import COMMIT, SOURCE, catalog_text, curves_table, write_catalog  # noqa: F401 (re-exported)
 from .collectives import BOUNDS as COLLECTIVE_BOUNDS
-from .collectives import RAMP_FIGURES
-from .generic import BUILT, determined, median_curves
+from .generic import BUILT, determined, median_curves, pooled
 from .moe import BOUNDS as MOE_BOUNDS
 from .moe import FRESH as MOE_FRESH
+from .paths import get_param, with_params  # noqa: F401 (re-exported)
 from .tables import Table
 
 #: aiconfigurator GPU folder -> catalog device id (folders not listed: the folder name with ``_`` -> ``-``).
@@ -86,27 +86,6 @@ QUANTILES = (0.1, 0.9)  #: the 80 % band of measured/predicted
 BAND_SHARE, TAILS = 0.8, tuple(np.round(np.arange(0.10, 0.0049, -0.005), 4))
 
 
-#: figures of one kernel implementation, not pooled in ``generic`` (none now: the MLA decode token walk applies by the
-#: device's architecture, :func:`.mla.walks`, and its figures are fitted on walking rows only, so they pool)
-KERNEL_SPECIFIC: frozenset[str] = frozenset()
-
-
-def pooled(name: str) -> bool:
-    """Whether figure ``name`` is fitted in the pooled ``generic`` curves too: not an engine's MoE kernel rates per
-    dtype (``rate.``, ``engine_compute.``, fixed seconds ``launch.<framework>/moe_<dtype>``) nor the MoE kernels'
-    per-dtype rates (``moe_compute.<key>``), which
-    describe the kernels an architecture runs (vLLM hands the layer to Triton on Ada, to FlashInfer on
-    Blackwell) and so have no architecture-free value, nor :data:`KERNEL_SPECIFIC`, nor a prefill side kernel's rate,
-    nor a GEMM library's own fixed time (``launch.<framework>/<dtype>/<library>``, :mod:`.gemm_library`), nor a
-    collective's channel ramp (:data:`.collectives.RAMP_FIGURES`)."""
-    engine = name.startswith(("rate.", "engine_compute.", "launch.")) and "/moe_" in name
-    engine = engine or (name.startswith("launch.") and name.count("/") == 2)
-    engine = engine or (name.startswith("collectives.") and name.rsplit(".", 1)[-1] in RAMP_FIGURES)
-    engine = engine or attention_prefill.side_rate(name)
-    kernel = name in KERNEL_SPECIFIC or name.startswith("split_share.")  # a decode kernel's own split (attention)
-    return not (name.startswith(("moe_compute.", "moe_reread_lib.")) or engine or kernel)
-
-
 @dataclass
 class GPU:
     """One GPU's measured tables and the catalog device that prices them."""
@@ -147,38 +126,6 @@ def kernel_gpus(dirs: Iterable[str | Path], overrides: dict[str, str] | None = N
                 raise bad("DIR", str(d), f"GPU folder {gpu!r} given twice")
             found[gpu] = tabs
     return [GPU(n, device_for_folder(n, overrides), t) for n, t in found.items()]
-
-
-# ---- parameters as dotted paths into KernelCurves ---------------------------------------------------------
-def get_param(c: KernelCurves, path: str) -> float | None:
-    head, _, rest = path.partition(".")
-    v = getattr(c, head)
-    if not rest:
-        return float(v)
-    if head == "collectives":
-        name, _, attr = rest.rpartition(".")
-        return float(getattr(v[name], attr)) if name in v else None
-    return float(v[rest]) if rest in v else None
-
-
-def with_params(c: KernelCurves, values: dict[str, float]) -> KernelCurves:
-    """``c`` with the figures at the dotted ``values`` paths replaced (dicts copied, never mutated)."""
-    changes: dict[str, Any] = {}
-    for path, v in values.items():
-        head, _, rest = path.partition(".")
-        if not rest:
-            changes[head] = float(v)
-        elif head == "collectives":
-            name, _, attr = rest.rpartition(".")
-            coll = dict(changes.get("collectives", c.collectives))
-            old = coll.get(name, CollectiveCurve(0.0, 1.0))
-            coll[name] = dataclasses.replace(old, **{attr: float(v)})
-            changes["collectives"] = coll
-        else:
-            d = dict(changes.get(head, getattr(c, head)))
-            d[rest] = float(v)
-            changes[head] = d
-    return dataclasses.replace(c, **changes)
 
 
 def initial_curves(architecture: str) -> KernelCurves:

@@ -3,7 +3,7 @@
 Each GPU in the measured tables is the only one of its architecture, so a pooled least-squares fit over all their
 rows (what ``generic`` was up to session 11) identifies some figures poorly (they trade off against each other across
 GPUs) and lands them far from every architecture's own value (``attention_l2`` 0.037 pooled vs 0.005--0.027 per
-architecture), which a held-out GPU then pays for. Here each pooled figure (:func:`.fit.pooled`) is instead the
+architecture), which a held-out GPU then pays for. Here each pooled figure (:func:`pooled`) is instead the
 median over the architectures' own fits of that figure (among those that have it): a value some architecture
 actually reached, fitted jointly with its other figures. GPU-side fixed times counted in SM cycles (:data:`CYCLES`)
 are compared in cycles, ``seconds · clock_mhz``, and written back as seconds at ``clock_mhz`` of the result (the
@@ -20,7 +20,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import FAMILIES, GENERIC, SCALARS, CollectiveCurve, Family, KernelCurves
+from . import FAMILIES, GENERIC, SCALARS, CollectiveCurve, Family, KernelCurves, attention_prefill
+from .collectives import RAMP_FIGURES
+from .paths import with_params
 
 #: dict-valued figures of :class:`KernelCurves` (dotted ``<dict>.<key>`` paths): every ``dict[str, float]`` field
 DICTS = tuple(f.name for f in dataclasses.fields(KernelCurves) if f.type == "dict[str, float]")
@@ -30,6 +32,22 @@ CYCLES = frozenset({"kernel_s", "kstep_s", "split_s", "moe_s", "decode_tile_s", 
 #: how ``generic`` was built, in its provenance (after ``fit_sample``, which describes the architectures' fits)
 BUILT = "; generic: each pooled figure the median of the architectures' fits (kernels/generic.py)"
 _COLLECTIVE = tuple(f.name for f in dataclasses.fields(CollectiveCurve))
+
+
+def pooled(name: str) -> bool:
+    """Whether figure ``name`` is carried into the ``generic`` curves (a median): not an engine's MoE kernel rates
+    per dtype (``rate.``, ``engine_compute.``, fixed seconds ``launch.<framework>/moe_<dtype>``) nor the MoE kernels'
+    per-dtype rates (``moe_compute.<key>``), which
+    describe the kernels an architecture runs (vLLM hands the layer to Triton on Ada, to FlashInfer on
+    Blackwell) and so have no architecture-free value, nor a prefill side kernel's rate,
+    nor a GEMM library's own fixed time (``launch.<framework>/<dtype>/<library>``, :mod:`.gemm_library`), nor a
+    collective's channel ramp (:data:`.collectives.RAMP_FIGURES`)."""
+    engine = name.startswith(("rate.", "engine_compute.", "launch.")) and "/moe_" in name
+    engine = engine or (name.startswith("launch.") and name.count("/") == 2)
+    engine = engine or (name.startswith("collectives.") and name.rsplit(".", 1)[-1] in RAMP_FIGURES)
+    engine = engine or attention_prefill.side_rate(name)
+    kernel = name.startswith("split_share.")  # a decode kernel's own split (attention)
+    return not (name.startswith(("moe_compute.", "moe_reread_lib.")) or engine or kernel)
 
 
 def figures(c: KernelCurves) -> dict[str, float]:
@@ -61,8 +79,6 @@ def median_curves(
     cycles, written as seconds at ``clock_mhz``), over the curves that have it -- with ``fitted`` (architecture ->
     :func:`determined` figures), over those whose rows determine it; figures none of them has, or not pooled, keep
     their defaults."""
-    from .fit import pooled, with_params
-
     given = list(curves)
     values: dict[str, list[float]] = {}
     for c in given:
