@@ -18,10 +18,10 @@ from rooflaw.solver import Problem, solve, solve_gp
 from rooflaw.solver.relaxation.gp_full import branches, build_branch
 
 LAW = "paper-2602.10377"
-#: a catalog GPU (torch-eager launches from the host there: Applied.overlap), without its SM count: the GP leaves
-#: decode attention's occupancy ramp and CTA waves out (a lower bound there, tests/test_gp_full.py), and these
-#: tests check the overlap rule exactly
-DEV = dataclasses.replace(get_device("rtx-4090"), sm_count=None)
+#: a catalog GPU (torch-eager launches from the host there: Applied.overlap), without its SM count and L2 size: the
+#: GP leaves decode attention's occupancy ramp and CTA waves and the large experts' re-read out (a lower bound there,
+#: tests/test_gp_full.py), and these tests check the overlap rule exactly
+DEV = dataclasses.replace(get_device("rtx-4090"), sm_count=None, l2_bytes=None)
 WL = Workload(1, 128, 16)  # 16 decode steps: every step is a node of the relaxation (exact)
 SPACE = Space(name="overlap-small", layers=[2, 4, 6, 8, 12, 16, 24], d_model=[512, 1024, 1536, 2048, 3072, 4096],
               head_dim=[128], kv_heads=[1, 4, "heads"], moe=[(1, 1), (8, 2)], r_single=[2.0, 4.0])  # fmt: skip

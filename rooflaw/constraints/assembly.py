@@ -31,6 +31,7 @@ from ..arch.layer_kinds import stack_columns as stack_column_names
 from ..errors import bad
 from . import operators as O
 from .energy import COMPUTE_POWER_SHARE, EnergyCoefficients, EnergyTerms, energy, energy_coefficients  # noqa: F401
+from .moe_reread import rate_values, reread_bytes
 from .paper_variables import PAPER_VARS, paper_variable_map, to_paper_variables  # noqa: F401 (re-exported)
 from .presets import PRESETS, Preset, get_preset, register_preset  # noqa: F401 (re-exported)
 from .streams import EXPERT_OPS, INV_BETA, ROOF_CLASSES, compute_time, decode_waves, inv_bandwidth, roof, roofline_time
@@ -156,7 +157,7 @@ class Part:
 def _segments(op: O.Op, cover: sp.Expr | None, window: sp.Expr | None) -> tuple[Segment, ...]:
     def seg(steps, ctx=None):
         f0, f1 = affine_in_t(decode_step(op.flops, cover, ctx))
-        b0, b1 = affine_in_t(decode_step(op.bytes, cover, ctx))
+        b0, b1 = affine_in_t(decode_step(op.bytes + reread_bytes(op), cover, ctx))
         return Segment(steps, f0, f1, b0, b1)
 
     if window is None:
@@ -171,7 +172,7 @@ def _part(op, name, count, cover_pre, cover_dec, window=None) -> Part:
         g_pre = tuple(prefill(e, cover_pre, window) for e in op.gemm)
         g_dec = tuple(decode_step(e, cover_dec) for e in op.gemm)
     return Part(
-        name, op, count, prefill(op.flops, cover_pre, window), prefill(op.bytes, cover_pre, window),
+        name, op, count, prefill(op.flops, cover_pre, window), prefill(op.bytes + reread_bytes(op), cover_pre, window),
         _segments(op, cover_dec, window), g_pre, g_dec, window,
     )  # fmt: skip
 
@@ -373,6 +374,8 @@ class Rates:
     decode_tile_s: float = 0.0  # s per wave of decode attention CTAs
     sm_count: float = 1.0  # SMs the decode attention waves fill
     gemm_blend: float = float("inf")  # p of a GEMM's round corner (t_c^p + t_m^p)^(1/p) (tile/wave model; inf: max)
+    moe_reread: float = 0.0  # share of beyond-first token tiles re-streaming an L2-missing expert (.moe_reread)
+    inv_l2: float = 0.0  # 1 / the device's L2 bytes (0: none; with moe_reread 0 too)
 
     def inv_stream(self, cls: str) -> float:
         """Inverse bandwidth (s/byte) of memory stream class ``cls`` (:data:`STREAM_CLASSES`)."""
@@ -383,8 +386,8 @@ class Rates:
         """The compiled model's rate arguments after the inverse roofs (:data:`.compile.RATE_ARGS`, in order); the
         GEMMs' blend only for the tile/wave model (``tiles``)."""
         return (self.inv_beta, self.inv_stream("kv"), self.inv_stream("experts"), self.moe_blend, self.moe_half_inter,
-                1.0 / self.moe if self.moe > 0 else 1.0, self.decode_half_occupancy, self.decode_split,
-                self.decode_tile_s, self.sm_count, self.gemm_blend if tiles else float("inf"),
+                1.0 / self.moe if self.moe > 0 else 1.0, self.moe_reread, self.inv_l2, self.decode_half_occupancy,
+                self.decode_split, self.decode_tile_s, self.sm_count, self.gemm_blend if tiles else float("inf"),
                 self.overhead)  # fmt: skip
 
 
@@ -434,8 +437,8 @@ def _moe_fraction(app: Any, precision: Any) -> float:
 
 def _streams(device: Any, app: Any, precision: Any = None) -> tuple[float, ...]:
     """(inv_beta_kv, inv_beta_experts, moe_s, moe_blend, moe_half_inter, decode_half_occupancy, decode_split,
-    decode_tile_s, sm_count, gemm_blend) of ``app`` (its stream classes, 0: ``memory``'s; ``moe_half_inter`` in
-    elements of ``precision``'s linear dtype; the decode attention terms only with an SM count to fill)."""
+    decode_tile_s, sm_count, gemm_blend, moe_reread, inv_l2) of ``app`` (its stream classes, 0: ``memory``'s;
+    ``moe_half_inter`` in the linear dtype's elements; the decode attention terms only with SMs to fill)."""
     kv, ex = getattr(app, "kv_memory", None), getattr(app, "experts_memory", None)
     bw, q = float(device.memory_bandwidth), float(getattr(app, "moe_serial", 0.0))
     sms = float(getattr(device, "sm_count", None) or 0)
@@ -444,7 +447,8 @@ def _streams(device: Any, app: Any, precision: Any = None) -> tuple[float, ...]:
     )
     return (1.0 / (bw * kv) if kv else 0.0, 1.0 / (bw * ex) if ex else 0.0, float(getattr(app, "moe_s", 0.0)),
             1.0 / q if q > 0 else float("inf"), moe_half_width(app, precision), half, split, wave, sms or 1.0,
-            float(getattr(app, "gemm_blend", 0.0)) or float("inf"))  # fmt: skip
+            float(getattr(app, "gemm_blend", 0.0)) or float("inf"),
+            *rate_values(float(getattr(app, "moe_reread", 0.0)), getattr(device, "l2_bytes", None)))  # fmt: skip
 
 
 def moe_half_width(app: Any, precision: Any) -> float:

@@ -186,7 +186,7 @@ def stream_fields(kc: Any, scale: float, cycles: float = 1.0) -> dict[str, float
         kv_memory=min(1.0, float(kc.attention_memory) * scale),
         experts_memory=min(1.0, float(kc.memory) * float(kc.moe_memory) * scale),
         moe_s=float(kc.moe_s) * cycles, moe_serial=float(kc.moe_serial),
-        moe_half_inter=float(getattr(kc, "moe_half_inter", 0.0)),
+        moe_half_inter=float(getattr(kc, "moe_half_inter", 0.0)), moe_reread=float(getattr(kc, "moe_reread", 0.0)),
         decode_half_occupancy=float(kc.decode_half_occupancy), decode_split=float(kc.decode_split),
         decode_tile_s=float(kc.decode_tile_s) * cycles,
         gemm_blend=float(kc.gemm_blend),

@@ -293,6 +293,8 @@ class Applied:
     moe_serial: float = 0.0
     #: bf16 expert width per GPU at which the grouped GEMMs' rate halves (``KernelCurves.moe_half_inter``; 0: none)
     moe_half_inter: float = 0.0
+    #: share of the beyond-first token tiles that re-stream an L2-missing expert (``KernelCurves.moe_reread``)
+    moe_reread: float = 0.0
     #: CTAs per SM at which decode attention's KV bandwidth halves (``KernelCurves.decode_half_occupancy``; 0: none)
     decode_half_occupancy: float = 0.0
     #: CTAs per SM a split-KV decode kernel fills (``KernelCurves.decode_split``; 0: no split)

@@ -61,8 +61,9 @@ def _roof_classes() -> dict[str, str]:
 
 
 def _op_arrays(case: Case, device: Device, w: Workload, names: list[str] | None = None):
-    """Op names and per-op (F, B) of ``w``'s prefill and mean decode step (ideal engine)."""
-    rep = evaluate(case.arch, device, w, case.precision, engine="ideal")
+    """Op names and per-op (F, B) of ``w``'s prefill and mean decode step (the case's engine: its kernel curves'
+    MoE re-read bytes, :mod:`.moe_reread`, are the only bytes an engine adds)."""
+    rep = evaluate(case.arch, device, w, case.precision, engine=case.engine)
     names = names or list(dict.fromkeys(o.name for o in rep.ops if o.name != "engine_overhead"))
     idx = {n: i for i, n in enumerate(names)}
     Fp, Bp, Fd, Bd = (np.zeros(len(names)) for _ in range(4))

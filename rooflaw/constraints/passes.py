@@ -31,6 +31,7 @@ from . import assembly as A
 from . import operators as O
 from .compile import ARG_NAMES, LAMBDIFY_MODULES, RATE_ARGS, args_for, kinds_tag
 from .engines import EngineProfile, applied, decode_linear_inv
+from .moe_reread import reread_bytes
 from .precision import Precision
 from .symbols import B, C, Mk, Sq, T, sym
 
@@ -111,7 +112,7 @@ def _pass_model(preset: str, kinds: frozenset[str]) -> PassModel:
     ipi = _ipi(len(placed))
     out: list[sp.Expr] = []
     for i, p in enumerate(placed):
-        F, By = pass_phase(p.op, p.op.flops, p.window), pass_phase(p.op, p.op.bytes, p.window)
+        F, By = pass_phase(p.op, p.op.flops, p.window), pass_phase(p.op, p.op.bytes + reread_bytes(p.op), p.window)
         part = A.Part(p.name, p.op, p.count, F, By, ())
         tm = A.part_times(part, ipi[i], ipi[i], theory=False, pass_phase="decode")  # it reads the KV cache
         sec = tm["pre"] + A.OVERHEAD * tm["launch"]

@@ -58,6 +58,7 @@ import sympy as sp
 from ..errors import RooflawError
 from . import assembly as A
 from . import streams as ST
+from .moe_reread import MOE_REREAD
 from .roofline import with_overhead
 from .scenario import Scenario
 from .symbols import ARCH, B, S_in, S_out, b_a, b_d, b_h, b_kv, b_q, b_v, b_w, sym, unfused
@@ -188,7 +189,7 @@ def _arch_subs(fixed: Mapping[str, float], moe: int) -> dict[sp.Symbol, sp.Expr]
 @lru_cache(maxsize=32)
 def _templates(fixed_items: tuple[tuple[str, float], ...], moe: int, decode_cover: str = "BK") -> _Templates:
     fixed = dict(fixed_items)
-    subs = _arch_subs(fixed, moe)
+    subs = _arch_subs(fixed, moe) | {MOE_REREAD: sp.Integer(0)}  # a max, not a posynomial: out, still a lower bound
     # prefill: all experts (exact up to (1 − ρ)^T); decode: min(E, B·K) piecewise -- B·K where B·ρ ≤ 1
     # (exact at B = 1), E where B·ρ ≥ 1 (exact for dense)
     cover_dec = B * ARCH["top_k"] if decode_cover == "BK" else ARCH["experts"]
