@@ -9,6 +9,7 @@ the assembly priced these layers at 0.37-0.82 of the family (B200 Mixtral-like a
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -140,3 +141,37 @@ def test_numba_and_passes_carry_the_reread(pin):
     want = _prefill(dev, 8192, 8, 2, 4096, 14336)
     for n in ("ffn_up", "ffn_down"):
         assert ops[n][1][0] == pytest.approx(want[n].bytes, rel=1e-12)
+
+
+DATA = Path("/work/shared/data/measured/published.csv")
+
+
+@pytest.mark.skipif(not DATA.is_file(), reason="published.csv not present")
+def test_the_efficiency_fit_prices_the_reread_as_the_assembly(pin):
+    """The fit's flat arrays and its per-case predictor carry the re-read bytes as evaluate does (the published MoE
+    cases on GPUs priced by kernel curves whose op bytes it moves)."""
+    from rooflaw.constraints import fit_efficiency as fe
+    from rooflaw.constraints.curves_applied import curves_of
+    from rooflaw.constraints.fit_arrays import FlatCases
+    from rooflaw.constraints.published import load_cases
+
+    cases, _ = load_cases(DATA)
+    moe = [c for c in cases if c.arch.experts > 1 and not fe.padded(c) and curves_of(fe.case_device(c)) is not None]
+    pin(0.0)
+    off = [fe._features(c, fe.case_device(c)) for c in moe[:12]]
+    pin(1.0)
+    on = [fe._features(c, fe.case_device(c)) for c in moe[:12]]
+    moved = [i for i, (f, o) in enumerate(zip(on, off, strict=True)) if np.any(f.pre[1] > o.pre[1])]
+    assert len(moved) >= 2
+    pick, feats = [moe[i] for i in moved[:4]], [on[i] for i in moved[:4]]
+    pick2, P = fe.params_for(pick, feats)
+    x = np.log(np.random.default_rng(3).uniform(0.05, 0.95, len(P.names)))
+    want = [fe._predict(x, P, c, f) for c, f in zip(pick2, feats, strict=True)]
+    assert FlatCases(P, pick2, feats).predict(x) == pytest.approx(want, rel=1e-12)
+    engs: dict = {}
+    prompts: dict = {}
+    for (scope, owner, key), v in zip(P.names, np.exp(x), strict=True):
+        (prompts if scope == "prompts" else engs.setdefault(owner, {}))[key] = float(v)
+    res = fe.FitResult({}, engs, {}, 0.0, prompts=prompts)
+    for c, w in zip(pick, want, strict=True):
+        assert w == pytest.approx(fe.predict(c, res), rel=1e-9), c.row_id
