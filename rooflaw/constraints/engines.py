@@ -335,6 +335,8 @@ class Applied:
             streams += f"{self.moe_s * 1e6:.3g} µs/MoE layer, " * bool(self.moe_s)
             streams += f"grouped GEMMs ×{self.moe:.3g} · ffn/(ffn + {self.moe_half_inter:.3g}·2/bytes), " * bool(
                 self.moe_half_inter >= 1)  # fmt: skip
+            reread = f"L2-missing experts re-read by {self.moe_reread:.3g} of their later token tiles, "
+            streams += reread * bool(self.moe_reread)
         return (
             f"engine {self.engine}: bandwidth ×{self.memory:.3g}, {streams}compute ×({comp}), "
             f"mixed-input GEMM ×{self.mixed:.3g}, attention ×{self.attention:.3g}, "
