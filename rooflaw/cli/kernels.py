@@ -57,6 +57,12 @@ def fit_kernels_cmd(
     mapping: list[str] = typer.Option([], "--map", help="GPU_FOLDER=DEVICE (catalog id or device file); repeatable."),
     sample: int = typer.Option(8000, "--sample", min=100, help="Rows per (GPU, table, framework) the fit uses."),
     held_out: bool = typer.Option(True, "--held-out/--no-held-out", help="Also leave each GPU out and predict it."),
+    generic: str = typer.Option(
+        "pooled",
+        "--generic",
+        help="How the curves of an unseen architecture are built: pooled (one fit on every "
+        "GPU's rows) or median (each figure's median over the architectures' fits).",
+    ),
     source: str = typer.Option(
         "aiconfigurator (NVIDIA ai-dynamo/aiconfigurator), Apache-2.0", "--source", help="Where the tables come from."
     ),
@@ -73,7 +79,8 @@ def fit_kernels_cmd(
     with _progress(as_json) as say:
         say("reading kernel tables ...")
         gpus = kf.kernel_gpus(dirs, overrides)
-        res = kf.fit_kernels(gpus, sample=sample, held_out=held_out, progress=lambda s: say(f"fitting {s} ..."))
+        res = kf.fit_kernels(gpus, sample=sample, held_out=held_out, progress=lambda s: say(f"fitting {s} ..."),
+                             generic=generic)  # fmt: skip
     argv = sys.argv[sys.argv.index("fit-kernels") + 1 :] if "fit-kernels" in sys.argv else []
     command = " ".join(["rooflaw devices fit-kernels", *(shlex.quote(a) for a in argv)])
     curves = kf.with_provenance(res, gpus, command, sample, source, commit)

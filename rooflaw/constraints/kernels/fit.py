@@ -3,8 +3,9 @@
 Each family (:data:`FAMILIES`, in registration order) is fitted with ``scipy.optimize.least_squares`` on
 ``log(predicted / measured)`` with a soft-L1 loss, holding the figures of the families fitted before it fixed.
 Rows are subsampled (seeded) to at most ``sample`` per (GPU, table, framework) for the fit; residuals are
-computed on every row. ``generic`` curves, which price a GPU whose architecture has none, take each figure's median
-over the architectures' fits (:mod:`.generic`). Leave-one-GPU-out: predict each GPU with the curves the others give.
+computed on every row. ``generic`` curves, which price a GPU whose architecture has none, are one pooled fit on all
+GPUs' rows (``generic="pooled"``, the default) or each figure's median over the architectures' fits
+(``"median"``, :mod:`.generic`). Leave-one-GPU-out: predict each GPU with the curves the others give.
 """
 
 from __future__ import annotations
@@ -81,6 +82,8 @@ _FRESH = frozenset({"compute", "gemm_blend", "split_s", "kstep_s", "l2_sm_gbps",
 _FRESH = _FRESH | set(DECODE_BOUNDS) | {"mla_token_s", "mla_memory", "prefill_pack_gqa"}
 #: the MoE family's shape figures start inside their range too (at their default 0 the fit may not leave the bound)
 _FRESH = _FRESH | MOE_FRESH
+#: how ``generic`` is built (:func:`fit_kernels`): one fit on every GPU's rows, or the architectures' medians
+GENERIC_WAYS = ("pooled", "median")
 QUANTILES = (0.1, 0.9)  #: the 80 % band of measured/predicted
 #: share of held-out rows an 80 % band must hold, and the tail masses its quantiles may take to get there
 BAND_SHARE, TAILS = 0.8, tuple(np.round(np.arange(0.10, 0.0049, -0.005), 4))
@@ -293,6 +296,7 @@ class FitResult:
     ideal: dict[str, float] = field(default_factory=dict)  #: family -> median |err| of the pure roofline, all GPUs
     pooled_in_sample: dict[str, float] = field(default_factory=dict)
     pooled_held_out: dict[str, float] = field(default_factory=dict)
+    generic: str = "pooled"  #: how ``generic`` was built (:data:`GENERIC_WAYS`)
 
 
 def band_tail(ratios: dict[str, np.ndarray]) -> float:
@@ -320,17 +324,23 @@ def fit_kernels(
     held_out: bool = True,
     progress: Callable[[str], None] | None = None,
     families: Iterable[Family] | None = None,
+    generic: str = "pooled",
 ) -> FitResult:
-    """Curves per architecture of ``gpus`` plus ``generic`` (:func:`.generic.median_curves` of them); in-sample and
+    """Curves per architecture of ``gpus`` plus ``generic``: fitted on all their rows (``"pooled"``) or the figures'
+    medians over the architectures' fits (``"median"``, :func:`.generic.median_curves`); in-sample and
     leave-one-GPU-out scores (``families``: fit only these, default all of :data:`FAMILIES`)."""
     if not gpus:
         raise bad("gpus", [], "need at least one GPU's kernel tables")
+    if generic not in GENERIC_WAYS:
+        raise bad("generic", generic, f"must be one of {', '.join(GENERIC_WAYS)}")
     archs = sorted({g.architecture for g in gpus})
     fams = list(families) if families is not None else None
     curves = {a: fit_curves([g for g in gpus if g.architecture == a], a, sample, seed, fams, progress) for a in archs}
     fitted = {a: determined([g for g in gpus if g.architecture == a], fams) for a in archs}  # figures rows set
-    curves[GENERIC] = median_curves([curves[a] for a in archs], reference_clock_mhz(gpus), fitted)
-    res = FitResult(curves, [g.name for g in gpus])
+    median = generic == "median"
+    curves[GENERIC] = (median_curves([curves[a] for a in archs], reference_clock_mhz(gpus), fitted) if median
+                       else fit_curves(gpus, GENERIC, sample, seed, fams, progress))  # fmt: skip
+    res = FitResult(curves, [g.name for g in gpus], generic=generic)
     ins: dict[str, list[np.ndarray]] = {}
     for g in gpus:
         errs = family_errors(g, curves[g.architecture])
@@ -353,7 +363,9 @@ def fit_kernels(
             if progress:
                 progress(f"leave out {g.name}")
             theirs = [curves[a] for a in archs if a != g.architecture]  # fitted without g already: g is not theirs
-            given: dict[str, KernelCurves] = {GENERIC: median_curves(theirs, reference_clock_mhz(rest), fitted)}
+            given: dict[str, KernelCurves] = {
+                GENERIC: median_curves(theirs, reference_clock_mhz(rest), fitted) if median
+                else fit_curves(rest, GENERIC, sample, seed, fams)}  # fmt: skip
             same = [h for h in rest if h.architecture == g.architecture]
             if same and g.architecture != GENERIC:
                 given[g.architecture] = fit_curves(same, g.architecture, sample, seed, fams)
@@ -400,7 +412,11 @@ def with_provenance(res: FitResult, gpus: Sequence[GPU], command: str, sample: i
             "devices": [g.device.id for g in mine],
             "rows": rows,
             "fit_sample": f"at most {sample} rows per (GPU, table, framework), seed 0"
-            + (BUILT if arch == GENERIC else ""),
+            + (
+                (BUILT if res.generic == "median" else "; generic: one fit on every GPU's rows")
+                if arch == GENERIC
+                else ""
+            ),
             "command": command,
             "residual_in_sample": {
                 f: _median(np.array([res.in_sample[g.name][f] for g in mine if f in res.in_sample.get(g.name, {})]))
