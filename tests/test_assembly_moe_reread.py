@@ -42,15 +42,15 @@ def _model(E, K, d, i):
                            top_k=K, vocab=256)  # fmt: skip
 
 
-def _prefill(dev, T, E, K, d, i):
+def _prefill(dev, T, E, K, d, i, tiles=False):
     rep = rl.evaluate(_model(E, K, d, i), dev, precision="bf16", engine="tensorrt-llm", batch=T, input_tokens=1,
-                      output_tokens=1)  # fmt: skip
+                      output_tokens=1, tiles=tiles)  # fmt: skip
     return {o.name: o for o in rep.ops if o.phase == "prefill"}
 
 
-def _assembly(dev, T, E, K, d, i):
+def _assembly(dev, T, E, K, d, i, tiles=False):
     kc = KN.curves_for(dev)
-    ops = _prefill(dev, T, E, K, d, i)
+    ops = _prefill(dev, T, E, K, d, i, tiles)
     return sum(ops[n].seconds for n in OPS) + (M.KERNELS * kc.kernel_s + kc.moe_s) * M.cycle_scale(kc, dev)
 
 
@@ -65,15 +65,16 @@ LARGE = [("h100-sxm", (4096, 8, 2, 4096, 14336)), ("h100-sxm", (16384, 64, 8, 40
 
 
 @pytest.mark.parametrize(("dev_id", "shape"), LARGE)
-def test_large_experts_are_priced_as_the_family(pin, dev_id, shape):
+@pytest.mark.parametrize("tiles", [False, True])
+def test_large_experts_are_priced_as_the_family(pin, dev_id, shape, tiles):
     dev = get_device(dev_id)
     T, E, K, d, i = shape
     assert 2 <= 3 * d * i * 2 / dev.l2_bytes <= 8
     pin(SHARE)
-    fam, asm = _family(dev, *shape), _assembly(dev, *shape)
+    fam, asm = _family(dev, *shape), _assembly(dev, *shape, tiles)
     assert 0.95 <= asm / fam <= 1.03
     pin(0.0)  # the assembly without the re-read against the family with it: the gap this term closes
-    without = _assembly(dev, *shape)
+    without = _assembly(dev, *shape, tiles)
     pin(SHARE)
     assert without / fam < 0.9
 
