@@ -36,8 +36,9 @@ ops × l (β_class: the op's memory stream class, :data:`assembly.STREAM_CLASSES
 takes the blend ((FLOPs/π)^p + (bytes/β)^p)^(1/p) of :func:`assembly.roofline_time`, convex in log space); decode is
 S_out × one max for the step-constant ops and one max per step for the ops whose cost grows with the context (QKᵀ,
 softmax, ·V: exact, S_out maxima each), without decode attention's stream ramp and per-wave seconds (kernel curves:
-:func:`assembly.decode_waves`; a ceiling, not a posynomial -- left out, the relaxation stays a lower bound); plus the
-device's kernel overhead × launches;
+:func:`assembly.decode_waves`; a ceiling, not a posynomial -- left out, the relaxation stays a lower bound) and
+without a large expert's DRAM re-read (:mod:`.moe_reread`: a max, left out likewise); plus the device's kernel
+overhead × launches;
 plus the engine's overhead (:func:`assembly.engine_overhead`), or, for a host-launching engine on an accelerator
 (``Applied.overlap``, the flag the numpy and numba backends read), the larger of the two: max(roofline, engine
 overhead) per phase, which the GP writes with one epigraph variable per phase (:mod:`rooflaw.solver.gp_full`).
