@@ -176,3 +176,30 @@ def test_the_efficiency_fit_prices_the_reread_as_the_assembly(pin):
     res = fe.FitResult({}, engs, {}, 0.0, prompts=prompts)
     for c, w in zip(pick, want, strict=True):
         assert w == pytest.approx(fe.predict(c, res), rel=1e-9), c.row_id
+
+
+def test_the_gp_relaxation_stays_a_lower_bound_with_the_reread():
+    """The GP leaves the re-read out (a max): its prefill of the MoE points is the evaluator's without it, at most the
+    evaluator's with it, and below it where an expert outgrows Orin's 4 MB L2 at 1024 prompt tokens."""
+    from rooflaw.solver import Problem
+    from rooflaw.solver.relaxation.gp_full import build_branch
+
+    orin = dataclasses.replace(get_device("jetson-agx-orin-64gb"), achieved={}, sm_count=None)
+    assert KN.curves_for(orin).moe_reread > 0  # the shipped Ampere share: the term is on here
+    p = Problem("paper-2602.10377", orin, workload=Workload(1, 1024, 8), precision="fp16", latency_budget=0.05)
+    cols = p.space.columns_at(np.random.default_rng(0).choice(p.space.size, 120, replace=False))
+    ref = evaluate_columns(cols, orin, p.workload, p.precision, "full")
+    off = evaluate_columns(cols, dataclasses.replace(orin, l2_bytes=None), p.workload, p.precision, "full")
+    c = {k: np.asarray(v, dtype=float) for k, v in cols.items()}
+    x = {"l": c["layers"], "d": c["d_model"], "r": c["top_k"] * c["ffn"] / c["d_model"],
+         "rho": c["top_k"] / c["experts"], "gqa": c["heads"] / c["kv_heads"]}  # fmt: skip
+    below = 0
+    for k in np.unique(c["top_k"]):
+        m = (c["moe"] == 1) & (c["top_k"] == k)
+        if not m.any():
+            continue
+        v = build_branch(p, "t", float(k), 1, {}).values({a: b[m] for a, b in x.items()})["prefill_s"]
+        np.testing.assert_allclose(v, off["prefill_s"][m], rtol=1e-9)
+        assert np.all(v <= ref["prefill_s"][m] * (1 + 1e-12))
+        below += int(np.sum(v < ref["prefill_s"][m] * (1 - 1e-6)))
+    assert below > 0
