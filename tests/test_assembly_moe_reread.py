@@ -3,7 +3,8 @@
 
 The curves' ``moe_reread`` is pinned to :data:`SHARE` (a round share inside the fitted range, 0.12 on Hopper to 1.0
 on Blackwell, no architecture's own fit), so these tests do not move with a refit of the catalog. Without the term
-the assembly priced these layers at 0.37-0.82 of the family (B200 Mixtral-like at 16k tokens: 0.37).
+the assembly priced these layers at 0.37-0.82 of the family at the session-12 shares (B200 Mixtral-like at 16k tokens:
+0.37; docs/kernels-moe-collectives.md). The GP relaxation leaves it out and stays a lower bound.
 """
 
 from __future__ import annotations
