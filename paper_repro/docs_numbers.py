@@ -123,11 +123,26 @@ def compare(claims: dict, docs: str, entries: list[Entry] | None = None) -> list
     return rows
 
 
+def rewrite(claims: dict, docs: str, entries: list[Entry] | None = None) -> tuple[str, int]:
+    """``docs`` with every moved number (a phrase found once, its run value known and different) set to the run's
+    value, and how many were set; the prose around them ("was ..." history) is left to the reader."""
+    n = 0
+    for e in load_map() if entries is None else entries:
+        value = lookup(claims, e.path)
+        found = list(re.finditer(pattern(e.phrase), docs))
+        if value is None or len(found) != 1 or found[0].group(1) == (run := FORMATS[e.fmt](value)):
+            continue
+        a, b = found[0].span(1)
+        docs, n = docs[:a] + run + docs[b:], n + 1
+    return docs, n
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m paper_repro.docs_numbers", description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path, help="a paper_repro output folder (its claims.json)")
     ap.add_argument("--docs", type=Path, default=DOCS, help="the page to compare (default: %(default)s)")
     ap.add_argument("--moved", action="store_true", help="print only the lines not marked '='")
+    ap.add_argument("--write", action="store_true", help="set the moved numbers on the page to the run's values")
     a = ap.parse_args(argv)
     src = a.out / "claims.json" if a.out.is_dir() else a.out
     try:
@@ -135,6 +150,10 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError) as exc:
         print(f"docs_numbers: cannot read {src}: {exc}", file=sys.stderr)
         return 2
+    if a.write:
+        text, n = rewrite(claims, a.docs.read_text(encoding="utf-8"))
+        a.docs.write_text(text, encoding="utf-8")
+        print(f"docs_numbers: set {n} numbers in {a.docs}")
     rows = compare(claims, a.docs.read_text(encoding="utf-8"))
     width = max(len(r.label) for r in rows)
     for r in rows:

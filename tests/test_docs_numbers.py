@@ -12,7 +12,7 @@ sys.path.insert(0, str(ROOT))
 
 from paper_repro import docs_numbers as dn  # noqa: E402
 
-FAKE = {"fig5": {"int8_speedup": {"full": {"prefill": {"median": 1.4185, "min": 1.9}}}}}
+FAKE = {"fig5": {"int8_speedup": {"full": {"prefill": {"median": 1.4285, "min": 1.9}}}}}
 
 
 def _by_label(rows):
@@ -29,7 +29,7 @@ def test_every_mapped_phrase_is_on_the_page_once():
 def test_same_moved_and_missing(tmp_path, capsys):
     rows = _by_label(dn.compare(FAKE, dn.DOCS.read_text(encoding="utf-8")))
     same, moved = rows["fig5 table, prefill row, full median"], rows["fig5 table, prefill row, full min"]
-    assert (same.mark, same.run, same.docs) == ("=", "1.42", "1.42")
+    assert (same.mark, same.run, same.docs) == ("=", "1.43", "1.43")
     assert (moved.mark, moved.run) == ("*", "1.90") and moved.docs != "1.90"
     assert rows["fig5 table, decode row, full median"].mark == "-"
     (tmp_path / "claims.json").write_text(json.dumps(FAKE))
@@ -50,3 +50,17 @@ def test_phrase_holes_and_cells():
     assert [(r.mark, r.docs, r.run) for r in rows] == [
         ("=", "30", "30"), ("=", "2.5", "2.5"), ("*", "10–20", "10–25"), ("?", "<0 matches>", "30"),
     ]  # fmt: skip
+
+
+def test_rewrite_sets_only_moved_numbers_found_once():
+    text = "| `k` | 10 / 20 % | 30 / 40 % |\nratio a b 2.5×, spread 10–20 %, twice 7 % and twice 7 %"
+    entries = [
+        dn.Entry("cell", "a", "pct", "| `k` … | … | {} / # % |"),
+        dn.Entry("range", "c/*", "pct-range", "spread {r} %"),
+        dn.Entry("twice", "a", "pct", "twice {} %"),  # two matches: left alone
+        dn.Entry("unknown", "zzz", "pct", "ratio … {}×"),  # no run value: left alone
+    ]
+    out, n = dn.rewrite({"a": 0.31, "c": [0.1, 0.25]}, text, entries)
+    assert n == 2
+    assert out == "| `k` | 10 / 20 % | 31 / 40 % |\nratio a b 2.5×, spread 10–25 %, twice 7 % and twice 7 %"
+    assert [r.mark for r in dn.compare({"a": 0.31, "c": [0.1, 0.25]}, out, entries[:2])] == ["=", "="]

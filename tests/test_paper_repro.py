@@ -79,7 +79,9 @@ def test_moe_share(claims):
             for pr in ("fp16", "int8"):
                 assert 0.0 <= m[ps][ph][pr] <= 1.0
     assert m["paper"]["decode"]["fp16"] == 1.0  # ρ never enters the paper's decode cost
-    assert m["full"]["total"]["fp16"] > 0.9
+    # MoE still dominates the full preset's FP16 total frontier: 89 % on session 12's kernel curves (96 % before them,
+    # 100 % in the paper); dense models take its fast end
+    assert m["full"]["total"]["fp16"] > 0.85
     for k in ("top1_share", "depth_le_20_share", "width_at_bound_share", "median_experts"):
         assert k in claims["fig7"]
 

@@ -117,10 +117,10 @@ def test_paper_repro_guideline4(tmp_path):
     assert c["nvfp4"]["weight_bytes_for_equal_loss_vs_bf16"] == pytest.approx(1.40854 * 4.5 / 16, abs=1e-4)
     # the lower precision still decodes faster at equal loss, and owns most of the joint frontier
     # on GB300 these small architectures decode at the kernel curves' per-kernel latency, not at the weight bytes:
-    # the median equal-loss speed-up is below 1 (NVFP4 0.90, FP8 0.87), NVFP4 ahead of FP8, and the larger
-    # targets, where the bytes dominate, still gain (range up to 1.44 / 1.32)
+    # the median equal-loss speed-up is below 1 (session 12: NVFP4 0.96, FP8 0.94), NVFP4 ahead of FP8, and the
+    # larger targets, where the bytes dominate, still gain (range up to 1.27 / 1.20)
     assert c["nvfp4"]["decode_speedup_vs_bf16_median"] > c["fp8"]["decode_speedup_vs_bf16_median"]
-    assert c["nvfp4"]["decode_speedup_vs_bf16_range"][1] > c["fp8"]["decode_speedup_vs_bf16_range"][1] > 1.2
-    assert 0.25 < c["nvfp4"]["joint_frontier_share"] < 1  # 36 % on the kernel curves (was > 50 % before them)
+    assert c["nvfp4"]["decode_speedup_vs_bf16_range"][1] > c["fp8"]["decode_speedup_vs_bf16_range"][1] > 1.1
+    assert 0.25 < c["nvfp4"]["joint_frontier_share"] < 1  # 44 % on session 12's curves (78 % before the curves)
     assert (tmp_path / "guideline4_precision.png").stat().st_size > 10_000
     assert "section:guideline_precision" in (tmp_path / "REPORT.md").read_text()
