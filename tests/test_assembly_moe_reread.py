@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fit_helpers import assert_flat_fit_matches
 
 import rooflaw as rl
 import rooflaw.constraints.kernels as KN
@@ -154,7 +155,6 @@ def test_the_efficiency_fit_prices_the_reread_as_the_assembly(pin):
     cases on GPUs priced by kernel curves whose op bytes it moves)."""
     from rooflaw.constraints import fit_efficiency as fe
     from rooflaw.constraints.curves_applied import curves_of
-    from rooflaw.constraints.fit_arrays import FlatCases
     from rooflaw.constraints.published import load_cases
 
     cases, _ = load_cases(DATA)
@@ -166,17 +166,7 @@ def test_the_efficiency_fit_prices_the_reread_as_the_assembly(pin):
     moved = [i for i, (f, o) in enumerate(zip(on, off, strict=True)) if np.any(f.pre[1] > o.pre[1])]
     assert len(moved) >= 2
     pick, feats = [moe[i] for i in moved[:4]], [on[i] for i in moved[:4]]
-    pick2, P = fe.params_for(pick, feats)
-    x = np.log(np.random.default_rng(3).uniform(0.05, 0.95, len(P.names)))
-    want = [fe._predict(x, P, c, f) for c, f in zip(pick2, feats, strict=True)]
-    assert FlatCases(P, pick2, feats).predict(x) == pytest.approx(want, rel=1e-12)
-    engs: dict = {}
-    prompts: dict = {}
-    for (scope, owner, key), v in zip(P.names, np.exp(x), strict=True):
-        (prompts if scope == "prompts" else engs.setdefault(owner, {}))[key] = float(v)
-    res = fe.FitResult({}, engs, {}, 0.0, prompts=prompts)
-    for c, w in zip(pick, want, strict=True):
-        assert w == pytest.approx(fe.predict(c, res), rel=1e-9), c.row_id
+    assert_flat_fit_matches(pick, feats, seed=3)
 
 
 def test_the_gp_relaxation_stays_a_lower_bound_with_the_reread():

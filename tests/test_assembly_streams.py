@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fit_helpers import assert_flat_fit_matches
 
 from rooflaw.arch import Architecture
 from rooflaw.constraints import Workload, evaluate_columns
@@ -182,7 +183,6 @@ def test_fit_arrays_price_moe_and_decode_attention_as_the_assembly():
     """The efficiency fit's array evaluator, its per-case predictor and evaluate agree on MoE and decode cases of a
     device priced by kernel curves (stream classes, the experts' blend, moe_s, decode attention's ramp and waves)."""
     from rooflaw.constraints import fit_efficiency as fe
-    from rooflaw.constraints.fit_arrays import FlatCases
     from rooflaw.constraints.published import load_cases
 
     cases, _ = load_cases(DATA)
@@ -196,15 +196,8 @@ def test_fit_arrays_price_moe_and_decode_attention_as_the_assembly():
     assert any(f.expert is not None and f.expert.any() for f in feats)
     assert all(f.dec_terms is not None and f.dec_terms[1] > 0 for c, f in zip(pick, feats, strict=True)
                if c.phase == "decode")  # fmt: skip
-    pick2, P = fe.params_for(pick, feats)
-    x = np.log(np.random.default_rng(2).uniform(0.05, 0.95, len(P.names)))
-    x[[i for i, k in enumerate(P.names) if k[2] in ("pass_s", "layer_s")]] = np.log(2e-5)
-    want = [fe._predict(x, P, c, f) for c, f in zip(pick2, feats, strict=True)]
-    assert FlatCases(P, pick2, feats).predict(x) == pytest.approx(want, rel=1e-12)
-    engs: dict = {}
-    prompts: dict = {}
-    for (scope, owner, key), v in zip(P.names, np.exp(x), strict=True):
-        (prompts if scope == "prompts" else engs.setdefault(owner, {}))[key] = float(v)
-    res = fe.FitResult({}, engs, {}, 0.0, prompts=prompts)
-    for c, w in zip(pick, want, strict=True):
-        assert w == pytest.approx(fe.predict(c, res), rel=0.02 if fe.padded(c) else 1e-9), c.row_id
+
+    def fixed_overheads(x, names):
+        x[[i for i, k in enumerate(names) if k[2] in ("pass_s", "layer_s")]] = np.log(2e-5)
+
+    assert_flat_fit_matches(pick, feats, seed=2, rel=lambda c: 0.02 if fe.padded(c) else 1e-9, adjust=fixed_overheads)
