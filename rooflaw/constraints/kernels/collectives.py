@@ -66,7 +66,7 @@ from typing import Any
 import numpy as np
 
 from ...devices.device import Device
-from . import GENERIC, CollectiveCurve, Family, KernelCurves, register
+from . import CollectiveCurve, Family, KernelCurves, register
 from .nccl_tuner import TUNED, protocol
 
 #: Exponent of the per-rank bandwidth's fall with the group size, per link kind: ``B·eff·(2/n)^c``.
@@ -346,14 +346,13 @@ def fit_split(fam: Family, data: Sequence[Any], curves: KernelCurves,
     figure and the joint problem's optimum is theirs; fitted jointly, though, one curve's rows moved where the solver
     stopped on the others' (with H100 held out, the pooled vLLM NVLink large-message latency 39 µs without the vLLM
     PCIe rule and 64 µs with it, which touches PCIe rows only). A curve none of whose rows is sampled stays as is.
-    The pooled ``generic`` curves fit no channel ramp (:data:`RAMP_FIGURES`: an architecture's own; fitted pooled,
-    they moved the pooled small-message latency, docs/kernels-moe-collectives.md)."""
+    The ``generic`` curves carry no channel ramp (:data:`RAMP_FIGURES`: an architecture's own; fitted pooled, they
+    moved the pooled small-message latency, docs/kernels-moe-collectives.md): :func:`.generic.pooled` leaves them out
+    of ``fit_one``'s generic problem (and of the median)."""
     parts: dict[str, list[str]] = {}  # "collectives.<key>/<kind>" -> its figures the rows determine, in order
     for p in data:
         for name in fam.used(p.rows) if fam.used is not None else fam.params:
             figs = parts.setdefault(name.rsplit(".", 1)[0], [])
-            if curves.architecture == GENERIC and name.rsplit(".", 1)[1] in RAMP_FIGURES:
-                continue  # an architecture's own (the module docstring): the pooled curves keep no ramp
             if name not in figs:
                 figs.append(name)
     kinds = [(device_link(p.gpu.device) or ("",))[0] for p in data]
