@@ -6,7 +6,8 @@ predictors (``predict.py`` and friends) and the kernel-table reader (``tables.py
 A device names its ``architecture`` (:data:`rooflaw.devices.device.ARCHITECTURES`); :func:`curves_for`
 returns that architecture's :class:`KernelCurves` from the catalog shipped in the package
 (``kernel_curves.toml`` beside this file, written by ``rooflaw devices fit-kernels``), or the ``generic`` curves
-(each figure the median of the architectures', :mod:`.generic`) for a GPU whose architecture has none, or
+(one fit on every GPU's rows; ``fit-kernels --generic median``: each figure the median of the architectures',
+:mod:`.generic`) for a GPU whose architecture has none, or
 ``None`` for a device with no architecture (CPU, NPU, TPU, another vendor's GPU: its own scalar efficiencies apply).
 
 Every figure is **dimensionless, a time or a bandwidth per SM** (``l2_sm_gbps``), so it carries to any GPU of the
