@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -152,7 +154,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if a.write:
         text, n = rewrite(claims, a.docs.read_text(encoding="utf-8"))
-        a.docs.write_text(text, encoding="utf-8")
+        fd, tmp = tempfile.mkstemp(dir=a.docs.parent, suffix=".tmp")  # the page whole or untouched
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, a.docs)
         print(f"docs_numbers: set {n} numbers in {a.docs}")
     rows = compare(claims, a.docs.read_text(encoding="utf-8"))
     width = max(len(r.label) for r in rows)
