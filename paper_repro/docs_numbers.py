@@ -157,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
         fd, tmp = tempfile.mkstemp(dir=a.docs.parent, suffix=".tmp")  # the page whole or untouched
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
+        os.chmod(tmp, a.docs.stat().st_mode & 0o777)  # mkstemp's file is 0600: keep the page's mode
         os.replace(tmp, a.docs)
         print(f"docs_numbers: set {n} numbers in {a.docs}")
     rows = compare(claims, a.docs.read_text(encoding="utf-8"))
