@@ -101,6 +101,10 @@ def test_reread_bytes_by_hand(pin):
 
 def test_constants_are_the_familys():
     assert RR.TILE == M.TILE_MAX and RR.L2_STEEPNESS == G.L2_STEEPNESS and M.L2_SHARE == 1.0
+    # the assembly's operand bytes per linear roof (moe_half_inter's width scale) are the family's where it has them
+    from rooflaw.constraints import assembly as A
+
+    assert {k: A.ACT_BYTES[k] for k in M.ACT_BYTES} == M.ACT_BYTES
 
 
 def test_small_experts_and_few_rows_reread_nothing_to_speak_of(pin):
