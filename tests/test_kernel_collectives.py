@@ -149,6 +149,35 @@ def test_a_curve_carries_to_another_link_kind():
     assert got[0] == pytest.approx((4e-6 + (2 << 24) / bw) * 1e3)  # one-shot: one latency, (n - 1) x S
 
 
+def test_nccl_fixed_times_are_sm_cycles_a_custom_kernels_latency_and_hops_are_seconds(monkeypatch):
+    """Curves fitted at 1980 MHz on a device of half that clock: NCCL's fixed times (every protocol) and a custom
+    all-reduce's NCCL fallback take twice the seconds; a custom all-reduce kernel's own latency and every hop do
+    not; the layouts price the same; a curve without a clock (0) is seconds everywhere. By hand."""
+    c = CollectiveCurve(latency=6e-6, efficiency=0.25, hop=0.5e-6, latency_large=30e-6, efficiency_large=0.7,
+                        latency_ll128=12e-6, efficiency_ll128=0.5)  # fmt: skip
+    cv = dataclasses.replace(curves(**{"nccl_allreduce/nvlink": c, "allreduce/nvlink": c, "allgather/nvlink": c}),
+                             clock_mhz=1980.0)  # fmt: skip
+    h100 = R.get_device("h100-sxm")
+    slow = dataclasses.replace(h100, clock=990e6)
+    assert K.curve(cv, "nccl_allreduce", "nvlink", h100) == c  # its own clock: as fitted
+    got = K.curve(cv, "nccl_allreduce", "nvlink", slow)
+    assert (got.latency, got.latency_large, got.latency_ll128) == pytest.approx((12e-6, 60e-6, 24e-6))
+    assert (got.hop, got.efficiency, got.efficiency_large) == (c.hop, c.efficiency, c.efficiency_large)
+    own = K.curve(cv, "allreduce", "nvlink", slow)
+    assert (own.latency, own.latency_large, own.hop) == pytest.approx((6e-6, 60e-6, 0.5e-6))
+    assert K.curve(dataclasses.replace(cv, clock_mhz=0.0), "nccl_allreduce", "nvlink", slow) == c
+    # a 512 B NCCL all-reduce over 2 GPUs (LL, the tuner's pick): 12 + 2 hops x 0.5 µs + 512 B / (450 GB/s x 0.25)
+    rows = pd.DataFrame({"op_name": ["all_reduce"], "num_gpus": [2], "message_size": [256], "nccl_dtype": ["half"]})
+    assert K.predict_nccl(rows, slow, cv)[0] == pytest.approx((12e-6 + 1e-6 + 512 / (450e9 * 0.25)) * 1e3)
+    assert K.predict_nccl(rows, h100, cv)[0] == pytest.approx((6e-6 + 1e-6 + 512 / (450e9 * 0.25)) * 1e3)
+    h2 = get_system("h100-sxm:2")
+    h2slow = dataclasses.replace(h2, device=slow)
+    monkeypatch.setattr(C, "system_curves", lambda system: cv)
+    assert C.all_reduce(4096, 2, h2slow) == pytest.approx(6e-6 + 0.5e-6 + 4096 / (450e9 * 0.25))
+    # the in-node all-gather (the cheapest protocol, the layouts have no tuner): LL at 12 + 0.5 µs + S/2 / (B·0.25)
+    assert C._in_node(np.asarray(4096.0), 2, h2slow, "allgather") == pytest.approx(12.5e-6 + 2048 / (450e9 * 0.25))
+
+
 def test_tensorrt_llm_all_reduce_over_pcie_is_nccls():
     """Without NVLink TensorRT-LLM's all-reduce is NCCL's: its rows on the L40S are priced by the NCCL all-reduce
     curve with NCCL's protocol choice (the curve of its own, and the custom kernel's NVLink curve, are not read); the

@@ -36,6 +36,15 @@ def test_median_of_three_architectures_by_hand():
     assert g.mla_token_s == 0.0 and g.split_share == {}
     assert g.collectives["allreduce/nvlink"].latency == pytest.approx(1.5e-5)
     assert g.collectives["allreduce/nvlink"].efficiency == pytest.approx(0.4)
+    # NCCL's fixed times are SM cycles: 10 µs at 1000 MHz and 20 µs at 2000 MHz are 10k and 40k cycles -> 25k cycles
+    # at 2000 MHz = 12.5 µs (the seconds' 15 µs); its hop is seconds (median 1.5 µs)
+    a2, h2 = (
+        dataclasses.replace(c, collectives={"nccl_allreduce/nvlink": CollectiveCurve(lat, 0.3, hop, 4e-5)})
+        for c, lat, hop in ((a, 1e-5, 1e-6), (h, 2e-5, 2e-6))
+    )
+    gn = median_curves([a2, h2], clock_mhz=2000.0).collectives["nccl_allreduce/nvlink"]
+    assert gn.latency == pytest.approx(12.5e-6) and gn.hop == pytest.approx(1.5e-6)
+    assert gn.latency_large == pytest.approx(0.5 * (4e-5 * 1000 + 4e-5 * 2000) / 2000)  # 60k cycles at 2000 MHz
     assert set(figures(g)) >= {"compute.fp16", "compute.fp8", "collectives.allreduce/nvlink.hop"}
     # a figure an architecture's rows do not determine (its default) is left out of the median where that is known
     h, b = (dataclasses.replace(c, attention_fp8=v) for c, v in ((h, 0.3), (b, 0.5)))

@@ -49,6 +49,12 @@ reach each other peer-to-peer at their own link's rate through PCIe switches kee
 A catalog system may give its own ``link_contention`` (:func:`system_contention`); :data:`CONTENTION` is the
 link kind's default.
 
+Fixed times in SM cycles (:func:`in_cycles`): NCCL's kernels' fixed times (``latency``, ``latency_large``,
+``latency_ll128`` of its collectives, and the custom all-reduce's NCCL fallback ``latency_large``) are cycles of
+the SM clock written as seconds at the curves' ``clock_mhz`` (a device of boost clock ``f`` runs them in
+``· clock_mhz / f``, :func:`.gemm.cycle_scale`); a custom all-reduce kernel's own ``latency`` and every ``hop``
+stay seconds (a flag round trip over the fabric). See docs/kernels-moe-collectives.md, "Fixed times in SM cycles".
+
 The kernel tables (``custom_allreduce_perf``, ``nccl_perf``) give ``message_size`` in **elements** (× the
 dtype's bytes) and ``latency`` in ms. vLLM's eager rows (``backend == vllm_eager``) add the host's launch
 overhead, which belongs to the engine level: they are not modelled (NaN).
@@ -67,6 +73,7 @@ import numpy as np
 
 from ...devices.device import Device
 from . import CollectiveCurve, Family, KernelCurves, register
+from .gemm import cycle_scale
 from .nccl_tuner import TUNED, protocol
 
 #: Exponent of the per-rank bandwidth's fall with the group size, per link kind: ``B·eff·(2/n)^c``.
@@ -151,17 +158,43 @@ def device_link(device: Device) -> tuple[str, float] | None:
     return None
 
 
-def curve(curves: KernelCurves | None, collective: str, kind: str) -> CollectiveCurve | None:
+#: NCCL's kernels (its collectives; the custom all-reduce kernels fall back to NCCL's for large messages)
+NCCL_KERNELS = ("nccl_allreduce", "allgather", "reducescatter", "alltoall")
+#: fixed-time figures of a curve counted in SM cycles (:func:`in_cycles`)
+CYCLE_FIGURES = ("latency", "latency_large", "latency_ll128")
+
+
+def in_cycles(collective: str, figure: str) -> bool:
+    """Whether ``figure`` of ``collective``'s curve is SM cycles (written as seconds at the curves' ``clock_mhz``):
+    the fixed times of NCCL's kernels (every protocol of its collectives, a custom all-reduce's NCCL fallback);
+    not a custom all-reduce kernel's own ``latency`` nor any ``hop`` (seconds)."""
+    if figure not in CYCLE_FIGURES:
+        return False
+    return collective in NCCL_KERNELS or figure == "latency_large"
+
+
+def clocked(c: CollectiveCurve, collective: str, scale: float) -> CollectiveCurve:
+    """``c`` with its cycle figures (:func:`in_cycles`) times ``scale`` (``clock_mhz / f``, :func:`.cycle_scale`)."""
+    if scale == 1.0:
+        return c
+    return dataclasses.replace(c, **{f: getattr(c, f) * scale for f in CYCLE_FIGURES if in_cycles(collective, f)})
+
+
+def curve(curves: KernelCurves | None, collective: str, kind: str, device: Device | None = None
+          ) -> CollectiveCurve | None:  # fmt: skip
     """The fitted curve of ``collective`` (of the collective it runs as there, :func:`runs_as`) on link ``kind``;
     else the same collective's curve on another link kind (latency and efficiency are fractions and times that carry
-    over; the link's own bandwidth and contention apply); else ``None``."""
+    over; the link's own bandwidth and contention apply); else ``None``. Given ``device``, its cycle figures are in
+    seconds on that device's clock (:func:`clocked`)."""
     if curves is None:
         return None
     collective = runs_as(collective, kind)
     got = curves.collectives.get(f"{collective}/{kind}")
-    if got is not None:
+    if got is None:
+        got = next((c for k, c in sorted(curves.collectives.items()) if k.split("/")[0] == collective), None)
+    if got is None or device is None:
         return got
-    return next((c for k, c in sorted(curves.collectives.items()) if k.split("/")[0] == collective), None)
+    return clocked(got, collective, cycle_scale(curves, device))
 
 
 def system_contention(device: Device) -> float | None:
@@ -262,7 +295,7 @@ def evaluate(terms: Terms, device: Device, curves: KernelCurves | None) -> np.nd
     kind, bw = link
     contention = system_contention(device)
     for key in np.unique(terms.key):
-        c = curve(curves, key, kind) if key else None
+        c = curve(curves, key, kind, device) if key else None
         if c is None:
             continue
         m = terms.key == key
@@ -390,8 +423,9 @@ NCCL = register(family("nccl", ("nccl_perf",), _params("nccl_allreduce", "allgat
                        evaluate=evaluate, fit=fit_split))  # fmt: skip
 
 
-__all__ = ["ALLREDUCE", "BOUNDS", "COLLECTIVES", "CONTENTION", "FIGURES", "LINK_KINDS", "LL128_FIGURES", "NCCL",
-           "NCCL_OPS", "RUNS_AS", "SCALING_MAX_GPUS", "SEED", "Terms", "VLLM_PCIE_MAX_GPUS",
-           "curve", "device_link", "device_of_rows", "evaluate", "factor", "figures", "fit_split", "link_kind",
-           "predict_allreduce", "predict_nccl", "prepare_allreduce", "prepare_nccl", "rank_bandwidth", "runs_as",
-           "seconds", "steps", "system_contention", "used_params"]  # fmt: skip
+__all__ = ["ALLREDUCE", "BOUNDS", "COLLECTIVES", "CONTENTION", "CYCLE_FIGURES", "FIGURES", "LINK_KINDS",
+           "LL128_FIGURES", "NCCL", "NCCL_KERNELS", "NCCL_OPS", "RUNS_AS", "SCALING_MAX_GPUS", "SEED", "Terms",
+           "VLLM_PCIE_MAX_GPUS", "clocked", "curve", "device_link", "device_of_rows", "evaluate", "factor", "figures",
+           "fit_split", "in_cycles", "link_kind", "predict_allreduce", "predict_nccl", "prepare_allreduce",
+           "prepare_nccl", "rank_bandwidth", "runs_as", "seconds", "steps", "system_contention",
+           "used_params"]  # fmt: skip

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from . import FAMILIES, GENERIC, SCALARS, CollectiveCurve, Family, KernelCurves, attention_prefill
-from .collectives import RAMP_FIGURES
+from .collectives import RAMP_FIGURES, in_cycles
 from .paths import with_params
 
 #: dict-valued figures of :class:`KernelCurves` (dotted ``<dict>.<key>`` paths): every ``dict[str, float]`` field
@@ -33,6 +33,14 @@ CYCLES = frozenset({"kernel_s", "kstep_s", "split_s", "moe_s", "decode_tile_s", 
 #: how ``generic`` was built, in its provenance (after ``fit_sample``, which describes the architectures' fits)
 BUILT = "; generic: each figure the median of the architectures' fits (kernels/generic.py)"
 _COLLECTIVE = tuple(f.name for f in dataclasses.fields(CollectiveCurve))
+
+
+def collective_cycles(path: str) -> bool:
+    """Whether dotted ``path`` (``collectives.<key>/<kind>.<figure>``) is a collective's SM-cycle figure
+    (:func:`.collectives.in_cycles`)."""
+    head, _, rest = path.partition(".")
+    key, _, fig = rest.rpartition(".")
+    return head == "collectives" and in_cycles(key.split("/")[0], fig)
 
 
 def pooled(name: str) -> bool:
@@ -85,7 +93,7 @@ def median_curves(
     for c in given:
         for path, v in figures(c).items():
             if pooled(path) and (fitted is None or path in fitted.get(c.architecture, ())):
-                cycles = path.split(".")[0] in CYCLES and c.clock_mhz > 0 and clock_mhz > 0
+                cycles = (path.split(".")[0] in CYCLES or collective_cycles(path)) and c.clock_mhz > 0 < clock_mhz
                 values.setdefault(path, []).append(v * c.clock_mhz / clock_mhz if cycles else v)
     base = KernelCurves(architecture=GENERIC, compute={}, memory=1.0, kernel_s=0.0, clock_mhz=clock_mhz)
     return with_params(base, {p: float(np.median(v)) for p, v in values.items()})

@@ -105,7 +105,7 @@ def fitted(system: System, collective: str) -> tuple[str, K.CollectiveCurve] | N
     kind = K.link_kind(system.link)
     if kind is None:
         return None
-    c = K.curve(system_curves(system), collective, kind)
+    c = K.curve(system_curves(system), collective, kind, system.device)  # NCCL's fixed times on the device's clock
     return None if c is None else (kind, c)
 
 
