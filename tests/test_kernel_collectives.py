@@ -36,10 +36,12 @@ def test_hand_computed_allreduce_n2_and_n8():
     assert K.seconds("allreduce", 8, 64e6, 450e9, "nvlink", AR) == pytest.approx(8e-6 + 1.75 * 64e6 / bw)
     # n = 8, 4 KB: one-shot, latency-bound
     assert K.seconds("allreduce", 8, 4096, 450e9, "nvlink", AR) == pytest.approx(4e-6 + 7 * 4096 / bw)
-    # NCCL ring and the (n-1)/n collectives
-    assert K.seconds("nccl_allreduce", 8, 64e6, 450e9, "nvlink", AR) == pytest.approx(4e-6 + 1.75 * 64e6 / bw)
-    for c in ("allgather", "reducescatter", "alltoall"):
-        assert K.seconds(c, 2, 8e6, 450e9, "nvlink", AR) == pytest.approx(4e-6 + 0.5 * 8e6 / bw)
+    # NCCL ring and the (n-1)/n collectives; NCCL's tuned ones (LL) at a fraction of NCCL's LL bandwidth, half of
+    # its 0.8 of the NVLink (no architecture: no cap), the all-to-all at a fraction of the link
+    assert K.seconds("nccl_allreduce", 8, 64e6, 450e9, "nvlink", AR) == pytest.approx(4e-6 + 1.75 * 64e6 / (bw * 0.4))
+    for c in ("allgather", "reducescatter"):
+        assert K.seconds(c, 2, 8e6, 450e9, "nvlink", AR) == pytest.approx(4e-6 + 0.5 * 8e6 / (bw * 0.4))
+    assert K.seconds("alltoall", 2, 8e6, 450e9, "nvlink", AR) == pytest.approx(4e-6 + 0.5 * 8e6 / bw)
     assert K.seconds("allreduce", 1, 1e6, 450e9, "nvlink", AR) == 0.0
 
 
@@ -48,11 +50,11 @@ def test_two_protocols_and_hops_by_hand():
     (its own latency, efficiency x (n/2)^scaling) above; hand numbers on H100's NVLink 4 (450 GB/s)."""
     c = CollectiveCurve(latency=6e-6, efficiency=0.25, hop=0.5e-6, latency_large=40e-6, efficiency_large=0.7,
                         scaling=0.1)  # fmt: skip
-    small = lambda steps, f, s: 6e-6 + 0.5e-6 * steps + f * s / (450e9 * 0.25)  # noqa: E731
+    small = lambda steps, f, s: 6e-6 + 0.5e-6 * steps + f * s / (450e9 * 0.4 * 0.25)  # noqa: E731  (NCCL's LL)
     large = lambda steps, f, s, n: 40e-6 + 0.5e-6 * steps + f * s / (450e9 * 0.7 * (n / 2) ** 0.1)  # noqa: E731
     # NCCL ring all-reduce, n = 8: 14 steps; 64 KB small protocol (6 + 7 + 0.995 us), 256 MB large
     assert K.seconds("nccl_allreduce", 8, 65536, 450e9, "nvlink", c) == pytest.approx(small(14, 1.75, 65536))
-    assert small(14, 1.75, 65536) == pytest.approx(13e-6 + 1.75 * 65536 / 112.5e9)
+    assert small(14, 1.75, 65536) == pytest.approx(13e-6 + 1.75 * 65536 / 45e9)
     t = K.seconds("nccl_allreduce", 8, 256e6, 450e9, "nvlink", c)
     assert t == pytest.approx(large(14, 1.75, 256e6, 8)) and t < small(14, 1.75, 256e6)
     # all-gather, n = 4: 3 steps, (n-1)/n of the buffer
@@ -65,15 +67,18 @@ def test_two_protocols_and_hops_by_hand():
     want = 40e-6 + 0.5e-6 * 71 + 71 / 72 * 1e9 / (450e9 * 0.7 * 4**0.1)
     assert K.seconds("allgather", 72, 1e9, 450e9, "nvlink", c) == pytest.approx(want)
     # without a large protocol (efficiency_large = 0) the curve is the one line
-    assert K.seconds("allgather", 4, 1e9, 450e9, "nvlink", AR) == pytest.approx(4e-6 + 0.75 * 1e9 / 270e9)
+    assert K.seconds("allgather", 4, 1e9, 450e9, "nvlink", AR) == pytest.approx(4e-6 + 0.75 * 1e9 / (270e9 * 0.4))
 
 
 def test_pcie_contention_by_hand():
     # PCIe Gen4 x16, 32 GB/s each way: the per-rank bandwidth falls as (2/n)^2 on a shared host tree
     assert K.rank_bandwidth(32e9, "pcie", 2, 0.6) == pytest.approx(19.2e9)
     assert K.rank_bandwidth(32e9, "pcie", 8, 0.6) == pytest.approx(19.2e9 / 16)
-    t = K.seconds("allgather", 8, 64e6, 32e9, "pcie", AR)
+    t = K.seconds("alltoall", 8, 64e6, 32e9, "pcie", AR)
     assert t == pytest.approx(4e-6 + 7 / 8 * 64e6 / (19.2e9 / 16))
+    # NCCL's all-gather (LL): a fraction of half of NCCL's 0.75 of the per-rank bandwidth
+    t = K.seconds("allgather", 8, 64e6, 32e9, "pcie", AR)
+    assert t == pytest.approx(4e-6 + 7 / 8 * 64e6 / (0.375 * 19.2e9 / 16))
     assert K.link_kind("NVLink 5") == "nvlink" and K.link_kind("PCIe Gen5 x16") == "pcie"
     assert K.link_kind("none (one GPU per board)") is None
 
@@ -88,13 +93,13 @@ def test_system_contention_by_hand(monkeypatch):
     assert K.system_contention(R.get_device("rtx-pro-6000-server")) == 0.0
     assert K.system_contention(R.get_device("h100-sxm")) is None
     # 64 GB/s each way x 0.6, not divided by (8/2)^2 = 16
-    assert K.seconds("allgather", 8, 64e6, 64e9, "pcie", AR, 0.0) == pytest.approx(4e-6 + 7 / 8 * 64e6 / 38.4e9)
-    assert K.seconds("allgather", 8, 64e6, 64e9, "pcie", AR) == pytest.approx(4e-6 + 7 / 8 * 64e6 / 2.4e9)
+    assert K.seconds("alltoall", 8, 64e6, 64e9, "pcie", AR, 0.0) == pytest.approx(4e-6 + 7 / 8 * 64e6 / 38.4e9)
+    assert K.seconds("allgather", 8, 64e6, 64e9, "pcie", AR) == pytest.approx(4e-6 + 7 / 8 * 64e6 / (0.375 * 2.4e9))
     cv = curves(**{"allgather/pcie": AR})
     nccl = pd.DataFrame({"op_name": ["all_gather"], "num_gpus": [8], "message_size": [32_000_000],
                          "nccl_dtype": ["half"]})  # fmt: skip
     got = K.predict_nccl(nccl, R.get_device("rtx-pro-6000-server"), cv)
-    assert got[0] == pytest.approx((4e-6 + 7 / 8 * 64e6 / 38.4e9) * 1e3)
+    assert got[0] == pytest.approx((4e-6 + 7 / 8 * 64e6 / (0.375 * 38.4e9)) * 1e3)  # NCCL's LL: half its 0.75
     monkeypatch.setattr(C, "system_curves", lambda system: curves(**{"alltoall/pcie": AR}))
     assert C.all_to_all_sys(64e6, 8, pro) == pytest.approx(4e-6 + 7 / 8 * 64e6 / 38.4e9)
     assert C.all_to_all_sys(64e6, 8, get_system("l40s:8")) == pytest.approx(4e-6 + 7 / 8 * 64e6 / (19.2e9 / 16))
@@ -166,16 +171,17 @@ def test_nccl_fixed_times_are_sm_cycles_a_custom_kernels_latency_and_hops_are_se
     own = K.curve(cv, "allreduce", "nvlink", slow)
     assert (own.latency, own.latency_large, own.hop) == pytest.approx((6e-6, 60e-6, 0.5e-6))
     assert K.curve(dataclasses.replace(cv, clock_mhz=0.0), "nccl_allreduce", "nvlink", slow) == c
-    # a 512 B NCCL all-reduce over 2 GPUs (LL, the tuner's pick): 12 + 2 hops x 0.5 µs + 512 B / (450 GB/s x 0.25)
+    # a 512 B NCCL all-reduce over 2 GPUs (LL, the tuner's pick): 12 + 2 hops x 0.5 µs + 512 B / (0.25 x Hopper's
+    # LL cap, 141 GB/s, below half of NCCL's 0.8 x 450 GB/s)
     rows = pd.DataFrame({"op_name": ["all_reduce"], "num_gpus": [2], "message_size": [256], "nccl_dtype": ["half"]})
-    assert K.predict_nccl(rows, slow, cv)[0] == pytest.approx((12e-6 + 1e-6 + 512 / (450e9 * 0.25)) * 1e3)
-    assert K.predict_nccl(rows, h100, cv)[0] == pytest.approx((6e-6 + 1e-6 + 512 / (450e9 * 0.25)) * 1e3)
+    assert K.predict_nccl(rows, slow, cv)[0] == pytest.approx((12e-6 + 1e-6 + 512 / (141e9 * 0.25)) * 1e3)
+    assert K.predict_nccl(rows, h100, cv)[0] == pytest.approx((6e-6 + 1e-6 + 512 / (141e9 * 0.25)) * 1e3)
     h2 = get_system("h100-sxm:2")
     h2slow = dataclasses.replace(h2, device=slow)
     monkeypatch.setattr(C, "system_curves", lambda system: cv)
     assert C.all_reduce(4096, 2, h2slow) == pytest.approx(6e-6 + 0.5e-6 + 4096 / (450e9 * 0.25))
-    # the in-node all-gather (the cheapest protocol, the layouts have no tuner): LL at 12 + 0.5 µs + S/2 / (B·0.25)
-    assert C._in_node(np.asarray(4096.0), 2, h2slow, "allgather") == pytest.approx(12.5e-6 + 2048 / (450e9 * 0.25))
+    # the in-node all-gather as the tables are priced (Hopper's tuner: LL at 4 KB): 12 + 0.5 µs + S/2 / (141e9·0.25)
+    assert C._in_node(np.asarray(4096.0), 2, h2slow, "allgather") == pytest.approx(12.5e-6 + 2048 / (141e9 * 0.25))
 
 
 def test_tensorrt_llm_all_reduce_over_pcie_is_nccls():
@@ -187,9 +193,10 @@ def test_tensorrt_llm_all_reduce_over_pcie_is_nccls():
     l40s = R.get_device("l40s")
     rows = _table("TRTLLM", [2, 4], [256, 1 << 24])  # 512 B and 32 MiB of bf16
     got = K.predict_allreduce(rows, l40s, cv)
-    # by hand: 2 GPUs, 512 B, LL: 6 + 2 hops x 1 us + 2(1/2) x 512 B / (32 GB/s x 0.3); 4 GPUs, 32 MiB, Simple:
+    # by hand: 2 GPUs, 512 B, LL: 6 + 2 hops x 1 us + 2(1/2) x 512 B / (0.3 x NCCL's LL: half its 0.75 x 32 GB/s,
+    # under Ada's cap); 4 GPUs, 32 MiB, Simple:
     # 25 + 6 hops x 1 us + 2(3/4) x 32 MiB / (32 GB/s x 0.8 x (2/4)^2)
-    small = 6e-6 + 2 * 1e-6 + 512 / (32e9 * 0.3)
+    small = 6e-6 + 2 * 1e-6 + 512 / (0.375 * 32e9 * 0.3)
     large = 25e-6 + 6 * 1e-6 + 1.5 * (2 << 24) / (32e9 * 0.8 / 4)
     assert got == pytest.approx([small * 1e3, large * 1e3])
     assert K.runs_as("allreduce", "pcie") == "nccl_allreduce" and K.runs_as("allreduce", "nvlink") == "allreduce"
@@ -345,7 +352,7 @@ def test_nccl_channel_ramp_by_hand():
     N·S on one channel, a plateau at W while channels are added, S once all run; over NVLink only, NCCL's tuned
     collectives only."""
     c = CollectiveCurve(latency=5e-6, efficiency=0.3, hop=1e-6, ramp_bytes=256e3, ramp_channels=8.0)
-    bw = 450e9 * 0.3
+    bw = 450e9 * 0.4 * 0.3  # NCCL's LL: half its 0.8 of the link (no architecture: no cap)
     for s, moved in ((8e3, 64e3), (64e3, 256e3), (200e3, 256e3), (1e6, 1e6)):
         assert K.seconds("allgather", 2, s, 450e9, "nvlink", c) == pytest.approx(5e-6 + 1e-6 + 0.5 * moved / bw)
     flat = dataclasses.replace(c, ramp_bytes=0.0)

@@ -44,11 +44,13 @@ def test_priced_protocol_is_the_tuners_pick_not_the_cheapest():
     c = CollectiveCurve(latency=5e-6, efficiency=0.3, hop=1e-6, latency_large=40e-6, efficiency_large=0.7,
                         latency_ll128=20e-6, efficiency_ll128=0.5)  # fmt: skip
     bw, mb = 300e9, 1 << 20
-    ll = 5e-6 + 2e-6 + mb / (bw * 0.3)  # 2 GPUs: 1 x S moved, 2 steps
+    ll = 5e-6 + 2e-6 + mb / (bw * 0.4 * 0.3)  # 2 GPUs: 1 x S moved, 2 steps; NCCL's LL: half its 0.8 of the link
     simple = 40e-6 + 2e-6 + mb / (bw * 0.7)
     assert ll < simple  # the curve's LL is cheaper at 1 MiB, but NCCL's tuner runs Simple there (A100, 2 GPUs)
     assert K.seconds("nccl_allreduce", 2, mb, bw, "nvlink", c, architecture="ampere") == pytest.approx(simple)
-    assert K.seconds("nccl_allreduce", 2, mb, bw, "nvlink", c) == pytest.approx(ll)  # no architecture: cheapest
+    ll128 = 20e-6 + 2e-6 + mb / (bw * 0.5)
+    assert ll128 < ll  # no architecture: the cheapest of the three (LL128 here)
+    assert K.seconds("nccl_allreduce", 2, mb, bw, "nvlink", c) == pytest.approx(ll128)
     # the LL128 protocol: its own latency and efficiency, the same hops (8 GPUs, 4 MiB on Hopper's NVLink 4)
     s4 = 4 << 20
     want = 20e-6 + 14e-6 + 1.75 * s4 / (450e9 * 0.5)
@@ -86,7 +88,7 @@ def test_vllm_over_pcie_beyond_two_gpus_is_nccl():
         kernel = 5e-6 + (n - 1) * 1e-6 + (n - 1) * s / (bw * 0.4 * (2 / n) ** 2)  # one-shot
         assert kernel < large(n)
         assert K.seconds("allreduce_vllm", n, s, bw, "pcie", c) == pytest.approx(large(n))
-        ring = 5e-6 + 2 * (n - 1) * 1e-6 + 2 * (n - 1) / n * s / (bw * 0.4 * (2 / n) ** 2)  # NCCL's LL ring
+        ring = 5e-6 + 2 * (n - 1) * 1e-6 + 2 * (n - 1) / n * s / (0.375 * bw * 0.4 * (2 / n) ** 2)  # NCCL's LL
         assert K.seconds("allreduce", n, s, bw, "pcie", c) == pytest.approx(ring)  # TensorRT-LLM's: NCCL's
     assert K.seconds("allreduce_vllm", 2, s, bw, "pcie", c) == pytest.approx(5e-6 + 1e-6 + s / (bw * 0.4))
     assert K.seconds("allreduce_vllm", 8, s, 450e9, "nvlink", c) == pytest.approx(

@@ -74,7 +74,7 @@ import numpy as np
 from ...devices.device import Device
 from . import CollectiveCurve, Family, KernelCurves, register
 from .gemm import cycle_scale
-from .nccl_tuner import TUNED, protocol
+from .nccl_tuner import TUNED, ll_bandwidth, protocol
 
 #: Exponent of the per-rank bandwidth's fall with the group size, per link kind: ``B·eff·(2/n)^c``.
 CONTENTION = {"nvlink": 0.0, "pcie": 2.0}
@@ -244,6 +244,8 @@ def seconds(collective: str, n: Any, nbytes: Any, link_bw: float, kind: str, c: 
     s = np.asarray(nbytes, dtype=float)
     nn = np.maximum(n, 1.0)
     bw = rank_bandwidth(link_bw, kind, nn, c.efficiency, contention)
+    if collective in TUNED:  # NCCL's LL: a fraction of NCCL's own LL bandwidth (its share of the link, its cap)
+        bw = c.efficiency * ll_bandwidth(rank_bandwidth(link_bw, kind, nn, 1.0, contention), kind, architecture)
     lat = c.latency + c.hop * steps(collective, nn)
     if collective in ("allreduce", "allreduce_vllm"):
         one = lat + (n - 1) * s / bw

@@ -58,6 +58,14 @@ def tuner_us(collective: str, n: Any, nbytes: Any, link_bw: float, kind: str, ar
     return np.stack(np.broadcast_arrays(*out), axis=-1)
 
 
+def ll_bandwidth(rank_bw: Any, kind: str, architecture: str | None) -> Any:
+    """NCCL's LL bus bandwidth, bytes/s, on a link of ``rank_bw`` bytes/s per rank each way: half of NCCL's share of
+    the link (LL sends a flag with every 8 data bytes) capped by the architecture's LL rate (:data:`LL_MAX_GBS`; no
+    cap without an architecture)."""
+    half = 0.5 * LINK_SHARE[kind] * np.asarray(rank_bw, dtype=float)
+    return half if architecture is None else np.minimum(LL_MAX_GBS.get(architecture, LL_MAX_GBS["ampere"]) * 1e9, half)
+
+
 def protocol(collective: str, n: Any, nbytes: Any, link_bw: float, kind: str, architecture: str,
              offered: tuple[bool, bool, bool] = (True, True, True)) -> np.ndarray:  # fmt: skip
     """Index into :data:`PROTOCOLS` of the protocol NCCL's tuner picks, among those ``offered`` (a curve without
@@ -67,5 +75,5 @@ def protocol(collective: str, n: Any, nbytes: Any, link_bw: float, kind: str, ar
     return np.argmin(t, axis=-1)
 
 
-__all__ = ["BASE_US", "HOP_US", "LINK_SHARE", "LL_MAX_GBS", "PROTOCOLS", "TUNED", "protocol", "ring_steps",
-           "tuner_us"]  # fmt: skip
+__all__ = ["BASE_US", "HOP_US", "LINK_SHARE", "LL_MAX_GBS", "PROTOCOLS", "TUNED", "ll_bandwidth", "protocol",
+           "ring_steps", "tuner_us"]  # fmt: skip

@@ -18,9 +18,10 @@ the links and the off-node share over the network, one after the other.
 Fitted curves: where the system's devices have kernel curves (:mod:`..kernels`: their architecture's, fitted to
 measured collectives) with a curve for the collective on the system's link kind, the in-node collectives of
 :func:`all_reduce` (``algorithm="auto"``, what engines run: TensorRT-LLM's custom all-reduce) and
-:func:`all_to_all_sys` are priced by it -- the cheapest of the curve's protocols, each α + bytes/β with fitted
-latencies for α and the link's datasheet bandwidth × a fitted efficiency (× the link kind's contention,
-:mod:`..kernels.collectives`) for β.
+:func:`all_to_all_sys` are priced by it as the kernel tables are (:func:`..kernels.collectives.seconds` given the
+devices' architecture: NCCL's collectives in the protocol NCCL's tuner picks, the rest the cheapest of the curve's
+protocols), each α + bytes/β with fitted latencies for α (NCCL's in SM cycles of the device's clock) and the link's
+datasheet bandwidth × a fitted efficiency (× the link kind's contention, :mod:`..kernels.collectives`) for β.
 The scale-out parts, point-to-point sends, explicit ``ring``/``tree`` and systems of devices without curves keep
 the α–β figures of the system file.
 
@@ -109,6 +110,11 @@ def fitted(system: System, collective: str) -> tuple[str, K.CollectiveCurve] | N
     return None if c is None else (kind, c)
 
 
+def _arch(system: System) -> str | None:
+    """The devices' architecture (NCCL's protocol choice and LL rate, :mod:`..kernels.nccl_tuner`), or ``None``."""
+    return system.device.architecture or None
+
+
 def _split(system: System, n: int) -> tuple[int, int]:
     """(ranks per node, nodes) of a group of ``n`` ranks packed onto whole nodes."""
     local = min(n, system.node_size)
@@ -121,7 +127,9 @@ def all_reduce(nbytes: Any, n: int, system: System, algorithm: str = "auto") -> 
     fit = fitted(system, "allreduce") if algorithm == "auto" and n > 1 else None
     if nodes == 1:
         if fit is not None:
-            return K.seconds("allreduce", n, nbytes, system.link_bw, fit[0], fit[1], system.link_contention)
+            return K.seconds(
+                "allreduce", n, nbytes, system.link_bw, fit[0], fit[1], system.link_contention, _arch(system)
+            )
         return flat_all_reduce(nbytes, n, system.link_bw, system.link_latency, algorithm)
     s = np.asarray(nbytes, dtype=float)
     inter = flat_all_reduce(s / local, nodes, system.scale_out_bw, system.scale_out_latency, algorithm)
@@ -132,7 +140,7 @@ def _in_node(s: np.ndarray, local: int, system: System, collective: str) -> Any:
     """An all-gather or reduce-scatter of ``s`` bytes over the ``local`` ranks of one node."""
     fit = fitted(system, collective) if local > 1 else None
     if fit is not None:
-        return K.seconds(collective, local, s, system.link_bw, fit[0], fit[1], system.link_contention)
+        return K.seconds(collective, local, s, system.link_bw, fit[0], fit[1], system.link_contention, _arch(system))
     return all_gather(s, local, system.link_bw, system.link_latency)
 
 
@@ -142,11 +150,15 @@ def all_to_all_sys(nbytes: Any, n: int, system: System) -> Any:
     fit = fitted(system, "alltoall") if n > 1 else None
     if nodes == 1:
         if fit is not None:
-            return K.seconds("alltoall", n, nbytes, system.link_bw, fit[0], fit[1], system.link_contention)
+            return K.seconds(
+                "alltoall", n, nbytes, system.link_bw, fit[0], fit[1], system.link_contention, _arch(system)
+            )
         return all_to_all(nbytes, n, system.link_bw, system.link_latency)
     s = np.asarray(nbytes, dtype=float)
     if fit is not None:  # the on-node share ((local-1)/n of s) at the fitted curve, the off-node share on the network
-        on = K.seconds("alltoall", local, s * local / n, system.link_bw, fit[0], fit[1], system.link_contention)
+        on = K.seconds(
+            "alltoall", local, s * local / n, system.link_bw, fit[0], fit[1], system.link_contention, _arch(system)
+        )
     else:
         on = system.link_latency + (local - 1) / n * s / system.link_bw
     off = system.scale_out_latency + (n - local) / n * s / system.scale_out_bw
