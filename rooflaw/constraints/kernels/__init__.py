@@ -34,8 +34,12 @@ class CollectiveCurve:
     the call takes the cheapest (a custom all-reduce kernel vs the NCCL fallback). Over NVLink NCCL's small protocol
     prices ``max(min(ramp_channels·S, ramp_bytes), S)`` bytes where ``ramp_bytes`` > 0 (its channel ramp)."""
 
-    latency: float  #: s, fixed per call (small-message protocol)
-    efficiency: float  #: achieved fraction of the link's datasheet bandwidth (small-message protocol)
+    #: s, fixed per call (small-message protocol); NCCL's fixed times are SM cycles written as seconds at the curves'
+    #: ``clock_mhz`` (:func:`.collectives.in_cycles`)
+    latency: float
+    #: achieved fraction of the link's datasheet bandwidth (small-message protocol); NCCL's all-reduce, all-gather
+    #: and reduce-scatter: of NCCL's own LL rate (:func:`.nccl_tuner.ll_bandwidth`)
+    efficiency: float
     hop: float = 0.0  #: s per step of the algorithm (ring step, or peer signalled)
     latency_large: float = 0.0  #: s, fixed per call of the large-message protocol (pipeline fill)
     efficiency_large: float = 0.0  #: its achieved fraction of the link bandwidth at n = 2 (0: no such protocol)

@@ -10,7 +10,10 @@ Seconds of one call (:func:`seconds`), with ``f(n)`` the bytes each rank moves p
 2(n − 1)/n for an all-reduce, (n − 1)/n for the others) and ``steps(n)`` its latency steps (:func:`steps`:
 2(n − 1) ring steps of an NCCL all-reduce, n − 1 for the others):
 
-- small-message protocol (NCCL's LL; a custom all-reduce kernel): ``latency + hop·steps + f·S / (B·efficiency)``;
+- small-message protocol (NCCL's LL; a custom all-reduce kernel): ``latency + hop·steps + f·S / (B·efficiency)``,
+  for NCCL's tuned collectives ``f·S / (efficiency · LL)`` with ``LL = min(cap, 0.5 · share · B)`` NCCL's own LL
+  rate (:func:`.nccl_tuner.ll_bandwidth`: half its share of the link, capped per architecture; fitted 1.03-1.32 of
+  it on the four GPUs, where a fraction of the link was 0.32 over NVLink and 0.49 over PCIe);
   the custom all-reduce (``allreduce``: TensorRT-LLM's, ``allreduce_vllm``: vLLM's, CUDA graphs) is the cheaper of
   one-shot -- every rank reads the n − 1 peers' whole buffers, (n − 1)·S, one latency -- and two-shot --
   reduce-scatter then all-gather, 2(n − 1)/n·S, two latencies;
