@@ -40,6 +40,16 @@ def test_tuner_times_by_hand():
     assert T.protocol("nccl_allreduce", 8, s4, 450e9, "nvlink", "hopper", (True, False, True)) == 0
 
 
+def test_ll_rate_by_hand():
+    """NCCL's LL rate: half its share of the link (0.8 of NVLink, 0.75 of PCIe), capped per architecture."""
+    assert T.ll_bandwidth(300e9, "nvlink", "ampere") == pytest.approx(87.7e9)  # cap < 0.5 x 0.8 x 300 = 120 GB/s
+    assert T.ll_bandwidth(900e9, "nvlink", "blackwell") == pytest.approx(282e9)  # cap < 360 GB/s
+    assert T.ll_bandwidth(32e9, "pcie", "ada") == pytest.approx(12e9)  # link-bound: 0.5 x 0.75 x 32 GB/s
+    assert T.ll_bandwidth(32e9 / 16, "pcie", "ada") == pytest.approx(0.75e9)  # a contended rank's share (8 GPUs, c=2)
+    assert T.ll_bandwidth(900e9, "nvlink", None) == pytest.approx(360e9)  # no architecture: no cap
+    assert T.ll_bandwidth(900e9, "nvlink", "volta") == pytest.approx(87.7e9)  # unknown: the tuner module's Ampere row
+
+
 def test_priced_protocol_is_the_tuners_pick_not_the_cheapest():
     c = CollectiveCurve(latency=5e-6, efficiency=0.3, hop=1e-6, latency_large=40e-6, efficiency_large=0.7,
                         latency_ll128=20e-6, efficiency_ll128=0.5)  # fmt: skip
