@@ -7,7 +7,9 @@ The constants below are NCCL 2.28.3's (``ncclTunerConstantsDefaults``; the table
 and 2.29.2, which bracket it). The tuner predicts *which* protocol runs, not how long it takes: the measured
 tables jump where NCCL switches from LL to Simple (A100 all-reduce at 2 GPUs: 19 µs at 512 KB with LL, 41 µs at
 1 MB with Simple; the tuner's switch: 1.0 MB), so the kernel curves price the protocol the tuner picks with the
-protocol's own fitted figures (:func:`.collectives.seconds`).
+protocol's own fitted figures (:func:`.collectives.seconds`). Its LL rate (:func:`ll_bandwidth`) is the unit of the
+LL protocol's fitted efficiency: the fitted LL rates were NCCL's per-architecture caps over NVLink and half its
+link share over PCIe (docs/kernels-moe-collectives.md, session 13).
 
 Simplifications, each named: ring only (single-node trees cost what rings do in the tuner's latency and never
 more in bandwidth); no NVLink SHARP (NVLS; Hopper and later on NVSwitch, above 2 GPUs: its 25 µs latency only
