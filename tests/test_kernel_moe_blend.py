@@ -95,3 +95,16 @@ def test_assembly_reads_the_devices_q():
         assert applied(dev, "tensorrt-llm", curves=kc).moe_serial == pytest.approx(x / (x + 10.0))
         plain = dataclasses.replace(kc, moe_serial_gbps=0.0)
         assert applied(dev, "tensorrt-llm", curves=plain).moe_serial == pytest.approx(0.9)
+
+
+def test_catalog_round_trips_the_figure():
+    """The shipped catalog's writer and reader carry moe_serial_gbps (absent in an older catalog: 0, constant q)."""
+    import tomllib
+
+    from rooflaw.constraints.kernels import curves_from_dict
+    from rooflaw.constraints.kernels.catalog_file import curves_table
+
+    c = KernelCurves(**BASE, moe_serial=0.4, moe_serial_gbps=17.5)
+    back = curves_from_dict("hopper", tomllib.loads(curves_table(c))["curves"]["hopper"])
+    assert (back.moe_serial_gbps, back.moe_serial) == (17.5, 0.4)
+    assert curves_from_dict("hopper", {"memory": 0.8, "kernel_s": 3e-6}).moe_serial_gbps == 0.0
