@@ -4,6 +4,7 @@ device's DRAM GB/s per SM, in the family, its fit and the assembly's applied rat
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -108,3 +109,36 @@ def test_catalog_round_trips_the_figure():
     back = curves_from_dict("hopper", tomllib.loads(curves_table(c))["curves"]["hopper"])
     assert (back.moe_serial_gbps, back.moe_serial) == (17.5, 0.4)
     assert curves_from_dict("hopper", {"memory": 0.8, "kernel_s": 3e-6}).moe_serial_gbps == 0.0
+
+
+DATA = Path("/work/shared/data/measured/published.csv")
+
+
+@pytest.mark.skipif(not DATA.is_file(), reason="published.csv not present")
+def test_efficiency_fit_blends_at_each_devices_q(monkeypatch):
+    """With moe_serial_gbps set, the published MoE cases priced by kernel curves (Jetson Thor and Orin: bandwidths per
+    SM unlike their curves' fitted GPUs) hold their own device's q: the efficiency fit's flat arrays, per-case
+    predictor and predict agree, the fixed figures differ per device."""
+    from fit_helpers import assert_flat_fit_matches
+
+    from rooflaw.constraints import curves_applied as CA
+    from rooflaw.constraints import fit_efficiency as fe
+    from rooflaw.constraints.published import load_cases
+
+    real = CA.curves_of
+    monkeypatch.setattr(CA, "curves_of", lambda d: None if real(d) is None else
+                        dataclasses.replace(real(d), moe_serial_gbps=12.0))  # fmt: skip
+    cases, _ = load_cases(DATA)
+    by_dev: dict = {}
+    for c in cases:
+        if c.arch.experts > 1 and CA.curves_of(fe.case_device(c)) is not None:
+            by_dev.setdefault(c.device, []).append(c)
+    pick = [c for cs in by_dev.values() for c in cs[:3]]
+    feats = [fe._features(c, fe.case_device(c)) for c in pick]
+    for c, f in zip(pick, feats, strict=True):
+        x = MB.bandwidth_per_sm(fe.case_device(c))
+        assert f.moe_q == pytest.approx(x / (x + 12.0))
+    _, P = fe.params_for(pick, feats)
+    qs = {k: v for k, v in P.fixed.items() if k[2].startswith("moe_serial@")}
+    assert len(set(qs.values())) == len({c.device for c in pick}) >= 2
+    assert_flat_fit_matches(pick, feats, seed=4, rel=lambda c: 0.02 if fe.padded(c) else 1e-9)
