@@ -16,6 +16,7 @@ import pytest
 import rooflaw as rl
 from rooflaw.constraints.kernels import curves_for
 from rooflaw.constraints.kernels import moe as M
+from rooflaw.constraints.kernels.moe_blend import serial
 from rooflaw.devices import get_device
 
 OPS = ("ffn_up", "ffn_act", "ffn_down")
@@ -77,7 +78,7 @@ def test_narrow_experts_compute_at_the_family_rate():
     peak = dev.roof("fp16")[1] * kc.compute["fp16"] * dev.compute_efficiency
     t_c = up.flops / (peak * kc.moe * i / (i + kc.moe_half_inter))
     t_m = up.bytes / (dev.memory_bandwidth * dev.memory_efficiency * kc.memory * kc.moe_memory)
-    q = kc.moe_serial
+    q = serial(kc, dev)  # the device's q (kernels/moe_blend.py)
     assert kc.moe_half_inter > i and 0 < q <= 1  # the rate more than halves: the term this test is about
     assert up.seconds == pytest.approx((t_c ** (1 / q) + t_m ** (1 / q)) ** q, rel=1e-12)
     assert up.bound == "compute" and t_c > t_m
@@ -98,5 +99,5 @@ def test_a_shared_expert_computes_at_the_dense_rate():
     peak = dev.roof("fp16")[1] * kc.compute["fp16"] * dev.compute_efficiency
     t_c = f_routed / (peak * kc.moe * i / (i + kc.moe_half_inter)) + f_shared / peak
     t_m = up.bytes / (dev.memory_bandwidth * dev.memory_efficiency * kc.memory * kc.moe_memory)
-    q = kc.moe_serial
+    q = serial(kc, dev)  # the device's q (kernels/moe_blend.py)
     assert up.seconds == pytest.approx((t_c ** (1 / q) + t_m ** (1 / q)) ** q, rel=1e-12)

@@ -22,6 +22,7 @@ from rooflaw.constraints import assembly as A
 from rooflaw.constraints.curves_applied import curves_of
 from rooflaw.constraints.engines import applied
 from rooflaw.constraints.kernels import curves_for
+from rooflaw.constraints.kernels.moe_blend import serial
 from rooflaw.constraints.roofline import evaluate
 from rooflaw.devices import get_device
 from rooflaw.devices.precision import Precision
@@ -81,7 +82,7 @@ def test_mla_decode_reads_its_latent_cache_as_one_stream_per_sequence():
 
 def test_routed_experts_stream_at_moe_memory_and_blend_with_compute():
     """ffn_down of a one-layer MoE (64 experts, top-8, d 2048, width 768) at 16 tokens: bytes of the touched experts'
-    weights and the activations at memory·moe_memory; time (t_c^(1/q) + t_m^(1/q))^q with q = moe_serial, t_c at the
+    weights and the activations at memory·moe_memory; time (t_c^(1/q) + t_m^(1/q))^q with q the device's, t_c at the
     grouped GEMMs' rate for a width of 768: × (1 + moe_half_inter/768) / moe (bf16: the MoE family's moe·i/(i + h))."""
     d, E, K, ffn, T = 2048, 64, 8, 768, 16
     arch = Architecture(layers=1, d_model=d, heads=16, kv_heads=4, ffn=ffn, experts=E, top_k=K, vocab=256)
@@ -94,7 +95,7 @@ def test_routed_experts_stream_at_moe_memory_and_blend_with_compute():
     r = A.rates(DEV, Precision.parse("bf16"), applied(DEV, ENGINE))
     t_c = flops * r.inv["linear"] * (1 + KC.moe_half_inter / ffn) / KC.moe
     t_m = nbytes / (BW * KC.memory * KC.moe_memory)
-    q = KC.moe_serial
+    q = serial(KC, DEV)  # the device's q (kernels/moe_blend.py; the curves' moe_serial where they set no h)
     want = max(t_c, t_m) if q == 0 else (t_c ** (1 / q) + t_m ** (1 / q)) ** q
     assert op.seconds == pytest.approx(want, rel=1e-12)
     # the same op of a dense model streams its weights at `memory`, the hard max

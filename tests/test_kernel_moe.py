@@ -144,7 +144,7 @@ def test_bad_routing_inputs():
     with pytest.raises(R.RooflawError, match="moe_ep_size"):
         KM.expected_load(8, 64, 2, 3, "balanced")
     assert FAMILIES["moe"].params == KM.FIGURES
-    assert KM.FIGURES == ("moe", "moe_memory", "moe_s", "moe_serial", "moe_half_inter", "moe_slot", "moe_reread")
+    assert KM.FIGURES == ("moe", "moe_memory", "moe_s", "moe_serial_gbps", "moe_half_inter", "moe_slot", "moe_reread")
     assert FAMILIES["moe"].tables == ("moe_perf",)
 
 

@@ -170,11 +170,11 @@ def applied_fields(device: Device, prof: Any, kc: Any) -> dict[str, Any]:
         curves=kc.architecture, engine_note=engine_note(device, prof), gemm_launch=gemm_extras(kc, prof.name),
         moe=float(kc.moe), moe_compute=dict(getattr(kc, "moe_compute", None) or {}),
         gemv=gemv_ratio(prof) if own else 1.0,
-        **stream_fields(kc, me * (prof.memory_factor if own else 1.0), cycle_scale(kc, device)),
+        **stream_fields(kc, me * (prof.memory_factor if own else 1.0), cycle_scale(kc, device), device),
     )  # fmt: skip
 
 
-def stream_fields(kc: Any, scale: float, cycles: float = 1.0) -> dict[str, float]:
+def stream_fields(kc: Any, scale: float, cycles: float = 1.0, device: Device | None = None) -> dict[str, float]:
     """The memory stream classes and MoE layer terms of :class:`.engines.Applied` from curves ``kc``, each bandwidth
     fraction times ``scale`` (the device's measured memory efficiency, an own-kernel engine's memory factor) as
     ``memory`` is: ``kv_memory`` = ``attention_memory`` (a fraction of the datasheet bandwidth, as the decode
@@ -182,16 +182,27 @@ def stream_fields(kc: Any, scale: float, cycles: float = 1.0) -> dict[str, float
     weights at ``bandwidth · memory · moe_memory``), ``moe_s``, ``moe_serial``, and decode attention's
     ``decode_half_occupancy``, ``decode_split`` and ``decode_tile_s``, and the GEMMs' ``gemm_blend`` (the tile/wave
     model's). ``moe_s`` and ``decode_tile_s`` are SM cycles written as seconds at the curves' ``clock_mhz`` (as
-    ``kernel_s``): times ``cycles`` (:func:`cycle_scale` of the device)."""
+    ``kernel_s``): times ``cycles`` (:func:`cycle_scale` of the device). ``moe_serial``: the blend's q on ``device``
+    (:func:`moe_serial`; without a device the curves' ``moe_serial``, the q of the GPUs they were fitted on)."""
     return dict(
         kv_memory=min(1.0, float(kc.attention_memory) * scale),
         experts_memory=min(1.0, float(kc.memory) * float(kc.moe_memory) * scale),
-        moe_s=float(kc.moe_s) * cycles, moe_serial=float(kc.moe_serial),
+        moe_s=float(kc.moe_s) * cycles, moe_serial=moe_serial(kc, device),
         moe_half_inter=float(getattr(kc, "moe_half_inter", 0.0)), moe_reread=float(getattr(kc, "moe_reread", 0.0)),
         decode_half_occupancy=float(kc.decode_half_occupancy), decode_split=float(kc.decode_split),
         decode_tile_s=float(kc.decode_tile_s) * cycles,
         gemm_blend=float(kc.gemm_blend),
     )  # fmt: skip
+
+
+def moe_serial(kc: Any, device: Device | None) -> float:
+    """q of the routed experts' blend on ``device`` (:func:`.kernels.moe_blend.serial`: from its DRAM bandwidth per
+    SM); the curves' ``moe_serial`` where the kernel families are not shipped."""
+    try:
+        from .kernels.moe_blend import serial
+    except ImportError:
+        return float(kc.moe_serial)
+    return serial(kc, device)
 
 
 def cycle_scale(kc: Any, device: Device) -> float:

@@ -36,6 +36,12 @@ FitParameters = Any
 OpFB = tuple[np.ndarray, np.ndarray]
 
 
+def serial_key(case: Any) -> str:
+    """The fixed figure holding the MoE blend's q on ``case``'s device under kernel curves (q follows the device's
+    bandwidth per SM, :mod:`.kernels.moe_blend`; the architecture's ``moe_serial`` is its fitted GPUs')."""
+    return f"moe_serial@{case.device}"
+
+
 @dataclass
 class CaseFeatures:
     """Per-op FLOPs/bytes of one case's passes (summed over layers) and its roof dtypes."""
@@ -68,6 +74,8 @@ class CaseFeatures:
     #: decode attention's kernel terms (:func:`decode_terms`) of ``dec`` and of each ``steps`` decode (None: none)
     dec_terms: tuple[np.ndarray, float] | None = None
     step_terms: list[tuple[np.ndarray, float] | None] | None = None
+    #: the MoE blend's q on the case's device (:attr:`.engines.Applied.moe_serial`; the fit holds it under curves)
+    moe_q: float = 0.0
 
 
 class FlatCases:
@@ -145,7 +153,8 @@ class FlatCases:
         expert = f.expert if f.expert is not None else np.zeros(len(f.att))
         mem_pre = np.where(expert > 0, i_ex, i_mem)
         mem_dec = np.where(f.att > 0, i_kv, mem_pre)
-        q_op = np.where(expert > 0, idx("family", fam, "moe_serial", self.zero), self.zero)
+        q_fam = idx("family", fam, "moe_serial", self.zero)
+        q_op = np.where(expert > 0, idx("family", fam, serial_key(c), q_fam), self.zero)
 
         def add(F: np.ndarray, B: np.ndarray, pad: bool = False, gemv: bool = False, delta: Any = None,
                 decode: bool = False, terms: tuple[np.ndarray, float] | None = None) -> int:  # fmt: skip

@@ -39,7 +39,7 @@ import numpy as np
 
 from ..devices.device import Device
 from .engines import BUILTIN_ENGINES, ENGINE_NAMES, EngineProfile, get_engine, mixed_input
-from .fit_arrays import CaseFeatures, decode_terms, op_seconds  # noqa: F401 (CaseFeatures re-exported)
+from .fit_arrays import CaseFeatures, decode_terms, op_seconds, serial_key  # noqa: F401 (CaseFeatures re-exported)
 from .fit_priors import POOLED, PRIORS, prior_residuals, unfitted_figures
 from .published import Case
 from .roofline import evaluate
@@ -131,7 +131,8 @@ def _features(case: Case, device: Device) -> CaseFeatures:
 
     expert = np.array([1.0 if n in EXPERT_OPS and moe else 0.0 for n in names])
     # the grouped GEMMs' rate, moe · ffn/(ffn + moe_half_inter) of the roof (streams.roofline_time): on their FLOPs
-    r, ar = rates(device, case.precision, applied(device, case.engine)), case.arch
+    app = applied(device, case.engine)
+    r, ar = rates(device, case.precision, app), case.arch
     ffn = float(ar.ffn or 0)
     sh = ar.top_k * ffn / max(ar.top_k * ffn + ar.shared_experts * float(ar.shared_ffn or ffn), 1)  # routed
     g = np.where(expert > 0, sh * (1.0 + r.moe_half_inter / max(ffn, 1.0)) / r.moe + 1.0 - sh, 1.0)
@@ -143,7 +144,8 @@ def _features(case: Case, device: Device) -> CaseFeatures:
                                               for _, _, d, n in steps]  # fmt: skip
     return CaseFeatures((Fp, Bp), (Fd, Bd), np.array(pis), dts, float(device.memory_bandwidth), launches,
                         np.array(mixed), np.array(att), float(device.vector_flops), steps, extra, delta, expert,
-                        layers * moe, decode_terms(case, device, names, w.batch), step_terms)  # fmt: skip
+                        layers * moe, decode_terms(case, device, names, w.batch), step_terms,
+                        float(getattr(app, "moe_serial", 0.0)))  # fmt: skip
 
 
 def params_for(
@@ -178,6 +180,7 @@ class FitParameters:
                 dts = set(f.dtypes) - {"-"}
                 for k, v in curve_figures(curves[c.family], dts).items():
                     self.fixed[("family", c.family, k)] = v
+                self.fixed[("family", c.family, serial_key(c))] = f.moe_q  # the blend's q on the case's device
                 if c.engine not in TABLE_ENGINES:  # its own kernels: the measured tables do not hold them
                     self._add("engine", c.engine, "memory_factor")
                     self._add("engine", c.engine, "compute_factor")
@@ -256,7 +259,7 @@ def _predict(x: np.ndarray, P: FitParameters, case: Case, f: CaseFeatures) -> fl
     expert = f.expert if f.expert is not None else np.zeros(len(f.att))
     eta_pre = np.where(expert > 0, eta_ex, eta_m)
     eta_dec = np.where(f.att > 0, eta_kv, eta_pre)
-    q = P.get(x, "family", fam, "moe_serial", 0.0)
+    q = P.get(x, "family", fam, serial_key(case), P.get(x, "family", fam, "moe_serial", 0.0))
 
     def t(F, B, gemv=False, decode=False, terms=None):
         pi, e = f.pi, eff

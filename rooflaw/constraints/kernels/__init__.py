@@ -183,6 +183,9 @@ class KernelCurves:
     #: q of the MoE layer's roofline blend ``(t_compute^(1/q) + t_memory^(1/q))^q``: 0 the hard max (compute and
     #: weight streaming fully overlapped), 1 their sum (none overlapped)
     moe_serial: float = 0.0
+    #: DRAM GB/s per SM at which that q is 1/2 on a device, q = x/(x + moe_serial_gbps) with x the device's
+    #: bandwidth per SM (:mod:`.moe_blend`); 0: q is ``moe_serial`` on every device
+    moe_serial_gbps: float = 0.0
     #: extra fixed seconds per ``"<framework>/<op>"`` on top of ``kernel_s`` (op: a ``compute`` key or an attention
     #: family): the quantise kernels and host work an engine runs with a GEMM (``"trtllm/fp8"``), its attention
     #: kernel's prologue (``"vllm/generation_attention"``). An engine the curves do not name gets the smallest.

@@ -28,7 +28,8 @@ Time (seconds) of the layer, with ``m`` = 3 weight matrices per expert (gate, up
     s = h / max(bw, SMs · l2_sm_gbps) + (1 − h) / bw,     bw = bandwidth · memory · moe_memory   (seconds per byte)
     reread = moe_reread · (padded/tile − touched) · m · d · i · b_w · (1 − l2_hits(m · d · i · b_w / L2))
     t_m = (weights + gemm_io) · s + reread / bw
-    t = ((t_c^(1/q) + t_m^(1/q))^q + elementwise · s) / rate + (KERNELS · kernel_s + moe_s) · z,     q = moe_serial
+    t = ((t_c^(1/q) + t_m^(1/q))^q + elementwise · s) / rate + (KERNELS · kernel_s + moe_s) · z,  q = x/(x + h)
+    (x: the device's DRAM GB/s per SM, h = moe_serial_gbps; :mod:`.moe_blend`)
 
 ``reread``: a grouped GEMM walks each token tile (``tile`` rows, :func:`tile_rows`) across its expert's whole
 weight matrices, so an expert too large for the L2 is streamed from DRAM again by each of its tiles beyond the
@@ -55,17 +56,17 @@ reference engine: Blackwell's block-FP8 TensorRT-LLM-gen kernels stream as fast 
 their rate); that library's own fixed seconds ``launch`` of the same key stand in for ``moe_s``. A power-law batch
 of T·K ≤ E/:data:`SPREAD` routed pairs puts each pair on its own expert (as the tables' layers cost).
 
-``compute``, ``memory``, ``kernel_s``, ``l2_sm_gbps`` are the GEMM figures of the device's architecture (fitted
-before this family); this family fits ``moe`` (the achieved fraction of the GEMM rate inside a grouped MoE kernel,
-bf16), ``moe_memory`` (its streaming rate relative to a dense GEMM's), ``moe_s`` (fixed seconds per layer beyond
-the launches: routing, permutation, the scatter-reduce's tail), ``moe_serial`` (q: 0 the hard max of compute and
-streaming, 1 their sum), ``moe_half_inter`` (the bf16 expert width per GPU at which the grouped GEMMs' rate
-halves: the down projection's short K loop and the up projection's narrow N tiles amortise each CTA's prologue and
-epilogue over little work -- at ≥ 4k tokens H100's layers ran 1.3-1.8× slower than predicted at i = 32-128),
-``moe_slot`` (share of the other GPUs' routed slots the final reduction reads under EP), ``moe_reread`` (share of
-the beyond-first token tiles that re-stream an L2-missing expert's weights), ``moe_compute[key]`` (the
-grouped kernel's rate per compute key relative to bf16's, for the reference engine) and the other engines'
-``rate`` and ``engine_compute``.
+``compute``, ``memory``, ``kernel_s``, ``l2_sm_gbps`` are the GEMM figures of the device's architecture (fitted before
+this family); this family fits ``moe`` (the achieved fraction of the GEMM rate inside a grouped MoE kernel, bf16),
+``moe_memory`` (its streaming rate relative to a dense GEMM's), ``moe_s`` (fixed seconds per layer beyond the launches:
+routing, permutation, the scatter-reduce's tail), ``moe_serial_gbps`` (the bandwidth per SM at which the blend's q -- 0
+the hard max of compute and streaming, 1 their sum -- is 1/2), ``moe_half_inter`` (the bf16 expert width per GPU at
+which the grouped GEMMs' rate halves: the down projection's short K loop and the up projection's narrow N tiles amortise
+each CTA's prologue and epilogue over little work -- at ≥ 4k tokens H100's layers ran 1.3-1.8× slower than predicted at
+i = 32-128), ``moe_slot`` (share of the other GPUs' routed slots the final reduction reads under EP), ``moe_reread``
+(share of the beyond-first token tiles that re-stream an L2-missing expert's weights), ``moe_compute[key]`` (the grouped
+kernel's rate per compute key relative to bf16's, for the reference engine) and the other engines' ``rate`` and
+``engine_compute``.
 ``KERNELS`` = 5: routing/alignment, two grouped GEMMs, the activation, the final scatter-reduce (TensorRT-LLM's MoE
 flow and vLLM's fused_moe both launch five), each at the GEMM family's fixed ``kernel_s``. With every figure at
 its default (1, 1, 0, 0, 0, 0, 0, none, none) the layer is the one-fraction model.
@@ -87,6 +88,7 @@ from ...errors import bad
 from . import KernelCurves, register
 from .collectives import family
 from .gemm import cycle_scale, l2_hits
+from .moe_blend import blend, fit_serial, serial
 
 #: Kernel launches per MoE layer, each costing the GEMM family's ``kernel_s`` (see the module docstring).
 KERNELS = 5
@@ -353,7 +355,7 @@ def layer_seconds(
     t_m = (weights + gemm_io) * per_byte + reread_b / bw
     extra = curves.moe_s if moe_s is None else np.asarray(moe_s, dtype=float)  # the engine's own (launch[key])
     fixed = (KERNELS * curves.kernel_s + extra) * cycle_scale(curves, device)  # SM cycles at clock_mhz
-    return (blend(t_c, t_m, curves.moe_serial) + elementwise * per_byte) / np.asarray(rate, dtype=float) + fixed
+    return (blend(t_c, t_m, serial(curves, device)) + elementwise * per_byte) / np.asarray(rate, dtype=float) + fixed
 
 
 def _reread_bytes(device: Device, share: Any, padded: Any, rows: Any, touched: Any, expert: Any) -> Any:
@@ -365,17 +367,6 @@ def _reread_bytes(device: Device, share: Any, padded: Any, rows: Any, touched: A
     tiles = np.asarray(padded, dtype=float) / tile_rows(np.asarray(rows, dtype=float) / np.maximum(touched, 1.0))
     miss = 1.0 - l2_hits(np.asarray(expert, dtype=float) / float(device.l2_bytes), L2_SHARE)
     return np.asarray(share, dtype=float) * np.maximum(tiles - touched, 0.0) * expert * miss
-
-
-def blend(t_c: Any, t_m: Any, q: float) -> Any:
-    """``(t_c^(1/q) + t_m^(1/q))^q``: the hard max at q = 0, the sum at q = 1 (computed relative to the max, so a
-    small q does not overflow)."""
-    t_c, t_m = np.asarray(t_c, dtype=float), np.asarray(t_m, dtype=float)
-    hi = np.maximum(t_c, t_m)
-    if q <= 0:
-        return hi
-    lo = np.minimum(t_c, t_m) / np.where(hi > 0, hi, 1.0)
-    return hi * (1.0 + lo ** (1.0 / q)) ** q
 
 
 @dataclass(frozen=True)
@@ -461,14 +452,15 @@ def predict(rows, device: Device, curves: KernelCurves | None) -> np.ndarray:
 
 
 #: The scalar figures this family fits (the module docstring), the GEMM figures held fixed.
-FIGURES = ("moe", "moe_memory", "moe_s", "moe_serial", "moe_half_inter", "moe_slot", "moe_reread")
+FIGURES = ("moe", "moe_memory", "moe_s", "moe_serial_gbps", "moe_half_inter", "moe_slot", "moe_reread")
 #: (start, lower bound, upper bound, scale) of each figure the fit moves (``fit._BOUNDS``; per-key dicts by their head)
 BOUNDS = {"moe": (0.7, 0.01, 1.5, 1.0), "moe_memory": (1.0, 0.05, 2.0, 1.0), "moe_s": (1e-5, 0.0, 1e-3, 1e-5),
-          "moe_serial": (0.5, 0.0, 1.0, 0.1), "moe_compute": (1.0, 0.1, 3.0, 1.0),
+          "moe_serial": (0.5, 0.0, 1.0, 0.1), "moe_serial_gbps": (20.0, 0.5, 500.0, 10.0),
+          "moe_compute": (1.0, 0.1, 3.0, 1.0),
           "moe_half_inter": (32.0, 0.0, 2048.0, 32.0), "moe_slot": (0.5, 0.0, 1.0, 0.1),
           "moe_reread": (0.5, 0.0, 1.0, 0.1), "moe_reread_lib": (0.5, 0.0, 1.0, 0.1)}  # fmt: skip
 #: the figures whose fit starts from the ``BOUNDS`` start (at their default 0 the fit may not leave the bound)
-FRESH = frozenset({"moe_s", "moe_half_inter", "moe_slot", "moe_reread", "moe_reread_lib"})
+FRESH = frozenset({"moe_s", "moe_serial_gbps", "moe_half_inter", "moe_slot", "moe_reread", "moe_reread_lib"})
 
 
 def used_params(rows) -> tuple[str, ...]:
@@ -491,7 +483,7 @@ def used_params(rows) -> tuple[str, ...]:
 
 #: The routed-expert layer. (``prepare``/``evaluate`` split :func:`predict` so a fit evaluates the routing law once.)
 MOE = register(family("moe", ("moe_perf",), FIGURES, predict, used=used_params, prepare=prepare,
-                      evaluate=evaluate))  # fmt: skip
+                      evaluate=evaluate, fit=fit_serial))  # fmt: skip
 
 __all__ = ["ALL_ROWS_FRAMEWORKS", "ALL_ROWS_KERNELS", "DTYPES", "FIGURES", "GATED_KERNELS", "KERNELS", "KERNEL_PATHS",
            "LOCAL_ROWS_KERNELS", "MOE", "NONGATED_SHAPES", "REFERENCE", "Terms", "blend", "engine_rates", "evaluate",
