@@ -117,3 +117,22 @@ def test_hopper_trtllm_kv_steps_by_head_dim():
     # a 128-token window at d = 64: 128-row query tiles visit 1.5 steps of 256 keys on average, not 2 blocks of 128
     S, W = np.array([8192.0]), np.array([128.0])
     assert KA.block_pairs(S, W, kv=np.array([256.0]))[0] / KA.block_pairs(S, W)[0] == pytest.approx(1.5, abs=0.02)
+
+
+def test_vllm_fp8_kv_prefill_runs_fp8_math_on_its_flash_and_flashinfer_kernels():
+    # vLLM (and the tables' collector) cast the query to fp8 over an fp8 KV cache for FlashAttention and FlashInfer:
+    # those kernels' MMAs run on the fp8 roof though attn_dtype says bfloat16; Triton, a bf16 cache and TensorRT-LLM's
+    # bf16-math rows stay on the fp16 roof
+    rows = pd.DataFrame({"framework": ["vllm", "vllm", "vllm", "vllm", "trtllm", "trtllm"],
+                         "kernel_source": ["vllm_flash_attn_fa3", "vllm_flashinfer_fiprefill", "vllm_triton_attn",
+                                           "vllm_flash_attn_fa3", "torch_flow", "torch_flow"],
+                         "kv_cache_dtype": ["fp8", "fp8", "fp8", "bfloat16", "fp8", "fp8"],
+                         "attn_dtype": ["bfloat16"] * 5 + ["fp8"]})  # fmt: skip
+    assert list(KP.fp8_math(rows)) == [True, True, False, False, False, True]
+    # compute-bound on the MMAs alone: the fp8 row takes the fp8 roof at attention_fp8
+    c = KernelCurves(architecture="x", compute={}, memory=1.0, kernel_s=0.0, attention=0.5, attention_fp8=0.25)
+    dev = _dev(memory_bandwidth=1e18)
+    base = _row(batch_size=64, isl=4096, kv_cache_dtype="fp8", kernel_source="vllm_flash_attn_fa3")
+    tri = base.assign(kernel_source=["vllm_triton_attn"])
+    t_fa, t_tri = KA.predict_context(base, dev, c)[0], KA.predict_context(tri, dev, c)[0]
+    assert t_fa / t_tri == pytest.approx((1e15 * 0.5) / (2e15 * 0.25), rel=1e-6)

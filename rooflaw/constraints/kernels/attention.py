@@ -13,9 +13,12 @@ kernel's ``rate["<engine>/context_attention/fp8"]``, a side kernel's ``rate["<en
 (:mod:`.attention_prefill`), where fitted): the softmax (max, exponent, sum, rescale) runs on the
 fp32 vector units, not the tensor cores, so an fp8 kernel does not speed it up, and a FlashAttention-3-style schedule
 hides it under the MMAs (``p`` large) where FlashAttention-2 runs them in series (``p = 1``); ``prep_bytes = B·S·d·(4·H
-+ H_kv·2·(2 + b_kv))`` the RoPE and KV-cache write the op runs beside the kernel; ``waves = ceil(B·H·ceil(S/128) /
++ H_kv·2·(2 + b_kv))`` the RoPE and KV-cache write the op runs beside the kernel (vLLM's measured call: the cache write
+alone, ``B·S·d·H_kv·2·(2 + b_kv)``; its model applies RoPE outside); ``waves = ceil(B·H·ceil(S/128) /
 SMs)``; the tile/wave term is :func:`rooflaw.constraints.tiles.tile_efficiency` of 128-query-row tiles over the ``B·H``
-heads; the roof is fp8 where the attention dtype is fp8 (fraction ``attention_fp8``), else fp16. ``l2 = max(1, peak_fp32
+heads; the roof is fp8 where the attention math is fp8 (fraction ``attention_fp8``; :func:`.attention_prefill.fp8_math`:
+the attention dtype, or vLLM's FlashAttention/FlashInfer over an fp8 KV cache, which take an fp8 query), else fp16.
+``l2 = max(1, peak_fp32
 · attention_l2 / (bandwidth · memory))`` where the kernel's own working set (Q, K, V, O: ``bytes``) fits in the device's
 L2 (a benchmark re-running the kernel finds it there, the prep traffic beside it streaming through; ``attention_l2`` in
 bytes per fp32 FLOP, a proxy of SMs × clock), else 1.
@@ -52,7 +55,7 @@ from ...devices.device import Device
 from ..tiles import tile_efficiency
 from . import Family, KernelCurves, register
 from .attention_decode import l2_terms
-from .attention_prefill import Q_TILE, kernel_paths, kv_steps, path_params, path_rate
+from .attention_prefill import Q_TILE, fp8_math, kernel_paths, kv_steps, path_params, path_rate
 from .gemm import cycle_scale, launch_s
 
 #: KV-cache / attention dtype -> bytes per element
@@ -61,6 +64,9 @@ DTYPE_BYTES = {"bfloat16": 2.0, "float16": 2.0, "fp8": 1.0, "fp8_e4m3": 1.0, "in
 REFERENCE_FRAMEWORK = "trtllm"
 #: the engine whose prefill kernel (FlashAttention-3) can pack a GQA group's query heads into one tile
 PACK_GQA_ENGINE = "vllm"
+#: the engine whose measured prefill call leaves the RoPE pass to the model's own layer (its prep traffic: the KV-cache
+#: write alone)
+ROPE_OUTSIDE = "vllm"
 #: most query heads TensorRT-LLM's XQA decode kernel serves per KV head
 XQA_MAX_GROUP = 32
 #: query heads one XQA CTA serves (the rows of its 16-row MMA tile): a larger group runs ``ceil(g / 16)`` CTAs per
@@ -169,17 +175,18 @@ def context_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
         column(rows, "window_size"),
     )
     b_kv, b_q = bytes_of(rows, "kv_cache_dtype"), bytes_of(rows, "attn_dtype")
-    fp8 = b_q == 1.0
+    fp8 = (b_q == 1.0) | fp8_math(rows)
     pairs = block_pairs(S, W, kv=kv_steps(rows, device))
     flops = 4.0 * B * H * d * pairs
     byts = B * S * (2.0 * H * d * 2.0 + 2.0 * Hkv * d * b_kv)
-    extra = B * S * d * (H * 2.0 * 2.0 + Hkv * 2.0 * (2.0 + b_kv))
+    fw = rows["framework"].astype(str).to_numpy() if "framework" in rows else np.full(len(rows), "")
+    # the RoPE pass (Q read and written) is TensorRT-LLM's op's own; vLLM's runs outside its measured attention call
+    extra = B * S * d * (np.where(fw == ROPE_OUTSIDE, 0.0, H * 2.0 * 2.0) + Hkv * 2.0 * (2.0 + b_kv))
     one_col = dataclasses.replace(device, tile=(Q_TILE, 1), gemm_half_rows=0.0)
     te, we = tile_efficiency(S, 1.0, B * H, one_col)
     waves = np.ceil(B * H * np.ceil(S / Q_TILE) / (device.sm_count or 1))
     # vLLM's FlashAttention-3 packs a GQA group's query heads into one tile (S·g rows per KV head)
     g = H / np.maximum(Hkv, 1.0)
-    fw = rows["framework"].astype(str).to_numpy() if "framework" in rows else np.full(len(rows), "")
     packable = (fw == PACK_GQA_ENGINE) & (g > 1.0)
     tp, wp = tile_efficiency(S * g, 1.0, B * Hkv, one_col)
     waves_p = np.where(packable, np.ceil(B * Hkv * np.ceil(S * g / Q_TILE) / (device.sm_count or 1)), waves)
@@ -388,7 +395,7 @@ def used_params_for(op: str, fitted: tuple[str, ...], rated: bool = False, kv8_r
 
     def used(rows: pd.DataFrame) -> tuple[str, ...]:
         fws = sorted(set(rows["framework"].astype(str)))
-        fp8 = op == "context_attention" and (rows["attn_dtype"].astype(str) == "fp8").any()
+        fp8 = op == "context_attention" and bool(fp8_math(rows).any())
         extra = ("attention_fp8",) if fp8 else ()
         rates = [f"rate.{f}/{op}" for f in fws if f != REFERENCE_FRAMEWORK] if rated else []
         if kv8_rated and "kv_cache_dtype" in rows:

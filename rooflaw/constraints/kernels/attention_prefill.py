@@ -86,3 +86,20 @@ def path_params(rows, op: str) -> list[str]:
     """``rate.<engine>/<op>/<path>`` of each side kernel ``rows`` run (fitted figures)."""
     fws = rows["framework"].astype(str).to_numpy()
     return sorted({f"rate.{path_key(f, op, p)}" for f, p in zip(fws, kernel_paths(rows), strict=True) if p})
+
+
+#: ``kernel_source`` substrings of vLLM's backends that take an fp8 query with an fp8 KV cache (FlashAttention,
+#: FlashInfer: vLLM, and the tables' collector, cast the query to the cache's fp8 before the call), so their MMAs
+#: run on the fp8 roof though the table's ``attn_dtype`` says bfloat16
+FP8_QUERY_SOURCES = ("flash_attn", "flashinfer")
+
+
+def fp8_math(rows) -> np.ndarray:
+    """bool per prefill row: its attention MMAs run in fp8 -- ``attn_dtype`` fp8, or vLLM's FlashAttention or
+    FlashInfer kernel over an fp8 KV cache (:data:`FP8_QUERY_SOURCES`)."""
+    n = len(rows)
+    col = lambda name: rows[name].astype(str).str.lower().to_numpy() if name in rows else np.full(n, "")  # noqa: E731
+    src, kv = col("kernel_source"), col("kv_cache_dtype")
+    cast = (col("framework") == "vllm") & np.isin(kv, ("fp8", "fp8_e4m3"))
+    cast &= np.logical_or.reduce([np.char.find(src.astype(str), s) >= 0 for s in FP8_QUERY_SOURCES])
+    return (col("attn_dtype") == "fp8") | cast
