@@ -55,7 +55,7 @@ from ...devices.device import Device
 from ..tiles import tile_efficiency
 from . import Family, KernelCurves, register
 from .attention_decode import l2_terms
-from .attention_prefill import Q_TILE, fp8_math, kernel_paths, kv_steps, path_params, path_rate
+from .attention_prefill import Q_TILE, fp8_math, kernel_paths, kv_steps, path_params, path_rate, q_rows
 from .gemm import cycle_scale, launch_s
 
 #: KV-cache / attention dtype -> bytes per element
@@ -94,7 +94,7 @@ def causal_pairs(S, W):
 
 def block_pairs(S, W, block=Q_TILE, kv=None):
     """(query, key) pairs a block-sparse causal kernel computes per sequence and head: query tiles of ``block`` rows
-    against every key block of ``kv`` keys (default ``block``; either a number or per-row array) that holds an
+    against every key block of ``kv`` keys (default ``block``; each a number or per-row array) that holds an
     unmasked pair (the diagonal block whole, a window's edge blocks whole), so ``>=`` :func:`causal_pairs`. Rows of a
     partial last tile count as themselves, keys past ``S`` not at all."""
     S, W = np.asarray(S, dtype=np.float64), np.asarray(W, dtype=np.float64)
@@ -109,6 +109,15 @@ def block_pairs(S, W, block=Q_TILE, kv=None):
         first = np.where(W > 0, np.floor(np.maximum(0.0, i * block - W + 1) / kv), 0.0) * kv
         total += np.where(live, rows * (hi - first), 0.0)
     return total
+
+
+def query_tiles(rows, groups, q_rows, device: Device) -> tuple[np.ndarray, np.ndarray]:
+    """(tile, wave) efficiency of ``groups`` heads of ``rows`` query rows each in tiles of ``q_rows`` rows (per row)."""
+    te, we = np.ones(np.shape(rows)), np.ones(np.shape(rows))
+    for q in np.unique(q_rows):
+        t, w = tile_efficiency(rows, 1.0, groups, dataclasses.replace(device, tile=(int(q), 1), gemm_half_rows=0.0))
+        te, we = np.where(q_rows == q, t, te), np.where(q_rows == q, w, we)
+    return te, we
 
 
 @dataclasses.dataclass(frozen=True)
@@ -176,20 +185,20 @@ def context_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
     )
     b_kv, b_q = bytes_of(rows, "kv_cache_dtype"), bytes_of(rows, "attn_dtype")
     fp8 = (b_q == 1.0) | fp8_math(rows)
-    pairs = block_pairs(S, W, kv=kv_steps(rows, device))
+    qr = q_rows(rows, device)
+    pairs = block_pairs(S, W, block=qr, kv=kv_steps(rows, device))
     flops = 4.0 * B * H * d * pairs
     byts = B * S * (2.0 * H * d * 2.0 + 2.0 * Hkv * d * b_kv)
     fw = rows["framework"].astype(str).to_numpy() if "framework" in rows else np.full(len(rows), "")
     # the RoPE pass (Q read and written) is TensorRT-LLM's op's own; vLLM's runs outside its measured attention call
     extra = B * S * d * (np.where(fw == ROPE_OUTSIDE, 0.0, H * 2.0 * 2.0) + Hkv * 2.0 * (2.0 + b_kv))
-    one_col = dataclasses.replace(device, tile=(Q_TILE, 1), gemm_half_rows=0.0)
-    te, we = tile_efficiency(S, 1.0, B * H, one_col)
-    waves = np.ceil(B * H * np.ceil(S / Q_TILE) / (device.sm_count or 1))
+    te, we = query_tiles(S, B * H, qr, device)
+    waves = np.ceil(B * H * np.ceil(S / qr) / (device.sm_count or 1))
     # vLLM's FlashAttention-3 packs a GQA group's query heads into one tile (S·g rows per KV head)
     g = H / np.maximum(Hkv, 1.0)
     packable = (fw == PACK_GQA_ENGINE) & (g > 1.0)
-    tp, wp = tile_efficiency(S * g, 1.0, B * Hkv, one_col)
-    waves_p = np.where(packable, np.ceil(B * Hkv * np.ceil(S * g / Q_TILE) / (device.sm_count or 1)), waves)
+    tp, wp = query_tiles(S * g, B * Hkv, qr, device)
+    waves_p = np.where(packable, np.ceil(B * Hkv * np.ceil(S * g / qr) / (device.sm_count or 1)), waves)
     ok = np.isfinite(byts) & (flops > 0)
     group, labels = groups_of(rows, ok)
     return AttentionTerms(

@@ -32,12 +32,52 @@ PREFILL_OPS = ("context_attention", "context_mla")
 HOPPER_TRTLLM_KV_STEPS = {False: ((64, 256), (128, 128), (np.inf, 64)), True: ((128, 256), (np.inf, 128))}
 
 
+#: (head dim up to, query rows, KV step) of FlashAttention-3's forward tiles on Hopper (vLLM's ``fa3``) by fp8 math
+#: (an fp8 query: :func:`fp8_math`), causal over a paged KV cache whose 64-token pages TMA cannot load in one step
+#: (FA3's ``tile_size_fwd_sm90``: bf16 192 x 128 to d = 96, 128 x 128 to 128, 128 x 96 to 192, 128 x 80 above; e4m3
+#: 192 x 160 to 64, 192 x 128 to 96, 128 x 160 to 192, 128 x 128 above)
+HOPPER_FA3_TILES = {
+    False: ((64, 192, 128), (96, 192, 128), (128, 128, 128), (192, 128, 96), (np.inf, 128, 80)),
+    True: ((64, 192, 160), (96, 192, 128), (128, 128, 160), (192, 128, 160), (np.inf, 128, 128)),
+}
+
+
+def _fa3_tiles(rows, device) -> tuple[np.ndarray, np.ndarray] | None:
+    """(query rows, KV step) per row of vLLM's FlashAttention-3 on a Hopper device (:data:`HOPPER_FA3_TILES`; NaN
+    elsewhere), ``None`` where no row runs it."""
+    if device.architecture != "hopper" or not {"framework", "head_dim", "kernel_source"} <= set(rows.columns):
+        return None
+    src = rows["kernel_source"].astype(str).str.lower().to_numpy().astype(str)
+    fa3 = (rows["framework"].astype(str).to_numpy() == "vllm") & (np.char.find(src, "fa3") >= 0)
+    if not fa3.any():
+        return None
+    d, fp8 = rows["head_dim"].to_numpy(dtype=np.float64), fp8_math(rows)
+    q, kv = np.full(len(rows), np.nan), np.full(len(rows), np.nan)
+    for e4m3, tiles in HOPPER_FA3_TILES.items():
+        sel = fa3 & (fp8 == e4m3)
+        q = np.where(sel, np.select([d <= lim for lim, _, _ in tiles], [m for _, m, _ in tiles], np.nan), q)
+        kv = np.where(sel, np.select([d <= lim for lim, _, _ in tiles], [n for _, _, n in tiles], np.nan), kv)
+    return q, kv
+
+
+def q_rows(rows, device) -> np.ndarray:
+    """Per row, the query rows of its prefill kernel's tile (:data:`HOPPER_FA3_TILES` for vLLM's FlashAttention-3 on
+    Hopper, else :data:`Q_TILE`)."""
+    out = np.full(len(rows), float(Q_TILE))
+    fa3 = _fa3_tiles(rows, device)
+    return out if fa3 is None else np.where(np.isfinite(fa3[0]), fa3[0], out)
+
+
 def kv_steps(rows, device) -> np.ndarray:
     """Per row, the keys of its prefill kernel's KV-loop step (:data:`HOPPER_TRTLLM_KV_STEPS`, by head dim and fp8
-    math, for TensorRT-LLM on a Hopper device; else :data:`Q_TILE`)."""
+    math, for TensorRT-LLM on a Hopper device; :data:`HOPPER_FA3_TILES` for vLLM's FlashAttention-3 there; else
+    :data:`Q_TILE`)."""
     out = np.full(len(rows), float(Q_TILE))
     if device.architecture != "hopper" or not {"framework", "head_dim"} <= set(rows.columns):
         return out
+    fa3 = _fa3_tiles(rows, device)
+    if fa3 is not None:
+        out = np.where(np.isfinite(fa3[1]), fa3[1], out)
     d = rows["head_dim"].to_numpy(dtype=np.float64)
     fp8 = rows["attn_dtype"].astype(str).to_numpy() == "fp8" if "attn_dtype" in rows else np.zeros(len(rows), bool)
     for e4m3, steps in HOPPER_TRTLLM_KV_STEPS.items():
