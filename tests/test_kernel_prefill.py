@@ -156,3 +156,23 @@ def test_hopper_fa3_tiles_by_head_dim_and_fp8_query():
     # the wave count follows the tile: 8 heads of 256 rows in 192-row tiles are 16 tiles, one wave on 64 SMs
     t = KA.context_terms(_row(isl=256, head_dim=64, kernel_source="vllm_flash_attn_fa3"), hop)
     assert t.pairs[0] == 8 * 65536 and t.waves[0] == 1
+
+
+def test_prefill_blend_rounds_the_ridge_and_zero_keeps_the_max():
+    # a row at its ridge (math time = stream time): p = 2 gives sqrt(2) x either, p = 0 the larger (the old max); the
+    # decode family keeps the max whatever prefill_blend says
+    dev = _dev(l2_bytes=0.0)
+    row = _row(batch_size=4, isl=2048)
+    t = KA.context_terms(row, dev)
+    base = KernelCurves(architecture="x", compute={}, memory=1.0, kernel_s=0.0, attention=1.0)
+    tm = float(t.flops[0] / (1e15 * t.eff[0]))  # the MMAs alone (no softmax cost, rate 1)
+    bw = float(t.bytes[0] / tm)  # the bandwidth that puts this row on its ridge
+    ridge = dataclasses.replace(dev, memory_bandwidth=bw)
+    prep = float(t.extra_bytes[0] / bw)
+    got0 = KA.predict_context(row, ridge, base)[0] * 1e-3
+    got2 = KA.predict_context(row, ridge, dataclasses.replace(base, prefill_blend=2.0))[0] * 1e-3
+    assert got0 == pytest.approx(tm + prep, rel=1e-9) and got2 == pytest.approx(np.sqrt(2) * tm + prep, rel=1e-9)
+    dec = row.assign(step=[1])
+    assert KA.predict_generation(dec, dev, dataclasses.replace(base, prefill_blend=2.0))[0] == pytest.approx(
+        KA.predict_generation(dec, dev, base)[0], rel=1e-12
+    )

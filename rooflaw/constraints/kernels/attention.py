@@ -52,11 +52,21 @@ import numpy as np
 import pandas as pd
 
 from ...devices.device import Device
-from ..tiles import tile_efficiency
 from . import Family, KernelCurves, register
 from .attention_decode import l2_terms
-from .attention_prefill import Q_TILE, fp8_math, kernel_paths, kv_steps, path_params, path_rate, q_rows
-from .gemm import cycle_scale, launch_s
+from .attention_prefill import (
+    PREFILL_FIGURES,
+    Q_TILE,
+    ROPE_OUTSIDE,
+    fp8_math,
+    kernel_paths,
+    kv_steps,
+    path_params,
+    path_rate,
+    q_rows,
+    query_tiles,
+)
+from .gemm import blend, cycle_scale, launch_s
 
 #: KV-cache / attention dtype -> bytes per element
 DTYPE_BYTES = {"bfloat16": 2.0, "float16": 2.0, "fp8": 1.0, "fp8_e4m3": 1.0, "int8": 1.0, "nvfp4": 0.5 + 1 / 16}
@@ -64,9 +74,6 @@ DTYPE_BYTES = {"bfloat16": 2.0, "float16": 2.0, "fp8": 1.0, "fp8_e4m3": 1.0, "in
 REFERENCE_FRAMEWORK = "trtllm"
 #: the engine whose prefill kernel (FlashAttention-3) can pack a GQA group's query heads into one tile
 PACK_GQA_ENGINE = "vllm"
-#: the engine whose measured prefill call leaves the RoPE pass to the model's own layer (its prep traffic: the KV-cache
-#: write alone)
-ROPE_OUTSIDE = "vllm"
 #: most query heads TensorRT-LLM's XQA decode kernel serves per KV head
 XQA_MAX_GROUP = 32
 #: query heads one XQA CTA serves (the rows of its 16-row MMA tile): a larger group runs ``ceil(g / 16)`` CTAs per
@@ -109,15 +116,6 @@ def block_pairs(S, W, block=Q_TILE, kv=None):
         first = np.where(W > 0, np.floor(np.maximum(0.0, i * block - W + 1) / kv), 0.0) * kv
         total += np.where(live, rows * (hi - first), 0.0)
     return total
-
-
-def query_tiles(rows, groups, q_rows, device: Device) -> tuple[np.ndarray, np.ndarray]:
-    """(tile, wave) efficiency of ``groups`` heads of ``rows`` query rows each in tiles of ``q_rows`` rows (per row)."""
-    te, we = np.ones(np.shape(rows)), np.ones(np.shape(rows))
-    for q in np.unique(q_rows):
-        t, w = tile_efficiency(rows, 1.0, groups, dataclasses.replace(device, tile=(int(q), 1), gemm_half_rows=0.0))
-        te, we = np.where(q_rows == q, t, te), np.where(q_rows == q, w, we)
-    return te, we
 
 
 @dataclasses.dataclass(frozen=True)
@@ -382,7 +380,8 @@ def seconds(t: AttentionTerms, device: Device, curves: KernelCurves) -> np.ndarr
         byts = t.bytes * ramp
         if (l2t := l2_terms(t, device, curves, bw * mem)) is not None:  # decode's own L2 rate and L2 traffic
             l2, both = l2t[0], np.maximum(both / fw_rate, l2t[1] * ramp) * fw_rate
-    core = np.maximum(both / fw_rate, byts / (bw * mem * l2))
+    # prefill: the math and the stream blend at the ridge (``prefill_blend``; decode: the larger)
+    core = blend(both / fw_rate, byts / (bw * mem * l2), curves.prefill_blend if t.prefill else 0.0)
     if t.prefill:
         tiles = waves_pre * curves.attention_tile_s / fw_rate  # the engine's kernel runs its tiles at its rate too
         return core + t.extra_bytes / (bw * curves.memory * l2) + tiles + lat
@@ -430,25 +429,12 @@ def predict_generation(rows: pd.DataFrame, device: Device, curves: KernelCurves)
     return seconds(generation_terms(rows, device), device, curves) * 1e3
 
 
-CONTEXT_USED = used_params_for(
-    "context_attention",
-    ("attention", "attention_tile_s", "attention_softmax", "attention_l2", "softmax_overlap", "prefill_pack_gqa"),
-    True,
-    True,
-)
+CONTEXT_USED = used_params_for("context_attention", PREFILL_FIGURES, True, True)
 CONTEXT = register(
     Family(
         name="context_attention",
         tables=("context_attention_perf",),
-        params=(
-            "attention",
-            "attention_fp8",
-            "attention_tile_s",
-            "attention_softmax",
-            "attention_l2",
-            "softmax_overlap",
-            "prefill_pack_gqa",
-        ),
+        params=(PREFILL_FIGURES[0], "attention_fp8", *PREFILL_FIGURES[1:]),
         predict=predict_context,
         used=lambda rows: (*CONTEXT_USED(rows), *path_params(rows, "context_attention")),
         prepare=context_terms,

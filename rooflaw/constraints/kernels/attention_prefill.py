@@ -9,10 +9,21 @@ elsewhere at the engine's rate.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
+
+from ...devices.device import Device
+from ..tiles import tile_efficiency
 
 #: query rows per FlashAttention tile
 Q_TILE = 128
+#: the prefill family's fitted figures (beside ``attention_fp8``, the engines' rates and per-call extras)
+PREFILL_FIGURES = ("attention", "attention_tile_s", "attention_softmax", "attention_l2", "softmax_overlap",
+                   "prefill_pack_gqa", "prefill_blend")  # fmt: skip
+#: the engine whose measured prefill call leaves the RoPE pass to the model's own layer (its prep traffic: the KV-cache
+#: write alone)
+ROPE_OUTSIDE = "vllm"
 #: (substring of a table's ``kernel_source``, name) of the side kernels an engine hands some prefill shapes to, first
 #: match wins; a row whose source names none runs the engine's own prefill kernel (TensorRT-LLM's FMHA, vLLM's
 #: FlashAttention or FlashInfer prefill), priced at the engine's rate. vLLM runs a one-token prompt through its decode
@@ -143,3 +154,12 @@ def fp8_math(rows) -> np.ndarray:
     cast = (col("framework") == "vllm") & np.isin(kv, ("fp8", "fp8_e4m3"))
     cast &= np.logical_or.reduce([np.char.find(src.astype(str), s) >= 0 for s in FP8_QUERY_SOURCES])
     return (col("attn_dtype") == "fp8") | cast
+
+
+def query_tiles(rows, groups, q_rows, device: Device) -> tuple[np.ndarray, np.ndarray]:
+    """(tile, wave) efficiency of ``groups`` heads of ``rows`` query rows each in tiles of ``q_rows`` rows (per row)."""
+    te, we = np.ones(np.shape(rows)), np.ones(np.shape(rows))
+    for q in np.unique(q_rows):
+        t, w = tile_efficiency(rows, 1.0, groups, dataclasses.replace(device, tile=(int(q), 1), gemm_half_rows=0.0))
+        te, we = np.where(q_rows == q, t, te), np.where(q_rows == q, w, we)
+    return te, we
