@@ -5,11 +5,12 @@ Prefill, per sequence and head: the causal kernel skips the masked half, so it c
 ``P = S(S+1)/2``, or with a sliding window ``W``: ``W(W+1)/2 + (S-W)·W`` for ``S > W``; it visits whole blocks of 128
 query rows × its KV-loop step (128 keys; TensorRT-LLM's Hopper FMHA: :func:`.attention_prefill.kv_steps`) -- so ``P``
 counts those (:func:`block_pairs`). FLOPs ``= 4·B·H·d·P``; bytes read/written ``= B·S·(2·H·d·2 +
-2·H_kv·d·b_kv)`` (Q and O in bf16, K and V in the KV dtype). ``t = max((t_mma^p + t_softmax^p)^(1/p) / rate, bytes /
+2·H_kv·d·b_kv)`` (Q and O in bf16, K and V in the KV dtype). ``t = blend((t_mma^p + t_softmax^p)^(1/p) / rate, bytes /
 (bandwidth · memory · l2)) + prep_bytes / (bandwidth · memory · l2) + waves · attention_tile_s / rate + kernel_s +
 launch`` with ``t_mma = FLOPs / (peak · attention · tile·wave)``, ``t_softmax = B·H·P · attention_softmax / peak_fp32``,
-``p = softmax_overlap`` and ``rate`` the engine's kernel rate (``KernelCurves.rate``, TensorRT-LLM 1; its fp8-KV
-kernel's ``rate["<engine>/context_attention/fp8"]``, a side kernel's ``rate["<engine>/context_attention/<path>"]``
+``p = softmax_overlap``, ``blend`` the p-norm of ``prefill_blend`` (0: the max; :func:`.gemm.blend`) and ``rate``
+the engine's kernel rate (``KernelCurves.rate``, TensorRT-LLM 1; its fp8-KV kernel's
+``rate["<engine>/context_attention/fp8"]``, a side kernel's ``rate["<engine>/context_attention/<path>"]``
 (:mod:`.attention_prefill`), where fitted): the softmax (max, exponent, sum, rescale) runs on the
 fp32 vector units, not the tensor cores, so an fp8 kernel does not speed it up, and a FlashAttention-3-style schedule
 hides it under the MMAs (``p`` large) where FlashAttention-2 runs them in series (``p = 1``); ``prep_bytes = B·S·d·(4·H
