@@ -117,3 +117,62 @@ def test_hopper_trtllm_kv_steps_by_head_dim():
     # a 128-token window at d = 64: 128-row query tiles visit 1.5 steps of 256 keys on average, not 2 blocks of 128
     S, W = np.array([8192.0]), np.array([128.0])
     assert KA.block_pairs(S, W, kv=np.array([256.0]))[0] / KA.block_pairs(S, W)[0] == pytest.approx(1.5, abs=0.02)
+
+
+def test_vllm_fp8_kv_prefill_runs_fp8_math_on_its_flash_and_flashinfer_kernels():
+    # vLLM (and the tables' collector) cast the query to fp8 over an fp8 KV cache for FlashAttention and FlashInfer:
+    # those kernels' MMAs run on the fp8 roof though attn_dtype says bfloat16; Triton, a bf16 cache and TensorRT-LLM's
+    # bf16-math rows stay on the fp16 roof
+    rows = pd.DataFrame({"framework": ["vllm", "vllm", "vllm", "vllm", "trtllm", "trtllm"],
+                         "kernel_source": ["vllm_flash_attn_fa3", "vllm_flashinfer_fiprefill", "vllm_triton_attn",
+                                           "vllm_flash_attn_fa3", "torch_flow", "torch_flow"],
+                         "kv_cache_dtype": ["fp8", "fp8", "fp8", "bfloat16", "fp8", "fp8"],
+                         "attn_dtype": ["bfloat16"] * 5 + ["fp8"]})  # fmt: skip
+    assert list(KP.fp8_math(rows)) == [True, True, False, False, False, True]
+    # compute-bound on the MMAs alone: the fp8 row takes the fp8 roof at attention_fp8
+    c = KernelCurves(architecture="x", compute={}, memory=1.0, kernel_s=0.0, attention=0.5, attention_fp8=0.25)
+    dev = _dev(memory_bandwidth=1e18, architecture="blackwell")  # no Hopper FA3 tiles: the same pairs
+    base = _row(batch_size=64, isl=4096, kv_cache_dtype="fp8", kernel_source="vllm_flash_attn_fa3")
+    tri = base.assign(kernel_source=["vllm_triton_attn"])
+    t_fa, t_tri = KA.predict_context(base, dev, c)[0], KA.predict_context(tri, dev, c)[0]
+    assert t_fa / t_tri == pytest.approx((1e15 * 0.5) / (2e15 * 0.25), rel=1e-6)
+
+
+def test_hopper_fa3_tiles_by_head_dim_and_fp8_query():
+    # vLLM's FlashAttention-3 on Hopper: bf16 192 x 128 at d = 64, 128 x 128 at 128, 128 x 80 at 256; over an fp8 cache
+    # (fp8 query) 192 x 160 at 64, 128 x 160 at 128; its FlashAttention-2 on another kernel source keeps 128 x 128
+    rows = pd.DataFrame({"framework": ["vllm"] * 6, "head_dim": [64, 128, 256, 64, 128, 128],
+                         "kernel_source": ["vllm_flash_attn_fa3"] * 5 + ["vllm_flash_attn"],
+                         "kv_cache_dtype": ["bfloat16"] * 3 + ["fp8"] * 2 + ["bfloat16"],
+                         "attn_dtype": ["bfloat16"] * 6})  # fmt: skip
+    hop = _dev(architecture="hopper")
+    assert list(KP.q_rows(rows, hop)) == [192, 128, 128, 192, 128, 128]
+    assert list(KP.kv_steps(rows, hop)) == [128, 128, 80, 160, 160, 128]
+    assert list(KP.q_rows(rows, _dev(architecture="blackwell"))) == [128] * 6
+    # S = 256 causal, by hand: 192-row tiles of 128-key steps visit 192·256 + 64·256 = 65,536 pairs (128 x 128: 49,152)
+    S, W = np.array([256.0]), np.array([0.0])
+    assert KA.block_pairs(S, W, block=np.array([192.0]), kv=np.array([128.0]))[0] == 65536
+    assert KA.block_pairs(S, W)[0] == 128 * 128 + 128 * 256
+    # the wave count follows the tile: 8 heads of 256 rows in 192-row tiles are 16 tiles, one wave on 64 SMs
+    t = KA.context_terms(_row(isl=256, head_dim=64, kernel_source="vllm_flash_attn_fa3"), hop)
+    assert t.pairs[0] == 8 * 65536 and t.waves[0] == 1
+
+
+def test_prefill_blend_rounds_the_ridge_and_zero_keeps_the_max():
+    # a row at its ridge (math time = stream time): p = 2 gives sqrt(2) x either, p = 0 the larger (the old max); the
+    # decode family keeps the max whatever prefill_blend says
+    dev = _dev(l2_bytes=0.0)
+    row = _row(batch_size=4, isl=2048)
+    t = KA.context_terms(row, dev)
+    base = KernelCurves(architecture="x", compute={}, memory=1.0, kernel_s=0.0, attention=1.0)
+    tm = float(t.flops[0] / (1e15 * t.eff[0]))  # the MMAs alone (no softmax cost, rate 1)
+    bw = float(t.bytes[0] / tm)  # the bandwidth that puts this row on its ridge
+    ridge = dataclasses.replace(dev, memory_bandwidth=bw)
+    prep = float(t.extra_bytes[0] / bw)
+    got0 = KA.predict_context(row, ridge, base)[0] * 1e-3
+    got2 = KA.predict_context(row, ridge, dataclasses.replace(base, prefill_blend=2.0))[0] * 1e-3
+    assert got0 == pytest.approx(tm + prep, rel=1e-9) and got2 == pytest.approx(np.sqrt(2) * tm + prep, rel=1e-9)
+    dec = row.assign(step=[1])
+    assert KA.predict_generation(dec, dev, dataclasses.replace(base, prefill_blend=2.0))[0] == pytest.approx(
+        KA.predict_generation(dec, dev, base)[0], rel=1e-12
+    )

@@ -109,6 +109,9 @@ class KernelCurves:
     #: share of vLLM's prefill tiles that pack a GQA group's query heads into one 128-row tile (FlashAttention-3's
     #: pack-GQA: S·g rows per KV head instead of S per query head; 0: none, 1: all)
     prefill_pack_gqa: float = 0.0
+    #: p of a prefill attention kernel's blend of its MMA/softmax time and its stream of Q, K, V, O,
+    #: ``(t_math^p + t_bytes^p)^(1/p)`` (0: the hard ``max``): near the ridge neither hides the other whole
+    prefill_blend: float = 0.0
     #: seconds each wave of decode-attention CTAs (one per sequence and KV head) costs beyond its KV reads: SM cycles
     #: written as seconds at ``clock_mhz`` (as ``decode_mha_tile_s``; a device of clock ``f`` runs them in ``· clock_mhz
     #: / f``)

@@ -5,17 +5,21 @@ Prefill, per sequence and head: the causal kernel skips the masked half, so it c
 ``P = S(S+1)/2``, or with a sliding window ``W``: ``W(W+1)/2 + (S-W)·W`` for ``S > W``; it visits whole blocks of 128
 query rows × its KV-loop step (128 keys; TensorRT-LLM's Hopper FMHA: :func:`.attention_prefill.kv_steps`) -- so ``P``
 counts those (:func:`block_pairs`). FLOPs ``= 4·B·H·d·P``; bytes read/written ``= B·S·(2·H·d·2 +
-2·H_kv·d·b_kv)`` (Q and O in bf16, K and V in the KV dtype). ``t = max((t_mma^p + t_softmax^p)^(1/p) / rate, bytes /
+2·H_kv·d·b_kv)`` (Q and O in bf16, K and V in the KV dtype). ``t = blend((t_mma^p + t_softmax^p)^(1/p) / rate, bytes /
 (bandwidth · memory · l2)) + prep_bytes / (bandwidth · memory · l2) + waves · attention_tile_s / rate + kernel_s +
 launch`` with ``t_mma = FLOPs / (peak · attention · tile·wave)``, ``t_softmax = B·H·P · attention_softmax / peak_fp32``,
-``p = softmax_overlap`` and ``rate`` the engine's kernel rate (``KernelCurves.rate``, TensorRT-LLM 1; its fp8-KV
-kernel's ``rate["<engine>/context_attention/fp8"]``, a side kernel's ``rate["<engine>/context_attention/<path>"]``
+``p = softmax_overlap``, ``blend`` the p-norm of ``prefill_blend`` (0: the max; :func:`.gemm.blend`) and ``rate``
+the engine's kernel rate (``KernelCurves.rate``, TensorRT-LLM 1; its fp8-KV kernel's
+``rate["<engine>/context_attention/fp8"]``, a side kernel's ``rate["<engine>/context_attention/<path>"]``
 (:mod:`.attention_prefill`), where fitted): the softmax (max, exponent, sum, rescale) runs on the
 fp32 vector units, not the tensor cores, so an fp8 kernel does not speed it up, and a FlashAttention-3-style schedule
 hides it under the MMAs (``p`` large) where FlashAttention-2 runs them in series (``p = 1``); ``prep_bytes = B·S·d·(4·H
-+ H_kv·2·(2 + b_kv))`` the RoPE and KV-cache write the op runs beside the kernel; ``waves = ceil(B·H·ceil(S/128) /
++ H_kv·2·(2 + b_kv))`` the RoPE and KV-cache write the op runs beside the kernel (vLLM's measured call: the cache write
+alone, ``B·S·d·H_kv·2·(2 + b_kv)``; its model applies RoPE outside); ``waves = ceil(B·H·ceil(S/128) /
 SMs)``; the tile/wave term is :func:`rooflaw.constraints.tiles.tile_efficiency` of 128-query-row tiles over the ``B·H``
-heads; the roof is fp8 where the attention dtype is fp8 (fraction ``attention_fp8``), else fp16. ``l2 = max(1, peak_fp32
+heads; the roof is fp8 where the attention math is fp8 (fraction ``attention_fp8``; :func:`.attention_prefill.fp8_math`:
+the attention dtype, or vLLM's FlashAttention/FlashInfer over an fp8 KV cache, which take an fp8 query), else fp16.
+``l2 = max(1, peak_fp32
 · attention_l2 / (bandwidth · memory))`` where the kernel's own working set (Q, K, V, O: ``bytes``) fits in the device's
 L2 (a benchmark re-running the kernel finds it there, the prep traffic beside it streaming through; ``attention_l2`` in
 bytes per fp32 FLOP, a proxy of SMs × clock), else 1.
@@ -49,11 +53,21 @@ import numpy as np
 import pandas as pd
 
 from ...devices.device import Device
-from ..tiles import tile_efficiency
 from . import Family, KernelCurves, register
 from .attention_decode import l2_terms
-from .attention_prefill import Q_TILE, kernel_paths, kv_steps, path_params, path_rate
-from .gemm import cycle_scale, launch_s
+from .attention_prefill import (
+    PREFILL_FIGURES,
+    Q_TILE,
+    ROPE_OUTSIDE,
+    fp8_math,
+    kernel_paths,
+    kv_steps,
+    path_params,
+    path_rate,
+    q_rows,
+    query_tiles,
+)
+from .gemm import blend, cycle_scale, launch_s
 
 #: KV-cache / attention dtype -> bytes per element
 DTYPE_BYTES = {"bfloat16": 2.0, "float16": 2.0, "fp8": 1.0, "fp8_e4m3": 1.0, "int8": 1.0, "nvfp4": 0.5 + 1 / 16}
@@ -88,7 +102,7 @@ def causal_pairs(S, W):
 
 def block_pairs(S, W, block=Q_TILE, kv=None):
     """(query, key) pairs a block-sparse causal kernel computes per sequence and head: query tiles of ``block`` rows
-    against every key block of ``kv`` keys (default ``block``; either a number or per-row array) that holds an
+    against every key block of ``kv`` keys (default ``block``; each a number or per-row array) that holds an
     unmasked pair (the diagonal block whole, a window's edge blocks whole), so ``>=`` :func:`causal_pairs`. Rows of a
     partial last tile count as themselves, keys past ``S`` not at all."""
     S, W = np.asarray(S, dtype=np.float64), np.asarray(W, dtype=np.float64)
@@ -169,20 +183,21 @@ def context_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
         column(rows, "window_size"),
     )
     b_kv, b_q = bytes_of(rows, "kv_cache_dtype"), bytes_of(rows, "attn_dtype")
-    fp8 = b_q == 1.0
-    pairs = block_pairs(S, W, kv=kv_steps(rows, device))
+    fp8 = (b_q == 1.0) | fp8_math(rows)
+    qr = q_rows(rows, device)
+    pairs = block_pairs(S, W, block=qr, kv=kv_steps(rows, device))
     flops = 4.0 * B * H * d * pairs
     byts = B * S * (2.0 * H * d * 2.0 + 2.0 * Hkv * d * b_kv)
-    extra = B * S * d * (H * 2.0 * 2.0 + Hkv * 2.0 * (2.0 + b_kv))
-    one_col = dataclasses.replace(device, tile=(Q_TILE, 1), gemm_half_rows=0.0)
-    te, we = tile_efficiency(S, 1.0, B * H, one_col)
-    waves = np.ceil(B * H * np.ceil(S / Q_TILE) / (device.sm_count or 1))
+    fw = rows["framework"].astype(str).to_numpy() if "framework" in rows else np.full(len(rows), "")
+    # the RoPE pass (Q read and written) is TensorRT-LLM's op's own; vLLM's runs outside its measured attention call
+    extra = B * S * d * (np.where(fw == ROPE_OUTSIDE, 0.0, H * 2.0 * 2.0) + Hkv * 2.0 * (2.0 + b_kv))
+    te, we = query_tiles(S, B * H, qr, device)
+    waves = np.ceil(B * H * np.ceil(S / qr) / (device.sm_count or 1))
     # vLLM's FlashAttention-3 packs a GQA group's query heads into one tile (S·g rows per KV head)
     g = H / np.maximum(Hkv, 1.0)
-    fw = rows["framework"].astype(str).to_numpy() if "framework" in rows else np.full(len(rows), "")
     packable = (fw == PACK_GQA_ENGINE) & (g > 1.0)
-    tp, wp = tile_efficiency(S * g, 1.0, B * Hkv, one_col)
-    waves_p = np.where(packable, np.ceil(B * Hkv * np.ceil(S * g / Q_TILE) / (device.sm_count or 1)), waves)
+    tp, wp = query_tiles(S * g, B * Hkv, qr, device)
+    waves_p = np.where(packable, np.ceil(B * Hkv * np.ceil(S * g / qr) / (device.sm_count or 1)), waves)
     ok = np.isfinite(byts) & (flops > 0)
     group, labels = groups_of(rows, ok)
     return AttentionTerms(
@@ -366,7 +381,8 @@ def seconds(t: AttentionTerms, device: Device, curves: KernelCurves) -> np.ndarr
         byts = t.bytes * ramp
         if (l2t := l2_terms(t, device, curves, bw * mem)) is not None:  # decode's own L2 rate and L2 traffic
             l2, both = l2t[0], np.maximum(both / fw_rate, l2t[1] * ramp) * fw_rate
-    core = np.maximum(both / fw_rate, byts / (bw * mem * l2))
+    # prefill: the math and the stream blend at the ridge (``prefill_blend``; decode: the larger)
+    core = blend(both / fw_rate, byts / (bw * mem * l2), curves.prefill_blend if t.prefill else 0.0)
     if t.prefill:
         tiles = waves_pre * curves.attention_tile_s / fw_rate  # the engine's kernel runs its tiles at its rate too
         return core + t.extra_bytes / (bw * curves.memory * l2) + tiles + lat
@@ -388,7 +404,7 @@ def used_params_for(op: str, fitted: tuple[str, ...], rated: bool = False, kv8_r
 
     def used(rows: pd.DataFrame) -> tuple[str, ...]:
         fws = sorted(set(rows["framework"].astype(str)))
-        fp8 = op == "context_attention" and (rows["attn_dtype"].astype(str) == "fp8").any()
+        fp8 = op == "context_attention" and bool(fp8_math(rows).any())
         extra = ("attention_fp8",) if fp8 else ()
         rates = [f"rate.{f}/{op}" for f in fws if f != REFERENCE_FRAMEWORK] if rated else []
         if kv8_rated and "kv_cache_dtype" in rows:
@@ -414,25 +430,12 @@ def predict_generation(rows: pd.DataFrame, device: Device, curves: KernelCurves)
     return seconds(generation_terms(rows, device), device, curves) * 1e3
 
 
-CONTEXT_USED = used_params_for(
-    "context_attention",
-    ("attention", "attention_tile_s", "attention_softmax", "attention_l2", "softmax_overlap", "prefill_pack_gqa"),
-    True,
-    True,
-)
+CONTEXT_USED = used_params_for("context_attention", PREFILL_FIGURES, True, True)
 CONTEXT = register(
     Family(
         name="context_attention",
         tables=("context_attention_perf",),
-        params=(
-            "attention",
-            "attention_fp8",
-            "attention_tile_s",
-            "attention_softmax",
-            "attention_l2",
-            "softmax_overlap",
-            "prefill_pack_gqa",
-        ),
+        params=(PREFILL_FIGURES[0], "attention_fp8", *PREFILL_FIGURES[1:]),
         predict=predict_context,
         used=lambda rows: (*CONTEXT_USED(rows), *path_params(rows, "context_attention")),
         prepare=context_terms,

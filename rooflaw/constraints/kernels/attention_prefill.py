@@ -9,10 +9,21 @@ elsewhere at the engine's rate.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
+
+from ...devices.device import Device
+from ..tiles import tile_efficiency
 
 #: query rows per FlashAttention tile
 Q_TILE = 128
+#: the prefill family's fitted figures (beside ``attention_fp8``, the engines' rates and per-call extras)
+PREFILL_FIGURES = ("attention", "attention_tile_s", "attention_softmax", "attention_l2", "softmax_overlap",
+                   "prefill_pack_gqa", "prefill_blend")  # fmt: skip
+#: the engine whose measured prefill call leaves the RoPE pass to the model's own layer (its prep traffic: the KV-cache
+#: write alone)
+ROPE_OUTSIDE = "vllm"
 #: (substring of a table's ``kernel_source``, name) of the side kernels an engine hands some prefill shapes to, first
 #: match wins; a row whose source names none runs the engine's own prefill kernel (TensorRT-LLM's FMHA, vLLM's
 #: FlashAttention or FlashInfer prefill), priced at the engine's rate. vLLM runs a one-token prompt through its decode
@@ -32,12 +43,52 @@ PREFILL_OPS = ("context_attention", "context_mla")
 HOPPER_TRTLLM_KV_STEPS = {False: ((64, 256), (128, 128), (np.inf, 64)), True: ((128, 256), (np.inf, 128))}
 
 
+#: (head dim up to, query rows, KV step) of FlashAttention-3's forward tiles on Hopper (vLLM's ``fa3``) by fp8 math
+#: (an fp8 query: :func:`fp8_math`), causal over a paged KV cache whose 64-token pages TMA cannot load in one step
+#: (FA3's ``tile_size_fwd_sm90``: bf16 192 x 128 to d = 96, 128 x 128 to 128, 128 x 96 to 192, 128 x 80 above; e4m3
+#: 192 x 160 to 64, 192 x 128 to 96, 128 x 160 to 192, 128 x 128 above)
+HOPPER_FA3_TILES = {
+    False: ((64, 192, 128), (96, 192, 128), (128, 128, 128), (192, 128, 96), (np.inf, 128, 80)),
+    True: ((64, 192, 160), (96, 192, 128), (128, 128, 160), (192, 128, 160), (np.inf, 128, 128)),
+}
+
+
+def _fa3_tiles(rows, device) -> tuple[np.ndarray, np.ndarray] | None:
+    """(query rows, KV step) per row of vLLM's FlashAttention-3 on a Hopper device (:data:`HOPPER_FA3_TILES`; NaN
+    elsewhere), ``None`` where no row runs it."""
+    if device.architecture != "hopper" or not {"framework", "head_dim", "kernel_source"} <= set(rows.columns):
+        return None
+    src = rows["kernel_source"].astype(str).str.lower().to_numpy().astype(str)
+    fa3 = (rows["framework"].astype(str).to_numpy() == "vllm") & (np.char.find(src, "fa3") >= 0)
+    if not fa3.any():
+        return None
+    d, fp8 = rows["head_dim"].to_numpy(dtype=np.float64), fp8_math(rows)
+    q, kv = np.full(len(rows), np.nan), np.full(len(rows), np.nan)
+    for e4m3, tiles in HOPPER_FA3_TILES.items():
+        sel = fa3 & (fp8 == e4m3)
+        q = np.where(sel, np.select([d <= lim for lim, _, _ in tiles], [m for _, m, _ in tiles], np.nan), q)
+        kv = np.where(sel, np.select([d <= lim for lim, _, _ in tiles], [n for _, _, n in tiles], np.nan), kv)
+    return q, kv
+
+
+def q_rows(rows, device) -> np.ndarray:
+    """Per row, the query rows of its prefill kernel's tile (:data:`HOPPER_FA3_TILES` for vLLM's FlashAttention-3 on
+    Hopper, else :data:`Q_TILE`)."""
+    out = np.full(len(rows), float(Q_TILE))
+    fa3 = _fa3_tiles(rows, device)
+    return out if fa3 is None else np.where(np.isfinite(fa3[0]), fa3[0], out)
+
+
 def kv_steps(rows, device) -> np.ndarray:
     """Per row, the keys of its prefill kernel's KV-loop step (:data:`HOPPER_TRTLLM_KV_STEPS`, by head dim and fp8
-    math, for TensorRT-LLM on a Hopper device; else :data:`Q_TILE`)."""
+    math, for TensorRT-LLM on a Hopper device; :data:`HOPPER_FA3_TILES` for vLLM's FlashAttention-3 there; else
+    :data:`Q_TILE`)."""
     out = np.full(len(rows), float(Q_TILE))
     if device.architecture != "hopper" or not {"framework", "head_dim"} <= set(rows.columns):
         return out
+    fa3 = _fa3_tiles(rows, device)
+    if fa3 is not None:
+        out = np.where(np.isfinite(fa3[1]), fa3[1], out)
     d = rows["head_dim"].to_numpy(dtype=np.float64)
     fp8 = rows["attn_dtype"].astype(str).to_numpy() == "fp8" if "attn_dtype" in rows else np.zeros(len(rows), bool)
     for e4m3, steps in HOPPER_TRTLLM_KV_STEPS.items():
@@ -86,3 +137,29 @@ def path_params(rows, op: str) -> list[str]:
     """``rate.<engine>/<op>/<path>`` of each side kernel ``rows`` run (fitted figures)."""
     fws = rows["framework"].astype(str).to_numpy()
     return sorted({f"rate.{path_key(f, op, p)}" for f, p in zip(fws, kernel_paths(rows), strict=True) if p})
+
+
+#: ``kernel_source`` substrings of vLLM's backends that take an fp8 query with an fp8 KV cache (FlashAttention,
+#: FlashInfer: vLLM, and the tables' collector, cast the query to the cache's fp8 before the call), so their MMAs
+#: run on the fp8 roof though the table's ``attn_dtype`` says bfloat16
+FP8_QUERY_SOURCES = ("flash_attn", "flashinfer")
+
+
+def fp8_math(rows) -> np.ndarray:
+    """bool per prefill row: its attention MMAs run in fp8 -- ``attn_dtype`` fp8, or vLLM's FlashAttention or
+    FlashInfer kernel over an fp8 KV cache (:data:`FP8_QUERY_SOURCES`)."""
+    n = len(rows)
+    col = lambda name: rows[name].astype(str).str.lower().to_numpy() if name in rows else np.full(n, "")  # noqa: E731
+    src, kv = col("kernel_source"), col("kv_cache_dtype")
+    cast = (col("framework") == "vllm") & np.isin(kv, ("fp8", "fp8_e4m3"))
+    cast &= np.logical_or.reduce([np.char.find(src.astype(str), s) >= 0 for s in FP8_QUERY_SOURCES])
+    return (col("attn_dtype") == "fp8") | cast
+
+
+def query_tiles(rows, groups, q_rows, device: Device) -> tuple[np.ndarray, np.ndarray]:
+    """(tile, wave) efficiency of ``groups`` heads of ``rows`` query rows each in tiles of ``q_rows`` rows (per row)."""
+    te, we = np.ones(np.shape(rows)), np.ones(np.shape(rows))
+    for q in np.unique(q_rows):
+        t, w = tile_efficiency(rows, 1.0, groups, dataclasses.replace(device, tile=(int(q), 1), gemm_half_rows=0.0))
+        te, we = np.where(q_rows == q, t, te), np.where(q_rows == q, w, we)
+    return te, we
