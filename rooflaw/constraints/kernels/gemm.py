@@ -111,15 +111,31 @@ def compute_fraction(curves: KernelCurves, key: str) -> float:
 def launch_s(curves: KernelCurves, op: str, framework: str | None = None) -> float:
     """Fixed seconds of one ``op`` call (a compute key or an attention op): ``kernel_s`` plus the extra the
     curves hold for ``"<framework>/<op>"`` (host work and quantise kernels that run with it); an unknown framework
-    gets the smallest extra any framework shows for ``op``; an op with none, its :data:`FALLBACK`'s."""
+    gets the smallest extra any framework shows for ``op``; an op with none, its :data:`FALLBACK`'s; a non-bf16
+    GEMM key whose chain has none, each framework's median over its non-bf16 keys (:func:`quantised_extras`)."""
+    first = op
     while True:
         extra = {k.split("/", 1)[0]: v for k, v in curves.launch.items() if k.split("/", 1)[-1] == op}
         if extra or op not in FALLBACK:
             break
         op = FALLBACK[op]
+    if not extra and first in COMPUTE_KEYS and first != "fp16":
+        extra = quantised_extras(curves)
     if framework in extra:
         return curves.kernel_s + float(extra[framework])
     return curves.kernel_s + (min(extra.values()) if extra else 0.0)
+
+
+def quantised_extras(curves: KernelCurves) -> dict[str, float]:
+    """Framework -> median of its ``launch["<framework>/<key>"]`` over the non-bf16 GEMM keys: the per-call host
+    work of an engine's quantised GEMM ops, for a key the curves have no figure of (A100's weight-only GEMM priced
+    by curves fitted on GPUs without one: not bf16's cuBLAS call, which has no extra)."""
+    by: dict[str, list[float]] = {}
+    for name, v in curves.launch.items():
+        fw, _, key = name.partition("/")
+        if key in COMPUTE_KEYS and key != "fp16":
+            by.setdefault(fw, []).append(float(v))
+    return {fw: float(np.median(v)) for fw, v in by.items()}
 
 
 #: the engine whose GEMM kernels ``compute`` describes; another engine's differ by ``engine_compute["<engine>/<key>"]``
