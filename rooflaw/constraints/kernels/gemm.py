@@ -36,7 +36,9 @@ part as on a 1.4 GHz A100); the framework's ``launch`` extra (host work, its own
 Tile and wave quantisation reuse :func:`rooflaw.constraints.tiles.tile_rows`; the library picks the (tile,
 split) that is fastest, as cuBLAS/CUTLASS heuristics and stream-K do, so a GEMM of few output tiles and a long K
 is not charged one wave of the largest tile -- except for the engines' kernels of :data:`NO_SPLIT_K`, which never
-split K (vLLM's CUTLASS per-tensor fp8 / int8): their pick is over the tiles alone.
+split K (vLLM's CUTLASS per-tensor fp8 / int8, TensorRT-LLM's block-scaled fp8 and nvfp4): their pick is over the
+tiles alone; the :data:`SCALED_KSTEP` kernels' main-loop step is their own ``token_us["<framework>/<key>/kstep"]``
+(SM cycles, as µs at ``clock_mhz``) in place of ``kstep_s``.
 """
 
 from __future__ import annotations
@@ -82,7 +84,12 @@ MIN_SPLIT_K = 128
 #: ``kGemmSplitKParallel`` mode, its 3.x kernels (``c3x/scaled_mm.cuh``) take ``PersistentScheduler`` (sm90) or the
 #: default tile scheduler (sm100), not stream-K (vllm-project/vllm ``csrc/quantization/cutlass_w8a8``) -- so a
 #: few-CTA GEMM with a long K walks all of K in each CTA; the library's pick is over the tiles alone
-NO_SPLIT_K = frozenset({("fp8", "vllm"), ("int8", "vllm")})
+#: TensorRT-LLM's block-scaled GEMMs -- fp8 1×128/128×128 (its DeepGEMM-derived sm90 kernel, the hand-rolled
+#: ``ada_blockwise_gemm`` on sm89) and nvfp4 -- likewise walk all of K in each CTA: their time at few output tiles
+#: grows linearly in K whatever N (L40S / H100 fp8 at M = 16, N = 128 to 512: 3.1 / 1.16 ns per element of K up
+#: to K = 65,536; B200 nvfp4: 1.9 ns), at a main-loop step of their own (:data:`SCALED_KSTEP`)
+SCALED_KSTEP = frozenset({("fp8_block", "trtllm"), ("fp4", "trtllm")})
+NO_SPLIT_K = frozenset({("fp8", "vllm"), ("int8", "vllm")}) | SCALED_KSTEP
 #: (compute key, engine) GEMMs whose activations a dynamic per-token quantiser casts first, one CTA per token:
 #: vLLM's ``scaled_fp8_quant`` / ``scaled_int8_quant`` with per-token scales ahead of ``cutlass_scaled_mm``
 #: (the same kernels as :data:`NO_SPLIT_K`). In the measured tables their time at K ≤ 2,048 grows by ~1,850 SM
@@ -278,7 +285,7 @@ def parts(t: GemmTerms, device: Device, curves: KernelCurves) -> tuple[np.ndarra
     qp = np.array([quant_passes(curves, f) for _, f in t.labels] or [1.0])[t.group]
     base = t.flops / (t.peak * c * rows_ramp(t.m, curves.half_rows))
     with np.errstate(divide="ignore", invalid="ignore"):
-        tcs = np.maximum(base / t.cand_eff, t.cand_steps * curves.kstep_s * cyc)
+        tcs = np.maximum(base / t.cand_eff, t.cand_steps * kstep_seconds(t, curves) * cyc)
     tcs = tcs + np.where(t.cand_split, curves.split_s * cyc, 0.0)[:, None]
     tc = tcs.min(axis=0)
     bw = device.memory_bandwidth * curves.memory
@@ -286,6 +293,14 @@ def parts(t: GemmTerms, device: Device, curves: KernelCurves) -> tuple[np.ndarra
     hit = l2_hits(t.l2_fill, curves.l2_share)
     tm = t.bytes * (hit / l2 + (1.0 - hit) / bw)
     return tc, tm, qp * t.quant_bytes / bw + token_seconds(t, device, curves) + lat
+
+
+def kstep_seconds(t: GemmTerms, curves: KernelCurves) -> np.ndarray:
+    """Least seconds (at the curves' clock) one :data:`K_STEP` main-loop iteration of each row's kernel takes:
+    ``token_us["<framework>/<key>/kstep"]`` µs for the :data:`SCALED_KSTEP` kernels (their per-block scale loads
+    and promotion), ``kstep_s`` for the others and where the curves have no such figure."""
+    steps = [curves.token_us.get(f"{f}/{k}/kstep") if (k, f) in SCALED_KSTEP else None for k, f in t.labels]
+    return np.array([curves.kstep_s if v is None else v * 1e-6 for v in steps] or [np.nan])[t.group]
 
 
 def fixed_s(curves: KernelCurves, key: str, framework: str, library: str = "") -> float:
@@ -367,7 +382,7 @@ def used_params(rows: pd.DataFrame) -> tuple[str, ...]:
     ``kernel_s``, the shape figures (:data:`SHAPE_PARAMS`), one extra latency per (framework, non-bf16 key)
     present (per kernel library for the pairs of :data:`.gemm_library.LIBRARY_FIXED`), one quantise pass count
     per framework with quantised activations, and the per-token quantiser's two figures per
-    :data:`PER_TOKEN_QUANT` pair present."""
+    :data:`PER_TOKEN_QUANT` pair present, the main-loop step of each :data:`SCALED_KSTEP` pair present."""
     spec = rows["gemm_dtype"].astype(str).map(lambda d: GEMM_DTYPES.get(d, (None, None))[1])
     keys = [k for k in COMPUTE_KEYS if (spec == k).any()]
     fws = rows["framework"].astype(str)
@@ -377,6 +392,7 @@ def used_params(rows: pd.DataFrame) -> tuple[str, ...]:
     quant = sorted({f for f, k in zip(fws, spec, strict=True) if k in QUANTISED_ACTIVATIONS})
     engine = sorted({f"{f}/{k}" for f, k in zip(fws, spec, strict=True) if k and f != REFERENCE_ENGINE})
     token = sorted({f"{f}/{k}" for f, k in zip(fws, spec, strict=True) if (k, f) in PER_TOKEN_QUANT})
+    kstep = sorted({f"{f}/{k}/kstep" for f, k in zip(fws, spec, strict=True) if (k, f) in SCALED_KSTEP})
     return (
         *(f"compute.{k}" for k in keys),
         "memory",
@@ -387,6 +403,7 @@ def used_params(rows: pd.DataFrame) -> tuple[str, ...]:
         *(f"quant_passes.{f}" for f in quant),
         *(f"engine_compute.{p}" for p in engine),
         *(f"token_us.{p}{s}" for p in token for s in ("", "/chunk")),
+        *(f"token_us.{p}" for p in kstep),
     )
 
 
