@@ -79,16 +79,19 @@ TILE_MENU = ((64, 64), (64, 128), (128, 64), (128, 128), (128, 256), (256, 128))
 #: K splits a library may run (split-K / stream-K), each split keeping at least ``MIN_SPLIT_K`` of the K dimension
 SPLITS = (1, 2, 4, 8, 16, 32)
 MIN_SPLIT_K = 128
+#: (compute key, engine) GEMMs whose kernels walk all of K in each CTA at a main-loop step of their own: TensorRT-LLM's
+#: block-scaled fp8 (1×128 / 128×128 scales; on sm89 the hand-rolled ``ada_blockwise_gemm``) and nvfp4. At M = 16,
+#: N ≤ 512 (one wave) their time grows linearly in K whatever N: 3.1 / 1.10 / 0.73 ns per element of K on L40S /
+#: H100 / B200 (fp8), 1.8 ns on B200 (nvfp4) -- 90-500 SM cycles a 64-deep step, against 8-20 for the engine's
+#: per-tensor fp8 and bf16, which split K (``benchmarks/bench_gemm_kwalk.py``): the per-block scale loads and
+#: promotion set the step (``token_us["<engine>/<key>/kstep"]``, :func:`kstep_seconds`)
+SCALED_KSTEP = frozenset({("fp8_block", "trtllm"), ("fp4", "trtllm")})
 #: (compute key, engine) GEMMs whose kernels never split K: vLLM's CUTLASS ``cutlass_scaled_mm`` (per-tensor fp8;
 #: int8 W8A8) launches one K split at every shape -- its CUTLASS 2.x caller (sm75/80/89) passes batch count 1 in
 #: ``kGemmSplitKParallel`` mode, its 3.x kernels (``c3x/scaled_mm.cuh``) take ``PersistentScheduler`` (sm90) or the
 #: default tile scheduler (sm100), not stream-K (vllm-project/vllm ``csrc/quantization/cutlass_w8a8``) -- so a
-#: few-CTA GEMM with a long K walks all of K in each CTA; the library's pick is over the tiles alone
-#: TensorRT-LLM's block-scaled GEMMs -- fp8 1×128/128×128 (its DeepGEMM-derived sm90 kernel, the hand-rolled
-#: ``ada_blockwise_gemm`` on sm89) and nvfp4 -- likewise walk all of K in each CTA: their time at few output tiles
-#: grows linearly in K whatever N (L40S / H100 fp8 at M = 16, N = 128 to 512: 3.1 / 1.16 ns per element of K up
-#: to K = 65,536; B200 nvfp4: 1.9 ns), at a main-loop step of their own (:data:`SCALED_KSTEP`)
-SCALED_KSTEP = frozenset({("fp8_block", "trtllm"), ("fp4", "trtllm")})
+#: few-CTA GEMM with a long K walks all of K in each CTA; the library's pick is over the tiles alone (so for
+#: the :data:`SCALED_KSTEP` kernels)
 NO_SPLIT_K = frozenset({("fp8", "vllm"), ("int8", "vllm")}) | SCALED_KSTEP
 #: (compute key, engine) GEMMs whose activations a dynamic per-token quantiser casts first, one CTA per token:
 #: vLLM's ``scaled_fp8_quant`` / ``scaled_int8_quant`` with per-token scales ahead of ``cutlass_scaled_mm``
