@@ -164,23 +164,24 @@ def test_quantised_key_without_a_figure_takes_the_engines_median_extra():
 
 
 @pytest.mark.parametrize("clock, cycles", [(2e9, 1.0), (1e9, 2.0)])
-def test_block_scaled_kernels_walk_all_of_k_at_their_own_step(clock, cycles):
-    """TensorRT-LLM's block-fp8 and nvfp4 GEMMs never split K: a one-wave GEMM's compute time is ⌈K/64⌉ of their
-    own step (``token_us[".../kstep"]`` µs at the curves' clock) once that bounds it; vLLM's block fp8 still splits
-    K and steps at ``kstep_s``; without the figure the kernel steps at ``kstep_s`` too."""
-    dev = _dev(clock=clock, peak_flops={"fp32": 1e13, "fp16": 1e15, "fp8": 2e15, "fp4": 4e15})
-    rows = _rows([16, 16, 16], [64_000, 64_000, 64_000], ["fp8_block", "nvfp4", "fp8_block"],
-                 ["trtllm", "trtllm", "vllm"])  # fmt: skip
+def test_own_step_kernels_walk_all_of_k(clock, cycles):
+    """TensorRT-LLM's block-fp8, nvfp4 and SmoothQuant GEMMs never split K: a one-wave GEMM's compute time is
+    ⌈K/64⌉ of their own step (``token_us[".../kstep"]`` µs at the curves' clock) once that bounds it; vLLM's block
+    fp8 still splits K and steps at ``kstep_s``; without the figure the kernel steps at ``kstep_s`` too."""
+    dev = _dev(clock=clock, peak_flops={"fp32": 1e13, "fp16": 1e15, "fp8": 2e15, "fp4": 4e15, "int8": 2e15})
+    rows = _rows([16, 16, 16, 16], [64_000] * 4, ["fp8_block", "nvfp4", "fp8_block", "sq"],
+                 ["trtllm", "trtllm", "vllm", "trtllm"])  # fmt: skip
     rows["n"] = 128
-    steps = {"trtllm/fp8_block/kstep": 1.0, "trtllm/fp4/kstep": 0.5}
+    steps = {"trtllm/fp8_block/kstep": 1.0, "trtllm/fp4/kstep": 0.5, "trtllm/int8/kstep": 2.0}
     curves = dataclasses.replace(CURVES, compute={"fp16": 0.5, "fp8": 0.4}, kstep_s=1e-8, split_s=1e-6,
                                  token_us=steps)  # fmt: skip
     t = KG.terms(rows, dev)
     tc, _, _ = KG.parts(t, dev, curves)
-    assert tc[:2] == pytest.approx([1000 * 1e-6 * cycles, 1000 * 0.5e-6 * cycles], rel=1e-12)
+    assert tc[[0, 1, 3]] == pytest.approx([1000 * 1e-6 * cycles, 1000 * 0.5e-6 * cycles, 1000 * 2e-6 * cycles],
+                                          rel=1e-12)  # fmt: skip
     # vLLM's: split over up to 32 ways (4 SMs, 4 tiles of 64×64 → 1 wave) at kstep_s: far below one µs a step
     assert tc[2] < 1000 * 1e-8 * cycles
     bare, _, _ = KG.parts(t, dev, dataclasses.replace(curves, token_us={}))
     assert bare[0] == pytest.approx(1000 * 1e-8 * cycles, rel=1e-12)  # whole K at kstep_s: no split candidate
     used = [p for p in KG.used_params(rows) if p.startswith("token_us.")]
-    assert used == ["token_us.trtllm/fp4/kstep", "token_us.trtllm/fp8_block/kstep"]
+    assert used == ["token_us.trtllm/fp4/kstep", "token_us.trtllm/fp8_block/kstep", "token_us.trtllm/int8/kstep"]

@@ -37,7 +37,7 @@ Tile and wave quantisation reuse :func:`rooflaw.constraints.tiles.tile_rows`; th
 split) that is fastest, as cuBLAS/CUTLASS heuristics and stream-K do, so a GEMM of few output tiles and a long K
 is not charged one wave of the largest tile -- except for the engines' kernels of :data:`NO_SPLIT_K`, which never
 split K (vLLM's CUTLASS per-tensor fp8 / int8, TensorRT-LLM's block-scaled fp8 and nvfp4): their pick is over the
-tiles alone; the :data:`SCALED_KSTEP` kernels' main-loop step is their own ``token_us["<framework>/<key>/kstep"]``
+tiles alone; the :data:`OWN_KSTEP` kernels' main-loop step is their own ``token_us["<framework>/<key>/kstep"]``
 (SM cycles, as µs at ``clock_mhz``) in place of ``kstep_s``.
 """
 
@@ -84,15 +84,17 @@ MIN_SPLIT_K = 128
 #: N ≤ 512 (one wave) their time grows linearly in K whatever N: 3.1 / 1.10 / 0.73 ns per element of K on L40S /
 #: H100 / B200 (fp8), 1.8 ns on B200 (nvfp4) -- 90-500 SM cycles a 64-deep step, against 8-20 for the engine's
 #: per-tensor fp8 and bf16, which split K (``benchmarks/bench_gemm_kwalk.py``): the per-block scale loads and
-#: promotion set the step (``token_us["<engine>/<key>/kstep"]``, :func:`kstep_seconds`)
-SCALED_KSTEP = frozenset({("fp8_block", "trtllm"), ("fp4", "trtllm")})
+#: promotion set the step (``token_us["<engine>/<key>/kstep"]``, :func:`kstep_seconds`). TensorRT-LLM's SmoothQuant
+#: (int8 W8A8) and weight-only (int4/int8, per-group scales) CUTLASS GEMMs on A100 show the same walk: 185 / 104
+#: cycles a step at M = 16, read 0.15-0.5x measured at N <= 512, K >= 8,192 with split-K allowed
+OWN_KSTEP = frozenset({("fp8_block", "trtllm"), ("fp4", "trtllm"), ("int8", "trtllm"), ("mixed", "trtllm")})
 #: (compute key, engine) GEMMs whose kernels never split K: vLLM's CUTLASS ``cutlass_scaled_mm`` (per-tensor fp8;
 #: int8 W8A8) launches one K split at every shape -- its CUTLASS 2.x caller (sm75/80/89) passes batch count 1 in
 #: ``kGemmSplitKParallel`` mode, its 3.x kernels (``c3x/scaled_mm.cuh``) take ``PersistentScheduler`` (sm90) or the
 #: default tile scheduler (sm100), not stream-K (vllm-project/vllm ``csrc/quantization/cutlass_w8a8``) -- so a
 #: few-CTA GEMM with a long K walks all of K in each CTA; the library's pick is over the tiles alone (so for
-#: the :data:`SCALED_KSTEP` kernels)
-NO_SPLIT_K = frozenset({("fp8", "vllm"), ("int8", "vllm")}) | SCALED_KSTEP
+#: the :data:`OWN_KSTEP` kernels)
+NO_SPLIT_K = frozenset({("fp8", "vllm"), ("int8", "vllm")}) | OWN_KSTEP
 #: (compute key, engine) GEMMs whose activations a dynamic per-token quantiser casts first, one CTA per token:
 #: vLLM's ``scaled_fp8_quant`` / ``scaled_int8_quant`` with per-token scales ahead of ``cutlass_scaled_mm``
 #: (the same kernels as :data:`NO_SPLIT_K`). In the measured tables their time at K ≤ 2,048 grows by ~1,850 SM
@@ -300,9 +302,9 @@ def parts(t: GemmTerms, device: Device, curves: KernelCurves) -> tuple[np.ndarra
 
 def kstep_seconds(t: GemmTerms, curves: KernelCurves) -> np.ndarray:
     """Least seconds (at the curves' clock) one :data:`K_STEP` main-loop iteration of each row's kernel takes:
-    ``token_us["<framework>/<key>/kstep"]`` µs for the :data:`SCALED_KSTEP` kernels (their per-block scale loads
+    ``token_us["<framework>/<key>/kstep"]`` µs for the :data:`OWN_KSTEP` kernels (their per-block scale loads
     and promotion), ``kstep_s`` for the others and where the curves have no such figure."""
-    steps = [curves.token_us.get(f"{f}/{k}/kstep") if (k, f) in SCALED_KSTEP else None for k, f in t.labels]
+    steps = [curves.token_us.get(f"{f}/{k}/kstep") if (k, f) in OWN_KSTEP else None for k, f in t.labels]
     return np.array([curves.kstep_s if v is None else v * 1e-6 for v in steps] or [np.nan])[t.group]
 
 
@@ -385,7 +387,7 @@ def used_params(rows: pd.DataFrame) -> tuple[str, ...]:
     ``kernel_s``, the shape figures (:data:`SHAPE_PARAMS`), one extra latency per (framework, non-bf16 key)
     present (per kernel library for the pairs of :data:`.gemm_library.LIBRARY_FIXED`), one quantise pass count
     per framework with quantised activations, and the per-token quantiser's two figures per
-    :data:`PER_TOKEN_QUANT` pair present, the main-loop step of each :data:`SCALED_KSTEP` pair present."""
+    :data:`PER_TOKEN_QUANT` pair present, the main-loop step of each :data:`OWN_KSTEP` pair present."""
     spec = rows["gemm_dtype"].astype(str).map(lambda d: GEMM_DTYPES.get(d, (None, None))[1])
     keys = [k for k in COMPUTE_KEYS if (spec == k).any()]
     fws = rows["framework"].astype(str)
@@ -395,7 +397,7 @@ def used_params(rows: pd.DataFrame) -> tuple[str, ...]:
     quant = sorted({f for f, k in zip(fws, spec, strict=True) if k in QUANTISED_ACTIVATIONS})
     engine = sorted({f"{f}/{k}" for f, k in zip(fws, spec, strict=True) if k and f != REFERENCE_ENGINE})
     token = sorted({f"{f}/{k}" for f, k in zip(fws, spec, strict=True) if (k, f) in PER_TOKEN_QUANT})
-    kstep = sorted({f"{f}/{k}/kstep" for f, k in zip(fws, spec, strict=True) if (k, f) in SCALED_KSTEP})
+    kstep = sorted({f"{f}/{k}/kstep" for f, k in zip(fws, spec, strict=True) if (k, f) in OWN_KSTEP})
     return (
         *(f"compute.{k}" for k in keys),
         "memory",
