@@ -125,3 +125,63 @@ def test_generic_curves_fit_block_fp8_on_the_engine_figure():
                                  launch={"vllm/fp8_block": 1e-4, "vllm/fp8_block/cutlass": 5e-4})  # fmt: skip
     assert list(KG.seconds(t, dev, curves)) == pytest.approx(list(KG.predict(rows.drop(columns="kernel_source"), dev,
                                                                            curves) * 1e-3), rel=1e-12)  # fmt: skip
+
+
+def test_small_m_cuda_core_kernel_fixed_seconds_by_hand():
+    """TensorRT-LLM's SmoothQuant and weight-only GEMMs of at most 4 rows take ``launch["trtllm/<key>/gemv"]`` (its
+    CUDA-core kernel), from 5 rows the engine's figure; other engines' and dtypes' rows are not keyed by M; the
+    figure is fitted only where such rows exist, and a table without ``kernel_source`` keys them all the same."""
+    launch = {"trtllm/int8": 7e-6, "trtllm/int8/gemv": 2e-6, "trtllm/mixed": 9e-6, "trtllm/mixed/gemv": 4e-6,
+              "trtllm/fp8": 10e-6}  # fmt: skip
+    curves = dataclasses.replace(CURVES, launch=launch)
+    dt = ["sq", "sq", "int4_wo", "int8_wo", "int8_wo", "fp8", "sq"]
+    rows = _rows([1, 5, 4, 2, 8, 1, 4], [4096] * 7, dt, ["trtllm"] * 6 + ["vllm"])
+    dev = _dev()
+    got = KG.predict(rows, dev, curves) * 1e-3
+    bare = KG.predict(rows, dev, dataclasses.replace(curves, launch={})) * 1e-3
+    # vLLM's int8 has no figure of its own: the smallest any engine shows for int8 (TensorRT-LLM's 7 µs)
+    assert list(got - bare) == pytest.approx([2e-6, 7e-6, 4e-6, 4e-6, 9e-6, 10e-6, 7e-6], rel=1e-9)
+    used = [p for p in KG.used_params(rows) if p.startswith("launch.")]
+    assert used == ["launch.trtllm/fp8", "launch.trtllm/int8", "launch.trtllm/int8/gemv", "launch.trtllm/mixed",
+                    "launch.trtllm/mixed/gemv", "launch.vllm/int8"]  # fmt: skip
+    big = [p for p in KG.used_params(rows[rows.m > 4]) if p.startswith("launch.")]
+    assert big == ["launch.trtllm/int8", "launch.trtllm/mixed"]
+
+
+def test_quantised_key_without_a_figure_takes_the_engines_median_extra():
+    """A non-bf16 GEMM key the curves have no figure for (nor its fallback chain's, short of bf16) costs its
+    engine's median extra over the quantised keys it has (10, 6, 2 µs -> 6 µs); bf16 stays without one; an
+    engine without any figure gets the smallest median (an unknown engine, as for a key with figures)."""
+    launch = {"trtllm/fp8": 10e-6, "trtllm/fp4": 6e-6, "trtllm/fp8_block": 2e-6, "vllm/fp8": 3e-6,
+              "vllm/fp8_block": 100e-6, "vllm/fp8_block/cutlass": 170e-6}  # fmt: skip
+    c = dataclasses.replace(CURVES, launch=launch)
+    assert KG.launch_s(c, "mixed", "trtllm") == pytest.approx(2e-6 + 6e-6)
+    assert KG.launch_s(c, "mixed", "vllm") == pytest.approx(2e-6 + (3e-6 + 100e-6) / 2)  # library keys left out
+    assert KG.launch_s(c, "mixed", "sglang") == pytest.approx(2e-6 + 6e-6)
+    assert KG.launch_s(c, "fp16", "trtllm") == pytest.approx(2e-6)
+    assert KG.launch_s(c, "int8", "trtllm") == pytest.approx(2e-6 + 10e-6)  # int8 -> fp8's own figure
+    assert KG.launch_s(dataclasses.replace(c, launch={}), "mixed", "trtllm") == pytest.approx(2e-6)
+
+
+@pytest.mark.parametrize("clock, cycles", [(2e9, 1.0), (1e9, 2.0)])
+def test_own_step_kernels_walk_all_of_k(clock, cycles):
+    """TensorRT-LLM's block-fp8, nvfp4 and SmoothQuant GEMMs never split K: a one-wave GEMM's compute time is
+    ⌈K/64⌉ of their own step (``token_us[".../kstep"]`` µs at the curves' clock) once that bounds it; vLLM's block
+    fp8 still splits K and steps at ``kstep_s``; without the figure the kernel steps at ``kstep_s`` too."""
+    dev = _dev(clock=clock, peak_flops={"fp32": 1e13, "fp16": 1e15, "fp8": 2e15, "fp4": 4e15, "int8": 2e15})
+    rows = _rows([16, 16, 16, 16], [64_000] * 4, ["fp8_block", "nvfp4", "fp8_block", "sq"],
+                 ["trtllm", "trtllm", "vllm", "trtllm"])  # fmt: skip
+    rows["n"] = 128
+    steps = {"trtllm/fp8_block/kstep": 1.0, "trtllm/fp4/kstep": 0.5, "trtllm/int8/kstep": 2.0}
+    curves = dataclasses.replace(CURVES, compute={"fp16": 0.5, "fp8": 0.4}, kstep_s=1e-8, split_s=1e-6,
+                                 token_us=steps)  # fmt: skip
+    t = KG.terms(rows, dev)
+    tc, _, _ = KG.parts(t, dev, curves)
+    assert tc[[0, 1, 3]] == pytest.approx([1000 * 1e-6 * cycles, 1000 * 0.5e-6 * cycles, 1000 * 2e-6 * cycles],
+                                          rel=1e-12)  # fmt: skip
+    # vLLM's: split over up to 32 ways (4 SMs, 4 tiles of 64×64 → 1 wave) at kstep_s: far below one µs a step
+    assert tc[2] < 1000 * 1e-8 * cycles
+    bare, _, _ = KG.parts(t, dev, dataclasses.replace(curves, token_us={}))
+    assert bare[0] == pytest.approx(1000 * 1e-8 * cycles, rel=1e-12)  # whole K at kstep_s: no split candidate
+    used = [p for p in KG.used_params(rows) if p.startswith("token_us.")]
+    assert used == ["token_us.trtllm/fp4/kstep", "token_us.trtllm/fp8_block/kstep", "token_us.trtllm/int8/kstep"]

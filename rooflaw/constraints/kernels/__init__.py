@@ -204,7 +204,9 @@ class KernelCurves:
     quant_passes: dict[str, float] = field(default_factory=dict)
     #: per ``"<framework>/<compute key>"`` (and ``".../chunk"``), microseconds of one SM at ``clock_mhz`` (cycles, in
     #: µs so the fit sees them at order 1) each token costs an engine's per-token activation quantiser, and each
-    #: 2,048-element chunk of K it walks per token (:func:`.gemm.token_seconds`; a framework not named: none)
+    #: 2,048-element chunk of K it walks per token (:func:`.gemm.token_seconds`; a framework not named: none);
+    #: ``".../kstep"``: one 64-deep main-loop step of a block-scaled kernel that never splits K
+    #: (:data:`.gemm.OWN_KSTEP`)
     token_us: dict[str, float] = field(default_factory=dict)
     #: per ``"<framework>/<compute key>"``, the rate of that engine's GEMM kernel over the reference engine's
     #: (TensorRT-LLM's, which ``compute`` describes): vLLM's cuBLAS bf16, its per-token fp8, its block-fp8 kernels;

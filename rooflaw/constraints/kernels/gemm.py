@@ -36,7 +36,9 @@ part as on a 1.4 GHz A100); the framework's ``launch`` extra (host work, its own
 Tile and wave quantisation reuse :func:`rooflaw.constraints.tiles.tile_rows`; the library picks the (tile,
 split) that is fastest, as cuBLAS/CUTLASS heuristics and stream-K do, so a GEMM of few output tiles and a long K
 is not charged one wave of the largest tile -- except for the engines' kernels of :data:`NO_SPLIT_K`, which never
-split K (vLLM's CUTLASS per-tensor fp8 / int8): their pick is over the tiles alone.
+split K (vLLM's CUTLASS per-tensor fp8 / int8, TensorRT-LLM's block-scaled fp8 and nvfp4): their pick is over the
+tiles alone; the :data:`OWN_KSTEP` kernels' main-loop step is their own ``token_us["<framework>/<key>/kstep"]``
+(SM cycles, as µs at ``clock_mhz``) in place of ``kstep_s``.
 """
 
 from __future__ import annotations
@@ -77,12 +79,22 @@ TILE_MENU = ((64, 64), (64, 128), (128, 64), (128, 128), (128, 256), (256, 128))
 #: K splits a library may run (split-K / stream-K), each split keeping at least ``MIN_SPLIT_K`` of the K dimension
 SPLITS = (1, 2, 4, 8, 16, 32)
 MIN_SPLIT_K = 128
+#: (compute key, engine) GEMMs whose kernels walk all of K in each CTA at a main-loop step of their own: TensorRT-LLM's
+#: block-scaled fp8 (1×128 / 128×128 scales; on sm89 the hand-rolled ``ada_blockwise_gemm``) and nvfp4. At M = 16,
+#: N ≤ 512 (one wave) their time grows linearly in K whatever N: 3.1 / 1.10 / 0.73 ns per element of K on L40S /
+#: H100 / B200 (fp8), 1.8 ns on B200 (nvfp4) -- 90-500 SM cycles a 64-deep step, against 8-20 for the engine's
+#: per-tensor fp8 and bf16, which split K (``benchmarks/bench_gemm_kwalk.py``): the per-block scale loads and
+#: promotion set the step (``token_us["<engine>/<key>/kstep"]``, :func:`kstep_seconds`). TensorRT-LLM's SmoothQuant
+#: (int8 W8A8) and weight-only (int4/int8, per-group scales) CUTLASS GEMMs on A100 show the same walk: 185 / 104
+#: cycles a step at M = 16, read 0.15-0.5x measured at N <= 512, K >= 8,192 with split-K allowed
+OWN_KSTEP = frozenset({("fp8_block", "trtllm"), ("fp4", "trtllm"), ("int8", "trtllm"), ("mixed", "trtllm")})
 #: (compute key, engine) GEMMs whose kernels never split K: vLLM's CUTLASS ``cutlass_scaled_mm`` (per-tensor fp8;
 #: int8 W8A8) launches one K split at every shape -- its CUTLASS 2.x caller (sm75/80/89) passes batch count 1 in
 #: ``kGemmSplitKParallel`` mode, its 3.x kernels (``c3x/scaled_mm.cuh``) take ``PersistentScheduler`` (sm90) or the
 #: default tile scheduler (sm100), not stream-K (vllm-project/vllm ``csrc/quantization/cutlass_w8a8``) -- so a
-#: few-CTA GEMM with a long K walks all of K in each CTA; the library's pick is over the tiles alone
-NO_SPLIT_K = frozenset({("fp8", "vllm"), ("int8", "vllm")})
+#: few-CTA GEMM with a long K walks all of K in each CTA; the library's pick is over the tiles alone (so for
+#: the :data:`OWN_KSTEP` kernels)
+NO_SPLIT_K = frozenset({("fp8", "vllm"), ("int8", "vllm")}) | OWN_KSTEP
 #: (compute key, engine) GEMMs whose activations a dynamic per-token quantiser casts first, one CTA per token:
 #: vLLM's ``scaled_fp8_quant`` / ``scaled_int8_quant`` with per-token scales ahead of ``cutlass_scaled_mm``
 #: (the same kernels as :data:`NO_SPLIT_K`). In the measured tables their time at K ≤ 2,048 grows by ~1,850 SM
@@ -111,15 +123,31 @@ def compute_fraction(curves: KernelCurves, key: str) -> float:
 def launch_s(curves: KernelCurves, op: str, framework: str | None = None) -> float:
     """Fixed seconds of one ``op`` call (a compute key or an attention op): ``kernel_s`` plus the extra the
     curves hold for ``"<framework>/<op>"`` (host work and quantise kernels that run with it); an unknown framework
-    gets the smallest extra any framework shows for ``op``; an op with none, its :data:`FALLBACK`'s."""
+    gets the smallest extra any framework shows for ``op``; an op with none, its :data:`FALLBACK`'s; a non-bf16
+    GEMM key whose chain has none, each framework's median over its non-bf16 keys (:func:`quantised_extras`)."""
+    first = op
     while True:
         extra = {k.split("/", 1)[0]: v for k, v in curves.launch.items() if k.split("/", 1)[-1] == op}
         if extra or op not in FALLBACK:
             break
         op = FALLBACK[op]
+    if not extra and first in COMPUTE_KEYS and first != "fp16":
+        extra = quantised_extras(curves)
     if framework in extra:
         return curves.kernel_s + float(extra[framework])
     return curves.kernel_s + (min(extra.values()) if extra else 0.0)
+
+
+def quantised_extras(curves: KernelCurves) -> dict[str, float]:
+    """Framework -> median of its ``launch["<framework>/<key>"]`` over the non-bf16 GEMM keys: the per-call host
+    work of an engine's quantised GEMM ops, for a key the curves have no figure of (A100's weight-only GEMM priced
+    by curves fitted on GPUs without one: not bf16's cuBLAS call, which has no extra)."""
+    by: dict[str, list[float]] = {}
+    for name, v in curves.launch.items():
+        fw, _, key = name.partition("/")
+        if key in COMPUTE_KEYS and key != "fp16":
+            by.setdefault(fw, []).append(float(v))
+    return {fw: float(np.median(v)) for fw, v in by.items()}
 
 
 #: the engine whose GEMM kernels ``compute`` describes; another engine's differ by ``engine_compute["<engine>/<key>"]``
@@ -262,7 +290,7 @@ def parts(t: GemmTerms, device: Device, curves: KernelCurves) -> tuple[np.ndarra
     qp = np.array([quant_passes(curves, f) for _, f in t.labels] or [1.0])[t.group]
     base = t.flops / (t.peak * c * rows_ramp(t.m, curves.half_rows))
     with np.errstate(divide="ignore", invalid="ignore"):
-        tcs = np.maximum(base / t.cand_eff, t.cand_steps * curves.kstep_s * cyc)
+        tcs = np.maximum(base / t.cand_eff, t.cand_steps * kstep_seconds(t, curves) * cyc)
     tcs = tcs + np.where(t.cand_split, curves.split_s * cyc, 0.0)[:, None]
     tc = tcs.min(axis=0)
     bw = device.memory_bandwidth * curves.memory
@@ -270,6 +298,14 @@ def parts(t: GemmTerms, device: Device, curves: KernelCurves) -> tuple[np.ndarra
     hit = l2_hits(t.l2_fill, curves.l2_share)
     tm = t.bytes * (hit / l2 + (1.0 - hit) / bw)
     return tc, tm, qp * t.quant_bytes / bw + token_seconds(t, device, curves) + lat
+
+
+def kstep_seconds(t: GemmTerms, curves: KernelCurves) -> np.ndarray:
+    """Least seconds (at the curves' clock) one :data:`K_STEP` main-loop iteration of each row's kernel takes:
+    ``token_us["<framework>/<key>/kstep"]`` µs for the :data:`OWN_KSTEP` kernels (their per-block scale loads
+    and promotion), ``kstep_s`` for the others and where the curves have no such figure."""
+    steps = [curves.token_us.get(f"{f}/{k}/kstep") if (k, f) in OWN_KSTEP else None for k, f in t.labels]
+    return np.array([curves.kstep_s if v is None else v * 1e-6 for v in steps] or [np.nan])[t.group]
 
 
 def fixed_s(curves: KernelCurves, key: str, framework: str, library: str = "") -> float:
@@ -351,7 +387,7 @@ def used_params(rows: pd.DataFrame) -> tuple[str, ...]:
     ``kernel_s``, the shape figures (:data:`SHAPE_PARAMS`), one extra latency per (framework, non-bf16 key)
     present (per kernel library for the pairs of :data:`.gemm_library.LIBRARY_FIXED`), one quantise pass count
     per framework with quantised activations, and the per-token quantiser's two figures per
-    :data:`PER_TOKEN_QUANT` pair present."""
+    :data:`PER_TOKEN_QUANT` pair present, the main-loop step of each :data:`OWN_KSTEP` pair present."""
     spec = rows["gemm_dtype"].astype(str).map(lambda d: GEMM_DTYPES.get(d, (None, None))[1])
     keys = [k for k in COMPUTE_KEYS if (spec == k).any()]
     fws = rows["framework"].astype(str)
@@ -361,6 +397,7 @@ def used_params(rows: pd.DataFrame) -> tuple[str, ...]:
     quant = sorted({f for f, k in zip(fws, spec, strict=True) if k in QUANTISED_ACTIVATIONS})
     engine = sorted({f"{f}/{k}" for f, k in zip(fws, spec, strict=True) if k and f != REFERENCE_ENGINE})
     token = sorted({f"{f}/{k}" for f, k in zip(fws, spec, strict=True) if (k, f) in PER_TOKEN_QUANT})
+    kstep = sorted({f"{f}/{k}/kstep" for f, k in zip(fws, spec, strict=True) if (k, f) in OWN_KSTEP})
     return (
         *(f"compute.{k}" for k in keys),
         "memory",
@@ -371,6 +408,7 @@ def used_params(rows: pd.DataFrame) -> tuple[str, ...]:
         *(f"quant_passes.{f}" for f in quant),
         *(f"engine_compute.{p}" for p in engine),
         *(f"token_us.{p}{s}" for p in token for s in ("", "/chunk")),
+        *(f"token_us.{p}" for p in kstep),
     )
 
 

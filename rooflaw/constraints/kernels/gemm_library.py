@@ -14,6 +14,13 @@ prices a GEMM without naming its library. The library figures are not pooled int
 library's path differs by architecture (DeepGEMM's floor is 76 µs on H100 and 187 µs on B200, which hand it
 different kernels and scale layouts; only CUTLASS's agrees, 160 / 172 µs), so a GPU of an unseen architecture is
 priced by the engine's one figure, fitted on all its libraries' rows (:func:`fit_with_libraries`).
+
+TensorRT-LLM's SmoothQuant (int8 W8A8) and weight-only plugins hand a GEMM of at most :data:`SMALL_M_KERNEL` rows
+to a CUDA-core kernel of their own, not CUTLASS (``SmoothQuantGemmPlugin::enqueue``: ``m <= 4`` runs
+``int8_sq_launcher``; the weight-only plugin ``weight_only_batched_gemv_launcher`` for ``m < SMALL_M_FAST_PATH``
+= 5; NVIDIA/TensorRT-LLM ``cpp/tensorrt_llm/plugins``): those rows take the library ``"gemv"``
+(``launch["trtllm/<key>/gemv"]``), so the CUTLASS path's fixed time is fitted on the rows that run it (A100's
+SmoothQuant rows read 1.2--1.5x too slow at M <= 4 and 0.6x too fast at M = 8 on one figure).
 """
 
 from __future__ import annotations
@@ -31,6 +38,9 @@ from . import GENERIC, Family, KernelCurves
 LIBRARIES = (("deepgemm", "deepgemm"), ("flashinfer", "flashinfer"), ("cutlass", "cutlass"), ("triton", "triton"))
 #: (compute key, engine) GEMMs whose fixed seconds follow the kernel library the engine picks
 LIBRARY_FIXED = frozenset({("fp8_block", "vllm")})
+#: (compute key, engine) -> the most rows its small-M CUDA-core kernel ("gemv") takes
+SMALL_M_KERNEL = {("int8", "trtllm"): 4, ("mixed", "trtllm"): 4}
+GEMV = "gemv"
 
 
 def library_of(kernel_source: Any) -> str:
@@ -40,15 +50,19 @@ def library_of(kernel_source: Any) -> str:
 
 
 def row_libraries(rows: pd.DataFrame, keys: np.ndarray, frameworks: np.ndarray) -> np.ndarray:
-    """Per row, the library of its ``kernel_source`` where its (compute key, engine) is in :data:`LIBRARY_FIXED`
-    ('' elsewhere, or where the table has no ``kernel_source``)."""
+    """Per row, the library of its ``kernel_source`` where its (compute key, engine) is in :data:`LIBRARY_FIXED`,
+    :data:`GEMV` where it is a :data:`SMALL_M_KERNEL` pair's row of few enough rows ('' elsewhere)."""
     out = np.full(len(rows), "", dtype=object)
-    if "kernel_source" not in rows or not len(rows):
+    if not len(rows):
+        return out
+    most = np.array([SMALL_M_KERNEL.get((str(k), str(f)), 0) for k, f in zip(keys, frameworks, strict=True)])
+    out = np.where(rows["m"].to_numpy(dtype=np.float64) <= most, GEMV, out)
+    if "kernel_source" not in rows:
         return out
     fixed = np.array([(str(k), str(f)) in LIBRARY_FIXED for k, f in zip(keys, frameworks, strict=True)], dtype=bool)
     src, inv = np.unique(rows["kernel_source"].astype(str).to_numpy(), return_inverse=True)
     libs = np.array([library_of(s) for s in src], dtype=object)[inv]
-    return np.where(fixed, libs, "")
+    return np.where(fixed, libs, out)
 
 
 def library_key(framework: str, key: str, library: str) -> str:
