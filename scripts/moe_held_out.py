@@ -1,6 +1,6 @@
 """The MoE kernel family alone, in sample and leave one GPU out, in a few minutes (the full fit-kernels takes 15+).
 
-    python benchmarks/bench_moe_held_out.py [DIR] [--sample 2000] [--gemm-sample 1000] [--swap]
+    python scripts/moe_held_out.py [DIR] [--sample 2000] [--gemm-sample 1000] [--swap]
 
 In sample: each GPU's architecture keeps the shipped catalog's GEMM figures (``compute``, ``memory``, ``kernel_s``,
 ``l2_sm_gbps``, ``clock_mhz``) and refits the MoE figures on its own rows. Held out: the GEMM family is fitted pooled
