@@ -105,3 +105,32 @@ def test_the_new_figures_are_fitted_and_pooled_and_mla_keeps_its_own():
     dev = _dev(l2_bytes=50e6)
     got = KM.predict_generation(mla, dev, dataclasses.replace(CURVES, decode_l2=20.0))
     assert np.allclose(got, KM.predict_generation(mla, dev, CURVES), rtol=1e-12, equal_nan=True)
+
+
+def test_xqa_caps_its_split_count_at_the_root_of_eight_times_it():
+    # one sequence x 8 KV heads (8 query heads each) of 32,768 cached tokens on 100 SMs, chunks of 128 tokens: 256
+    # chunks a stream; XQA keeps sqrt(8 x 256) = 45.25 of them (TensorRT-LLM's computeMultiBlockCount), vLLM's
+    # kernel all it may: decode_split 8 x 100 SMs / 8 streams = 100; CTAs per SM 8·45.25/100 and 8·100/100
+    c = dataclasses.replace(CURVES, decode_split=8.0, decode_split_tokens=128.0)
+    rows = _rows(num_key_value_heads=8, step=32767)
+    xqa = KA.decode_occupancy(KA.generation_terms(rows, _dev()), c)
+    vllm = KA.decode_occupancy(KA.generation_terms(rows.assign(framework=["vllm"]), _dev()), c)
+    assert xqa[0] == pytest.approx(8 * np.sqrt(8 * 256) / 100, rel=1e-12)
+    assert vllm[0] == pytest.approx(8.0, rel=1e-12)
+    # a short context is below the cap (2 chunks: sqrt(16) = 4 > 2): both split the same
+    short = _rows(num_key_value_heads=8, step=255)
+    assert KA.decode_occupancy(KA.generation_terms(short, _dev()), c)[0] == pytest.approx(8 * 2 / 100, rel=1e-12)
+
+
+def test_flash_attention_2_with_a_window_runs_a_cta_per_query_head():
+    # 64 query heads on one KV head, 8,192 cached tokens inside a 16,384-token window: FlashAttention-2 does not pack
+    # the group with a local window, so 64 CTAs each read the head's K and V (64 x KV bytes through the L2 at
+    # 100 x 1.5 GHz x 20 = 3 TB/s, as the masked-MHA test above); without a window, or FlashAttention-3, one CTA
+    rows = _rows(framework="vllm", kernel_source="vllm_flash_attn_fa2", window_size=16384)
+    c = dataclasses.replace(CURVES, decode_l2=20.0)
+    q_o = 2 * 64 * 128 * 2.0
+    assert ms(rows, _dev(), c) * 1e-3 == pytest.approx(64 * KV / 3e12 + 2e-6, rel=1e-12)
+    assert KA.generation_terms(rows, _dev()).streams[0] == 64
+    for other in (rows.assign(window_size=[0]), rows.assign(kernel_source=["vllm_flash_attn_fa3"])):
+        assert ms(other, _dev(), c) * 1e-3 == pytest.approx((KV + q_o) / DRAM + 2e-6, rel=1e-12)
+        assert KA.generation_terms(other, _dev()).streams[0] == 1

@@ -51,7 +51,7 @@ import pandas as pd
 from ...devices.device import Device
 from ..tiles import tile_efficiency
 from . import Family, KernelCurves, register
-from .attention_decode import l2_terms
+from .attention_decode import fa2_unpacked, l2_terms, xqa_split_cap
 from .attention_prefill import Q_TILE, kernel_paths, kv_steps, path_params, path_rate
 from .gemm import cycle_scale, launch_s
 
@@ -233,7 +233,7 @@ def generation_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
     # TensorRT-LLM's XQA serves groups of at most XQA_MAX_GROUP query heads, beyond which its generic kernel runs
     # one CTA per query head, each reading its KV head's K and V (from L2 but the first: DRAM bytes once per KV head)
     group = H / np.maximum(Hkv, 1.0)
-    per_q = (fw == "trtllm") & (group > XQA_MAX_GROUP)
+    per_q = ((fw == "trtllm") & (group > XQA_MAX_GROUP)) | fa2_unpacked(rows)
     # an XQA CTA serves at most XQA_GROUP_ROWS query heads of its KV head: a larger group runs more CTAs per KV head
     xqa_ctas = np.where((fw == "trtllm") & (group > 1.0), np.ceil(group / XQA_GROUP_ROWS), 1.0)
     kv_heads = np.where(per_q, H, Hkv * xqa_ctas)
@@ -304,7 +304,7 @@ def decode_occupancy(t: AttentionTerms, curves: KernelCurves) -> np.ndarray:
     if curves.decode_split > 0:
         cap = np.maximum(1.0, curves.decode_split * split_shares(t, curves) * t.sms / t.streams)
         by_len = t.context / curves.decode_split_tokens if curves.decode_split_tokens > 0 else cap
-        splits = np.clip(by_len, 1.0, cap)
+        splits = np.clip(xqa_split_cap(t, by_len), 1.0, cap)
     return t.streams * splits / t.sms
 
 

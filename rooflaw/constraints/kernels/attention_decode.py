@@ -9,6 +9,16 @@ TB/s, against 5 µs for its 16.8 MB from DRAM). ``t_l2 = streams · stream_bytes
 stream, with ``r_l2 = max(SMs · clock · decode_l2, DRAM's rate)`` (DRAM's bytes pass through the L2); a working set
 that fits in the device's L2 streams at ``r_l2``. ``decode_l2`` is an architecture's figure (the L2's bytes per
 SM-cycle), pooled in ``generic``.
+
+TensorRT-LLM's XQA kernel picks its split-KV (multi-block) count ``m`` per (sequence, KV head) from the context alone
+and caps it at ``sqrt(8·m)`` (``computeMultiBlockCount`` in its ``decoderXQAImplCommon.h``: "avoid using too many
+blocks for one sequence, otherwise the final reduction may dominate"), before trimming it to a target number of waves
+(``decode_split`` here): :func:`xqa_split_cap`.
+
+FlashAttention-2's KV-cache kernel packs a GQA group's query heads into one CTA per KV head (``seqlenq_ngroups_swapped``
+in its ``mha_fwd_kvcache``) only without a local window: with one it runs a CTA per query head, each reading its KV
+head's K and V (the first from DRAM, the rest from L2), as TensorRT-LLM's masked-MHA kernel does
+(:func:`fa2_unpacked`; vLLM's ``vllm_flash_attn`` on Ampere, ``..._fa2`` on Ada).
 """
 
 from __future__ import annotations
@@ -16,12 +26,18 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from ...devices.device import Device
 from . import KernelCurves
 
 #: the op whose kernels these terms price (MLA decode keeps the prefill's ``attention_l2``)
 OP = "generation_attention"
+#: XQA's cap on its split count per (sequence, KV head): ``m <= sqrt(XQA_SPLIT_ROOT · m)`` (TensorRT-LLM's constant)
+XQA_SPLIT_ROOT = 8.0
+#: ``kernel_source`` of vLLM's FlashAttention-2 decode rows (Ampere's, Ada's)
+FA2_SOURCES = ("vllm_flash_attn", "vllm_flash_attn_fa2")
+HEADS = ("num_heads", "num_key_value_heads")
 #: the decode figures' starting value, lower and upper bound and typical scale in a fit (``fit._BOUNDS``' form); each
 #: fit starts from these (from a default at a bound it stalls)
 BOUNDS = {
@@ -54,3 +70,25 @@ def l2_terms(t: Any, device: Device, curves: KernelCurves, dram: float) -> tuple
     rate = max(rate, dram)  # DRAM's bytes pass through the L2: it is never the slower
     gain = np.where(t.resident, rate / dram, 1.0)
     return gain, t.streams * t.stream_bytes / rate
+
+
+def xqa_split_cap(t: Any, by_len: np.ndarray) -> np.ndarray:
+    """``by_len`` (per decode row of ``t``, the chunks of ``decode_split_tokens`` its context makes) capped at
+    ``sqrt(XQA_SPLIT_ROOT · by_len)`` where TensorRT-LLM's XQA kernel runs (its engine's GQA rows; not its masked-MHA
+    kernel): a 32,768-token context in 128-token chunks splits 45 ways, not 256."""
+    labels = np.array([*t.labels, ""], dtype=object)[t.group]
+    xqa = labels == "trtllm"
+    if t.mha is not None:
+        xqa = xqa & ~t.mha
+    return np.where(xqa, np.minimum(by_len, np.sqrt(XQA_SPLIT_ROOT * np.maximum(by_len, 0.0))), by_len)
+
+
+def fa2_unpacked(rows: pd.DataFrame) -> np.ndarray:
+    """bool per decode row: FlashAttention-2 runs one CTA per query head (a local window and more than one query head
+    per KV head), not one per KV head."""
+    if "kernel_source" not in rows or "window_size" not in rows:
+        return np.zeros(len(rows), dtype=bool)
+    fa2 = rows["kernel_source"].astype(str).isin(FA2_SOURCES).to_numpy()
+    window = pd.to_numeric(rows["window_size"], errors="coerce").fillna(0.0).to_numpy() > 0
+    heads, kv_heads = (pd.to_numeric(rows[c], errors="coerce").to_numpy(dtype=float) for c in HEADS)
+    return fa2 & window & (heads > kv_heads)
