@@ -134,3 +134,19 @@ def test_flash_attention_2_with_a_window_runs_a_cta_per_query_head():
     for other in (rows.assign(window_size=[0]), rows.assign(kernel_source=["vllm_flash_attn_fa3"])):
         assert ms(other, _dev(), c) * 1e-3 == pytest.approx((KV + q_o) / DRAM + 2e-6, rel=1e-12)
         assert KA.generation_terms(other, _dev()).streams[0] == 1
+
+
+def test_a_decode_side_kernel_runs_at_its_own_rate_and_is_not_pooled():
+    # vLLM's Triton kernel (a head dim its backend lacks), fp8 KV, 8 CTAs on 100 SMs: one wave whose 1 ms prologue
+    # dominates (p = 1: stream + prologue); at its own rate 0.5 the prologue takes 2 ms, whatever the engine's fp8-KV
+    # kernel's rate (4); the engine's own kernel keeps that rate (0.25 ms)
+    rows = _rows(framework="vllm", kernel_source="vllm_triton_attn", kv_cache_dtype="fp8", num_key_value_heads=8,
+                 step=1)  # fmt: skip
+    c = dataclasses.replace(CURVES, decode_tile_s=1e-3, rate={"vllm/generation_attention/fp8": 4.0})
+    side = dataclasses.replace(c, rate={**c.rate, "vllm/generation_attention/triton": 0.5})
+    stream = ms(rows, _dev(), dataclasses.replace(c, decode_tile_s=0.0)) * 1e-3
+    assert ms(rows, _dev(), side) * 1e-3 - stream == pytest.approx(2e-3, rel=1e-9)
+    own = rows.assign(kernel_source=["vllm_flashinfer_fidecode"])
+    assert ms(own, _dev(), side) * 1e-3 - stream == pytest.approx(0.25e-3, rel=1e-9)
+    assert "rate.vllm/generation_attention/triton" in FAMILIES["generation_attention"].used(rows)
+    assert not KF.pooled("rate.vllm/generation_attention/triton") and KF.pooled("rate.vllm/generation_attention/fp8")

@@ -51,7 +51,7 @@ import pandas as pd
 from ...devices.device import Device
 from ..tiles import tile_efficiency
 from . import Family, KernelCurves, register
-from .attention_decode import fa2_unpacked, l2_terms, xqa_split_cap
+from .attention_decode import decode_path_params, decode_path_rate, decode_paths, fa2_unpacked, l2_terms, xqa_split_cap
 from .attention_prefill import Q_TILE, kernel_paths, kv_steps, path_params, path_rate
 from .gemm import cycle_scale, launch_s
 
@@ -267,6 +267,7 @@ def generation_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
         kv8=b_kv == 1.0,
         overhang=L_all - L,
         kv_bytes=B * Hkv * stream,
+        path=decode_paths(rows),
     )
 
 
@@ -358,7 +359,9 @@ def seconds(t: AttentionTerms, device: Device, curves: KernelCurves) -> np.ndarr
         fw_rate = fp8_kv_rate(t, curves, fw_rate)  # the whole prefill kernel runs at its fp8-KV variant's rate
         fw_rate = path_rate(fw_rate, t.path, np.array(t.labels or ("",), dtype=object)[t.group], t.op, curves.rate)
     byts = t.bytes
+    fw_own = fw_rate
     if not t.prefill:
+        fw_rate = decode_path_rate(t, curves, fw_rate)  # a decode side kernel's own rate
         t = decode_window(t, curves)
         # a decode kernel with few CTAs per SM keeps too few loads in flight to reach the bandwidth (Little's law)
         occ = decode_occupancy(t, curves)
@@ -371,7 +374,8 @@ def seconds(t: AttentionTerms, device: Device, curves: KernelCurves) -> np.ndarr
         tiles = waves_pre * curves.attention_tile_s / fw_rate  # the engine's kernel runs its tiles at its rate too
         return core + t.extra_bytes / (bw * curves.memory * l2) + tiles + lat
     # decode: the KV stream and the CTAs' prologues overlap in part (the p-norm blend)
-    waves = decode_prologues(t, curves) * cycle_scale(curves, device) / fp8_kv_rate(t, curves, fw_rate)
+    rate_p = decode_path_rate(t, curves, fp8_kv_rate(t, curves, fw_own))
+    waves = decode_prologues(t, curves) * cycle_scale(curves, device) / rate_p
     # the first wave's prologues add to the stream (nothing before them to hide under), later waves' overlap it
     p = 1.0 + (curves.decode_blend - 1.0) * (1.0 - 1.0 / np.ceil(t.streams / t.sms))
     total = (core**p + waves**p) ** (1.0 / p)
@@ -453,13 +457,14 @@ DECODE_PARAMS = (
     "decode_cta_share",
     "decode_l2",
 )
+GENERATION_USED = used_params_for("generation_attention", DECODE_PARAMS, True, True, True)
 GENERATION = register(
     Family(
         name="generation_attention",
         tables=("generation_attention_perf",),
         params=DECODE_PARAMS,
         predict=predict_generation,
-        used=used_params_for("generation_attention", DECODE_PARAMS, True, True, True),
+        used=lambda rows: (*GENERATION_USED(rows), *decode_path_params(rows)),
         prepare=generation_terms,
         evaluate=seconds,
     )

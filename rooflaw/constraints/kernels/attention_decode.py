@@ -19,6 +19,12 @@ FlashAttention-2's KV-cache kernel packs a GQA group's query heads into one CTA 
 in its ``mha_fwd_kvcache``) only without a local window: with one it runs a CTA per query head, each reading its KV
 head's K and V (the first from DRAM, the rest from L2), as TensorRT-LLM's masked-MHA kernel does
 (:func:`fa2_unpacked`; vLLM's ``vllm_flash_attn`` on Ampere, ``..._fa2`` on Ada).
+
+An engine hands some decode shapes to another kernel (the table's ``kernel_source``): vLLM a head dim its backend
+lacks to Triton (d = 192 on Blackwell and Ada) or FlashAttention-4 (d = 512 on Hopper), TensorRT-LLM d = 256 and 512
+to FlashInfer on Blackwell. Each runs at its own ``rate["<engine>/generation_attention/<path>"]`` (its compute and
+prologues, as an engine's rate), where fitted (:func:`decode_path_rate`); a kernel's figure, not pooled in ``generic``
+(:func:`side_rate`), as prefill's side kernels (:mod:`.attention_prefill`).
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ import pandas as pd
 
 from ...devices.device import Device
 from . import KernelCurves
+from .attention_prefill import path_key, path_rate
 
 #: the op whose kernels these terms price (MLA decode keeps the prefill's ``attention_l2``)
 OP = "generation_attention"
@@ -38,6 +45,9 @@ XQA_SPLIT_ROOT = 8.0
 #: ``kernel_source`` of vLLM's FlashAttention-2 decode rows (Ampere's, Ada's)
 FA2_SOURCES = ("vllm_flash_attn", "vllm_flash_attn_fa2")
 HEADS = ("num_heads", "num_key_value_heads")
+#: (substring of ``kernel_source``, name) of the decode side kernels, first match wins (prefill's list less its
+#: ``decode``: vLLM's FlashInfer and TensorRT-LLM-gen decode kernels are its main ones)
+DECODE_PATHS = (("triton", "triton"), ("fa4", "fa4"), ("torch_flow_flashinfer", "flashinfer"))
 #: the decode figures' starting value, lower and upper bound and typical scale in a fit (``fit._BOUNDS``' form); each
 #: fit starts from these (from a default at a bound it stalls)
 BOUNDS = {
@@ -92,3 +102,33 @@ def fa2_unpacked(rows: pd.DataFrame) -> np.ndarray:
     window = pd.to_numeric(rows["window_size"], errors="coerce").fillna(0.0).to_numpy() > 0
     heads, kv_heads = (pd.to_numeric(rows[c], errors="coerce").to_numpy(dtype=float) for c in HEADS)
     return fa2 & window & (heads > kv_heads)
+
+
+def decode_paths(rows: pd.DataFrame) -> np.ndarray:
+    """Per decode row, the :data:`DECODE_PATHS` name its ``kernel_source`` names ('' for the engine's own kernel)."""
+    if "kernel_source" not in rows:
+        return np.full(len(rows), "", dtype=object)
+    src, inv = np.unique(rows["kernel_source"].astype(str).str.lower().to_numpy(), return_inverse=True)
+    names = np.array([next((n for sub, n in DECODE_PATHS if sub in s), "") for s in src] or [""], dtype=object)
+    return names[inv]
+
+
+def decode_path_rate(t: Any, curves: KernelCurves, rate: np.ndarray) -> np.ndarray:
+    """``rate`` with each decode side kernel's own ``rate["<engine>/<op>/<path>"]`` where the curves hold it."""
+    if t.path is None or not curves.rate:
+        return rate
+    frameworks = np.array([*t.labels, ""], dtype=object)[t.group]
+    return path_rate(np.broadcast_to(rate, len(t.path)).astype(float), t.path, frameworks, OP, curves.rate)
+
+
+def decode_path_params(rows: pd.DataFrame) -> list[str]:
+    """``rate.<engine>/generation_attention/<path>`` of each decode side kernel ``rows`` run (fitted figures)."""
+    fws = rows["framework"].astype(str).to_numpy()
+    return sorted({f"rate.{path_key(f, OP, p)}" for f, p in zip(fws, decode_paths(rows), strict=True) if p})
+
+
+def side_rate(name: str) -> bool:
+    """Whether figure ``name`` is a decode side kernel's rate (not pooled in ``generic``: :func:`.generic.pooled`)."""
+    parts = name.split("/")
+    names = {n for _, n in DECODE_PATHS}
+    return name.startswith("rate.") and len(parts) == 3 and parts[1] == OP and parts[2] in names

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import FAMILIES, GENERIC, SCALARS, CollectiveCurve, Family, KernelCurves, attention_prefill
+from . import FAMILIES, GENERIC, SCALARS, CollectiveCurve, Family, KernelCurves, attention_decode, attention_prefill
 from .collectives import RAMP_FIGURES
 from .paths import with_params
 
@@ -46,7 +46,7 @@ def pooled(name: str) -> bool:
     engine = name.startswith(("rate.", "engine_compute.", "launch.")) and "/moe_" in name
     engine = engine or (name.startswith("launch.") and name.count("/") == 2)
     engine = engine or (name.startswith("collectives.") and name.rsplit(".", 1)[-1] in RAMP_FIGURES)
-    engine = engine or attention_prefill.side_rate(name)
+    engine = engine or attention_prefill.side_rate(name) or attention_decode.side_rate(name)
     kernel = name.startswith("split_share.")  # a decode kernel's own split (attention)
     return not (name.startswith(("moe_compute.", "moe_reread_lib.")) or engine or kernel)
 
