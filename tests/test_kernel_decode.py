@@ -149,4 +149,8 @@ def test_a_decode_side_kernel_runs_at_its_own_rate_and_is_not_pooled():
     own = rows.assign(kernel_source=["vllm_flashinfer_fidecode"])
     assert ms(own, _dev(), side) * 1e-3 - stream == pytest.approx(0.25e-3, rel=1e-9)
     assert "rate.vllm/generation_attention/triton" in FAMILIES["generation_attention"].used(rows)
-    assert not KF.pooled("rate.vllm/generation_attention/triton") and KF.pooled("rate.vllm/generation_attention/fp8")
+    # a side kernel's and an fp8-KV decode kernel's rates are an architecture's kernel's: not pooled; the engine's is
+    unpooled = ("rate.vllm/generation_attention/triton", "rate.vllm/generation_attention/fp8",
+                "rate.trtllm/generation_attention/fp8/mha")  # fmt: skip
+    assert not any(KF.pooled(n) for n in unpooled)
+    assert KF.pooled("rate.vllm/generation_attention") and KF.pooled("rate.vllm/context_attention/fp8")

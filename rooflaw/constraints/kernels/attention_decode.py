@@ -86,6 +86,8 @@ def xqa_split_cap(t: Any, by_len: np.ndarray) -> np.ndarray:
     """``by_len`` (per decode row of ``t``, the chunks of ``decode_split_tokens`` its context makes) capped at
     ``sqrt(XQA_SPLIT_ROOT · by_len)`` where TensorRT-LLM's XQA kernel runs (its engine's GQA rows; not its masked-MHA
     kernel): a 32,768-token context in 128-token chunks splits 45 ways, not 256."""
+    if t.op != OP:  # MLA decode's kernels are not XQA's GQA kernel
+        return by_len
     labels = np.array([*t.labels, ""], dtype=object)[t.group]
     xqa = labels == "trtllm"
     if t.mha is not None:
@@ -132,3 +134,10 @@ def side_rate(name: str) -> bool:
     parts = name.split("/")
     names = {n for _, n in DECODE_PATHS}
     return name.startswith("rate.") and len(parts) == 3 and parts[1] == OP and parts[2] in names
+
+
+def fp8_rate(name: str) -> bool:
+    """Whether figure ``name`` is an engine's fp8-KV decode kernel's rate (``rate.<engine>/generation_attention/fp8``,
+    ``.../fp8/mha``): each architecture's is another kernel (TensorRT-LLM's 0.8 of its bf16 kernel's on Ada, 1.1 on
+    Blackwell, 3.8 on Hopper), with no architecture-free value, so not pooled in ``generic``."""
+    return name.startswith("rate.") and name.split("/", 2)[1:] in ([OP, "fp8"], [OP, "fp8/mha"])

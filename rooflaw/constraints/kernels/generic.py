@@ -48,6 +48,7 @@ def pooled(name: str) -> bool:
     engine = engine or (name.startswith("collectives.") and name.rsplit(".", 1)[-1] in RAMP_FIGURES)
     engine = engine or attention_prefill.side_rate(name) or attention_decode.side_rate(name)
     kernel = name.startswith("split_share.")  # a decode kernel's own split (attention)
+    kernel = kernel or attention_decode.fp8_rate(name)  # an architecture's fp8-KV decode kernel
     return not (name.startswith(("moe_compute.", "moe_reread_lib.")) or engine or kernel)
 
 
