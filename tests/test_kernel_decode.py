@@ -43,12 +43,12 @@ def ms(rows: pd.DataFrame, dev: Device, c: KernelCurves) -> float:
 
 
 def test_a_partial_wave_pays_its_ctas_share_of_the_prologue():
-    # 1 sequence x 8 KV heads (8 query heads each: XQA, one CTA a KV head) of 2 cached tokens on 100 SMs: 8 CTAs, a
+    # 1 sequence x 8 KV heads (8 query heads each: one CTA a KV head) of 2 cached tokens on 100 SMs: 8 CTAs, a
     # partial wave that pays 1 - c + c·8/100 of decode_tile_s; 250 x 8 = 2,000 CTAs are 20 whole waves, unchanged;
     # 260 x 8 = 2,080 are 20.8 waves: 21 - c·0.2
     c = dataclasses.replace(CURVES, decode_tile_s=1e-3)  # the prologues dominate the stream (p = 1 for one wave)
     dev = _dev()
-    few = _rows(batch_size=1, num_key_value_heads=8, step=1)
+    few = _rows(batch_size=1, num_key_value_heads=8, step=1, framework="vllm")  # TensorRT-LLM's would not run XQA
     byts = 8 * 2 * 2 * 128 * 2.0 + 2 * 64 * 128 * 2.0
     for share in (0.0, 0.4, 1.0):
         cs = dataclasses.replace(c, decode_cta_share=share)
@@ -117,9 +117,9 @@ def test_xqa_caps_its_split_count_at_the_root_of_eight_times_it():
     vllm = KA.decode_occupancy(KA.generation_terms(rows.assign(framework=["vllm"]), _dev()), c)
     assert xqa[0] == pytest.approx(8 * np.sqrt(8 * 256) / 100, rel=1e-12)
     assert vllm[0] == pytest.approx(8.0, rel=1e-12)
-    # a short context is below the cap (2 chunks: sqrt(16) = 4 > 2): both split the same
-    short = _rows(num_key_value_heads=8, step=255)
-    assert KA.decode_occupancy(KA.generation_terms(short, _dev()), c)[0] == pytest.approx(8 * 2 / 100, rel=1e-12)
+    # a short context is below the cap (2 chunks: sqrt(16) = 4 > 2): 4 sequences x 8 KV heads split in 2 each
+    short = _rows(batch_size=4, num_key_value_heads=8, step=255)
+    assert KA.decode_occupancy(KA.generation_terms(short, _dev()), c)[0] == pytest.approx(32 * 2 / 100, rel=1e-12)
 
 
 def test_flash_attention_2_with_a_window_runs_a_cta_per_query_head():
@@ -154,3 +154,16 @@ def test_a_decode_side_kernel_runs_at_its_own_rate_and_is_not_pooled():
                 "rate.trtllm/generation_attention/fp8/mha")  # fmt: skip
     assert not any(KF.pooled(n) for n in unpooled)
     assert KF.pooled("rate.vllm/generation_attention") and KF.pooled("rate.vllm/context_attention/fp8")
+
+
+def test_tensorrt_llm_runs_masked_mha_where_xqa_would_not_fill_the_sms():
+    # 8 KV heads of 8 query heads, 2 cached tokens (one 128-token chunk) on 100 SMs: 1 sequence makes 8 x 4 = 32 < 100
+    # block slots, so TensorRT-LLM runs its masked-MHA kernel (a CTA per query head: 64 streams); 4 sequences make
+    # 128 >= 100: XQA (a CTA per KV head: 32 streams); 1 sequence of 512 tokens (4 chunks) too; vLLM never falls back
+    rows = _rows(num_key_value_heads=8, step=1)
+    one = KA.generation_terms(rows, _dev())
+    assert one.mha[0] and one.streams[0] == 64
+    for other in (rows.assign(batch_size=[4]), rows.assign(step=[511])):
+        t = KA.generation_terms(other, _dev())
+        assert not t.mha[0] and t.streams[0] == other.batch_size[0] * 8
+    assert KA.generation_terms(rows.assign(framework=["vllm"]), _dev()).streams[0] == 8

@@ -51,7 +51,15 @@ import pandas as pd
 from ...devices.device import Device
 from ..tiles import tile_efficiency
 from . import Family, KernelCurves, register
-from .attention_decode import decode_path_params, decode_path_rate, decode_paths, fa2_unpacked, l2_terms, xqa_split_cap
+from .attention_decode import (
+    decode_path_params,
+    decode_path_rate,
+    decode_paths,
+    fa2_unpacked,
+    l2_terms,
+    xqa_falls_back,
+    xqa_split_cap,
+)
 from .attention_prefill import Q_TILE, kernel_paths, kv_steps, path_params, path_rate
 from .gemm import cycle_scale, launch_s
 
@@ -233,11 +241,12 @@ def generation_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
     # TensorRT-LLM's XQA serves groups of at most XQA_MAX_GROUP query heads, beyond which its generic kernel runs
     # one CTA per query head, each reading its KV head's K and V (from L2 but the first: DRAM bytes once per KV head)
     group = H / np.maximum(Hkv, 1.0)
-    per_q = ((fw == "trtllm") & (group > XQA_MAX_GROUP)) | fa2_unpacked(rows)
+    small = xqa_falls_back(rows, device)  # too few CTAs for XQA: TensorRT-LLM runs its masked-MHA kernel
+    per_q = ((fw == "trtllm") & ((group > XQA_MAX_GROUP) | small)) | fa2_unpacked(rows)
     # an XQA CTA serves at most XQA_GROUP_ROWS query heads of its KV head: a larger group runs more CTAs per KV head
     xqa_ctas = np.where((fw == "trtllm") & (group > 1.0), np.ceil(group / XQA_GROUP_ROWS), 1.0)
     kv_heads = np.where(per_q, H, Hkv * xqa_ctas)
-    mha = masked_mha(rows)
+    mha = masked_mha(rows) | small
     stream = L * 2.0 * d * b_kv
     byts = B * Hkv * stream + 2.0 * B * H * d * 2.0
     ok = np.isfinite(byts) & (flops > 0)
@@ -398,7 +407,7 @@ def used_params_for(op: str, fitted: tuple[str, ...], rated: bool = False, kv8_r
         if kv8_rated and "kv_cache_dtype" in rows:
             kv8 = rows["kv_cache_dtype"].astype(str).map(DTYPE_BYTES) == 1.0
             rates += [f"rate.{f}/{op}/fp8" for f in sorted(set(rows["framework"].astype(str)[kv8]))]
-            if op == "generation_attention" and (kv8 & masked_mha(rows)).any():
+            if op == "generation_attention" and (kv8 & (rows["framework"].astype(str) == "trtllm")).any():
                 rates.append(f"rate.trtllm/{op}/fp8/mha")
             if split:  # the decode kernels' own split shares: each non-reference engine's, each fp8-KV kernel's
                 rates += [f"split_share.{f}/{op}" for f in fws if f != REFERENCE_FRAMEWORK]

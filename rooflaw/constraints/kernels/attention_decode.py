@@ -141,3 +141,21 @@ def fp8_rate(name: str) -> bool:
     ``.../fp8/mha``): each architecture's is another kernel (TensorRT-LLM's 0.8 of its bf16 kernel's on Ada, 1.1 on
     Blackwell, 3.8 on Hopper), with no architecture-free value, so not pooled in ``generic``."""
     return name.startswith("rate.") and name.split("/", 2)[1:] in ([OP, "fp8"], [OP, "fp8/mha"])
+
+
+#: XQA runs only where its CTAs, ``kEnableMinBlockFactor`` times over, fill the SMs (TensorRT-LLM's
+#: ``mayHavePerfGain``), counting each stream's chunks of ``XQA_SPLIT_TOKENS`` cached tokens
+#: (``kMinHistoryTokensPerBlock``)
+XQA_MIN_BLOCK_FACTOR, XQA_SPLIT_TOKENS = 4.0, 128.0
+
+
+def xqa_falls_back(rows: pd.DataFrame, device: Device) -> np.ndarray:
+    """bool per decode row: TensorRT-LLM runs its masked-MHA kernel, not XQA, because XQA's CTAs would not fill the
+    SMs: ``B · H_kv · max(1, floor(L / 128)) · 4 < SMs`` (its ``mayHavePerfGain``)."""
+    if "framework" not in rows:
+        return np.zeros(len(rows), dtype=bool)
+    num = {c: pd.to_numeric(rows[c], errors="coerce").fillna(0.0).to_numpy(dtype=float) for c in
+           ("batch_size", "num_key_value_heads", "isl", "step")}  # fmt: skip
+    chunks = np.maximum(1.0, np.floor((num["isl"] + num["step"]) / XQA_SPLIT_TOKENS))
+    blocks = num["batch_size"] * num["num_key_value_heads"] * chunks * XQA_MIN_BLOCK_FACTOR
+    return (rows["framework"].astype(str).to_numpy() == "trtllm") & (blocks < float(device.sm_count or 0))
