@@ -25,8 +25,10 @@ up to ``decode_window_tokens`` more, the partial KV pages it starts in). A GQA k
 head) and reads that head's K and V once for its query heads (``n = B·H_kv`` KV streams; TensorRT-LLM's XQA serves at
 most :data:`XQA_GROUP_ROWS` query heads a CTA: ``n = B·H_kv·ceil(g/16)``, the extra CTAs finding their head's K and V in
 L2); TensorRT-LLM runs its masked-MHA kernel, one CTA per query head, where a KV head serves one query head or more than
-its XQA kernel takes (:data:`XQA_MAX_GROUP`; then ``n = B·H`` streams, the group's CTAs sharing their KV head's K and V
-through L2, read from DRAM once). bytes ``= B·L·2·H_kv·d·b_kv + 2·B·H·d·2``, FLOPs ``= 4·B·H·d·L``; ``t = (t_stream^p +
+its XQA kernel takes (:data:`XQA_MAX_GROUP`), or where XQA's CTAs would not fill the SMs
+(:func:`.attention_decode.xqa_falls_back`; then ``n = B·H`` streams, the group's CTAs sharing their KV head's K and V
+through L2, read from DRAM once; FlashAttention-2 likewise under a local window). bytes ``= B·L·2·H_kv·d·b_kv +
+2·B·H·d·2``, FLOPs ``= 4·B·H·d·L``; ``t = (t_stream^p +
 t_prologue^p)^(1/p) + kernel_s + launch`` (``p = 1 + (decode_blend - 1)·(1 - 1/⌈n/SMs⌉)``: one wave's prologue has
 no earlier stream to hide under, many waves' do) with ``t_stream = max(t_mma, bytes · (1 +
 decode_half_occupancy / x) / (bandwidth · attention_memory · l2), t_l2)`` (``t_l2``, ``l2``: :mod:`.attention_decode`'s
