@@ -42,6 +42,10 @@ from .attention_prefill import path_key, path_rate
 OP = "generation_attention"
 #: XQA's cap on its split count per (sequence, KV head): ``m <= sqrt(XQA_SPLIT_ROOT · m)`` (TensorRT-LLM's constant)
 XQA_SPLIT_ROOT = 8.0
+#: XQA runs only where its CTAs, ``kEnableMinBlockFactor`` times over, fill the SMs (TensorRT-LLM's
+#: ``mayHavePerfGain``), counting each stream's chunks of ``XQA_SPLIT_TOKENS`` cached tokens
+#: (``kMinHistoryTokensPerBlock``)
+XQA_MIN_BLOCK_FACTOR, XQA_SPLIT_TOKENS = 4.0, 128.0
 #: ``kernel_source`` of vLLM's FlashAttention-2 decode rows (Ampere's, Ada's)
 FA2_SOURCES = ("vllm_flash_attn", "vllm_flash_attn_fa2")
 HEADS = ("num_heads", "num_key_value_heads")
@@ -141,12 +145,6 @@ def fp8_rate(name: str) -> bool:
     ``.../fp8/mha``): each architecture's is another kernel (TensorRT-LLM's 0.8 of its bf16 kernel's on Ada, 1.1 on
     Blackwell, 3.8 on Hopper), with no architecture-free value, so not pooled in ``generic``."""
     return name.startswith("rate.") and name.split("/", 2)[1:] in ([OP, "fp8"], [OP, "fp8/mha"])
-
-
-#: XQA runs only where its CTAs, ``kEnableMinBlockFactor`` times over, fill the SMs (TensorRT-LLM's
-#: ``mayHavePerfGain``), counting each stream's chunks of ``XQA_SPLIT_TOKENS`` cached tokens
-#: (``kMinHistoryTokensPerBlock``)
-XQA_MIN_BLOCK_FACTOR, XQA_SPLIT_TOKENS = 4.0, 128.0
 
 
 def xqa_falls_back(rows: pd.DataFrame, device: Device) -> np.ndarray:

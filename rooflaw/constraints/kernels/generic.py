@@ -42,7 +42,8 @@ def pooled(name: str) -> bool:
     describe the kernels an architecture runs (vLLM hands the layer to Triton on Ada, to FlashInfer on
     Blackwell) and so have no architecture-free value, nor a prefill side kernel's rate,
     nor a GEMM library's own fixed time (``launch.<framework>/<dtype>/<library>``, :mod:`.gemm_library`), nor a
-    collective's channel ramp (:data:`.collectives.RAMP_FIGURES`)."""
+    collective's channel ramp (:data:`.collectives.RAMP_FIGURES`), nor a decode kernel's own split (``split_share.``),
+    side kernel's or fp8-KV kernel's rate (:mod:`.attention_decode`)."""
     engine = name.startswith(("rate.", "engine_compute.", "launch.")) and "/moe_" in name
     engine = engine or (name.startswith("launch.") and name.count("/") == 2)
     engine = engine or (name.startswith("collectives.") and name.rsplit(".", 1)[-1] in RAMP_FIGURES)
