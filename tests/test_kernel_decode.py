@@ -167,3 +167,14 @@ def test_tensorrt_llm_runs_masked_mha_where_xqa_would_not_fill_the_sms():
         t = KA.generation_terms(other, _dev())
         assert not t.mha[0] and t.streams[0] == other.batch_size[0] * 8
     assert KA.generation_terms(rows.assign(framework=["vllm"]), _dev()).streams[0] == 8
+
+
+def test_blackwell_runs_trtllm_gen_not_xqa_so_neither_heuristic_applies():
+    # TensorRT-LLM's XqaDispatcher runs trtllm-gen kernels on sm100: the one-sequence row above keeps a CTA per KV head
+    # (8 streams) and the 32,768-token context splits as far as the waves allow (100 ways), as vLLM's kernel does
+    bw = _dev(architecture="blackwell")
+    one = KA.generation_terms(_rows(num_key_value_heads=8, step=1), bw)
+    assert not one.mha[0] and one.streams[0] == 8
+    c = dataclasses.replace(CURVES, decode_split=8.0, decode_split_tokens=128.0)
+    long = KA.generation_terms(_rows(num_key_value_heads=8, step=32767), bw)
+    assert KA.decode_occupancy(long, c)[0] == pytest.approx(8.0, rel=1e-12)

@@ -59,6 +59,7 @@ from .attention_decode import (
     decode_paths,
     fa2_unpacked,
     l2_terms,
+    xqa_device,
     xqa_falls_back,
     xqa_split_cap,
 )
@@ -161,6 +162,8 @@ class AttentionTerms:
     stream_bytes: np.ndarray | None = None
     #: prefill: per row, the side kernel its engine ran (:data:`.attention_prefill.KERNEL_PATHS`; '' its own); ``None``
     path: np.ndarray | None = None
+    #: bool, decode: TensorRT-LLM's XQA kernel runs (before Blackwell: :func:`.attention_decode.xqa_split_cap`)
+    xqa: np.ndarray | None = None
 
 
 def groups_of(rows: pd.DataFrame, ok: np.ndarray) -> tuple[np.ndarray, tuple[str, ...]]:
@@ -279,6 +282,7 @@ def generation_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
         overhang=L_all - L,
         kv_bytes=B * Hkv * stream,
         path=decode_paths(rows),
+        xqa=(fw == "trtllm") & ~mha & xqa_device(device),
     )
 
 

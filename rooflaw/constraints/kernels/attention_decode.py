@@ -13,7 +13,10 @@ SM-cycle), pooled in ``generic``.
 TensorRT-LLM's XQA kernel picks its split-KV (multi-block) count ``m`` per (sequence, KV head) from the context alone
 and caps it at ``sqrt(8·m)`` (``computeMultiBlockCount`` in its ``decoderXQAImplCommon.h``: "avoid using too many
 blocks for one sequence, otherwise the final reduction may dominate"), before trimming it to a target number of waves
-(``decode_split`` here): :func:`xqa_split_cap`.
+(``decode_split`` here): :func:`xqa_split_cap`. And it runs XQA only where those CTAs, four times over, fill the SMs
+(``mayHavePerfGain``), else its masked-MHA kernel: :func:`xqa_falls_back`. Both are its ``DecoderXQARunner``'s, which
+runs before Blackwell; on Blackwell (sm100) TensorRT-LLM runs trtllm-gen kernels instead (``XqaDispatcher``:
+``mUseTllmGen``), priced without them (:func:`xqa_device`).
 
 FlashAttention-2's KV-cache kernel packs a GQA group's query heads into one CTA per KV head (``seqlenq_ngroups_swapped``
 in its ``mha_fwd_kvcache``) only without a local window: with one it runs a CTA per query head, each reading its KV
@@ -89,14 +92,10 @@ def l2_terms(t: Any, device: Device, curves: KernelCurves, dram: float) -> tuple
 def xqa_split_cap(t: Any, by_len: np.ndarray) -> np.ndarray:
     """``by_len`` (per decode row of ``t``, the chunks of ``decode_split_tokens`` its context makes) capped at
     ``sqrt(XQA_SPLIT_ROOT · by_len)`` where TensorRT-LLM's XQA kernel runs (its engine's GQA rows; not its masked-MHA
-    kernel): a 32,768-token context in 128-token chunks splits 45 ways, not 256."""
-    if t.op != OP:  # MLA decode's kernels are not XQA's GQA kernel
+    kernel; ``t.xqa``): a 32,768-token context in 128-token chunks splits 45 ways, not 256."""
+    if t.op != OP or getattr(t, "xqa", None) is None:  # MLA decode's kernels are not XQA's GQA kernel
         return by_len
-    labels = np.array([*t.labels, ""], dtype=object)[t.group]
-    xqa = labels == "trtllm"
-    if t.mha is not None:
-        xqa = xqa & ~t.mha
-    return np.where(xqa, np.minimum(by_len, np.sqrt(XQA_SPLIT_ROOT * np.maximum(by_len, 0.0))), by_len)
+    return np.where(t.xqa, np.minimum(by_len, np.sqrt(XQA_SPLIT_ROOT * np.maximum(by_len, 0.0))), by_len)
 
 
 def fa2_unpacked(rows: pd.DataFrame) -> np.ndarray:
@@ -150,10 +149,15 @@ def fp8_rate(name: str) -> bool:
 def xqa_falls_back(rows: pd.DataFrame, device: Device) -> np.ndarray:
     """bool per decode row: TensorRT-LLM runs its masked-MHA kernel, not XQA, because XQA's CTAs would not fill the
     SMs: ``B · H_kv · max(1, floor(L / 128)) · 4 < SMs`` (its ``mayHavePerfGain``)."""
-    if "framework" not in rows:
+    if "framework" not in rows or not xqa_device(device):
         return np.zeros(len(rows), dtype=bool)
     num = {c: pd.to_numeric(rows[c], errors="coerce").fillna(0.0).to_numpy(dtype=float) for c in
            ("batch_size", "num_key_value_heads", "isl", "step")}  # fmt: skip
     chunks = np.maximum(1.0, np.floor((num["isl"] + num["step"]) / XQA_SPLIT_TOKENS))
     blocks = num["batch_size"] * num["num_key_value_heads"] * chunks * XQA_MIN_BLOCK_FACTOR
     return (rows["framework"].astype(str).to_numpy() == "trtllm") & (blocks < float(device.sm_count or 0))
+
+
+def xqa_device(device: Device) -> bool:
+    """Whether TensorRT-LLM's decode runs its XQA kernels on ``device`` (not on Blackwell: trtllm-gen's there)."""
+    return device.architecture != "blackwell"
