@@ -43,12 +43,12 @@ def ms(rows: pd.DataFrame, dev: Device, c: KernelCurves) -> float:
 
 
 def test_a_partial_wave_pays_its_ctas_share_of_the_prologue():
-    # 1 sequence x 8 KV heads (8 query heads each: XQA, one CTA a KV head) of 2 cached tokens on 100 SMs: 8 CTAs, a
+    # 1 sequence x 8 KV heads (8 query heads each: one CTA a KV head) of 2 cached tokens on 100 SMs: 8 CTAs, a
     # partial wave that pays 1 - c + c·8/100 of decode_tile_s; 250 x 8 = 2,000 CTAs are 20 whole waves, unchanged;
     # 260 x 8 = 2,080 are 20.8 waves: 21 - c·0.2
     c = dataclasses.replace(CURVES, decode_tile_s=1e-3)  # the prologues dominate the stream (p = 1 for one wave)
     dev = _dev()
-    few = _rows(batch_size=1, num_key_value_heads=8, step=1)
+    few = _rows(batch_size=1, num_key_value_heads=8, step=1, framework="vllm")  # TensorRT-LLM's would not run XQA
     byts = 8 * 2 * 2 * 128 * 2.0 + 2 * 64 * 128 * 2.0
     for share in (0.0, 0.4, 1.0):
         cs = dataclasses.replace(c, decode_cta_share=share)
@@ -105,3 +105,76 @@ def test_the_new_figures_are_fitted_and_pooled_and_mla_keeps_its_own():
     dev = _dev(l2_bytes=50e6)
     got = KM.predict_generation(mla, dev, dataclasses.replace(CURVES, decode_l2=20.0))
     assert np.allclose(got, KM.predict_generation(mla, dev, CURVES), rtol=1e-12, equal_nan=True)
+
+
+def test_xqa_caps_its_split_count_at_the_root_of_eight_times_it():
+    # one sequence x 8 KV heads (8 query heads each) of 32,768 cached tokens on 100 SMs, chunks of 128 tokens: 256
+    # chunks a stream; XQA keeps sqrt(8 x 256) = 45.25 of them (TensorRT-LLM's computeMultiBlockCount), vLLM's
+    # kernel all it may: decode_split 8 x 100 SMs / 8 streams = 100; CTAs per SM 8·45.25/100 and 8·100/100
+    c = dataclasses.replace(CURVES, decode_split=8.0, decode_split_tokens=128.0)
+    rows = _rows(num_key_value_heads=8, step=32767)
+    xqa = KA.decode_occupancy(KA.generation_terms(rows, _dev()), c)
+    vllm = KA.decode_occupancy(KA.generation_terms(rows.assign(framework=["vllm"]), _dev()), c)
+    assert xqa[0] == pytest.approx(8 * np.sqrt(8 * 256) / 100, rel=1e-12)
+    assert vllm[0] == pytest.approx(8.0, rel=1e-12)
+    # a short context is below the cap (2 chunks: sqrt(16) = 4 > 2): 4 sequences x 8 KV heads split in 2 each
+    short = _rows(batch_size=4, num_key_value_heads=8, step=255)
+    assert KA.decode_occupancy(KA.generation_terms(short, _dev()), c)[0] == pytest.approx(32 * 2 / 100, rel=1e-12)
+
+
+def test_flash_attention_2_with_a_window_runs_a_cta_per_query_head():
+    # 64 query heads on one KV head, 8,192 cached tokens inside a 16,384-token window: FlashAttention-2 does not pack
+    # the group with a local window, so 64 CTAs each read the head's K and V (64 x KV bytes through the L2 at
+    # 100 x 1.5 GHz x 20 = 3 TB/s, as the masked-MHA test above); without a window, or FlashAttention-3, one CTA
+    rows = _rows(framework="vllm", kernel_source="vllm_flash_attn_fa2", window_size=16384)
+    c = dataclasses.replace(CURVES, decode_l2=20.0)
+    q_o = 2 * 64 * 128 * 2.0
+    assert ms(rows, _dev(), c) * 1e-3 == pytest.approx(64 * KV / 3e12 + 2e-6, rel=1e-12)
+    assert KA.generation_terms(rows, _dev()).streams[0] == 64
+    for other in (rows.assign(window_size=[0]), rows.assign(kernel_source=["vllm_flash_attn_fa3"])):
+        assert ms(other, _dev(), c) * 1e-3 == pytest.approx((KV + q_o) / DRAM + 2e-6, rel=1e-12)
+        assert KA.generation_terms(other, _dev()).streams[0] == 1
+
+
+def test_a_decode_side_kernel_runs_at_its_own_rate_and_is_not_pooled():
+    # vLLM's Triton kernel (a head dim its backend lacks), fp8 KV, 8 CTAs on 100 SMs: one wave whose 1 ms prologue
+    # dominates (p = 1: stream + prologue); at its own rate 0.5 the prologue takes 2 ms, whatever the engine's fp8-KV
+    # kernel's rate (4); the engine's own kernel keeps that rate (0.25 ms)
+    rows = _rows(framework="vllm", kernel_source="vllm_triton_attn", kv_cache_dtype="fp8", num_key_value_heads=8,
+                 step=1)  # fmt: skip
+    c = dataclasses.replace(CURVES, decode_tile_s=1e-3, rate={"vllm/generation_attention/fp8": 4.0})
+    side = dataclasses.replace(c, rate={**c.rate, "vllm/generation_attention/triton": 0.5})
+    stream = ms(rows, _dev(), dataclasses.replace(c, decode_tile_s=0.0)) * 1e-3
+    assert ms(rows, _dev(), side) * 1e-3 - stream == pytest.approx(2e-3, rel=1e-9)
+    own = rows.assign(kernel_source=["vllm_flashinfer_fidecode"])
+    assert ms(own, _dev(), side) * 1e-3 - stream == pytest.approx(0.25e-3, rel=1e-9)
+    assert "rate.vllm/generation_attention/triton" in FAMILIES["generation_attention"].used(rows)
+    # a side kernel's and an fp8-KV decode kernel's rates are an architecture's kernel's: not pooled; the engine's is
+    unpooled = ("rate.vllm/generation_attention/triton", "rate.vllm/generation_attention/fp8",
+                "rate.trtllm/generation_attention/fp8/mha")  # fmt: skip
+    assert not any(KF.pooled(n) for n in unpooled)
+    assert KF.pooled("rate.vllm/generation_attention") and KF.pooled("rate.vllm/context_attention/fp8")
+
+
+def test_tensorrt_llm_runs_masked_mha_where_xqa_would_not_fill_the_sms():
+    # 8 KV heads of 8 query heads, 2 cached tokens (one 128-token chunk) on 100 SMs: 1 sequence makes 8 x 4 = 32 < 100
+    # block slots, so TensorRT-LLM runs its masked-MHA kernel (a CTA per query head: 64 streams); 4 sequences make
+    # 128 >= 100: XQA (a CTA per KV head: 32 streams); 1 sequence of 512 tokens (4 chunks) too; vLLM never falls back
+    rows = _rows(num_key_value_heads=8, step=1)
+    one = KA.generation_terms(rows, _dev())
+    assert one.mha[0] and one.streams[0] == 64
+    for other in (rows.assign(batch_size=[4]), rows.assign(step=[511])):
+        t = KA.generation_terms(other, _dev())
+        assert not t.mha[0] and t.streams[0] == other.batch_size[0] * 8
+    assert KA.generation_terms(rows.assign(framework=["vllm"]), _dev()).streams[0] == 8
+
+
+def test_blackwell_runs_trtllm_gen_not_xqa_so_neither_heuristic_applies():
+    # TensorRT-LLM's XqaDispatcher runs trtllm-gen kernels on sm100: the one-sequence row above keeps a CTA per KV head
+    # (8 streams) and the 32,768-token context splits as far as the waves allow (100 ways), as vLLM's kernel does
+    bw = _dev(architecture="blackwell")
+    one = KA.generation_terms(_rows(num_key_value_heads=8, step=1), bw)
+    assert not one.mha[0] and one.streams[0] == 8
+    c = dataclasses.replace(CURVES, decode_split=8.0, decode_split_tokens=128.0)
+    long = KA.generation_terms(_rows(num_key_value_heads=8, step=32767), bw)
+    assert KA.decode_occupancy(long, c)[0] == pytest.approx(8.0, rel=1e-12)

@@ -391,9 +391,9 @@ def test_decode_attention_prologues_per_kernel_and_blend():
     stream_m8 = (byts_m - 300 * 16 * 2 * 8 * 256) / 1.8e12
     assert KA.predict_generation(m8, dev, ct)[0] * 1e-3 == pytest.approx(pn(stream_m8, pro_m / 0.5) + 2e-6)
     assert KA.predict_generation(mha, dev, ct)[0] == pytest.approx(KA.predict_generation(mha, dev, c)[0])
-    # one wave (a single sequence): the prologue adds to the stream
-    one = rows.assign(batch_size=[1])
-    stream1 = (16 * 2 * 8 * 256 * 2 + 2 * 32 * 256 * 2) / (2e12 * 0.9)
+    # one wave (4 sequences: 32 CTAs, enough for XQA, 4 x 32 >= 100 block slots): the prologue adds to the stream
+    one = rows.assign(batch_size=[4])
+    stream1 = 4 * (16 * 2 * 8 * 256 * 2 + 2 * 32 * 256 * 2) / (2e12 * 0.9)
     assert KA.predict_generation(one, dev, c)[0] * 1e-3 == pytest.approx(stream1 + 4e-6 * 1.5 + 2e-6, rel=1e-12)
 
 

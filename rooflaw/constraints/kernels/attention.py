@@ -29,8 +29,10 @@ up to ``decode_window_tokens`` more, the partial KV pages it starts in). A GQA k
 head) and reads that head's K and V once for its query heads (``n = B·H_kv`` KV streams; TensorRT-LLM's XQA serves at
 most :data:`XQA_GROUP_ROWS` query heads a CTA: ``n = B·H_kv·ceil(g/16)``, the extra CTAs finding their head's K and V in
 L2); TensorRT-LLM runs its masked-MHA kernel, one CTA per query head, where a KV head serves one query head or more than
-its XQA kernel takes (:data:`XQA_MAX_GROUP`; then ``n = B·H`` streams, the group's CTAs sharing their KV head's K and V
-through L2, read from DRAM once). bytes ``= B·L·2·H_kv·d·b_kv + 2·B·H·d·2``, FLOPs ``= 4·B·H·d·L``; ``t = (t_stream^p +
+its XQA kernel takes (:data:`XQA_MAX_GROUP`), or where XQA's CTAs would not fill the SMs
+(:func:`.attention_decode.xqa_falls_back`; then ``n = B·H`` streams, the group's CTAs sharing their KV head's K and V
+through L2, read from DRAM once; FlashAttention-2 likewise under a local window). bytes ``= B·L·2·H_kv·d·b_kv +
+2·B·H·d·2``, FLOPs ``= 4·B·H·d·L``; ``t = (t_stream^p +
 t_prologue^p)^(1/p) + kernel_s + launch`` (``p = 1 + (decode_blend - 1)·(1 - 1/⌈n/SMs⌉)``: one wave's prologue has
 no earlier stream to hide under, many waves' do) with ``t_stream = max(t_mma, bytes · (1 +
 decode_half_occupancy / x) / (bandwidth · attention_memory · l2), t_l2)`` (``t_l2``, ``l2``: :mod:`.attention_decode`'s
@@ -54,7 +56,16 @@ import pandas as pd
 
 from ...devices.device import Device
 from . import Family, KernelCurves, register
-from .attention_decode import l2_terms
+from .attention_decode import (
+    decode_path_params,
+    decode_path_rate,
+    decode_paths,
+    fa2_unpacked,
+    l2_terms,
+    xqa_device,
+    xqa_falls_back,
+    xqa_split_cap,
+)
 from .attention_prefill import (
     PREFILL_FIGURES,
     Q_TILE,
@@ -165,6 +176,8 @@ class AttentionTerms:
     stream_bytes: np.ndarray | None = None
     #: prefill: per row, the side kernel its engine ran (:data:`.attention_prefill.KERNEL_PATHS`; '' its own); ``None``
     path: np.ndarray | None = None
+    #: bool, decode: TensorRT-LLM's XQA kernel runs (before Blackwell: :func:`.attention_decode.xqa_split_cap`)
+    xqa: np.ndarray | None = None
 
 
 def groups_of(rows: pd.DataFrame, ok: np.ndarray) -> tuple[np.ndarray, tuple[str, ...]]:
@@ -248,11 +261,12 @@ def generation_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
     # TensorRT-LLM's XQA serves groups of at most XQA_MAX_GROUP query heads, beyond which its generic kernel runs
     # one CTA per query head, each reading its KV head's K and V (from L2 but the first: DRAM bytes once per KV head)
     group = H / np.maximum(Hkv, 1.0)
-    per_q = (fw == "trtllm") & (group > XQA_MAX_GROUP)
+    small = xqa_falls_back(rows, device)  # too few CTAs for XQA: TensorRT-LLM runs its masked-MHA kernel
+    per_q = ((fw == "trtllm") & ((group > XQA_MAX_GROUP) | small)) | fa2_unpacked(rows)
     # an XQA CTA serves at most XQA_GROUP_ROWS query heads of its KV head: a larger group runs more CTAs per KV head
     xqa_ctas = np.where((fw == "trtllm") & (group > 1.0), np.ceil(group / XQA_GROUP_ROWS), 1.0)
     kv_heads = np.where(per_q, H, Hkv * xqa_ctas)
-    mha = masked_mha(rows)
+    mha = masked_mha(rows) | small
     stream = L * 2.0 * d * b_kv
     byts = B * Hkv * stream + 2.0 * B * H * d * 2.0
     ok = np.isfinite(byts) & (flops > 0)
@@ -282,6 +296,8 @@ def generation_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
         kv8=b_kv == 1.0,
         overhang=L_all - L,
         kv_bytes=B * Hkv * stream,
+        path=decode_paths(rows),
+        xqa=(fw == "trtllm") & ~mha & xqa_device(device),
     )
 
 
@@ -319,7 +335,7 @@ def decode_occupancy(t: AttentionTerms, curves: KernelCurves) -> np.ndarray:
     if curves.decode_split > 0:
         cap = np.maximum(1.0, curves.decode_split * split_shares(t, curves) * t.sms / t.streams)
         by_len = t.context / curves.decode_split_tokens if curves.decode_split_tokens > 0 else cap
-        splits = np.clip(by_len, 1.0, cap)
+        splits = np.clip(xqa_split_cap(t, by_len), 1.0, cap)
     return t.streams * splits / t.sms
 
 
@@ -373,7 +389,9 @@ def seconds(t: AttentionTerms, device: Device, curves: KernelCurves) -> np.ndarr
         fw_rate = fp8_kv_rate(t, curves, fw_rate)  # the whole prefill kernel runs at its fp8-KV variant's rate
         fw_rate = path_rate(fw_rate, t.path, np.array(t.labels or ("",), dtype=object)[t.group], t.op, curves.rate)
     byts = t.bytes
+    fw_own = fw_rate
     if not t.prefill:
+        fw_rate = decode_path_rate(t, curves, fw_rate)  # a decode side kernel's own rate
         t = decode_window(t, curves)
         # a decode kernel with few CTAs per SM keeps too few loads in flight to reach the bandwidth (Little's law)
         occ = decode_occupancy(t, curves)
@@ -387,7 +405,8 @@ def seconds(t: AttentionTerms, device: Device, curves: KernelCurves) -> np.ndarr
         tiles = waves_pre * curves.attention_tile_s / fw_rate  # the engine's kernel runs its tiles at its rate too
         return core + t.extra_bytes / (bw * curves.memory * l2) + tiles + lat
     # decode: the KV stream and the CTAs' prologues overlap in part (the p-norm blend)
-    waves = decode_prologues(t, curves) * cycle_scale(curves, device) / fp8_kv_rate(t, curves, fw_rate)
+    rate_p = decode_path_rate(t, curves, fp8_kv_rate(t, curves, fw_own))
+    waves = decode_prologues(t, curves) * cycle_scale(curves, device) / rate_p
     # the first wave's prologues add to the stream (nothing before them to hide under), later waves' overlap it
     p = 1.0 + (curves.decode_blend - 1.0) * (1.0 - 1.0 / np.ceil(t.streams / t.sms))
     total = (core**p + waves**p) ** (1.0 / p)
@@ -410,7 +429,7 @@ def used_params_for(op: str, fitted: tuple[str, ...], rated: bool = False, kv8_r
         if kv8_rated and "kv_cache_dtype" in rows:
             kv8 = rows["kv_cache_dtype"].astype(str).map(DTYPE_BYTES) == 1.0
             rates += [f"rate.{f}/{op}/fp8" for f in sorted(set(rows["framework"].astype(str)[kv8]))]
-            if op == "generation_attention" and (kv8 & masked_mha(rows)).any():
+            if op == "generation_attention" and (kv8 & (rows["framework"].astype(str) == "trtllm")).any():
                 rates.append(f"rate.trtllm/{op}/fp8/mha")
             if split:  # the decode kernels' own split shares: each non-reference engine's, each fp8-KV kernel's
                 rates += [f"split_share.{f}/{op}" for f in fws if f != REFERENCE_FRAMEWORK]
@@ -456,13 +475,14 @@ DECODE_PARAMS = (
     "decode_cta_share",
     "decode_l2",
 )
+GENERATION_USED = used_params_for("generation_attention", DECODE_PARAMS, True, True, True)
 GENERATION = register(
     Family(
         name="generation_attention",
         tables=("generation_attention_perf",),
         params=DECODE_PARAMS,
         predict=predict_generation,
-        used=used_params_for("generation_attention", DECODE_PARAMS, True, True, True),
+        used=lambda rows: (*GENERATION_USED(rows), *decode_path_params(rows)),
         prepare=generation_terms,
         evaluate=seconds,
     )

@@ -9,6 +9,25 @@ TB/s, against 5 µs for its 16.8 MB from DRAM). ``t_l2 = streams · stream_bytes
 stream, with ``r_l2 = max(SMs · clock · decode_l2, DRAM's rate)`` (DRAM's bytes pass through the L2); a working set
 that fits in the device's L2 streams at ``r_l2``. ``decode_l2`` is an architecture's figure (the L2's bytes per
 SM-cycle), pooled in ``generic``.
+
+TensorRT-LLM's XQA kernel picks its split-KV (multi-block) count ``m`` per (sequence, KV head) from the context alone
+and caps it at ``sqrt(8·m)`` (``computeMultiBlockCount`` in its ``decoderXQAImplCommon.h``: "avoid using too many
+blocks for one sequence, otherwise the final reduction may dominate"), before trimming it to a target number of waves
+(``decode_split`` here): :func:`xqa_split_cap`. And it runs XQA only where those CTAs, four times over, fill the SMs
+(``mayHavePerfGain``), else its masked-MHA kernel: :func:`xqa_falls_back`. Both are its ``DecoderXQARunner``'s, which
+runs before Blackwell; on Blackwell (sm100) TensorRT-LLM runs trtllm-gen kernels instead (``XqaDispatcher``:
+``mUseTllmGen``), priced without them (:func:`xqa_device`).
+
+FlashAttention-2's KV-cache kernel packs a GQA group's query heads into one CTA per KV head (``seqlenq_ngroups_swapped``
+in its ``mha_fwd_kvcache``) only without a local window: with one it runs a CTA per query head, each reading its KV
+head's K and V (the first from DRAM, the rest from L2), as TensorRT-LLM's masked-MHA kernel does
+(:func:`fa2_unpacked`; vLLM's ``vllm_flash_attn`` on Ampere, ``..._fa2`` on Ada).
+
+An engine hands some decode shapes to another kernel (the table's ``kernel_source``): vLLM a head dim its backend
+lacks to Triton (d = 192 on Blackwell and Ada) or FlashAttention-4 (d = 512 on Hopper), TensorRT-LLM d = 256 and 512
+to FlashInfer on Blackwell. Each runs at its own ``rate["<engine>/generation_attention/<path>"]`` (its compute and
+prologues, as an engine's rate), where fitted (:func:`decode_path_rate`); a kernel's figure, not pooled in ``generic``
+(:func:`side_rate`), as prefill's side kernels (:mod:`.attention_prefill`).
 """
 
 from __future__ import annotations
@@ -16,12 +35,26 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from ...devices.device import Device
 from . import KernelCurves
+from .attention_prefill import path_key, path_rate
 
 #: the op whose kernels these terms price (MLA decode keeps the prefill's ``attention_l2``)
 OP = "generation_attention"
+#: XQA's cap on its split count per (sequence, KV head): ``m <= sqrt(XQA_SPLIT_ROOT · m)`` (TensorRT-LLM's constant)
+XQA_SPLIT_ROOT = 8.0
+#: XQA runs only where its CTAs, ``kEnableMinBlockFactor`` times over, fill the SMs (TensorRT-LLM's
+#: ``mayHavePerfGain``), counting each stream's chunks of ``XQA_SPLIT_TOKENS`` cached tokens
+#: (``kMinHistoryTokensPerBlock``)
+XQA_MIN_BLOCK_FACTOR, XQA_SPLIT_TOKENS = 4.0, 128.0
+#: ``kernel_source`` of vLLM's FlashAttention-2 decode rows (Ampere's, Ada's)
+FA2_SOURCES = ("vllm_flash_attn", "vllm_flash_attn_fa2")
+HEADS = ("num_heads", "num_key_value_heads")
+#: (substring of ``kernel_source``, name) of the decode side kernels, first match wins (prefill's list less its
+#: ``decode``: vLLM's FlashInfer and TensorRT-LLM-gen decode kernels are its main ones)
+DECODE_PATHS = (("triton", "triton"), ("fa4", "fa4"), ("torch_flow_flashinfer", "flashinfer"))
 #: the decode figures' starting value, lower and upper bound and typical scale in a fit (``fit._BOUNDS``' form); each
 #: fit starts from these (from a default at a bound it stalls)
 BOUNDS = {
@@ -54,3 +87,77 @@ def l2_terms(t: Any, device: Device, curves: KernelCurves, dram: float) -> tuple
     rate = max(rate, dram)  # DRAM's bytes pass through the L2: it is never the slower
     gain = np.where(t.resident, rate / dram, 1.0)
     return gain, t.streams * t.stream_bytes / rate
+
+
+def xqa_split_cap(t: Any, by_len: np.ndarray) -> np.ndarray:
+    """``by_len`` (per decode row of ``t``, the chunks of ``decode_split_tokens`` its context makes) capped at
+    ``sqrt(XQA_SPLIT_ROOT · by_len)`` where TensorRT-LLM's XQA kernel runs (its engine's GQA rows; not its masked-MHA
+    kernel; ``t.xqa``): a 32,768-token context in 128-token chunks splits 45 ways, not 256."""
+    if t.op != OP or getattr(t, "xqa", None) is None:  # MLA decode's kernels are not XQA's GQA kernel
+        return by_len
+    return np.where(t.xqa, np.minimum(by_len, np.sqrt(XQA_SPLIT_ROOT * np.maximum(by_len, 0.0))), by_len)
+
+
+def fa2_unpacked(rows: pd.DataFrame) -> np.ndarray:
+    """bool per decode row: FlashAttention-2 runs one CTA per query head (a local window and more than one query head
+    per KV head), not one per KV head."""
+    if "kernel_source" not in rows or "window_size" not in rows:
+        return np.zeros(len(rows), dtype=bool)
+    fa2 = rows["kernel_source"].astype(str).isin(FA2_SOURCES).to_numpy()
+    window = pd.to_numeric(rows["window_size"], errors="coerce").fillna(0.0).to_numpy() > 0
+    heads, kv_heads = (pd.to_numeric(rows[c], errors="coerce").to_numpy(dtype=float) for c in HEADS)
+    return fa2 & window & (heads > kv_heads)
+
+
+def decode_paths(rows: pd.DataFrame) -> np.ndarray:
+    """Per decode row, the :data:`DECODE_PATHS` name its ``kernel_source`` names ('' for the engine's own kernel)."""
+    if "kernel_source" not in rows:
+        return np.full(len(rows), "", dtype=object)
+    src, inv = np.unique(rows["kernel_source"].astype(str).str.lower().to_numpy(), return_inverse=True)
+    names = np.array([next((n for sub, n in DECODE_PATHS if sub in s), "") for s in src] or [""], dtype=object)
+    return names[inv]
+
+
+def decode_path_rate(t: Any, curves: KernelCurves, rate: np.ndarray) -> np.ndarray:
+    """``rate`` with each decode side kernel's own ``rate["<engine>/<op>/<path>"]`` where the curves hold it."""
+    if t.path is None or not curves.rate:
+        return rate
+    frameworks = np.array([*t.labels, ""], dtype=object)[t.group]
+    return path_rate(np.broadcast_to(rate, len(t.path)).astype(float), t.path, frameworks, OP, curves.rate)
+
+
+def decode_path_params(rows: pd.DataFrame) -> list[str]:
+    """``rate.<engine>/generation_attention/<path>`` of each decode side kernel ``rows`` run (fitted figures)."""
+    fws = rows["framework"].astype(str).to_numpy()
+    return sorted({f"rate.{path_key(f, OP, p)}" for f, p in zip(fws, decode_paths(rows), strict=True) if p})
+
+
+def side_rate(name: str) -> bool:
+    """Whether figure ``name`` is a decode side kernel's rate (not pooled in ``generic``: :func:`.generic.pooled`)."""
+    parts = name.split("/")
+    names = {n for _, n in DECODE_PATHS}
+    return name.startswith("rate.") and len(parts) == 3 and parts[1] == OP and parts[2] in names
+
+
+def fp8_rate(name: str) -> bool:
+    """Whether figure ``name`` is an engine's fp8-KV decode kernel's rate (``rate.<engine>/generation_attention/fp8``,
+    ``.../fp8/mha``): each architecture's is another kernel (TensorRT-LLM's 0.8 of its bf16 kernel's on Ada, 1.1 on
+    Blackwell, 3.8 on Hopper), with no architecture-free value, so not pooled in ``generic``."""
+    return name.startswith("rate.") and name.split("/", 2)[1:] in ([OP, "fp8"], [OP, "fp8/mha"])
+
+
+def xqa_falls_back(rows: pd.DataFrame, device: Device) -> np.ndarray:
+    """bool per decode row: TensorRT-LLM runs its masked-MHA kernel, not XQA, because XQA's CTAs would not fill the
+    SMs: ``B · H_kv · max(1, floor(L / 128)) · 4 < SMs`` (its ``mayHavePerfGain``)."""
+    if "framework" not in rows or not xqa_device(device):
+        return np.zeros(len(rows), dtype=bool)
+    num = {c: pd.to_numeric(rows[c], errors="coerce").fillna(0.0).to_numpy(dtype=float) for c in
+           ("batch_size", "num_key_value_heads", "isl", "step")}  # fmt: skip
+    chunks = np.maximum(1.0, np.floor((num["isl"] + num["step"]) / XQA_SPLIT_TOKENS))
+    blocks = num["batch_size"] * num["num_key_value_heads"] * chunks * XQA_MIN_BLOCK_FACTOR
+    return (rows["framework"].astype(str).to_numpy() == "trtllm") & (blocks < float(device.sm_count or 0))
+
+
+def xqa_device(device: Device) -> bool:
+    """Whether TensorRT-LLM's decode runs its XQA kernels on ``device`` (not on Blackwell: trtllm-gen's there)."""
+    return device.architecture != "blackwell"

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import FAMILIES, GENERIC, SCALARS, CollectiveCurve, Family, KernelCurves, attention_prefill
+from . import FAMILIES, GENERIC, SCALARS, CollectiveCurve, Family, KernelCurves, attention_decode, attention_prefill
 from .collectives import RAMP_FIGURES, in_cycles
 from .paths import with_params
 
@@ -50,12 +50,14 @@ def pooled(name: str) -> bool:
     describe the kernels an architecture runs (vLLM hands the layer to Triton on Ada, to FlashInfer on
     Blackwell) and so have no architecture-free value, nor a prefill side kernel's rate,
     nor a GEMM library's own fixed time (``launch.<framework>/<dtype>/<library>``, :mod:`.gemm_library`), nor a
-    collective's channel ramp (:data:`.collectives.RAMP_FIGURES`)."""
+    collective's channel ramp (:data:`.collectives.RAMP_FIGURES`), nor a decode kernel's own split (``split_share.``),
+    side kernel's or fp8-KV kernel's rate (:mod:`.attention_decode`)."""
     engine = name.startswith(("rate.", "engine_compute.", "launch.")) and "/moe_" in name
     engine = engine or (name.startswith("launch.") and name.count("/") == 2)
     engine = engine or (name.startswith("collectives.") and name.rsplit(".", 1)[-1] in RAMP_FIGURES)
-    engine = engine or attention_prefill.side_rate(name)
+    engine = engine or attention_prefill.side_rate(name) or attention_decode.side_rate(name)
     kernel = name.startswith("split_share.")  # a decode kernel's own split (attention)
+    kernel = kernel or attention_decode.fp8_rate(name)  # an architecture's fp8-KV decode kernel
     return not (name.startswith(("moe_compute.", "moe_reread_lib.")) or engine or kernel)
 
 
