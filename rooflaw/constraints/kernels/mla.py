@@ -67,6 +67,8 @@ WALK_ENGINES = ("trtllm", "vllm")
 FP8_CONTEXT_ENGINE = "trtllm"
 #: query heads per CTA (its ``BLOCK_H``) and KV splits per sequence of vLLM's Triton MLA decode kernel
 TRITON_HEADS, TRITON_SPLITS = 16.0, 4.0
+#: query heads per CTA of the streaming (sm90+) MLA decode kernels (FlashMLA's and TensorRT-LLM's: a 64-row MMA tile)
+HEAD_BLOCK = 64.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -150,6 +152,7 @@ def generation_terms(rows: pd.DataFrame, device: Device) -> MlaDecodeTerms:
     ok = np.isfinite(byts) & (flops > 0)
     group, labels = groups_of(rows, ok)
     ctas, tokens = walk_layout(rows)
+    walk = walks(rows, device)
     return MlaDecodeTerms(
         flops=np.where(ok, flops, np.nan),
         bytes=byts,
@@ -160,7 +163,7 @@ def generation_terms(rows: pd.DataFrame, device: Device) -> MlaDecodeTerms:
         extra_bytes=np.zeros(len(rows)),
         waves=np.ceil(B / (device.sm_count or 1)),
         sms=float(device.sm_count or 1),
-        streams=B,
+        streams=np.where(walk, B, B * np.ceil(H / HEAD_BLOCK)),
         resident=byts <= (device.l2_bytes or 0.0),
         pairs=B * H * L,
         fp8=fp8_mla(rows, device),
@@ -170,7 +173,8 @@ def generation_terms(rows: pd.DataFrame, device: Device) -> MlaDecodeTerms:
         prefill=False,
         context=L,
         stream_bytes=L * latent * b_kv,
-        walk=walks(rows, device),
+        kv8=b_kv == 1.0,
+        walk=walk,
         walk_ctas=ctas,
         walk_tokens=tokens,
     )
@@ -179,6 +183,23 @@ def generation_terms(rows: pd.DataFrame, device: Device) -> MlaDecodeTerms:
 def walk_key(framework: str) -> str:
     """The :attr:`KernelCurves.rate` key of ``framework``'s walking MLA decode kernel (:func:`walks`)."""
     return f"{framework}/generation_mla/walk"
+
+
+def fp8_key(framework: str) -> str:
+    """The :attr:`KernelCurves.rate` key of ``framework``'s streaming MLA decode kernel for an fp8 KV cache (a kernel of
+    its own: vLLM runs FlashMLA there and FlashAttention's MLA on a bf16 cache; TensorRT-LLM its fp8 kernel)."""
+    return f"{framework}/generation_mla/fp8"
+
+
+def fp8_stream(t: MlaDecodeTerms, device: Device, curves: KernelCurves) -> np.ndarray:
+    """:func:`.attention.seconds` of streaming MLA decode rows, the fp8-KV rows (``t.kv8``) at their engine's fp8-KV
+    kernel's rate (``rate["<engine>/generation_mla/fp8"]``, its whole kernel: math and prologues; where not fitted,
+    the engine's)."""
+    base = seconds(t, device, curves)
+    own = {f"{f}/{t.op}": curves.rate[fp8_key(f)] for f in t.labels if fp8_key(f) in curves.rate}
+    if t.kv8 is None or not own or not np.any(t.kv8):
+        return base
+    return np.where(t.kv8, seconds(t, device, dataclasses.replace(curves, rate={**curves.rate, **own})), base)
 
 
 def walk_seconds(t: MlaDecodeTerms, curves: KernelCurves) -> np.ndarray:
@@ -195,11 +216,14 @@ def decode_seconds(t: MlaDecodeTerms, device: Device, curves: KernelCurves) -> n
     its CTAs' latency limit)."""
     if curves.mla_memory > 0:  # the MLA kernels' own bandwidth fraction
         curves = dataclasses.replace(curves, attention_memory=curves.mla_memory)
-    stream = seconds(t, device, dataclasses.replace(curves, mla_token_s=0.0))
+    # the streaming kernels' own cost per wave of CTAs (the walking kernels' prologues stay the decode kernels')
+    tile = curves.mla_tile_s if curves.mla_tile_s > 0 else curves.decode_tile_s
+    stream = fp8_stream(t, device, dataclasses.replace(curves, mla_token_s=0.0, decode_tile_s=tile))
     if t.walk is None or not np.any(t.walk) or curves.mla_token_s <= 0:
         return stream
     own = {f"{f}/{t.op}": curves.rate[walk_key(f)] for f in t.labels if walk_key(f) in curves.rate}
-    walker = dataclasses.replace(curves, mla_token_s=0.0, rate={**curves.rate, **own}, decode_half_occupancy=0.0)
+    rates = {k: v for k, v in {**curves.rate, **own}.items() if k not in (fp8_key(f) for f in t.labels)}
+    walker = dataclasses.replace(curves, mla_token_s=0.0, rate=rates, decode_half_occupancy=0.0)
     rate = np.array([walker.rate.get(f"{f}/{t.op}", 1.0) for f in t.labels] or [1.0])[t.group]
     token_s = curves.mla_token_s * cycle_scale(curves, device)
     walk = walk_seconds(t, dataclasses.replace(curves, mla_token_s=token_s)) / rate
@@ -233,12 +257,16 @@ CONTEXT = register(
 
 def walk_rate(rows: pd.DataFrame) -> tuple[str, ...]:
     """``rate.<engine>/generation_mla/walk`` of each walking engine ``rows`` hold (fitted on walking rows only: a GPU
-    whose rows do not walk leaves it at its start)."""
-    return tuple(f"rate.{walk_key(f)}" for f in WALK_ENGINES if (rows["framework"].astype(str) == f).any())
+    whose rows do not walk leaves it at its start), and ``rate.<engine>/generation_mla/fp8`` of each engine with
+    fp8-KV rows (fitted on streaming rows only: a GPU whose rows walk leaves it at its start)."""
+    fw = rows["framework"].astype(str)
+    kv8 = _dtype(rows, "kv_cache_dtype") == 1.0
+    walk = tuple(f"rate.{walk_key(f)}" for f in WALK_ENGINES if (fw == f).any())
+    return (*walk, *(f"rate.{fp8_key(f)}" for f in sorted(set(fw[kv8]))))
 
 
 #: the figures of MLA decode's own (its token walk), beside each engine's fixed extra and rate
-DECODE_PARAMS = ("mla_token_s", "mla_walk_blend", "mla_memory")
+DECODE_PARAMS = ("mla_token_s", "mla_walk_blend", "mla_memory", "mla_tile_s")
 GENERATION = register(
     Family(
         name="generation_mla",
