@@ -137,7 +137,16 @@ def test_mla_prefill_fp8_kv_runs_fp8_context_mla_from_hopper_on():
     t16, t8 = KM.predict_context(rows, hopper, c) * 1e-3
     mma16 = t16 - latent16 / bw - 2e-6  # the kernel's MMAs (they outlast its Q/K/V/O bytes here)
     assert mma16 > B * S * H * 2 * 2 * 512 * 2 / bw
-    assert t8 == pytest.approx(mma16 * (1e15 * 0.5) / (2e15 * 0.4) + (latent8 + quant) / bw + 2e-6, rel=1e-9)
+    # (the quantise pass is one kernel more: a second kernel_s)
+    assert t8 == pytest.approx(mma16 * (1e15 * 0.5) / (2e15 * 0.4) + (latent8 + quant) / bw + 2 * 2e-6, rel=1e-9)
+    # the fp8 MLA kernel's own rate divides its math (and only the fp8 kernel's rows)
+    c8 = dataclasses.replace(c, rate={"trtllm/context_mla/fp8": 0.5})
+    r16, r8 = KM.predict_context(rows, hopper, c8) * 1e-3
+    assert r16 == pytest.approx(t16, rel=1e-12)
+    assert r8 == pytest.approx(t8 + mma16 * (1e15 * 0.5) / (2e15 * 0.4), rel=1e-9)
+    used = FAMILIES["context_mla"].used
+    assert "rate.trtllm/context_mla/fp8" in used(rows) and "rate.trtllm/context_mla/fp8" not in used(rows[:1])
+    assert not any(p.endswith("/fp8") for p in used(rows.assign(framework="vllm")))
     a16, a8 = KM.predict_context(rows, _dev(memory_bandwidth=2e13, architecture="ampere"), c) * 1e-3
     assert a16 == pytest.approx(t16, rel=1e-12)
     assert a8 == pytest.approx(t16 - (latent16 - latent8) / bw, rel=1e-12)

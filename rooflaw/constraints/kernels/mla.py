@@ -140,7 +140,15 @@ def context_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
         group=group,
         labels=labels,
         op="context_mla",
+        kv8=q8,
     )
+
+
+def context_seconds(t: AttentionTerms, device: Device, curves: KernelCurves) -> np.ndarray:
+    """Seconds of each prepared MLA prefill row: :func:`.attention.seconds` (the fp8 MLA kernel's rows, ``t.kv8``, at
+    its own rate ``rate["<engine>/context_mla/fp8"]``), its quantise pass one kernel more (``kernel_s``)."""
+    passes = np.zeros(len(t.bytes)) if t.kv8 is None else t.kv8.astype(float)
+    return seconds(t, device, curves) + passes * curves.kernel_s
 
 
 def generation_terms(rows: pd.DataFrame, device: Device) -> MlaDecodeTerms:
@@ -234,12 +242,21 @@ def decode_seconds(t: MlaDecodeTerms, device: Device, curves: KernelCurves) -> n
 
 def predict_context(rows: pd.DataFrame, device: Device, curves: KernelCurves) -> np.ndarray:
     """Predicted ms of each row of a ``context_mla_perf`` table."""
-    return seconds(context_terms(rows, device), device, curves) * 1e3
+    return context_seconds(context_terms(rows, device), device, curves) * 1e3
 
 
 def predict_generation(rows: pd.DataFrame, device: Device, curves: KernelCurves) -> np.ndarray:
     """Predicted ms of each row of a ``generation_mla_perf`` table."""
     return decode_seconds(generation_terms(rows, device), device, curves) * 1e3
+
+
+def context_used(rows: pd.DataFrame) -> tuple[str, ...]:
+    """The MLA prefill figures ``rows`` determine: each engine's fixed extra, each non-reference engine's rate, and
+    ``rate["<engine>/context_mla/fp8"]`` where :data:`FP8_CONTEXT_ENGINE` has fp8-KV rows (fitted on the fp8 MLA
+    kernel's rows, sm90+: a GPU without them leaves it at its start)."""
+    kv8 = (_dtype(rows, "kv_cache_dtype") == 1.0) & (rows["framework"].astype(str) == FP8_CONTEXT_ENGINE).to_numpy()
+    fp8 = (f"rate.{FP8_CONTEXT_ENGINE}/context_mla/fp8",) if kv8.any() else ()
+    return (*used_params_for("context_mla", (), True)(rows), *fp8)
 
 
 CONTEXT = register(
@@ -248,9 +265,9 @@ CONTEXT = register(
         tables=("context_mla_perf",),
         params=(),
         predict=predict_context,
-        used=used_params_for("context_mla", (), True),
+        used=context_used,
         prepare=context_terms,
-        evaluate=seconds,
+        evaluate=context_seconds,
     )
 )
 
