@@ -12,11 +12,18 @@ Prefill decompresses the cache into per-head K and V and runs a causal FlashAtte
 ``= 2·B·H·P·(192 + 128)`` over the ``P`` block pairs (:func:`.attention.block_pairs`), bytes ``= B·S·H·(2·192 +
 2·128)·2`` (Q, K, V, O in bf16), plus the latent written to the cache beside it (``B·S·576·b_kv``). With an fp8 KV
 cache on sm90+ TensorRT-LLM runs its fp8 context MLA (:func:`fp8_mla`): a pass quantising Q, K and V (``B·S·H·512``
-values read in bf16, written in fp8) and the FMHA on the fp8 roof (``attention_fp8``).
+values read in bf16, written in fp8) and the FMHA on the fp8 roof (``attention_fp8``), a kernel of its own: its own
+rate (``rate["trtllm/context_mla/fp8"]``), and its quantise pass one kernel more (``kernel_s``: B200 and H100 take
+2-3.5 µs longer in fp8 than in bf16 at one token).
 Decode runs with the up-projections absorbed into the query and output (an MQA over the latent): every head scores
 the 576-wide latent and sums the 512-wide one, FLOPs ``= 2·B·H·L·(576 + 512)`` (on the fp8 roof in TensorRT-LLM's
 fp8-KV kernel from sm90 on), bytes ``= B·L·576·b_kv + B·H·(576 + 512)·2`` at ``mla_memory`` of the bandwidth, one KV
-stream per sequence (``n = B``). Times as :func:`.attention.seconds`.
+stream per sequence (``n = B``). Times as :func:`.attention.seconds`. The streaming (sm90+) kernels run a CTA per
+sequence and :data:`HEAD_BLOCK` query heads (FlashMLA's 64-row MMA tile), each wave of them costing ``mla_tile_s`` (SM
+cycles, the MLA kernels' own ``decode_tile_s``: at one cached token the time grows ~linearly with the batch from 128
+sequences, 36 ns a sequence on B200, 55 ns on H100, and doubles from 64 to 128 heads on H100); an engine's fp8-KV
+kernel runs at its own rate (``rate["<engine>/generation_mla/fp8"]``: vLLM runs FlashMLA on an fp8 cache and
+FlashAttention's MLA on a bf16 one).
 
 Which decode kernel runs is a property of the device's architecture and the engine (:func:`walks`): before Hopper
 (compute capability < 9.0: Ampere, Ada) there is no split MLA decode kernel (FlashMLA and TensorRT-LLM's trtllm-gen
