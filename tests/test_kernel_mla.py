@@ -178,6 +178,13 @@ def test_mla_decode_streaming_kernels_own_wave_cost_and_fp8_rate():
     core8 = max(math8 / 0.5, byts8 * (1 + 0.25 / (16 / 100)) / (2e12 * 0.9))
     got8 = KM.predict_generation(r8, _dev(architecture="hopper", clock=2e9), c8)[0] * 1e-3
     assert got8 == pytest.approx(core8 + 10e-6 + 2e-6, rel=1e-12)
+    # and its own fixed time per call where fitted (vLLM's FlashMLA path on an fp8 cache)
+    c8f = dataclasses.replace(c8, launch={"trtllm/generation_mla": 1e-6, KM.fp8_key("trtllm"): 3e-5})
+    got8f = KM.predict_generation(r8, _dev(architecture="hopper", clock=2e9), c8f)[0] * 1e-3
+    assert got8f == pytest.approx(got8 + 3e-5, rel=1e-12)
+    assert KM.predict_generation(rows, _dev(architecture="hopper", clock=2e9), c8f)[0] * 1e-3 == pytest.approx(
+        got + 1e-6, rel=1e-12
+    )
     # a bf16 row ignores the fp8 rate
     assert KM.predict_generation(rows, _dev(architecture="hopper", clock=2e9), c8)[0] * 1e-3 == pytest.approx(got)
     # the walking Ampere kernel (one CTA per sequence) keeps decode_tile_s: mla_tile_s changes nothing there
@@ -195,7 +202,8 @@ def test_fit_recovers_streaming_mla_decode_figures():
                                decode_tile_s=2e-6, clock_mhz=2000.0)  # fmt: skip
     true = dataclasses.replace(base, mla_memory=0.75, mla_tile_s=6e-6,
                                rate={"vllm/generation_mla": 0.8, KM.fp8_key("trtllm"): 1.3, KM.fp8_key("vllm"): 0.6},
-                               launch={"trtllm/generation_mla": 4e-6, "vllm/generation_mla": 1.5e-4})  # fmt: skip
+                               launch={"trtllm/generation_mla": 4e-6, "vllm/generation_mla": 1.5e-4,
+                                       KM.fp8_key("trtllm"): 6e-6, KM.fp8_key("vllm"): 1.9e-4})  # fmt: skip
     rng = np.random.default_rng(5)
     n = 600
     rows = pd.DataFrame({"batch_size": rng.choice([1, 4, 16, 64, 256, 1024], n), "isl": 1,
@@ -215,6 +223,9 @@ def test_fit_recovers_streaming_mla_decode_figures():
         f"rate.{KM.fp8_key('vllm')}",
         "launch.trtllm/generation_mla",
         "launch.vllm/generation_mla",
+        f"launch.{KM.fp8_key('trtllm')}",
+        f"launch.{KM.fp8_key('vllm')}",
     ):
         assert KF.get_param(got, path) == pytest.approx(KF.get_param(true, path), rel=1e-3), path
     assert KF.pooled("mla_tile_s") and KF.pooled(f"rate.{KM.fp8_key('vllm')}")
+    assert not KF.pooled(f"launch.{KM.fp8_key('vllm')}")  # an engine's fp8 path's own fixed time, as a library's

@@ -22,8 +22,9 @@ stream per sequence (``n = B``). Times as :func:`.attention.seconds`. The stream
 sequence and :data:`HEAD_BLOCK` query heads (FlashMLA's 64-row MMA tile), each wave of them costing ``mla_tile_s`` (SM
 cycles, the MLA kernels' own ``decode_tile_s``: at one cached token the time grows ~linearly with the batch from 128
 sequences, 36 ns a sequence on B200, 55 ns on H100, and doubles from 64 to 128 heads on H100); an engine's fp8-KV
-kernel runs at its own rate (``rate["<engine>/generation_mla/fp8"]``: vLLM runs FlashMLA on an fp8 cache and
-FlashAttention's MLA on a bf16 one).
+kernel runs at its own rate and fixed time per call (``rate`` and ``launch["<engine>/generation_mla/fp8"]``: vLLM
+runs FlashMLA on an fp8 cache, 40 µs a call more on H100, and FlashAttention's MLA on a bf16 one; the fixed time, like a
+GEMM library's, is not carried into ``generic``).
 
 Which decode kernel runs is a property of the device's architecture and the engine (:func:`walks`): before Hopper
 (compute capability < 9.0: Ampere, Ada) there is no split MLA decode kernel (FlashMLA and TensorRT-LLM's trtllm-gen
@@ -208,13 +209,15 @@ def fp8_key(framework: str) -> str:
 
 def fp8_stream(t: MlaDecodeTerms, device: Device, curves: KernelCurves) -> np.ndarray:
     """:func:`.attention.seconds` of streaming MLA decode rows, the fp8-KV rows (``t.kv8``) at their engine's fp8-KV
-    kernel's rate (``rate["<engine>/generation_mla/fp8"]``, its whole kernel: math and prologues; where not fitted,
-    the engine's)."""
+    kernel's rate and fixed time (``rate`` / ``launch["<engine>/generation_mla/fp8"]``; the rate its whole kernel's:
+    math and prologues; where not fitted, the engine's)."""
     base = seconds(t, device, curves)
     own = {f"{f}/{t.op}": curves.rate[fp8_key(f)] for f in t.labels if fp8_key(f) in curves.rate}
-    if t.kv8 is None or not own or not np.any(t.kv8):
+    fixed = {f"{f}/{t.op}": curves.launch[fp8_key(f)] for f in t.labels if fp8_key(f) in curves.launch}
+    if t.kv8 is None or not (own or fixed) or not np.any(t.kv8):
         return base
-    return np.where(t.kv8, seconds(t, device, dataclasses.replace(curves, rate={**curves.rate, **own})), base)
+    kv8 = dataclasses.replace(curves, rate={**curves.rate, **own}, launch={**curves.launch, **fixed})
+    return np.where(t.kv8, seconds(t, device, kv8), base)
 
 
 def walk_seconds(t: MlaDecodeTerms, curves: KernelCurves) -> np.ndarray:
@@ -281,12 +284,12 @@ CONTEXT = register(
 
 def walk_rate(rows: pd.DataFrame) -> tuple[str, ...]:
     """``rate.<engine>/generation_mla/walk`` of each walking engine ``rows`` hold (fitted on walking rows only: a GPU
-    whose rows do not walk leaves it at its start), and ``rate.<engine>/generation_mla/fp8`` of each engine with
-    fp8-KV rows (fitted on streaming rows only: a GPU whose rows walk leaves it at its start)."""
+    whose rows do not walk leaves it at its start), and ``rate``/``launch.<engine>/generation_mla/fp8`` of each engine
+    with fp8-KV rows (fitted on streaming rows only: a GPU whose rows walk leaves them at their start)."""
     fw = rows["framework"].astype(str)
     kv8 = _dtype(rows, "kv_cache_dtype") == 1.0
     walk = tuple(f"rate.{walk_key(f)}" for f in WALK_ENGINES if (fw == f).any())
-    return (*walk, *(f"rate.{fp8_key(f)}" for f in sorted(set(fw[kv8]))))
+    return (*walk, *(f"{d}.{fp8_key(f)}" for f in sorted(set(fw[kv8])) for d in ("rate", "launch")))
 
 
 #: the figures of MLA decode's own (its token walk), beside each engine's fixed extra and rate
