@@ -202,8 +202,9 @@ def walk_key(framework: str) -> str:
 
 
 def fp8_key(framework: str) -> str:
-    """The :attr:`KernelCurves.rate` key of ``framework``'s streaming MLA decode kernel for an fp8 KV cache (a kernel of
-    its own: vLLM runs FlashMLA there and FlashAttention's MLA on a bf16 cache; TensorRT-LLM its fp8 kernel)."""
+    """The :attr:`KernelCurves.rate` and ``launch`` key of ``framework``'s streaming MLA decode kernel for an fp8 KV
+    cache (a kernel of its own: vLLM runs FlashMLA there and FlashAttention's MLA on a bf16 cache; TensorRT-LLM its fp8
+    kernel)."""
     return f"{framework}/generation_mla/fp8"
 
 
