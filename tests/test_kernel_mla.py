@@ -146,12 +146,17 @@ def test_mla_prefill_fp8_kv_runs_fp8_context_mla_from_hopper_on():
     assert r8 == pytest.approx(t8 + mma16 * (1e15 * 0.5) / (2e15 * 0.4), rel=1e-9)
     used = FAMILIES["context_mla"].used
     assert "rate.trtllm/context_mla/fp8" in used(rows) and "rate.trtllm/context_mla/fp8" not in used(rows[:1])
-    assert not any(p.endswith("/fp8") for p in used(rows.assign(framework="vllm")))
+    assert [p for p in used(rows.assign(framework="vllm")) if p.endswith("/fp8")] == ["launch.vllm/context_mla/fp8"]
     a16, a8 = KM.predict_context(rows, _dev(memory_bandwidth=2e13, architecture="ampere"), c) * 1e-3
     assert a16 == pytest.approx(t16, rel=1e-12)
     assert a8 == pytest.approx(t16 - (latent16 - latent8) / bw, rel=1e-12)
     v16, v8 = KM.predict_context(rows.assign(framework="vllm"), hopper, c) * 1e-3
     assert v8 == pytest.approx(v16 - (latent16 - latent8) / bw, rel=1e-12)
+    # an engine's fp8 path's own fixed time per call, on its fp8-cache rows only (here vLLM's: 30 us)
+    cv = dataclasses.replace(c, launch={"vllm/context_mla": 1e-5, "vllm/context_mla/fp8": 3e-5})
+    f16, f8 = KM.predict_context(rows.assign(framework="vllm"), hopper, cv) * 1e-3
+    assert f16 == pytest.approx(v16 + 1e-5, rel=1e-12)
+    assert f8 == pytest.approx(v8 + 3e-5, rel=1e-12)
 
 
 def test_mla_decode_streaming_kernels_own_wave_cost_and_fp8_rate():

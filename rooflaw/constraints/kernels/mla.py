@@ -14,7 +14,8 @@ Prefill decompresses the cache into per-head K and V and runs a causal FlashAtte
 cache on sm90+ TensorRT-LLM runs its fp8 context MLA (:func:`fp8_mla`): a pass quantising Q, K and V (``B·S·H·512``
 values read in bf16, written in fp8) and the FMHA on the fp8 roof (``attention_fp8``), a kernel of its own: its own
 rate (``rate["trtllm/context_mla/fp8"]``), and its quantise pass one kernel more (``kernel_s``: B200 and H100 take
-2-3.5 µs longer in fp8 than in bf16 at one token).
+2-3.5 µs longer in fp8 than in bf16 at one token); an engine's fp8-cache path has its own fixed time per call
+(``launch["<engine>/context_mla/fp8"]``, :func:`context_seconds`).
 Decode runs with the up-projections absorbed into the query and output (an MQA over the latent): every head scores
 the 576-wide latent and sums the 512-wide one, FLOPs ``= 2·B·H·L·(576 + 512)`` (on the fp8 roof in TensorRT-LLM's
 fp8-KV kernel from sm90 on), bytes ``= B·L·576·b_kv + B·H·(576 + 512)·2`` at ``mla_memory`` of the bandwidth, one KV
@@ -88,6 +89,13 @@ class MlaDecodeTerms(AttentionTerms):
     walk_tokens: np.ndarray | None = None  #: cached tokens each of them walks
 
 
+@dataclasses.dataclass(frozen=True)
+class MlaContextTerms(AttentionTerms):
+    """:class:`.attention.AttentionTerms` of MLA prefill rows, with the rows holding an fp8 KV cache (any engine)."""
+
+    cache8: np.ndarray | None = None  #: bool per row: the KV cache is fp8 (its engine's fp8 path's own fixed time)
+
+
 def walks(rows: pd.DataFrame, device: Device) -> np.ndarray:
     """bool per decode row: its kernel walks the latent token by token -- :data:`WALK_ENGINES` on a device of
     :data:`WALK_ARCHITECTURES`."""
@@ -118,7 +126,7 @@ def fp8_mla(rows: pd.DataFrame, device: Device) -> np.ndarray:
     return (fw == FP8_CONTEXT_ENGINE) & (_dtype(rows, "kv_cache_dtype") == 1.0) & sm90
 
 
-def context_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
+def context_terms(rows: pd.DataFrame, device: Device) -> MlaContextTerms:
     B, S, H = column(rows, "batch_size"), column(rows, "isl"), column(rows, "num_heads")
     b_kv, b_q = _dtype(rows, "kv_cache_dtype"), _dtype(rows, "mla_dtype")
     dqk = QK_NOPE + QK_ROPE
@@ -131,7 +139,7 @@ def context_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
     te, we = tile_efficiency(S, 1.0, B * H, dataclasses.replace(device, tile=(Q_TILE, 1), gemm_half_rows=0.0))
     ok = np.isfinite(byts + extra) & (flops > 0)
     group, labels = groups_of(rows, ok)
-    return AttentionTerms(
+    return MlaContextTerms(
         flops=np.where(ok, flops, np.nan),
         bytes=byts,
         peak16=np.full(len(rows), device.roof("fp16")[1]),
@@ -149,14 +157,23 @@ def context_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
         labels=labels,
         op="context_mla",
         kv8=q8,
+        cache8=b_kv == 1.0,
     )
 
 
-def context_seconds(t: AttentionTerms, device: Device, curves: KernelCurves) -> np.ndarray:
+def context_seconds(t: MlaContextTerms, device: Device, curves: KernelCurves) -> np.ndarray:
     """Seconds of each prepared MLA prefill row: :func:`.attention.seconds` (the fp8 MLA kernel's rows, ``t.kv8``, at
-    its own rate ``rate["<engine>/context_mla/fp8"]``), its quantise pass one kernel more (``kernel_s``)."""
+    its own rate ``rate["<engine>/context_mla/fp8"]``), the fp8-cache rows (``t.cache8``) with their engine's fp8
+    path's own fixed time per call where fitted (``launch["<engine>/context_mla/fp8"]``, not pooled: vLLM's fp8 path
+    takes 30-40 µs a call more on H100), the fp8 MLA kernel's quantise pass one kernel more (``kernel_s``)."""
     passes = np.zeros(len(t.bytes)) if t.kv8 is None else t.kv8.astype(float)
-    return seconds(t, device, curves) + passes * curves.kernel_s
+    base = seconds(t, device, curves) + passes * curves.kernel_s
+    key = {f"{f}/{t.op}": f"{f}/{t.op}/fp8" for f in t.labels}
+    fixed = {k: curves.launch[v] for k, v in key.items() if v in curves.launch}
+    if t.cache8 is None or not fixed or not np.any(t.cache8):
+        return base
+    own = seconds(t, device, dataclasses.replace(curves, launch={**curves.launch, **fixed})) + passes * curves.kernel_s
+    return np.where(t.cache8, own, base)
 
 
 def generation_terms(rows: pd.DataFrame, device: Device) -> MlaDecodeTerms:
@@ -265,9 +282,11 @@ def context_used(rows: pd.DataFrame) -> tuple[str, ...]:
     """The MLA prefill figures ``rows`` determine: each engine's fixed extra, each non-reference engine's rate, and
     ``rate["<engine>/context_mla/fp8"]`` where :data:`FP8_CONTEXT_ENGINE` has fp8-KV rows (fitted on the fp8 MLA
     kernel's rows, sm90+: a GPU without them leaves it at its start)."""
-    kv8 = (_dtype(rows, "kv_cache_dtype") == 1.0) & (rows["framework"].astype(str) == FP8_CONTEXT_ENGINE).to_numpy()
-    fp8 = (f"rate.{FP8_CONTEXT_ENGINE}/context_mla/fp8",) if kv8.any() else ()
-    return (*used_params_for("context_mla", (), True)(rows), *fp8)
+    fw = rows["framework"].astype(str)
+    cache8 = _dtype(rows, "kv_cache_dtype") == 1.0
+    fp8 = (f"rate.{FP8_CONTEXT_ENGINE}/context_mla/fp8",) if (cache8 & (fw == FP8_CONTEXT_ENGINE)).any() else ()
+    fixed = tuple(f"launch.{f}/context_mla/fp8" for f in sorted(set(fw[cache8])))
+    return (*used_params_for("context_mla", (), True)(rows), *fp8, *fixed)
 
 
 CONTEXT = register(
