@@ -137,9 +137,100 @@ def test_mla_prefill_fp8_kv_runs_fp8_context_mla_from_hopper_on():
     t16, t8 = KM.predict_context(rows, hopper, c) * 1e-3
     mma16 = t16 - latent16 / bw - 2e-6  # the kernel's MMAs (they outlast its Q/K/V/O bytes here)
     assert mma16 > B * S * H * 2 * 2 * 512 * 2 / bw
-    assert t8 == pytest.approx(mma16 * (1e15 * 0.5) / (2e15 * 0.4) + (latent8 + quant) / bw + 2e-6, rel=1e-9)
+    # (the quantise pass is one kernel more: a second kernel_s)
+    assert t8 == pytest.approx(mma16 * (1e15 * 0.5) / (2e15 * 0.4) + (latent8 + quant) / bw + 2 * 2e-6, rel=1e-9)
+    # the fp8 MLA kernel's own rate divides its math (and only the fp8 kernel's rows)
+    c8 = dataclasses.replace(c, rate={"trtllm/context_mla/fp8": 0.5})
+    r16, r8 = KM.predict_context(rows, hopper, c8) * 1e-3
+    assert r16 == pytest.approx(t16, rel=1e-12)
+    assert r8 == pytest.approx(t8 + mma16 * (1e15 * 0.5) / (2e15 * 0.4), rel=1e-9)
+    used = FAMILIES["context_mla"].used
+    assert "rate.trtllm/context_mla/fp8" in used(rows) and "rate.trtllm/context_mla/fp8" not in used(rows[:1])
+    assert [p for p in used(rows.assign(framework="vllm")) if p.endswith("/fp8")] == ["launch.vllm/context_mla/fp8"]
     a16, a8 = KM.predict_context(rows, _dev(memory_bandwidth=2e13, architecture="ampere"), c) * 1e-3
     assert a16 == pytest.approx(t16, rel=1e-12)
     assert a8 == pytest.approx(t16 - (latent16 - latent8) / bw, rel=1e-12)
     v16, v8 = KM.predict_context(rows.assign(framework="vllm"), hopper, c) * 1e-3
     assert v8 == pytest.approx(v16 - (latent16 - latent8) / bw, rel=1e-12)
+    # an engine's fp8 path's own fixed time per call, on its fp8-cache rows only (here vLLM's: 30 us)
+    cv = dataclasses.replace(c, launch={"vllm/context_mla": 1e-5, "vllm/context_mla/fp8": 3e-5})
+    f16, f8 = KM.predict_context(rows.assign(framework="vllm"), hopper, cv) * 1e-3
+    assert f16 == pytest.approx(v16 + 1e-5, rel=1e-12)
+    assert f8 == pytest.approx(v8 + 3e-5, rel=1e-12)
+
+
+def test_mla_decode_streaming_kernels_own_wave_cost_and_fp8_rate():
+    # Hopper, 8 sequences x 128 heads: the streaming kernel's CTAs hold 64 query heads each, 16 CTAs on 100 SMs (one
+    # partial wave, paying all of mla_tile_s with decode_cta_share 0); its per-wave cost replaces the decode kernels'
+    # (SM cycles: on a device at half the curves' clock a wave takes twice as long); an fp8 cache runs at the engine's
+    # fp8-KV kernel's rate (math and prologues), the walking Ampere rows keep the decode kernels' prologues
+    c = dataclasses.replace(CURVES, attention=0.5, attention_memory=0.9, decode_half_occupancy=0.25,
+                            decode_tile_s=1e-6, mla_tile_s=5e-6, clock_mhz=2000.0)  # fmt: skip
+    rows = _rows(num_heads=[128], step=[3], kv_cache_dtype=["bfloat16"])
+    t = KM.generation_terms(rows, _dev(architecture="hopper"))
+    assert t.streams.tolist() == [16.0]
+    byts = 8 * 4 * 576 * 2 + 8 * 128 * 1088 * 2
+    core = max(2 * 8 * 128 * 4 * 1088 / (1e15 * 0.5), byts * (1 + 0.25 / (16 / 100)) / (2e12 * 0.9))
+    got = KM.predict_generation(rows, _dev(architecture="hopper", clock=2e9), c)[0] * 1e-3
+    assert got == pytest.approx(core + 5e-6 + 2e-6, rel=1e-12)  # decode_blend 1: stream and prologue add
+    slow = KM.predict_generation(rows, _dev(architecture="hopper", clock=1e9), c)[0] * 1e-3
+    assert slow == pytest.approx(core + 10e-6 + 2e-6, rel=1e-12)
+    # fp8 KV: the latent at 1 byte; the fp8-KV kernel's rate 0.5 doubles its math and its prologue
+    r8 = _rows(num_heads=[128], step=[3], kv_cache_dtype=["fp8"])
+    c8 = dataclasses.replace(c, rate={KM.fp8_key("trtllm"): 0.5})
+    byts8 = 8 * 4 * 576 + 8 * 128 * 1088 * 2
+    math8 = 2 * 8 * 128 * 4 * 1088 / (2e15 * 0.5)  # TensorRT-LLM's fp8-KV decode math on the fp8 roof (attention)
+    core8 = max(math8 / 0.5, byts8 * (1 + 0.25 / (16 / 100)) / (2e12 * 0.9))
+    got8 = KM.predict_generation(r8, _dev(architecture="hopper", clock=2e9), c8)[0] * 1e-3
+    assert got8 == pytest.approx(core8 + 10e-6 + 2e-6, rel=1e-12)
+    # and its own fixed time per call where fitted (vLLM's FlashMLA path on an fp8 cache)
+    c8f = dataclasses.replace(c8, launch={"trtllm/generation_mla": 1e-6, KM.fp8_key("trtllm"): 3e-5})
+    got8f = KM.predict_generation(r8, _dev(architecture="hopper", clock=2e9), c8f)[0] * 1e-3
+    assert got8f == pytest.approx(got8 + 3e-5, rel=1e-12)
+    assert KM.predict_generation(rows, _dev(architecture="hopper", clock=2e9), c8f)[0] * 1e-3 == pytest.approx(
+        got + 1e-6, rel=1e-12
+    )
+    # a bf16 row ignores the fp8 rate
+    assert KM.predict_generation(rows, _dev(architecture="hopper", clock=2e9), c8)[0] * 1e-3 == pytest.approx(got)
+    # the walking Ampere kernel (one CTA per sequence) keeps decode_tile_s: mla_tile_s changes nothing there
+    amp = _dev(architecture="ampere", clock=2e9)
+    cw = dataclasses.replace(c, mla_token_s=1e-7)
+    assert KM.predict_generation(rows, amp, cw)[0] == pytest.approx(
+        KM.predict_generation(rows, amp, dataclasses.replace(cw, mla_tile_s=0.0))[0], rel=1e-12
+    )
+
+
+def test_fit_recovers_streaming_mla_decode_figures():
+    # rows a Hopper device's streaming TensorRT-LLM and vLLM kernels would take under known figures
+    dev = _dev(architecture="hopper", sm_count=132, clock=1.98e9)
+    base = dataclasses.replace(CURVES, attention=0.5, attention_memory=0.85, decode_half_occupancy=0.3,
+                               decode_tile_s=2e-6, clock_mhz=2000.0)  # fmt: skip
+    true = dataclasses.replace(base, mla_memory=0.75, mla_tile_s=6e-6,
+                               rate={"vllm/generation_mla": 0.8, KM.fp8_key("trtllm"): 1.3, KM.fp8_key("vllm"): 0.6},
+                               launch={"trtllm/generation_mla": 4e-6, "vllm/generation_mla": 1.5e-4,
+                                       KM.fp8_key("trtllm"): 6e-6, KM.fp8_key("vllm"): 1.9e-4})  # fmt: skip
+    rng = np.random.default_rng(5)
+    n = 600
+    rows = pd.DataFrame({"batch_size": rng.choice([1, 4, 16, 64, 256, 1024], n), "isl": 1,
+                         "step": rng.choice([1, 127, 1023, 8191, 32767], n),
+                         "num_heads": rng.choice([16, 64, 128], n), "mla_dtype": "bfloat16",
+                         "kv_cache_dtype": rng.choice(["bfloat16", "fp8"], n),
+                         "framework": rng.choice(["trtllm", "vllm"], n), "table": "generation_mla_perf"})  # fmt: skip
+    rows["latency"] = KM.predict_generation(rows, dev, true)
+    fam = FAMILIES["generation_mla"]
+    prep = KF.Prepared(KF.GPU("syn", dev, []), rows, np.arange(n), fam.prepare(rows, dev))
+    got = KF.fit_family(fam, [prep], base)
+    for path in (
+        "mla_memory",
+        "mla_tile_s",
+        "rate.vllm/generation_mla",
+        f"rate.{KM.fp8_key('trtllm')}",
+        f"rate.{KM.fp8_key('vllm')}",
+        "launch.trtllm/generation_mla",
+        "launch.vllm/generation_mla",
+        f"launch.{KM.fp8_key('trtllm')}",
+        f"launch.{KM.fp8_key('vllm')}",
+    ):
+        assert KF.get_param(got, path) == pytest.approx(KF.get_param(true, path), rel=1e-3), path
+    assert KF.pooled("mla_tile_s") and KF.pooled(f"rate.{KM.fp8_key('vllm')}")
+    assert not KF.pooled(f"launch.{KM.fp8_key('vllm')}")  # an engine's fp8 path's own fixed time, as a library's

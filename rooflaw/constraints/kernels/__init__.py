@@ -133,6 +133,9 @@ class KernelCurves:
     mla_walk_blend: float = 3.0
     #: achieved bandwidth fraction of an MLA decode kernel's latent stream (0: ``attention_memory``)
     mla_memory: float = 0.0
+    #: seconds each wave of a streaming MLA decode kernel's CTAs costs (Q of its heads, page table, split merge, O):
+    #: SM cycles written as seconds at ``clock_mhz``, as ``decode_tile_s`` (0: ``decode_tile_s``; :mod:`.mla`)
+    mla_tile_s: float = 0.0
     #: p of a decode kernel's blend of its KV stream and its CTA prologues, ``(t_stream^p + t_prologues^p)^(1/p)`` (1:
     #: their sum, large: the larger), reached with many waves of CTAs: with ``W`` waves ``p = 1 + (decode_blend - 1)·(1
     #: - 1/W)`` (one wave's prologue has no earlier stream to hide under)

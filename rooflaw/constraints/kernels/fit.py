@@ -57,6 +57,7 @@ _BOUNDS = {
     "prefill_pack_gqa": (0.5, 0.0, 1.0, 0.1),
     "prefill_blend": (4.0, 1.0, 30.0, 1.0),
     "mla_memory": (0.8, 0.05, 1.5, 1.0),
+    "mla_tile_s": (3e-6, 0.0, 1e-3, 1e-6),
     "mla_walk_blend": (3.0, 1.0, 30.0, 1.0),
     "attention_l2": (0.02, 0.0, 1.0, 0.01),
     "attention_softmax": (4.0, 0.0, 200.0, 10.0),
@@ -80,7 +81,7 @@ _DEFAULT_BOUNDS = (0.5, 0.0, 10.0, 1.0)
 #: figures whose fit starts from the ``_BOUNDS`` start, not the curves' current (default) value
 _FRESH = frozenset({"compute", "gemm_blend", "split_s", "kstep_s", "l2_sm_gbps", "l2_share"})
 #: the decode attention figures whose fit starts from the ``_BOUNDS`` start (from its default, a bound, it stalls)
-_FRESH = _FRESH | set(DECODE_BOUNDS) | {"mla_token_s", "mla_memory", "prefill_pack_gqa", "prefill_blend"}
+_FRESH = _FRESH | set(DECODE_BOUNDS) | {"mla_token_s", "mla_memory", "mla_tile_s", "prefill_pack_gqa", "prefill_blend"}
 #: the MoE family's shape figures start inside their range too (at their default 0 the fit may not leave the bound)
 _FRESH = _FRESH | MOE_FRESH
 #: how ``generic`` is built (:func:`fit_kernels`): one fit on every GPU's rows, or the architectures' medians

@@ -12,11 +12,20 @@ Prefill decompresses the cache into per-head K and V and runs a causal FlashAtte
 ``= 2·B·H·P·(192 + 128)`` over the ``P`` block pairs (:func:`.attention.block_pairs`), bytes ``= B·S·H·(2·192 +
 2·128)·2`` (Q, K, V, O in bf16), plus the latent written to the cache beside it (``B·S·576·b_kv``). With an fp8 KV
 cache on sm90+ TensorRT-LLM runs its fp8 context MLA (:func:`fp8_mla`): a pass quantising Q, K and V (``B·S·H·512``
-values read in bf16, written in fp8) and the FMHA on the fp8 roof (``attention_fp8``).
+values read in bf16, written in fp8) and the FMHA on the fp8 roof (``attention_fp8``), a kernel of its own: its own
+rate (``rate["trtllm/context_mla/fp8"]``), and its quantise pass one kernel more (``kernel_s``: B200 and H100 take
+2-3.5 µs longer in fp8 than in bf16 at one token); an engine's fp8-cache path has its own fixed time per call
+(``launch["<engine>/context_mla/fp8"]``, :func:`context_seconds`).
 Decode runs with the up-projections absorbed into the query and output (an MQA over the latent): every head scores
 the 576-wide latent and sums the 512-wide one, FLOPs ``= 2·B·H·L·(576 + 512)`` (on the fp8 roof in TensorRT-LLM's
 fp8-KV kernel from sm90 on), bytes ``= B·L·576·b_kv + B·H·(576 + 512)·2`` at ``mla_memory`` of the bandwidth, one KV
-stream per sequence (``n = B``). Times as :func:`.attention.seconds`.
+stream per sequence (``n = B``). Times as :func:`.attention.seconds`. The streaming (sm90+) kernels run a CTA per
+sequence and :data:`HEAD_BLOCK` query heads (FlashMLA's 64-row MMA tile), each wave of them costing ``mla_tile_s`` (SM
+cycles, the MLA kernels' own ``decode_tile_s``: at one cached token the time grows ~linearly with the batch from 128
+sequences, 36 ns a sequence on B200, 55 ns on H100, and doubles from 64 to 128 heads on H100); an engine's fp8-KV
+kernel runs at its own rate and fixed time per call (``rate`` and ``launch["<engine>/generation_mla/fp8"]``: vLLM
+runs FlashMLA on an fp8 cache, 40 µs a call more on H100, and FlashAttention's MLA on a bf16 one; the fixed time, like a
+GEMM library's, is not carried into ``generic``).
 
 Which decode kernel runs is a property of the device's architecture and the engine (:func:`walks`): before Hopper
 (compute capability < 9.0: Ampere, Ada) there is no split MLA decode kernel (FlashMLA and TensorRT-LLM's trtllm-gen
@@ -67,6 +76,8 @@ WALK_ENGINES = ("trtllm", "vllm")
 FP8_CONTEXT_ENGINE = "trtllm"
 #: query heads per CTA (its ``BLOCK_H``) and KV splits per sequence of vLLM's Triton MLA decode kernel
 TRITON_HEADS, TRITON_SPLITS = 16.0, 4.0
+#: query heads per CTA of the streaming (sm90+) MLA decode kernels (FlashMLA's and TensorRT-LLM's: a 64-row MMA tile)
+HEAD_BLOCK = 64.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,6 +87,13 @@ class MlaDecodeTerms(AttentionTerms):
     walk: np.ndarray | None = None  #: bool per row: the kernel walks the latent token by token (:func:`walks`)
     walk_ctas: np.ndarray | None = None  #: CTAs of a walking kernel (they run in waves over the SMs)
     walk_tokens: np.ndarray | None = None  #: cached tokens each of them walks
+
+
+@dataclasses.dataclass(frozen=True)
+class MlaContextTerms(AttentionTerms):
+    """:class:`.attention.AttentionTerms` of MLA prefill rows, with the rows holding an fp8 KV cache (any engine)."""
+
+    cache8: np.ndarray | None = None  #: bool per row: the KV cache is fp8 (its engine's fp8 path's own fixed time)
 
 
 def walks(rows: pd.DataFrame, device: Device) -> np.ndarray:
@@ -108,7 +126,7 @@ def fp8_mla(rows: pd.DataFrame, device: Device) -> np.ndarray:
     return (fw == FP8_CONTEXT_ENGINE) & (_dtype(rows, "kv_cache_dtype") == 1.0) & sm90
 
 
-def context_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
+def context_terms(rows: pd.DataFrame, device: Device) -> MlaContextTerms:
     B, S, H = column(rows, "batch_size"), column(rows, "isl"), column(rows, "num_heads")
     b_kv, b_q = _dtype(rows, "kv_cache_dtype"), _dtype(rows, "mla_dtype")
     dqk = QK_NOPE + QK_ROPE
@@ -121,7 +139,7 @@ def context_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
     te, we = tile_efficiency(S, 1.0, B * H, dataclasses.replace(device, tile=(Q_TILE, 1), gemm_half_rows=0.0))
     ok = np.isfinite(byts + extra) & (flops > 0)
     group, labels = groups_of(rows, ok)
-    return AttentionTerms(
+    return MlaContextTerms(
         flops=np.where(ok, flops, np.nan),
         bytes=byts,
         peak16=np.full(len(rows), device.roof("fp16")[1]),
@@ -138,7 +156,24 @@ def context_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
         group=group,
         labels=labels,
         op="context_mla",
+        kv8=q8,
+        cache8=b_kv == 1.0,
     )
+
+
+def context_seconds(t: MlaContextTerms, device: Device, curves: KernelCurves) -> np.ndarray:
+    """Seconds of each prepared MLA prefill row: :func:`.attention.seconds` (the fp8 MLA kernel's rows, ``t.kv8``, at
+    its own rate ``rate["<engine>/context_mla/fp8"]``), the fp8-cache rows (``t.cache8``) with their engine's fp8
+    path's own fixed time per call where fitted (``launch["<engine>/context_mla/fp8"]``, not pooled: vLLM's fp8 path
+    takes 30-40 µs a call more on H100), the fp8 MLA kernel's quantise pass one kernel more (``kernel_s``)."""
+    passes = np.zeros(len(t.bytes)) if t.kv8 is None else t.kv8.astype(float)
+    base = seconds(t, device, curves) + passes * curves.kernel_s
+    key = {f"{f}/{t.op}": f"{f}/{t.op}/fp8" for f in t.labels}
+    fixed = {k: curves.launch[v] for k, v in key.items() if v in curves.launch}
+    if t.cache8 is None or not fixed or not np.any(t.cache8):
+        return base
+    own = seconds(t, device, dataclasses.replace(curves, launch={**curves.launch, **fixed})) + passes * curves.kernel_s
+    return np.where(t.cache8, own, base)
 
 
 def generation_terms(rows: pd.DataFrame, device: Device) -> MlaDecodeTerms:
@@ -150,6 +185,7 @@ def generation_terms(rows: pd.DataFrame, device: Device) -> MlaDecodeTerms:
     ok = np.isfinite(byts) & (flops > 0)
     group, labels = groups_of(rows, ok)
     ctas, tokens = walk_layout(rows)
+    walk = walks(rows, device)
     return MlaDecodeTerms(
         flops=np.where(ok, flops, np.nan),
         bytes=byts,
@@ -160,7 +196,7 @@ def generation_terms(rows: pd.DataFrame, device: Device) -> MlaDecodeTerms:
         extra_bytes=np.zeros(len(rows)),
         waves=np.ceil(B / (device.sm_count or 1)),
         sms=float(device.sm_count or 1),
-        streams=B,
+        streams=np.where(walk, B, B * np.ceil(H / HEAD_BLOCK)),
         resident=byts <= (device.l2_bytes or 0.0),
         pairs=B * H * L,
         fp8=fp8_mla(rows, device),
@@ -170,7 +206,8 @@ def generation_terms(rows: pd.DataFrame, device: Device) -> MlaDecodeTerms:
         prefill=False,
         context=L,
         stream_bytes=L * latent * b_kv,
-        walk=walks(rows, device),
+        kv8=b_kv == 1.0,
+        walk=walk,
         walk_ctas=ctas,
         walk_tokens=tokens,
     )
@@ -179,6 +216,26 @@ def generation_terms(rows: pd.DataFrame, device: Device) -> MlaDecodeTerms:
 def walk_key(framework: str) -> str:
     """The :attr:`KernelCurves.rate` key of ``framework``'s walking MLA decode kernel (:func:`walks`)."""
     return f"{framework}/generation_mla/walk"
+
+
+def fp8_key(framework: str) -> str:
+    """The :attr:`KernelCurves.rate` and ``launch`` key of ``framework``'s streaming MLA decode kernel for an fp8 KV
+    cache (a kernel of its own: vLLM runs FlashMLA there and FlashAttention's MLA on a bf16 cache; TensorRT-LLM its fp8
+    kernel)."""
+    return f"{framework}/generation_mla/fp8"
+
+
+def fp8_stream(t: MlaDecodeTerms, device: Device, curves: KernelCurves) -> np.ndarray:
+    """:func:`.attention.seconds` of streaming MLA decode rows, the fp8-KV rows (``t.kv8``) at their engine's fp8-KV
+    kernel's rate and fixed time (``rate`` / ``launch["<engine>/generation_mla/fp8"]``; the rate its whole kernel's:
+    math and prologues; where not fitted, the engine's)."""
+    base = seconds(t, device, curves)
+    own = {f"{f}/{t.op}": curves.rate[fp8_key(f)] for f in t.labels if fp8_key(f) in curves.rate}
+    fixed = {f"{f}/{t.op}": curves.launch[fp8_key(f)] for f in t.labels if fp8_key(f) in curves.launch}
+    if t.kv8 is None or not (own or fixed) or not np.any(t.kv8):
+        return base
+    kv8 = dataclasses.replace(curves, rate={**curves.rate, **own}, launch={**curves.launch, **fixed})
+    return np.where(t.kv8, seconds(t, device, kv8), base)
 
 
 def walk_seconds(t: MlaDecodeTerms, curves: KernelCurves) -> np.ndarray:
@@ -195,11 +252,14 @@ def decode_seconds(t: MlaDecodeTerms, device: Device, curves: KernelCurves) -> n
     its CTAs' latency limit)."""
     if curves.mla_memory > 0:  # the MLA kernels' own bandwidth fraction
         curves = dataclasses.replace(curves, attention_memory=curves.mla_memory)
-    stream = seconds(t, device, dataclasses.replace(curves, mla_token_s=0.0))
+    # the streaming kernels' own cost per wave of CTAs (the walking kernels' prologues stay the decode kernels')
+    tile = curves.mla_tile_s if curves.mla_tile_s > 0 else curves.decode_tile_s
+    stream = fp8_stream(t, device, dataclasses.replace(curves, mla_token_s=0.0, decode_tile_s=tile))
     if t.walk is None or not np.any(t.walk) or curves.mla_token_s <= 0:
         return stream
     own = {f"{f}/{t.op}": curves.rate[walk_key(f)] for f in t.labels if walk_key(f) in curves.rate}
-    walker = dataclasses.replace(curves, mla_token_s=0.0, rate={**curves.rate, **own}, decode_half_occupancy=0.0)
+    rates = {k: v for k, v in {**curves.rate, **own}.items() if k not in (fp8_key(f) for f in t.labels)}
+    walker = dataclasses.replace(curves, mla_token_s=0.0, rate=rates, decode_half_occupancy=0.0)
     rate = np.array([walker.rate.get(f"{f}/{t.op}", 1.0) for f in t.labels] or [1.0])[t.group]
     token_s = curves.mla_token_s * cycle_scale(curves, device)
     walk = walk_seconds(t, dataclasses.replace(curves, mla_token_s=token_s)) / rate
@@ -210,12 +270,23 @@ def decode_seconds(t: MlaDecodeTerms, device: Device, curves: KernelCurves) -> n
 
 def predict_context(rows: pd.DataFrame, device: Device, curves: KernelCurves) -> np.ndarray:
     """Predicted ms of each row of a ``context_mla_perf`` table."""
-    return seconds(context_terms(rows, device), device, curves) * 1e3
+    return context_seconds(context_terms(rows, device), device, curves) * 1e3
 
 
 def predict_generation(rows: pd.DataFrame, device: Device, curves: KernelCurves) -> np.ndarray:
     """Predicted ms of each row of a ``generation_mla_perf`` table."""
     return decode_seconds(generation_terms(rows, device), device, curves) * 1e3
+
+
+def context_used(rows: pd.DataFrame) -> tuple[str, ...]:
+    """The MLA prefill figures ``rows`` determine: each engine's fixed extra, each non-reference engine's rate, and
+    ``rate["<engine>/context_mla/fp8"]`` where :data:`FP8_CONTEXT_ENGINE` has fp8-KV rows (fitted on the fp8 MLA
+    kernel's rows, sm90+: a GPU without them leaves it at its start)."""
+    fw = rows["framework"].astype(str)
+    cache8 = _dtype(rows, "kv_cache_dtype") == 1.0
+    fp8 = (f"rate.{FP8_CONTEXT_ENGINE}/context_mla/fp8",) if (cache8 & (fw == FP8_CONTEXT_ENGINE)).any() else ()
+    fixed = tuple(f"launch.{f}/context_mla/fp8" for f in sorted(set(fw[cache8])))
+    return (*used_params_for("context_mla", (), True)(rows), *fp8, *fixed)
 
 
 CONTEXT = register(
@@ -224,21 +295,25 @@ CONTEXT = register(
         tables=("context_mla_perf",),
         params=(),
         predict=predict_context,
-        used=used_params_for("context_mla", (), True),
+        used=context_used,
         prepare=context_terms,
-        evaluate=seconds,
+        evaluate=context_seconds,
     )
 )
 
 
 def walk_rate(rows: pd.DataFrame) -> tuple[str, ...]:
     """``rate.<engine>/generation_mla/walk`` of each walking engine ``rows`` hold (fitted on walking rows only: a GPU
-    whose rows do not walk leaves it at its start)."""
-    return tuple(f"rate.{walk_key(f)}" for f in WALK_ENGINES if (rows["framework"].astype(str) == f).any())
+    whose rows do not walk leaves it at its start), and ``rate``/``launch.<engine>/generation_mla/fp8`` of each engine
+    with fp8-KV rows (fitted on streaming rows only: a GPU whose rows walk leaves them at their start)."""
+    fw = rows["framework"].astype(str)
+    kv8 = _dtype(rows, "kv_cache_dtype") == 1.0
+    walk = tuple(f"rate.{walk_key(f)}" for f in WALK_ENGINES if (fw == f).any())
+    return (*walk, *(f"{d}.{fp8_key(f)}" for f in sorted(set(fw[kv8])) for d in ("rate", "launch")))
 
 
 #: the figures of MLA decode's own (its token walk), beside each engine's fixed extra and rate
-DECODE_PARAMS = ("mla_token_s", "mla_walk_blend", "mla_memory")
+DECODE_PARAMS = ("mla_token_s", "mla_walk_blend", "mla_memory", "mla_tile_s")
 GENERATION = register(
     Family(
         name="generation_mla",
