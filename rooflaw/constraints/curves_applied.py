@@ -25,7 +25,8 @@ streaming with q = ``moe_serial`` (:func:`.assembly.roofline_time`) and re-read 
 token tile beyond its first (``moe_reread``, :mod:`.moe_reread`); decode attention's KV bandwidth ramps with
 its CTAs per SM (``decode_half_occupancy``, split-KV up to ``decode_split``) and it pays ``decode_tile_s`` per wave
 of CTAs (:func:`.assembly.decode_waves`).
-The tile/wave model's GEMMs blend compute and streaming at ``gemm_blend``.
+The tile/wave model's GEMMs blend compute and streaming at ``gemm_blend``. A roof whose TensorRT-LLM kernels walk
+K at a step of their own (nvfp4 on Blackwell) is capped at the largest tile's rate per step (:func:`step_cap`).
 Not read: the GEMM family's other shape terms (``split_s``, ``kstep_s``, the L2 terms), the attention
 families' L2 residency (a benchmark re-running one kernel; a model's KV cache of many layers does not stay in L2)
 and the per-framework launch extras of attention kernels (host work of a benchmark call).
@@ -145,7 +146,7 @@ def applied_fields(device: Device, prof: Any, kc: Any) -> dict[str, Any]:
     """The fields of :class:`.engines.Applied` for ``device`` under engine profile ``prof`` with kernel curves ``kc``
     (:func:`.engines.applied` builds it: this module sits below the engines)."""
     ce, me = float(device.compute_efficiency), float(device.memory_efficiency)
-    frac = compute_fractions(kc)
+    frac = {k: min(v, step_cap(kc, device, k, prof.name)) for k, v in compute_fractions(kc).items()}
     own = own_kernel_factors(device, prof)
     cf = prof.compute_factor if own else 1.0
     comp = {k: min(1.0, v * ce * cf) for k, v in frac.items()}
@@ -193,6 +194,27 @@ def stream_fields(kc: Any, scale: float, cycles: float = 1.0, device: Device | N
         decode_tile_s=float(kc.decode_tile_s) * cycles,
         gemm_blend=float(kc.gemm_blend),
     )  # fmt: skip
+
+
+def step_cap(kc: Any, device: Device, key: str, engine: str) -> float:
+    """The most of ``key``'s peak a GEMM reaches under ``engine`` where the kernel family prices its kernels by their
+    own main-loop step (:data:`.kernels.gemm.OWN_KSTEP`: TensorRT-LLM's block-scaled fp8 and nvfp4, SmoothQuant and
+    weight-only): the family times a CTA's walk of K at ``token_us["<framework>/<key>/kstep"]`` SM cycles per
+    :data:`~.kernels.gemm.K_STEP` of K, so however large the GEMM its rate stays at most the largest tile's FLOPs of
+    one step per SM per step time, over the device's per-SM peak (on B200 nvfp4, 2·256·128·64 FLOP in ~237 cycles:
+    0.58 of the 9 PFLOPS dense roof, where the fitted fraction, which that step then never reaches, is 0.75). The
+    assembly has one fraction per roof; this keeps it at the family's large-GEMM rate. ``inf`` where no step applies."""
+    try:
+        from .kernels.gemm import K_STEP, OWN_KSTEP, TILE_MENU
+    except ImportError:
+        return float("inf")
+    fw = FRAMEWORK.get(engine)
+    step_us = (getattr(kc, "token_us", None) or {}).get(f"{fw}/{key}/kstep")
+    if (key, fw) not in OWN_KSTEP or not step_us or not device.sm_count or key not in device.peak_flops:
+        return float("inf")
+    step_s = float(step_us) * 1e-6 * cycle_scale(kc, device)
+    tile_flops = 2.0 * max(m * n for m, n in TILE_MENU) * K_STEP
+    return tile_flops / step_s / (float(device.peak_flops[key]) / float(device.sm_count))
 
 
 def moe_serial(kc: Any, device: Device | None) -> float:
