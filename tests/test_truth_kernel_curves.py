@@ -253,6 +253,7 @@ def test_assembly_gemm_op_equals_the_kernel_predictor(dev_id, prec, gemm_dtype, 
     import pandas as pd
 
     KG = pytest.importorskip("rooflaw.constraints.kernels.gemm")  # the kernel fit (merged with the curves catalog)
+    KL = pytest.importorskip("rooflaw.constraints.kernels.gemm_library")
     from rooflaw.constraints import curves_applied as CA
     from rooflaw.constraints.engines import mixed_input
     from rooflaw.constraints.kernels import curves_for
@@ -274,7 +275,12 @@ def test_assembly_gemm_op_equals_the_kernel_predictor(dev_id, prec, gemm_dtype, 
         key = CA.gemm_key(Precision.parse(prec), mixed_input(Precision.parse(prec)))
         measured = float(kc.launch.get(f"trtllm/{key}", 0.0))
         assert r.gemm_s == pytest.approx(min(measured, kc.kernel_s), rel=1e-12)
-        assert op.seconds / a.layers + kc.kernel_s + measured + quant == pytest.approx(want, rel=rel), M
+        # at M <= 4 TensorRT-LLM's SmoothQuant/weight-only plugins run a CUDA-core kernel: the fit's predictor charges
+        # that kernel's own measured extra (gemm_library.SMALL_M_KERNEL), the assembly still at most one kernel
+        small = KL.SMALL_M_KERNEL.get((key, "trtllm"), 0) >= M
+        extra = KL.library_extra(kc, key, "trtllm", KL.GEMV) if small else None
+        extra = measured if extra is None else extra
+        assert op.seconds / a.layers + kc.kernel_s + extra + quant == pytest.approx(want, rel=rel), M
 
 
 def test_evaluate_prints_and_returns_bands(capsys):
