@@ -12,8 +12,6 @@ sys.path.insert(0, str(ROOT))
 
 from paper_repro import docs_numbers as dn  # noqa: E402
 
-FAKE = {"fig5": {"int8_speedup": {"full": {"prefill": {"median": 1.4285, "min": 1.9}}}}}
-
 
 def _by_label(rows):
     return {r.label: r for r in rows}
@@ -27,12 +25,16 @@ def test_every_mapped_phrase_is_on_the_page_once():
 
 
 def test_same_moved_and_missing(tmp_path, capsys):
-    rows = _by_label(dn.compare(FAKE, dn.DOCS.read_text(encoding="utf-8")))
+    page = dn.DOCS.read_text(encoding="utf-8")
+    median = _by_label(dn.compare({}, page))["fig5 table, prefill row, full median"].docs  # what the page says now
+    low = _by_label(dn.compare({}, page))["fig5 table, prefill row, full min"].docs
+    fake = {"fig5": {"int8_speedup": {"full": {"prefill": {"median": float(median), "min": float(low) + 0.5}}}}}
+    rows = _by_label(dn.compare(fake, page))
     same, moved = rows["fig5 table, prefill row, full median"], rows["fig5 table, prefill row, full min"]
-    assert (same.mark, same.run, same.docs) == ("=", "1.43", "1.43")
-    assert (moved.mark, moved.run) == ("*", "1.90") and moved.docs != "1.90"
+    assert (same.mark, same.run, same.docs) == ("=", median, median)
+    assert (moved.mark, moved.run) == ("*", f"{float(low) + 0.5:.2f}") and moved.docs == low
     assert rows["fig5 table, decode row, full median"].mark == "-"
-    (tmp_path / "claims.json").write_text(json.dumps(FAKE))
+    (tmp_path / "claims.json").write_text(json.dumps(fake))
     assert dn.main([str(tmp_path), "--moved"]) == 0
     out = capsys.readouterr().out
     assert "* fig5 table, prefill row, full min" in out and "full median " not in out.split("\n")[0]
