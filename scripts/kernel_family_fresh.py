@@ -33,16 +33,6 @@ def fresh(c: KernelCurves, fams) -> KernelCurves:
     return dataclasses.replace(c, **kw)
 
 
-def coverage(ratios: dict[str, np.ndarray]) -> float:
-    inside = total = 0
-    for name, rg in ratios.items():
-        others = {k: v for k, v in ratios.items() if k != name}
-        t = F.band_tail(others)
-        lo, hi = np.quantile(np.concatenate(list(others.values())), (t, 1 - t))
-        inside, total = inside + int(np.sum((rg >= lo) & (rg <= hi))), total + len(rg)
-    return inside / total if total else float("nan")
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("dir")
@@ -78,7 +68,7 @@ def main() -> None:
     for f in pooled["in"]:
         res["pooled_in"][f] = float(np.median(np.concatenate(pooled["in"][f])))
         res["pooled_out"][f] = float(np.median(np.concatenate(pooled["out"][f])))
-        res["coverage"][f] = coverage(ratios[f])
+        res["coverage"][f] = F.nested_coverage(ratios[f])
     print(json.dumps({k: res[k] for k in ("pooled_in", "pooled_out", "coverage")}))
     if a.out:
         with open(a.out, "w", encoding="utf-8") as fh:

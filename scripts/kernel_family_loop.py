@@ -53,13 +53,7 @@ def main() -> None:
         print(f"{last.name} {label}: " + " ".join(f"{n} {v:.3f}" for n, v in med.items()) + f" | pooled {pooled:.3f}")
     tail = F.band_tail(held)
     lo, hi = np.quantile(np.concatenate(list(held.values())), (tail, 1 - tail))
-    inside = total = 0
-    for n, r in held.items():
-        others = {k: v for k, v in held.items() if k != n}
-        t = F.band_tail(others)
-        a_, b_ = np.quantile(np.concatenate(list(others.values())), (t, 1 - t))
-        inside, total = inside + int(np.sum((r >= a_) & (r <= b_))), total + len(r)
-    print(f"{last.name} 80 % band {lo:.2f}-{hi:.2f}, coverage {inside / total:.3f}")
+    print(f"{last.name} 80 % band {lo:.2f}-{hi:.2f}, coverage {F.nested_coverage(held):.3f}")
 
 
 if __name__ == "__main__":

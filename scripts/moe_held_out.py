@@ -62,13 +62,7 @@ def main() -> None:
         per = {n: float(np.median(e)) for (k, n), e in err.items() if k == kind}
         pooled = float(np.median(np.concatenate([e for (k, _), e in err.items() if k == kind])))
         print(kind, " ".join(f"{n} {v:.4f}" for n, v in per.items()), f"pooled {pooled:.4f}")
-    inside = total = 0
-    for name, rg in ratios.items():
-        others = {k: v for k, v in ratios.items() if k != name}
-        t = fit.band_tail(others)
-        lo, hi = np.quantile(np.concatenate(list(others.values())), (t, 1 - t))
-        inside, total = inside + int(np.sum((rg >= lo) & (rg <= hi))), total + len(rg)
-    print(f"80 % band coverage held out {inside / max(total, 1):.3f}")
+    print(f"80 % band coverage held out {fit.nested_coverage(ratios):.3f}")
 
 
 if __name__ == "__main__":

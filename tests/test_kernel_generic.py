@@ -85,3 +85,15 @@ def _gemm_rows(m: np.ndarray, n: np.ndarray, k: np.ndarray) -> pd.DataFrame:
     df.insert(0, "table", "gemm_perf")
     df["version"], df["row"] = "1", np.arange(len(df))
     return df
+
+
+def test_nested_coverage_by_hand():
+    """Each GPU's rows against the band of the others' rows: identical GPUs as their quantiles say, disjoint ones
+    all outside, one GPU alone has no band to be checked against."""
+    from rooflaw.constraints.kernels.fit import nested_coverage
+
+    same = np.linspace(0.8, 1.2, 11)
+    # one other GPU: its plain 10 %/90 % quantiles, 0.84 and 1.16, hold 9 of the 11 rows
+    assert nested_coverage({"a": same, "b": same.copy()}) == pytest.approx(9 / 11)
+    assert nested_coverage({"a": np.ones(10), "b": np.full(10, 100.0)}) == 0.0
+    assert np.isnan(nested_coverage({"a": same}))

@@ -31,6 +31,15 @@ def _rows(**kw) -> pd.DataFrame:
     return pd.DataFrame(base)
 
 
+def _decode_rows(seed: int, n: int, batches, steps, heads) -> pd.DataFrame:
+    """``n`` random generation_mla_perf rows (bf16 latent, bf16 or fp8 cache, TensorRT-LLM or vLLM)."""
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({"batch_size": rng.choice(batches, n), "isl": 1, "step": rng.choice(steps, n),
+                         "num_heads": rng.choice(heads, n), "mla_dtype": "bfloat16",
+                         "kv_cache_dtype": rng.choice(["bfloat16", "fp8"], n),
+                         "framework": rng.choice(["trtllm", "vllm"], n), "table": "generation_mla_perf"})  # fmt: skip
+
+
 def test_mla_decode_reads_the_latent_once_for_all_heads():
     # DeepSeek-V3's MLA, absorbed: 16 heads score a 576-wide latent and sum a 512-wide one over L = 4096 cached
     # tokens of 8 sequences; the fp8 cache holds 576 bytes per token, read once per sequence (8 streams on 132 SMs)
@@ -105,13 +114,8 @@ def test_fit_recovers_known_mla_walk_figures():
     true = dataclasses.replace(base, mla_token_s=9e-8, mla_walk_blend=2.0, mla_memory=0.7,
                                rate={KM.walk_key("trtllm"): 0.45, KM.walk_key("vllm"): 0.6},
                                launch={"trtllm/generation_mla": 4e-6, "vllm/generation_mla": 2e-4})  # fmt: skip
-    rng = np.random.default_rng(3)
     n = 600
-    rows = pd.DataFrame({"batch_size": rng.choice([1, 4, 16, 32, 64, 128, 512, 1024], n), "isl": 1,
-                         "step": rng.choice([1, 15, 127, 1023, 8191, 32767], n),
-                         "num_heads": rng.choice([1, 16, 128], n), "mla_dtype": "bfloat16",
-                         "kv_cache_dtype": rng.choice(["bfloat16", "fp8"], n),
-                         "framework": rng.choice(["trtllm", "vllm"], n), "table": "generation_mla_perf"})  # fmt: skip
+    rows = _decode_rows(3, n, [1, 4, 16, 32, 64, 128, 512, 1024], [1, 15, 127, 1023, 8191, 32767], [1, 16, 128])
     rows["latency"] = KM.predict_generation(rows, dev, true)
     fam = FAMILIES["generation_mla"]
     prep = KF.Prepared(KF.GPU("syn", dev, []), rows, np.arange(n), fam.prepare(rows, dev))
@@ -209,13 +213,8 @@ def test_fit_recovers_streaming_mla_decode_figures():
                                rate={"vllm/generation_mla": 0.8, KM.fp8_key("trtllm"): 1.3, KM.fp8_key("vllm"): 0.6},
                                launch={"trtllm/generation_mla": 4e-6, "vllm/generation_mla": 1.5e-4,
                                        KM.fp8_key("trtllm"): 6e-6, KM.fp8_key("vllm"): 1.9e-4})  # fmt: skip
-    rng = np.random.default_rng(5)
     n = 600
-    rows = pd.DataFrame({"batch_size": rng.choice([1, 4, 16, 64, 256, 1024], n), "isl": 1,
-                         "step": rng.choice([1, 127, 1023, 8191, 32767], n),
-                         "num_heads": rng.choice([16, 64, 128], n), "mla_dtype": "bfloat16",
-                         "kv_cache_dtype": rng.choice(["bfloat16", "fp8"], n),
-                         "framework": rng.choice(["trtllm", "vllm"], n), "table": "generation_mla_perf"})  # fmt: skip
+    rows = _decode_rows(5, n, [1, 4, 16, 64, 256, 1024], [1, 127, 1023, 8191, 32767], [16, 64, 128])
     rows["latency"] = KM.predict_generation(rows, dev, true)
     fam = FAMILIES["generation_mla"]
     prep = KF.Prepared(KF.GPU("syn", dev, []), rows, np.arange(n), fam.prepare(rows, dev))

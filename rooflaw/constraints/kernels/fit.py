@@ -319,6 +319,19 @@ def band_tail(ratios: dict[str, np.ndarray]) -> float:
     return float(TAILS[-1])
 
 
+def nested_coverage(ratios: dict[str, np.ndarray]) -> float:
+    """Share of the GPUs' held-out measured/predicted ``ratios`` inside an 80 % band checked out of sample, twice
+    nested: each GPU's rows against the band of the other GPUs' rows, at the tail mass those GPUs alone choose."""
+    inside = total = 0
+    for name, rg in ratios.items():
+        others = {k: v for k, v in ratios.items() if k != name}
+        if others:
+            t = band_tail(others)
+            lo, hi = np.quantile(np.concatenate(list(others.values())), (t, 1 - t))
+            inside, total = inside + int(np.sum((rg >= lo) & (rg <= hi))), total + len(rg)
+    return inside / total if total else float("nan")
+
+
 def fit_kernels(
     gpus: Sequence[GPU],
     sample: int = 8000,
@@ -381,18 +394,7 @@ def fit_kernels(
             tail = band_tail(rs)
             lo_q, hi_q = np.quantile(np.concatenate(list(rs.values())), (tail, 1 - tail))
             res.bands[f] = (float(lo_q), float(hi_q))
-            # coverage checked out of sample, twice nested: each GPU's rows against the band of the other GPUs'
-            # held-out rows, at the tail mass those other GPUs alone choose
-            inside, total = 0, 0
-            for g_name, rg in rs.items():
-                others = {k: v for k, v in rs.items() if k != g_name}
-                if not others:
-                    continue
-                t = band_tail(others)
-                lo_o, hi_o = np.quantile(np.concatenate(list(others.values())), (t, 1 - t))
-                inside += int(np.sum((rg >= lo_o) & (rg <= hi_o)))
-                total += len(rg)
-            res.coverage[f] = inside / total if total else float("nan")
+            res.coverage[f] = nested_coverage(rs)
         res.pooled_held_out = {f: _median(np.concatenate(v)) for f, v in hos.items()}
     return res
 
