@@ -614,6 +614,29 @@ def test_curves_for_and_catalog(tmp_path):
 
 
 # ---- CLI --------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "folder, device_id",
+    [
+        ("h200_sxm", "h200-sxm"),
+        ("h20_sxm", "h20"),
+        ("h800_sxm", "h800-sxm"),
+        ("b300_sxm", "b300"),
+        ("gb200_sxm", "gb200"),
+        ("rtxpro6000_blackwell_server", "rtx-pro-6000-server"),
+        ("rtx_5090", "rtx-5090"),
+    ],
+)
+def test_aiconfigurator_system_folders_map_to_catalog_devices(folder, device_id):
+    """aiconfigurator's system folder names (its ``systems/*.yaml``) find their catalog device and architecture."""
+    dev = KF.device_for_folder(folder)
+    assert dev.id == device_id and dev.architecture == get_device(device_id).architecture
+
+
+def test_unknown_gpu_folder_names_the_folder_and_the_map_option():
+    with pytest.raises(RooflawError, match=r"gpu folder.*b60.*--map b60=ID"):
+        KF.device_for_folder("b60")
+
+
 def test_check_kernels_csv_has_every_row(tmp_path, capsys):
     src = _write_folder(tmp_path / "k")
     other = pd.DataFrame({"batch_size": [1, 2], "isl": [128, 256], "latency": [0.01, 0.02]})  # no family models it

@@ -43,6 +43,14 @@ GPU_DEVICES = {
     "gb300": "gb300",
     "l40s": "l40s",
     "l4": "l4",
+    # aiconfigurator's other system folders (src/aiconfigurator/systems/*.yaml)
+    "h20_sxm": "h20",
+    "h800_sxm": "h800-sxm",
+    "b300_sxm": "b300",
+    "gb300_sxm": "gb300",
+    "rtx_5090": "rtx-5090",
+    "rtx_pro_6000_server": "rtx-pro-6000-server",
+    "rtxpro6000_blackwell_server": "rtx-pro-6000-server",
 }
 #: starting value, lower and upper bound, typical scale of a figure, by the name of its first path component.
 _BOUNDS = {
