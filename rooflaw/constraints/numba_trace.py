@@ -4,7 +4,8 @@ Nothing in a kernel is a copy of numpy logic: the compiled cost model (``sympy.l
 :func:`.epilogue.fast_outputs` (decode-step sums, engine overhead, memory, energy), :func:`objectives.law_inputs`
 and the law's own function are *called* on :class:`Traced` values, which record every operation, in Python's
 evaluation order, as one statement ``t<k> = a <op> b`` on a :class:`Tape`. Run per candidate, those statements
-perform the same IEEE operations in the same order as numpy does elementwise: the values are bit-identical. The
+perform the same IEEE operations in the same order as numpy does elementwise: the values are bit-identical, but
+that ``exp``/``log``/``pow`` are libm's, which may differ from numpy's AVX-512 ones in the last bit. The
 same operation on the same operands is recorded once. Anything but arithmetic, comparisons, ``np.where``,
 ``np.clip`` and the ufuncs of :data:`UFUNCS` raises :class:`Unsupported`, and ``auto`` stays on numpy.
 """
