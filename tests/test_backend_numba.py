@@ -1,4 +1,4 @@
-"""The numba backend: bit-identical to numpy on random and real candidates; exact frontier against brute force."""
+"""The numba backend: numpy's values (tests/same_values.py) on random and real candidates; exact frontier."""
 
 from __future__ import annotations
 
