@@ -78,6 +78,14 @@ FP8_CONTEXT_ENGINE = "trtllm"
 TRITON_HEADS, TRITON_SPLITS = 16.0, 4.0
 #: query heads per CTA of the streaming (sm90+) MLA decode kernels (FlashMLA's and TensorRT-LLM's: a 64-row MMA tile)
 HEAD_BLOCK = 64.0
+#: architectures on which :data:`SPLIT_ENGINE`'s MLA decode runs FlashMLA's split-KV scheme as separate kernels
+#: (sm90, TensorRT-LLM's ``mUseGenFlashMLA`` path of ``AttentionOp::mlaGeneration``): a scheduler-metadata kernel
+#: (``get_mla_metadata_func``) before the split-KV kernel and a combine kernel after it, all inside the timed op;
+#: Blackwell's trtllm-gen kernel reduces its KV splits inside its one kernel, and sm8x runs one XQA / FMHA kernel
+SPLIT_ARCHITECTURES = ("hopper",)
+SPLIT_ENGINE = "trtllm"
+#: kernels a :data:`SPLIT_ARCHITECTURES` MLA decode call runs beyond the one every kernel's fixed time counts
+SPLIT_KERNELS = 2.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,6 +95,7 @@ class MlaDecodeTerms(AttentionTerms):
     walk: np.ndarray | None = None  #: bool per row: the kernel walks the latent token by token (:func:`walks`)
     walk_ctas: np.ndarray | None = None  #: CTAs of a walking kernel (they run in waves over the SMs)
     walk_tokens: np.ndarray | None = None  #: cached tokens each of them walks
+    side_kernels: np.ndarray | None = None  #: kernels each call runs beyond its main one (:func:`side_kernels`)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,6 +110,14 @@ def walks(rows: pd.DataFrame, device: Device) -> np.ndarray:
     :data:`WALK_ARCHITECTURES`."""
     fw = rows["framework"].astype(str).to_numpy() if "framework" in rows else np.full(len(rows), "")
     return np.isin(fw, WALK_ENGINES) & (device.architecture in WALK_ARCHITECTURES)
+
+
+def side_kernels(rows: pd.DataFrame, device: Device) -> np.ndarray:
+    """Kernels each MLA decode row's call runs beyond its main one: :data:`SPLIT_KERNELS` for :data:`SPLIT_ENGINE`
+    on :data:`SPLIT_ARCHITECTURES` (FlashMLA's metadata and combine kernels), else 0."""
+    fw = rows["framework"].astype(str).to_numpy() if "framework" in rows else np.full(len(rows), "")
+    split = (fw == SPLIT_ENGINE) & (device.architecture in SPLIT_ARCHITECTURES)
+    return np.where(split, SPLIT_KERNELS, 0.0)
 
 
 def walk_layout(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -210,6 +227,7 @@ def generation_terms(rows: pd.DataFrame, device: Device) -> MlaDecodeTerms:
         walk=walk,
         walk_ctas=ctas,
         walk_tokens=tokens,
+        side_kernels=side_kernels(rows, device),
     )
 
 
@@ -255,6 +273,9 @@ def decode_seconds(t: MlaDecodeTerms, device: Device, curves: KernelCurves) -> n
     # the streaming kernels' own cost per wave of CTAs (the walking kernels' prologues stay the decode kernels')
     tile = curves.mla_tile_s if curves.mla_tile_s > 0 else curves.decode_tile_s
     stream = fp8_stream(t, device, dataclasses.replace(curves, mla_token_s=0.0, decode_tile_s=tile))
+    # sm90's split-KV scheme: its metadata and combine kernels, each a kernel's fixed time (SM cycles)
+    if t.side_kernels is not None:
+        stream = stream + t.side_kernels * curves.kernel_s * cycle_scale(curves, device)
     if t.walk is None or not np.any(t.walk) or curves.mla_token_s <= 0:
         return stream
     own = {f"{f}/{t.op}": curves.rate[walk_key(f)] for f in t.labels if walk_key(f) in curves.rate}
