@@ -251,3 +251,20 @@ def test_mla_decode_side_kernels_only_for_trtllm_flashmla_on_hopper():
         assert hop - bw == pytest.approx([side, 0.0, side], rel=1e-9, abs=1e-15)
     assert KM.generation_terms(rows, _dev(architecture="ampere")).side_kernels.tolist() == [0.0, 0.0, 0.0]
     assert KM.generation_terms(rows, _dev(architecture="hopper")).side_kernels.tolist() == [2.0, 0.0, 2.0]
+
+
+def test_vllm_mla_prefill_op_up_projects_the_latent(monkeypatch):
+    # vLLM's MLA prefill op runs kv_b_proj itself: 2 sequences x 1024 tokens x 16 heads, a GEMM of 2048 tokens x 512
+    # -> 16 x 256 (8.59 GFLOP at 0.5 of 1 PFLOP/s: 17.2 us, above its 23.1 MB at 0.8 of 2 TB/s: 14.4 us), two kernels
+    # (2 x 2 us), and the copy assembling K (2048 x 16 x (128 + 128 + 64) x 2 bytes = 21.0 MB at 1.6 TB/s: 13.1 us)
+    c = dataclasses.replace(CURVES, attention=0.5, attention_tile_s=1e-6)
+    rows = _rows(batch_size=[2], isl=[1024], step=[0], num_heads=[16], framework=["vllm"])
+    dev = _dev()
+    with_proj = KM.predict_context(rows, dev, c)[0] * 1e-3
+    monkeypatch.setattr(KM, "PROJECTING_ENGINES", ())
+    without = KM.predict_context(rows, dev, c)[0] * 1e-3
+    gemm = max(2 * 2048 * 512 * 16 * 256 / (1e15 * 0.5), (2048 * 512 + 512 * 4096 + 2048 * 4096) * 2 / (2e12 * 0.8))
+    assert with_proj - without == pytest.approx(gemm + 2 * 2e-6 + 2048 * 16 * 320 * 2 / (2e12 * 0.8), rel=1e-9)
+    # TensorRT-LLM's op takes the decompressed K and V as inputs: no projection
+    trt = rows.assign(framework="trtllm")
+    assert KM.projection(trt)[0].tolist() == [0.0]

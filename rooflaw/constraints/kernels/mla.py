@@ -78,6 +78,10 @@ FP8_CONTEXT_ENGINE = "trtllm"
 TRITON_HEADS, TRITON_SPLITS = 16.0, 4.0
 #: query heads per CTA of the streaming (sm90+) MLA decode kernels (FlashMLA's and TensorRT-LLM's: a 64-row MMA tile)
 HEAD_BLOCK = 64.0
+#: the engines whose timed MLA prefill op up-projects the latent itself (vLLM's ``MLACommonImpl`` prefill:
+#: ``kv_b_proj`` on the new tokens' latent, then K = [k_nope, k_pe] concatenated, before the FMHA): a GEMM of
+#: ``B·S`` tokens x ``KV_LORA`` -> ``H·(QK_NOPE + V_DIM)`` at the GEMM figures and a copy pass (:func:`projection`)
+PROJECTING_ENGINES = ("vllm",)
 #: architectures on which :data:`SPLIT_ENGINE`'s MLA decode runs FlashMLA's split-KV scheme as separate kernels
 #: (sm90, TensorRT-LLM's ``mUseGenFlashMLA`` path of ``AttentionOp::mlaGeneration``): a scheduler-metadata kernel
 #: (``get_mla_metadata_func``) before the split-KV kernel and a combine kernel after it, all inside the timed op;
@@ -103,6 +107,8 @@ class MlaContextTerms(AttentionTerms):
     """:class:`.attention.AttentionTerms` of MLA prefill rows, with the rows holding an fp8 KV cache (any engine)."""
 
     cache8: np.ndarray | None = None  #: bool per row: the KV cache is fp8 (its engine's fp8 path's own fixed time)
+    proj_flops: np.ndarray | None = None  #: FLOPs of the op's own latent up-projection GEMM (0: none)
+    proj_bytes: np.ndarray | None = None  #: bytes that GEMM reads and writes (its latent, weights, K/V nope)
 
 
 def walks(rows: pd.DataFrame, device: Device) -> np.ndarray:
@@ -143,6 +149,20 @@ def fp8_mla(rows: pd.DataFrame, device: Device) -> np.ndarray:
     return (fw == FP8_CONTEXT_ENGINE) & (_dtype(rows, "kv_cache_dtype") == 1.0) & sm90
 
 
+def projection(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(FLOPs, bytes, copy bytes) of the latent up-projection inside a :data:`PROJECTING_ENGINES` prefill op, 0
+    elsewhere: the GEMM ``2·B·S·KV_LORA·H·(QK_NOPE + V_DIM)`` reading the latent and the weights and writing the
+    per-head K/V nope parts in bf16, and the copy assembling K (the 128-wide nope part read, 192 wide written)."""
+    B, S, H = column(rows, "batch_size"), column(rows, "isl"), column(rows, "num_heads")
+    fw = rows["framework"].astype(str).to_numpy() if "framework" in rows else np.full(len(rows), "")
+    own = np.isin(fw, PROJECTING_ENGINES)
+    width = QK_NOPE + V_DIM
+    flops = 2.0 * B * S * KV_LORA * H * width
+    byts = (B * S * KV_LORA + KV_LORA * H * width + B * S * H * width) * 2.0
+    copy = B * S * H * (QK_NOPE + QK_NOPE + QK_ROPE) * 2.0
+    return np.where(own, flops, 0.0), np.where(own, byts, 0.0), np.where(own, copy, 0.0)
+
+
 def context_terms(rows: pd.DataFrame, device: Device) -> MlaContextTerms:
     B, S, H = column(rows, "batch_size"), column(rows, "isl"), column(rows, "num_heads")
     b_kv, b_q = _dtype(rows, "kv_cache_dtype"), _dtype(rows, "mla_dtype")
@@ -153,6 +173,8 @@ def context_terms(rows: pd.DataFrame, device: Device) -> MlaContextTerms:
     q8 = fp8_mla(rows, device)
     # the latent written to the cache; the fp8 kernel's quantise pass reads Q, K, V in bf16 and writes them in fp8
     extra = B * S * (KV_LORA + QK_ROPE) * b_kv + np.where(q8, B * S * H * (2.0 * dqk + V_DIM) * (2.0 + 1.0), 0.0)
+    proj_flops, proj_bytes, copy = projection(rows)
+    extra = extra + copy
     te, we = tile_efficiency(S, 1.0, B * H, dataclasses.replace(device, tile=(Q_TILE, 1), gemm_half_rows=0.0))
     ok = np.isfinite(byts + extra) & (flops > 0)
     group, labels = groups_of(rows, ok)
@@ -175,6 +197,8 @@ def context_terms(rows: pd.DataFrame, device: Device) -> MlaContextTerms:
         op="context_mla",
         kv8=q8,
         cache8=b_kv == 1.0,
+        proj_flops=proj_flops,
+        proj_bytes=proj_bytes,
     )
 
 
@@ -184,13 +208,24 @@ def context_seconds(t: MlaContextTerms, device: Device, curves: KernelCurves) ->
     path's own fixed time per call where fitted (``launch["<engine>/context_mla/fp8"]``, not pooled: vLLM's fp8 path
     takes 30-40 µs a call more on H100), the fp8 MLA kernel's quantise pass one kernel more (``kernel_s``)."""
     passes = np.zeros(len(t.bytes)) if t.kv8 is None else t.kv8.astype(float)
-    base = seconds(t, device, curves) + passes * curves.kernel_s
+    base = seconds(t, device, curves) + passes * curves.kernel_s + projection_seconds(t, device, curves)
     key = {f"{f}/{t.op}": f"{f}/{t.op}/fp8" for f in t.labels}
     fixed = {k: curves.launch[v] for k, v in key.items() if v in curves.launch}
     if t.cache8 is None or not fixed or not np.any(t.cache8):
         return base
     own = seconds(t, device, dataclasses.replace(curves, launch={**curves.launch, **fixed})) + passes * curves.kernel_s
-    return np.where(t.cache8, own, base)
+    return np.where(t.cache8, own + projection_seconds(t, device, curves), base)
+
+
+def projection_seconds(t: MlaContextTerms, device: Device, curves: KernelCurves) -> np.ndarray:
+    """Seconds of the op's own latent up-projection (:func:`projection`): its GEMM on the bf16 roof at the GEMM
+    figures, ``max(FLOPs / (peak · compute["fp16"]), bytes / (bandwidth · memory))``, and two kernels' fixed time
+    (the GEMM's and the K copy's; SM cycles); 0 on rows without one."""
+    if t.proj_flops is None or t.proj_bytes is None or not np.any(t.proj_flops > 0):
+        return np.zeros(len(t.bytes))
+    eff = curves.compute.get("fp16", 0.0) or 1.0
+    gemm = np.maximum(t.proj_flops / (t.peak16 * eff), t.proj_bytes / (device.memory_bandwidth * curves.memory))
+    return np.where(t.proj_flops > 0, gemm + 2.0 * curves.kernel_s * cycle_scale(curves, device), 0.0)
 
 
 def generation_terms(rows: pd.DataFrame, device: Device) -> MlaDecodeTerms:
