@@ -83,13 +83,14 @@ HEAD_BLOCK = 64.0
 #: ``B·S`` tokens x ``KV_LORA`` -> ``H·(QK_NOPE + V_DIM)`` at the GEMM figures and a copy pass (:func:`projection`)
 PROJECTING_ENGINES = ("vllm",)
 #: architectures on which :data:`SPLIT_ENGINE`'s MLA decode runs FlashMLA's split-KV scheme as separate kernels
-#: (sm90, TensorRT-LLM's ``mUseGenFlashMLA`` path of ``AttentionOp::mlaGeneration``): a scheduler-metadata kernel
-#: (``get_mla_metadata_func``) before the split-KV kernel and a combine kernel after it, all inside the timed op;
-#: Blackwell's trtllm-gen kernel reduces its KV splits inside its one kernel, and sm8x runs one XQA / FMHA kernel
+#: (sm90, TensorRT-LLM's ``mUseGenFlashMLA`` path of ``AttentionOp::mlaGeneration``): the split-KV kernel and a
+#: combine kernel after it inside the timed op (its tile-scheduler metadata is computed beforehand, in the attention
+#: metadata's ``prepare``, from TensorRT-LLM 1.x: outside the collector's CUDA graph); Blackwell's trtllm-gen kernel
+#: reduces its KV splits inside its one kernel, and sm8x runs one XQA / FMHA kernel
 SPLIT_ARCHITECTURES = ("hopper",)
 SPLIT_ENGINE = "trtllm"
 #: kernels a :data:`SPLIT_ARCHITECTURES` MLA decode call runs beyond the one every kernel's fixed time counts
-SPLIT_KERNELS = 2.0
+SPLIT_KERNELS = 1.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,7 +121,7 @@ def walks(rows: pd.DataFrame, device: Device) -> np.ndarray:
 
 def side_kernels(rows: pd.DataFrame, device: Device) -> np.ndarray:
     """Kernels each MLA decode row's call runs beyond its main one: :data:`SPLIT_KERNELS` for :data:`SPLIT_ENGINE`
-    on :data:`SPLIT_ARCHITECTURES` (FlashMLA's metadata and combine kernels), else 0."""
+    on :data:`SPLIT_ARCHITECTURES` (FlashMLA's combine kernel), else 0."""
     fw = rows["framework"].astype(str).to_numpy() if "framework" in rows else np.full(len(rows), "")
     split = (fw == SPLIT_ENGINE) & (device.architecture in SPLIT_ARCHITECTURES)
     return np.where(split, SPLIT_KERNELS, 0.0)
@@ -308,7 +309,7 @@ def decode_seconds(t: MlaDecodeTerms, device: Device, curves: KernelCurves) -> n
     # the streaming kernels' own cost per wave of CTAs (the walking kernels' prologues stay the decode kernels')
     tile = curves.mla_tile_s if curves.mla_tile_s > 0 else curves.decode_tile_s
     stream = fp8_stream(t, device, dataclasses.replace(curves, mla_token_s=0.0, decode_tile_s=tile))
-    # sm90's split-KV scheme: its metadata and combine kernels, each a kernel's fixed time (SM cycles)
+    # sm90's split-KV scheme: its combine kernel, a kernel's fixed time (SM cycles)
     if t.side_kernels is not None:
         stream = stream + t.side_kernels * curves.kernel_s * cycle_scale(curves, device)
     if t.walk is None or not np.any(t.walk) or curves.mla_token_s <= 0:
