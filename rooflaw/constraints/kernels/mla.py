@@ -15,7 +15,8 @@ cache on sm90+ TensorRT-LLM runs its fp8 context MLA (:func:`fp8_mla`): a pass q
 values read in bf16, written in fp8) and the FMHA on the fp8 roof (``attention_fp8``), a kernel of its own: its own
 rate (``rate["trtllm/context_mla/fp8"]``), and its quantise pass one kernel more (``kernel_s``: B200 and H100 take
 2-3.5 µs longer in fp8 than in bf16 at one token); an engine's fp8-cache path has its own fixed time per call
-(``launch["<engine>/context_mla/fp8"]``, :func:`context_seconds`).
+(``launch["<engine>/context_mla/fp8"]``, :func:`context_seconds`). vLLM's prefill op up-projects the latent itself
+(:func:`projection`: ``kv_b_proj`` on ``B·S`` tokens, ``2·B·S·512·H·256`` FLOPs at the GEMM figures, and the K copy).
 Decode runs with the up-projections absorbed into the query and output (an MQA over the latent): every head scores
 the 576-wide latent and sums the 512-wide one, FLOPs ``= 2·B·H·L·(576 + 512)`` (on the fp8 roof in TensorRT-LLM's
 fp8-KV kernel from sm90 on), bytes ``= B·L·576·b_kv + B·H·(576 + 512)·2`` at ``mla_memory`` of the bandwidth, one KV
@@ -25,7 +26,8 @@ cycles, the MLA kernels' own ``decode_tile_s``: at one cached token the time gro
 sequences, 36 ns a sequence on B200, 55 ns on H100, and doubles from 64 to 128 heads on H100); an engine's fp8-KV
 kernel runs at its own rate and fixed time per call (``rate`` and ``launch["<engine>/generation_mla/fp8"]``: vLLM
 runs FlashMLA on an fp8 cache, 40 µs a call more on H100, and FlashAttention's MLA on a bf16 one; the fixed time, like a
-GEMM library's, is not carried into ``generic``).
+GEMM library's, is not carried into ``generic``). TensorRT-LLM's sm90 kernel (FlashMLA) runs a combine kernel after
+it, one ``kernel_s`` more (:func:`side_kernels`).
 
 Which decode kernel runs is a property of the device's architecture and the engine (:func:`walks`): before Hopper
 (compute capability < 9.0: Ampere, Ada) there is no split MLA decode kernel (FlashMLA and TensorRT-LLM's trtllm-gen
