@@ -50,11 +50,12 @@ def test_mla_decode_reads_the_latent_once_for_all_heads():
     flops = 2 * 8 * 16 * 4096 * (576 + 512)
     byts = 8 * 4096 * 576 * 1 + 8 * 16 * (576 + 512) * 2
     compute = flops / (1e15 * 0.5) + 8 * 16 * 4096 * 8.0 / 1e13
-    want = max(compute, byts * (1 + 0.25 / (8 / 132)) / (2e12 * 0.9)) + 1e-6 + 2e-6
+    # + the 2 us fixed time of the call's kernel and of FlashMLA's combine kernel (sm90)
+    want = max(compute, byts * (1 + 0.25 / (8 / 132)) / (2e12 * 0.9)) + 1e-6 + 2e-6 + 2e-6
     assert KM.predict_generation(rows, dev, c)[0] * 1e-3 == pytest.approx(want, rel=1e-12)
     assert family_of_table("generation_mla_perf").name == "generation_mla"
     # the MLA kernels' own bandwidth fraction replaces the GQA decode kernels' where fitted
-    want_own = max(compute, byts * (1 + 0.25 / (8 / 132)) / (2e12 * 0.6)) + 1e-6 + 2e-6
+    want_own = max(compute, byts * (1 + 0.25 / (8 / 132)) / (2e12 * 0.6)) + 1e-6 + 2e-6 + 2e-6
     own = KM.predict_generation(rows, dev, dataclasses.replace(c, mla_memory=0.6))[0] * 1e-3
     assert own == pytest.approx(want_own, rel=1e-12)
 
@@ -71,11 +72,12 @@ def test_mla_decode_walk_only_before_hopper():
     ampere = _dev(architecture="ampere")
     got = KM.predict_generation(_rows(), ampere, c)[0] * 1e-3
     assert got == pytest.approx((rest**3 + walk**3) ** (1 / 3), rel=1e-12)
-    # Hopper's split kernels stream: no walk (and the occupancy ramp, 8 CTAs on 100 SMs)
+    # Hopper's split kernels stream: no walk (and the occupancy ramp, 8 CTAs on 100 SMs); TensorRT-LLM's FlashMLA
+    # path runs its combine kernel beside (2 us)
     stream = byts * (1 + 0.25 / 0.08) / (2e12 * 0.9) + 2e-6
-    for fw in ("trtllm", "vllm"):
+    for fw, side in (("trtllm", 2e-6), ("vllm", 0.0)):
         hopper = KM.predict_generation(_rows(framework=[fw]), _dev(architecture="hopper"), c)[0] * 1e-3
-        assert hopper == pytest.approx(stream, rel=1e-12)
+        assert hopper == pytest.approx(stream + side, rel=1e-12)
     # vLLM's Triton kernel on Ampere: 8 sequences x 1 block of 16 heads x 4 KV splits = 32 CTAs, one wave, each
     # walking 1024 tokens
     vllm = KM.predict_generation(_rows(framework=["vllm"]), ampere, c)[0] * 1e-3
@@ -176,9 +178,10 @@ def test_mla_decode_streaming_kernels_own_wave_cost_and_fp8_rate():
     byts = 8 * 4 * 576 * 2 + 8 * 128 * 1088 * 2
     core = max(2 * 8 * 128 * 4 * 1088 / (1e15 * 0.5), byts * (1 + 0.25 / (16 / 100)) / (2e12 * 0.9))
     got = KM.predict_generation(rows, _dev(architecture="hopper", clock=2e9), c)[0] * 1e-3
-    assert got == pytest.approx(core + 5e-6 + 2e-6, rel=1e-12)  # decode_blend 1: stream and prologue add
+    # decode_blend 1: stream and prologue add; FlashMLA's combine kernel one kernel_s (SM cycles too)
+    assert got == pytest.approx(core + 5e-6 + 2e-6 + 2e-6, rel=1e-12)
     slow = KM.predict_generation(rows, _dev(architecture="hopper", clock=1e9), c)[0] * 1e-3
-    assert slow == pytest.approx(core + 10e-6 + 2e-6, rel=1e-12)
+    assert slow == pytest.approx(core + 10e-6 + 2e-6 + 4e-6, rel=1e-12)
     # fp8 KV: the latent at 1 byte; the fp8-KV kernel's rate 0.5 doubles its math and its prologue
     r8 = _rows(num_heads=[128], step=[3], kv_cache_dtype=["fp8"])
     c8 = dataclasses.replace(c, rate={KM.fp8_key("trtllm"): 0.5})
@@ -186,7 +189,7 @@ def test_mla_decode_streaming_kernels_own_wave_cost_and_fp8_rate():
     math8 = 2 * 8 * 128 * 4 * 1088 / (2e15 * 0.5)  # TensorRT-LLM's fp8-KV decode math on the fp8 roof (attention)
     core8 = max(math8 / 0.5, byts8 * (1 + 0.25 / (16 / 100)) / (2e12 * 0.9))
     got8 = KM.predict_generation(r8, _dev(architecture="hopper", clock=2e9), c8)[0] * 1e-3
-    assert got8 == pytest.approx(core8 + 10e-6 + 2e-6, rel=1e-12)
+    assert got8 == pytest.approx(core8 + 10e-6 + 2e-6 + 2e-6, rel=1e-12)
     # and its own fixed time per call where fitted (vLLM's FlashMLA path on an fp8 cache)
     c8f = dataclasses.replace(c8, launch={"trtllm/generation_mla": 1e-6, KM.fp8_key("trtllm"): 3e-5})
     got8f = KM.predict_generation(r8, _dev(architecture="hopper", clock=2e9), c8f)[0] * 1e-3
@@ -233,3 +236,35 @@ def test_fit_recovers_streaming_mla_decode_figures():
         assert KF.get_param(got, path) == pytest.approx(KF.get_param(true, path), rel=1e-3), path
     assert KF.pooled("mla_tile_s") and KF.pooled(f"rate.{KM.fp8_key('vllm')}")
     assert not KF.pooled(f"launch.{KM.fp8_key('vllm')}")  # an engine's fp8 path's own fixed time, as a library's
+
+
+def test_mla_decode_side_kernels_only_for_trtllm_flashmla_on_hopper():
+    # TensorRT-LLM's sm90 MLA decode (FlashMLA) runs a combine kernel after its split-KV kernel: the same row on a
+    # Hopper device takes exactly one kernel_s (2 us, SM cycles: 4 us at half the curves' clock) longer than on one
+    # whose kernel reduces its splits itself (Blackwell's trtllm-gen: the same streaming terms otherwise); vLLM's
+    # rows and the walking Ampere ones take none
+    c = dataclasses.replace(CURVES, attention=0.5, attention_memory=0.9, decode_tile_s=1e-6, clock_mhz=2000.0)
+    rows = pd.concat([_rows(), _rows(framework=["vllm"]), _rows(kv_cache_dtype=["fp8"], num_heads=[128])])
+    for clock, side in ((2e9, 2e-6), (1e9, 4e-6)):
+        hop = KM.predict_generation(rows, _dev(architecture="hopper", clock=clock), c) * 1e-3
+        bw = KM.predict_generation(rows, _dev(architecture="blackwell", clock=clock), c) * 1e-3
+        assert hop - bw == pytest.approx([side, 0.0, side], rel=1e-9, abs=1e-15)
+    assert KM.generation_terms(rows, _dev(architecture="ampere")).side_kernels.tolist() == [0.0, 0.0, 0.0]
+    assert KM.generation_terms(rows, _dev(architecture="hopper")).side_kernels.tolist() == [1.0, 0.0, 1.0]
+
+
+def test_vllm_mla_prefill_op_up_projects_the_latent(monkeypatch):
+    # vLLM's MLA prefill op runs kv_b_proj itself: 2 sequences x 1024 tokens x 16 heads, a GEMM of 2048 tokens x 512
+    # -> 16 x 256 (8.59 GFLOP at 0.5 of 1 PFLOP/s: 17.2 us, above its 23.1 MB at 0.8 of 2 TB/s: 14.4 us), two kernels
+    # (2 x 2 us), and the copy assembling K (2048 x 16 x (128 + 128 + 64) x 2 bytes = 21.0 MB at 1.6 TB/s: 13.1 us)
+    c = dataclasses.replace(CURVES, attention=0.5, attention_tile_s=1e-6)
+    rows = _rows(batch_size=[2], isl=[1024], step=[0], num_heads=[16], framework=["vllm"])
+    dev = _dev()
+    with_proj = KM.predict_context(rows, dev, c)[0] * 1e-3
+    monkeypatch.setattr(KM, "PROJECTING_ENGINES", ())
+    without = KM.predict_context(rows, dev, c)[0] * 1e-3
+    gemm = max(2 * 2048 * 512 * 16 * 256 / (1e15 * 0.5), (2048 * 512 + 512 * 4096 + 2048 * 4096) * 2 / (2e12 * 0.8))
+    assert with_proj - without == pytest.approx(gemm + 2 * 2e-6 + 2048 * 16 * 320 * 2 / (2e12 * 0.8), rel=1e-9)
+    # TensorRT-LLM's op takes the decompressed K and V as inputs: no projection
+    trt = rows.assign(framework="trtllm")
+    assert KM.projection(trt)[0].tolist() == [0.0]

@@ -15,7 +15,8 @@ cache on sm90+ TensorRT-LLM runs its fp8 context MLA (:func:`fp8_mla`): a pass q
 values read in bf16, written in fp8) and the FMHA on the fp8 roof (``attention_fp8``), a kernel of its own: its own
 rate (``rate["trtllm/context_mla/fp8"]``), and its quantise pass one kernel more (``kernel_s``: B200 and H100 take
 2-3.5 µs longer in fp8 than in bf16 at one token); an engine's fp8-cache path has its own fixed time per call
-(``launch["<engine>/context_mla/fp8"]``, :func:`context_seconds`).
+(``launch["<engine>/context_mla/fp8"]``, :func:`context_seconds`). vLLM's prefill op up-projects the latent itself
+(:func:`projection`: ``kv_b_proj`` on ``B·S`` tokens, ``2·B·S·512·H·256`` FLOPs at the GEMM figures, and the K copy).
 Decode runs with the up-projections absorbed into the query and output (an MQA over the latent): every head scores
 the 576-wide latent and sums the 512-wide one, FLOPs ``= 2·B·H·L·(576 + 512)`` (on the fp8 roof in TensorRT-LLM's
 fp8-KV kernel from sm90 on), bytes ``= B·L·576·b_kv + B·H·(576 + 512)·2`` at ``mla_memory`` of the bandwidth, one KV
@@ -25,7 +26,8 @@ cycles, the MLA kernels' own ``decode_tile_s``: at one cached token the time gro
 sequences, 36 ns a sequence on B200, 55 ns on H100, and doubles from 64 to 128 heads on H100); an engine's fp8-KV
 kernel runs at its own rate and fixed time per call (``rate`` and ``launch["<engine>/generation_mla/fp8"]``: vLLM
 runs FlashMLA on an fp8 cache, 40 µs a call more on H100, and FlashAttention's MLA on a bf16 one; the fixed time, like a
-GEMM library's, is not carried into ``generic``).
+GEMM library's, is not carried into ``generic``). TensorRT-LLM's sm90 kernel (FlashMLA) runs a combine kernel after
+it, one ``kernel_s`` more (:func:`side_kernels`).
 
 Which decode kernel runs is a property of the device's architecture and the engine (:func:`walks`): before Hopper
 (compute capability < 9.0: Ampere, Ada) there is no split MLA decode kernel (FlashMLA and TensorRT-LLM's trtllm-gen
@@ -78,6 +80,19 @@ FP8_CONTEXT_ENGINE = "trtllm"
 TRITON_HEADS, TRITON_SPLITS = 16.0, 4.0
 #: query heads per CTA of the streaming (sm90+) MLA decode kernels (FlashMLA's and TensorRT-LLM's: a 64-row MMA tile)
 HEAD_BLOCK = 64.0
+#: the engines whose timed MLA prefill op up-projects the latent itself (vLLM's ``MLACommonImpl`` prefill:
+#: ``kv_b_proj`` on the new tokens' latent, then K = [k_nope, k_pe] concatenated, before the FMHA): a GEMM of
+#: ``B·S`` tokens x ``KV_LORA`` -> ``H·(QK_NOPE + V_DIM)`` at the GEMM figures and a copy pass (:func:`projection`)
+PROJECTING_ENGINES = ("vllm",)
+#: architectures on which :data:`SPLIT_ENGINE`'s MLA decode runs FlashMLA's split-KV scheme as separate kernels
+#: (sm90, TensorRT-LLM's ``mUseGenFlashMLA`` path of ``AttentionOp::mlaGeneration``): the split-KV kernel and a
+#: combine kernel after it inside the timed op (its tile-scheduler metadata is computed beforehand, in the attention
+#: metadata's ``prepare``, from TensorRT-LLM 1.x: outside the collector's CUDA graph); Blackwell's trtllm-gen kernel
+#: reduces its KV splits inside its one kernel, and sm8x runs one XQA / FMHA kernel
+SPLIT_ARCHITECTURES = ("hopper",)
+SPLIT_ENGINE = "trtllm"
+#: kernels a :data:`SPLIT_ARCHITECTURES` MLA decode call runs beyond the one every kernel's fixed time counts
+SPLIT_KERNELS = 1.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,6 +102,7 @@ class MlaDecodeTerms(AttentionTerms):
     walk: np.ndarray | None = None  #: bool per row: the kernel walks the latent token by token (:func:`walks`)
     walk_ctas: np.ndarray | None = None  #: CTAs of a walking kernel (they run in waves over the SMs)
     walk_tokens: np.ndarray | None = None  #: cached tokens each of them walks
+    side_kernels: np.ndarray | None = None  #: kernels each call runs beyond its main one (:func:`side_kernels`)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,6 +110,8 @@ class MlaContextTerms(AttentionTerms):
     """:class:`.attention.AttentionTerms` of MLA prefill rows, with the rows holding an fp8 KV cache (any engine)."""
 
     cache8: np.ndarray | None = None  #: bool per row: the KV cache is fp8 (its engine's fp8 path's own fixed time)
+    proj_flops: np.ndarray | None = None  #: FLOPs of the op's own latent up-projection GEMM (0: none)
+    proj_bytes: np.ndarray | None = None  #: bytes that GEMM reads and writes (its latent, weights, K/V nope)
 
 
 def walks(rows: pd.DataFrame, device: Device) -> np.ndarray:
@@ -101,6 +119,14 @@ def walks(rows: pd.DataFrame, device: Device) -> np.ndarray:
     :data:`WALK_ARCHITECTURES`."""
     fw = rows["framework"].astype(str).to_numpy() if "framework" in rows else np.full(len(rows), "")
     return np.isin(fw, WALK_ENGINES) & (device.architecture in WALK_ARCHITECTURES)
+
+
+def side_kernels(rows: pd.DataFrame, device: Device) -> np.ndarray:
+    """Kernels each MLA decode row's call runs beyond its main one: :data:`SPLIT_KERNELS` for :data:`SPLIT_ENGINE`
+    on :data:`SPLIT_ARCHITECTURES` (FlashMLA's combine kernel), else 0."""
+    fw = rows["framework"].astype(str).to_numpy() if "framework" in rows else np.full(len(rows), "")
+    split = (fw == SPLIT_ENGINE) & (device.architecture in SPLIT_ARCHITECTURES)
+    return np.where(split, SPLIT_KERNELS, 0.0)
 
 
 def walk_layout(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -126,6 +152,20 @@ def fp8_mla(rows: pd.DataFrame, device: Device) -> np.ndarray:
     return (fw == FP8_CONTEXT_ENGINE) & (_dtype(rows, "kv_cache_dtype") == 1.0) & sm90
 
 
+def projection(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(FLOPs, bytes, copy bytes) of the latent up-projection inside a :data:`PROJECTING_ENGINES` prefill op, 0
+    elsewhere: the GEMM ``2·B·S·KV_LORA·H·(QK_NOPE + V_DIM)`` reading the latent and the weights and writing the
+    per-head K/V nope parts in bf16, and the copy assembling K (the 128-wide nope part read, 192 wide written)."""
+    B, S, H = column(rows, "batch_size"), column(rows, "isl"), column(rows, "num_heads")
+    fw = rows["framework"].astype(str).to_numpy() if "framework" in rows else np.full(len(rows), "")
+    own = np.isin(fw, PROJECTING_ENGINES)
+    width = QK_NOPE + V_DIM
+    flops = 2.0 * B * S * KV_LORA * H * width
+    byts = (B * S * KV_LORA + KV_LORA * H * width + B * S * H * width) * 2.0
+    copy = B * S * H * (QK_NOPE + QK_NOPE + QK_ROPE) * 2.0
+    return np.where(own, flops, 0.0), np.where(own, byts, 0.0), np.where(own, copy, 0.0)
+
+
 def context_terms(rows: pd.DataFrame, device: Device) -> MlaContextTerms:
     B, S, H = column(rows, "batch_size"), column(rows, "isl"), column(rows, "num_heads")
     b_kv, b_q = _dtype(rows, "kv_cache_dtype"), _dtype(rows, "mla_dtype")
@@ -136,6 +176,8 @@ def context_terms(rows: pd.DataFrame, device: Device) -> MlaContextTerms:
     q8 = fp8_mla(rows, device)
     # the latent written to the cache; the fp8 kernel's quantise pass reads Q, K, V in bf16 and writes them in fp8
     extra = B * S * (KV_LORA + QK_ROPE) * b_kv + np.where(q8, B * S * H * (2.0 * dqk + V_DIM) * (2.0 + 1.0), 0.0)
+    proj_flops, proj_bytes, copy = projection(rows)
+    extra = extra + copy
     te, we = tile_efficiency(S, 1.0, B * H, dataclasses.replace(device, tile=(Q_TILE, 1), gemm_half_rows=0.0))
     ok = np.isfinite(byts + extra) & (flops > 0)
     group, labels = groups_of(rows, ok)
@@ -158,6 +200,8 @@ def context_terms(rows: pd.DataFrame, device: Device) -> MlaContextTerms:
         op="context_mla",
         kv8=q8,
         cache8=b_kv == 1.0,
+        proj_flops=proj_flops,
+        proj_bytes=proj_bytes,
     )
 
 
@@ -167,13 +211,24 @@ def context_seconds(t: MlaContextTerms, device: Device, curves: KernelCurves) ->
     path's own fixed time per call where fitted (``launch["<engine>/context_mla/fp8"]``, not pooled: vLLM's fp8 path
     takes 30-40 µs a call more on H100), the fp8 MLA kernel's quantise pass one kernel more (``kernel_s``)."""
     passes = np.zeros(len(t.bytes)) if t.kv8 is None else t.kv8.astype(float)
-    base = seconds(t, device, curves) + passes * curves.kernel_s
+    base = seconds(t, device, curves) + passes * curves.kernel_s + projection_seconds(t, device, curves)
     key = {f"{f}/{t.op}": f"{f}/{t.op}/fp8" for f in t.labels}
     fixed = {k: curves.launch[v] for k, v in key.items() if v in curves.launch}
     if t.cache8 is None or not fixed or not np.any(t.cache8):
         return base
     own = seconds(t, device, dataclasses.replace(curves, launch={**curves.launch, **fixed})) + passes * curves.kernel_s
-    return np.where(t.cache8, own, base)
+    return np.where(t.cache8, own + projection_seconds(t, device, curves), base)
+
+
+def projection_seconds(t: MlaContextTerms, device: Device, curves: KernelCurves) -> np.ndarray:
+    """Seconds of the op's own latent up-projection (:func:`projection`): its GEMM on the bf16 roof at the GEMM
+    figures, ``max(FLOPs / (peak · compute["fp16"]), bytes / (bandwidth · memory))``, and two kernels' fixed time
+    (the GEMM's and the K copy's; SM cycles); 0 on rows without one."""
+    if t.proj_flops is None or t.proj_bytes is None or not np.any(t.proj_flops > 0):
+        return np.zeros(len(t.bytes))
+    eff = curves.compute.get("fp16", 0.0) or 1.0
+    gemm = np.maximum(t.proj_flops / (t.peak16 * eff), t.proj_bytes / (device.memory_bandwidth * curves.memory))
+    return np.where(t.proj_flops > 0, gemm + 2.0 * curves.kernel_s * cycle_scale(curves, device), 0.0)
 
 
 def generation_terms(rows: pd.DataFrame, device: Device) -> MlaDecodeTerms:
@@ -210,6 +265,7 @@ def generation_terms(rows: pd.DataFrame, device: Device) -> MlaDecodeTerms:
         walk=walk,
         walk_ctas=ctas,
         walk_tokens=tokens,
+        side_kernels=side_kernels(rows, device),
     )
 
 
@@ -255,6 +311,9 @@ def decode_seconds(t: MlaDecodeTerms, device: Device, curves: KernelCurves) -> n
     # the streaming kernels' own cost per wave of CTAs (the walking kernels' prologues stay the decode kernels')
     tile = curves.mla_tile_s if curves.mla_tile_s > 0 else curves.decode_tile_s
     stream = fp8_stream(t, device, dataclasses.replace(curves, mla_token_s=0.0, decode_tile_s=tile))
+    # sm90's split-KV scheme: its combine kernel, a kernel's fixed time (SM cycles)
+    if t.side_kernels is not None:
+        stream = stream + t.side_kernels * curves.kernel_s * cycle_scale(curves, device)
     if t.walk is None or not np.any(t.walk) or curves.mla_token_s <= 0:
         return stream
     own = {f"{f}/{t.op}": curves.rate[walk_key(f)] for f in t.labels if walk_key(f) in curves.rate}
