@@ -12,7 +12,8 @@ from rooflaw.devices import list_devices
 
 #: datasheet GPU max clocks, MHz (the FP32 rates in each catalog file: CUDA cores x 2 x clock)
 CLOCKS_MHZ = {"jetson-orin-nano-8gb": 625.0, "jetson-orin-nano-8gb@Super": 1020.0, "jetson-orin-nx-16gb": 918.0,
-              "jetson-agx-orin-32gb": 930.0, "jetson-agx-orin-64gb": 1300.0, "jetson-agx-thor": 1570.0}  # fmt: skip
+              "jetson-agx-orin-32gb": 930.0, "jetson-agx-orin-64gb": 1300.0, "jetson-agx-orin-64gb@50W": 828.75,
+              "jetson-agx-orin-64gb@15W": 420.75, "jetson-agx-thor": 1570.0}  # fmt: skip
 
 
 def test_every_curves_priced_soc_has_its_clock():
