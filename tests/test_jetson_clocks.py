@@ -1,7 +1,7 @@
 """Jetson GPU clocks (session 14): the kernel curves count their fixed GPU-side times (``kernel_s``, ``moe_s``, decode
 waves, K steps) in SM cycles at the clock of the GPUs they were measured on; a Jetson prices them at its own GPU
 clock, so a Jetson without ``boost_clock_mhz`` paid them at the reference GPU's clock (A100's 1410 MHz for an Orin,
-1.2-2.3x too short). Checked against hand-computed ratios of the datasheet clocks."""
+1.1-2.3x too short). Checked against hand-computed ratios of the datasheet clocks."""
 
 import pytest
 
