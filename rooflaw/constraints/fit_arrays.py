@@ -51,7 +51,9 @@ class CaseFeatures:
     pi: np.ndarray
     dtypes: list[str]
     beta: float
-    launches: dict[str, float]  # engine -> kernels per pass
+    #: engine -> kernels per pass, times the device's cycle scale (``curves_applied.cycle_scale``: the curves'
+    #: kernel_s is SM cycles at their clock; 1 without curves)
+    launches: dict[str, float]
     mixed: np.ndarray  # per op: 1 for a dequantising (mixed-input) linear GEMM
     att: np.ndarray  # per op: 1 for an attention matmul (QKᵀ, scores·V)
     vector: float  # the vector (FP32 CUDA-core) roof, FLOP/s: dequantising GEMVs of small decode batches
@@ -69,7 +71,7 @@ class CaseFeatures:
     #: stream at ``memory:experts`` and its times blend with ``moe_serial``; decode attention matmuls (``att``) read
     #: the KV cache at ``memory:kv`` (the assembly's memory stream classes)
     expert: np.ndarray | None = None
-    #: MoE layers per pass (each adds ``moe_s``)
+    #: MoE layers per pass (each adds ``moe_s``), times the device's cycle scale (as ``launches``)
     moe_layers: float = 0.0
     #: decode attention's kernel terms (:func:`decode_terms`) of ``dec`` and of each ``steps`` decode (None: none)
     dec_terms: tuple[np.ndarray, float] | None = None

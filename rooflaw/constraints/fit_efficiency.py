@@ -111,11 +111,18 @@ def _features(case: Case, device: Device) -> CaseFeatures:
         mixed.append(1.0 if roof == "linear" and mixed_input(case.precision) else 0.0)
         att.append(1.0 if roof == "attention" else 0.0)
     layers, moe = float(case.arch.layers), float(case.arch.experts > 1)
+    from .curves_applied import curves_of, cycle_scale
+
+    # the curves' fixed times (kernel_s, moe_s) are SM cycles at their clock: a family's devices differ in clock
+    # (Orin Nano 625 MHz, AGX Orin 1300, A100 1410 share the ampere curves), so the counts carry this device's scale
+    kc0 = curves_of(device)
+    cycles = cycle_scale(kc0, device) if kc0 is not None else 1.0
     launches = {}
     for name in ENGINE_NAMES:
         e = get_engine(name)
         if e.kernels_per_layer is not None:
-            launches[name] = layers * (e.kernels_per_layer + e.moe_kernels * moe) + (e.kernels_per_pass or 0.0)
+            count = layers * (e.kernels_per_layer + e.moe_kernels * moe) + (e.kernels_per_pass or 0.0)
+            launches[name] = count * cycles
     from .assembly import rates
     from .engines import applied
 
@@ -144,7 +151,7 @@ def _features(case: Case, device: Device) -> CaseFeatures:
                                               for _, _, d, n in steps]  # fmt: skip
     return CaseFeatures((Fp, Bp), (Fd, Bd), np.array(pis), dts, float(device.memory_bandwidth), launches,
                         np.array(mixed), np.array(att), float(device.vector_flops), steps, extra, delta, expert,
-                        layers * moe, decode_terms(case, device, names, w.batch), step_terms,
+                        layers * moe * cycles, decode_terms(case, device, names, w.batch), step_terms,
                         float(getattr(app, "moe_serial", 0.0)))  # fmt: skip
 
 
