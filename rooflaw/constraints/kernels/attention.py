@@ -61,7 +61,9 @@ from .attention_decode import (
     decode_path_rate,
     decode_paths,
     fa2_unpacked,
+    gen_params,
     l2_terms,
+    trtllm_gen,
     xqa_device,
     xqa_falls_back,
     xqa_split_cap,
@@ -178,6 +180,8 @@ class AttentionTerms:
     path: np.ndarray | None = None
     #: bool, decode: TensorRT-LLM's XQA kernel runs (before Blackwell: :func:`.attention_decode.xqa_split_cap`)
     xqa: np.ndarray | None = None
+    #: bool, decode: the trtllm-gen decode kernel runs (:func:`.attention_decode.trtllm_gen`; ``decode_gen_tile_s``)
+    gen: np.ndarray | None = None
 
 
 def groups_of(rows: pd.DataFrame, ok: np.ndarray) -> tuple[np.ndarray, tuple[str, ...]]:
@@ -298,6 +302,7 @@ def generation_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
         kv_bytes=B * Hkv * stream,
         path=decode_paths(rows),
         xqa=(fw == "trtllm") & ~mha & xqa_device(device),
+        gen=trtllm_gen(rows, device) & ~mha,
     )
 
 
@@ -347,6 +352,8 @@ def decode_prologues(t: AttentionTerms, curves: KernelCurves) -> np.ndarray:
     tile = np.full(len(t.streams), curves.decode_tile_s)
     if t.mha is not None and curves.decode_mha_tile_s > 0:
         tile = np.where(t.mha, curves.decode_mha_tile_s, tile)
+    if t.gen is not None and curves.decode_gen_tile_s > 0:  # the trtllm-gen kernel's own (persistent, pipelined)
+        tile = np.where(t.gen, curves.decode_gen_tile_s, tile)
     dim = t.dim if t.dim is not None else 1.0
     waves = np.ceil(t.streams / t.sms)
     waves = waves - curves.decode_cta_share * (waves - t.streams / t.sms)  # a partial last wave pays its CTAs' share
@@ -482,7 +489,7 @@ GENERATION = register(
         tables=("generation_attention_perf",),
         params=DECODE_PARAMS,
         predict=predict_generation,
-        used=lambda rows: (*GENERATION_USED(rows), *decode_path_params(rows)),
+        used=lambda rows: (*GENERATION_USED(rows), *decode_path_params(rows), *gen_params(rows)),
         prepare=generation_terms,
         evaluate=seconds,
     )

@@ -68,7 +68,10 @@ BOUNDS = {
     "decode_window_tokens": (32.0, 0.0, 4096.0, 10.0),
     "decode_cta_share": (0.3, 0.0, 1.0, 0.1),
     "decode_l2": (20.0, 0.0, 200.0, 10.0),
+    "decode_gen_tile_s": (2e-6, 0.0, 1e-3, 1e-6),
 }
+#: substring of a vLLM row's ``kernel_source`` naming FlashInfer's trtllm-gen decode (``vllm_flashinfer_trtllmdecode``)
+GEN_SOURCE = "trtllm"
 
 
 def l2_rate(t: Any, device: Device, curves: KernelCurves) -> float:
@@ -161,3 +164,28 @@ def xqa_falls_back(rows: pd.DataFrame, device: Device) -> np.ndarray:
 def xqa_device(device: Device) -> bool:
     """Whether TensorRT-LLM's decode runs its XQA kernels on ``device`` (not on Blackwell: trtllm-gen's there)."""
     return device.architecture != "blackwell"
+
+
+def trtllm_gen(rows: pd.DataFrame, device: Device) -> np.ndarray:
+    """bool per decode row: the trtllm-gen decode kernel runs -- TensorRT-LLM's own kernel where it runs no XQA
+    (:func:`xqa_device`: ``XqaDispatcher``'s ``mUseTllmGen`` on sm100), and vLLM's FlashInfer ``trtllm`` decode (its
+    ``kernel_source``; FlashInfer's ``trtllm_batch_decode_with_kv_cache`` launches the same trtllm-gen cubins). A
+    warp-specialised kernel (512 threads, ~146 KB of shared memory: one CTA per SM) that, unsplit, runs a persistent
+    tile scheduler: its wave costs ``decode_gen_tile_s``, not ``decode_tile_s``."""
+    if "framework" not in rows:
+        return np.zeros(len(rows), dtype=bool)
+    fw = rows["framework"].astype(str).to_numpy()
+    src = rows["kernel_source"].astype(str).str.lower() if "kernel_source" in rows else pd.Series([""] * len(rows))
+    own = decode_paths(rows) == ""  # TensorRT-LLM's side kernels (FlashInfer for d = 256, 512) are not trtllm-gen
+    vllm_gen = (fw == "vllm") & src.str.contains(GEN_SOURCE, regex=False).to_numpy()
+    return vllm_gen | ((fw == "trtllm") & own & (not xqa_device(device)))
+
+
+def gen_params(rows: pd.DataFrame) -> tuple[str, ...]:
+    """``decode_gen_tile_s`` where ``rows`` hold vLLM's FlashInfer trtllm-gen decode rows (a device running trtllm-gen:
+    TensorRT-LLM's rows there share the figure); elsewhere it is not fitted (0: ``decode_tile_s``), so that the
+    rows of a GPU without the kernel leave it at no start value."""
+    if "kernel_source" not in rows or "framework" not in rows:
+        return ()
+    src = rows["kernel_source"].astype(str).str.lower().str.contains(GEN_SOURCE, regex=False)
+    return ("decode_gen_tile_s",) if bool((src & (rows["framework"].astype(str) == "vllm")).any()) else ()
