@@ -183,19 +183,19 @@ def test_blackwell_runs_trtllm_gen_not_xqa_so_neither_heuristic_applies():
 def test_trtllm_gen_kernel_pays_its_own_wave_cost():
     # the trtllm-gen decode kernel: TensorRT-LLM's own on sm100 (not its FlashInfer side kernel), vLLM's FlashInfer
     # trtllm decode anywhere; 2048 sequences x 8 KV heads = 16,384 CTAs on 100 SMs: 164 waves (163.84, no partial-wave
-    # share), 1 µs each with decode_gen_tile_s = 1e-6 where the kernel runs, 5 µs (decode_tile_s) where it does not
+    # share), 1 µs each with decode_ws_tile_s = 1e-6 where the kernel runs, 5 µs (decode_tile_s) where it does not
     rows = _rows(batch_size=2048, num_heads=32, num_key_value_heads=8, step=1, kernel_source="torch_flow")
-    c = dataclasses.replace(CURVES, decode_tile_s=5e-6, decode_gen_tile_s=1e-6)
+    c = dataclasses.replace(CURVES, decode_tile_s=5e-6, decode_ws_tile_s=1e-6)
     bw, hop = _dev(architecture="blackwell"), _dev()
     cases = [(rows, bw, True), (rows, hop, False), (rows.assign(kernel_source=["torch_flow_flashinfer"]), bw, False),
              (rows.assign(framework=["vllm"], kernel_source=["vllm_flashinfer_trtllmdecode"]), hop, True),
              (rows.assign(framework=["vllm"], kernel_source=["vllm_flash_attn_fa3"]), bw, False)]  # fmt: skip
     for r, dev, gen in cases:
         t = KA.generation_terms(r, dev)
-        assert bool(t.gen[0]) is gen
+        assert bool(t.ws[0]) is gen
         assert KA.decode_prologues(t, c)[0] == pytest.approx(164 * (1e-6 if gen else 5e-6), rel=1e-12)
     # unfitted (0): the GQA kernels' decode_tile_s; fitted only from rows that hold vLLM's trtllm-gen decode
     t = KA.generation_terms(rows, bw)
-    assert KA.decode_prologues(t, dataclasses.replace(c, decode_gen_tile_s=0.0))[0] == pytest.approx(820e-6)
+    assert KA.decode_prologues(t, dataclasses.replace(c, decode_ws_tile_s=0.0))[0] == pytest.approx(820e-6)
     used = FAMILIES["generation_attention"].used
-    assert "decode_gen_tile_s" in used(cases[3][0]) and "decode_gen_tile_s" not in used(rows)
+    assert "decode_ws_tile_s" in used(cases[3][0]) and "decode_ws_tile_s" not in used(rows.assign(framework=["vllm"]))

@@ -147,7 +147,7 @@ class KernelCurves:
     #: ``trtllm`` decode), a warp-specialised persistent kernel that pipelines a CTA's next tile under its current
     #: one: SM cycles written as seconds at ``clock_mhz``, as ``decode_tile_s`` (0: ``decode_tile_s``;
     #: :func:`.attention_decode.trtllm_gen`)
-    decode_gen_tile_s: float = 0.0
+    decode_ws_tile_s: float = 0.0
     #: cached tokens before a sliding window that a decode kernel clipped by it reads as well (the partial KV pages the
     #: window starts in; 0: none)
     decode_window_tokens: float = 0.0

@@ -61,9 +61,10 @@ from .attention_decode import (
     decode_path_rate,
     decode_paths,
     fa2_unpacked,
-    gen_params,
+    fused_rope,
     l2_terms,
-    trtllm_gen,
+    warp_specialised,
+    ws_params,
     xqa_device,
     xqa_falls_back,
     xqa_split_cap,
@@ -180,8 +181,11 @@ class AttentionTerms:
     path: np.ndarray | None = None
     #: bool, decode: TensorRT-LLM's XQA kernel runs (before Blackwell: :func:`.attention_decode.xqa_split_cap`)
     xqa: np.ndarray | None = None
-    #: bool, decode: the trtllm-gen decode kernel runs (:func:`.attention_decode.trtllm_gen`; ``decode_gen_tile_s``)
-    gen: np.ndarray | None = None
+    #: bool, decode: a warp-specialised TMA kernel runs (:func:`.attention_decode.warp_specialised`; its wave costs
+    #: ``decode_ws_tile_s``)
+    ws: np.ndarray | None = None
+    #: bool, decode: the kernel applies RoPE itself, one kernel for the op (:func:`.attention_decode.fused_rope`)
+    fused: np.ndarray | None = None
 
 
 def groups_of(rows: pd.DataFrame, ok: np.ndarray) -> tuple[np.ndarray, tuple[str, ...]]:
@@ -302,7 +306,8 @@ def generation_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
         kv_bytes=B * Hkv * stream,
         path=decode_paths(rows),
         xqa=(fw == "trtllm") & ~mha & xqa_device(device),
-        gen=trtllm_gen(rows, device) & ~mha,
+        ws=warp_specialised(rows, device) & ~mha,
+        fused=fused_rope(rows, device) & ~mha,
     )
 
 
@@ -352,8 +357,8 @@ def decode_prologues(t: AttentionTerms, curves: KernelCurves) -> np.ndarray:
     tile = np.full(len(t.streams), curves.decode_tile_s)
     if t.mha is not None and curves.decode_mha_tile_s > 0:
         tile = np.where(t.mha, curves.decode_mha_tile_s, tile)
-    if t.gen is not None and curves.decode_gen_tile_s > 0:  # the trtllm-gen kernel's own (persistent, pipelined)
-        tile = np.where(t.gen, curves.decode_gen_tile_s, tile)
+    if t.ws is not None and curves.decode_ws_tile_s > 0:  # the warp-specialised TMA kernels' own
+        tile = np.where(t.ws, curves.decode_ws_tile_s, tile)
     dim = t.dim if t.dim is not None else 1.0
     waves = np.ceil(t.streams / t.sms)
     waves = waves - curves.decode_cta_share * (waves - t.streams / t.sms)  # a partial last wave pays its CTAs' share
@@ -384,6 +389,8 @@ def seconds(t: AttentionTerms, device: Device, curves: KernelCurves) -> np.ndarr
     rate = np.where(t.fp8, t.peak8 * a8, t.peak16 * curves.attention) * eff
     mem = curves.memory if t.prefill else curves.attention_memory
     lat = np.array([launch_s(curves, t.op, f) if f else np.nan for f in t.labels] or [np.nan])[t.group]
+    if t.fused is not None:  # no separate RoPE / KV-append kernel before it: one kernel's fixed time less
+        lat = lat - np.where(t.fused, curves.kernel_s, 0.0)
     fw_rate = np.array([curves.rate.get(f"{f}/{t.op}", 1.0) for f in t.labels] or [1.0])[t.group]
     bw = device.memory_bandwidth
     # a working set resident in L2 streams at the larger of DRAM's rate and L2's (bytes per fp32 FLOP of the SMs)
@@ -489,7 +496,7 @@ GENERATION = register(
         tables=("generation_attention_perf",),
         params=DECODE_PARAMS,
         predict=predict_generation,
-        used=lambda rows: (*GENERATION_USED(rows), *decode_path_params(rows), *gen_params(rows)),
+        used=lambda rows: (*GENERATION_USED(rows), *decode_path_params(rows), *ws_params(rows)),
         prepare=generation_terms,
         evaluate=seconds,
     )

@@ -68,10 +68,13 @@ BOUNDS = {
     "decode_window_tokens": (32.0, 0.0, 4096.0, 10.0),
     "decode_cta_share": (0.3, 0.0, 1.0, 0.1),
     "decode_l2": (20.0, 0.0, 200.0, 10.0),
-    "decode_gen_tile_s": (2e-6, 0.0, 1e-3, 1e-6),
+    "decode_ws_tile_s": (2e-6, 0.0, 1e-3, 1e-6),
 }
 #: substring of a vLLM row's ``kernel_source`` naming FlashInfer's trtllm-gen decode (``vllm_flashinfer_trtllmdecode``)
 GEN_SOURCE = "trtllm"
+#: TensorRT-LLM's Hopper warp-specialised XQA kernel (``supportConfigQGMMA``): its architecture, largest head dim and
+#: group, and the KV-cache dtypes it takes (fp8)
+QGMMA_ARCH, QGMMA_MAX_DIM, QGMMA_MAX_GROUP, FP8_KV = "hopper", 256.0, 32.0, ("fp8", "fp8_e4m3")
 
 
 def l2_rate(t: Any, device: Device, curves: KernelCurves) -> float:
@@ -169,9 +172,7 @@ def xqa_device(device: Device) -> bool:
 def trtllm_gen(rows: pd.DataFrame, device: Device) -> np.ndarray:
     """bool per decode row: the trtllm-gen decode kernel runs -- TensorRT-LLM's own kernel where it runs no XQA
     (:func:`xqa_device`: ``XqaDispatcher``'s ``mUseTllmGen`` on sm100), and vLLM's FlashInfer ``trtllm`` decode (its
-    ``kernel_source``; FlashInfer's ``trtllm_batch_decode_with_kv_cache`` launches the same trtllm-gen cubins). A
-    warp-specialised kernel (512 threads, ~146 KB of shared memory: one CTA per SM) that, unsplit, runs a persistent
-    tile scheduler: its wave costs ``decode_gen_tile_s``, not ``decode_tile_s``."""
+    ``kernel_source``; FlashInfer's ``trtllm_batch_decode_with_kv_cache`` launches the same trtllm-gen cubins)."""
     if "framework" not in rows:
         return np.zeros(len(rows), dtype=bool)
     fw = rows["framework"].astype(str).to_numpy()
@@ -181,11 +182,42 @@ def trtllm_gen(rows: pd.DataFrame, device: Device) -> np.ndarray:
     return vllm_gen | ((fw == "trtllm") & own & (not xqa_device(device)))
 
 
-def gen_params(rows: pd.DataFrame) -> tuple[str, ...]:
-    """``decode_gen_tile_s`` where ``rows`` hold vLLM's FlashInfer trtllm-gen decode rows (a device running trtllm-gen:
-    TensorRT-LLM's rows there share the figure); elsewhere it is not fitted (0: ``decode_tile_s``), so that the
-    rows of a GPU without the kernel leave it at no start value."""
+def qgmma(rows: pd.DataFrame, device: Device) -> np.ndarray:
+    """bool per decode row: TensorRT-LLM's XQA runs its Hopper warp-specialised kernel (``mha_sm90``;
+    ``supportConfigQGMMA``: sm90, an fp8 KV cache, head dim <= :data:`QGMMA_MAX_DIM`, at most :data:`QGMMA_MAX_GROUP`
+    query heads a KV head), which applies RoPE and appends the new token's K and V itself (``applyRoPEInXqaKernel``):
+    no separate ``invokeQKVPreprocessing`` kernel before it (:func:`fused_rope`)."""
+    if "framework" not in rows or device.architecture != QGMMA_ARCH:
+        return np.zeros(len(rows), dtype=bool)
+    num = {c: pd.to_numeric(rows[c], errors="coerce").fillna(0.0).to_numpy(dtype=float) for c in (*HEADS, "head_dim")}
+    group = num["num_heads"] / np.maximum(num["num_key_value_heads"], 1.0)
+    fp8 = rows["kv_cache_dtype"].astype(str).isin(FP8_KV).to_numpy() if "kv_cache_dtype" in rows else False
+    trt = rows["framework"].astype(str).to_numpy() == "trtllm"
+    return trt & fp8 & (num["head_dim"] <= QGMMA_MAX_DIM) & (group > 1.0) & (group <= QGMMA_MAX_GROUP)
+
+
+def warp_specialised(rows: pd.DataFrame, device: Device) -> np.ndarray:
+    """bool per decode row: one of NVIDIA's warp-specialised TMA decode kernels runs (:func:`trtllm_gen`,
+    :func:`qgmma`; a producer warp streams the page table, K and V by TMA under the MMA and softmax warps): a wave of
+    its CTAs costs ``decode_ws_tile_s`` (~3k SM cycles, fitted per architecture: H100's fp8-KV XQA, B200's
+    trtllm-gen), not the other decode kernels' ``decode_tile_s`` (7-9k: XQA before Hopper and on a bf16 cache,
+    FlashAttention-2 and -3)."""
+    return trtllm_gen(rows, device) | qgmma(rows, device)
+
+
+def fused_rope(rows: pd.DataFrame, device: Device) -> np.ndarray:
+    """bool per decode row: the op runs one kernel, not two -- TensorRT-LLM's Hopper XQA kernel applies RoPE itself
+    (:func:`qgmma`), where every other TensorRT-LLM decode path runs ``invokeQKVPreprocessing`` first: its fixed
+    time is one ``kernel_s`` less (:func:`.attention.seconds`)."""
+    return qgmma(rows, device)
+
+
+def ws_params(rows: pd.DataFrame) -> tuple[str, ...]:
+    """``decode_ws_tile_s`` where ``rows`` may run a warp-specialised kernel (vLLM's FlashInfer trtllm-gen decode,
+    TensorRT-LLM's fp8-KV rows); the rows of a GPU without one leave it unfitted (0: ``decode_tile_s``)."""
     if "kernel_source" not in rows or "framework" not in rows:
         return ()
-    src = rows["kernel_source"].astype(str).str.lower().str.contains(GEN_SOURCE, regex=False)
-    return ("decode_gen_tile_s",) if bool((src & (rows["framework"].astype(str) == "vllm")).any()) else ()
+    fw = rows["framework"].astype(str)
+    gen = rows["kernel_source"].astype(str).str.lower().str.contains(GEN_SOURCE, regex=False) & (fw == "vllm")
+    trt8 = (fw == "trtllm") & rows["kv_cache_dtype"].astype(str).isin(FP8_KV) if "kv_cache_dtype" in rows else False
+    return ("decode_ws_tile_s",) if bool((gen | trt8).any()) else ()

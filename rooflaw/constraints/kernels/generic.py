@@ -37,7 +37,7 @@ CYCLES = frozenset(
         "moe_s",
         "decode_tile_s",
         "decode_mha_tile_s",
-        "decode_gen_tile_s",
+        "decode_ws_tile_s",
         "mla_tile_s",
         "token_us",
     }
