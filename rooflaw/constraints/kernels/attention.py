@@ -57,12 +57,14 @@ import pandas as pd
 from ...devices.device import Device
 from . import Family, KernelCurves, register
 from .attention_decode import (
+    XQA_MAX_GROUP,
     decode_path_params,
     decode_path_rate,
     decode_paths,
     fa2_unpacked,
     fused_rope,
     l2_terms,
+    masked_mha,
     warp_specialised,
     ws_params,
     xqa_device,
@@ -89,8 +91,6 @@ DTYPE_BYTES = {"bfloat16": 2.0, "float16": 2.0, "fp8": 1.0, "fp8_e4m3": 1.0, "in
 REFERENCE_FRAMEWORK = "trtllm"
 #: the engine whose prefill kernel (FlashAttention-3) can pack a GQA group's query heads into one tile
 PACK_GQA_ENGINE = "vllm"
-#: most query heads TensorRT-LLM's XQA decode kernel serves per KV head
-XQA_MAX_GROUP = 32
 #: query heads one XQA CTA serves (the rows of its 16-row MMA tile): a larger group runs ``ceil(g / 16)`` CTAs per
 #: KV head, each reading the head's K and V (from L2 but the first)
 XQA_GROUP_ROWS = 16
@@ -243,14 +243,6 @@ def context_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
         kv8=b_kv == 1.0,
         path=kernel_paths(rows),
     )
-
-
-def masked_mha(rows: pd.DataFrame) -> np.ndarray:
-    """bool per decode row: TensorRT-LLM runs its masked-MHA kernel (one CTA per query head), where XQA does not
-    apply -- one query head per KV head, or more than :data:`XQA_MAX_GROUP` of them."""
-    fw = rows["framework"].astype(str).to_numpy() if "framework" in rows else np.full(len(rows), "")
-    group = column(rows, "num_heads") / np.maximum(column(rows, "num_key_value_heads"), 1.0)
-    return (fw == "trtllm") & ((group <= 1.0) | (group > XQA_MAX_GROUP))
 
 
 def generation_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:

@@ -49,6 +49,8 @@ XQA_SPLIT_ROOT = 8.0
 #: ``mayHavePerfGain``), counting each stream's chunks of ``XQA_SPLIT_TOKENS`` cached tokens
 #: (``kMinHistoryTokensPerBlock``)
 XQA_MIN_BLOCK_FACTOR, XQA_SPLIT_TOKENS = 4.0, 128.0
+#: most query heads TensorRT-LLM's XQA decode kernel serves per KV head
+XQA_MAX_GROUP = 32
 #: ``kernel_source`` of vLLM's FlashAttention-2 decode rows (Ampere's, Ada's)
 FA2_SOURCES = ("vllm_flash_attn", "vllm_flash_attn_fa2")
 HEADS = ("num_heads", "num_key_value_heads")
@@ -221,3 +223,13 @@ def ws_params(rows: pd.DataFrame) -> tuple[str, ...]:
     gen = rows["kernel_source"].astype(str).str.lower().str.contains(GEN_SOURCE, regex=False) & (fw == "vllm")
     trt8 = (fw == "trtllm") & rows["kv_cache_dtype"].astype(str).isin(FP8_KV) if "kv_cache_dtype" in rows else False
     return ("decode_ws_tile_s",) if bool((gen | trt8).any()) else ()
+
+
+def masked_mha(rows: pd.DataFrame) -> np.ndarray:
+    """bool per decode row: TensorRT-LLM runs its masked-MHA kernel (one CTA per query head), where XQA does not
+    apply -- one query head per KV head, or more than :data:`XQA_MAX_GROUP` of them."""
+    if "framework" not in rows:
+        return np.zeros(len(rows), dtype=bool)
+    num = {c: pd.to_numeric(rows[c], errors="coerce").fillna(0.0).to_numpy(dtype=float) for c in HEADS}
+    group = num["num_heads"] / np.maximum(num["num_key_value_heads"], 1.0)
+    return (rows["framework"].astype(str).to_numpy() == "trtllm") & ((group <= 1.0) | (group > XQA_MAX_GROUP))
