@@ -211,3 +211,10 @@ def test_hopper_fp8_kv_xqa_applies_rope_itself_one_kernel_less():
     for other in (rows.assign(kv_cache_dtype=["bfloat16"]), rows.assign(head_dim=[512]), rows.assign(num_heads=[512])):
         assert not KA.generation_terms(other, _dev()).fused[0]
     assert KA.generation_terms(rows, _dev()).ws[0] and not KA.generation_terms(rows, _dev(architecture="ada")).ws[0]
+
+
+def test_warp_specialised_wave_cost_is_pooled_sm_cycles():
+    # an architecture's figure that carries: H100's fp8-KV XQA and B200's trtllm-gen both ~3k cycles a wave
+    from rooflaw.constraints.kernels import generic
+
+    assert KF.pooled("decode_ws_tile_s") and "decode_ws_tile_s" in generic.CYCLES

@@ -42,7 +42,8 @@ too few loads in flight to reach the bandwidth when few (Little's law; ``t_l2`` 
 n/SMs)) · tile · (1 - s + s·d/128) · clock_mhz / clock / rate``, ``W = ceil(n / SMs)``: each wave of CTAs pays a fixed
 prologue (page table, Q, the split merge, O), a partial wave ``c = decode_cta_share`` of it in proportion to its CTAs,
 SM cycles written as seconds at the curves' ``clock_mhz`` (:func:`.gemm.cycle_scale`), ``tile = decode_tile_s``
-(``decode_mha_tile_s`` for the masked-MHA kernel), ``s = decode_dim_share``, ``rate`` the engine's
+(``decode_mha_tile_s`` for the masked-MHA kernel, ``decode_ws_tile_s`` for the warp-specialised ones:
+:func:`.attention_decode.warp_specialised`), ``s = decode_dim_share``, ``rate`` the engine's
 (``rate["<engine>/generation_attention"]``, its fp8-KV kernel's ``rate["<engine>/generation_attention/fp8"]``,
 TensorRT-LLM's fp8-KV masked-MHA kernel's ``rate["trtllm/generation_attention/fp8/mha"]``, where fitted).
 """

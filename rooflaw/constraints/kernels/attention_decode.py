@@ -23,6 +23,11 @@ in its ``mha_fwd_kvcache``) only without a local window: with one it runs a CTA 
 head's K and V (the first from DRAM, the rest from L2), as TensorRT-LLM's masked-MHA kernel does
 (:func:`fa2_unpacked`; vLLM's ``vllm_flash_attn`` on Ampere, ``..._fa2`` on Ada).
 
+NVIDIA's warp-specialised TMA decode kernels -- trtllm-gen (TensorRT-LLM on sm100, vLLM's FlashInfer ``trtllm``
+decode) and TensorRT-LLM's Hopper XQA ``mha_sm90`` for an fp8 KV cache -- pay ``decode_ws_tile_s`` a wave (~3k SM
+cycles against the other kernels' 7-9k: :func:`warp_specialised`); the Hopper one applies RoPE itself, so its op runs
+one kernel, not two (:func:`fused_rope`).
+
 An engine hands some decode shapes to another kernel (the table's ``kernel_source``): vLLM a head dim its backend
 lacks to Triton (d = 192 on Blackwell and Ada) or FlashAttention-4 (d = 512 on Hopper), TensorRT-LLM d = 256 and 512
 to FlashInfer on Blackwell. Each runs at its own ``rate["<engine>/generation_attention/<path>"]`` (its compute and
