@@ -178,3 +178,43 @@ def test_blackwell_runs_trtllm_gen_not_xqa_so_neither_heuristic_applies():
     c = dataclasses.replace(CURVES, decode_split=8.0, decode_split_tokens=128.0)
     long = KA.generation_terms(_rows(num_key_value_heads=8, step=32767), bw)
     assert KA.decode_occupancy(long, c)[0] == pytest.approx(8.0, rel=1e-12)
+
+
+def test_trtllm_gen_kernel_pays_its_own_wave_cost():
+    # the trtllm-gen decode kernel: TensorRT-LLM's own on sm100 (not its FlashInfer side kernel), vLLM's FlashInfer
+    # trtllm decode anywhere; 2048 sequences x 8 KV heads = 16,384 CTAs on 100 SMs: 164 waves (163.84, no partial-wave
+    # share), 1 µs each with decode_ws_tile_s = 1e-6 where the kernel runs, 5 µs (decode_tile_s) where it does not
+    rows = _rows(batch_size=2048, num_heads=32, num_key_value_heads=8, step=1, kernel_source="torch_flow")
+    c = dataclasses.replace(CURVES, decode_tile_s=5e-6, decode_ws_tile_s=1e-6)
+    bw, hop = _dev(architecture="blackwell"), _dev()
+    cases = [(rows, bw, True), (rows, hop, False), (rows.assign(kernel_source=["torch_flow_flashinfer"]), bw, False),
+             (rows.assign(framework=["vllm"], kernel_source=["vllm_flashinfer_trtllmdecode"]), hop, True),
+             (rows.assign(framework=["vllm"], kernel_source=["vllm_flash_attn_fa3"]), bw, False)]  # fmt: skip
+    for r, dev, gen in cases:
+        t = KA.generation_terms(r, dev)
+        assert bool(t.ws[0]) is gen
+        assert KA.decode_prologues(t, c)[0] == pytest.approx(164 * (1e-6 if gen else 5e-6), rel=1e-12)
+    # unfitted (0): the GQA kernels' decode_tile_s; fitted only from rows that hold vLLM's trtllm-gen decode
+    t = KA.generation_terms(rows, bw)
+    assert KA.decode_prologues(t, dataclasses.replace(c, decode_ws_tile_s=0.0))[0] == pytest.approx(820e-6)
+    used = FAMILIES["generation_attention"].used
+    assert "decode_ws_tile_s" in used(cases[3][0]) and "decode_ws_tile_s" not in used(rows.assign(framework=["vllm"]))
+
+
+def test_hopper_fp8_kv_xqa_applies_rope_itself_one_kernel_less():
+    # supportConfigQGMMA: sm90, fp8 KV, d <= 256, group <= 32 -> mha_sm90, which applies RoPE in the kernel: the op's
+    # fixed time is one kernel_s (2 µs here) less than the same row's on Ada or with a bf16 cache (two kernels)
+    rows = _rows(batch_size=64, num_heads=32, num_key_value_heads=8, step=8191, kv_cache_dtype="fp8")
+    c = dataclasses.replace(CURVES, decode_tile_s=1e-6)
+    hop, ada = KA.predict_generation(rows, _dev(), c)[0], KA.predict_generation(rows, _dev(architecture="ada"), c)[0]
+    assert (ada - hop) * 1e-3 == pytest.approx(2e-6, rel=1e-9)
+    for other in (rows.assign(kv_cache_dtype=["bfloat16"]), rows.assign(head_dim=[512]), rows.assign(num_heads=[512])):
+        assert not KA.generation_terms(other, _dev()).fused[0]
+    assert KA.generation_terms(rows, _dev()).ws[0] and not KA.generation_terms(rows, _dev(architecture="ada")).ws[0]
+
+
+def test_warp_specialised_wave_cost_is_pooled_sm_cycles():
+    # an architecture's figure that carries: H100's fp8-KV XQA and B200's trtllm-gen both ~3k cycles a wave
+    from rooflaw.constraints.kernels import generic
+
+    assert KF.pooled("decode_ws_tile_s") and "decode_ws_tile_s" in generic.CYCLES

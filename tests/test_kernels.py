@@ -247,7 +247,7 @@ def _decode_rows(**kw) -> pd.DataFrame:
 
 
 def test_decode_attention_hand_value():
-    dev = _dev(sm_count=132)
+    dev = _dev(sm_count=132, architecture="ada")  # Hopper's fp8-KV XQA is another kernel (test_kernel_decode.py)
     c = dataclasses.replace(CURVES, attention=0.5, attention_memory=0.9, decode_tile_s=1e-6)
     rows = _decode_rows()
     L = 8192
@@ -314,7 +314,7 @@ def test_decode_kernel_split_share_and_it_is_not_pooled():
     # one sequence, one KV head, 8192 cached tokens on 132 SMs (split-KV up to 2 CTAs per SM, chunks of >= 1024): the
     # reference kernel splits the stream 8 times; an fp8-KV kernel with split share 0 walks it in one CTA (x = 1/132),
     # one with share 0.25 splits up to max(1, 2 · 0.25 · 132 / 1) = 66 times, so 8 here too; bf16 rows keep share 1
-    dev = _dev(sm_count=132)
+    dev = _dev(sm_count=132, architecture="ada")  # not Hopper's fp8-KV XQA (its own kernel)
     share = {"trtllm/generation_attention/fp8": 0.0}
     c = dataclasses.replace(CURVES, attention=0.5, attention_memory=0.9, decode_half_occupancy=0.5, decode_split=2.0,
                             decode_split_tokens=1024.0, split_share=share)  # fmt: skip
@@ -350,7 +350,7 @@ def test_decode_attention_prologues_per_kernel_and_blend():
     # kernel (one query head per KV head) has its own prologue; an engine's fp8-KV kernel its own rate; a
     # decode_dim_share of the prologue grows with the head dim; the stream and the prologues blend as a p-norm whose
     # p runs from 1 (one wave: its prologue has no earlier stream to hide under) to decode_blend: 1 + (2 - 1)(1 - 1/W)
-    dev = _dev(sm_count=100)
+    dev = _dev(sm_count=100, architecture="ada")  # not Hopper's fp8-KV XQA (its own kernel)
     c = dataclasses.replace(CURVES, attention=0.5, attention_memory=0.9, decode_tile_s=4e-6, decode_mha_tile_s=1e-6,
                             decode_dim_share=0.5, decode_blend=2.0,
                             rate={"vllm/generation_attention": 2.0, "vllm/generation_attention/fp8": 0.5})  # fmt: skip

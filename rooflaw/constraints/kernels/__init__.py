@@ -143,6 +143,11 @@ class KernelCurves:
     #: seconds each wave costs of TensorRT-LLM's masked-MHA decode kernel, one CTA per (sequence, query head), which
     #: it runs where a KV head serves one query head or more than its XQA kernel takes (0: ``decode_tile_s``)
     decode_mha_tile_s: float = 0.0
+    #: seconds each wave costs of the trtllm-gen decode kernel (TensorRT-LLM's on sm100, vLLM's FlashInfer
+    #: ``trtllm`` decode), a warp-specialised persistent kernel that pipelines a CTA's next tile under its current
+    #: one: SM cycles written as seconds at ``clock_mhz``, as ``decode_tile_s`` (0: ``decode_tile_s``;
+    #: :func:`.attention_decode.trtllm_gen`)
+    decode_ws_tile_s: float = 0.0
     #: cached tokens before a sliding window that a decode kernel clipped by it reads as well (the partial KV pages the
     #: window starts in; 0: none)
     decode_window_tokens: float = 0.0

@@ -42,7 +42,8 @@ too few loads in flight to reach the bandwidth when few (Little's law; ``t_l2`` 
 n/SMs)) · tile · (1 - s + s·d/128) · clock_mhz / clock / rate``, ``W = ceil(n / SMs)``: each wave of CTAs pays a fixed
 prologue (page table, Q, the split merge, O), a partial wave ``c = decode_cta_share`` of it in proportion to its CTAs,
 SM cycles written as seconds at the curves' ``clock_mhz`` (:func:`.gemm.cycle_scale`), ``tile = decode_tile_s``
-(``decode_mha_tile_s`` for the masked-MHA kernel), ``s = decode_dim_share``, ``rate`` the engine's
+(``decode_mha_tile_s`` for the masked-MHA kernel, ``decode_ws_tile_s`` for the warp-specialised ones:
+:func:`.attention_decode.warp_specialised`), ``s = decode_dim_share``, ``rate`` the engine's
 (``rate["<engine>/generation_attention"]``, its fp8-KV kernel's ``rate["<engine>/generation_attention/fp8"]``,
 TensorRT-LLM's fp8-KV masked-MHA kernel's ``rate["trtllm/generation_attention/fp8/mha"]``, where fitted).
 """
@@ -57,11 +58,16 @@ import pandas as pd
 from ...devices.device import Device
 from . import Family, KernelCurves, register
 from .attention_decode import (
+    XQA_MAX_GROUP,
     decode_path_params,
     decode_path_rate,
     decode_paths,
     fa2_unpacked,
+    fused_rope,
     l2_terms,
+    masked_mha,
+    warp_specialised,
+    ws_params,
     xqa_device,
     xqa_falls_back,
     xqa_split_cap,
@@ -86,8 +92,6 @@ DTYPE_BYTES = {"bfloat16": 2.0, "float16": 2.0, "fp8": 1.0, "fp8_e4m3": 1.0, "in
 REFERENCE_FRAMEWORK = "trtllm"
 #: the engine whose prefill kernel (FlashAttention-3) can pack a GQA group's query heads into one tile
 PACK_GQA_ENGINE = "vllm"
-#: most query heads TensorRT-LLM's XQA decode kernel serves per KV head
-XQA_MAX_GROUP = 32
 #: query heads one XQA CTA serves (the rows of its 16-row MMA tile): a larger group runs ``ceil(g / 16)`` CTAs per
 #: KV head, each reading the head's K and V (from L2 but the first)
 XQA_GROUP_ROWS = 16
@@ -178,6 +182,11 @@ class AttentionTerms:
     path: np.ndarray | None = None
     #: bool, decode: TensorRT-LLM's XQA kernel runs (before Blackwell: :func:`.attention_decode.xqa_split_cap`)
     xqa: np.ndarray | None = None
+    #: bool, decode: a warp-specialised TMA kernel runs (:func:`.attention_decode.warp_specialised`; its wave costs
+    #: ``decode_ws_tile_s``)
+    ws: np.ndarray | None = None
+    #: bool, decode: the kernel applies RoPE itself, one kernel for the op (:func:`.attention_decode.fused_rope`)
+    fused: np.ndarray | None = None
 
 
 def groups_of(rows: pd.DataFrame, ok: np.ndarray) -> tuple[np.ndarray, tuple[str, ...]]:
@@ -237,14 +246,6 @@ def context_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
     )
 
 
-def masked_mha(rows: pd.DataFrame) -> np.ndarray:
-    """bool per decode row: TensorRT-LLM runs its masked-MHA kernel (one CTA per query head), where XQA does not
-    apply -- one query head per KV head, or more than :data:`XQA_MAX_GROUP` of them."""
-    fw = rows["framework"].astype(str).to_numpy() if "framework" in rows else np.full(len(rows), "")
-    group = column(rows, "num_heads") / np.maximum(column(rows, "num_key_value_heads"), 1.0)
-    return (fw == "trtllm") & ((group <= 1.0) | (group > XQA_MAX_GROUP))
-
-
 def generation_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
     B, L_all = column(rows, "batch_size"), column(rows, "isl") + column(rows, "step")
     H, Hkv, d, W = (
@@ -298,6 +299,8 @@ def generation_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
         kv_bytes=B * Hkv * stream,
         path=decode_paths(rows),
         xqa=(fw == "trtllm") & ~mha & xqa_device(device),
+        ws=warp_specialised(rows, device) & ~mha,
+        fused=fused_rope(rows, device) & ~mha,
     )
 
 
@@ -347,6 +350,8 @@ def decode_prologues(t: AttentionTerms, curves: KernelCurves) -> np.ndarray:
     tile = np.full(len(t.streams), curves.decode_tile_s)
     if t.mha is not None and curves.decode_mha_tile_s > 0:
         tile = np.where(t.mha, curves.decode_mha_tile_s, tile)
+    if t.ws is not None and curves.decode_ws_tile_s > 0:  # the warp-specialised TMA kernels' own
+        tile = np.where(t.ws, curves.decode_ws_tile_s, tile)
     dim = t.dim if t.dim is not None else 1.0
     waves = np.ceil(t.streams / t.sms)
     waves = waves - curves.decode_cta_share * (waves - t.streams / t.sms)  # a partial last wave pays its CTAs' share
@@ -377,6 +382,8 @@ def seconds(t: AttentionTerms, device: Device, curves: KernelCurves) -> np.ndarr
     rate = np.where(t.fp8, t.peak8 * a8, t.peak16 * curves.attention) * eff
     mem = curves.memory if t.prefill else curves.attention_memory
     lat = np.array([launch_s(curves, t.op, f) if f else np.nan for f in t.labels] or [np.nan])[t.group]
+    if t.fused is not None:  # no separate RoPE / KV-append kernel before it: one kernel's fixed time less
+        lat = lat - np.where(t.fused, curves.kernel_s, 0.0)
     fw_rate = np.array([curves.rate.get(f"{f}/{t.op}", 1.0) for f in t.labels] or [1.0])[t.group]
     bw = device.memory_bandwidth
     # a working set resident in L2 streams at the larger of DRAM's rate and L2's (bytes per fp32 FLOP of the SMs)
@@ -482,7 +489,7 @@ GENERATION = register(
         tables=("generation_attention_perf",),
         params=DECODE_PARAMS,
         predict=predict_generation,
-        used=lambda rows: (*GENERATION_USED(rows), *decode_path_params(rows)),
+        used=lambda rows: (*GENERATION_USED(rows), *decode_path_params(rows), *ws_params(rows)),
         prepare=generation_terms,
         evaluate=seconds,
     )

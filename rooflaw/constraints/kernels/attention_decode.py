@@ -23,6 +23,11 @@ in its ``mha_fwd_kvcache``) only without a local window: with one it runs a CTA 
 head's K and V (the first from DRAM, the rest from L2), as TensorRT-LLM's masked-MHA kernel does
 (:func:`fa2_unpacked`; vLLM's ``vllm_flash_attn`` on Ampere, ``..._fa2`` on Ada).
 
+NVIDIA's warp-specialised TMA decode kernels -- trtllm-gen (TensorRT-LLM on sm100, vLLM's FlashInfer ``trtllm``
+decode) and TensorRT-LLM's Hopper XQA ``mha_sm90`` for an fp8 KV cache -- pay ``decode_ws_tile_s`` a wave (~3k SM
+cycles against the other kernels' 7-9k: :func:`warp_specialised`); the Hopper one applies RoPE itself, so its op runs
+one kernel, not two (:func:`fused_rope`).
+
 An engine hands some decode shapes to another kernel (the table's ``kernel_source``): vLLM a head dim its backend
 lacks to Triton (d = 192 on Blackwell and Ada) or FlashAttention-4 (d = 512 on Hopper), TensorRT-LLM d = 256 and 512
 to FlashInfer on Blackwell. Each runs at its own ``rate["<engine>/generation_attention/<path>"]`` (its compute and
@@ -49,6 +54,8 @@ XQA_SPLIT_ROOT = 8.0
 #: ``mayHavePerfGain``), counting each stream's chunks of ``XQA_SPLIT_TOKENS`` cached tokens
 #: (``kMinHistoryTokensPerBlock``)
 XQA_MIN_BLOCK_FACTOR, XQA_SPLIT_TOKENS = 4.0, 128.0
+#: most query heads TensorRT-LLM's XQA decode kernel serves per KV head
+XQA_MAX_GROUP = 32
 #: ``kernel_source`` of vLLM's FlashAttention-2 decode rows (Ampere's, Ada's)
 FA2_SOURCES = ("vllm_flash_attn", "vllm_flash_attn_fa2")
 HEADS = ("num_heads", "num_key_value_heads")
@@ -68,7 +75,13 @@ BOUNDS = {
     "decode_window_tokens": (32.0, 0.0, 4096.0, 10.0),
     "decode_cta_share": (0.3, 0.0, 1.0, 0.1),
     "decode_l2": (20.0, 0.0, 200.0, 10.0),
+    "decode_ws_tile_s": (2e-6, 0.0, 1e-3, 1e-6),
 }
+#: substring of a vLLM row's ``kernel_source`` naming FlashInfer's trtllm-gen decode (``vllm_flashinfer_trtllmdecode``)
+GEN_SOURCE = "trtllm"
+#: TensorRT-LLM's Hopper warp-specialised XQA kernel (``supportConfigQGMMA``): its architecture, largest head dim and
+#: group, and the KV-cache dtypes it takes (fp8)
+QGMMA_ARCH, QGMMA_MAX_DIM, QGMMA_MAX_GROUP, FP8_KV = "hopper", 256.0, 32.0, ("fp8", "fp8_e4m3")
 
 
 def l2_rate(t: Any, device: Device, curves: KernelCurves) -> float:
@@ -161,3 +174,67 @@ def xqa_falls_back(rows: pd.DataFrame, device: Device) -> np.ndarray:
 def xqa_device(device: Device) -> bool:
     """Whether TensorRT-LLM's decode runs its XQA kernels on ``device`` (not on Blackwell: trtllm-gen's there)."""
     return device.architecture != "blackwell"
+
+
+def trtllm_gen(rows: pd.DataFrame, device: Device) -> np.ndarray:
+    """bool per decode row: the trtllm-gen decode kernel runs -- TensorRT-LLM's own kernel where it runs no XQA
+    (:func:`xqa_device`: ``XqaDispatcher``'s ``mUseTllmGen`` on sm100), and vLLM's FlashInfer ``trtllm`` decode (its
+    ``kernel_source``; FlashInfer's ``trtllm_batch_decode_with_kv_cache`` launches the same trtllm-gen cubins)."""
+    if "framework" not in rows:
+        return np.zeros(len(rows), dtype=bool)
+    fw = rows["framework"].astype(str).to_numpy()
+    src = rows["kernel_source"].astype(str).str.lower() if "kernel_source" in rows else pd.Series([""] * len(rows))
+    own = decode_paths(rows) == ""  # TensorRT-LLM's side kernels (FlashInfer for d = 256, 512) are not trtllm-gen
+    vllm_gen = (fw == "vllm") & src.str.contains(GEN_SOURCE, regex=False).to_numpy()
+    return vllm_gen | ((fw == "trtllm") & own & (not xqa_device(device)))
+
+
+def qgmma(rows: pd.DataFrame, device: Device) -> np.ndarray:
+    """bool per decode row: TensorRT-LLM's XQA runs its Hopper warp-specialised kernel (``mha_sm90``;
+    ``supportConfigQGMMA``: sm90, an fp8 KV cache, head dim <= :data:`QGMMA_MAX_DIM`, at most :data:`QGMMA_MAX_GROUP`
+    query heads a KV head), which applies RoPE and appends the new token's K and V itself (``applyRoPEInXqaKernel``):
+    no separate ``invokeQKVPreprocessing`` kernel before it (:func:`fused_rope`)."""
+    if "framework" not in rows or device.architecture != QGMMA_ARCH:
+        return np.zeros(len(rows), dtype=bool)
+    num = {c: pd.to_numeric(rows[c], errors="coerce").fillna(0.0).to_numpy(dtype=float) for c in (*HEADS, "head_dim")}
+    group = num["num_heads"] / np.maximum(num["num_key_value_heads"], 1.0)
+    fp8 = rows["kv_cache_dtype"].astype(str).isin(FP8_KV).to_numpy() if "kv_cache_dtype" in rows else False
+    trt = rows["framework"].astype(str).to_numpy() == "trtllm"
+    return trt & fp8 & (num["head_dim"] <= QGMMA_MAX_DIM) & (group > 1.0) & (group <= QGMMA_MAX_GROUP)
+
+
+def warp_specialised(rows: pd.DataFrame, device: Device) -> np.ndarray:
+    """bool per decode row: one of NVIDIA's warp-specialised TMA decode kernels runs (:func:`trtllm_gen`,
+    :func:`qgmma`; a producer warp streams the page table, K and V by TMA under the MMA and softmax warps): a wave of
+    its CTAs costs ``decode_ws_tile_s`` (~3k SM cycles, fitted per architecture: H100's fp8-KV XQA, B200's
+    trtllm-gen), not the other decode kernels' ``decode_tile_s`` (7-9k: XQA before Hopper and on a bf16 cache,
+    FlashAttention-2 and -3)."""
+    return trtllm_gen(rows, device) | qgmma(rows, device)
+
+
+def fused_rope(rows: pd.DataFrame, device: Device) -> np.ndarray:
+    """bool per decode row: the op runs one kernel, not two -- TensorRT-LLM's Hopper XQA kernel applies RoPE itself
+    (:func:`qgmma`), where every other TensorRT-LLM decode path runs ``invokeQKVPreprocessing`` first: its fixed
+    time is one ``kernel_s`` less (:func:`.attention.seconds`)."""
+    return qgmma(rows, device)
+
+
+def ws_params(rows: pd.DataFrame) -> tuple[str, ...]:
+    """``decode_ws_tile_s`` where ``rows`` may run a warp-specialised kernel (vLLM's FlashInfer trtllm-gen decode,
+    TensorRT-LLM's fp8-KV rows); the rows of a GPU without one leave it unfitted (0: ``decode_tile_s``)."""
+    if "kernel_source" not in rows or "framework" not in rows:
+        return ()
+    fw = rows["framework"].astype(str)
+    gen = rows["kernel_source"].astype(str).str.lower().str.contains(GEN_SOURCE, regex=False) & (fw == "vllm")
+    trt8 = (fw == "trtllm") & rows["kv_cache_dtype"].astype(str).isin(FP8_KV) if "kv_cache_dtype" in rows else False
+    return ("decode_ws_tile_s",) if bool((gen | trt8).any()) else ()
+
+
+def masked_mha(rows: pd.DataFrame) -> np.ndarray:
+    """bool per decode row: TensorRT-LLM runs its masked-MHA kernel (one CTA per query head), where XQA does not
+    apply -- one query head per KV head, or more than :data:`XQA_MAX_GROUP` of them."""
+    if "framework" not in rows:
+        return np.zeros(len(rows), dtype=bool)
+    num = {c: pd.to_numeric(rows[c], errors="coerce").fillna(0.0).to_numpy(dtype=float) for c in HEADS}
+    group = num["num_heads"] / np.maximum(num["num_key_value_heads"], 1.0)
+    return (rows["framework"].astype(str).to_numpy() == "trtllm") & ((group <= 1.0) | (group > XQA_MAX_GROUP))

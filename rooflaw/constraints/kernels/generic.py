@@ -30,7 +30,17 @@ DICTS = tuple(f.name for f in dataclasses.fields(KernelCurves) if f.type == "dic
 #: figures counted in SM cycles written as seconds (µs for ``token_us``) at the curves' ``clock_mhz`` (a family that
 #: makes another figure a cycle count adds it here)
 CYCLES = frozenset(
-    {"kernel_s", "kstep_s", "split_s", "moe_s", "decode_tile_s", "decode_mha_tile_s", "mla_tile_s", "token_us"}
+    {
+        "kernel_s",
+        "kstep_s",
+        "split_s",
+        "moe_s",
+        "decode_tile_s",
+        "decode_mha_tile_s",
+        "decode_ws_tile_s",
+        "mla_tile_s",
+        "token_us",
+    }
 )
 #: how ``generic`` was built, in its provenance (after ``fit_sample``, which describes the architectures' fits)
 BUILT = "; generic: each figure the median of the architectures' fits (kernels/generic.py)"
