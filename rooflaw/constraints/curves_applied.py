@@ -171,18 +171,38 @@ def applied_fields(device: Device, prof: Any, kc: Any) -> dict[str, Any]:
         curves=kc.architecture, engine_note=engine_note(device, prof), gemm_launch=gemm_extras(kc, prof.name),
         moe=float(kc.moe), moe_compute=dict(getattr(kc, "moe_compute", None) or {}),
         gemv=gemv_ratio(prof) if own else 1.0,
-        **stream_fields(kc, me * (prof.memory_factor if own else 1.0), cycle_scale(kc, device), device),
+        **stream_fields(kc, me * (prof.memory_factor if own else 1.0), cycle_scale(kc, device), device, prof.name),
     )  # fmt: skip
 
 
-def stream_fields(kc: Any, scale: float, cycles: float = 1.0, device: Device | None = None) -> dict[str, float]:
+def decode_wave_s(kc: Any, device: Device | None, engine: str | None) -> float:
+    """Seconds (SM cycles at the curves' clock) per wave of decode attention CTAs that ``engine`` pays on ``device``:
+    TensorRT-LLM on a GPU where it runs no XQA (Blackwell: :func:`.kernels.attention_decode.xqa_device`) decodes with
+    the warp-specialised trtllm-gen kernel, ``decode_ws_tile_s`` where the curves fit one (~3k SM cycles); every
+    other engine and GPU ``decode_tile_s`` (XQA, FlashAttention: 7-9k). Hopper's fp8-KV XQA is warp-specialised too,
+    but the assembly's wave does not know the cache's precision: it prices the bf16 cache's kernel there."""
+    ws = float(getattr(kc, "decode_ws_tile_s", 0.0) or 0.0)
+    if ws > 0.0 and device is not None and FRAMEWORK.get(engine or "") == "trtllm":
+        try:
+            from .kernels.attention_decode import xqa_device
+        except ImportError:
+            return float(kc.decode_tile_s)
+        if not xqa_device(device):
+            return ws
+    return float(kc.decode_tile_s)
+
+
+def stream_fields(
+    kc: Any, scale: float, cycles: float = 1.0, device: Device | None = None, engine: str | None = None
+) -> dict[str, float]:
     """The memory stream classes and MoE layer terms of :class:`.engines.Applied` from curves ``kc``, each bandwidth
     fraction times ``scale`` (the device's measured memory efficiency, an own-kernel engine's memory factor) as
     ``memory`` is: ``kv_memory`` = ``attention_memory`` (a fraction of the datasheet bandwidth, as the decode
     attention family fits it), ``experts_memory`` = ``memory`` × ``moe_memory`` (the MoE family streams the experts'
     weights at ``bandwidth · memory · moe_memory``), ``moe_s``, ``moe_serial``, and decode attention's
-    ``decode_half_occupancy``, ``decode_split`` and ``decode_tile_s``, and the GEMMs' ``gemm_blend`` (the tile/wave
-    model's). ``moe_s`` and ``decode_tile_s`` are SM cycles written as seconds at the curves' ``clock_mhz`` (as
+    ``decode_half_occupancy``, ``decode_split`` and ``decode_tile_s`` (the wave of the kernel ``engine`` runs:
+    :func:`decode_wave_s`), and the GEMMs' ``gemm_blend`` (the tile/wave model's). ``moe_s`` and ``decode_tile_s``
+    are SM cycles written as seconds at the curves' ``clock_mhz`` (as
     ``kernel_s``): times ``cycles`` (:func:`cycle_scale` of the device). ``moe_serial``: the blend's q on ``device``
     (:func:`moe_serial`; without a device the curves' ``moe_serial``, the q of the GPUs they were fitted on)."""
     return dict(
@@ -191,7 +211,7 @@ def stream_fields(kc: Any, scale: float, cycles: float = 1.0, device: Device | N
         moe_s=float(kc.moe_s) * cycles, moe_serial=moe_serial(kc, device),
         moe_half_inter=float(getattr(kc, "moe_half_inter", 0.0)), moe_reread=float(getattr(kc, "moe_reread", 0.0)),
         decode_half_occupancy=float(kc.decode_half_occupancy), decode_split=float(kc.decode_split),
-        decode_tile_s=float(kc.decode_tile_s) * cycles,
+        decode_tile_s=decode_wave_s(kc, device, engine) * cycles,
         gemm_blend=float(kc.gemm_blend),
     )  # fmt: skip
 

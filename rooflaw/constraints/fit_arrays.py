@@ -253,7 +253,7 @@ def decode_terms(case: Case, device: Device, names: list[str], batch: int) -> tu
     (or no SM count)."""
     from . import operators as O
     from . import streams as A
-    from .curves_applied import curves_of, cycle_scale
+    from .curves_applied import curves_of, cycle_scale, decode_wave_s
     from .roofline import complete_columns
     from .symbols import ARCH, B
 
@@ -263,7 +263,7 @@ def decode_terms(case: Case, device: Device, names: list[str], batch: int) -> tu
     cols = complete_columns({k: np.array([float(v)]) for k, v in case.arch.columns().items()})
     subs = {B: float(batch), ARCH["kv_heads"]: float(cols["kv_heads"][0])}
     ramp, waves, seen = np.ones(len(names)), 0.0, set()
-    cycles = cycle_scale(kc, device)  # decode_tile_s: SM cycles written as seconds at the curves' clock
+    wave = decode_wave_s(kc, device, case.engine) * cycle_scale(kc, device)  # SM cycles at the curves' clock
     for i, n in enumerate(names):
         op = O.op_named(n)
         if op.roof != "attention" or op.name not in A.KV_STREAMS:
@@ -272,5 +272,5 @@ def decode_terms(case: Case, device: Device, names: list[str], batch: int) -> tu
         ramp[i] = 1.0 + float(kc.decode_half_occupancy) / max(streams / sms, float(kc.decode_split))
         if op.name in A.WAVE_OPS and op.name not in seen:  # all its copies (windowed kinds) run in op.count layers
             seen.add(op.name)
-            waves += float(cols[op.count][0]) * math.ceil(streams / sms) * float(kc.decode_tile_s) * cycles
+            waves += float(cols[op.count][0]) * math.ceil(streams / sms) * wave
     return ramp, waves
