@@ -79,9 +79,11 @@ def test_moe_share(claims):
             for pr in ("fp16", "int8"):
                 assert 0.0 <= m[ps][ph][pr] <= 1.0
     assert m["paper"]["decode"]["fp16"] == 1.0  # ρ never enters the paper's decode cost
-    # MoE still dominates the full preset's FP16 total frontier: 89 % on session 12's kernel curves (96 % before them,
-    # 100 % in the paper); dense models take its fast end
-    assert m["full"]["total"]["fp16"] > 0.85
+    # MoE still dominates the full preset's FP16 total frontier: 84 % (quick mode) since session 14 gave the Orin its
+    # 1.3 GHz GPU clock, so the curves' cycle-counted fixed times (a MoE layer's among them) are 8 % longer than at the
+    # A100's 1.41 GHz; 89 % on session 12's kernel curves, 96 % before them, 100 % in the paper; dense models take
+    # its fast end
+    assert m["full"]["total"]["fp16"] > 0.8
     for k in ("top1_share", "depth_le_20_share", "width_at_bound_share", "median_experts"):
         assert k in claims["fig7"]
 
