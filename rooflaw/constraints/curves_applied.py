@@ -78,6 +78,26 @@ def compute_fraction(kc: Any, key: str) -> float:
 COMPUTE_KEYS = ("fp32", "tf32", "fp16", "fp8", "int8", "int4", "fp4")
 
 
+#: Engines whose mixed-input (dequantising) GEMMs are warp-level ``mma.sync`` kernels written for Ampere: TensorRT
+#: Edge-LLM's ``Int4GroupwiseGemmPlugin`` runs llm-awq's ``gemm_forward_cuda_new`` (its GEMM branch, M > 6) for
+#: INT4 AWQ/GPTQ prefill (docs/source/developer_guide/.../trt-plugins: "AWQ CUDA-C++ kernels").
+MMA_SYNC_MIXED = ("tensorrt-edge-llm",)
+#: Per architecture, the warp-level ``mma.sync`` m16n8k16 rate (fp16 in, fp32 accumulate) over the dense 16-bit
+#: datasheet peak, both in FLOP per SM per clock, where that peak needs an instruction ``mma.sync`` kernels do not
+#: issue. Blackwell (sm_100/sm_110): the peak is ``tcgen05.mma``'s 8192 FLOP/clk/SM (Thor 258.75 TFLOPS = 20 SMs x
+#: 1.57 GHz x 8240; B200 2250 / (148 x 1.98 GHz) = 7678); ``mma.sync`` is taken at Ampere's 2048 FLOP/clk/SM (A100
+#: 312 TFLOPS = 108 x 1.41 GHz x 2049) -- assumed: no published sm_100/sm_110 figure.
+WARP_MMA_SHARE = {"blackwell": 2048.0 / 8192.0}
+
+
+def mixed_share(kc: Any, engine: str) -> float:
+    """The factor on a dequantising GEMM's rate under ``engine`` on curves ``kc``: :data:`WARP_MMA_SHARE` of the
+    architecture for an engine of :data:`MMA_SYNC_MIXED` whose curves hold no measured ``mixed`` fraction, else 1."""
+    if engine not in MMA_SYNC_MIXED or "mixed" in kc.compute:
+        return 1.0
+    return WARP_MMA_SHARE.get(str(getattr(kc, "architecture", "")), 1.0)
+
+
 def compute_fractions(kc: Any) -> dict[str, float]:
     """Achieved fraction of each roof dtype (:data:`COMPUTE_KEYS`) from curves ``kc``."""
     return {k: compute_fraction(kc, k) for k in COMPUTE_KEYS}
@@ -152,7 +172,7 @@ def applied_fields(device: Device, prof: Any, kc: Any) -> dict[str, Any]:
     comp = {k: min(1.0, v * ce * cf) for k, v in frac.items()}
     mem = min(1.0, float(kc.memory) * me * (prof.memory_factor if own else 1.0))
     fp16 = frac["fp16"]
-    mixed_abs = compute_fraction(kc, "mixed") * (prof.mixed_factor if own else 1.0)
+    mixed_abs = compute_fraction(kc, "mixed") * mixed_share(kc, prof.name) * (prof.mixed_factor if own else 1.0)
     att_abs = float(kc.attention) * (prof.attention_factor if own else 1.0)
     prov = kc.provenance or {}
     src = f"kernel curves {kc.architecture}"

@@ -96,6 +96,11 @@ def _features(case: Case, device: Device) -> CaseFeatures:
             wd = Workload(n, w.input_tokens, w.output_tokens, w.attention) if n else None
             dec = _op_arrays(case, device, wd, names)[2] if wd else None
             steps.append((count, pre, dec, n))
+    from .curves_applied import curves_of, cycle_scale, mixed_share
+
+    kc0 = curves_of(device)
+    # a dequantising GEMM of an mma.sync engine on an architecture whose peak is another instruction's: its roof
+    share = mixed_share(kc0, case.engine) if kc0 is not None and mixed_input(case.precision) else 1.0
     pis, dts, mixed, att = [], [], [], []
     for n in names:
         roof = classes.get(n, "memory")
@@ -106,16 +111,13 @@ def _features(case: Case, device: Device) -> CaseFeatures:
             dt, p = "fp32", device.vector_flops
         else:
             dt, p = "-", math.inf
-        pis.append(p)
-        dts.append(dt)
         mixed.append(1.0 if roof == "linear" and mixed_input(case.precision) else 0.0)
+        pis.append(p * share if mixed[-1] else p)
+        dts.append(dt)
         att.append(1.0 if roof == "attention" else 0.0)
     layers, moe = float(case.arch.layers), float(case.arch.experts > 1)
-    from .curves_applied import curves_of, cycle_scale
-
     # the curves' fixed times (kernel_s, moe_s) are SM cycles at their clock: a family's devices differ in clock
     # (Orin Nano 625 MHz, AGX Orin 1300, A100 1410 share the ampere curves), so the counts carry this device's scale
-    kc0 = curves_of(device)
     cycles = cycle_scale(kc0, device) if kc0 is not None else 1.0
     launches = {}
     for name in ENGINE_NAMES:
