@@ -85,9 +85,11 @@ MMA_SYNC_MIXED = ("tensorrt-edge-llm",)
 #: Per architecture, the warp-level ``mma.sync`` m16n8k16 rate (fp16 in, fp32 accumulate) over the dense 16-bit
 #: datasheet peak, both in FLOP per SM per clock, where that peak needs an instruction ``mma.sync`` kernels do not
 #: issue. Blackwell (sm_100/sm_110): the peak is ``tcgen05.mma``'s 8192 FLOP/clk/SM (Thor 258.75 TFLOPS = 20 SMs x
-#: 1.57 GHz x 8240; B200 2250 / (148 x 1.98 GHz) = 7678); ``mma.sync`` is taken at Ampere's 2048 FLOP/clk/SM (A100
-#: 312 TFLOPS = 108 x 1.41 GHz x 2049) -- assumed: no published sm_100/sm_110 figure.
-WARP_MMA_SHARE = {"blackwell": 2048.0 / 8192.0}
+#: 1.57 GHz x 8240; B200 2250 / (148 x 1.98 GHz) = 7678); ``mma.sync`` is taken at Hopper's warp-level rate, two
+#: thirds of Hopper's 4096 FLOP/clk/SM ``wgmma`` peak (H100 989 TFLOPS = 132 x 1.83 GHz x 4096) -- assumed: no
+#: published sm_100/sm_110 figure. (Decided before scoring; the Ampere rate, 2048, was preferred by the session-14
+#: helper after reading public Edge-LLM benchmark tables outside published.csv, so it was not taken.)
+WARP_MMA_SHARE = {"blackwell": (2.0 / 3.0 * 4096.0) / 8192.0}
 
 
 def mixed_share(kc: Any, engine: str) -> float:
