@@ -30,7 +30,7 @@ from .generic import BUILT, determined, median_curves, pooled
 from .moe import BOUNDS as MOE_BOUNDS
 from .moe import FRESH as MOE_FRESH
 from .paths import get_param, with_params  # noqa: F401 (re-exported)
-from .tables import Table
+from .tables import Table, negative_sizes
 
 #: aiconfigurator GPU folder -> catalog device id (folders not listed: the folder name with ``_`` -> ``-``).
 GPU_DEVICES = {
@@ -251,20 +251,65 @@ def fit_curves(gpus: Sequence[GPU], architecture: str, sample: int, seed: int = 
 
 
 # ---- predictions and scores -----------------------------------------------------------------------------
-def predict_tables(tables: Iterable[Table], device: Device, curves: KernelCurves | None) -> list[np.ndarray]:
-    """Predicted ms of every row of each table (NaN where no family models it or there are no curves)."""
+def predict_tables(
+    tables: Iterable[Table], device: Device, curves: KernelCurves | None, notes: list[str] | None = None
+) -> list[np.ndarray]:
+    """Predicted ms of every row of each table (NaN where no family models it or there are no curves). Strict
+    (``notes`` None, as the fit prices): a table without a column its family reads raises, naming it. Lenient
+    (``notes`` a list, as ``check-kernels`` prices tables it has never seen): that table is left unpriced, rows its
+    family cannot price (a value it fails on) are found by halving and left unpriced, and ``notes`` says so."""
     out = []
     for t in tables:
         fam = family_of_table(t.table)
         if fam is None or curves is None:
             out.append(np.full(len(t.rows), np.nan))
             continue
+        where = f"{t.table} ({t.framework}-{t.version})"
         try:
-            with np.errstate(all="ignore"):
-                out.append(np.asarray(fam.predict(t.rows, device, curves), dtype=np.float64))
+            out.append(_predict(fam, t.rows, device, curves))
         except KeyError as e:  # a table without a column its family reads: bad input, named
-            where = f"{t.table} ({t.framework}-{t.version})"
-            raise bad(where, str(e.args[0]), "column missing from the table") from None
+            if notes is None:
+                raise bad(where, str(e.args[0]), "column missing from the table") from None
+            notes.append(f"{where}: column {e.args[0]!r} missing: its {len(t.rows)} rows not priced")
+            out.append(np.full(len(t.rows), np.nan))
+        except _ROW_ERRORS as e:
+            if notes is None:
+                raise
+            pred = _predict_rows(fam, t.rows, device, curves)
+            why = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+            notes.append(f"{where}: {int(np.isnan(pred).sum())} rows its family cannot price ({why}): not priced")
+            out.append(pred)
+    return out
+
+
+#: what a family's predictor raises on a value it does not handle (a NaN size, text in a number column)
+_ROW_ERRORS = (ValueError, TypeError, IndexError, ZeroDivisionError, OverflowError)
+
+
+def _predict(fam, rows, device: Device, curves: KernelCurves) -> np.ndarray:
+    """ms of each row; NaN where a size is negative or the family's answer is no time (<= 0 or infinite)."""
+    with np.errstate(all="ignore"):
+        p = np.asarray(fam.predict(rows, device, curves), dtype=np.float64)
+        return np.where((p > 0) & np.isfinite(p) & ~negative_sizes(rows).to_numpy(), p, np.nan)
+
+
+def _predict_rows(fam, rows, device: Device, curves: KernelCurves, budget: int = 256) -> np.ndarray:
+    """``_predict`` of ``rows``, halving any block it raises on down to single rows (NaN), in at most ``budget``
+    calls (the blocks still failing then: NaN)."""
+    out = np.full(len(rows), np.nan)
+    todo = [(0, len(rows))]
+    calls = 0
+    while todo:
+        lo, hi = todo.pop()
+        if calls >= budget:
+            continue
+        calls += 1
+        try:
+            out[lo:hi] = _predict(fam, rows.iloc[lo:hi], device, curves)
+        except (KeyError, *_ROW_ERRORS):
+            if hi - lo > 1:
+                mid = (lo + hi) // 2
+                todo += [(mid, hi), (lo, mid)]
     return out
 
 
