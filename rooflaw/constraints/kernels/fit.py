@@ -30,7 +30,8 @@ from .generic import BUILT, determined, median_curves, pooled
 from .moe import BOUNDS as MOE_BOUNDS
 from .moe import FRESH as MOE_FRESH
 from .paths import get_param, with_params  # noqa: F401 (re-exported)
-from .tables import Table, negative_sizes
+from .pricing import predict_tables, strict  # noqa: F401 (predict_tables re-exported)
+from .tables import Table
 
 #: aiconfigurator GPU folder -> catalog device id (folders not listed: the folder name with ``_`` -> ``-``).
 GPU_DEVICES = {
@@ -178,7 +179,8 @@ def prepare(gpus: Sequence[GPU], fam: Family, sample: int, seed: int = 0) -> lis
             pos = grp.index.to_numpy()
             idx.append(pos if len(pos) <= sample else np.sort(rng.choice(pos, sample, replace=False)))
         samp = np.sort(np.concatenate(idx))
-        sterms = fam.prepare(rows.iloc[samp].reset_index(drop=True), g.device) if fam.prepare is not None else None
+        with strict(f"{fam.name} tables of {g.name}"):
+            sterms = fam.prepare(rows.iloc[samp].reset_index(drop=True), g.device) if fam.prepare else None
         out.append(Prepared(g, rows, samp, sterms))
     return out
 
@@ -195,7 +197,9 @@ def fit_family(fam: Family, data: Sequence[Prepared], curves: KernelCurves) -> K
         return fam.fit(fam, data, curves, fit_family)
     used: list[str] = []
     for p in data:
-        for name in fam.used(p.rows) if fam.used is not None else fam.params:
+        with strict(f"{fam.name} tables of {p.gpu.name}"):
+            names = fam.used(p.rows) if fam.used is not None else fam.params
+        for name in names:
             if name not in used:
                 used.append(name)
     if curves.architecture == GENERIC:
@@ -251,68 +255,6 @@ def fit_curves(gpus: Sequence[GPU], architecture: str, sample: int, seed: int = 
 
 
 # ---- predictions and scores -----------------------------------------------------------------------------
-def predict_tables(
-    tables: Iterable[Table], device: Device, curves: KernelCurves | None, notes: list[str] | None = None
-) -> list[np.ndarray]:
-    """Predicted ms of every row of each table (NaN where no family models it or there are no curves). Strict
-    (``notes`` None, as the fit prices): a table without a column its family reads raises, naming it. Lenient
-    (``notes`` a list, as ``check-kernels`` prices tables it has never seen): that table is left unpriced, rows its
-    family cannot price (a value it fails on) are found by halving and left unpriced, and ``notes`` says so."""
-    out = []
-    for t in tables:
-        fam = family_of_table(t.table)
-        if fam is None or curves is None:
-            out.append(np.full(len(t.rows), np.nan))
-            continue
-        where = f"{t.table} ({t.framework}-{t.version})"
-        try:
-            out.append(_predict(fam, t.rows, device, curves))
-        except KeyError as e:  # a table without a column its family reads: bad input, named
-            if notes is None:
-                raise bad(where, str(e.args[0]), "column missing from the table") from None
-            notes.append(f"{where}: column {e.args[0]!r} missing: its {len(t.rows)} rows not priced")
-            out.append(np.full(len(t.rows), np.nan))
-        except _ROW_ERRORS as e:
-            if notes is None:
-                raise
-            pred = _predict_rows(fam, t.rows, device, curves)
-            why = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-            notes.append(f"{where}: {int(np.isnan(pred).sum())} rows its family cannot price ({why}): not priced")
-            out.append(pred)
-    return out
-
-
-#: what a family's predictor raises on a value it does not handle (a NaN size, text in a number column)
-_ROW_ERRORS = (ValueError, TypeError, IndexError, ZeroDivisionError, OverflowError)
-
-
-def _predict(fam, rows, device: Device, curves: KernelCurves) -> np.ndarray:
-    """ms of each row; NaN where a size is negative or the family's answer is no time (<= 0 or infinite)."""
-    with np.errstate(all="ignore"):
-        p = np.asarray(fam.predict(rows, device, curves), dtype=np.float64)
-        return np.where((p > 0) & np.isfinite(p) & ~negative_sizes(rows).to_numpy(), p, np.nan)
-
-
-def _predict_rows(fam, rows, device: Device, curves: KernelCurves, budget: int = 256) -> np.ndarray:
-    """``_predict`` of ``rows``, halving any block it raises on down to single rows (NaN), in at most ``budget``
-    calls (the blocks still failing then: NaN)."""
-    out = np.full(len(rows), np.nan)
-    todo = [(0, len(rows))]
-    calls = 0
-    while todo:
-        lo, hi = todo.pop()
-        if calls >= budget:
-            continue
-        calls += 1
-        try:
-            out[lo:hi] = _predict(fam, rows.iloc[lo:hi], device, curves)
-        except (KeyError, *_ROW_ERRORS):
-            if hi - lo > 1:
-                mid = (lo + hi) // 2
-                todo += [(mid, hi), (lo, mid)]
-    return out
-
-
 def abs_errors(pred_ms: np.ndarray, meas_ms: np.ndarray) -> np.ndarray:
     ok = np.isfinite(pred_ms) & (meas_ms > 0)
     return np.abs(pred_ms[ok] / meas_ms[ok] - 1.0)
