@@ -100,8 +100,9 @@ def _parse(path: Path, notes: list[str] | None) -> pd.DataFrame:
 
 def _clean(df: pd.DataFrame, path: Path, notes: list[str] | None) -> pd.DataFrame:
     """Drop repeated header lines (a row whose every cell is its column's name: tables concatenated with their
-    headers) and make a column numeric where most of its cells are numbers (a few text cells in a shape column:
-    strict raises naming the first, lenient leaves them empty, so those rows are not priced, and says so)."""
+    headers), read a text column's blank cells as ``""`` (no name given), and make a column numeric where most of its
+    cells are numbers (a few text cells in a shape column: strict raises naming the first, lenient leaves them empty,
+    so those rows are not priced, and says so)."""
     if len(df.columns) and len(df):
         header = (df.astype(str).apply(lambda c: c.str.strip()) == [str(c).strip() for c in df.columns]).all(axis=1)
         if header.any():
@@ -111,6 +112,8 @@ def _clean(df: pd.DataFrame, path: Path, notes: list[str] | None) -> pd.DataFram
     for col in df.columns:
         if pd.api.types.is_numeric_dtype(df[col]) or col == "latency":
             continue
+        if df[col].isna().all():
+            continue
         num = pd.to_numeric(df[col], errors="coerce")
         bad = num.isna() & df[col].notna() & (df[col].astype(str).str.strip() != "")
         if not bad.any():
@@ -118,7 +121,8 @@ def _clean(df: pd.DataFrame, path: Path, notes: list[str] | None) -> pd.DataFram
                 df[col] = num  # numbers read as text (beside a dropped header line)
             continue
         if bad.sum() * 2 >= df[col].notna().sum():
-            continue  # a text column
+            df[col] = df[col].fillna("")  # a text column: a blank cell is an empty name ("not told"), not NaN
+            continue
         i = int(bad.to_numpy().argmax())
         why = f"row {i}: {col}={str(df[col].iloc[i])!r} is not a number"
         if notes is None:
