@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from cli_helpers import run_cli
 
-from rooflaw.constraints.kernels import curves_for
+from rooflaw.constraints.kernels import curves_for, pricing
 from rooflaw.constraints.kernels import fit as KF
 from rooflaw.constraints.kernels.tables import read_tables
 from rooflaw.devices.catalog import get_device
@@ -138,7 +138,7 @@ def test_rows_a_family_fails_on_are_found_by_halving(tmp_path):
 
     fam = FAMILIES["gemm"].__class__(name="t", tables=("t_perf",), params=(), predict=picky)
     rows = pd.DataFrame({"m": [1.0, np.nan, 3.0, 4.0, np.nan, 6.0, 7.0]})
-    got = KF._predict_rows(fam, rows, get_device("h100-sxm"), curves_for(get_device("h100-sxm")))
+    got = pricing._predict_rows(fam, rows, get_device("h100-sxm"), curves_for(get_device("h100-sxm")))
     assert np.array_equal(np.isnan(got), np.isnan(rows["m"].to_numpy()))
     assert np.allclose(got[~np.isnan(got)], [1e-3, 3e-3, 4e-3, 6e-3, 7e-3])
 
@@ -161,3 +161,22 @@ def test_ragged_lines_are_skipped_and_a_folder_of_unreadable_tables_names_one(tm
     )
     assert code == 2 and "no readable table (2 skipped" in err and "nccl_perf.csv" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_fit_kernels_names_a_table_its_family_cannot_read(tmp_path, capsys):
+    """The fit reads strictly: a missing column exits 2 with one line naming the family, the GPU folder and the column
+    (it was an internal error); a blank ``kernel_source`` is no library named (the engine's figure), in both."""
+    cases = [(("nccl-2.23.4", "nccl_perf.csv"), NCCL.drop(columns=["op_name"]), "nccl tables of h100_sxm='op_name'"),
+             (("trtllm-0.20.0", "gemm_perf.csv"), GEMM.drop(columns=["k"]), "gemm tables of h100_sxm='k'")]  # fmt: skip
+    for i, (where, frame, want) in enumerate(cases):
+        root = tmp_path / str(i)
+        _folder(root, {where: frame}).rename(root / "h100_sxm")
+        code, _, err = run_cli(capsys, "devices", "fit-kernels", root, "--sample", "100", "--no-held-out", "--json")
+        assert code == 2 and want in err and len(err.strip().splitlines()) == 1, err
+    root = tmp_path / "blank"
+    gemm = GEMM.assign(kernel_source=["torch_flow", "", "torch_flow", "torch_flow"])
+    _folder(root, {("trtllm-0.20.0", "gemm_perf.csv"): gemm}).rename(root / "h100_sxm")
+    code, _, err = run_cli(capsys, "devices", "fit-kernels", root, "--sample", "100", "--no-held-out", "--json")
+    assert code == 0, err
+    got, _, _ = _check(capsys, root / "h100_sxm", tmp_path / "o.csv")
+    assert np.allclose(got["predicted_ms"], _priced(GEMM.assign(kernel_source="torch_flow"), "trtllm-0.20.0"))
