@@ -56,16 +56,17 @@ def _priced(df: pd.DataFrame, framework: str) -> np.ndarray:
 
 
 def test_txt_tables_and_text_quirks_price_as_the_clean_csv(tmp_path, capsys):
-    """``<table>.txt`` (aiconfigurator's naming), blank lines, a repeated header, spaces after commas, CRLF: the same
-    rows and prices as the clean CSV."""
+    """``<table>.txt`` (aiconfigurator's naming), blank lines, a repeated header, spaces after commas, CRLF, an
+    upper-case framework folder: the same rows and prices as the clean CSV."""
     text = GEMM.to_csv(index=False)
     lines = text.splitlines()
     messy = "\r\n".join([lines[0], lines[1], "", lines[0], *(", ".join(x.split(",")) for x in lines[2:])]) + "\r\n"
     clean = _folder(tmp_path / "a", {("trtllm-0.20.0", "gemm_perf.csv"): GEMM})
-    quirky = _folder(tmp_path / "b", {("trtllm-0.20.0", "gemm_perf.txt"): messy})
+    quirky = _folder(tmp_path / "b", {("TRTLLM-0.20.0", "gemm_perf.txt"): messy})
     want, _, _ = _check(capsys, clean, tmp_path / "a.csv")
     got, rep, err = _check(capsys, quirky, tmp_path / "b.csv")
     assert got["row"].tolist() == [0, 1, 2, 3] and got["version"].tolist() == ["0.20.0"] * 4
+    assert (got["framework"] == "trtllm").all()
     assert np.allclose(got["predicted_ms"], want["predicted_ms"], rtol=1e-12) and got["predicted_ms"].notna().all()
     assert "1 repeated header lines: dropped" in rep["notes"][0] and err.count("warning:") == 1
 

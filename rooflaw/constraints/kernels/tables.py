@@ -3,9 +3,9 @@
 
 :func:`read_tables` accepts the root (one folder per GPU), a single GPU folder, or a single
 ``<framework>-<version>`` folder, and returns every table found, in a stable order (GPU, folder, table). Each
-row keeps its own columns plus ``table``, ``framework``, ``version`` (from the folder name: ``trtllm``,
-``1.3.0rc20``), ``row`` (0-based index in its source table) and ``latency`` (ms, as measured). A table's own
-``framework``/``version`` columns (``TRTLLM``, ``vLLM``) are replaced by the folder's names.
+row keeps its own columns plus ``table``, ``framework``, ``version`` (from the folder name, the framework
+lower-cased: ``trtllm``, ``1.3.0rc20``), ``row`` (0-based index in its source table) and ``latency`` (ms, as
+measured). A table's own ``framework``/``version`` columns (``TRTLLM``, ``vLLM``) are replaced by the folder's names.
 """
 
 from __future__ import annotations
@@ -143,7 +143,7 @@ def _framework_folder(
         name = _table_name(p)
         if name is None or (only is not None and name not in only):
             continue
-        t = _read_csv(p, gpu, m["framework"], m["version"], name, notes)
+        t = _read_csv(p, gpu, m["framework"].lower(), m["version"], name, notes)
         if t is not None:
             out.append(t)
     return out
