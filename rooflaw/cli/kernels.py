@@ -176,8 +176,6 @@ def check_kernels_cmd(
     with _progress(as_json) as say:
         notes: list[str] = []
         tables = read_tables(folder, notes=notes)
-        for n in notes:
-            err_console.print(f"warning: {n}", markup=False)
         say(f"predicting {sum(len(t.rows) for t in tables):,} rows on {dev.id} ...")
         if engine == "ideal":
             curves: KernelCurves | None = KernelCurves(architecture="ideal", compute={}, memory=1.0, kernel_s=0.0)
@@ -187,7 +185,9 @@ def check_kernels_cmd(
         preds = []
         for t in tables:
             rows = t.rows if fw is None else t.rows.assign(framework=fw)
-            preds.append(predict_tables([_with_rows(t, rows)], dev, curves)[0])
+            preds.append(predict_tables([_with_rows(t, rows)], dev, curves, notes)[0])
+        for n in notes:
+            err_console.print(f"warning: {n}", markup=False)
         frames = []
         summary: dict[str, dict[str, float | int | None]] = {}
         for t, p in zip(tables, preds, strict=True):

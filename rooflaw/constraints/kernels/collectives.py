@@ -312,22 +312,36 @@ def _dtype_bytes(col) -> np.ndarray:
     return np.array([DTYPE_BYTES.get(str(v).lower(), np.nan) for v in col], dtype=float)
 
 
+#: the ``implementation`` (TensorRT-LLM) and ``backend`` (vLLM) values of the custom all-reduce kernels the curves
+#: price; a row naming another (NCCL, a one-shot/two-shot or MNNVL strategy, pynccl) is not modelled (blank: priced)
+CUSTOM_ALLREDUCE = {"trtllm", "vllm_graph"}
+
+
+def _sizes(rows, dtype_col: str) -> tuple[np.ndarray, np.ndarray]:
+    """GPUs and bytes of each row (NaN bytes where ``message_size`` is negative or the dtype unknown)."""
+    elements = rows["message_size"].to_numpy(dtype=float)
+    nbytes = np.where(elements >= 0, elements, np.nan) * _dtype_bytes(rows[dtype_col])
+    return rows["num_gpus"].to_numpy(dtype=float), nbytes
+
+
 def prepare_allreduce(rows, device: Device | None = None) -> Terms:
     """``custom_allreduce_perf`` rows: TensorRT-LLM rows -> ``allreduce``, vLLM CUDA-graph rows ->
-    ``allreduce_vllm``, vLLM eager rows -> not modelled."""
+    ``allreduce_vllm``, vLLM eager rows and kernels outside :data:`CUSTOM_ALLREDUCE` -> not modelled."""
     fw = rows["framework"].astype(str).str.lower().to_numpy()
-    eager = rows["backend"].astype(str).str.contains("eager").to_numpy() if "backend" in rows else np.zeros(len(rows))
     keys = np.where(fw == "trtllm", "allreduce", np.where(fw == "vllm", "allreduce_vllm", ""))
-    keys = np.where(eager.astype(bool), "", keys)
-    nbytes = rows["message_size"].to_numpy(dtype=float) * _dtype_bytes(rows["allreduce_dtype"])
-    return Terms(keys.astype(str), rows["num_gpus"].to_numpy(dtype=float), nbytes)
+    for col in ("implementation", "backend"):
+        if col in rows:
+            v = rows[col].fillna("").astype(str).str.strip().str.lower()
+            keys = np.where((v == "").to_numpy() | v.isin(CUSTOM_ALLREDUCE).to_numpy(), keys, "")  # blank: not told
+    n, nbytes = _sizes(rows, "allreduce_dtype")
+    return Terms(keys.astype(str), n, nbytes)
 
 
 def prepare_nccl(rows, device: Device | None = None) -> Terms:
     """``nccl_perf`` rows (``op_name``: all_reduce, all_gather, reduce_scatter, alltoall)."""
     keys = np.array([NCCL_OPS.get(str(o), "") for o in rows["op_name"]], dtype=object).astype(str)
-    nbytes = rows["message_size"].to_numpy(dtype=float) * _dtype_bytes(rows["nccl_dtype"])
-    return Terms(keys, rows["num_gpus"].to_numpy(dtype=float), nbytes)
+    n, nbytes = _sizes(rows, "nccl_dtype")
+    return Terms(keys, n, nbytes)
 
 
 def predict_allreduce(rows, device: Device, curves: KernelCurves | None) -> np.ndarray:

@@ -30,6 +30,7 @@ from .generic import BUILT, determined, median_curves, pooled
 from .moe import BOUNDS as MOE_BOUNDS
 from .moe import FRESH as MOE_FRESH
 from .paths import get_param, with_params  # noqa: F401 (re-exported)
+from .pricing import predict_tables, strict  # noqa: F401 (predict_tables re-exported)
 from .tables import Table
 
 #: aiconfigurator GPU folder -> catalog device id (folders not listed: the folder name with ``_`` -> ``-``).
@@ -178,7 +179,8 @@ def prepare(gpus: Sequence[GPU], fam: Family, sample: int, seed: int = 0) -> lis
             pos = grp.index.to_numpy()
             idx.append(pos if len(pos) <= sample else np.sort(rng.choice(pos, sample, replace=False)))
         samp = np.sort(np.concatenate(idx))
-        sterms = fam.prepare(rows.iloc[samp].reset_index(drop=True), g.device) if fam.prepare is not None else None
+        with strict(f"{fam.name} tables of {g.name}"):
+            sterms = fam.prepare(rows.iloc[samp].reset_index(drop=True), g.device) if fam.prepare else None
         out.append(Prepared(g, rows, samp, sterms))
     return out
 
@@ -195,7 +197,9 @@ def fit_family(fam: Family, data: Sequence[Prepared], curves: KernelCurves) -> K
         return fam.fit(fam, data, curves, fit_family)
     used: list[str] = []
     for p in data:
-        for name in fam.used(p.rows) if fam.used is not None else fam.params:
+        with strict(f"{fam.name} tables of {p.gpu.name}"):
+            names = fam.used(p.rows) if fam.used is not None else fam.params
+        for name in names:
             if name not in used:
                 used.append(name)
     if curves.architecture == GENERIC:
@@ -251,23 +255,6 @@ def fit_curves(gpus: Sequence[GPU], architecture: str, sample: int, seed: int = 
 
 
 # ---- predictions and scores -----------------------------------------------------------------------------
-def predict_tables(tables: Iterable[Table], device: Device, curves: KernelCurves | None) -> list[np.ndarray]:
-    """Predicted ms of every row of each table (NaN where no family models it or there are no curves)."""
-    out = []
-    for t in tables:
-        fam = family_of_table(t.table)
-        if fam is None or curves is None:
-            out.append(np.full(len(t.rows), np.nan))
-            continue
-        try:
-            with np.errstate(all="ignore"):
-                out.append(np.asarray(fam.predict(t.rows, device, curves), dtype=np.float64))
-        except KeyError as e:  # a table without a column its family reads: bad input, named
-            where = f"{t.table} ({t.framework}-{t.version})"
-            raise bad(where, str(e.args[0]), "column missing from the table") from None
-    return out
-
-
 def abs_errors(pred_ms: np.ndarray, meas_ms: np.ndarray) -> np.ndarray:
     ok = np.isfinite(pred_ms) & (meas_ms > 0)
     return np.abs(pred_ms[ok] / meas_ms[ok] - 1.0)

@@ -1,10 +1,11 @@
-"""Read measured kernel tables laid out like aiconfigurator's: ``DIR/GPU/<framework>-<version>/<table>.csv[.gz]``.
+"""Read measured kernel tables laid out like aiconfigurator's: ``DIR/GPU/<framework>-<version>/<table>.csv[.gz]``
+(or ``<table>.txt``, aiconfigurator's own naming: the same CSV text).
 
 :func:`read_tables` accepts the root (one folder per GPU), a single GPU folder, or a single
 ``<framework>-<version>`` folder, and returns every table found, in a stable order (GPU, folder, table). Each
-row keeps its own columns plus ``table``, ``framework``, ``version`` (from the folder name: ``trtllm``,
-``1.3.0rc20``), ``row`` (0-based index in its source table) and ``latency`` (ms, as measured). A table's own
-``framework``/``version`` columns (``TRTLLM``, ``vLLM``) are replaced by the folder's names.
+row keeps its own columns plus ``table``, ``framework``, ``version`` (from the folder name, the framework
+lower-cased: ``trtllm``, ``1.3.0rc20``), ``row`` (0-based index in its source table) and ``latency`` (ms, as
+measured). A table's own ``framework``/``version`` columns (``TRTLLM``, ``vLLM``) are replaced by the folder's names.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from ...errors import RooflawError
 
 #: ``<framework>-<version>`` folder names: ``trtllm-1.3.0rc20``, ``vllm-0.24.0``, ``nccl-2.29.2``.
 _FOLDER = re.compile(r"^(?P<framework>[A-Za-z][A-Za-z0-9_.]*)-(?P<version>[0-9][A-Za-z0-9_.+]*)$")
-_SUFFIXES = (".csv.gz", ".csv")
+_SUFFIXES = (".csv.gz", ".csv", ".txt")
 
 
 @dataclass(frozen=True)
@@ -52,13 +53,14 @@ def _read_csv(
     if not path.is_file():
         raise _fail(path, "not a regular file")
     try:
-        df = pd.read_csv(path, compression="infer")
+        df = _parse(path, notes)
     except (OSError, EOFError, ValueError, UnicodeDecodeError, pd.errors.ParserError) as e:
         err = _fail(path, f"unreadable CSV ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})")
         if notes is None:
             raise err from None
         notes.append(f"{err}: skipped")
         return None
+    df = _clean(df, path, notes)
     if "latency" not in df.columns:
         if notes is None:
             raise _fail(path, "no 'latency' column")
@@ -82,6 +84,54 @@ def _read_csv(
     return Table(gpu, framework, version, table, path, df)
 
 
+def _parse(path: Path, notes: list[str] | None) -> pd.DataFrame:
+    """The CSV text of ``path``; lenient, a line with more fields than the header is skipped (and told)."""
+    try:
+        return pd.read_csv(path, compression="infer", skipinitialspace=True)
+    except pd.errors.ParserError:
+        if notes is None:
+            raise
+    bad: list[list[str]] = []
+    df = pd.read_csv(path, compression="infer", skipinitialspace=True, engine="python",
+                     on_bad_lines=lambda line: bad.append(line))  # fmt: skip
+    notes.append(f"{_fail(path, f'{len(bad)} lines with more fields than the header')}: skipped")
+    return df
+
+
+def _clean(df: pd.DataFrame, path: Path, notes: list[str] | None) -> pd.DataFrame:
+    """Drop repeated header lines (a row whose every cell is its column's name: tables concatenated with their
+    headers), read a text column's blank cells as ``""`` (no name given), and make a column numeric where most of its
+    cells are numbers (a few text cells in a shape column: strict raises naming the first, lenient leaves them empty,
+    so those rows are not priced, and says so)."""
+    if len(df.columns) and len(df):
+        header = (df.astype(str).apply(lambda c: c.str.strip()) == [str(c).strip() for c in df.columns]).all(axis=1)
+        if header.any():
+            df = df[~header.to_numpy()].reset_index(drop=True)
+            if notes is not None:
+                notes.append(f"{_fail(path, f'{int(header.sum())} repeated header lines')}: dropped")
+    for col in df.columns:
+        if pd.api.types.is_numeric_dtype(df[col]) or col == "latency":
+            continue
+        if df[col].isna().all():
+            continue
+        num = pd.to_numeric(df[col], errors="coerce")
+        bad = num.isna() & df[col].notna() & (df[col].astype(str).str.strip() != "")
+        if not bad.any():
+            if num.notna().any():
+                df[col] = num  # numbers read as text (beside a dropped header line)
+            continue
+        if bad.sum() * 2 >= df[col].notna().sum():
+            df[col] = df[col].fillna("")  # a text column: a blank cell is an empty name ("not told"), not NaN
+            continue
+        i = int(bad.to_numpy().argmax())
+        why = f"row {i}: {col}={str(df[col].iloc[i])!r} is not a number"
+        if notes is None:
+            raise _fail(path, why)
+        notes.append(f"{_fail(path, why)}: {int(bad.sum())} such rows kept with {col} empty (not priced)")
+        df[col] = num
+    return df
+
+
 def _framework_folder(
     folder: Path, gpu: str, only: frozenset[str] | None = None, notes: list[str] | None = None
 ) -> list[Table]:
@@ -93,7 +143,7 @@ def _framework_folder(
         name = _table_name(p)
         if name is None or (only is not None and name not in only):
             continue
-        t = _read_csv(p, gpu, m["framework"], m["version"], name, notes)
+        t = _read_csv(p, gpu, m["framework"].lower(), m["version"], name, notes)
         if t is not None:
             out.append(t)
     return out
@@ -131,8 +181,26 @@ def read_tables(path: str | Path, only: Iterable[str] | None = None, notes: list
     except PermissionError as e:
         raise _fail(Path(e.filename or root), "permission denied") from None
     if not tables:
-        raise _fail(root, "no <framework>-<version>/<table>.csv[.gz] tables found")
+        skipped = [n for n in notes or () if n.endswith(": skipped")]
+        why = f"no readable table ({len(skipped)} skipped; first: {skipped[0]})" if skipped else ""
+        raise _fail(root, why or "no <framework>-<version>/<table>.csv[.gz] (or .txt) tables found")
     return tables
+
+
+#: the tables' size columns (counts, tokens, elements): a row with one of them negative has no shape to price
+#: (``window_size`` is not one: engines write -1 for "no window")
+SIZE_COLUMNS = ("m", "n", "k", "batch_size", "isl", "step", "num_heads", "num_key_value_heads", "head_dim",
+                "beam_width", "num_tokens", "hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size",
+                "moe_ep_size", "tp_size", "num_gpus", "message_size")  # fmt: skip
+
+
+def negative_sizes(rows: pd.DataFrame) -> pd.Series:
+    """True for each row with a negative :data:`SIZE_COLUMNS` value (a size no kernel runs)."""
+    neg = pd.Series(False, index=rows.index)
+    for c in SIZE_COLUMNS:
+        if c in rows and pd.api.types.is_numeric_dtype(rows[c]):
+            neg |= rows[c] < 0
+    return neg
 
 
 def gpu_tables(path: str | Path, only: Iterable[str] | None = None) -> dict[str, list[Table]]:
