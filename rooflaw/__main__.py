@@ -10,7 +10,14 @@ except KeyboardInterrupt:  # Ctrl-C while the CLI is still importing, or a late 
     print("rooflaw: interrupted", file=sys.stderr)
     code = 130
 if code == 130:
-    from .cli import exit_interrupted
+    try:
+        from .cli import exit_interrupted
+    except BaseException:  # Ctrl-C cut a library's import short (a half-imported typer): end as it would
+        import os
+        import signal
 
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        sys.stderr.flush()
+        os._exit(130)
     exit_interrupted()
 sys.exit(code)
