@@ -181,3 +181,20 @@ def test_fit_kernels_names_a_table_its_family_cannot_read(tmp_path, capsys):
     assert code == 0, err
     got, _, _ = _check(capsys, root / "h100_sxm", tmp_path / "o.csv")
     assert np.allclose(got["predicted_ms"], _priced(GEMM.assign(kernel_source="torch_flow"), "trtllm-0.20.0"))
+
+
+def test_a_latency_that_is_no_positive_finite_time_stops_the_fit_and_is_not_scored(tmp_path, capsys):
+    """A measured latency of 0, a negative one or inf is no kernel time: the fit (strict) exits 2 naming the row, and
+    check-kernels copies the row and prices it but leaves it out of the medians (the JSON stays finite)."""
+    bad = GEMM.assign(latency=[0.0123, 0.0, float("inf"), 0.01])
+    root = tmp_path / "fit"
+    _folder(root, {("trtllm-0.20.0", "gemm_perf.csv"): bad}).rename(root / "h100_sxm")
+    code, _, err = run_cli(capsys, "devices", "fit-kernels", root, "--sample", "100", "--no-held-out", "--json")
+    assert code == 2 and "row 1: latency=0.0 is not a positive, finite time" in err, err
+    assert len(err.strip().splitlines()) == 1
+    got, rep, _ = _check(capsys, root / "h100_sxm", tmp_path / "o.csv")
+    assert len(got) == 4 and got["predicted_ms"].notna().all()
+    good = np.array([0, 3])
+    want = np.median(np.abs(got["predicted_ms"].to_numpy()[good] / bad["latency"].to_numpy()[good] - 1.0))
+    assert rep["tables"]["gemm_perf"]["median_abs_error"] == pytest.approx(want, rel=1e-12)
+    assert any("2 such rows copied, not scored" in n for n in rep["notes"])

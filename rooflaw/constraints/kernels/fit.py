@@ -256,7 +256,7 @@ def fit_curves(gpus: Sequence[GPU], architecture: str, sample: int, seed: int = 
 
 # ---- predictions and scores -----------------------------------------------------------------------------
 def abs_errors(pred_ms: np.ndarray, meas_ms: np.ndarray) -> np.ndarray:
-    ok = np.isfinite(pred_ms) & (meas_ms > 0)
+    ok = np.isfinite(pred_ms) & np.isfinite(meas_ms) & (meas_ms > 0)
     return np.abs(pred_ms[ok] / meas_ms[ok] - 1.0)
 
 

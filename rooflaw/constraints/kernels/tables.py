@@ -75,6 +75,13 @@ def _read_csv(
             if notes is None:
                 raise _fail(path, why)
             notes.append(f"{_fail(path, why)}: {int(lat.isna().sum())} such rows copied with the latency empty")
+        bad_value = lat.notna() & ~((lat > 0) & (lat < float("inf")))  # a kernel takes a positive, finite time
+        if bad_value.any():
+            i = int(bad_value.to_numpy().argmax())
+            why = f"row {i}: latency={float(lat.iloc[i])!r} is not a positive, finite time"
+            if notes is None:
+                raise _fail(path, why)
+            notes.append(f"{_fail(path, why)}: {int(bad_value.sum())} such rows copied, not scored")
     df = df.drop(columns=[c for c in ("table", "framework", "version", "row") if c in df.columns])
     df.insert(0, "table", table)
     df.insert(1, "framework", framework)
