@@ -463,9 +463,13 @@ def test_an_engines_kernel_library_takes_its_own_rates():
     got = KM.evaluate(t, b200, c)
     one = lambda k, rate, ec: KM.layer_seconds(  # noqa: E731
         b200, c, "bfloat16", 2048, 4096, 1536, t.rows[k], t.touched[k], t.padded[k], act_rows=t.act_rows[k],
-        rate=rate, topk=8, engine_compute=ec)  # fmt: skip
-    # cutlass: its own key; trtllm: its own (rate absent there: 1); marlin and the unnamed kernel: the dtype's key
-    want = [one(0, 0.5, 0.7), one(1, 1.0, 1.2), one(2, 0.9, 1.0), one(3, 0.9, 1.0)]
+        rate=rate, topk=8, engine_compute=ec, fused=k == 1)  # fmt: skip
+    # cutlass: its own key; trtllm: its own (rate absent there: 1; four launches, moe_fused); marlin and the unnamed
+    # kernel: the dtype's key
+    from rooflaw.constraints.kernels.moe_warp import warp_share
+
+    # Marlin: its compute at the warp-level mma.sync share (moe_warp)
+    want = [one(0, 0.5, 0.7), one(1, 1.0, 1.2), one(2, 0.9, warp_share(b200, "marlin")), one(3, 0.9, 1.0)]
     assert got == pytest.approx(want, rel=1e-12)
     assert got[0] > 1.5 * got[1]
     assert KM.engine_rates(c, "trtllm", "bfloat16", "cutlass") == (1.0, 1.0, c.moe_s)  # the reference engine's

@@ -53,8 +53,9 @@ another (:func:`rate_key`, the library the table's ``kernel_source`` names, :dat
 layer to different kernels per dtype, architecture and model: FlashInfer's CUTLASS FP8 on Hopper streams 4× slower
 than its Triton path), and ``e`` = ``engine_compute`` of the same key that kernel's compute rate on top (1 for the
 reference engine: Blackwell's block-FP8 TensorRT-LLM-gen kernels stream as fast as the others and compute at half
-their rate); that library's own fixed seconds ``launch`` of the same key stand in for ``moe_s``. A power-law batch
-of T·K ≤ E/:data:`SPREAD` routed pairs puts each pair on its own expert (as the tables' layers cost).
+their rate; times :func:`.moe_warp.warp_share` for Marlin's ``mma.sync`` kernels); that library's own fixed seconds
+``launch`` of the same key stand in for ``moe_s``. A power-law batch of T·K ≤ E/:data:`SPREAD` routed pairs puts each
+pair on its own expert (as the tables' layers cost).
 
 ``compute``, ``memory``, ``kernel_s``, ``l2_sm_gbps`` are the GEMM figures of the device's architecture (fitted before
 this family); this family fits ``moe`` (the achieved fraction of the GEMM rate inside a grouped MoE kernel, bf16),
@@ -68,7 +69,8 @@ i = 32-128), ``moe_slot`` (share of the other GPUs' routed slots the final reduc
 kernel's rate per compute key relative to bf16's, for the reference engine) and the other engines' ``rate`` and
 ``engine_compute``.
 ``KERNELS`` = 5: routing/alignment, two grouped GEMMs, the activation, the final scatter-reduce (TensorRT-LLM's MoE
-flow and vLLM's fused_moe both launch five), each at the GEMM family's fixed ``kernel_s``. With every figure at
+flow and vLLM's fused_moe both launch five), each at the GEMM family's fixed ``kernel_s``; four where the first
+grouped GEMM applies the activation itself (TensorRT-LLM-gen's MoE, :mod:`.moe_fused`). With every figure at
 its default (1, 1, 0, 0, 0, 0, 0, none, none) the layer is the one-fraction model.
 """
 
@@ -89,6 +91,8 @@ from . import KernelCurves, register
 from .collectives import family
 from .gemm import cycle_scale, l2_hits
 from .moe_blend import blend, fit_serial, serial
+from .moe_fused import fused_activation, launches
+from .moe_warp import warp_share
 
 #: Kernel launches per MoE layer, each costing the GEMM family's ``kernel_s`` (see the module docstring).
 KERNELS = 5
@@ -310,12 +314,14 @@ def layer_seconds(
     engine_compute: Any = 1.0,
     moe_s: Any = None,
     reread: Any = None,
+    fused: Any = False,
 ) -> Any:
     """Seconds of one MoE layer on one GPU (module docstring), vectorised over the shape arrays; ``act_rows``: the
     token-expert rows whose activations move (default ``rows``; :data:`ALL_ROWS_FRAMEWORKS`); ``rate``: the engine's
     kernel rate relative to the reference engine's (:data:`REFERENCE`; it divides the roofline part); ``topk``: the
     experts per token: the final reduction reads ``moe_slot`` of the T·K routed slots that are not this GPU's (0:
-    none); ``reread``: the kernel's share of re-read tiles (default ``moe_reread``, :func:`_reread_bytes`)."""
+    none); ``reread``: the kernel's share of re-read tiles (default ``moe_reread``, :func:`_reread_bytes`);
+    ``fused``: the activation fused into the first grouped GEMM, one launch fewer (:mod:`.moe_fused`)."""
     if dtype not in DTYPES:
         raise bad("moe_dtype", dtype, f"one of {', '.join(DTYPES)}")
     b_w, roof, key = DTYPES[dtype]
@@ -354,7 +360,7 @@ def layer_seconds(
     reread_b = _reread_bytes(device, share, padded, rows, touched, m * d * i_loc * b_w)  # DRAM only
     t_m = (weights + gemm_io) * per_byte + reread_b / bw
     extra = curves.moe_s if moe_s is None else np.asarray(moe_s, dtype=float)  # the engine's own (launch[key])
-    fixed = (KERNELS * curves.kernel_s + extra) * cycle_scale(curves, device)  # SM cycles at clock_mhz
+    fixed = (launches(KERNELS, fused) * curves.kernel_s + extra) * cycle_scale(curves, device)  # SM cycles at clock_mhz
     return (blend(t_c, t_m, serial(curves, device)) + elementwise * per_byte) / np.asarray(rate, dtype=float) + fixed
 
 
@@ -386,6 +392,7 @@ class Terms:
     framework: np.ndarray | None = None  #: engine of each row, lower case (None: the reference engine)
     topk: np.ndarray | None = None  #: experts per token (None: 0, see :func:`layer_seconds`)
     path: np.ndarray | None = None  #: kernel library of each row (:func:`kernel_path`; None: '')
+    fused: np.ndarray | None = None  #: activation fused into GEMM1 (:func:`.moe_fused.fused_activation`)
 
 
 def prepare(rows, device: Device | None = None) -> Terms:
@@ -412,8 +419,8 @@ def prepare(rows, device: Device | None = None) -> Terms:
     nongated &= ~source.isin(GATED_KERNELS).to_numpy()
     nongated |= source.str.contains("nongated").to_numpy()
     return Terms(np.where(np.isin(dtype, list(DTYPES)), dtype, ""), num("num_tokens"), num("hidden_size"),
-                 num("inter_size"), num("moe_tp_size"), ~nongated,
-                 loads[:, 0], loads[:, 1], loads[:, 2], act_rows, fw, num("topk"), path)  # fmt: skip
+                 num("inter_size"), num("moe_tp_size"), ~nongated, loads[:, 0], loads[:, 1], loads[:, 2],
+                 act_rows, fw, num("topk"), path, fused_activation(source))  # fmt: skip
 
 
 def evaluate(terms: Terms, device: Device, curves: KernelCurves) -> np.ndarray:
@@ -436,11 +443,13 @@ def evaluate(terms: Terms, device: Device, curves: KernelCurves) -> np.ndarray:
             for fw, path in {(str(f), str(p)) for f, p in zip(fws, paths, strict=True)}:
                 at = (fws == fw) & (paths == path)
                 rates[at], ecomps[at], fixed[at] = engine_rates(curves, fw, str(dtype), path)
+                ecomps[at] *= warp_share(device, path)  # an mma.sync library on a wgmma/tcgen05 GPU (moe_warp)
                 share[at] = reread_share(curves, fw, path)
             rate, ecomp = rates, ecomps
+        fused = False if terms.fused is None else terms.fused[m]
         out[m] = layer_seconds(device, curves, str(dtype), terms.T[m], terms.d[m], terms.inter[m], terms.rows[m],
                                terms.touched[m], terms.padded[m], terms.tp[m], terms.gated[m], act, rate,
-                               0 if terms.topk is None else terms.topk[m], ecomp, fixed, share)  # fmt: skip
+                               0 if terms.topk is None else terms.topk[m], ecomp, fixed, share, fused)  # fmt: skip
     return out
 
 
