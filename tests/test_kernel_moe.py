@@ -466,9 +466,9 @@ def test_an_engines_kernel_library_takes_its_own_rates():
         rate=rate, topk=8, engine_compute=ec, fused=k == 1)  # fmt: skip
     # cutlass: its own key; trtllm: its own (rate absent there: 1; four launches, moe_fused); marlin and the unnamed
     # kernel: the dtype's key
-    from rooflaw.constraints.kernels.moe_warp import warp_share
+    from rooflaw.constraints.kernels.warp_mma import warp_share
 
-    # Marlin: its compute at the warp-level mma.sync share (moe_warp)
+    # Marlin: its compute at the warp-level mma.sync share (warp_mma)
     want = [one(0, 0.5, 0.7), one(1, 1.0, 1.2), one(2, 0.9, warp_share(b200, "marlin")), one(3, 0.9, 1.0)]
     assert got == pytest.approx(want, rel=1e-12)
     assert got[0] > 1.5 * got[1]

@@ -1,6 +1,6 @@
 """TensorRT-LLM-gen's MoE flow (activation fused into the first grouped GEMM) launches four kernels, not five: which
 ``kernel_source`` names it, and the layer's fixed time one GEMM ``kernel_s`` shorter, by hand; vLLM's Marlin MoE
-computes at the warp-level ``mma.sync`` rate on Hopper and Blackwell (``moe_warp``), by hand."""
+computes at the warp-level ``mma.sync`` rate on Hopper and Blackwell (``warp_mma``), by hand."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import rooflaw as R
 from rooflaw.constraints.kernels import KernelCurves
 from rooflaw.constraints.kernels import moe as KM
 from rooflaw.constraints.kernels.moe_fused import fused_activation, launches
-from rooflaw.constraints.kernels.moe_warp import warp_share
+from rooflaw.constraints.kernels.warp_mma import warp_share
 
 SOURCES = [
     "vllm_unquantizedfusedmoe_flashinfer_trtllm_trtllmbf16experts",  # fused SwiGLU

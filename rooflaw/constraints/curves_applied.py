@@ -82,22 +82,22 @@ COMPUTE_KEYS = ("fp32", "tf32", "fp16", "fp8", "int8", "int4", "fp4")
 #: Edge-LLM's ``Int4GroupwiseGemmPlugin`` runs llm-awq's ``gemm_forward_cuda_new`` (its GEMM branch, M > 6) for
 #: INT4 AWQ/GPTQ prefill (docs/source/developer_guide/.../trt-plugins: "AWQ CUDA-C++ kernels").
 MMA_SYNC_MIXED = ("tensorrt-edge-llm",)
-#: Per architecture, the warp-level ``mma.sync`` m16n8k16 rate (fp16 in, fp32 accumulate) over the dense 16-bit
-#: datasheet peak, both in FLOP per SM per clock, where that peak needs an instruction ``mma.sync`` kernels do not
-#: issue. Blackwell (sm_100/sm_110): the peak is ``tcgen05.mma``'s 8192 FLOP/clk/SM (Thor 258.75 TFLOPS = 20 SMs x
-#: 1.57 GHz x 8240; B200 2250 / (148 x 1.98 GHz) = 7678); ``mma.sync`` is taken at Hopper's warp-level rate, two
-#: thirds of Hopper's 4096 FLOP/clk/SM ``wgmma`` peak (H100 989 TFLOPS = 132 x 1.83 GHz x 4096) -- assumed: no
-#: published sm_100/sm_110 figure. (Decided before scoring; the Ampere rate, 2048, was preferred by the session-14
-#: helper after reading public Edge-LLM benchmark tables outside published.csv, so it was not taken.)
-WARP_MMA_SHARE = {"blackwell": (2.0 / 3.0 * 4096.0) / 8192.0}
 
 
-def mixed_share(kc: Any, engine: str) -> float:
-    """The factor on a dequantising GEMM's rate under ``engine`` on curves ``kc``: :data:`WARP_MMA_SHARE` of the
-    architecture for an engine of :data:`MMA_SYNC_MIXED` whose curves hold no measured ``mixed`` fraction, else 1."""
+def mixed_share(kc: Any, engine: str, device: Device) -> float:
+    """The factor on a dequantising GEMM's rate under ``engine`` on ``device`` with curves ``kc``: for an engine of
+    :data:`MMA_SYNC_MIXED` whose curves hold no measured ``mixed`` fraction, the warp-level ``mma.sync`` rate over
+    the device's dense 16-bit peak (:func:`.kernels.warp_mma.warp_mma_share`: Hopper's 2/3 x 4096 FLOP/clk/SM, an
+    assumption, as no sm_100/sm_110 figure is published; decided before scoring -- the Ampere rate, 2048, was
+    preferred by a session-14 helper after reading public Edge-LLM benchmark tables outside published.csv, so it
+    was not taken), else 1."""
     if engine not in MMA_SYNC_MIXED or "mixed" in kc.compute:
         return 1.0
-    return WARP_MMA_SHARE.get(str(getattr(kc, "architecture", "")), 1.0)
+    try:
+        from .kernels.warp_mma import warp_mma_share
+    except ImportError:
+        return 1.0
+    return warp_mma_share(device)
 
 
 def compute_fractions(kc: Any) -> dict[str, float]:
@@ -174,7 +174,7 @@ def applied_fields(device: Device, prof: Any, kc: Any) -> dict[str, Any]:
     comp = {k: min(1.0, v * ce * cf) for k, v in frac.items()}
     mem = min(1.0, float(kc.memory) * me * (prof.memory_factor if own else 1.0))
     fp16 = frac["fp16"]
-    mixed_abs = compute_fraction(kc, "mixed") * mixed_share(kc, prof.name) * (prof.mixed_factor if own else 1.0)
+    mixed_abs = compute_fraction(kc, "mixed") * mixed_share(kc, prof.name, device) * (prof.mixed_factor if own else 1.0)
     att_abs = float(kc.attention) * (prof.attention_factor if own else 1.0)
     prov = kc.provenance or {}
     src = f"kernel curves {kc.architecture}"

@@ -100,7 +100,7 @@ def _features(case: Case, device: Device) -> CaseFeatures:
 
     kc0 = curves_of(device)
     # a dequantising GEMM of an mma.sync engine on an architecture whose peak is another instruction's: its roof
-    share = mixed_share(kc0, case.engine) if kc0 is not None and mixed_input(case.precision) else 1.0
+    share = mixed_share(kc0, case.engine, device) if kc0 is not None and mixed_input(case.precision) else 1.0
     pis, dts, mixed, att = [], [], [], []
     for n in names:
         roof = classes.get(n, "memory")

@@ -53,7 +53,7 @@ another (:func:`rate_key`, the library the table's ``kernel_source`` names, :dat
 layer to different kernels per dtype, architecture and model: FlashInfer's CUTLASS FP8 on Hopper streams 4× slower
 than its Triton path), and ``e`` = ``engine_compute`` of the same key that kernel's compute rate on top (1 for the
 reference engine: Blackwell's block-FP8 TensorRT-LLM-gen kernels stream as fast as the others and compute at half
-their rate; times :func:`.moe_warp.warp_share` for Marlin's ``mma.sync`` kernels); that library's own fixed seconds
+their rate; times :func:`.warp_mma.warp_share` for Marlin's ``mma.sync`` kernels); that library's own fixed seconds
 ``launch`` of the same key stand in for ``moe_s``. A power-law batch of T·K ≤ E/:data:`SPREAD` routed pairs puts each
 pair on its own expert (as the tables' layers cost).
 
@@ -92,7 +92,7 @@ from .collectives import family
 from .gemm import cycle_scale, l2_hits
 from .moe_blend import blend, fit_serial, serial
 from .moe_fused import fused_activation, launches
-from .moe_warp import warp_share
+from .warp_mma import warp_share
 
 #: Kernel launches per MoE layer, each costing the GEMM family's ``kernel_s`` (see the module docstring).
 KERNELS = 5
@@ -443,7 +443,7 @@ def evaluate(terms: Terms, device: Device, curves: KernelCurves) -> np.ndarray:
             for fw, path in {(str(f), str(p)) for f, p in zip(fws, paths, strict=True)}:
                 at = (fws == fw) & (paths == path)
                 rates[at], ecomps[at], fixed[at] = engine_rates(curves, fw, str(dtype), path)
-                ecomps[at] *= warp_share(device, path)  # an mma.sync library on a wgmma/tcgen05 GPU (moe_warp)
+                ecomps[at] *= warp_share(device, path)  # an mma.sync library on a wgmma/tcgen05 GPU (warp_mma)
                 share[at] = reread_share(curves, fw, path)
             rate, ecomp = rates, ecomps
         fused = False if terms.fused is None else terms.fused[m]
