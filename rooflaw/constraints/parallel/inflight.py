@@ -9,7 +9,9 @@ The schedule is :class:`~rooflaw.constraints.serving.Schedule` (token budget per
 decoding sequences runs its linear layers once over ``c + n`` rows, weights read once: the prefill of ``c + n``
 tokens as prompts of the schedule's length (each attends over its own prompt, not over the whole step), spread
 over the layout's attention-DP groups (each prefills its own requests); under a pipeline without its fill and
-drain (the bubble: the other micro-batches in flight keep every stage busy). Then, one after the other inside every
+drain (the bubble: the other micro-batches in flight keep every stage busy). A prompt longer than the step's room
+for prompts (the token budget less the decoders) is prefilled in chunks, each attending over the prompt's earlier
+chunks too: its tokens carry that prefix attention (:func:`prefix_attention_s`). Then, one after the other inside every
 layer, the decode attention of the ``n`` sequences over their KV cache at the schedule's mean context: the part of
 a decode step of ``n`` sequences that a decode step at a one-token context does not have. A pure decode step is
 the decode step itself.
