@@ -6,6 +6,7 @@ import json
 import pytest
 
 import rooflaw as rl
+from rooflaw.constraints.parallel.inflight import prefix_attention_s
 from rooflaw.constraints.serving import Schedule, simulate
 from rooflaw.constraints.serving_queue import queue_wait_s
 
@@ -26,7 +27,7 @@ def test_steady_state_matches_simulation_with_layout_steps(setup):
     arch, sysm, lay = setup
     C, P, O, T = 4, 300, 20, 256
     out = rl.parallel.inflight(arch, sysm, lay, rl.Workload(C, P, O), "bf16", ENGINE, token_budget=T)
-    step = rl.parallel.layout_step_cost(arch, sysm, lay, "bf16", ENGINE, P, O)
+    step = rl.parallel.layout_step_cost(arch, sysm, lay, "bf16", ENGINE, P, O, token_budget=T)
     brute = simulate(Schedule(C, P, O, T), step, n_requests=30 * C, warmup=10 * C)
     assert 1.0 / out["tokens_per_s"] == pytest.approx(brute, rel=0.02)
     assert out["tokens_per_s_per_device"] == pytest.approx(out["tokens_per_s"] / 2, rel=1e-12)
@@ -206,3 +207,31 @@ def test_more_in_flight_than_the_engine_runs_queue_for_a_slot(setup):
     assert same == four
     with pytest.raises(rl.RooflawError, match="max_seqs"):
         rl.parallel.inflight(arch, sysm, lay, rl.Workload(C, P, O), "bf16", ENGINE, T, max_seqs=0)
+
+
+def test_prefix_attention_of_chunks_by_brute_force():
+    """A prefill of b prompts of s tokens costing b·(a·s + q·s²/2) seconds (linear rows, causal attention): chunks
+    of a P-token prompt attend over the tokens before them, q·Σ s_i·p_i over the chunks (s_i tokens at offset p_i),
+    summed here chunk by chunk."""
+    a, q = 3e-6, 2e-9
+    prefill = lambda b, s: b * (a * s + q * s * s / 2)  # noqa: E731
+    P, chunk = 12000, 3000
+    brute = sum(q * chunk * p for p in range(0, P, chunk))
+    assert prefix_attention_s(prefill, P, chunk) == pytest.approx(brute, rel=1e-12)
+    # attention-DP: two groups, each prefilling its own prompt at once (the same seconds)
+    two = lambda b, s: b / 2 * (a * s + q * s * s / 2)  # noqa: E731
+    assert prefix_attention_s(two, P, chunk, groups=2) == pytest.approx(brute, rel=1e-12)
+    assert prefix_attention_s(prefill, P, P) == 0.0
+
+
+def test_a_chunked_prompt_costs_its_whole_causal_prefill():
+    """One request alone, its 16k-token prompt in 2k-token chunks: the chunks together cost the unchunked prefill
+    (the same rows, the same causal attention), not eight self-contained 2k prompts."""
+    arch = rl.load_architecture("llama-3.1-8b")
+    sysm, lay = rl.get_system("h100-sxm:1"), rl.parallel.parse_layout("tp=1")
+    P, O, T = 16384, 4, 2048
+    out = rl.parallel.inflight(arch, sysm, lay, rl.Workload(1, P, O), "bf16", ENGINE, token_budget=T)
+    whole = _layout(arch, sysm, lay, 1, P, 1)["ttft_s"]
+    apart = (P // T) * _layout(arch, sysm, lay, 1, T, 1)["ttft_s"]
+    assert out["ttft_s"] == pytest.approx(whole, rel=0.03)
+    assert apart < 0.9 * whole  # what the chunks cost without their prefixes

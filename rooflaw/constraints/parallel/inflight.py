@@ -9,7 +9,9 @@ The schedule is :class:`~rooflaw.constraints.serving.Schedule` (token budget per
 decoding sequences runs its linear layers once over ``c + n`` rows, weights read once: the prefill of ``c + n``
 tokens as prompts of the schedule's length (each attends over its own prompt, not over the whole step), spread
 over the layout's attention-DP groups (each prefills its own requests); under a pipeline without its fill and
-drain (the bubble: the other micro-batches in flight keep every stage busy). Then, one after the other inside every
+drain (the bubble: the other micro-batches in flight keep every stage busy). A prompt longer than the step's room
+for prompts (the token budget less the decoders) is prefilled in chunks, each attending over the prompt's earlier
+chunks too: its tokens carry that prefix attention (:func:`prefix_attention_s`). Then, one after the other inside every
 layer, the decode attention of the ``n`` sequences over their KV cache at the schedule's mean context: the part of
 a decode step of ``n`` sequences that a decode step at a one-token context does not have. A pure decode step is
 the decode step itself.
@@ -22,6 +24,7 @@ latency less its O − 1 decode steps, waiting for budget included); TPOT = (lat
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
@@ -43,11 +46,18 @@ TRTLLM_TOKEN_BUDGET = 8192
 
 def layout_step_cost(arch: Any, system: System, layout: Layout, precision: str | Precision, engine: Any,
                      prompt_tokens: int, output_tokens: int, attention: str = "fused",
-                     overlap: bool = False, host: ServingHost | None = None) -> StepCost:  # fmt: skip
+                     overlap: bool = False, host: ServingHost | None = None,
+                     token_budget: int | None = None) -> StepCost:  # fmt: skip
     """``step_s(c, n)``: seconds of one engine step of ``c`` prompt tokens and ``n`` decoding sequences of one
     replica under ``layout`` (see the module docstring), plus ``host``'s seconds per step
     (:meth:`~..serving_host.ServingHost.per_step`: a stage's ``layers / pp`` layers; the step's sequences, the
-    decoders and the ⌈c / prompt⌉ prompts, each attention-DP rank scheduling its share)."""
+    decoders and the ⌈c / prompt⌉ prompts, each attention-DP rank scheduling its share).
+
+    ``token_budget`` (tokens per step; None: prompts priced as if never chunked): a step beside ``n`` decoders
+    gives prompts ``token_budget − n`` tokens, and a prompt longer than that is prefilled in chunks, each chunk
+    attending over the prompt's earlier chunks in the KV cache as well as over itself: each prompt token of such a
+    step adds :func:`prefix_attention_s`'s seconds per token (spread over the prompt's tokens, so that a prompt's
+    chunks together carry its whole causal attention, not that of as many self-contained prompts)."""
 
     groups = layout.attn_dp
 
@@ -73,12 +83,37 @@ def layout_step_cost(arch: Any, system: System, layout: Layout, precision: str |
             return 0.0
         return host.per_step(arch.layers / layout.pp, (n + -(-c // prompt_tokens)) / groups)
 
+    @cache
+    def prefix_per_token(chunk: int) -> float:
+        # one prompt on each attention-DP group: seconds a group's prompt token adds for its chunks' prefixes
+        return prefix_attention_s(pre_seqs, prompt_tokens, chunk, groups) / prompt_tokens
+
+    def prefix(c: int, n: int) -> float:
+        if token_budget is None or not c or token_budget - n >= prompt_tokens:
+            return 0.0
+        return c / groups * prefix_per_token(max(1, token_budget - n))
+
     def step(c: int, n: int) -> float:
         if not c:
             return dec(n) + extra(0, n) if n else 0.0
-        return pre(c + n) + (max(0.0, dec(n) - dec(n, False)) if n else 0.0) + extra(c, n)
+        return pre(c + n) + (max(0.0, dec(n) - dec(n, False)) if n else 0.0) + prefix(c, n) + extra(c, n)
 
     return step
+
+
+def prefix_attention_s(prefill_s: Callable[[int, int], float], prompt_tokens: int, chunk: int,
+                       groups: int = 1) -> float:  # fmt: skip
+    """Seconds the attention of a prompt of ``prompt_tokens`` prefilled in chunks of at most ``chunk`` tokens adds
+    for the chunks attending over the prompt's earlier chunks (in the KV cache), ``prefill_s(prompts, tokens)`` the
+    seconds of a prefill of ``prompts`` prompts of ``tokens`` each, ``groups`` attention-DP groups each prefilling
+    one such prompt. The ``m = ⌈prompt / chunk⌉`` chunks run the same linear layers as the whole prompt (the same
+    rows) and, together, its causal attention; ``m`` self-contained prompts of ``prompt / m`` tokens run the same
+    rows but attend only within themselves. The difference, prefill(1 prompt) − prefill(m prompts of prompt / m),
+    is the prefix attention alone (at least 0); 0 when the prompt fits one chunk."""
+    if chunk >= prompt_tokens:
+        return 0.0
+    m = -(-prompt_tokens // chunk)
+    return max(0.0, prefill_s(groups, prompt_tokens) - prefill_s(groups * m, round(prompt_tokens / m)))
 
 
 def trtllm_bench_settings(requests: float, input_tokens: int, output_tokens: int, pp: int = 1) -> tuple[int, int]:
@@ -171,7 +206,8 @@ def inflight(
         raise bad("output_tokens", O, "in-flight batching needs at least 2 output tokens (a decode step)")
     if token_budget < C:
         raise bad("token_budget", token_budget, f"must be at least the requests in flight ({C})")
-    step = layout_step_cost(arch, system, lay, precision, engine, P, O, workload.attention, overlap, host)
+    step = layout_step_cost(arch, system, lay, precision, engine, P, O, workload.attention, overlap, host,
+                            token_budget)  # fmt: skip
     sched = Schedule(C, P, O, token_budget)
     spt = sched.seconds_per_token(step)
     rate = 1.0 / spt  # output tokens/s of one replica
@@ -247,4 +283,12 @@ def max_throughput(
     return {**out, "batch": float(b)}
 
 
-__all__ = ["ARRIVALS", "TRTLLM_TOKEN_BUDGET", "inflight", "layout_step_cost", "max_throughput", "trtllm_bench_settings"]
+__all__ = [
+    "ARRIVALS",
+    "TRTLLM_TOKEN_BUDGET",
+    "inflight",
+    "layout_step_cost",
+    "max_throughput",
+    "prefix_attention_s",
+    "trtllm_bench_settings",
+]
