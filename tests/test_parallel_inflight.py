@@ -6,7 +6,7 @@ import json
 import pytest
 
 import rooflaw as rl
-from rooflaw.constraints.parallel.inflight import prefix_attention_s
+from rooflaw.constraints.parallel.inflight import busiest_rank, prefix_attention_s
 from rooflaw.constraints.serving import Schedule, simulate
 from rooflaw.constraints.serving_queue import queue_wait_s
 
@@ -98,14 +98,29 @@ def test_a_step_prefills_prompts_not_one_long_sequence(setup):
     assert step(2 * P, 0) < _layout(arch, sysm, lay, 1, 2 * P, 1)["ttft_s"]  # one 1000-token sequence: S² more
 
 
-def test_attention_dp_groups_prefill_their_own_share():
+def test_attention_dp_steps_run_at_the_busiest_rank():
+    """One 600-token prompt per step on average over 2 attention-DP ranks, no budget: each rank prefills a whole
+    prompt (600 tokens) in half its steps, so 1 − 0.5² = 3/4 of the steps carry one, priced as both ranks at 600
+    tokens (the MoE dispatch pads to the busiest rank), the rest (no decoders) cost nothing."""
     moe = rl.load_architecture("layers=4,d_model=1024,heads=16,kv_heads=4,ffn=1024,experts=8,top_k=2,vocab=32000")
     sysm = rl.get_system("h100-sxm:2")
     lay = rl.parallel.parse_layout("ep=2,dp_attn=2")
     step = rl.parallel.layout_step_cost(moe, sysm, lay, "bf16", ENGINE, 600, 50)
-    two = rl.parallel.evaluate_layout(moe, sysm, lay, rl.Workload(2, 300, 1), "bf16", ENGINE)["ttft_s"]
-    one = rl.parallel.evaluate_layout(moe, sysm, lay, rl.Workload(1, 600, 1), "bf16", ENGINE)["ttft_s"]
-    assert step(600, 0) == pytest.approx(two, rel=1e-12) and two < one  # both groups busy, not one
+    busy = rl.parallel.evaluate_layout(moe, sysm, lay, rl.Workload(2, 600, 1), "bf16", ENGINE)["ttft_s"]
+    even = rl.parallel.evaluate_layout(moe, sysm, lay, rl.Workload(2, 300, 1), "bf16", ENGINE)["ttft_s"]
+    assert step(600, 0) == pytest.approx(0.75 * busy, rel=1e-12) and busy > even
+
+
+def test_busiest_rank_by_hand():
+    # 8 ranks, 512 prompt tokens and 1024 decoders per step, 1024-token prompts, 8 × 1151 tokens of budget:
+    # 128 decoders a rank, chunks of min(1024, 1151 − 128) = 1023, prefilled in 64/1023 of a rank's steps
+    tokens, share = busiest_rank(512, 1024, 1024, 8, 8 * 1151)
+    assert tokens == 128 + 1023
+    assert share == pytest.approx(0.40358, abs=5e-5)  # 1 − (959/1023)^8 = 1 − exp(8·ln 0.937439)
+    # prompts fill every rank's budget every step: the even split (8 × 1024 = c + n)
+    assert busiest_rank(4096, 4096, 1000, 8, 8192) == (1024, 1.0)
+    # no budget: a rank prefills whole prompts
+    assert busiest_rank(100, 0, 400, 2, None) == (400, pytest.approx(1 - (1 - 50 / 400) ** 2))
 
 
 def test_poisson_arrivals_wait_the_mean_residual_step(setup):

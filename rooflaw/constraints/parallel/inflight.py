@@ -93,12 +93,38 @@ def layout_step_cost(arch: Any, system: System, layout: Layout, precision: str |
             return 0.0
         return c / groups * prefix_per_token(max(1, token_budget - n))
 
+    def mixed(c: int, n: int, k: int) -> float:
+        return pre(k) + (max(0.0, dec(n) - dec(n, False)) if n else 0.0) + prefix(c, n) + extra(c, n)
+
     def step(c: int, n: int) -> float:
         if not c:
             return dec(n) + extra(0, n) if n else 0.0
-        return pre(c + n) + (max(0.0, dec(n) - dec(n, False)) if n else 0.0) + prefix(c, n) + extra(c, n)
+        if groups == 1:
+            return mixed(c, n, c + n)
+        busy, share = busiest_rank(c, n, prompt_tokens, groups, token_budget)
+        quiet = dec(n) + extra(0, n) if n else 0.0
+        return share * mixed(c, n, groups * busy) + (1.0 - share) * quiet
 
     return step
+
+
+def busiest_rank(c: int, n: int, prompt_tokens: int, groups: int, token_budget: int | None) -> tuple[int, float]:
+    """(tokens of the busiest of ``groups`` attention-DP ranks in a step that carries prompt tokens, share of the
+    steps that carry any) for a steady state of ``c`` prompt tokens and ``n`` decoders per step (the replica's).
+
+    A request lives on one rank, and a rank prefills greedily: a chunk of ``s = min(prompt, budget/groups − n/groups)``
+    tokens (the whole prompt without a budget), so to carry its ``c/groups`` prompt tokens per step on average it
+    prefills in a share ``q = min(1, c/(groups·s))`` of its steps; the ranks' steps are not in phase, and they meet
+    at every MoE layer's dispatch (TensorRT-LLM pads each rank's tokens to the largest rank's for its all-gather
+    MoE, ``use_dp_padding``), so a step runs at the busiest rank's ``⌈n/groups⌉ + s`` tokens on every rank
+    whenever any rank prefills (a share ``1 − (1 − q)^groups`` of the steps) and is a decode step otherwise.
+    ``q = 1`` (every rank prefills every step, ``s`` = the mean chunk) is the even split."""
+    dec = -(-n // groups)
+    room = prompt_tokens if token_budget is None else max(1, min(prompt_tokens, token_budget // groups - dec))
+    per_rank = c / groups
+    q = min(1.0, per_rank / room)
+    chunk = room if q < 1.0 else math.ceil(per_rank)
+    return dec + chunk, 1.0 - (1.0 - q) ** groups
 
 
 def prefix_attention_s(prefill_s: Callable[[int, int], float], prompt_tokens: int, chunk: int,
@@ -286,6 +312,7 @@ def max_throughput(
 __all__ = [
     "ARRIVALS",
     "TRTLLM_TOKEN_BUDGET",
+    "busiest_rank",
     "inflight",
     "layout_step_cost",
     "max_throughput",
