@@ -301,6 +301,7 @@ def device_toml(device: Device) -> str:
         "gemv_half_k",
         "gemv16_bandwidth",
         "gemv16_half_k",
+        "ex2_per_clk_sm",
     ):
         v = getattr(device, field)
         if v is None or (field in ("kernel_overhead", *_OPTIONAL) and v == 0):

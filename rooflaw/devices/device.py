@@ -86,6 +86,10 @@ class Device:
     #: ``gemv_half_k``. With ``tiles`` on, a 16-bit-weight decode GEMV streams at this rate. 0: none measured.
     gemv16_bandwidth: float = 0.0
     gemv16_half_k: float = 0.0
+    #: Base-2 exponentials (``MUFU.EX2``) the special-function units return per SM per clock, where it differs from
+    #: the architecture's 16 (Blackwell Ultra doubles it: 32). ``None``: 16, the CUDA throughput table's figure from
+    #: Volta to Blackwell. The attention kernels' softmax runs its exponentials there (``constraints.kernels.sfu``).
+    ex2_per_clk_sm: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not self.id.strip():
@@ -132,6 +136,8 @@ class Device:
             raise bad(f"{self.id}.gemv16_half_k", self.gemv16_half_k, "must be a number of elements ≥ 0")
         if not (_real(self.gemv16_bandwidth) and self.gemv16_bandwidth >= 0 and math.isfinite(self.gemv16_bandwidth)):
             raise bad(f"{self.id}.gemv16_bandwidth", self.gemv16_bandwidth, "must be a finite bandwidth ≥ 0 (bytes/s)")
+        if self.ex2_per_clk_sm is not None and not (_real(self.ex2_per_clk_sm) and self.ex2_per_clk_sm > 0):
+            raise bad(f"{self.id}.ex2_per_clk_sm", self.ex2_per_clk_sm, "must be a positive number (per SM per clock)")
         if not (_real(self.kernel_overhead) and 0 <= self.kernel_overhead < 1):
             raise bad(f"{self.id}.kernel_overhead", self.kernel_overhead, "must be in [0, 1) seconds")
         for k, v in self.achieved.items():

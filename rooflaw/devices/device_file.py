@@ -22,6 +22,7 @@ File schema (documented with a full example in ``docs/devices.md``)::
     power_idle_w = 140
     power_peak_w = 700
     sm_count = 132
+    sfu_ex2_per_clk_sm = 16            # exponentials per SM per clock (default 16; Blackwell Ultra 32)
     tile = [256, 128]
 
     [modes."30W"]                      # optional power modes -> id "h100-sxm@30W"
@@ -68,6 +69,7 @@ SCALAR_KEYS: dict[str, tuple[str, float]] = {
     "gemv16_bandwidth_gbs": ("gemv16_bandwidth", 1e9),
     "gemv16_half_k": ("gemv16_half_k", 1.0),
     "vector_gflops": ("vector_rate", 1e9),
+    "sfu_ex2_per_clk_sm": ("ex2_per_clk_sm", 1.0),
 }
 for _dt in DTYPES:
     SCALAR_KEYS[f"{_dt}_tflops"] = (f"peak_flops.{_dt}", 1e12)
@@ -109,6 +111,7 @@ FIELD_TO_KEY: dict[str, str] = {
     "gemv16_bandwidth": "gemv16_bandwidth_gbs",
     "gemv16_half_k": "gemv16_half_k",
     "vector_rate": "vector_gflops",
+    "ex2_per_clk_sm": "sfu_ex2_per_clk_sm",
     "sm_count": "sm_count",
     "tile": "tile",
 }

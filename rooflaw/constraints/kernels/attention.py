@@ -7,9 +7,10 @@ query rows × its KV-loop step (128 keys; TensorRT-LLM's Hopper FMHA: :func:`.at
 counts those (:func:`block_pairs`). FLOPs ``= 4·B·H·d·P``; bytes read/written ``= B·S·(2·H·d·2 +
 2·H_kv·d·b_kv)`` (Q and O in bf16, K and V in the KV dtype). ``t = blend((t_mma^p + t_softmax^p)^(1/p) / rate, bytes /
 (bandwidth · memory · l2)) + prep_bytes / (bandwidth · memory · l2) + waves · attention_tile_s / rate + kernel_s +
-launch`` with ``t_mma = FLOPs / (peak · attention · tile·wave)``, ``t_softmax = B·H·P · attention_softmax / peak_fp32``,
-``p = softmax_overlap``, ``blend`` the p-norm of ``prefill_blend`` (0: the max; :func:`.gemm.blend`) and ``rate``
-the engine's kernel rate (``KernelCurves.rate``, TensorRT-LLM 1; its fp8-KV kernel's
+launch`` with ``t_mma = FLOPs / (peak · attention · tile·wave)``, ``t_softmax = B·H·P · attention_softmax / peak_fp32``
+(its exponentials faster on faster SFUs: :mod:`.sfu`), ``p = softmax_overlap``, ``blend`` the p-norm of
+``prefill_blend`` (0: the max; :func:`.gemm.blend`) and ``rate`` the engine's kernel rate (``KernelCurves.rate``,
+TensorRT-LLM 1; its fp8-KV kernel's
 ``rate["<engine>/context_attention/fp8"]``, a side kernel's ``rate["<engine>/context_attention/<path>"]``
 (:mod:`.attention_prefill`), where fitted): the softmax (max, exponent, sum, rescale) runs on the
 fp32 vector units, not the tensor cores, so an fp8 kernel does not speed it up, and a FlashAttention-3-style schedule
@@ -85,6 +86,7 @@ from .attention_prefill import (
     query_tiles,
 )
 from .gemm import blend, cycle_scale, launch_s
+from .sfu import softmax_scale
 
 #: KV-cache / attention dtype -> bytes per element
 DTYPE_BYTES = {"bfloat16": 2.0, "float16": 2.0, "fp8": 1.0, "fp8_e4m3": 1.0, "int8": 1.0, "nvfp4": 0.5 + 1 / 16}
@@ -388,7 +390,7 @@ def seconds(t: AttentionTerms, device: Device, curves: KernelCurves) -> np.ndarr
     bw = device.memory_bandwidth
     # a working set resident in L2 streams at the larger of DRAM's rate and L2's (bytes per fp32 FLOP of the SMs)
     l2 = np.where(t.resident, np.maximum(1.0, t.peak32 * curves.attention_l2 / (bw * mem)), 1.0)
-    softmax = t.pairs * curves.attention_softmax / t.peak32
+    softmax = t.pairs * curves.attention_softmax / t.peak32 * softmax_scale(curves.attention_softmax, device)
     pn = curves.softmax_overlap
     tc = t.flops / rate
     both = (tc**pn + softmax**pn) ** (1.0 / pn) if pn != 1.0 else tc + softmax
