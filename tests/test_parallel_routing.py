@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import rooflaw as R
+from rooflaw.constraints.kernels.moe import expected_load
 from rooflaw.constraints.parallel import parse_layout, shard
 from rooflaw.constraints.parallel import serving as S
 from rooflaw.constraints.parallel.routing import busiest_share, expected_max_normal
@@ -57,6 +58,16 @@ def _monte_carlo_share(T: int, E: int, K: int, R_: int, draws: int = 600) -> flo
 )  # fmt: skip
 def test_busiest_share_against_monte_carlo(T, E, K, R_, tol):
     assert busiest_share(T, E, K, R_) == pytest.approx(_monte_carlo_share(T, E, K, R_), rel=tol)
+
+
+@pytest.mark.parametrize(
+    ("T", "E", "K", "R_"), [(64, 256, 8, 8), (1024, 256, 8, 8), (64, 128, 8, 4), (1744, 128, 8, 8)]
+)
+def test_busiest_share_matches_the_moe_kernel_familys_routing_law(T, E, K, R_):
+    """The MoE kernel family prices the most loaded EP group of its own seeded routing draws
+    (``kernels.moe.expected_load``, independent binomial experts): the same busiest rank, within 3 %."""
+    rows = expected_load(T, E, K, R_, "uniform")[0]
+    assert busiest_share(T, E, K, R_) == pytest.approx(rows / (T * K / R_), rel=0.03)
 
 
 def test_busiest_share_limits():
