@@ -87,7 +87,7 @@ def _sum_group(res: dict, group: str, phase: str, exclude_overhead: bool = False
     return sec, flops, nbytes
 
 
-def _busiest_ffn(shp, cols, sc: Scenario, ranks: int, tokens: int):
+def _busiest_ffn(shp, cols, sc: Scenario, ranks: int, tokens: int) -> dict[str, Any]:
     """The FFN shape of the busiest of ``ranks`` EP ranks for ``tokens`` routed tokens: its routed experts'
     ``top_k`` per token times :func:`.routing.busiest_share` (uniform routing's expected maximum over the mean)."""
     share = routing.busiest_share(tokens, cols["experts"], cols["top_k"], ranks)
