@@ -75,6 +75,16 @@ def host_rows(table: list[dict]) -> rl.parallel.HostRows:
                                 tuple(str(t["group"]) for t in table))  # fmt: skip
 
 
+def _moe_keys(r: dict[str, str] | None) -> tuple[str, ...]:
+    """A row's class, and for an MoE row its layout (DEP: attention DP + EP; TP; one GPU), GPU and source."""
+    if r is None:
+        return ()
+    if r["arch_class"] != "moe":
+        return (f"class={r['arch_class']}",)
+    lay = "DEP" if r.get("dp_attn") else "TP" if int(r["gpus"]) > 1 else "one GPU"
+    return ("class=moe", f"moe layout={lay}", f"moe gpu={r['device_id']}", f"moe source={source(r)}")
+
+
 def report(table: list[dict]) -> dict[str, object]:
     """The in-sample figures and errors, and the leave-one-source-out ones, per metric and per source."""
     rows = host_rows(table)
@@ -86,8 +96,10 @@ def report(table: list[dict]) -> dict[str, object]:
         "loso": np.abs(rl.parallel.ratios(rows, loso) - 1),
     }
     keys: dict[str, list[int]] = defaultdict(list)
+    with open(bd.CSV, newline="") as f:
+        rows_by_id = {r["row_id"]: r for r in csv.DictReader(f)}
     for i, t in enumerate(table):
-        for k in ("all", f"metric={t['metric']}", f"source={t['group']}"):
+        for k in ("all", f"metric={t['metric']}", f"source={t['group']}", *_moe_keys(rows_by_id.get(str(t["row_id"])))):
             keys[k].append(i)
     summary = {k: {"n": len(ix), **{m: float(np.median(e[ix])) for m, e in err.items()}} for k, ix in keys.items()}
     return {"fit": fit.__dict__, "loso_fits": {g: h.__dict__ for g, h in per.items()}, "summary": summary}

@@ -8,8 +8,9 @@ A layout string is comma-separated ``key=value`` items:
 - ``ep=E`` (with ``dp_attn=A``, default A = E): expert parallelism -- each device holds experts/E experts;
   attention is data-parallel over A groups (each device serves batch/A sequences; attention TP = E·T/A
   inside a group); tokens reach their experts by an all-to-all (dispatch and combine). Uniform routing gives
-  per-expert GEMM M = tokens·top_k/experts; ``imbalance=f`` (default 1.0, uniform) makes the busiest device
-  process f times its share of routed tokens.
+  per-expert GEMM M = tokens·top_k/experts; the FFN runs at the busiest EP rank, whose expected routed pairs
+  under uniform routing exceed the mean (:mod:`.routing`); ``imbalance=f`` (default 1.0: uniform routing) makes
+  the busiest device process f times its share of routed tokens on top of that.
 - ``pp=P``: pipeline parallelism -- contiguous layer stages; prefill is chunked (``chunk=N`` tokens per
   chunk, default 1024) and flows through the stages (bubble (P−1)/(chunks+P−1)); decode runs P micro-batches.
 - ``dp=D``: D independent replicas (batch is per replica).

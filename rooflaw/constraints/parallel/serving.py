@@ -49,7 +49,7 @@ from ..roofline import complete_columns, evaluate_chunk, evaluate_columns
 from ..scenario import Scenario
 from ..workload import Workload
 from . import collectives as C
-from . import shard
+from . import routing, shard
 from .layout import Layout
 
 CHUNK = 1 << 14
@@ -87,21 +87,37 @@ def _sum_group(res: dict, group: str, phase: str, exclude_overhead: bool = False
     return sec, flops, nbytes
 
 
-def _device_phase(shp, scs: Mapping[str, Scenario], helix: bool):
+def _busiest_ffn(shp, cols, sc: Scenario, ranks: int, tokens: int) -> dict[str, Any]:
+    """The FFN shape of the busiest of ``ranks`` EP ranks for ``tokens`` routed tokens: its routed experts'
+    ``top_k`` per token times :func:`.routing.busiest_share` (uniform routing's expected maximum over the mean)."""
+    share = routing.busiest_share(tokens, cols["experts"], cols["top_k"], ranks)
+    return _ops(dict(shp["ffn"], top_k=shp["ffn"]["top_k"] * share), sc)
+
+
+def _device_phase(shp, scs: Mapping[str, Scenario], helix: bool, cols=None, ranks: int = 1):
     """Seconds, FLOPs per class and bytes of one device's stage in both phases, and the evaluated shapes.
 
     Helix: prefill's context ops run on the ``ctx`` shape (heads/kvp: the whole prompt's queries against a 1/kvp
     slice of the keys); decode's on the attention shape at a 1/kvp context (``ctxd``: every attention kind --
     GQA, MLA latent, sliding window -- reads only its slice of the cache). ``scs``: the one-chip scenario of
-    each shape (its own batch and context)."""
-    names = ("attn", "ctx", "ctxd", "ffn") if helix else ("attn", "ffn")
-    res = {k: _ops(shp["attn" if k == "ctxd" else k], scs[k]) for k in names}
+    each shape (its own batch and context). ``ranks`` > 1 (EP; ``cols`` the unsharded table): the FFN runs the
+    busiest rank's routed rows, prefill at its ``batch·S_in`` tokens, decode at its ``batch`` (:mod:`.routing`)."""
+    busiest = ranks > 1 and cols is not None
+    names = ("attn", "ctx", "ctxd") if helix else ("attn",)
+    res = {k: _ops(shp["attn" if k == "ctxd" else k], scs[k]) for k in names + (() if busiest else ("ffn",))}
     res.setdefault("ctx", res["attn"])
     res.setdefault("ctxd", res["ctx"])
+    if busiest:
+        wl = scs["ffn"].workload
+        ffn = {"prefill": _busiest_ffn(shp, cols, scs["ffn"], ranks, wl.batch * wl.input_tokens),
+               "decode": _busiest_ffn(shp, cols, scs["ffn"], ranks, wl.batch)}  # fmt: skip
+        res["ffn"] = ffn["prefill"]
+    else:
+        ffn = {"prefill": res["ffn"], "decode": res["ffn"]}
     out = {}
     for phase in ("prefill", "decode"):
         ctx = res["ctx"] if phase == "prefill" else res["ctxd"]
-        parts = [_sum_group(r, g, phase) for r, g in ((res["attn"], "attn"), (ctx, "ctx"), (res["ffn"], "ffn"))]
+        parts = [_sum_group(r, g, phase) for r, g in ((res["attn"], "attn"), (ctx, "ctx"), (ffn[phase], "ffn"))]
         out[phase] = (sum(p[0] for p in parts), {c: sum(p[1][c] for p in parts) for c in A.ROOF_CLASSES},
                       sum(p[2] for p in parts))  # fmt: skip
     return out, res
@@ -307,8 +323,9 @@ def _sharded(cols, sc: Scenario, stage):
     w = lambda b, s=wl.input_tokens: one.with_workload(Workload(b, s, wl.output_tokens, wl.attention))  # noqa: E731
     shard_in = math.ceil(wl.input_tokens / lay.kvp)  # Helix: each device holds 1/kvp of the prompt's KV
     loads = lambda a, f: {"attn": w(a), "ctx": w(a), "ctxd": w(a, shard_in), "ffn": w(f)}  # noqa: E731
-    pre, res = _device_phase(shp, loads(ba, bf), bool(lay.helix))
-    dec = pre if micro == 1 else _device_phase(shp, loads(mba, mbf), bool(lay.helix))[0]
+    ranks = lay.helix or lay.ep
+    pre, res = _device_phase(shp, loads(ba, bf), bool(lay.helix), cols, ranks)
+    dec = pre if micro == 1 else _device_phase(shp, loads(mba, mbf), bool(lay.helix), cols, ranks)[0]
     b_a = prec.activations.bytes
     layers = shp["attn"]["layers"]
     S_in, S_out = wl.input_tokens, wl.output_tokens

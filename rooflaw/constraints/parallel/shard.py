@@ -12,7 +12,7 @@ One replica's devices run three shapes (column tables the one assembly then pric
 - ``ffn``: the FFN of the stage's tokens -- every expert's columns split ``tp_ffn`` ways, experts/ep of
   them per device (top_k/ep per token on average: uniform routing, per-expert M = tokens·top_k/experts),
   an FFN-slot layer kind's ``split`` columns (first-k dense FFNs) over the whole group; batch = the group's
-  tokens × the load-imbalance factor.
+  tokens × the load-imbalance factor (:mod:`.serving` prices the busiest EP rank's routed rows, :mod:`.routing`).
 
 Each operator says which shape it runs on (``Op.shard``). Pipeline stages hold ceil(layers/pp) layers (the busiest
 stage; each kind's count in proportion, or the actual per-stage counts of a layer pattern, :func:`pattern_stages`).

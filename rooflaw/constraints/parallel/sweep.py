@@ -105,7 +105,8 @@ def notes(arch: Any, lay: Layout, out: dict[str, Any], overlap: bool) -> list[st
         msgs.append(f"attention TP {lay.tp_attn} exceeds what the KV cache splits into ({what}): the KV cache is "
                     f"replicated {rep:g}x")  # fmt: skip
     if lay.ep > 1 or (lay.helix and arch.experts > 1):
-        msgs.append(f"uniform routing, load-imbalance factor {lay.imbalance:g} on the busiest device's routed tokens")
+        msgs.append(f"uniform routing priced at the busiest EP rank (expected maximum of its routed pairs), "
+                    f"load-imbalance factor {lay.imbalance:g} on top")  # fmt: skip
     if lay.pp > 1:
         msgs.append(f"pipeline: chunk {lay.chunk} tokens, bubble {out.get('bubble_fraction', 0):.1%} of prefill; "
                     f"stage balance {out.get('stage_balance', 1):.1%}")  # fmt: skip
