@@ -7,6 +7,11 @@ and prices it with :func:`rooflaw.evaluate` (kernel curves of the GPU's architec
 * decode attention: batch B, context ``isl + step`` (decode step 1 of a prompt of ``isl + step - 1`` tokens), the
   row's heads, KV heads, head dim and KV dtype; the assembly's time is the decode seconds of its attention ops
   (``attn_scores``, ``softmax``, ``attn_values``) plus one ``kernel_s`` (the fused kernel's launch);
+* prefill attention (``context_attention_perf``, no window, 16-bit attention math): batch B, a prompt of ``isl``
+  tokens, the row's heads, KV heads, head dim and KV dtype; the assembly's time is the prefill seconds of its attention
+  ops (``attn_scores``, ``softmax``, ``attn_values``; TensorRT-LLM's measured op runs RoPE too: plus ``qk_norm_rope``,
+  its Q and K read and written -- the KV-cache write the op also runs is in the assembly's K/V projections) plus one
+  ``kernel_s``;
 * decode MLA attention (``generation_mla_perf``, one GPU): DeepSeek's latent cache (kv_lora_rank 512, rope 64) as
   a one-layer MLA model of the row's heads; ``mla_scores``, ``mla_softmax``, ``mla_values`` plus one ``kernel_s``;
 * GEMM (bf16, per-tensor fp8): M×N×K as the query projection of a one-layer model of d_model K and one head of
@@ -52,6 +57,9 @@ MLA_OPS = ("mla_scores", "mla_softmax", "mla_values")
 MOE_OPS = ("ffn_up", "ffn_act", "ffn_down")
 MOE_KERNELS = 5  # routing/alignment, two grouped GEMMs, activation, scatter-reduce (the MoE family's count)
 BANDS = ((1, 512), (513, 8192), (8193, 1 << 30))  # MoE layers' tokens: decode-size, mid, prefill-size steps
+PROMPTS = ((1, 511), (512, 2047), (2048, 8191), (8192, 1 << 30))  # prefill attention's prompt tokens
+#: engines whose measured prefill attention op applies RoPE itself (vLLM's model runs it outside the call)
+ROPE_INSIDE = ("trtllm",)
 
 
 def _ops_seconds(rep, names, phase) -> float:
@@ -72,6 +80,17 @@ def _attention(row, device, kc) -> float:
     heads, kvh, hd = int(row.num_heads), int(row.num_key_value_heads), int(row.head_dim)
     arch = rl.Architecture(layers=1, d_model=heads * hd, heads=heads, kv_heads=kvh, head_dim=hd, ffn=256, vocab=256)
     return _decode_step(arch, row, device, kc, ATTENTION_OPS)
+
+
+def _prefill(row, device, kc) -> float:
+    """Seconds of the prefill attention ops (and TensorRT-LLM's RoPE) of the row's one-layer model, + ``kernel_s``."""
+    heads, kvh, hd = int(row.num_heads), int(row.num_key_value_heads), int(row.head_dim)
+    arch = rl.Architecture(layers=1, d_model=heads * hd, heads=heads, kv_heads=kvh, head_dim=hd, ffn=256, vocab=256)
+    prec = f"w=bf16,a=bf16,kv={KV[str(row.kv_cache_dtype)]}"
+    rep = rl.evaluate(arch, device, precision=prec, engine=ENGINES[row.framework], batch=int(row.batch_size),
+                      input_tokens=int(row.isl), output_tokens=1)  # fmt: skip
+    ops = ATTENTION_OPS + (("qk_norm_rope",) if row.framework in ROPE_INSIDE else ())
+    return _ops_seconds(rep, ops, "prefill") + kc.kernel_s
 
 
 def _mla(row, device, kc) -> float:
@@ -110,6 +129,10 @@ def _rows(table, fam: str):
         return df[keep & (df["mla_dtype"].astype(str) == "bfloat16")]
     if fam == "gemm":
         return df[df["gemm_dtype"].astype(str).isin(list(GEMM_PRECISION))]
+    if fam == "context_attention":
+        keep = df["kv_cache_dtype"].astype(str).isin(list(KV))
+        keep &= df["attn_dtype"].astype(str).isin(["bfloat16", "float16"])
+        return df[keep & (df["window_size"].fillna(0) == 0)] if "window_size" in df else df[keep]
     if fam == "generation_attention":
         keep = df["kv_cache_dtype"].astype(str).isin(list(KV))
         if "window_size" in df:
@@ -132,6 +155,7 @@ def main(argv: list[str]) -> dict:
     tables = {
         "gemm": "gemm_perf",
         "generation_attention": "generation_attention_perf",
+        "context_attention": "context_attention_perf",
         "generation_mla": "generation_mla_perf",
         "moe": "moe_perf",
     }
@@ -154,13 +178,12 @@ def main(argv: list[str]) -> dict:
                 rows = rows.sample(min(sample, len(rows)), random_state=0).reset_index(drop=True)
                 pred = rl.fitting.predict_tables([dataclasses.replace(t, rows=rows)], g.device, kc)[0]
                 for i, row in enumerate(rows.itertuples(index=False)):
-                    price = {"gemm": _gemm, "generation_attention": _attention, "generation_mla": _mla, "moe": _moe}[
-                        fam
-                    ]
+                    price = {"gemm": _gemm, "generation_attention": _attention, "context_attention": _prefill,
+                             "generation_mla": _mla, "moe": _moe}[fam]  # fmt: skip
                     asm.append(price(row, g.device, kc) * 1e3)
                     ref.append(pred[i])
                     meas.append(float(row.latency))
-                    tok.append(float(getattr(row, "num_tokens", np.nan)))
+                    tok.append(float(getattr(row, "num_tokens", getattr(row, "isl", np.nan))))
                     op = GEMM_PRECISION.get(str(getattr(row, "gemm_dtype", "")), fam).replace("bf16", "fp16")
                     call.append(float(kc.launch.get(f"{row.framework}/{op}", 0.0)) * 1e3)
             if not asm:
@@ -171,9 +194,10 @@ def main(argv: list[str]) -> dict:
                    "assembly_call": float(np.median(np.abs((a[ok] + c[ok]) / m[ok] - 1))),
                    "family": float(np.median(np.abs(r[ok] / m[ok] - 1))),
                    "assembly_vs_family": float(np.median(np.abs(a[ok] / r[ok] - 1)))}  # fmt: skip
-            if fam == "moe":  # median assembly/family and assembly/measured by the layer's tokens (BANDS)
-                t, out["bands"] = np.asarray(tok), {}
-                for lo, hi in BANDS:
+            if fam in ("moe", "context_attention"):  # median asm/family, asm/measured by tokens (BANDS, PROMPTS)
+                t, out["bands"] = np.asarray(tok), {"all": {"rows": int(ok.sum()), "asm/family": float(
+                    np.median(a[ok] / r[ok])), "asm/measured": float(np.median(a[ok] / m[ok]))}}  # fmt: skip
+                for lo, hi in BANDS if fam == "moe" else PROMPTS:
                     k = ok & (t >= lo) & (t <= hi)
                     if k.any():
                         out["bands"][f"{lo}-{hi}" if hi < 1 << 30 else f"> {lo - 1}"] = {
@@ -183,10 +207,11 @@ def main(argv: list[str]) -> dict:
             print(f"{fam:<22}{g.name:<10}{out['rows']:>6}{out['assembly']:>10.1%}{out['assembly_call']:>8.1%}"
                   f"{out['family']:>9.1%}"
                   f"{out['assembly_vs_family']:>11.1%}")  # fmt: skip
-    print("moe by tokens: median assembly/family, assembly/measured")
-    for gpu, out in report["families"].get("moe", {}).items():
-        for band, v in out["bands"].items():
-            print(f"  {gpu:<10}{band:>12}{v['rows']:>6}{v['asm/family']:>8.3f}{v['asm/measured']:>8.3f}")
+    for fam, what in (("moe", "tokens"), ("context_attention", "prompt tokens")):
+        print(f"{fam} by {what}: median assembly/family, assembly/measured")
+        for gpu, out in report["families"].get(fam, {}).items():
+            for band, v in out["bands"].items():
+                print(f"  {gpu:<10}{band:>12}{v['rows']:>6}{v['asm/family']:>8.3f}{v['asm/measured']:>8.3f}")
     report["seconds"] = time.perf_counter() - t0
     print(json.dumps(report))
     return report

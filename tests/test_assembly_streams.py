@@ -181,8 +181,9 @@ DATA = Path("/work/shared/data/measured/published.csv")
 
 @pytest.mark.skipif(not DATA.is_file(), reason="published.csv not present")
 def test_fit_arrays_price_moe_and_decode_attention_as_the_assembly():
-    """The efficiency fit's array evaluator, its per-case predictor and evaluate agree on MoE and decode cases of a
-    device priced by kernel curves (stream classes, the experts' blend, moe_s, decode attention's ramp and waves)."""
+    """The efficiency fit's array evaluator, its per-case predictor and evaluate agree on MoE, decode and prefill cases
+    of a device priced by kernel curves (stream classes, the experts' blend, moe_s, decode attention's ramp and waves,
+    the fused prefill kernel's terms)."""
     from rooflaw.constraints import fit_efficiency as fe
     from rooflaw.constraints.published import load_cases
 
@@ -191,9 +192,12 @@ def test_fit_arrays_price_moe_and_decode_attention_as_the_assembly():
     # and MoE cases on curves whose grouped GEMMs slow down at narrow experts (moe_half_inter: Ampere's Orin)
     moe += [c for c in cases if c.arch.experts > 1 and getattr(curves_of(fe.case_device(c)), "moe_half_inter", 0) > 1]
     dec = [c for c in cases if c.phase == "decode" and c.arch.experts == 1 and curves_of(fe.case_device(c))][:4]
-    pick = moe + dec
-    assert len(moe) >= 8 and dec
+    # and dense prefills: a fused prefill kernel's blocks, tile efficiency, blend and waves (constraints/fused_prefill)
+    pre = [c for c in cases if c.phase == "prefill" and c.arch.experts == 1 and curves_of(fe.case_device(c))][:4]
+    pick = moe + dec + pre
+    assert len(moe) >= 8 and dec and pre
     feats = [fe._features(c, fe.case_device(c)) for c in pick]
+    assert all(f.pre_terms is not None and f.pre_terms[1] > 0 for f in feats[-len(pre) :])
     assert any(f.expert is not None and f.expert.any() for f in feats)
     assert all(f.dec_terms is not None and f.dec_terms[1] > 0 for c, f in zip(pick, feats, strict=True)
                if c.phase == "decode")  # fmt: skip

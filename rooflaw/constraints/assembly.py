@@ -31,6 +31,7 @@ from ..arch.layer_kinds import stack_columns as stack_column_names
 from ..errors import bad
 from . import operators as O
 from .energy import COMPUTE_POWER_SHARE, EnergyCoefficients, EnergyTerms, energy, energy_coefficients  # noqa: F401
+from .fused_prefill import masked_pairs, prefill_time
 from .moe_reread import rate_values, reread_bytes
 from .paper_variables import PAPER_VARS, paper_variable_map, to_paper_variables  # noqa: F401 (re-exported)
 from .presets import PRESETS, Preset, get_preset, register_preset  # noqa: F401 (re-exported)
@@ -66,9 +67,10 @@ def _cover(expr: sp.Expr, cover: sp.Expr | None) -> sp.Expr:
 
 def prefill(expr: sp.Expr, cover: sp.Expr | None = None, window: sp.Expr | None = None) -> sp.Expr:
     """The prefill phase: T = B·S_in tokens, query length S_in, context S_in (min(S_in, window) if windowed), and
-    ctx·(ctx − 1)/2 causally masked pairs per sequence (query i attends keys max(0, i − ctx + 1)..i)."""
+    the pairs a fused kernel's 128 × 128 blocks skip of ctx·(ctx − 1)/2 causally masked ones per sequence (query i
+    attends keys max(0, i − ctx + 1)..i; :func:`.fused_prefill.masked_pairs`)."""
     ctx = S_in if window is None else sp.Min(S_in, window)
-    subs = {T: B * S_in, Sq: S_in, C: ctx, Mk: ctx * (ctx - 1) / 2}
+    subs = {T: B * S_in, Sq: S_in, C: ctx, Mk: masked_pairs(S_in, ctx)}
     return _cover(expr, cover).subs(subs, simultaneous=True)
 
 
@@ -231,7 +233,8 @@ def part_times(
     :func:`with_launches`), and the compute/memory times of prefill (``tc``, ``tm``) for the bound label.
 
     Roofline: :func:`roofline_time` of FLOPs·ipi and bytes at the op's stream class (:func:`inv_bandwidth`), plus
-    decode attention's waves (:func:`decode_waves`) in a decode pass, plus one launch overhead per pass for an op
+    decode attention's waves (:func:`decode_waves`) in a decode pass, a fused prefill kernel's blocks, tiles, waves
+    and blend (:func:`.fused_prefill.prefill_time`) in a prefill, plus one launch overhead per pass for an op
     that does work; ``pass_phase``: the phase ``pre`` is priced as (a multi-token pass over a KV cache,
     :mod:`.passes`: ``decode``); ``tiles``: the tile/wave model's GEMMs blend at their round corner (``gemm_blend``).
     Theory mode: prefill FLOPs·ipi, decode
@@ -255,7 +258,8 @@ def part_times(
             raise AssertionError(f"{part.op.name}: a blended GEMM's decode cost varies with the step")
         else:
             varying.append((s.steps, s.f0 * ipi_dec, s.f1 * ipi_dec, s.b0 * ib_dec, s.b1 * ib_dec))
-    pre = roofline_time(part.op, tc, tm, tiles) + (waves if pass_phase == "decode" else 0)
+    pre = prefill_time(part.op, tc, tm, tiles) if pass_phase == "prefill" else roofline_time(part.op, tc, tm, tiles)
+    pre += waves if pass_phase == "decode" else 0
     tc = compute_time(part.op, tc)  # the bound label's compute time: a routed expert's at the grouped GEMMs' rate
     return {"pre": pre, "dec": dec, "varying": varying, "tc": tc, "tm": tm, "launch": launch_count(part)}
 
@@ -376,6 +380,9 @@ class Rates:
     gemm_blend: float = float("inf")  # p of a GEMM's round corner (t_c^p + t_m^p)^(1/p) (tile/wave model; inf: max)
     moe_reread: float = 0.0  # share of beyond-first token tiles re-streaming an L2-missing expert (.moe_reread)
     inv_l2: float = 0.0  # 1 / the device's L2 bytes (0: none; with moe_reread 0 too)
+    attn_block: float = 1.0  # query rows / keys of a fused prefill kernel's blocks (1: exact causal pairs, no tiles)
+    attention_tile_s: float = 0.0  # s per wave of a fused prefill kernel's query tiles
+    prefill_blend: float = float("inf")  # p of a fused prefill kernel's math/stream blend (inf: max)
 
     def inv_stream(self, cls: str) -> float:
         """Inverse bandwidth (s/byte) of memory stream class ``cls`` (:data:`STREAM_CLASSES`)."""
@@ -388,7 +395,7 @@ class Rates:
         return (self.inv_beta, self.inv_stream("kv"), self.inv_stream("experts"), self.moe_blend, self.moe_half_inter,
                 1.0 / self.moe if self.moe > 0 else 1.0, self.moe_reread, self.inv_l2, self.decode_half_occupancy,
                 self.decode_split, self.decode_tile_s, self.sm_count, self.gemm_blend if tiles else float("inf"),
-                self.overhead)  # fmt: skip
+                self.overhead, self.attn_block, self.attention_tile_s, self.prefill_blend)  # fmt: skip
 
 
 def rates(device: Any, precision: Any, app: Any = None) -> Rates:
@@ -437,18 +444,22 @@ def _moe_fraction(app: Any, precision: Any) -> float:
 
 def _streams(device: Any, app: Any, precision: Any = None) -> tuple[float, ...]:
     """(inv_beta_kv, inv_beta_experts, moe_s, moe_blend, moe_half_inter, decode_half_occupancy, decode_split,
-    decode_tile_s, sm_count, gemm_blend, moe_reread, inv_l2) of ``app`` (its stream classes, 0: ``memory``'s;
-    ``moe_half_inter`` in the linear dtype's elements; the decode attention terms only with SMs to fill)."""
+    decode_tile_s, sm_count, gemm_blend, moe_reread, inv_l2, attn_block, attention_tile_s, prefill_blend) of ``app``
+    (its stream classes, 0: ``memory``'s; ``moe_half_inter`` in the linear dtype's elements; the decode attention
+    terms and the prefill waves only with SMs to fill)."""
     kv, ex = getattr(app, "kv_memory", None), getattr(app, "experts_memory", None)
     bw, q = float(device.memory_bandwidth), float(getattr(app, "moe_serial", 0.0))
     sms = float(getattr(device, "sm_count", None) or 0)
-    half, split, wave = (
-        float(getattr(app, k, 0.0)) if sms else 0.0 for k in ("decode_half_occupancy", "decode_split", "decode_tile_s")
+    half, split, wave, pwave = (
+        float(getattr(app, k, 0.0)) if sms else 0.0
+        for k in ("decode_half_occupancy", "decode_split", "decode_tile_s", "attention_tile_s")
     )
     return (1.0 / (bw * kv) if kv else 0.0, 1.0 / (bw * ex) if ex else 0.0, float(getattr(app, "moe_s", 0.0)),
             1.0 / q if q > 0 else float("inf"), moe_half_width(app, precision), half, split, wave, sms or 1.0,
             float(getattr(app, "gemm_blend", 0.0)) or float("inf"),
-            *rate_values(float(getattr(app, "moe_reread", 0.0)), getattr(device, "l2_bytes", None)))  # fmt: skip
+            *rate_values(float(getattr(app, "moe_reread", 0.0)), getattr(device, "l2_bytes", None)),
+            (float(getattr(app, "attn_block", 0.0)) if sms else 0.0) or 1.0, pwave,  # fused prefill: with SMs
+            (float(getattr(app, "prefill_blend", 0.0)) if sms else 0.0) or float("inf"))  # fmt: skip
 
 
 def moe_half_width(app: Any, precision: Any) -> float:
@@ -478,22 +489,6 @@ def engine_overhead(r: Rates, layers: Any, moe: Any, touched: Any = 0.0) -> Any:
     return r.kernel_s * kernels + (r.layer_s + r.gemm_s * r.gemms_per_layer + r.moe_s * moe) * layers + r.pass_s
 
 
-__all__ = [
-    "COMPUTE_POWER_SHARE",
-    "PRESETS",
-    "Part",
-    "Preset",
-    "Segment",
-    "affine_in_t",
-    "decode_step",
-    "energy",
-    "energy_coefficients",
-    "engine_overhead",
-    "paper_variable_map",
-    "place",
-    "prefill",
-    "rates",
-    "register_preset",
-    "to_paper_variables",
-    "totals",
-]
+__all__ = ["COMPUTE_POWER_SHARE", "PRESETS", "Part", "Preset", "Segment", "affine_in_t", "decode_step", "energy",
+           "energy_coefficients", "engine_overhead", "paper_variable_map", "place", "prefill", "rates",
+           "register_preset", "to_paper_variables", "totals"]  # fmt: skip

@@ -59,6 +59,8 @@ def curves_of(device: Device) -> Any:
 #: nvfp4 on a GPU fitted without nvfp4 rows runs at the fp8 fraction of its own fp4 peak, down to fp16)
 FALLBACK = {"fp8": "fp16", "fp8_block": "fp8", "fp4": "fp8", "int8": "fp16", "int4": "int8", "tf32": "fp16",
             "mixed": "fp16"}  # fmt: skip
+#: query rows / keys of a fused prefill attention kernel's blocks (:data:`.kernels.attention_prefill.Q_TILE`)
+PREFILL_BLOCK = 128.0
 #: engine profile -> the framework whose measured kernels it runs (its per-call extras in ``KernelCurves.launch``)
 FRAMEWORK = {"tensorrt-llm": "trtllm", "vllm": "vllm"}
 #: GEMM kernels per transformer layer and pass of a fused engine (fused QKV, O, fused gate/up, down): each pays the
@@ -223,7 +225,9 @@ def stream_fields(
     attention family fits it), ``experts_memory`` = ``memory`` × ``moe_memory`` (the MoE family streams the experts'
     weights at ``bandwidth · memory · moe_memory``), ``moe_s``, ``moe_serial``, and decode attention's
     ``decode_half_occupancy``, ``decode_split`` and ``decode_tile_s`` (the wave of the kernel ``engine`` runs:
-    :func:`decode_wave_s`), and the GEMMs' ``gemm_blend`` (the tile/wave model's). ``moe_s`` and ``decode_tile_s``
+    :func:`decode_wave_s`), the GEMMs' ``gemm_blend`` (the tile/wave model's), and a fused prefill kernel's block
+    (:data:`PREFILL_BLOCK`), ``attention_tile_s`` (not clock-scaled, as the prefill family uses it) and
+    ``prefill_blend`` (:mod:`.fused_prefill`). ``moe_s`` and ``decode_tile_s``
     are SM cycles written as seconds at the curves' ``clock_mhz`` (as
     ``kernel_s``): times ``cycles`` (:func:`cycle_scale` of the device). ``moe_serial``: the blend's q on ``device``
     (:func:`moe_serial`; without a device the curves' ``moe_serial``, the q of the GPUs they were fitted on)."""
@@ -234,7 +238,8 @@ def stream_fields(
         moe_half_inter=float(getattr(kc, "moe_half_inter", 0.0)), moe_reread=float(getattr(kc, "moe_reread", 0.0)),
         decode_half_occupancy=float(kc.decode_half_occupancy), decode_split=float(kc.decode_split),
         decode_tile_s=decode_wave_s(kc, device, engine) * cycles,
-        gemm_blend=float(kc.gemm_blend),
+        gemm_blend=float(kc.gemm_blend), attn_block=PREFILL_BLOCK,
+        attention_tile_s=float(getattr(kc, "attention_tile_s", 0.0)), prefill_blend=float(kc.prefill_blend),
     )  # fmt: skip
 
 

@@ -303,6 +303,12 @@ class Applied:
     decode_tile_s: float = 0.0
     #: p of a GEMM's round roofline corner (``KernelCurves.gemm_blend``; 0: the hard max; the tile/wave model)
     gemm_blend: float = 0.0
+    #: query rows and keys of a fused prefill attention kernel's blocks (:mod:`.fused_prefill`; 0: exact causal pairs)
+    attn_block: float = 0.0
+    #: seconds per wave of a fused prefill attention kernel's query tiles (``KernelCurves.attention_tile_s``)
+    attention_tile_s: float = 0.0
+    #: p of a fused prefill attention kernel's math/stream blend (``KernelCurves.prefill_blend``; 0: the hard max)
+    prefill_blend: float = 0.0
 
     def eff(self, dtype: str) -> float:
         """Achieved fraction of the ``dtype`` roof (1 where nothing was fitted for that roof)."""

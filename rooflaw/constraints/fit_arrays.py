@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import sympy as sp
 
 from .engines import BUILTIN_ENGINES
 from .serving import expected_max_normal
@@ -78,6 +79,10 @@ class CaseFeatures:
     step_terms: list[tuple[np.ndarray, float] | None] | None = None
     #: the MoE blend's q on the case's device (:attr:`.engines.Applied.moe_serial`; the fit holds it under curves)
     moe_q: float = 0.0
+    #: a fused prefill kernel's terms (:func:`prefill_terms`: per-op blend q, the waves' seconds; ``pre`` already
+    #: carries the tiles' efficiency) of ``pre`` and of each ``steps`` prefill (None: none)
+    pre_terms: tuple[np.ndarray, float] | None = None
+    step_pre_terms: list[tuple[np.ndarray, float] | None] | None = None
 
 
 class FlatCases:
@@ -104,7 +109,7 @@ class FlatCases:
         self.fixed_index = {k: n + 2 + j for j, k in enumerate(self.fixed_keys)}
         self.fixed_values = np.array([P.fixed[k] for k in self.fixed_keys], dtype=float)
         self._ops: dict[str, list[np.ndarray]] = {
-            k: [] for k in ("F", "B", "invpi", "a", "b", "tid", "dF", "dB", "spread", "emax", "mem", "q")
+            k: [] for k in ("F", "B", "invpi", "a", "b", "tid", "dF", "dB", "spread", "emax", "mem", "q", "qv")
         }
         self._tc: dict[str, list] = {
             k: [] for k in ("mf", "pad", "kern", "launch", "pass_", "beta", "layer", "nlayers", "const", "moes", "nmoe")
@@ -118,7 +123,8 @@ class FlatCases:
         self.a, self.b, self.tid = cat["a"].astype(int), cat["b"].astype(int), cat["tid"].astype(int)
         self.dF, self.dB, self.emax, self.spread = cat["dF"], cat["dB"], cat["emax"], cat["spread"].astype(int)
         self.mem, self.q = cat["mem"].astype(int), cat["q"].astype(int)  # per op: its stream's figure, its blend q
-        self.blends = bool(np.any(self.q != self.zero))
+        self.qv = cat["qv"]  # per op: a fixed blend q (a fused prefill kernel's; 0: ``q``'s)
+        self.blends = bool(np.any(self.q != self.zero) or np.any(self.qv > 0))
         self.pads = bool(np.any(self.emax))
         self.compute = self.invpi > 0
         for k, v in tc.items():
@@ -159,11 +165,15 @@ class FlatCases:
         q_op = np.where(expert > 0, idx("family", fam, serial_key(c), q_fam), self.zero)
 
         def add(F: np.ndarray, B: np.ndarray, pad: bool = False, gemv: bool = False, delta: Any = None,
-                decode: bool = False, terms: tuple[np.ndarray, float] | None = None) -> int:  # fmt: skip
+                decode: bool = False, terms: tuple[np.ndarray, float] | None = None,
+                pre: tuple[np.ndarray, float] | None = None) -> int:  # fmt: skip
             j = len(tc["mf"])
-            waves = 0.0
+            waves, qv = 0.0, np.zeros(len(F))
             if terms is not None:  # decode attention's stream ramp (on its memory time) and waves
                 B, waves = B * terms[0], terms[1]
+            if pre is not None:  # a fused prefill kernel's blend and waves
+                qv, waves = pre
+            ops["qv"].append(np.asarray(qv, dtype=float))
             zeros = np.zeros(len(F))
             dF, dB = delta if delta is not None else (zeros, zeros)
             i_spread = idx("prompts", "dataset", "spread", self.zero) if delta is not None else self.zero
@@ -196,21 +206,22 @@ class FlatCases:
         w, groups = c.workload, self._groups
         mixed = bool(f.mixed.any())
         gemv = mixed and w.batch <= gemv_max
+        pt = f.step_pre_terms or []
         if c.phase == "prefill":
-            j = add(*f.pre, pad=True, delta=f.pad_delta)
+            j = add(*f.pre, pad=True, delta=f.pad_delta, pre=f.pre_terms)
             groups.append((j, j, 1.0, ci))
         elif c.phase == "decode":
             j = add(*f.dec, gemv=gemv, decode=True, terms=f.dec_terms)
             groups.append((j, j, 1.0, ci))
         elif f.steps is not None:  # continuous batching: steady-state steps per request (see .serving)
             for k, (count, pre, dec, nseq) in enumerate(f.steps):
-                jp = add(*pre) if pre is not None else -1
+                jp = add(*pre, pre=pt[k] if pt else None) if pre is not None else -1
                 terms = f.step_terms[k] if f.step_terms else None
                 jd = add(*dec, gemv=mixed and nseq <= gemv_max, decode=True, terms=terms) if dec is not None else jp
                 groups.append((jp if jp >= 0 else jd, jd, count / (w.output_tokens + 1), ci))
         else:
             den = w.batch * (w.output_tokens + 1)
-            jp, jd = add(*f.pre, pad=True), add(*f.dec, gemv=gemv, decode=True, terms=f.dec_terms)
+            jp, jd = add(*f.pre, pad=True, pre=f.pre_terms), add(*f.dec, gemv=gemv, decode=True, terms=f.dec_terms)
             groups += [(jp, jp, 1.0 / den, ci), (jd, jd, w.output_tokens / den, ci)]
 
     def predict(self, x: np.ndarray) -> np.ndarray:
@@ -224,7 +235,8 @@ class FlatCases:
         tcomp = np.where(self.compute, F * self.invpi / eff, 0.0) * ex[self.pad][self.tid]
         eta = np.minimum(1.0, ex[self.mem] * ex[self.mf][self.tid])
         tmem = B / (self.beta[self.tid] * eta)
-        per_op = op_seconds(tcomp, tmem, self.q != self.zero, ex[self.q]) if self.blends else np.maximum(tcomp, tmem)
+        q, on = np.where(self.qv > 0, self.qv, ex[self.q]), (self.q != self.zero) | (self.qv > 0)
+        per_op = op_seconds(tcomp, tmem, on, q) if self.blends else np.maximum(tcomp, tmem)
         t = np.bincount(self.tid, per_op, minlength=self.n_t)
         t += ex[self.kern] * self.launch + ex[self.pass_] + ex[self.layer] * self.nlayers + self.const
         t += ex[self.moes] * self.nmoe
@@ -274,3 +286,37 @@ def decode_terms(case: Case, device: Device, names: list[str], batch: int) -> tu
             seen.add(op.name)
             waves += float(cols[op.count][0]) * math.ceil(streams / sms) * wave
     return ramp, waves
+
+
+def prefill_terms(case: Case, device: Device, names: list[str], batch: int, prompt: int) -> tuple[Any, ...] | None:
+    """A fused prefill kernel's terms in a prefill of ``batch`` prompts of ``prompt`` tokens, as the assembly prices
+    them (:mod:`.fused_prefill`, its expressions evaluated): per op of ``names``, the factor on its FLOPs (1 / the
+    query tiles' efficiency for a matmul op of the kernel, else 1), its blend q (1 / ``prefill_blend``; 0: none) and
+    the seconds of the kernel's waves (over all its layers). None where the device has no curves (or no SM count) or
+    the attention is unfused."""
+    from . import fused_prefill as FP
+    from . import operators as O
+    from .curves_applied import PREFILL_BLOCK, curves_of
+    from .roofline import complete_columns
+    from .streams import SMS
+    from .symbols import ARCH, B, S_in, unfused
+
+    kc, sms = curves_of(device), float(device.sm_count or 0)
+    if kc is None or not sms or case.workload.attention == "unfused":
+        return None
+    cols = complete_columns({k: np.array([float(v)]) for k, v in case.arch.columns().items()})
+    subs = {B: float(batch), S_in: float(prompt), unfused: 0.0, ARCH["heads"]: float(cols["heads"][0]), SMS: sms,
+            FP.ATTN_BLOCK: PREFILL_BLOCK}  # fmt: skip
+    inv = float(FP.inv_tile_efficiency().xreplace(subs).replace(O.nonzero, sp.sign))
+    n_waves = float(FP.tile_waves().xreplace(subs))
+    p = float(kc.prefill_blend)
+    mult, q, waves, seen = np.ones(len(names)), np.zeros(len(names)), 0.0, set()
+    for i, n in enumerate(names):
+        op = O.op_named(n)
+        if op.roof != "attention" or op.name not in FP.MMA_OPS:
+            continue
+        mult[i], q[i] = inv, 1.0 / p if p > 0 else 0.0
+        if op.name in FP.WAVE_OPS and op.name not in seen:  # all its copies (windowed kinds) run in op.count layers
+            seen.add(op.name)
+            waves += float(cols[op.count][0]) * n_waves * float(kc.attention_tile_s)
+    return mult, q, waves

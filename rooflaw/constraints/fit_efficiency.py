@@ -39,7 +39,7 @@ import numpy as np
 
 from ..devices.device import Device
 from .engines import BUILTIN_ENGINES, ENGINE_NAMES, EngineProfile, get_engine, mixed_input
-from .fit_arrays import CaseFeatures, decode_terms, op_seconds, serial_key  # noqa: F401 (CaseFeatures re-exported)
+from .fit_arrays import CaseFeatures, decode_terms, op_seconds, prefill_terms, serial_key  # noqa: F401 (re-exported)
 from .fit_priors import POOLED, PRIORS, prior_residuals, unfitted_figures
 from .published import Case
 from .roofline import evaluate
@@ -151,10 +151,21 @@ def _features(case: Case, device: Device) -> CaseFeatures:
                                          n) for k, p, d, n in steps]  # fmt: skip
     step_terms = None if steps is None else [decode_terms(case, device, names, n) if d else None
                                               for _, _, d, n in steps]  # fmt: skip
+    # a fused prefill kernel's tiles (their efficiency on the matmuls' FLOPs), blend, waves (fit_arrays.prefill_terms)
+    pre_t = prefill_terms(case, device, names, w.batch, w.input_tokens)
+    if pre_t is not None:
+        Fp = Fp * pre_t[0]
+        delta = None if delta is None else (delta[0] * pre_t[0], delta[1])
+    step_pre = None
+    if steps is not None:
+        step_pre = [prefill_terms(case, device, names, 1, c + n) if c else None for c, n, _ in _schedule(case).steps()]
+        steps = [(k, p if p is None or t is None else (p[0] * t[0], p[1]), d, n)
+                 for (k, p, d, n), t in zip(steps, step_pre, strict=True)]  # fmt: skip
     return CaseFeatures((Fp, Bp), (Fd, Bd), np.array(pis), dts, float(device.memory_bandwidth), launches,
                         np.array(mixed), np.array(att), float(device.vector_flops), steps, extra, delta, expert,
                         layers * moe * cycles, decode_terms(case, device, names, w.batch), step_terms,
-                        float(getattr(app, "moe_serial", 0.0)))  # fmt: skip
+                        float(getattr(app, "moe_serial", 0.0)), None if pre_t is None else pre_t[1:],
+                        None if step_pre is None else [t if t is None else t[1:] for t in step_pre])  # fmt: skip
 
 
 def params_for(
@@ -270,18 +281,20 @@ def _predict(x: np.ndarray, P: FitParameters, case: Case, f: CaseFeatures) -> fl
     eta_dec = np.where(f.att > 0, eta_kv, eta_pre)
     q = P.get(x, "family", fam, serial_key(case), P.get(x, "family", fam, "moe_serial", 0.0))
 
-    def t(F, B, gemv=False, decode=False, terms=None):
+    def t(F, B, gemv=False, decode=False, terms=None, pre=None):
         pi, e = f.pi, eff
-        waves = 0.0
+        waves, qs, on = 0.0, q, expert
         if terms is not None:  # decode attention's stream ramp and waves (decode_terms)
             B, waves = B * terms[0], terms[1]
+        if pre is not None:  # a fused prefill kernel's blend and waves (prefill_terms)
+            qs, on, waves = np.where(pre[0] > 0, pre[0], q), (expert > 0) | (pre[0] > 0), pre[1]
         if gemv:  # dequantising GEMMs as GEMV on the vector roof: the family's fp32 fraction, the GEMV factor
             pi = np.where(f.mixed > 0, f.vector, f.pi)
             gf = P.get(x, "engine", eng, "gemv_factor", cf)
             e = np.where(f.mixed > 0, min(1.0, P.get(x, "family", fam, "fp32") * gf), eff)
         with np.errstate(divide="ignore", invalid="ignore"):
             tc = np.where(np.isfinite(pi), F / (pi * e), 0.0)
-        return float(np.sum(op_seconds(tc, B / (f.beta * (eta_dec if decode else eta_pre)), expert, q))) + over + waves
+        return float(np.sum(op_seconds(tc, B / (f.beta * (eta_dec if decode else eta_pre)), on, qs))) + over + waves
 
     w = case.workload
     gemv = bool(f.mixed.any()) and w.batch <= BUILTIN_ENGINES[eng].gemv_max_batch
@@ -289,21 +302,21 @@ def _predict(x: np.ndarray, P: FitParameters, case: Case, f: CaseFeatures) -> fl
         if f.pad_delta is not None and f.pre is not None:  # prompts padded to the batch's longest: r·S_in tokens
             r1 = padded_prompt_ratio(w.batch, P.get(x, *PROMPTS, 0.0)) - 1.0
             (F0, B0), (dF, dB) = f.pre, f.pad_delta
-            return t(F0 + r1 * dF, B0 + r1 * dB)
-        return t(*f.pre)
+            return t(F0 + r1 * dF, B0 + r1 * dB, pre=f.pre_terms)
+        return t(*f.pre, pre=f.pre_terms)
     if case.phase == "decode":
         return t(*f.dec, gemv=gemv, decode=True, terms=f.dec_terms)
     if f.steps is not None:  # continuous batching: steady-state steps per request (see .serving)
         tot = 0.0
         for k, (count, pre, dec, n) in enumerate(f.steps):
-            tp = t(*pre) if pre is not None else 0.0
+            tp = t(*pre, pre=f.step_pre_terms[k] if f.step_pre_terms else None) if pre is not None else 0.0
             gemv_n = bool(f.mixed.any()) and n <= BUILTIN_ENGINES[eng].gemv_max_batch
             terms = f.step_terms[k] if f.step_terms else None
             td = t(*dec, gemv=gemv_n, decode=True, terms=terms) if dec is not None else 0.0
             tot += count * max(tp, td)
         return tot / (w.output_tokens + 1)
     dec_s = t(*f.dec, gemv=gemv, decode=True, terms=f.dec_terms)
-    return (t(*f.pre) + w.output_tokens * dec_s) / (w.batch * (w.output_tokens + 1))
+    return (t(*f.pre, pre=f.pre_terms) + w.output_tokens * dec_s) / (w.batch * (w.output_tokens + 1))
 
 
 @dataclass

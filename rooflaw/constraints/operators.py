@@ -9,9 +9,9 @@ Conventions (the ``full`` preset):
 - FLOPs count a multiply-add as 2 and are the FLOPs **executed**: an unfused implementation (the paper's
   Tables 10-12, torch's math SDPA) computes the full S_q × C score block and masks it; a fused,
   FlashAttention-style kernel (``Workload(attention="fused")``, the default) skips the fully masked tiles, so
-  its QKᵀ, softmax and ·V run over the causal pairs ``Sq·C − Mk`` only (``Mk`` = C·(C − 1)/2 hidden pairs per
-  sequence in prefill, 0 in decode: the measured FA prefill kernels of ``../shared/data/kernels`` take half the
-  time of the full block). Unfused attention stores the score matrix, re-read by softmax and by scores·V;
+  its QKᵀ, softmax and ·V run over ``Sq·C − Mk`` pairs (``Mk``: the C·(C − 1)/2 masked pairs per sequence in
+  prefill less those of the 128 × 128 blocks a GPU kernel computes whole, :mod:`.fused_prefill`; 0 in decode).
+  Unfused attention stores the score matrix, re-read by softmax and by scores·V;
   a fused kernel keeps it on chip. torch's ``FlopCounterMode`` counts the full block (it does not see the
   mask): the torch check compares with ``attention="unfused"``, and the fused count is the unfused one less
   the masked pairs (tests/test_cost_model.py).

@@ -31,6 +31,7 @@ from . import assembly as A
 from . import operators as O
 from .compile import ARG_NAMES, LAMBDIFY_MODULES, RATE_ARGS, args_for, kinds_tag
 from .engines import EngineProfile, applied, decode_linear_inv
+from .fused_prefill import masked_pairs
 from .moe_reread import reread_bytes
 from .precision import Precision
 from .symbols import B, C, Mk, Sq, T, sym
@@ -44,9 +45,10 @@ PASS_CHUNK = 1 << 15
 def pass_phase(op: O.Op, expr: sp.Expr, window: sp.Expr | None = None) -> sp.Expr:
     """``expr`` (a cost of ``op``) in a pass of q tokens per sequence over ``cached`` tokens."""
     ctx = CACHED + Q if window is None else sp.Min(CACHED + Q, window)
-    # the causal mask among the q new tokens hides q(q-1)/2 query-key pairs (a fused kernel skips them; the assembly's
-    # Mk: C(C-1)/2 in a prefill, 0 in a one-token step, which this is at q = 1)
-    subs: dict[sp.Expr, sp.Expr] = {T: B * Q, Sq: Q, C: ctx, Mk: Q * (Q - 1) / 2}
+    # the causal mask among the q new tokens hides q(q-1)/2 query-key pairs, of which a fused kernel skips those outside
+    # its 128 x 128 blocks (its query tiles start at the pass's first token; the assembly's Mk: the prefill's at S = q,
+    # 0 in a one-token step, which this is at q = 1: fused_prefill.masked_pairs)
+    subs: dict[sp.Expr, sp.Expr] = {T: B * Q, Sq: Q, C: ctx, Mk: masked_pairs(Q, Q)}
     if per_sequence(op):
         subs[B] = B * Q
     e = sp.sympify(expr).xreplace({O.experts_touched: O.EXPERTS_TOUCHED})

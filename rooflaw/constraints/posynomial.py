@@ -36,7 +36,9 @@ ops × l (β_class: the op's memory stream class, :data:`assembly.STREAM_CLASSES
 takes the blend ((FLOPs/π)^p + (bytes/β)^p)^(1/p) of :func:`assembly.roofline_time`, convex in log space); decode is
 S_out × one max for the step-constant ops and one max per step for the ops whose cost grows with the context (QKᵀ,
 softmax, ·V: exact, S_out maxima each), without decode attention's stream ramp and per-wave seconds (kernel curves:
-:func:`assembly.decode_waves`; a ceiling, not a posynomial -- left out, the relaxation stays a lower bound) and
+:func:`assembly.decode_waves`; a ceiling, not a posynomial -- left out, the relaxation stays a lower bound), without
+a fused prefill kernel's whole diagonal blocks, query-tile waves and efficiency and math/stream blend
+(:mod:`.fused_prefill`: ceilings and a p-norm ≥ the max; the causal pairs and the max, a lower bound again) and
 without a large expert's DRAM re-read (:mod:`.moe_reread`: a max, left out likewise); plus the device's kernel
 overhead × launches;
 plus the engine's overhead (:func:`assembly.engine_overhead`), or, for a host-launching engine on an accelerator
@@ -59,6 +61,7 @@ import sympy as sp
 from ..errors import RooflawError
 from . import assembly as A
 from . import streams as ST
+from .fused_prefill import drop_blocks
 from .moe_reread import MOE_REREAD
 from .roofline import with_overhead
 from .scenario import Scenario
@@ -201,7 +204,7 @@ def _templates(fixed_items: tuple[tuple[str, float], ...], moe: int, decode_cove
         (seg,) = p.decode  # a uniform stack: one decode segment of S_out steps per part
         vals = {"pF": p.pre_flops, "pB": p.pre_bytes, "dF0": seg.f0, "dF1": seg.f1, "dB0": seg.b0, "dB1": seg.b1}
         for k, e in vals.items():
-            exprs[f"{p.name}.{k}"] = (p.count * e).xreplace(subs)
+            exprs[f"{p.name}.{k}"] = drop_blocks((p.count * e).xreplace(subs))  # causal pairs: a lower bound
         meta.append({"name": p.name, "roof": p.roof, "per_layer": p.scope == "layer"})
     tot = A.totals("full", parts)
     for k in ("weights", "kv", "act"):

@@ -27,8 +27,9 @@ STACK = {name: sym(name) for name in STACK_COLUMNS}
 B, S_in, S_out, t = sym("B"), sym("S_in"), sym("S_out"), sym("t")
 # Tokens processed in one pass, query length per sequence, attended context length.
 T, Sq, C = sym("T"), sym("Sq"), sym("C")
-#: (query, key) pairs per sequence a causal mask hides in this pass: prefill C·(C − 1)/2 (the queries are the last
-#: Sq ≥ C positions of the context), decode 0. A fused (FlashAttention-style) kernel skips them; unfused computes them.
+#: (query, key) pairs per sequence a fused (FlashAttention-style) kernel skips in this pass: prefill C·(C − 1)/2 (the
+#: queries are the last Sq ≥ C positions of the context) less the extra pairs of the whole 128 × 128 blocks it computes
+#: (:func:`.fused_prefill.masked_pairs`), decode 0; unfused computes them all.
 Mk = sym("Mk")
 # Bytes per element of weights, activations and KV cache (scales included), and of the tensors
 # the vector ops (norms, softmax, activations, RoPE) read and write: they compute in ≥ 16 bits.

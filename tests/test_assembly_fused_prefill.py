@@ -1,0 +1,100 @@
+"""A fused prefill attention kernel's blocks, query tiles, waves and blend in the one assembly
+(constraints.fused_prefill), against the kernel curves' prefill family (an independent, per-tile loop) and by hand."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import sympy as sp
+
+from rooflaw.arch import Architecture
+from rooflaw.constraints import Workload
+from rooflaw.constraints import fused_prefill as FP
+from rooflaw.constraints.kernels import curves_for
+from rooflaw.constraints.kernels.attention import block_pairs, causal_pairs
+from rooflaw.constraints.kernels.attention_prefill import query_tiles
+from rooflaw.constraints.roofline import evaluate
+from rooflaw.constraints.streams import SMS
+from rooflaw.constraints.symbols import ARCH, B, S_in, unfused
+from rooflaw.devices import get_device
+
+S_, C_, b_ = sp.symbols("S C b", positive=True)
+VISITED = sp.lambdify((S_, C_, b_), FP.visited_pairs(S_, C_, b_), modules="numpy")
+
+
+@pytest.mark.parametrize("window", [0, 100, 128, 129, 256, 1000])
+def test_block_pairs_closed_form_equals_the_per_tile_loop(window):
+    """The closed form of the pairs the 128 x 128 block kernel visits equals the prefill family's loop over query
+    tiles (:func:`block_pairs`) for every prompt length, with or without a window; at block 1 it is the exact causal
+    count (:func:`causal_pairs`)."""
+    S = np.array([1, 2, 37, 64, 127, 128, 129, 255, 256, 257, 500, 512, 1000, 1024, 1025, 3000], dtype=float)
+    C = np.minimum(S, window) if window else S
+    got = np.array([VISITED(s, c, 128.0) for s, c in zip(S, C, strict=True)])
+    np.testing.assert_array_equal(got, block_pairs(S, np.full_like(S, window), 128, 128))
+    exact = np.array([VISITED(s, c, 1.0) for s, c in zip(S, C, strict=True)])
+    np.testing.assert_array_equal(exact, causal_pairs(S, np.full_like(S, window)))
+
+
+def test_block_pairs_by_hand():
+    """S = 512: 4 tiles, tile i visits (i + 1) key blocks: 128²·10 = 163,840 pairs (+25 % on 512·513/2 = 131,328);
+    S = 1,000 with a 256-token window: tiles 0-1 visit 1 and 2 blocks, tiles 2-6 three each (from block i - 2, m =
+    ⌈255/128⌉ = 2), the last (104 rows) keys 640 to 1,000: 128²·(1 + 2 + 3·5) + 104·360."""
+    assert VISITED(512.0, 512.0, 128.0) == 128 * 128 * 10
+    assert VISITED(1000.0, 256.0, 128.0) == 128 * 128 * 18 + 104 * 360
+    masked = float(FP.masked_pairs(sp.Integer(512), sp.Integer(512)).xreplace({FP.ATTN_BLOCK: 128}).replace(
+        FP.blocked, lambda x: x))  # fmt: skip
+    assert masked == 512 * 512 - 128 * 128 * 10
+    assert FP.drop_blocks(FP.masked_pairs(S_, S_)) == S_ * (S_ - 1) / 2
+
+
+@pytest.mark.parametrize("dev_id", ["h100-sxm", "l40s"])
+def test_tile_efficiency_equals_the_prefill_familys(dev_id):
+    """1 / the query tiles' tile × wave efficiency equals the family's :func:`query_tiles` (tile rows the power of
+    two ≥ S, 8 to 128, waves over the device's SMs) for short and long prompts and few and many heads."""
+    dev = get_device(dev_id)
+    S = np.array([1, 5, 8, 9, 16, 17, 33, 64, 65, 100, 128, 129, 1000, 4097], dtype=float)
+    for bh in (1.0, 8.0, 64.0, 1000.0):
+        te, we = query_tiles(S, bh, np.full_like(S, 128.0), dev)
+        subs = {B: 1, ARCH["heads"]: bh, SMS: float(dev.sm_count), FP.ATTN_BLOCK: 128, unfused: 0}
+        expr = FP.inv_tile_efficiency().xreplace(subs).replace(FP.O.nonzero, sp.sign)
+        got = np.array([float(expr.xreplace({S_in: s})) for s in S])
+        np.testing.assert_allclose(got, 1.0 / (te * we), rtol=1e-12)
+
+
+def test_prefill_attention_by_hand_on_h100():
+    """One layer, batch 16, 1,024-token prompts, 32 heads of 128 on 8 KV heads, bf16, H100 (132 SMs), TensorRT-LLM:
+    QKᵀ runs 2·16·32·128·589,824 FLOPs (128²·(1 + … + 8) block pairs) at the curves' ``attention`` fraction of the
+    fp16 peak and its 16·32·8 = 4,096 query tiles in ⌈4096/132⌉ = 32 waves (efficiency 4096/(32·132)), blended with
+    its bytes (Q and K) at ``prefill_blend``, plus 32 waves × ``attention_tile_s``; ·V the same without the waves."""
+    dev = get_device("h100-sxm")
+    kc = curves_for(dev)
+    arch = Architecture(layers=1, d_model=4096, heads=32, kv_heads=8, head_dim=128, ffn=256, vocab=256)
+    rep = evaluate(arch, dev, Workload(16, 1024, 1), "bf16", engine="tensorrt-llm")
+    ops = {o.name: o for o in rep.ops if o.phase == "prefill"}
+    flops = 2 * 16 * 32 * 128 * 589824
+    assert ops["attn_scores"].flops == flops
+    tc = flops / (dev.roof("fp16")[1] * kc.attention) * (32 * 132) / 4096
+    tm = (16 * 1024 * 4096 * 2 + 16 * 1024 * 1024 * 2) / (dev.memory_bandwidth * dev.memory_efficiency * kc.memory)
+    p = kc.prefill_blend
+    core = (tc**p + tm**p) ** (1 / p)
+    assert ops["attn_scores"].seconds == pytest.approx(core + 32 * kc.attention_tile_s, rel=1e-9)
+    assert ops["attn_values"].seconds == pytest.approx(core, rel=1e-9)
+
+
+def test_no_curves_or_unfused_keep_exact_pairs_and_the_hard_max():
+    """Without kernel curves (Apple M4 Max) the pairs are the causal ones and nothing is added; unfused attention on a
+    GPU with curves stores its scores (separate kernels: no tiles, waves or blend)."""
+    arch = Architecture(layers=1, d_model=4096, heads=32, kv_heads=8, head_dim=128, ffn=256, vocab=256)
+    m4 = evaluate(arch, get_device("apple-m4-max"), Workload(2, 512, 1), "bf16")
+    op = next(o for o in m4.ops if o.name == "attn_scores" and o.phase == "prefill")
+    assert op.flops == 2 * 2 * 32 * 128 * 512 * 513 / 2
+    h100 = get_device("h100-sxm")
+    unf = evaluate(arch, h100, Workload(2, 512, 1, "unfused"), "bf16", engine="tensorrt-llm")
+    op = next(o for o in unf.ops if o.name == "attn_scores" and o.phase == "prefill")
+    kc = curves_for(h100)
+    tc = op.flops / (h100.roof("fp16")[1] * kc.attention)
+    assert op.flops == 2 * 2 * 32 * 128 * 512 * 512
+    assert op.seconds == pytest.approx(max(tc, op.bytes / (h100.memory_bandwidth * h100.memory_efficiency * kc.memory)))
+    assert math.isfinite(op.seconds)
