@@ -25,7 +25,7 @@ from __future__ import annotations
 import sympy as sp
 
 from . import operators as O
-from .streams import SMS, blend, roofline_time
+from .streams import SMS, WAVE_OPS, blend, roofline_time
 from .symbols import ARCH, B, S_in, sym, unfused
 
 #: Query rows of a tile and keys of a block of the fused prefill kernel (1: exact causal pairs, no tiles).
@@ -36,8 +36,6 @@ PREFILL_WAVE = sym("attention_tile_s")
 PREFILL_BLEND = sym("prefill_blend")
 #: The fused kernel's matmul ops (QKᵀ, ·V; MLA's): prefill compute at the tiles' efficiency, blended at p.
 MMA_OPS = ("attn_scores", "attn_values", "mla_scores", "mla_values")
-#: The op that stands for the whole fused kernel: it pays the waves of query tiles.
-WAVE_OPS = ("attn_scores", "mla_scores")
 #: Identity the backends evaluate (numpy, numba) and the GP relaxation replaces by 0: the blocks' extra pairs.
 blocked = sp.Function("blocked")
 
@@ -87,7 +85,7 @@ def inv_tile_efficiency(S: sp.Expr = S_in) -> sp.Expr:
 def prefill_time(op: O.Op, tc: sp.Expr, tm: sp.Expr, gemm: bool = False) -> sp.Expr:
     """Seconds of ``op`` in a prefill of compute time ``tc`` and memory time ``tm``: a fused kernel's matmul op
     (:data:`MMA_OPS`) at the query tiles' efficiency, its math and stream blended at :data:`PREFILL_BLEND`, plus (the
-    op standing for the kernel, :data:`WAVE_OPS`) its waves; any other op :func:`.streams.roofline_time`."""
+    op standing for the kernel, :data:`.streams.WAVE_OPS`) its waves; any other op :func:`.streams.roofline_time`."""
     if op.name not in MMA_OPS or op.roof != "attention":
         return roofline_time(op, tc, tm, gemm)
     tc = tc * inv_tile_efficiency()
