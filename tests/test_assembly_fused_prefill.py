@@ -149,3 +149,7 @@ def test_no_curves_or_unfused_keep_exact_pairs_and_the_hard_max():
     assert op.flops == 2 * 2 * 32 * 128 * 512 * 512
     assert op.seconds == pytest.approx(max(tc, op.bytes / (h100.memory_bandwidth * h100.memory_efficiency * kc.memory)))
     assert math.isfinite(op.seconds)
+    # both keep the assembly's own softmax op in series (no fused kernel's softmax p-norm)
+    for rep in (m4, unf):
+        sm = next(o for o in rep.ops if o.name == "softmax" and o.phase == "prefill")
+        assert sm.seconds > 0 and sm.flops == 5 * 2 * 32 * (512 * 513 / 2 if rep is m4 else 512 * 512)
