@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -63,24 +64,74 @@ def test_tile_efficiency_equals_the_prefill_familys(dev_id):
         np.testing.assert_allclose(got, 1.0 / (te * we), rtol=1e-12)
 
 
-def test_prefill_attention_by_hand_on_h100():
-    """One layer, batch 16, 1,024-token prompts, 32 heads of 128 on 8 KV heads, bf16, H100 (132 SMs), TensorRT-LLM:
-    QKᵀ runs 2·16·32·128·589,824 FLOPs (128²·(1 + … + 8) block pairs) at the curves' ``attention`` fraction of the
-    fp16 peak and its 16·32·8 = 4,096 query tiles in ⌈4096/132⌉ = 32 waves (efficiency 4096/(32·132)), blended with
-    its bytes (Q and K) at ``prefill_blend``, plus 32 waves × ``attention_tile_s``; ·V the same without the waves."""
-    dev = get_device("h100-sxm")
+@pytest.mark.parametrize("dev_id", ["h100-sxm", "l40s"])
+def test_prefill_attention_by_hand(dev_id):
+    """One layer, batch 16, 1,024-token prompts, 32 heads of 128 on 8 KV heads, bf16, TensorRT-LLM: QKᵀ runs
+    2·16·32·128·589,824 FLOPs (128²·(1 + … + 8) block pairs) at the curves' ``attention`` fraction of the fp16 peak
+    and its 16·32·8 = 4,096 query tiles in ⌈4096/SMs⌉ waves (efficiency 4096/(waves·SMs)); the kernel's softmax,
+    16·32·589,824 pairs × ``attention_softmax`` on the fp32 peak (half to each matmul op), joins the matmuls by the
+    ``softmax_overlap`` p-norm (H100: p = 3.22; L40S: p = 1, in series), then the math blends with its bytes (Q and
+    K) at ``prefill_blend``, plus the waves × ``attention_tile_s``; ·V the same without the waves; the assembly's own
+    softmax op (5 FLOP a pair on the vector roof) costs nothing."""
+    dev = get_device(dev_id)
     kc = curves_for(dev)
     arch = Architecture(layers=1, d_model=4096, heads=32, kv_heads=8, head_dim=128, ffn=256, vocab=256)
     rep = evaluate(arch, dev, Workload(16, 1024, 1), "bf16", engine="tensorrt-llm")
     ops = {o.name: o for o in rep.ops if o.phase == "prefill"}
     flops = 2 * 16 * 32 * 128 * 589824
     assert ops["attn_scores"].flops == flops
-    tc = flops / (dev.roof("fp16")[1] * kc.attention) * (32 * 132) / 4096
+    waves = math.ceil(4096 / dev.sm_count)
+    tc = flops / (dev.roof("fp16")[1] * kc.attention) * (waves * dev.sm_count) / 4096
+    ts = 16 * 32 * 589824 * kc.attention_softmax / dev.roof("fp32")[1] / 2  # each op's half of the softmax
+    ps = kc.softmax_overlap
+    math_s = (tc**ps + ts**ps) ** (1 / ps)
+    if dev_id == "l40s":  # Ada: FlashAttention-2-style, the softmax in series with the matmuls
+        assert ps == 1.0 and math_s == pytest.approx(tc + ts, rel=1e-12)
+    else:  # Hopper: hidden in part under the matmuls, more than the max, less than the sum
+        assert ps > 1.0 and max(tc, ts) < math_s < tc + ts
     tm = (16 * 1024 * 4096 * 2 + 16 * 1024 * 1024 * 2) / (dev.memory_bandwidth * dev.memory_efficiency * kc.memory)
     p = kc.prefill_blend
-    core = (tc**p + tm**p) ** (1 / p)
-    assert ops["attn_scores"].seconds == pytest.approx(core + 32 * kc.attention_tile_s, rel=1e-9)
+    core = (math_s**p + tm**p) ** (1 / p)
+    assert ops["attn_scores"].seconds == pytest.approx(core + waves * kc.attention_tile_s, rel=1e-9)
     assert ops["attn_values"].seconds == pytest.approx(core, rel=1e-9)
+    assert ops["softmax"].seconds == 0.0 and ops["softmax"].flops == 5 * 16 * 32 * 589824
+
+
+def test_faster_sfus_reach_the_assemblys_softmax():
+    """B300 (32 exponentials per SM-clock, twice B200's): the softmax seconds a pair the assembly's rates carry are
+    ``attention_softmax`` / the fp32 peak × :func:`softmax_scale` (< 1), and evaluate's prefill attention is faster
+    than on the same device with 16 exponentials per SM-clock -- by the p-norm of the matmuls and the two softmaxes."""
+    from rooflaw.constraints.engines import applied
+    from rooflaw.constraints.kernels.sfu import softmax_scale
+
+    b300 = get_device("b300")
+    slow_dev = dataclasses.replace(b300, ex2_per_clk_sm=None)
+    kc = curves_for(b300)
+    scale = softmax_scale(kc.attention_softmax, b300)
+    assert 0.5 < scale < 1.0
+    per_pair = kc.attention_softmax / b300.roof("fp32")[1]
+    assert applied(b300, "tensorrt-llm").softmax_pair_s == pytest.approx(per_pair * scale, rel=1e-12)
+    assert applied(slow_dev, "tensorrt-llm").softmax_pair_s == pytest.approx(per_pair, rel=1e-12)
+    arch = Architecture(layers=1, d_model=4096, heads=32, kv_heads=8, head_dim=128, ffn=256, vocab=256)
+
+    def values_s(dev):
+        rep = evaluate(arch, dev, Workload(16, 4096, 1), "bf16", engine="tensorrt-llm")
+        return next(o.seconds for o in rep.ops if o.phase == "prefill" and o.name == "attn_values")
+
+    def by_hand(per_pair_s):  # ·V: 128²·(1 + … + 32) block pairs a head, 16·32·32 query tiles over the SMs
+        P = 16 * 32 * 128 * 128 * 32 * 33 / 2
+        waves = math.ceil(16 * 32 * 32 / b300.sm_count)
+        tc = 2 * P * 128 / (b300.roof("fp16")[1] * kc.attention) * waves * b300.sm_count / (16 * 32 * 32)
+        ts, ps = P * per_pair_s / 2, kc.softmax_overlap
+        tm = (16 * 4096 * 1024 * 2 + 16 * 4096 * 4096 * 2) / (b300.memory_bandwidth * b300.memory_efficiency
+                                                                * kc.memory)  # fmt: skip
+        m, p = (tc**ps + ts**ps) ** (1 / ps), kc.prefill_blend
+        return (m**p + tm**p) ** (1 / p)
+
+    fast, slow = values_s(b300), values_s(slow_dev)
+    assert fast == pytest.approx(by_hand(per_pair * scale), rel=1e-9)
+    assert slow == pytest.approx(by_hand(per_pair), rel=1e-9)
+    assert fast < slow
 
 
 def test_no_curves_or_unfused_keep_exact_pairs_and_the_hard_max():
@@ -98,3 +149,7 @@ def test_no_curves_or_unfused_keep_exact_pairs_and_the_hard_max():
     assert op.flops == 2 * 2 * 32 * 128 * 512 * 512
     assert op.seconds == pytest.approx(max(tc, op.bytes / (h100.memory_bandwidth * h100.memory_efficiency * kc.memory)))
     assert math.isfinite(op.seconds)
+    # both keep the assembly's own softmax op in series (no fused kernel's softmax p-norm)
+    for rep in (m4, unf):
+        sm = next(o for o in rep.ops if o.name == "softmax" and o.phase == "prefill")
+        assert sm.seconds > 0 and sm.flops == 5 * 2 * 32 * (512 * 513 / 2 if rep is m4 else 512 * 512)

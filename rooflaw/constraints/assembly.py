@@ -31,7 +31,7 @@ from ..arch.layer_kinds import stack_columns as stack_column_names
 from ..errors import bad
 from . import operators as O
 from .energy import COMPUTE_POWER_SHARE, EnergyCoefficients, EnergyTerms, energy, energy_coefficients  # noqa: F401
-from .fused_prefill import masked_pairs, prefill_time
+from .fused_prefill import kernel_math, masked_pairs, prefill_time
 from .moe_reread import rate_values, reread_bytes
 from .paper_variables import PAPER_VARS, paper_variable_map, to_paper_variables  # noqa: F401 (re-exported)
 from .presets import PRESETS, Preset, get_preset, register_preset  # noqa: F401 (re-exported)
@@ -250,15 +250,17 @@ def part_times(
     waves = decode_waves(part.op)
     dec = sp.Integer(0)
     varying = []
-    for s in part.decode:
+    for s in part.decode:  # the compute of a fused kernel's matmuls with its softmax (kernel_math), per coefficient
         dec += s.steps * waves
+        f0, f1 = kernel_math(part.op, s.f0, s.f0 * ipi_dec), kernel_math(part.op, s.f1, s.f1 * ipi_dec)
         if s.constant:
-            dec += s.steps * roofline_time(part.op, s.f0 * ipi_dec, s.b0 * ib_dec, tiles)
+            dec += s.steps * roofline_time(part.op, f0, s.b0 * ib_dec, tiles)
         elif part.op.name in EXPERT_OPS or (tiles and part.op.gemm is not None):
             raise AssertionError(f"{part.op.name}: a blended GEMM's decode cost varies with the step")
         else:
-            varying.append((s.steps, s.f0 * ipi_dec, s.f1 * ipi_dec, s.b0 * ib_dec, s.b1 * ib_dec))
-    pre = prefill_time(part.op, tc, tm, tiles) if pass_phase == "prefill" else roofline_time(part.op, tc, tm, tiles)
+            varying.append((s.steps, f0, f1, s.b0 * ib_dec, s.b1 * ib_dec))
+    multi = roofline_time(part.op, kernel_math(part.op, F, tc), tm, tiles)  # a multi-token pass: decode's terms
+    pre = prefill_time(part.op, F, tc, tm, tiles) if pass_phase == "prefill" else multi
     pre += waves if pass_phase == "decode" else 0
     tc = compute_time(part.op, tc)  # the bound label's compute time: a routed expert's at the grouped GEMMs' rate
     return {"pre": pre, "dec": dec, "varying": varying, "tc": tc, "tm": tm, "launch": launch_count(part)}
@@ -383,6 +385,8 @@ class Rates:
     attn_block: float = 1.0  # query rows / keys of a fused prefill kernel's blocks (1: exact causal pairs, no tiles)
     attention_tile_s: float = 0.0  # s per wave of a fused prefill kernel's query tiles
     prefill_blend: float = float("inf")  # p of a fused prefill kernel's math/stream blend (inf: max)
+    softmax_pair_s: float = 0.0  # s per pair and head of a fused kernel's softmax (0: the softmax op instead)
+    softmax_overlap: float = 1.0  # p of a fused kernel's p-norm of its matmuls and its softmax (1: in series)
 
     def inv_stream(self, cls: str) -> float:
         """Inverse bandwidth (s/byte) of memory stream class ``cls`` (:data:`STREAM_CLASSES`)."""
@@ -395,7 +399,8 @@ class Rates:
         return (self.inv_beta, self.inv_stream("kv"), self.inv_stream("experts"), self.moe_blend, self.moe_half_inter,
                 1.0 / self.moe if self.moe > 0 else 1.0, self.moe_reread, self.inv_l2, self.decode_half_occupancy,
                 self.decode_split, self.decode_tile_s, self.sm_count, self.gemm_blend if tiles else float("inf"),
-                self.overhead, self.attn_block, self.attention_tile_s, self.prefill_blend)  # fmt: skip
+                self.overhead, self.attn_block, self.attention_tile_s, self.prefill_blend, self.softmax_pair_s,
+                self.softmax_overlap)  # fmt: skip
 
 
 def rates(device: Any, precision: Any, app: Any = None) -> Rates:
@@ -443,10 +448,9 @@ def _moe_fraction(app: Any, precision: Any) -> float:
 
 
 def _streams(device: Any, app: Any, precision: Any = None) -> tuple[float, ...]:
-    """(inv_beta_kv, inv_beta_experts, moe_s, moe_blend, moe_half_inter, decode_half_occupancy, decode_split,
-    decode_tile_s, sm_count, gemm_blend, moe_reread, inv_l2, attn_block, attention_tile_s, prefill_blend) of ``app``
+    """The :class:`Rates` fields from ``inv_beta_kv`` on (``inv_beta_kv`` … ``softmax_overlap``, in order) of ``app``
     (its stream classes, 0: ``memory``'s; ``moe_half_inter`` in the linear dtype's elements; the decode attention
-    terms and the prefill waves only with SMs to fill)."""
+    terms, the prefill waves and the fused softmax only with SMs to fill)."""
     kv, ex = getattr(app, "kv_memory", None), getattr(app, "experts_memory", None)
     bw, q = float(device.memory_bandwidth), float(getattr(app, "moe_serial", 0.0))
     sms = float(getattr(device, "sm_count", None) or 0)
@@ -459,7 +463,9 @@ def _streams(device: Any, app: Any, precision: Any = None) -> tuple[float, ...]:
             float(getattr(app, "gemm_blend", 0.0)) or float("inf"),
             *rate_values(float(getattr(app, "moe_reread", 0.0)), getattr(device, "l2_bytes", None)),
             (float(getattr(app, "attn_block", 0.0)) if sms else 0.0) or 1.0, pwave,  # fused prefill: with SMs
-            (float(getattr(app, "prefill_blend", 0.0)) if sms else 0.0) or float("inf"))  # fmt: skip
+            (float(getattr(app, "prefill_blend", 0.0)) if sms else 0.0) or float("inf"),
+            float(getattr(app, "softmax_pair_s", 0.0)) if sms else 0.0,
+            float(getattr(app, "softmax_overlap", 1.0)))  # fmt: skip
 
 
 def moe_half_width(app: Any, precision: Any) -> float:

@@ -226,8 +226,8 @@ def stream_fields(
     weights at ``bandwidth · memory · moe_memory``), ``moe_s``, ``moe_serial``, and decode attention's
     ``decode_half_occupancy``, ``decode_split`` and ``decode_tile_s`` (the wave of the kernel ``engine`` runs:
     :func:`decode_wave_s`), the GEMMs' ``gemm_blend`` (the tile/wave model's), and a fused prefill kernel's block
-    (:data:`PREFILL_BLOCK`), ``attention_tile_s`` (not clock-scaled, as the prefill family uses it) and
-    ``prefill_blend`` (:mod:`.fused_prefill`). ``moe_s`` and ``decode_tile_s``
+    (:data:`PREFILL_BLOCK`), ``attention_tile_s`` (not clock-scaled, as the prefill family uses it),
+    ``prefill_blend`` and its softmax (:func:`softmax_fields`; :mod:`.fused_prefill`). ``moe_s`` and ``decode_tile_s``
     are SM cycles written as seconds at the curves' ``clock_mhz`` (as
     ``kernel_s``): times ``cycles`` (:func:`cycle_scale` of the device). ``moe_serial``: the blend's q on ``device``
     (:func:`moe_serial`; without a device the curves' ``moe_serial``, the q of the GPUs they were fitted on)."""
@@ -240,7 +240,21 @@ def stream_fields(
         decode_tile_s=decode_wave_s(kc, device, engine) * cycles,
         gemm_blend=float(kc.gemm_blend), attn_block=PREFILL_BLOCK,
         attention_tile_s=float(getattr(kc, "attention_tile_s", 0.0)), prefill_blend=float(kc.prefill_blend),
+        **softmax_fields(kc, device),
     )  # fmt: skip
+
+
+def softmax_fields(kc: Any, device: Device | None) -> dict[str, float]:
+    """A fused attention kernel's softmax as the prefill family prices it (:mod:`.fused_prefill`): ``softmax_pair_s``
+    = ``attention_softmax`` / the device's fp32 peak × :func:`.kernels.sfu.softmax_scale` (s per pair and head; 0
+    without a device) and ``softmax_overlap`` (p)."""
+    from .kernels.sfu import softmax_scale
+
+    a = float(getattr(kc, "attention_softmax", 0.0))
+    p = float(getattr(kc, "softmax_overlap", 1.0)) or 1.0
+    if device is None or a <= 0:
+        return {"softmax_pair_s": 0.0, "softmax_overlap": p}
+    return {"softmax_pair_s": a / float(device.roof("fp32")[1]) * softmax_scale(a, device), "softmax_overlap": p}
 
 
 def step_cap(kc: Any, device: Device, key: str, engine: str) -> float:

@@ -309,6 +309,11 @@ class Applied:
     attention_tile_s: float = 0.0
     #: p of a fused prefill attention kernel's math/stream blend (``KernelCurves.prefill_blend``; 0: the hard max)
     prefill_blend: float = 0.0
+    #: seconds per (query, key) pair and head of a fused attention kernel's softmax (``KernelCurves.attention_softmax``
+    #: on the fp32 peak × :func:`.kernels.sfu.softmax_scale`; 0: the assembly's softmax op)
+    softmax_pair_s: float = 0.0
+    #: p of a fused attention kernel's p-norm of its matmuls and softmax (``KernelCurves.softmax_overlap``; 1: series)
+    softmax_overlap: float = 1.0
 
     def eff(self, dtype: str) -> float:
         """Achieved fraction of the ``dtype`` roof (1 where nothing was fitted for that roof)."""

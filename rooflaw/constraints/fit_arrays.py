@@ -75,14 +75,14 @@ class CaseFeatures:
     #: MoE layers per pass (each adds ``moe_s``), times the device's cycle scale (as ``launches``)
     moe_layers: float = 0.0
     #: decode attention's kernel terms (:func:`decode_terms`) of ``dec`` and of each ``steps`` decode (None: none)
-    dec_terms: tuple[np.ndarray, float] | None = None
-    step_terms: list[tuple[np.ndarray, float] | None] | None = None
+    dec_terms: tuple[Any, ...] | None = None
+    step_terms: list[tuple[Any, ...] | None] | None = None
     #: the MoE blend's q on the case's device (:attr:`.engines.Applied.moe_serial`; the fit holds it under curves)
     moe_q: float = 0.0
-    #: a fused prefill kernel's terms (:func:`prefill_terms`: per-op blend q, the waves' seconds; ``pre`` already
-    #: carries the tiles' efficiency) of ``pre`` and of each ``steps`` prefill (None: none)
-    pre_terms: tuple[np.ndarray, float] | None = None
-    step_pre_terms: list[tuple[np.ndarray, float] | None] | None = None
+    #: a fused prefill kernel's terms (:func:`prefill_terms`: per-op blend q, the waves' seconds, the softmax's seconds
+    #: per FLOP and p; ``pre`` already carries the tiles' efficiency) of ``pre`` and of each ``steps`` prefill
+    pre_terms: tuple[Any, ...] | None = None
+    step_pre_terms: list[tuple[Any, ...] | None] | None = None
 
 
 class FlatCases:
@@ -109,7 +109,8 @@ class FlatCases:
         self.fixed_index = {k: n + 2 + j for j, k in enumerate(self.fixed_keys)}
         self.fixed_values = np.array([P.fixed[k] for k in self.fixed_keys], dtype=float)
         self._ops: dict[str, list[np.ndarray]] = {
-            k: [] for k in ("F", "B", "invpi", "a", "b", "tid", "dF", "dB", "spread", "emax", "mem", "q", "qv")
+            k: []
+            for k in ("F", "B", "invpi", "a", "b", "tid", "dF", "dB", "spread", "emax", "mem", "q", "qv", "ks", "ps")
         }
         self._tc: dict[str, list] = {
             k: [] for k in ("mf", "pad", "kern", "launch", "pass_", "beta", "layer", "nlayers", "const", "moes", "nmoe")
@@ -124,6 +125,7 @@ class FlatCases:
         self.dF, self.dB, self.emax, self.spread = cat["dF"], cat["dB"], cat["emax"], cat["spread"].astype(int)
         self.mem, self.q = cat["mem"].astype(int), cat["q"].astype(int)  # per op: its stream's figure, its blend q
         self.qv = cat["qv"]  # per op: a fixed blend q (a fused prefill kernel's; 0: ``q``'s)
+        self.ks, self.ps = cat["ks"], cat["ps"]  # per op: a fused kernel's softmax s per FLOP (0: none), its p
         self.blends = bool(np.any(self.q != self.zero) or np.any(self.qv > 0))
         self.pads = bool(np.any(self.emax))
         self.compute = self.invpi > 0
@@ -165,15 +167,17 @@ class FlatCases:
         q_op = np.where(expert > 0, idx("family", fam, serial_key(c), q_fam), self.zero)
 
         def add(F: np.ndarray, B: np.ndarray, pad: bool = False, gemv: bool = False, delta: Any = None,
-                decode: bool = False, terms: tuple[np.ndarray, float] | None = None,
-                pre: tuple[np.ndarray, float] | None = None) -> int:  # fmt: skip
+                decode: bool = False, terms: tuple[Any, ...] | None = None,
+                pre: tuple[Any, ...] | None = None) -> int:  # fmt: skip
             j = len(tc["mf"])
-            waves, qv = 0.0, np.zeros(len(F))
-            if terms is not None:  # decode attention's stream ramp (on its memory time) and waves
-                B, waves = B * terms[0], terms[1]
-            if pre is not None:  # a fused prefill kernel's blend and waves
-                qv, waves = pre
+            waves, qv, ks, ps = 0.0, np.zeros(len(F)), np.zeros(len(F)), 1.0
+            if terms is not None:  # decode attention's stream ramp (on its memory time), waves, softmax
+                B, waves, ks, ps = B * terms[0], terms[1], terms[2], terms[3]
+            if pre is not None:  # a fused prefill kernel's blend, waves and softmax
+                qv, waves, ks, ps = pre
             ops["qv"].append(np.asarray(qv, dtype=float))
+            ops["ks"].append(np.asarray(ks, dtype=float))
+            ops["ps"].append(np.full(len(F), float(ps)))
             zeros = np.zeros(len(F))
             dF, dB = delta if delta is not None else (zeros, zeros)
             i_spread = idx("prompts", "dataset", "spread", self.zero) if delta is not None else self.zero
@@ -233,6 +237,7 @@ class FlatCases:
             r1 = ex[self.spread] * self.emax
             F, B = F + r1 * self.dF, B + r1 * self.dB
         tcomp = np.where(self.compute, F * self.invpi / eff, 0.0) * ex[self.pad][self.tid]
+        tcomp = kernel_math(tcomp, F * self.ks, self.ps)  # a fused kernel's matmuls with its softmax
         eta = np.minimum(1.0, ex[self.mem] * ex[self.mf][self.tid])
         tmem = B / (self.beta[self.tid] * eta)
         q, on = np.where(self.qv > 0, self.qv, ex[self.q]), (self.q != self.zero) | (self.qv > 0)
@@ -257,12 +262,12 @@ def op_seconds(tc: np.ndarray, tm: np.ndarray, expert: np.ndarray, q: Any) -> np
     return np.where(on, blend, hi)
 
 
-def decode_terms(case: Case, device: Device, names: list[str], batch: int) -> tuple[np.ndarray, float] | None:
+def decode_terms(case: Case, device: Device, names: list[str], batch: int) -> tuple[Any, ...] | None:
     """Decode attention's kernel-curve terms of a decode pass of ``batch`` sequences, as the assembly prices them
     (:func:`.assembly.inv_bandwidth`, :func:`.assembly.decode_waves`): per op of ``names``, the factor on its memory
     time (1 + decode_half_occupancy / max(streams / SMs, decode_split) for a decode attention op, else 1), and the
-    seconds of the waves of the decode attention kernel (over all its layers). None where the device has no curves
-    (or no SM count)."""
+    seconds of the waves of the decode attention kernel (over all its layers), and the fused kernel's softmax
+    (:func:`softmax_terms`). None where the device has no curves (or no SM count)."""
     from . import operators as O
     from . import streams as A
     from .curves_applied import curves_of, cycle_scale, decode_wave_s
@@ -285,15 +290,15 @@ def decode_terms(case: Case, device: Device, names: list[str], batch: int) -> tu
         if op.name in A.WAVE_OPS and op.name not in seen:  # all its copies (windowed kinds) run in op.count layers
             seen.add(op.name)
             waves += float(cols[op.count][0]) * math.ceil(streams / sms) * wave
-    return ramp, waves
+    return ramp, waves, *softmax_terms(case, device, names)
 
 
 def prefill_terms(case: Case, device: Device, names: list[str], batch: int, prompt: int) -> tuple[Any, ...] | None:
     """A fused prefill kernel's terms in a prefill of ``batch`` prompts of ``prompt`` tokens, as the assembly prices
     them (:mod:`.fused_prefill`, its expressions evaluated): per op of ``names``, the factor on its FLOPs (1 / the
     query tiles' efficiency for a matmul op of the kernel, else 1), its blend q (1 / ``prefill_blend``; 0: none) and
-    the seconds of the kernel's waves (over all its layers). None where the device has no curves (or no SM count) or
-    the attention is unfused."""
+    the seconds of the kernel's waves (over all its layers), and its softmax (:func:`softmax_terms`, per FLOP of the
+    tiles' FLOPs). None where the device has no curves (or no SM count) or the attention is unfused."""
     from . import fused_prefill as FP
     from . import operators as O
     from .curves_applied import PREFILL_BLOCK, curves_of
@@ -319,4 +324,45 @@ def prefill_terms(case: Case, device: Device, names: list[str], batch: int, prom
         if op.name in FP.WAVE_OPS and op.name not in seen:  # all its copies (windowed kinds) run in op.count layers
             seen.add(op.name)
             waves += float(cols[op.count][0]) * n_waves * float(kc.attention_tile_s)
-    return mult, q, waves
+    ks, pn = softmax_terms(case, device, names)
+    return mult, q, waves, ks / mult, pn
+
+
+def softmax_terms(case: Case, device: Device, names: list[str]) -> tuple[np.ndarray, float]:
+    """The fused kernel's softmax as the assembly prices it (:func:`.fused_prefill.kernel_math`): per op of
+    ``names``, its softmax seconds per FLOP (``softmax_pair_s`` / the kernel's FLOPs per pair and head for a matmul op
+    of the kernel, else 0) and the p-norm's p (``softmax_overlap``); zeros where the softmax is not the kernel's (no
+    curves, no SMs, unfused attention)."""
+    from . import fused_prefill as FP
+    from . import operators as O
+    from .curves_applied import curves_of, softmax_fields
+    from .roofline import complete_columns
+
+    kc, ks = curves_of(device), np.zeros(len(names))
+    if kc is None or not device.sm_count or case.workload.attention == "unfused":
+        return ks, 1.0
+    sm = softmax_fields(kc, device)
+    cols = complete_columns({k: np.array([float(v)]) for k, v in case.arch.columns().items()})
+    for i, n in enumerate(names):
+        op = O.op_named(n)
+        if op.roof == "attention" and op.name in FP.MMA_OPS:
+            e = sp.Max(FP.pair_flops(op.name), 1)
+            ks[i] = sm["softmax_pair_s"] / float(e.xreplace({x: float(cols[x.name][0]) for x in e.free_symbols}))
+    return ks, sm["softmax_overlap"]
+
+
+def softmax_keep(case: Case, device: Device, names: list[str]) -> np.ndarray:
+    """Per op of ``names``: 0 for the assembly's own softmax op where the fused kernel prices the softmax
+    (:func:`softmax_terms`), else 1 (the factor on its FLOPs' time)."""
+    from .fused_prefill import SOFTMAX_OPS
+
+    on = bool(np.any(softmax_terms(case, device, names)[0] > 0))
+    return np.array([0.0 if on and n in SOFTMAX_OPS else 1.0 for n in names])
+
+
+def kernel_math(tc: np.ndarray, ts: np.ndarray, p: Any) -> np.ndarray:
+    """``(tc^p + ts^p)^(1/p)`` where ``ts`` > 0, else ``tc`` (:func:`.fused_prefill.kernel_math`'s p-norm)."""
+    hi, lo = np.maximum(tc, ts), np.minimum(tc, ts)
+    on = (ts > 0) & (hi > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(on, hi * (1.0 + (lo / np.where(on, hi, 1.0)) ** p) ** (1.0 / p), tc)

@@ -39,7 +39,7 @@ import numpy as np
 
 from ..devices.device import Device
 from .engines import BUILTIN_ENGINES, ENGINE_NAMES, EngineProfile, get_engine, mixed_input
-from .fit_arrays import CaseFeatures, decode_terms, op_seconds, prefill_terms, serial_key  # noqa: F401 (re-exported)
+from .fit_arrays import CaseFeatures, decode_terms, kernel_math, op_seconds, prefill_terms, serial_key, softmax_keep  # noqa: F401
 from .fit_priors import POOLED, PRIORS, prior_residuals, unfitted_figures
 from .published import Case
 from .roofline import evaluate
@@ -151,6 +151,10 @@ def _features(case: Case, device: Device) -> CaseFeatures:
                                          n) for k, p, d, n in steps]  # fmt: skip
     step_terms = None if steps is None else [decode_terms(case, device, names, n) if d else None
                                               for _, _, d, n in steps]  # fmt: skip
+    keep = softmax_keep(case, device, names)  # the assembly's softmax op: off where the fused kernel prices it
+    Fp, Fd, delta = Fp * keep, Fd * keep, None if delta is None else (delta[0] * keep, delta[1])
+    steps = None if steps is None else [(k, p if p is None else (p[0] * keep, p[1]), d if d is None else
+                                         (d[0] * keep, d[1]), n) for k, p, d, n in steps]  # fmt: skip
     # a fused prefill kernel's tiles (their efficiency on the matmuls' FLOPs), blend, waves (fit_arrays.prefill_terms)
     pre_t = prefill_terms(case, device, names, w.batch, w.input_tokens)
     if pre_t is not None:
@@ -284,16 +288,17 @@ def _predict(x: np.ndarray, P: FitParameters, case: Case, f: CaseFeatures) -> fl
     def t(F, B, gemv=False, decode=False, terms=None, pre=None):
         pi, e = f.pi, eff
         waves, qs, on = 0.0, q, expert
+        ks, pn = np.zeros(len(F)), 1.0  # a fused kernel's softmax (fit_arrays.softmax_terms)
         if terms is not None:  # decode attention's stream ramp and waves (decode_terms)
-            B, waves = B * terms[0], terms[1]
+            B, waves, ks, pn = B * terms[0], terms[1], terms[2], terms[3]
         if pre is not None:  # a fused prefill kernel's blend and waves (prefill_terms)
-            qs, on, waves = np.where(pre[0] > 0, pre[0], q), (expert > 0) | (pre[0] > 0), pre[1]
+            qs, on, waves, ks, pn = np.where(pre[0] > 0, pre[0], q), (expert > 0) | (pre[0] > 0), pre[1], pre[2], pre[3]
         if gemv:  # dequantising GEMMs as GEMV on the vector roof: the family's fp32 fraction, the GEMV factor
             pi = np.where(f.mixed > 0, f.vector, f.pi)
             gf = P.get(x, "engine", eng, "gemv_factor", cf)
             e = np.where(f.mixed > 0, min(1.0, P.get(x, "family", fam, "fp32") * gf), eff)
         with np.errstate(divide="ignore", invalid="ignore"):
-            tc = np.where(np.isfinite(pi), F / (pi * e), 0.0)
+            tc = kernel_math(np.where(np.isfinite(pi), F / (pi * e), 0.0), F * ks, pn)
         return float(np.sum(op_seconds(tc, B / (f.beta * (eta_dec if decode else eta_pre)), on, qs))) + over + waves
 
     w = case.workload

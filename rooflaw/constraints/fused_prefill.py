@@ -16,8 +16,16 @@ under kernel curves; 1 without: then the pairs are the exact causal ones and the
 hard max). The blocks' extra pairs sit in the unevaluated identity :data:`blocked`, which the GP relaxation drops
 (block pairs ≥ causal pairs, so it stays a lower bound, as it does without the tiles' waves and efficiency).
 Not followed: the family's per-engine KV-loop steps (TensorRT-LLM's Hopper FMHA: 256 keys at d ≤ 64, 64 above 128),
-FlashAttention-3's 192-row tiles and pack-GQA (vLLM on Hopper), the engines' kernel rates, the softmax's own p-norm
-(``attention_softmax``, ``softmax_overlap``: the assembly's softmax op runs in series) and L2 residency.
+FlashAttention-3's 192-row tiles and pack-GQA (vLLM on Hopper), the engines' kernel rates and L2 residency.
+
+The softmax (2026-12-03): under kernel curves the fused kernel's softmax is the family's, ``attention_softmax``
+FLOP-equivalents a pair on the fp32 roof times :func:`.kernels.sfu.softmax_scale` (:data:`SOFTMAX_S`, s per pair and
+head), combined with the matmuls by the curves' ``softmax_overlap`` p-norm (:data:`SOFTMAX_P`; 1: in series):
+``(t_mma^p + t_softmax^p)^(1/p)``, t_mma at the tiles' efficiency, before the blend with the stream; the assembly's
+own softmax op (5 FLOP a pair on the vector roof) is then off. Each matmul op takes the softmax's share of its FLOPs
+(p-norms are homogeneous, so the sum of the two ops' p-norms is the kernel's). A decode step does the same (the family's
+decode kernel: that math, max'd with its stream). Without curves or SMs (:data:`SOFTMAX_S` = 0) or unfused, nothing
+changes.
 """
 
 from __future__ import annotations
@@ -36,6 +44,13 @@ PREFILL_WAVE = sym("attention_tile_s")
 PREFILL_BLEND = sym("prefill_blend")
 #: The fused kernel's matmul ops (QKᵀ, ·V; MLA's): prefill compute at the tiles' efficiency, blended at p.
 MMA_OPS = ("attn_scores", "attn_values", "mla_scores", "mla_values")
+#: Seconds per (query, key) pair and head of the fused kernel's softmax (the curves' ``attention_softmax`` / the fp32
+#: peak × ``softmax_scale``; 0: the assembly's softmax op instead)
+SOFTMAX_S = sym("softmax_pair_s")
+#: p of the fused kernel's p-norm of its matmuls and its softmax (the curves' ``softmax_overlap``; 1: in series)
+SOFTMAX_P = sym("softmax_overlap")
+#: The assembly's own softmax ops, off where the fused kernel prices its softmax (:func:`kernel_math`).
+SOFTMAX_OPS = ("softmax", "mla_softmax")
 #: Identity the backends evaluate (numpy, numba) and the GP relaxation replaces by 0: the blocks' extra pairs.
 blocked = sp.Function("blocked")
 
@@ -82,15 +97,42 @@ def inv_tile_efficiency(S: sp.Expr = S_in) -> sp.Expr:
     return 1 + O.nonzero(ATTN_BLOCK - 1) * (1 - unfused) * (inv - 1)
 
 
-def prefill_time(op: O.Op, tc: sp.Expr, tm: sp.Expr, gemm: bool = False) -> sp.Expr:
-    """Seconds of ``op`` in a prefill of compute time ``tc`` and memory time ``tm``: a fused kernel's matmul op
-    (:data:`MMA_OPS`) at the query tiles' efficiency, its math and stream blended at :data:`PREFILL_BLEND`, plus (the
-    op standing for the kernel, :data:`.streams.WAVE_OPS`) its waves; any other op :func:`.streams.roofline_time`."""
+def prefill_time(op: O.Op, F: sp.Expr, tc: sp.Expr, tm: sp.Expr, gemm: bool = False) -> sp.Expr:
+    """Seconds of ``op`` in a prefill of ``F`` FLOPs, compute time ``tc`` and memory time ``tm``: a fused kernel's
+    matmul op (:data:`MMA_OPS`) at the query tiles' efficiency, p-normed with its softmax (:func:`kernel_math`), its
+    math and stream blended at :data:`PREFILL_BLEND`, plus (the op standing for the kernel, :data:`.streams.WAVE_OPS`) its
+    waves; any other op :func:`.streams.roofline_time` (a softmax op's compute off under :func:`kernel_math`)."""
     if op.name not in MMA_OPS or op.roof != "attention":
-        return roofline_time(op, tc, tm, gemm)
-    tc = tc * inv_tile_efficiency()
+        return roofline_time(op, kernel_math(op, F, tc), tm, gemm)
+    tc = kernel_math(op, F, tc * inv_tile_efficiency())
     waves = tile_waves() * PREFILL_WAVE * (1 - unfused) if op.name in WAVE_OPS else 0
     return blend(sp.Max(tc, tm), sp.Min(tc, tm), PREFILL_BLEND, 1 - unfused) + waves
+
+
+def softmax_on() -> sp.Expr:
+    """1 where the fused kernel prices its softmax (kernel curves with SMs: :data:`SOFTMAX_S` > 0, fused), else 0."""
+    return O.nonzero(SOFTMAX_S) * (1 - unfused)
+
+
+def pair_flops(name: str) -> sp.Expr:
+    """FLOPs per (query, key) pair and head of the fused kernel holding matmul op ``name``: QKᵀ and ·V, 2·(d_qk + d_v)
+    (GQA: 4·head_dim; MLA: 2·(kv_lora + rope + kv_lora))."""
+    if name.startswith("mla_"):
+        return 2 * (2 * O.kv_lora + O.rope)
+    return 4 * ARCH["head_dim"]
+
+
+def kernel_math(op: O.Op, F: sp.Expr, tc: sp.Expr) -> sp.Expr:
+    """Compute seconds of ``op`` (``F`` FLOPs, ``tc`` seconds at its roof, the tiles' efficiency included) as the
+    fused kernel prices its softmax: a matmul op (:data:`MMA_OPS`) ``(tc^p + t_s^p)^(1/p)``, ``t_s = F/pair_flops ·
+    softmax_pair_s`` its share of the softmax, p = :data:`SOFTMAX_P`; a softmax op (:data:`SOFTMAX_OPS`) 0 where
+    that is on; any other op ``tc``. Exact per coefficient of a step-affine ``F`` (the p-norm is homogeneous)."""
+    if op.name in SOFTMAX_OPS:
+        return tc * (1 - softmax_on())
+    if op.name not in MMA_OPS or op.roof != "attention":
+        return tc
+    ts = F * SOFTMAX_S / sp.Max(pair_flops(op.name), 1)  # (a model without the kernel: F = 0)
+    return blend(sp.Max(tc, ts), sp.Min(tc, ts), SOFTMAX_P, softmax_on())
 
 
 def drop_blocks(expr: sp.Expr) -> sp.Expr:

@@ -38,7 +38,9 @@ S_out × one max for the step-constant ops and one max per step for the ops whos
 softmax, ·V: exact, S_out maxima each), without decode attention's stream ramp and per-wave seconds (kernel curves:
 :func:`assembly.decode_waves`; a ceiling, not a posynomial -- left out, the relaxation stays a lower bound), without
 a fused prefill kernel's whole diagonal blocks, query-tile waves and efficiency and math/stream blend
-(:mod:`.fused_prefill`: ceilings and a p-norm ≥ the max; the causal pairs and the max, a lower bound again) and
+(:mod:`.fused_prefill`: ceilings and a p-norm ≥ the max; the causal pairs and the max, a lower bound again), without
+its softmax under kernel curves (the p-norm of the matmuls and the softmax ≥ the matmuls: the softmax op's time
+dropped, a lower bound; without curves it runs in series, as in the assembly) and
 without a large expert's DRAM re-read (:mod:`.moe_reread`: a max, left out likewise); plus the device's kernel
 overhead × launches;
 plus the engine's overhead (:func:`assembly.engine_overhead`), or, for a host-launching engine on an accelerator
@@ -61,7 +63,7 @@ import sympy as sp
 from ..errors import RooflawError
 from . import assembly as A
 from . import streams as ST
-from .fused_prefill import drop_blocks
+from .fused_prefill import SOFTMAX_OPS, drop_blocks
 from .moe_reread import MOE_REREAD
 from .roofline import with_overhead
 from .scenario import Scenario
@@ -357,6 +359,8 @@ def build_branch(
     for op in tm.parts:
         nm, roof = op["name"], op["roof"]
         ipi = rates.inv.get(roof, 0.0)
+        if nm in SOFTMAX_OPS and rates.softmax_pair_s > 0 and wl.attention != "unfused":
+            ipi = 0.0  # the fused kernel's softmax p-norm ≥ its matmuls' time: dropped, a lower bound
         P = {k: _posy(tm, coef, f"{nm}.{k}") for k in ("pF", "pB", "dF0", "dF1", "dB0", "dB1")}
         if roof not in A.ROOF_CLASSES and (P["pF"] or P["dF0"] or P["dF1"]):
             raise RooflawError(f"operator {nm}: FLOPs on a memory-only roof")
