@@ -32,8 +32,10 @@ from . import operators as O
 from .compile import ARG_NAMES, LAMBDIFY_MODULES, RATE_ARGS, args_for, kinds_tag
 from .engines import EngineProfile, applied, decode_linear_inv
 from .fused_prefill import masked_pairs
+from .moe_padding import padding_factor
 from .moe_reread import reread_bytes
 from .precision import Precision
+from .streams import EXPERT_OPS
 from .symbols import B, C, Mk, Sq, T, sym
 
 #: Tokens per sequence in the pass, and tokens already in each sequence's KV cache.
@@ -115,7 +117,8 @@ def _pass_model(preset: str, kinds: frozenset[str]) -> PassModel:
     out: list[sp.Expr] = []
     for i, p in enumerate(placed):
         F, By = pass_phase(p.op, p.op.flops, p.window), pass_phase(p.op, p.op.bytes + reread_bytes(p.op), p.window)
-        part = A.Part(p.name, p.op, p.count, F, By, ())
+        pad = pass_phase(p.op, padding_factor(), p.window) if p.op.name in EXPERT_OPS else sp.Integer(1)
+        part = A.Part(p.name, p.op, p.count, F, By, (), pad_pre=pad)
         tm = A.part_times(part, ipi[i], ipi[i], theory=False, pass_phase="decode")  # it reads the KV cache
         sec = tm["pre"] + A.OVERHEAD * tm["launch"]
         out += [p.count * F, p.count * By, p.count * sec]

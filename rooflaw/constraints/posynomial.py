@@ -39,8 +39,9 @@ softmax, ·V: exact, S_out maxima each), without decode attention's stream ramp 
 :func:`assembly.decode_waves`; a ceiling, not a posynomial -- left out, the relaxation stays a lower bound), without
 a fused prefill kernel's whole diagonal blocks, query-tile waves and efficiency and math/stream blend
 (:mod:`.fused_prefill`: ceilings and a p-norm ≥ the max; the causal pairs and the max, a lower bound again) and
-without a large expert's DRAM re-read (:mod:`.moe_reread`: a max, left out likewise); plus the device's kernel
-overhead × launches;
+without a large expert's DRAM re-read (:mod:`.moe_reread`: a max, left out likewise) and without the routed experts'
+rows padded to whole tiles (:mod:`.moe_padding`: a factor ≥ 1 of floors and steps, dropped: a lower bound); plus the
+device's kernel overhead × launches;
 plus the engine's overhead (:func:`assembly.engine_overhead`), or, for a host-launching engine on an accelerator
 (``Applied.overlap``, the flag the numpy and numba backends read), the larger of the two: max(roofline, engine
 overhead) per phase, which the GP writes with one epigraph variable per phase (:mod:`rooflaw.solver.gp_full`).
