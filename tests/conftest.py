@@ -78,11 +78,11 @@ def no_moe_padding(monkeypatch: pytest.MonkeyPatch) -> None:
     ``moe_pad`` 0), which the GP relaxation leaves out: for the tests that check the GP equal to the evaluator."""
     from rooflaw.constraints import assembly as A
     from rooflaw.constraints.compile import RATE_ARGS
-    from rooflaw.constraints.moe_padding import MOE_PAD
+    from rooflaw.constraints.moe_padding import MOE_PAD, MOE_PAD_DEC
 
-    at, orig = RATE_ARGS.index(MOE_PAD), A.Rates.stream_args
+    at, orig = {RATE_ARGS.index(MOE_PAD), RATE_ARGS.index(MOE_PAD_DEC)}, A.Rates.stream_args
 
-    def stream_args(self: A.Rates, tiles: bool = False) -> tuple[float, ...]:
-        return tuple(0.0 if i == at else v for i, v in enumerate(orig(self, tiles)))
+    def stream_args(self: A.Rates, tiles: bool = False, gemv: tuple[bool, bool] = (False, False)) -> tuple[float, ...]:
+        return tuple(0.0 if i in at else v for i, v in enumerate(orig(self, tiles, gemv)))
 
     monkeypatch.setattr(A.Rates, "stream_args", stream_args)

@@ -120,3 +120,21 @@ def test_the_gp_relaxation_stays_a_lower_bound_with_the_padding():
         assert np.all(v <= ref["prefill_s"][m] * (1 + 1e-12))
         below += int(np.sum(v < ref["prefill_s"][m] * (1 - 1e-6)))
     assert below > 0
+
+
+def test_a_gemv_decode_pads_nothing(request):
+    """TensorRT-LLM runs a W4A16 decode step of ≤ 8 sequences as dequantising GEMVs (``engines.gemv_path``): one row
+    per expert, no M tile, so its decode is the unpadded one; at 16 sequences the grouped GEMMs pad (16-row tiles)."""
+    dev = rl.devices.get_device("h100-sxm")
+    arch = rl.Architecture(layers=2, d_model=2048, heads=16, kv_heads=4, ffn=768, experts=128, top_k=8, vocab=256)
+
+    def decode(batch):
+        rep = rl.evaluate(arch, dev, precision="w4a16", engine="tensorrt-llm", batch=batch, input_tokens=64,
+                          output_tokens=4)  # fmt: skip
+        return {o.name: o.seconds for o in rep.ops if o.phase == "decode" and o.name in ("ffn_up", "ffn_down")}
+
+    padded = decode(1), decode(16)
+    request.getfixturevalue("no_moe_padding")
+    plain = decode(1), decode(16)
+    assert padded[0] == plain[0]
+    assert all(padded[1][k] > plain[1][k] for k in plain[1])

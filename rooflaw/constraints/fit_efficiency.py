@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from ..devices.device import Device
-from .engines import BUILTIN_ENGINES, ENGINE_NAMES, EngineProfile, get_engine, mixed_input
+from .engines import BUILTIN_ENGINES, ENGINE_NAMES, EngineProfile, gemv_path, get_engine, mixed_input
 from .fit_arrays import CaseFeatures, decode_terms, op_seconds, prefill_terms, serial_key  # noqa: F401 (re-exported)
 from .fit_priors import POOLED, PRIORS, prior_residuals, unfitted_figures
 from .published import Case
@@ -149,16 +149,16 @@ def _features(case: Case, device: Device) -> CaseFeatures:
     sh = ar.top_k * ffn / max(ar.top_k * ffn + ar.shared_experts * float(ar.shared_ffn or ffn), 1)  # routed
 
     # ... on their rows padded to whole tiles in a pass of ``tokens`` tokens (.moe_padding; with kernel curves)
-    def g(tokens: float) -> np.ndarray:
-        pad = padding_value(tokens, ar.top_k, ar.experts) if r.curves else 1.0
+    def g(tokens: float, decode: bool = False) -> np.ndarray:  # (a pass run as dequantising GEMVs: no tiles)
+        pad = padding_value(tokens, ar.top_k, ar.experts) if r.curves and not (decode and gemv_path(r, tokens)) else 1.0
         return np.where(expert > 0, sh * pad * (1.0 + r.moe_half_inter / max(ffn, 1.0)) / r.moe + 1.0 - sh, 1.0)
 
     T_pre = w.batch * w.input_tokens
     if delta is not None:  # the prefill at twice the prompt, F2 = Fp + delta
         delta = ((Fp + delta[0]) * g(2 * T_pre) - Fp * g(T_pre), delta[1])
-    Fp, Fd = Fp * g(T_pre), Fd * g(w.batch)
+    Fp, Fd = Fp * g(T_pre), Fd * g(w.batch, True)
     steps = None if steps is None else [(k, p if p is None else (p[0] * g(c), p[1]),
-                                         d if d is None else (d[0] * g(n), d[1]), n)
+                                         d if d is None else (d[0] * g(n, True), d[1]), n)
                                         for (k, p, d, n), c in zip(steps, step_tokens, strict=True)]  # fmt: skip
     step_terms = None if steps is None else [decode_terms(case, device, names, n) if d else None
                                               for _, _, d, n in steps]  # fmt: skip

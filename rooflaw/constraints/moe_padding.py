@@ -16,8 +16,10 @@ two about the mean are the normal's tail shares; ``Φ`` by Abramowitz & Stegun 7
 products, one division and ``max``: :class:`ncdf`, the same bits in numpy and the numba kernel). The factor on the
 routed experts' compute is ``padded/(T·K) ≥ 1`` (:func:`padding_factor`); ``r = T·K/E_cov`` and ``E_cov`` are the
 assembly's own (its expert coverage, :data:`.operators.EXPERTS_TOUCHED`; under EP the busiest rank's ``top_k``,
-:mod:`.parallel.routing`, so ``p`` is that rank's). :data:`MOE_PAD` is 1 where kernel curves price the layer and 0
-without (then the factor is 1, bit for bit the model without it). No fitted figure. The GP relaxation drops it
+:mod:`.parallel.routing`, so ``p`` is that rank's). :data:`MOE_PAD` (prefill, a multi-token pass) and
+:data:`MOE_PAD_DEC` (a decode step) are 1 where kernel curves price the layer and 0 without, or where the engine
+runs the pass's linear layers as dequantising GEMVs (``engines.gemv_path``: one row per expert, no tile); at 0 the
+factor is 1, bit for bit the model without it. No fitted figure. The GP relaxation drops it
 (a factor ≥ 1 left out: it stays a lower bound).
 """
 
@@ -32,8 +34,9 @@ import sympy as sp
 from . import operators as O
 from .symbols import ARCH, T, sym
 
-#: 1 where the routed experts' grouped GEMMs compute padded rows (the kernel curves price the layer), 0: none.
-MOE_PAD = sym("moe_pad")
+#: 1 where the routed experts' grouped GEMMs compute padded rows (the kernel curves price the layer), 0: none; in
+#: prefill and multi-token passes, and in a decode step.
+MOE_PAD, MOE_PAD_DEC = sym("moe_pad"), sym("moe_pad_dec")
 #: Tile heights a grouped GEMM picks from (rows; ``kernels.moe.TILE_MIN``, ``TILE_MAX``), powers of two between.
 TILE_MIN, TILE_MAX = 16, 128
 #: Abramowitz & Stegun 7.1.27: erf(x) ≈ 1 − (1 + a1·x + a2·x² + a3·x³ + a4·x⁴)^−4 for x ≥ 0 (|error| ≤ 5e-4)
@@ -88,13 +91,14 @@ def padded_rows(tokens: sp.Expr, top_k: sp.Expr, experts: sp.Expr, touched: sp.E
     return m * (touched + experts * beyond)
 
 
-def padding_factor() -> sp.Expr:
+def padding_factor(switch: sp.Expr = MOE_PAD) -> sp.Expr:
     """Factor on a routed-expert layer's grouped-GEMM compute: padded rows over its ``T·K`` token-expert rows (≥ 1)
-    where :data:`MOE_PAD` is 1, else 1; over the symbols ``T``, ``E_cov`` and the architecture's."""
+    where ``switch`` (:data:`MOE_PAD`, :data:`MOE_PAD_DEC`) is 1, else 1; over ``T``, ``E_cov`` and the
+    architecture's symbols."""
     a = ARCH
     rows = T * a["top_k"]
     pad = sp.Max(padded_rows(T, a["top_k"], a["experts"], O.experts_touched) / sp.Max(rows, sp.Float(1e-9)), 1)
-    return 1 + MOE_PAD * (pad - 1)
+    return 1 + switch * (pad - 1)
 
 
 @functools.cache
@@ -115,5 +119,5 @@ def padding_value(tokens: float, top_k: float, experts: float) -> float:
     return float(_padding_numpy()(float(tokens), float(top_k), float(experts)))
 
 
-__all__ = ["MOE_PAD", "TILE_MAX", "TILE_MIN", "ncdf", "ncdf_values", "padded_rows", "padding_factor", "padding_value",
-           "tile_height"]  # fmt: skip
+__all__ = ["MOE_PAD", "MOE_PAD_DEC", "TILE_MAX", "TILE_MIN", "ncdf", "ncdf_values", "padded_rows", "padding_factor",
+           "padding_value", "tile_height"]  # fmt: skip

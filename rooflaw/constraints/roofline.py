@@ -27,7 +27,7 @@ from .assembly import sum_max_affine
 from .backends import resolve
 from .compile import ARG_NAMES, Compiled, compile_preset
 from .curves_applied import curve_tiles
-from .engines import Applied, EngineProfile
+from .engines import Applied, EngineProfile, gemv_path
 from .epilogue import fast_outputs, outputs, phase_overheads, with_overhead
 from .gemm import gemv_inverse_rate, tile_efficiency
 from .scenario import Scenario
@@ -131,7 +131,7 @@ def model_call(cols: Mapping[str, np.ndarray], sc: Scenario, comp: Compiled, til
     blend exponent and the per-kernel overhead (:meth:`assembly.Rates.stream_args`)."""
     args = _args(cols, sc, comp.args)
     ipp, ipd = _inverse_roofs(comp, sc, args, len(cols["layers"]), tiles)
-    return (*args, *ipp, *ipd, *sc.rates.stream_args(tiles))
+    return (*args, *ipp, *ipd, *sc.rates.stream_args(tiles, (False, gemv_path(sc.rates, sc.workload.batch))))
 
 
 def _args(cols: Mapping[str, np.ndarray], sc: Scenario, names: tuple[str, ...] = ARG_NAMES) -> list:
