@@ -4,7 +4,8 @@
 worker, so its module-scoped fixtures (a reduced ``paper_repro all``, a fitted table, a calibration) and the numba
 kernels its tests compile are built once. Modules are handed out in the order set here: the costliest first
 (longest-processing-time order), so that no long module starts last while the other core idles. Only the order
-and the worker change, never what a test checks; without ``-n`` the collection order is untouched.
+and the worker change, never what a test checks; without ``-n`` the collection order is untouched. Also: the
+``no_moe_padding`` fixture.
 """
 
 from __future__ import annotations
@@ -69,3 +70,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if "PYTEST_XDIST_WORKER" not in os.environ:
         return
     items.sort(key=lambda item: -MODULE_COST_HINT.get(item.path.name, 0))
+
+
+@pytest.fixture
+def no_moe_padding(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The evaluator without the routed experts' rows padded to whole tiles (``rooflaw.constraints.moe_padding``:
+    ``moe_pad`` 0), which the GP relaxation leaves out: for the tests that check the GP equal to the evaluator."""
+    from rooflaw.constraints import assembly as A
+    from rooflaw.constraints.compile import RATE_ARGS
+    from rooflaw.constraints.moe_padding import MOE_PAD, MOE_PAD_DEC
+
+    at, orig = {RATE_ARGS.index(MOE_PAD), RATE_ARGS.index(MOE_PAD_DEC)}, A.Rates.stream_args
+
+    def stream_args(self: A.Rates, tiles: bool = False, gemv: tuple[bool, bool] = (False, False)) -> tuple[float, ...]:
+        return tuple(0.0 if i in at else v for i, v in enumerate(orig(self, tiles, gemv)))
+
+    monkeypatch.setattr(A.Rates, "stream_args", stream_args)

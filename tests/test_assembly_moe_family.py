@@ -5,8 +5,9 @@ bf16, TensorRT-LLM: the family's reference engine) priced by :func:`rooflaw.eval
 and ``ffn_down`` plus the family's five launches and ``moe_s`` against the family's own layer under uniform routing.
 At ≥ 12k tokens the assembly priced these layers at 0.47-0.73 of the family before it carried the family's
 grouped-GEMM rate at narrow experts (``moe_half_inter``), its ``moe`` fraction outside the tile model, and the
-gather / scatter-reduce bytes; what is left is the family's L2 share, its padded rows against the assembly's tiles,
-and one blend over both GEMMs against one per GEMM (≤ 6 % on these shapes).
+gather / scatter-reduce bytes; what is left is the family's L2 share, its Monte Carlo padded rows against the
+assembly's closed form (:mod:`rooflaw.constraints.moe_padding`), and one blend over both GEMMs against one per GEMM
+(≤ 6 % on these shapes).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import rooflaw as rl
 from rooflaw.constraints.kernels import curves_for
 from rooflaw.constraints.kernels import moe as M
 from rooflaw.constraints.kernels.moe_blend import serial
+from rooflaw.constraints.moe_padding import padding_value
 from rooflaw.devices import get_device
 
 OPS = ("ffn_up", "ffn_act", "ffn_down")
@@ -67,8 +69,9 @@ def test_ffn_act_moves_the_gather_and_scatter_reduce_bytes():
 
 def test_narrow_experts_compute_at_the_family_rate():
     """By hand: ffn_up (gate and up) of a width-128 expert on Hopper computes at moe · 128/(128 + moe_half_inter) of
-    the linear roof (the family's i/(i + h), bf16), streams at memory · moe_memory, and the two blend with q =
-    moe_serial; at T = 16384 it is compute-bound."""
+    the linear roof (the family's i/(i + h), bf16) on its rows padded to whole 128-row tiles (the closed form,
+    within 1 % of the exact binomial expectation: test_assembly_moe_padding.py), streams at memory · moe_memory,
+    and the two blend with q = moe_serial; at T = 16384 it is compute-bound."""
     dev = get_device("h100-sxm")
     kc = curves_for(dev)
     T, E, K, d, i = 16384, 256, 8, 4096, 128
@@ -76,7 +79,9 @@ def test_narrow_experts_compute_at_the_family_rate():
     up = next(o for o in rep.ops if o.name == "ffn_up" and o.phase == "prefill")
     assert up.flops == 2 * T * K * 2 * i * d
     peak = dev.roof("fp16")[1] * kc.compute["fp16"] * dev.compute_efficiency
-    t_c = up.flops / (peak * kc.moe * i / (i + kc.moe_half_inter))
+    pad = padding_value(T, K, E)
+    assert 1.1 < pad < 1.15  # 512 rows per expert, 4.5 tiles of 128 on average
+    t_c = up.flops * pad / (peak * kc.moe * i / (i + kc.moe_half_inter))
     t_m = up.bytes / (dev.memory_bandwidth * dev.memory_efficiency * kc.memory * kc.moe_memory)
     q = serial(kc, dev)  # the device's q (kernels/moe_blend.py)
     assert kc.moe_half_inter > i and 0 < q <= 1  # the rate more than halves: the term this test is about
@@ -86,7 +91,8 @@ def test_narrow_experts_compute_at_the_family_rate():
 
 def test_a_shared_expert_computes_at_the_dense_rate():
     """By hand: with one shared expert of width 1024 next to top-8 routed experts of width 128, ffn_up's compute time
-    is the routed FLOPs at the grouped rate (moe · i/(i + moe_half_inter)) plus the shared expert's at the roof."""
+    is the routed FLOPs, padded to whole tiles, at the grouped rate (moe · i/(i + moe_half_inter)) plus the shared
+    expert's at the roof (a dense GEMM: not padded per expert)."""
     dev = get_device("h100-sxm")
     kc = curves_for(dev)
     T, E, K, d, i, sh = 8192, 256, 8, 4096, 128, 1024
@@ -97,7 +103,7 @@ def test_a_shared_expert_computes_at_the_dense_rate():
     f_routed, f_shared = 2 * T * 2 * d * K * i, 2 * T * 2 * d * sh
     assert up.flops == f_routed + f_shared
     peak = dev.roof("fp16")[1] * kc.compute["fp16"] * dev.compute_efficiency
-    t_c = f_routed / (peak * kc.moe * i / (i + kc.moe_half_inter)) + f_shared / peak
+    t_c = f_routed * padding_value(T, K, E) / (peak * kc.moe * i / (i + kc.moe_half_inter)) + f_shared / peak
     t_m = up.bytes / (dev.memory_bandwidth * dev.memory_efficiency * kc.memory * kc.moe_memory)
     q = serial(kc, dev)  # the device's q (kernels/moe_blend.py)
     assert up.seconds == pytest.approx((t_c ** (1 / q) + t_m ** (1 / q)) ** q, rel=1e-12)

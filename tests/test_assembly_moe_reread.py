@@ -173,7 +173,7 @@ def test_the_efficiency_fit_prices_the_reread_as_the_assembly(pin):
     assert_flat_fit_matches(pick, feats, seed=3)
 
 
-def test_the_gp_relaxation_stays_a_lower_bound_with_the_reread():
+def test_the_gp_relaxation_stays_a_lower_bound_with_the_reread(no_moe_padding):
     """The GP leaves the re-read out (a max): its prefill of the MoE points is the evaluator's without it, at most the
     evaluator's with it, and below it where an expert outgrows Orin's 4 MB L2 at 1024 prompt tokens."""
     from rooflaw.solver import Problem

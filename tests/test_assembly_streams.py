@@ -83,7 +83,8 @@ def test_mla_decode_reads_its_latent_cache_as_one_stream_per_sequence():
 def test_routed_experts_stream_at_moe_memory_and_blend_with_compute():
     """ffn_down of a one-layer MoE (64 experts, top-8, d 2048, width 768) at 16 tokens: bytes of the touched experts'
     weights and the activations at memory·moe_memory; time (t_c^(1/q) + t_m^(1/q))^q with q the device's, t_c at the
-    grouped GEMMs' rate for a width of 768: × (1 + moe_half_inter/768) / moe (bf16: the MoE family's moe·i/(i + h))."""
+    grouped GEMMs' rate for a width of 768: × (1 + moe_half_inter/768) / moe (bf16: the MoE family's moe·i/(i + h)),
+    on the padded rows: 2 rows per expert, at most 16, so each touched expert computes one 16-row tile."""
     d, E, K, ffn, T = 2048, 64, 8, 768, 16
     arch = Architecture(layers=1, d_model=d, heads=16, kv_heads=4, ffn=ffn, experts=E, top_k=K, vocab=256)
     rep = evaluate(arch, DEV, Workload(T, 1, 1), "bf16", engine=ENGINE)
@@ -93,11 +94,12 @@ def test_routed_experts_stream_at_moe_memory_and_blend_with_compute():
     flops = 2 * T * K * ffn * d
     assert op.bytes == pytest.approx(nbytes, rel=1e-12) and op.flops == flops
     r = A.rates(DEV, Precision.parse("bf16"), applied(DEV, ENGINE))
-    t_c = flops * r.inv["linear"] * (1 + KC.moe_half_inter / ffn) / KC.moe
+    pad = 16 * touched / (T * K)  # (the closed form's normal tail adds ~1e-10 of a tile per expert beyond)
+    t_c = flops * pad * r.inv["linear"] * (1 + KC.moe_half_inter / ffn) / KC.moe
     t_m = nbytes / (BW * KC.memory * KC.moe_memory)
     q = serial(KC, DEV)  # the device's q (kernels/moe_blend.py; the curves' moe_serial where they set no h)
     want = max(t_c, t_m) if q == 0 else (t_c ** (1 / q) + t_m ** (1 / q)) ** q
-    assert op.seconds == pytest.approx(want, rel=1e-12)
+    assert op.seconds == pytest.approx(want, rel=1e-9)
     # the same op of a dense model streams its weights at `memory`, the hard max
     dense = evaluate(Architecture(layers=1, d_model=d, heads=16, kv_heads=4, ffn=ffn, vocab=256), DEV,
                      Workload(T, 1, 1), "bf16", engine=ENGINE)  # fmt: skip

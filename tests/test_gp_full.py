@@ -68,7 +68,7 @@ def _check_part(p, ref, x, m, k_, moe, cover, rel_decode):
 
 
 @pytest.mark.parametrize("case", ["fp16", "int8-fused", "overhead-efficiency", "batch4"])
-def test_posynomials_equal_the_evaluator(case):
+def test_posynomials_equal_the_evaluator(case, no_moe_padding):
     dev, wl, prec = DEV, Workload(), "fp16"
     if case == "int8-fused":
         wl, prec = Workload(1, 512, 32, "fused"), "int8"

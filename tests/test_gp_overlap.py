@@ -43,7 +43,7 @@ def test_torch_eager_on_a_gpu_overlaps():
 
 
 @pytest.mark.parametrize("engine", ["torch-eager", "tensorrt-llm"])
-def test_branch_latency_equals_the_evaluator(engine):
+def test_branch_latency_equals_the_evaluator(engine, no_moe_padding):
     """Every point of the space: the branch's prefill/decode/total seconds and energy equal the numpy evaluator's
     (batch 1: the decode coverage stand-in B·K is exact), under both rules; under torch-eager the overlap binds on
     both sides (launch-bound and roofline-bound points), so a sum would miss."""
@@ -69,7 +69,7 @@ def test_branch_latency_equals_the_evaluator(engine):
 
 
 @pytest.mark.parametrize("engine", ["torch-eager", "tensorrt-llm"])
-def test_gp_latency_at_a_fixed_architecture_is_the_evaluators(engine):
+def test_gp_latency_at_a_fixed_architecture_is_the_evaluators(engine, no_moe_padding):
     """The latency the cvxpy program constrains (log space, with its epigraph variables), minimised at a fixed
     architecture, equals the evaluator's latency: so t is tight at max(roofline, launch) and nothing else binds."""
     import cvxpy as cp
@@ -104,7 +104,7 @@ def test_gp_latency_at_a_fixed_architecture_is_the_evaluators(engine):
 
 
 @pytest.mark.parametrize("budget", [0.02, 0.05])
-def test_gp_bounds_brute_force_and_rounds_to_it(budget):
+def test_gp_bounds_brute_force_and_rounds_to_it(budget, no_moe_padding):
     """Decode under a latency budget: the relaxation is a lower bound of the brute-force optimum within the
     documented gap (docs/solver.md: ≤ 12.9 %), the rounded answer is feasible and within 1 % of it; the brute-force
     optimum is over budget under a sum of roofline and launches, which the GP used to charge."""

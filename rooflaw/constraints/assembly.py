@@ -32,6 +32,7 @@ from ..errors import bad
 from . import operators as O
 from .energy import COMPUTE_POWER_SHARE, EnergyCoefficients, EnergyTerms, energy, energy_coefficients  # noqa: F401
 from .fused_prefill import kernel_math, masked_pairs, prefill_time
+from .moe_padding import MOE_PAD, MOE_PAD_DEC, padding_factor
 from .moe_reread import rate_values, reread_bytes
 from .paper_variables import PAPER_VARS, paper_variable_map, to_paper_variables  # noqa: F401 (re-exported)
 from .presets import PRESETS, Preset, get_preset, register_preset  # noqa: F401 (re-exported)
@@ -138,6 +139,8 @@ class Part:
     gemm_pre: tuple[sp.Expr, ...] | None = None
     gemm_dec: tuple[sp.Expr, ...] | None = None
     window: sp.Expr | None = None  # the context bound of a windowed kind's copy of an attention op
+    pad_pre: sp.Expr = sp.Integer(1)  # a routed expert's padded rows over its rows, prefill and decode (.moe_padding)
+    pad_dec: sp.Expr = sp.Integer(1)
 
     @property
     def roof(self) -> str:
@@ -173,10 +176,11 @@ def _part(op, name, count, cover_pre, cover_dec, window=None) -> Part:
     if op.gemm is not None:
         g_pre = tuple(prefill(e, cover_pre, window) for e in op.gemm)
         g_dec = tuple(decode_step(e, cover_dec) for e in op.gemm)
+    pf, pd = (padding_factor(s) if op.name in EXPERT_OPS else sp.Integer(1) for s in (MOE_PAD, MOE_PAD_DEC))
     return Part(
         name, op, count, prefill(op.flops, cover_pre, window), prefill(op.bytes + reread_bytes(op), cover_pre, window),
-        _segments(op, cover_dec, window), g_pre, g_dec, window,
-    )  # fmt: skip
+        _segments(op, cover_dec, window), g_pre, g_dec, window, prefill(pf, cover_pre, window),
+        decode_step(pd, cover_dec))  # fmt: skip
 
 
 def place(
@@ -254,15 +258,17 @@ def part_times(
         dec += s.steps * waves
         f0, f1 = kernel_math(part.op, s.f0, s.f0 * ipi_dec), kernel_math(part.op, s.f1, s.f1 * ipi_dec)
         if s.constant:
-            dec += s.steps * roofline_time(part.op, f0, s.b0 * ib_dec, tiles)
+            dec += s.steps * roofline_time(part.op, f0, s.b0 * ib_dec, tiles, part.pad_dec)
         elif part.op.name in EXPERT_OPS or (tiles and part.op.gemm is not None):
             raise AssertionError(f"{part.op.name}: a blended GEMM's decode cost varies with the step")
         else:
             varying.append((s.steps, f0, f1, s.b0 * ib_dec, s.b1 * ib_dec))
-    multi = roofline_time(part.op, kernel_math(part.op, F, tc), tm, tiles)  # a multi-token pass: decode's terms
-    pre = prefill_time(part.op, F, tc, tm, tiles) if pass_phase == "prefill" else multi
+    # a multi-token pass: decode's terms; routed experts on their padded rows (.moe_padding) in either phase
+    multi = roofline_time(part.op, kernel_math(part.op, F, tc), tm, tiles, part.pad_pre)
+    fused = pass_phase == "prefill" and part.op.name not in EXPERT_OPS
+    pre = prefill_time(part.op, F, tc, tm, tiles) if fused else multi
     pre += waves if pass_phase == "decode" else 0
-    tc = compute_time(part.op, tc)  # the bound label's compute time: a routed expert's at the grouped GEMMs' rate
+    tc = compute_time(part.op, tc, part.pad_pre)  # the bound label's: a routed expert's at the grouped GEMMs' rate
     return {"pre": pre, "dec": dec, "varying": varying, "tc": tc, "tm": tm, "launch": launch_count(part)}
 
 
@@ -393,11 +399,12 @@ class Rates:
         v = {"weights": self.inv_beta, "kv": self.inv_beta_kv, "experts": self.inv_beta_experts}[cls]
         return v or self.inv_beta
 
-    def stream_args(self, tiles: bool = False) -> tuple[float, ...]:
-        """The compiled model's rate arguments after the inverse roofs (:data:`.compile.RATE_ARGS`, in order); the
-        GEMMs' blend only for the tile/wave model (``tiles``)."""
+    def stream_args(self, tiles: bool = False, gemv: tuple[bool, bool] = (False, False)) -> tuple[float, ...]:
+        """The compiled model's rate arguments after the inverse roofs (:data:`.compile.RATE_ARGS`, in order); the GEMM
+        blend for the tile/wave model (``tiles``); padded expert rows with curves, not in GEMV passes (``gemv``)."""
+        pad = (0.0 if g or not self.curves else 1.0 for g in gemv)
         return (self.inv_beta, self.inv_stream("kv"), self.inv_stream("experts"), self.moe_blend, self.moe_half_inter,
-                1.0 / self.moe if self.moe > 0 else 1.0, self.moe_reread, self.inv_l2, self.decode_half_occupancy,
+                1.0 / self.moe if self.moe > 0 else 1.0, *pad, self.moe_reread, self.inv_l2, self.decode_half_occupancy,
                 self.decode_split, self.decode_tile_s, self.sm_count, self.gemm_blend if tiles else float("inf"),
                 self.overhead, self.attn_block, self.attention_tile_s, self.prefill_blend, self.softmax_pair_s,
                 self.softmax_overlap)  # fmt: skip

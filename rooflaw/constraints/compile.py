@@ -23,6 +23,7 @@ import sympy as sp
 
 from . import assembly as A
 from . import fused_prefill as FP
+from . import moe_padding as PAD
 from . import moe_reread as RR
 from . import operators as O
 from . import streams as ST
@@ -71,17 +72,19 @@ def stack_columns_of(kinds: frozenset[str]) -> tuple[str, ...]:
 
 
 #: The rate arguments after the inverse roofs: the stream classes' inverse bandwidths, the experts' blend exponent
-#: half-rate width and inverse grouped-GEMM fraction, their re-read share and 1/L2 bytes (:mod:`.moe_reread`),
+#: half-rate width and inverse grouped-GEMM fraction, their padded rows' switch (:mod:`.moe_padding`), their
+#: re-read share and 1/L2 bytes (:mod:`.moe_reread`),
 #: decode attention's occupancy ramp and split, wave seconds and SMs, the GEMMs' blend exponent (tile/wave model),
 #: the per-launch overhead, a fused prefill kernel's block, wave seconds and blend exponent, its softmax's seconds
 #: per pair and p-norm exponent (:mod:`.fused_prefill`)
 #: (their values in this order: :meth:`assembly.Rates.stream_args`).
 RATE_ARGS = (ST.INV_BETA, ST.INV_STREAM["kv"], ST.INV_STREAM["experts"], ST.MOE_BLEND, ST.MOE_HALF, ST.INV_MOE,
-             RR.MOE_REREAD, RR.INV_L2, ST.DECODE_HALF,
+             PAD.MOE_PAD, PAD.MOE_PAD_DEC, RR.MOE_REREAD, RR.INV_L2, ST.DECODE_HALF,
              ST.DECODE_SPLIT, ST.DECODE_WAVE, ST.SMS, ST.GEMM_BLEND, A.OVERHEAD,
              FP.ATTN_BLOCK, FP.PREFILL_WAVE, FP.PREFILL_BLEND, FP.SOFTMAX_S, FP.SOFTMAX_P)  # fmt: skip
 _LAMBDIFY_FUNCS: dict[str, Any] = {"Max": np.maximum, "Min": np.minimum, "nonzero": np.sign,
-                                   "blend": ST.blend_values, "blocked": FP.blocked_values}  # fmt: skip
+                                   "blend": ST.blend_values, "blocked": FP.blocked_values,
+                                   "ncdf": PAD.ncdf_values}  # fmt: skip
 LAMBDIFY_MODULES: list[dict[str, Any] | str] = [_LAMBDIFY_FUNCS, "numpy"]
 
 

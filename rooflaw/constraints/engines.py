@@ -435,6 +435,11 @@ def mixed_input(precision) -> bool:
     return w.dequant or DTYPES.index(w.dtype) > DTYPES.index(precision.activations.dtype)
 
 
+def gemv_path(r: Any, tokens: float) -> bool:
+    """Whether a pass of ``tokens`` rows runs its linear layers as the engine's dequantising GEMVs (``r``: rates)."""
+    return bool(r.inv_gemv > 0 and tokens <= r.gemv_max_batch)
+
+
 def decode_linear_inv(r: Any, batch: Any) -> Any:
     """s/FLOP of the linear layers in a decode step of ``batch`` sequences: the GEMV path on the vector roof
     (``r.inv_gemv``) up to ``r.gemv_max_batch`` sequences, else the GEMM roof (a number or numpy array)."""

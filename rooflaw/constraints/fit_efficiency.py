@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from ..devices.device import Device
-from .engines import BUILTIN_ENGINES, ENGINE_NAMES, EngineProfile, get_engine, mixed_input
+from .engines import BUILTIN_ENGINES, ENGINE_NAMES, EngineProfile, gemv_path, get_engine, mixed_input
 from .fit_arrays import CaseFeatures, decode_terms, kernel_math, op_seconds, prefill_terms, serial_key, softmax_keep  # noqa: F401
 from .fit_priors import POOLED, PRIORS, prior_residuals, unfitted_figures
 from .published import Case
@@ -89,9 +89,11 @@ def _features(case: Case, device: Device) -> CaseFeatures:
     names, (Fp, Bp), (Fd, Bd) = _op_arrays(case, device, w)
     classes = _roof_classes()
     steps = None
+    step_tokens: list[float] = []  # the tokens of each step's prefill pass (its decode pass: n)
     if case.concurrent:
         steps = []
         for c, n, count in _schedule(case).steps():
+            step_tokens.append(c + n)
             pre = _op_arrays(case, device, Workload(1, c + n, 1, w.attention), names)[1] if c else None
             wd = Workload(n, w.input_tokens, w.output_tokens, w.attention) if n else None
             dec = _op_arrays(case, device, wd, names)[2] if wd else None
@@ -136,6 +138,7 @@ def _features(case: Case, device: Device) -> CaseFeatures:
     if padded(case):
         F2, B2 = _op_arrays(case, device, dataclasses.replace(w, input_tokens=2 * w.input_tokens), names)[1]
         delta = (F2 - Fp, B2 - Bp)
+    from .moe_padding import padding_value
     from .streams import EXPERT_OPS
 
     expert = np.array([1.0 if n in EXPERT_OPS and moe else 0.0 for n in names])
@@ -144,11 +147,19 @@ def _features(case: Case, device: Device) -> CaseFeatures:
     r, ar = rates(device, case.precision, app), case.arch
     ffn = float(ar.ffn or 0)
     sh = ar.top_k * ffn / max(ar.top_k * ffn + ar.shared_experts * float(ar.shared_ffn or ffn), 1)  # routed
-    g = np.where(expert > 0, sh * (1.0 + r.moe_half_inter / max(ffn, 1.0)) / r.moe + 1.0 - sh, 1.0)
-    Fp, Fd = Fp * g, Fd * g
-    delta = None if delta is None else (delta[0] * g, delta[1])
-    steps = None if steps is None else [(k, p if p is None else (p[0] * g, p[1]), d if d is None else (d[0] * g, d[1]),
-                                         n) for k, p, d, n in steps]  # fmt: skip
+
+    # ... on their rows padded to whole tiles in a pass of ``tokens`` tokens (.moe_padding; with kernel curves)
+    def g(tokens: float, decode: bool = False) -> np.ndarray:  # (a pass run as dequantising GEMVs: no tiles)
+        pad = padding_value(tokens, ar.top_k, ar.experts) if r.curves and not (decode and gemv_path(r, tokens)) else 1.0
+        return np.where(expert > 0, sh * pad * (1.0 + r.moe_half_inter / max(ffn, 1.0)) / r.moe + 1.0 - sh, 1.0)
+
+    T_pre = w.batch * w.input_tokens
+    if delta is not None:  # the prefill at twice the prompt, F2 = Fp + delta
+        delta = ((Fp + delta[0]) * g(2 * T_pre) - Fp * g(T_pre), delta[1])
+    Fp, Fd = Fp * g(T_pre), Fd * g(w.batch, True)
+    steps = None if steps is None else [(k, p if p is None else (p[0] * g(c), p[1]),
+                                         d if d is None else (d[0] * g(n, True), d[1]), n)
+                                        for (k, p, d, n), c in zip(steps, step_tokens, strict=True)]  # fmt: skip
     step_terms = None if steps is None else [decode_terms(case, device, names, n) if d else None
                                               for _, _, d, n in steps]  # fmt: skip
     keep = softmax_keep(case, device, names)  # the assembly's softmax op: off where the fused kernel prices it

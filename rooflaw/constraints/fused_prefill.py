@@ -100,8 +100,9 @@ def inv_tile_efficiency(S: sp.Expr = S_in) -> sp.Expr:
 def prefill_time(op: O.Op, F: sp.Expr, tc: sp.Expr, tm: sp.Expr, gemm: bool = False) -> sp.Expr:
     """Seconds of ``op`` in a prefill of ``F`` FLOPs, compute time ``tc`` and memory time ``tm``: a fused kernel's
     matmul op (:data:`MMA_OPS`) at the query tiles' efficiency, p-normed with its softmax (:func:`kernel_math`), its
-    math and stream blended at :data:`PREFILL_BLEND`, plus (the op standing for the kernel, :data:`.streams.WAVE_OPS`) its
-    waves; any other op :func:`.streams.roofline_time` (a softmax op's compute off under :func:`kernel_math`)."""
+    math and stream blended at :data:`PREFILL_BLEND`, plus (the op standing for the kernel,
+    :data:`.streams.WAVE_OPS`) its waves; any other op :func:`.streams.roofline_time` (a softmax op's compute off
+    under :func:`kernel_math`)."""
     if op.name not in MMA_OPS or op.roof != "attention":
         return roofline_time(op, kernel_math(op, F, tc), tm, gemm)
     tc = kernel_math(op, F, tc * inv_tile_efficiency())

@@ -30,10 +30,12 @@ from ..errors import bad
 from . import assembly as A
 from . import operators as O
 from .compile import ARG_NAMES, LAMBDIFY_MODULES, RATE_ARGS, args_for, kinds_tag
-from .engines import EngineProfile, applied, decode_linear_inv
+from .engines import EngineProfile, applied, decode_linear_inv, gemv_path
 from .fused_prefill import masked_pairs
+from .moe_padding import padding_factor
 from .moe_reread import reread_bytes
 from .precision import Precision
+from .streams import EXPERT_OPS
 from .symbols import B, C, Mk, Sq, T, sym
 
 #: Tokens per sequence in the pass, and tokens already in each sequence's KV cache.
@@ -115,7 +117,8 @@ def _pass_model(preset: str, kinds: frozenset[str]) -> PassModel:
     out: list[sp.Expr] = []
     for i, p in enumerate(placed):
         F, By = pass_phase(p.op, p.op.flops, p.window), pass_phase(p.op, p.op.bytes + reread_bytes(p.op), p.window)
-        part = A.Part(p.name, p.op, p.count, F, By, ())
+        pad = pass_phase(p.op, padding_factor(), p.window) if p.op.name in EXPERT_OPS else sp.Integer(1)
+        part = A.Part(p.name, p.op, p.count, F, By, (), pad_pre=pad)
         tm = A.part_times(part, ipi[i], ipi[i], theory=False, pass_phase="decode")  # it reads the KV cache
         sec = tm["pre"] + A.OVERHEAD * tm["launch"]
         out += [p.count * F, p.count * By, p.count * sec]
@@ -186,7 +189,7 @@ def pass_columns(
     model = pass_model(preset, stack_kinds(cols) if pr.kinds else frozenset())
     rates = A.rates(device, precision, app)
     tokens = batch * int(q)
-    lin = float(decode_linear_inv(rates, tokens))
+    lin, gemv = float(decode_linear_inv(rates, tokens)), gemv_path(rates, tokens)  # (GEMVs: no padded rows)
     ipi = [lin if r == "linear" else rates.inv.get(r, 0.0) for r in model.roofs]
     overlap = bool(app is not None and app.overlap)
     coef = A.energy_coefficients(device, precision)
@@ -200,7 +203,7 @@ def pass_columns(
         sub = {k: v[s : s + m] for k, v in cols.items()}
         overhead = phase_overheads(rates, sub, tokens, 1)[1]
         args = [sub[a] if a in sub else scal[a] for a in model.args]
-        vals = model.fn(*args, float(q), cached[s : s + m], *ipi, *rates.stream_args())
+        vals = model.fn(*args, float(q), cached[s : s + m], *ipi, *rates.stream_args(gemv=(gemv, gemv)))
         arr = lambda v, m=m: np.broadcast_to(np.asarray(v, dtype=np.float64), (m,))  # noqa: E731
         t, f, b = np.zeros(m), np.zeros(m), np.zeros(m)
         for i, name in enumerate(model.names):

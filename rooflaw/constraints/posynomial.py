@@ -40,9 +40,10 @@ softmax, ·V: exact, S_out maxima each), without decode attention's stream ramp 
 a fused prefill kernel's whole diagonal blocks, query-tile waves and efficiency and math/stream blend
 (:mod:`.fused_prefill`: ceilings and a p-norm ≥ the max; the causal pairs and the max, a lower bound again), without
 its softmax under kernel curves (the p-norm of the matmuls and the softmax ≥ the matmuls: the softmax op's time
-dropped, a lower bound; without curves it runs in series, as in the assembly) and
-without a large expert's DRAM re-read (:mod:`.moe_reread`: a max, left out likewise); plus the device's kernel
-overhead × launches;
+dropped, a lower bound; without curves it runs in series, as in the assembly),
+without a large expert's DRAM re-read (:mod:`.moe_reread`: a max, left out likewise) and without the routed experts'
+rows padded to whole tiles (:mod:`.moe_padding`: a factor ≥ 1 of floors and steps, dropped: a lower bound); plus the
+device's kernel overhead × launches;
 plus the engine's overhead (:func:`assembly.engine_overhead`), or, for a host-launching engine on an accelerator
 (``Applied.overlap``, the flag the numpy and numba backends read), the larger of the two: max(roofline, engine
 overhead) per phase, which the GP writes with one epigraph variable per phase (:mod:`rooflaw.solver.gp_full`).

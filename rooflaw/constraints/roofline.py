@@ -27,11 +27,12 @@ from .assembly import sum_max_affine
 from .backends import resolve
 from .compile import ARG_NAMES, Compiled, compile_preset
 from .curves_applied import curve_tiles
-from .engines import Applied, EngineProfile
+from .engines import Applied, EngineProfile, gemv_path
 from .epilogue import fast_outputs, outputs, phase_overheads, with_overhead
 from .gemm import gemv_inverse_rate, tile_efficiency
 from .scenario import Scenario
-from .tiles import rows_ramp
+from .streams import EXPERT_OPS
+from .tiles import rows_ramp, whole_tiles
 from .workload import Workload
 
 #: Names of the presets (the registry is :data:`assembly.PRESETS`).
@@ -130,7 +131,7 @@ def model_call(cols: Mapping[str, np.ndarray], sc: Scenario, comp: Compiled, til
     blend exponent and the per-kernel overhead (:meth:`assembly.Rates.stream_args`)."""
     args = _args(cols, sc, comp.args)
     ipp, ipd = _inverse_roofs(comp, sc, args, len(cols["layers"]), tiles)
-    return (*args, *ipp, *ipd, *sc.rates.stream_args(tiles))
+    return (*args, *ipp, *ipd, *sc.rates.stream_args(tiles, (False, gemv_path(sc.rates, sc.workload.batch))))
 
 
 def _args(cols: Mapping[str, np.ndarray], sc: Scenario, names: tuple[str, ...] = ARG_NAMES) -> list:
@@ -149,6 +150,7 @@ def _inverse_roofs(comp: Compiled, sc: Scenario, args: list, n: int, tiles: bool
         half_k = float(getattr(device, "gemv_half_k", 0.0))
         half_k16 = float(getattr(device, "gemv16_half_k", 0.0))
         b_w, b_h = (float(args[comp.args.index(k)]) for k in ("b_w", "b_h"))
+        moe = np.broadcast_to(np.asarray(args[comp.args.index("moe")], dtype=np.float64), (n,)) > 0
         for j, i in enumerate(comp.gemm_parts):
             b = b_h if comp.names[i] == "lm_head" else b_w
             w16 = b == 2.0 and rates.inv_beta16 > 0  # a 16-bit weight GEMV: its own measured roof and K curve
@@ -156,7 +158,10 @@ def _inverse_roofs(comp: Compiled, sc: Scenario, args: list, n: int, tiles: bool
             for off, ip in ((0, ipp), (half, ipd)):
                 M, N, K, grp = g[off + 4 * j : off + 4 * j + 4]
                 if rates.curves and comp.roofs[i] == "linear":  # the kernel library's best tile, the curves' M ramp
-                    te, we = curve_tiles(M, N, grp, device), 1.0
+                    # (a routed expert's rows are padded to whole tiles in its compute time, .moe_padding: its M
+                    # here is whole tiles, and the tiles' N quantisation and waves stay)
+                    padded = moe & (comp.names[i] in EXPERT_OPS)
+                    te, we = curve_tiles(np.where(padded, whole_tiles(M), M), N, grp, device), 1.0
                     te = te * rows_ramp(M, rates.half_rows)  # (a routed expert's grouped-GEMM rate: roofline_time)
                 else:
                     te, we = tile_efficiency(M, N, grp, device)

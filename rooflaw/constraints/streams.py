@@ -124,30 +124,30 @@ def blend_values(hi: Any, lo: Any, p: Any, on: Any) -> Any:
     return out
 
 
-def compute_time(op: O.Op, tc: sp.Expr) -> sp.Expr:
+def compute_time(op: O.Op, tc: sp.Expr, pad: sp.Expr = sp.Integer(1)) -> sp.Expr:
     """Compute seconds of ``op`` at roof time ``tc``: a routed expert's grouped GEMM (:data:`EXPERT_OPS` in an MoE
     layer) at the MoE family's rate, its routed experts' share ``w`` of the FLOPs (K·ffn of K·ffn + shared·shared_ffn
-    per token; the shared experts' dense GEMM at the roof) × :data:`INV_MOE` · (1 + :data:`MOE_HALF`/ffn); any other
-    op ``tc``."""
+    per token; the shared experts' dense GEMM at the roof) × ``pad`` (their rows padded to whole tiles, the phase's
+    :func:`.moe_padding.padding_factor`) × :data:`INV_MOE` · (1 + :data:`MOE_HALF`/ffn); any other op ``tc``."""
     if op.name not in EXPERT_OPS:
         return tc
     m, a = routed(), ARCH
     w = a["top_k"] * a["ffn"] / sp.Max(a["top_k"] * a["ffn"] + a["shared_experts"] * a["shared_ffn"], 1)
-    return tc * (m * (w * INV_MOE * (1 + MOE_HALF / sp.Max(a["ffn"], 1)) + 1 - w) + 1 - m)
+    return tc * (m * (w * pad * INV_MOE * (1 + MOE_HALF / sp.Max(a["ffn"], 1)) + 1 - w) + 1 - m)
 
 
-def roofline_time(op: O.Op, tc: sp.Expr, tm: sp.Expr, gemm: bool = False) -> sp.Expr:
+def roofline_time(op: O.Op, tc: sp.Expr, tm: sp.Expr, gemm: bool = False, pad: sp.Expr = sp.Integer(1)) -> sp.Expr:
     """Seconds of an op of compute time ``tc`` and memory time ``tm``: max(tc, tm), or for a routed expert layer's
     grouped GEMMs (:data:`EXPERT_OPS`) the kernel curves' blend ``(tc^p + tm^p)^(1/p)``, p = :data:`MOE_BLEND`
-    (= 1/moe_serial: inf the hard max, 1 the sum; :class:`blend`), its compute time × :data:`INV_MOE` · (1 +
-    :data:`MOE_HALF`/ffn) (the MoE family's grouped-GEMM rate); with ``gemm`` (the tile/wave model) every other GEMM
+    (= 1/moe_serial: inf the hard max, 1 the sum; :class:`blend`), its compute time :func:`compute_time` (the MoE
+    family's grouped-GEMM rate on the rows padded by ``pad``); with ``gemm`` (the tile/wave model) every other GEMM
     blends with p = :data:`GEMM_BLEND`."""
     linear = gemm and op.roof == "linear" and op.gemm is not None
     if op.name not in EXPERT_OPS:
         hi, lo = sp.Max(tc, tm), sp.Min(tc, tm)
         return blend(hi, lo, GEMM_BLEND, 1) if linear else hi
     m = routed()
-    tc = compute_time(op, tc)
+    tc = compute_time(op, tc, pad)
     hi, lo = sp.Max(tc, tm), sp.Min(tc, tm)
     if not linear:
         return blend(hi, lo, MOE_BLEND, m)

@@ -27,6 +27,14 @@ def tile_rows(M, tile_m: int):
     return np.minimum(float(tile_m), np.maximum(MIN_TILE_ROWS, 2.0 ** np.ceil(np.log2(M))))
 
 
+def whole_tiles(M, tile_max: int = 128):
+    """M rounded up to whole tiles: the smallest power of two ≥ M (≥ :data:`MIN_TILE_ROWS`) up to ``tile_max``
+    rows, beyond that a multiple of ``tile_max`` -- a row count every tile height of a kernel's menu up to
+    ``tile_max`` divides (a routed expert's rows already padded, :mod:`.moe_padding`)."""
+    rows = np.asarray(M, dtype=np.float64)
+    return np.where(rows <= tile_max, tile_rows(rows, tile_max), np.ceil(rows / tile_max) * tile_max)
+
+
 #: Rows of the GEMM a calibrated roof is measured at (``devices.calibrate``: a 128-token chunk).
 CALIBRATION_ROWS = 128.0
 
