@@ -77,7 +77,7 @@ def stack_columns_of(kinds: frozenset[str]) -> tuple[str, ...]:
 #: decode attention's occupancy ramp and split, wave seconds and SMs, the GEMMs' blend exponent (tile/wave model),
 #: the per-launch overhead, a fused prefill kernel's block, wave seconds and blend exponent, its softmax's seconds
 #: per pair and p-norm exponent (:mod:`.fused_prefill`)
-#: (their values in this order: :meth:`assembly.Rates.stream_args`).
+#: (their values in this order: :meth:`device_rates.Rates.stream_args`).
 RATE_ARGS = (ST.INV_BETA, ST.INV_STREAM["kv"], ST.INV_STREAM["experts"], ST.MOE_BLEND, ST.MOE_HALF, ST.INV_MOE,
              PAD.MOE_PAD, PAD.MOE_PAD_DEC, RR.MOE_REREAD, RR.INV_L2, ST.DECODE_HALF,
              ST.DECODE_SPLIT, ST.DECODE_WAVE, ST.SMS, ST.GEMM_BLEND, A.OVERHEAD,

@@ -20,7 +20,7 @@ its kernel-class factors). The old end-to-end ``[achieved]`` family figures are 
 ``moe_half_inter`` at narrow experts (``ffn/(ffn + moe_half_inter)``: :func:`.streams.roofline_time`). The memory stream
 classes (:data:`.assembly.STREAM_CLASSES`, every backend): decode attention's KV-cache reads stream at
 ``attention_memory``, a routed-expert layer's grouped GEMMs at ``memory · moe_memory`` (:func:`stream_fields`); an
-MoE layer adds ``moe_s`` per pass (:func:`.assembly.engine_overhead`) and its grouped GEMMs blend compute and
+MoE layer adds ``moe_s`` per pass (:func:`.device_rates.engine_overhead`) and its grouped GEMMs blend compute and
 streaming with q = ``moe_serial`` (:func:`.assembly.roofline_time`) and re-read an expert larger than the L2 once per
 token tile beyond its first (``moe_reread``, :mod:`.moe_reread`); decode attention's KV bandwidth ramps with
 its CTAs per SM (``decode_half_occupancy``, split-KV up to ``decode_split``) and it pays ``decode_tile_s`` per wave

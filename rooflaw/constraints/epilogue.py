@@ -18,7 +18,7 @@ from .engines import experts_touched
 
 def phase_overheads(r: A.Rates, cols: Mapping[str, Any], batch: Any, input_tokens: Any) -> tuple[Any, Any]:
     """(prefill, one decode step) engine overhead of candidate columns ``cols`` (``layers, moe, experts, top_k``):
-    :func:`assembly.engine_overhead` with the experts touched by B·S_in and by B tokens (scalars or arrays)."""
+    :func:`device_rates.engine_overhead` with the experts touched by B·S_in and by B tokens (scalars or arrays)."""
     E, K = cols["experts"], cols["top_k"]
 
     def num(v: Any) -> Any:  # a scalar as a Python float (numpy's scalar-power path), else a float array

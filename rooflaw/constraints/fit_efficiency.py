@@ -12,10 +12,9 @@ Parameters, all physical and shared across rows (never one per model or per row)
 * of the measured workloads: ``spread``, the coefficient of variation of a dataset's prompt lengths, for the rows
   whose prompts differ in length on an engine that pads them to the batch's longest (:func:`padded`).
 
-Fixed, documented, not fitted: kernel counts per layer and pass, each engine's attention kind, GEMV batch
-limit and prompt padding (:mod:`.engines`). A device priced by kernel curves has its figures fixed by them: with
-published.csv 16 engine parameters, the prompt spread and the factors' shared centre for 113 compared
-quantities.
+Fixed, documented, not fitted: kernel counts per layer and pass, each engine's attention kind, GEMV batch limit and
+prompt padding (:mod:`.engines`). A device priced by kernel curves has its figures fixed by them: with published.csv
+16 engine parameters, the prompt spread and the factors' shared centre for 113 compared quantities.
 
 Least squares on log(predicted / measured) with a robust (soft-L1) loss and weak log-normal
 priors (a figure one spread factor off its median costs 1: :func:`prior_residuals`), so a parameter no fitted
@@ -38,8 +37,9 @@ from typing import Any
 import numpy as np
 
 from ..devices.device import Device
+from .device_rates import rates
 from .engines import BUILTIN_ENGINES, ENGINE_NAMES, EngineProfile, gemv_path, get_engine, mixed_input
-from .fit_arrays import CaseFeatures, decode_terms, kernel_math, op_seconds, prefill_terms, serial_key, softmax_keep  # noqa: F401
+from .fit_arrays import CaseFeatures, decode_terms, kernel_math, op_seconds, prefill_terms, serial_key, softmax_keep
 from .fit_priors import POOLED, PRIORS, prior_residuals, unfitted_figures
 from .published import Case
 from .roofline import evaluate
@@ -127,7 +127,6 @@ def _features(case: Case, device: Device) -> CaseFeatures:
         if e.kernels_per_layer is not None:
             count = layers * (e.kernels_per_layer + e.moe_kernels * moe) + (e.kernels_per_pass or 0.0)
             launches[name] = count * cycles
-    from .assembly import rates
     from .engines import applied
 
     extra = {}
@@ -147,11 +146,12 @@ def _features(case: Case, device: Device) -> CaseFeatures:
     r, ar = rates(device, case.precision, app), case.arch
     ffn = float(ar.ffn or 0)
     sh = ar.top_k * ffn / max(ar.top_k * ffn + ar.shared_experts * float(ar.shared_ffn or ffn), 1)  # routed
+    keep = softmax_keep(case, device, names)  # the assembly's softmax op: off where the fused kernel prices it
 
     # ... on their rows padded to whole tiles in a pass of ``tokens`` tokens (.moe_padding; with kernel curves)
     def g(tokens: float, decode: bool = False) -> np.ndarray:  # (a pass run as dequantising GEMVs: no tiles)
         pad = padding_value(tokens, ar.top_k, ar.experts) if r.curves and not (decode and gemv_path(r, tokens)) else 1.0
-        return np.where(expert > 0, sh * pad * (1.0 + r.moe_half_inter / max(ffn, 1.0)) / r.moe + 1.0 - sh, 1.0)
+        return keep * np.where(expert > 0, sh * pad * (1.0 + r.moe_half_inter / max(ffn, 1.0)) / r.moe + 1.0 - sh, 1.0)
 
     T_pre = w.batch * w.input_tokens
     if delta is not None:  # the prefill at twice the prompt, F2 = Fp + delta
@@ -162,10 +162,6 @@ def _features(case: Case, device: Device) -> CaseFeatures:
                                         for (k, p, d, n), c in zip(steps, step_tokens, strict=True)]  # fmt: skip
     step_terms = None if steps is None else [decode_terms(case, device, names, n) if d else None
                                               for _, _, d, n in steps]  # fmt: skip
-    keep = softmax_keep(case, device, names)  # the assembly's softmax op: off where the fused kernel prices it
-    Fp, Fd, delta = Fp * keep, Fd * keep, None if delta is None else (delta[0] * keep, delta[1])
-    steps = None if steps is None else [(k, p if p is None else (p[0] * keep, p[1]), d if d is None else
-                                         (d[0] * keep, d[1]), n) for k, p, d, n in steps]  # fmt: skip
     # a fused prefill kernel's tiles (their efficiency on the matmuls' FLOPs), blend, waves (fit_arrays.prefill_terms)
     pre_t = prefill_terms(case, device, names, w.batch, w.input_tokens)
     if pre_t is not None:

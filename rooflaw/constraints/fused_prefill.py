@@ -10,7 +10,7 @@ power of two ≥ S, 8 to b; :func:`.tiles.tile_rows`); its math and its stream o
 (p-norm). The assembly prices the kernel as its two matmul ops (QKᵀ and ·V, equal FLOPs and equal bytes, so the sum
 of their blends is the blend of their sums), with the softmax op beside them.
 
-Each term enters as a symbol the backends give a value (:meth:`.assembly.Rates.stream_args`): ``attn_block`` (``b``
+Each term enters as a symbol the backends give a value (:meth:`.device_rates.Rates.stream_args`): ``attn_block`` (``b``
 under kernel curves; 1 without: then the pairs are the exact causal ones and the tiles are off), ``attention_tile_s``
 (s per wave, 0 without; the family's figure, which it does not scale by the clock) and ``prefill_blend`` (p; inf: the
 hard max). The blocks' extra pairs sit in the unevaluated identity :data:`blocked`, which the GP relaxation drops

@@ -44,7 +44,7 @@ dropped, a lower bound; without curves it runs in series, as in the assembly),
 without a large expert's DRAM re-read (:mod:`.moe_reread`: a max, left out likewise) and without the routed experts'
 rows padded to whole tiles (:mod:`.moe_padding`: a factor ≥ 1 of floors and steps, dropped: a lower bound); plus the
 device's kernel overhead × launches;
-plus the engine's overhead (:func:`assembly.engine_overhead`), or, for a host-launching engine on an accelerator
+plus the engine's overhead (:func:`device_rates.engine_overhead`), or, for a host-launching engine on an accelerator
 (``Applied.overlap``, the flag the numpy and numba backends read), the larger of the two: max(roofline, engine
 overhead) per phase, which the GP writes with one epigraph variable per phase (:mod:`rooflaw.solver.gp_full`).
 Memory and energy are the evaluator's expressions, posynomials. Every expression is checked to be a posynomial
@@ -282,7 +282,7 @@ class Branch:
     #: part of the roofline side, as in :func:`assembly.with_launches`
     launch_pre: Posy = field(default_factory=Posy.zero)
     launch_dec: Posy = field(default_factory=Posy.zero)
-    #: the engine's overhead (:func:`assembly.engine_overhead`; all S_out steps in decode)
+    #: the engine's overhead (:func:`device_rates.engine_overhead`; all S_out steps in decode)
     overhead_pre: Posy = field(default_factory=Posy.zero)
     overhead_dec: Posy = field(default_factory=Posy.zero)
     memory: Posy = field(default_factory=Posy.zero)
@@ -401,7 +401,7 @@ def build_branch(
     per_layer_s += rates.gemm_s * rates.gemms_per_layer + rates.moe_s * moe  # curves' per-GEMM-call, per-MoE-layer
     eng = Posy.const(per_layer_s).times_l() + Posy.const(
         rates.kernel_s * rates.per_pass + rates.pass_s
-    )  # the engine's kernels, per-layer and per-pass overhead (assembly.engine_overhead)
+    )  # the engine's kernels, per-layer and per-pass overhead (device_rates.engine_overhead)
     # kernels per routed expert touched, with the byte model's coverage stand-ins: E = K/ρ in prefill, B·K or E in
     # a decode step (each at least the expected coverage, so the relaxation stays a bound)
     per_e = rates.kernel_s * rates.per_expert * moe

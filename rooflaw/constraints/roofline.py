@@ -31,7 +31,7 @@ from .engines import Applied, EngineProfile, gemv_path
 from .epilogue import fast_outputs, outputs, phase_overheads, with_overhead
 from .gemm import gemv_inverse_rate, tile_efficiency
 from .scenario import Scenario
-from .streams import EXPERT_OPS
+from .streams import EXPERT_OPS, roof
 from .tiles import rows_ramp, whole_tiles
 from .workload import Workload
 
@@ -128,7 +128,7 @@ def _any_positive(c: np.ndarray) -> bool:
 def model_call(cols: Mapping[str, np.ndarray], sc: Scenario, comp: Compiled, tiles: bool = False) -> tuple:
     """The arguments of ``comp``'s generated functions for completed columns ``cols`` in scenario ``sc``: the
     architecture and workload arguments, the inverse roofs of both phases, the stream classes' 1/β, the experts'
-    blend exponent and the per-kernel overhead (:meth:`assembly.Rates.stream_args`)."""
+    blend exponent and the per-kernel overhead (:meth:`device_rates.Rates.stream_args`)."""
     args = _args(cols, sc, comp.args)
     ipp, ipd = _inverse_roofs(comp, sc, args, len(cols["layers"]), tiles)
     return (*args, *ipp, *ipd, *sc.rates.stream_args(tiles, (False, gemv_path(sc.rates, sc.workload.batch))))
@@ -208,7 +208,7 @@ def evaluate_chunk(cols: Mapping[str, np.ndarray], sc: Scenario, tiles: bool = F
         pre_t, dec_t = pre_t + count * tp, dec_t + count * td
         full = not pr.theory
         ops_out.append({
-            "name": name, "roof": A.roof(comp.roofs[i], sc.chip, sc.precision)[0], "scope": comp.scopes[i],
+            "name": name, "roof": roof(comp.roofs[i], sc.chip, sc.precision)[0], "scope": comp.scopes[i],
             "prefill": (count * F, count * By, count * tp, np.where(tc >= tm, 1.0, 0.0) if full else np.ones(n)),
             "decode": (count * Fd, count * Bd, count * td, ncomp / S_out if full else np.zeros(n)),
         })  # fmt: skip

@@ -91,7 +91,7 @@ class Scenario:
     @classmethod
     def given(cls, device: Device, workload: Any, precision: Precision, preset: str, app: Applied | None) -> Scenario:
         """A one-chip scenario whose engine figures were resolved already: rates under ``app`` (None: the device's
-        scalar efficiencies, as :func:`assembly.rates` takes it)."""
+        scalar efficiencies, as :func:`device_rates.rates` takes it)."""
         out = _rebind(cls(device, Workload(), precision, preset), workload)
         if app is not None:
             out.__dict__["applied"] = app
@@ -117,7 +117,7 @@ class Scenario:
 
     @cached_property
     def rates(self) -> A.Rates:
-        """Achieved rates (:func:`assembly.rates`); the theory presets use the device's scalar efficiencies."""
+        """Achieved rates (:func:`device_rates.rates`); the theory presets use the device's scalar efficiencies."""
         return A.rates(self.chip, self.precision, None if self.spec.theory else self.applied)
 
     @cached_property

@@ -8,7 +8,7 @@ streaming its operands: the kernel curves' ``memory``), ``kv`` (decode attention
 routed-expert layer's grouped GEMMs: ``memory · moe_memory``). A routed expert's GEMMs blend compute and streaming
 (:func:`roofline_time`, ``moe_serial``; in the tile/wave model every other GEMM too, at ``gemm_blend``) and decode
 attention pays its waves of CTAs (:func:`decode_waves`). Every
-figure enters as a symbol the backends give a value (:meth:`.assembly.Rates.stream_args`); without kernel curves
+figure enters as a symbol the backends give a value (:meth:`.device_rates.Rates.stream_args`); without kernel curves
 every class is ``inv_beta``, the blend the hard max and the decode terms 0, bit for bit the one-bandwidth model.
 """
 
