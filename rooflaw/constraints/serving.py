@@ -3,8 +3,8 @@ requests in flight (``vllm bench serve --max-concurrency C``), as a steady state
 discrete-event simulation of the same schedule.
 
 The schedule is vLLM's (V1 scheduler, chunked prefill on by default): every engine step has a budget of
-``token_budget`` tokens (``max_num_batched_tokens``; 2048 is vLLM's default for the OpenAI server on
-GPUs other than A100/H100-class). Running requests are served first, in arrival order: a decoding
+``token_budget`` tokens (``max_num_batched_tokens``; 2048 is vLLM's default for the OpenAI server on a
+GPU with less than 70 GiB of memory or on any A100). Running requests are served first, in arrival order: a decoding
 request takes 1 token, a request still in its prompt takes the next chunk of its prompt that fits;
 then waiting requests are admitted (FIFO) with a chunk each while budget is left. A request whose last
 prompt chunk runs in a step emits its first output token there and decodes one token per step after.
@@ -25,7 +25,7 @@ from functools import cache
 from ..errors import bad
 
 #: vLLM's default ``max_num_batched_tokens`` with chunked prefill for the OpenAI-compatible server
-#: (``EngineArgs`` V1 defaults: 2048, 8192 on A100/H100-class GPUs).
+#: (``EngineArgs.get_batch_defaults``: 2048; 8192 where the device reports >= 70 GiB and is not an A100).
 VLLM_TOKEN_BUDGET = 2048
 
 StepCost = Callable[[int, int], float]  #: (prefill tokens in the step, decoding sequences) -> seconds
