@@ -136,7 +136,7 @@ def gemm_key(precision: Any, mixed: bool) -> str:
 def engine_note(device: Device, prof: Any, family: bool = False) -> str:
     """Which engine figures apply to ``device`` and why (fitted on its architecture, carried over, or none)."""
     fitted = prof.fitted_on or ()
-    arch = getattr(device, "architecture", None) or device.kind
+    arch = getattr(device, "curves_architecture", None) or device.kind
     if not prof.rows and not fitted:
         return f"{prof.name}: no fitted engine figures (kernel counts only)"
     where = ", ".join(fitted) or "published rows"
@@ -159,11 +159,12 @@ def own_kernel_factors(device: Device, prof: Any) -> bool:
     the curves already are), and only on the architectures its rows came from (``fitted_on``; a profile with no
     ``fitted_on``, e.g. a user's, everywhere). An engine's kernels measured on one GPU generation say nothing of
     its kernels for another (a new target's W4A16/NVFP4 kernels on Thor are not its mature Ampere ones): there
-    its GEMMs and attention run at the measured tables' rates, and only its host overheads carry over."""
+    its GEMMs and attention run at the measured tables' rates, and only its host overheads carry over. The
+    architecture compared is the kernels' (``Device.curves_architecture``): the factors multiply those curves."""
     if prof.name in TABLE_ENGINES:
         return False
     fitted = tuple(prof.fitted_on or ())
-    return not fitted or getattr(device, "architecture", None) in fitted
+    return not fitted or getattr(device, "curves_architecture", None) in fitted
 
 
 def applied_fields(device: Device, prof: Any, kc: Any) -> dict[str, Any]:
@@ -180,8 +181,8 @@ def applied_fields(device: Device, prof: Any, kc: Any) -> dict[str, Any]:
     att_abs = float(kc.attention) * (prof.attention_factor if own else 1.0)
     prov = kc.provenance or {}
     src = f"kernel curves {kc.architecture}"
-    if kc.architecture != device.architecture:
-        src += f" (pooled: no {device.architecture} curves)"
+    if kc.architecture != device.curves_architecture:
+        src += f" (pooled: no {device.curves_architecture} curves)"
     if prov.get("source"):
         src += f", {prov['source']}"
     src += f" × {device.id} datasheet peaks"

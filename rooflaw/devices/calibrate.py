@@ -272,6 +272,7 @@ def device_toml(device: Device) -> str:
         f"vendor = {_toml_str(device.vendor)}",
         f"kind = {_toml_str(device.kind)}",
         *([f"architecture = {_toml_str(device.architecture)}"] if device.architecture else []),
+        *([f"kernel_architecture = {_toml_str(device.kernel_architecture)}"] if device.kernel_architecture else []),
         'provenance = "assumed"  # for any figure below without its own tag',
     ]
     if device.uncertain:

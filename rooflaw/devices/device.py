@@ -61,6 +61,11 @@ class Device:
     #: GPU architecture (:data:`ARCHITECTURES`) whose kernel curves price this device; ``None``: none (a CPU, an NPU,
     #: a GPU of another vendor) -- then the device's own scalar efficiencies and overheads apply.
     architecture: str | None = None
+    #: Architecture (:data:`ARCHITECTURES`) of the kernels that run on this device where it differs from
+    #: ``architecture`` (the product family, whose datasheet peaks and NCCL's compute-capability tables apply): sm_120
+    #: Blackwell (RTX 50, RTX PRO) runs warp-level ``mma.sync`` kernels as Ada does, not sm_100's ``tcgen05``
+    #: ones. ``None``: ``architecture``. :attr:`curves_architecture` resolves it.
+    kernel_architecture: str | None = None
     provenance: dict[str, str] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
     uncertain: tuple[str, ...] = ()
@@ -146,8 +151,12 @@ class Device:
                     raise bad(f"{self.id}.achieved.{k}", v, "must be a fraction in (0, 1]")
             elif k == "kernel_s" and not (isinstance(v, (int, float)) and 0 <= v < 1):
                 raise bad(f"{self.id}.achieved.{k}", v, "must be in [0, 1) seconds")
-        if self.architecture is not None and self.architecture not in ARCHITECTURES:
-            raise bad(f"{self.id}.architecture", self.architecture, f"must be one of {', '.join(ARCHITECTURES)}")
+        for k in ("architecture", "kernel_architecture"):
+            v = getattr(self, k)
+            if v is not None and v not in ARCHITECTURES:
+                raise bad(f"{self.id}.{k}", v, f"must be one of {', '.join(ARCHITECTURES)}")
+        if self.kernel_architecture is not None and self.architecture is None:
+            raise bad(f"{self.id}.kernel_architecture", self.kernel_architecture, "needs an architecture")
         for k, tag in self.provenance.items():
             if tag not in PROVENANCE:
                 raise bad(f"{self.id}.provenance.{k}", tag, f"must be one of {', '.join(PROVENANCE)}")
@@ -170,6 +179,12 @@ class Device:
             if cand in self.peak_flops:
                 return cand, float(self.peak_flops[cand])
         raise bad("precision", dtype, f"device {self.id} has no compute roof at or above {dtype}")
+
+    @property
+    def curves_architecture(self) -> str | None:
+        """The architecture whose kernel curves and kernel choices price this device: ``kernel_architecture``, else
+        ``architecture`` (``None``: no kernel curves)."""
+        return self.kernel_architecture or self.architecture
 
     @property
     def vector_flops(self) -> float:

@@ -82,6 +82,7 @@ _META_KEYS = {
     "vendor",
     "kind",
     "architecture",
+    "kernel_architecture",
     "provenance",
     "source",
     "uncertain",
@@ -326,6 +327,9 @@ def parse_device_dict(data: dict[str, Any], where: str = "<device>") -> list[Dev
     architecture = _str_field(where, data, "architecture", "") or None
     if architecture is not None and architecture not in ARCHITECTURES:
         raise _err(where, "architecture", architecture, f"must be one of {', '.join(ARCHITECTURES)}")
+    kernel_architecture = _str_field(where, data, "kernel_architecture", "") or None
+    if kernel_architecture is not None and kernel_architecture not in ARCHITECTURES:
+        raise _err(where, "kernel_architecture", kernel_architecture, f"must be one of {', '.join(ARCHITECTURES)}")
     notes = _str_field(where, data, "notes", "")
     prov = _check_provenance(where, "provenance", data.get("provenance", "datasheet"))
     source = _check_url(where, "source", data["source"]) if "source" in data else None
@@ -346,6 +350,7 @@ def parse_device_dict(data: dict[str, Any], where: str = "<device>") -> list[Dev
         vendor=vendor,
         kind=kind,
         architecture=architecture,
+        kernel_architecture=kernel_architecture,
         peak_flops=dict(b.peak),
         provenance=dict(b.prov),
         sources=dict(b.src),

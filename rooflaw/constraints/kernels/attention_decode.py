@@ -172,8 +172,11 @@ def xqa_falls_back(rows: pd.DataFrame, device: Device) -> np.ndarray:
 
 
 def xqa_device(device: Device) -> bool:
-    """Whether TensorRT-LLM's decode runs its XQA kernels on ``device`` (not on Blackwell: trtllm-gen's there)."""
-    return device.architecture != "blackwell"
+    """Whether TensorRT-LLM's decode runs its XQA kernels on ``device`` (not on sm_100 Blackwell: trtllm-gen's
+    there; ``attentionOp.h``: ``mUseTllmGen = mSM >= 100 && mSM != 120 && mSM != 121``, so sm_120 runs XQA's
+    ``mha.cu``, built for sm_86/89/120/121): by the device's kernel architecture (``Device.curves_architecture``),
+    so a device file naming ``kernel_architecture = "ada"`` runs XQA."""
+    return device.curves_architecture != "blackwell"
 
 
 def trtllm_gen(rows: pd.DataFrame, device: Device) -> np.ndarray:

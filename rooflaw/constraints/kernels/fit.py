@@ -110,7 +110,7 @@ class GPU:
 
     @property
     def architecture(self) -> str:
-        return self.device.architecture or GENERIC
+        return self.device.curves_architecture or GENERIC
 
 
 def device_for_folder(folder: str, overrides: dict[str, str] | None = None) -> Device:

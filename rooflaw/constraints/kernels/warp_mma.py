@@ -12,6 +12,9 @@ compute runs at
 
 of the rate the curves give the device (B200: 2,731 / (2,250 TFLOPS / (148 x 1.98 GHz)) = 0.356; H100 0.72; Jetson
 Thor 2,731 / 8,240 = 0.331) -- from the device's datasheet and architecture, so an unseen GPU gets its own share.
+sm_120 Blackwell (RTX 50, RTX PRO) has no ``tcgen05``: its datasheet peaks are ``mma.sync``'s own (CUTLASS's
+``SM120_16x8x32_TN``: ``mma.sync.aligned.kind::f8f6f4.m16n8k32``; at most 1,076 FLOP/clk/SM at 16 bits), so its
+share is 1 whether its device file names ``kernel_architecture = "ada"`` or not.
 """
 
 from __future__ import annotations
@@ -27,9 +30,9 @@ WARP_FLOP_CLK_SM = 2.0 / 3.0 * 4096.0
 
 
 def warp_mma_share(device: Device) -> float:
-    """The factor on an ``mma.sync`` kernel's compute rate on ``device`` (module docstring): 1 but on a
-    :data:`WIDE_MMA` architecture with an SM count and a clock."""
-    if device.architecture not in WIDE_MMA or not device.sm_count or not device.clock:
+    """The factor on an ``mma.sync`` kernel's compute rate on ``device`` (module docstring): 1 but on a device whose
+    kernels' architecture (``Device.curves_architecture``) is :data:`WIDE_MMA`, with an SM count and a clock."""
+    if device.curves_architecture not in WIDE_MMA or not device.sm_count or not device.clock:
         return 1.0
     per_sm_clk = device.roof("fp16")[1] / (float(device.sm_count) * float(device.clock))
     return min(1.0, WARP_FLOP_CLK_SM / per_sm_clk)
