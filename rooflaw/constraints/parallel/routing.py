@@ -73,24 +73,27 @@ def serving_share(tokens: float, experts: Any, top_k: Any, ranks: int, law: str 
     """Routed pairs of the busiest of ``ranks`` EP ranks over the mean rank's (≥ 1) for ``tokens`` tokens routed
     top-``top_k`` of ``experts`` (numbers or per-row arrays) under ``law``: ``uniform`` is :func:`busiest_share`; a
     ``power_law_<a>`` law the heaviest expert group's expected rows of :func:`..kernels.moe.expected_load` over
-    ``tokens·top_k/ranks``, at most what one rank can hold. 1 where ``ranks`` ≤ 1, ``tokens`` < 1, the model is
-    dense, or ``ranks`` does not divide its experts (the layout check reports it)."""
+    ``tokens·top_k/ranks``, at most what one rank can hold, at least the uniform law's -- where ``tokens·top_k``
+    exceeds the experts (the tables' generator draws the continuous law there; below it places a few pairs at
+    random, and the uniform law's busiest rank stands). 1 where ``ranks`` ≤ 1, ``tokens`` < 1, the model is dense,
+    or ``ranks`` does not divide its experts (the layout check reports it)."""
     if law == "uniform":
         return busiest_share(tokens, experts, top_k, ranks)
     from ..kernels.moe import expected_load, parse_distribution
 
     parse_distribution(law)  # raises on an unknown law
     E, K = np.broadcast_arrays(np.asarray(experts, dtype=float), np.asarray(top_k, dtype=float))
-    out = np.ones(E.shape)
     T = int(round(tokens))
+    out = np.array(busiest_share(T, E, K, ranks), dtype=float)
     if ranks <= 1 or T < 1:
         return out
     for e, k in {(int(e), int(k)) for e, k in zip(E.ravel(), K.ravel(), strict=True)}:
-        if e <= 1 or k < 1 or k > e or e % ranks:
+        if e <= 1 or k < 1 or k > e or e % ranks or T * k <= e:
             continue
         rows = expected_load(T, e, k, ranks, law)[0]
         share = min(rows, T * min(k, e / ranks)) / (T * k / ranks)
-        out[(e == E) & (k == K)] = max(share, 1.0)
+        mask = (e == E) & (k == K)
+        out[mask] = np.maximum(out[mask], share)
     return out
 
 
