@@ -18,9 +18,10 @@ No fitted figure: real routers are not uniform (a layout's ``imbalance=`` multip
 
 :func:`serving_share` is what the layouts price (session 16): the busiest rank under :data:`SERVING_LAW`, the
 MoE kernel tables' ``power_law_1.01`` routing (:func:`..kernels.moe.expected_load`: each expert's weight drawn from
-p(x) ∝ x^−1.01, the heaviest expert group's rows; the law the tables measure an EP rank under and NVIDIA's
-aiconfigurator prices serving with), not the uniform law above: a served model's router on real or synthetic
-prompts is skewed, and the layer waits for its most loaded rank. No fitted figure; ``uniform`` keeps the normal form.
+p(x) ∝ x^−1.01, the heaviest expert group's rows; a law the tables measure an EP rank under, and NVIDIA's
+aiconfigurator prices serving with a power law of this kind by default), not the uniform law above: a served
+model's router on real or synthetic prompts is skewed, and the layer waits for its most loaded rank. No fitted
+figure; ``uniform`` keeps the normal form.
 """
 
 from __future__ import annotations
