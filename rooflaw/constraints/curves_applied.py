@@ -107,6 +107,11 @@ def compute_fractions(kc: Any) -> dict[str, float]:
     return {k: compute_fraction(kc, k) for k in COMPUTE_KEYS}
 
 
+#: Compute keys of formats whose kernels differ from their roof dtype's (:attr:`~..devices.precision.Format.key`):
+#: key -> the roof dtype whose peak they run on
+FORMAT_KEYS = {"fp8_block": "fp8"}
+
+
 def gemm_extra_s(kc: Any, key: str, engine: str) -> float:
     """Seconds one GEMM call of compute ``key`` costs beyond ``kernel_s`` under ``engine``: the curves' ``launch``
     entry of the engine's framework (an engine of another framework: the smallest any framework shows), following
@@ -130,7 +135,7 @@ def gemm_extra_s(kc: Any, key: str, engine: str) -> float:
 def gemm_key(precision: Any, mixed: bool) -> str:
     """The curves' compute key of a precision's linear layers: ``mixed`` for a dequantising GEMM (``mixed``:
     :func:`.engines.mixed_input`), else its roof."""
-    return "mixed" if mixed else precision.linear_dtype
+    return "mixed" if mixed else precision.linear_key
 
 
 def engine_note(device: Device, prof: Any, family: bool = False) -> str:
@@ -171,7 +176,8 @@ def applied_fields(device: Device, prof: Any, kc: Any) -> dict[str, Any]:
     """The fields of :class:`.engines.Applied` for ``device`` under engine profile ``prof`` with kernel curves ``kc``
     (:func:`.engines.applied` builds it: this module sits below the engines)."""
     ce, me = float(device.compute_efficiency), float(device.memory_efficiency)
-    frac = {k: min(v, step_cap(kc, device, k, prof.name)) for k, v in compute_fractions(kc).items()}
+    fractions = compute_fractions(kc) | {k: compute_fraction(kc, k) for k in FORMAT_KEYS}
+    frac = {k: min(v, step_cap(kc, device, k, prof.name)) for k, v in fractions.items()}
     own = own_kernel_factors(device, prof)
     cf = prof.compute_factor if own else 1.0
     comp = {k: min(1.0, v * ce * cf) for k, v in frac.items()}
@@ -272,11 +278,12 @@ def step_cap(kc: Any, device: Device, key: str, engine: str) -> float:
         return float("inf")
     fw = FRAMEWORK.get(engine)
     step_us = (getattr(kc, "token_us", None) or {}).get(f"{fw}/{key}/kstep")
-    if (key, fw) not in OWN_KSTEP or not step_us or not device.sm_count or key not in device.peak_flops:
+    peak = FORMAT_KEYS.get(key, key)  # block-scaled fp8 runs on the fp8 peak
+    if (key, fw) not in OWN_KSTEP or not step_us or not device.sm_count or peak not in device.peak_flops:
         return float("inf")
     step_s = float(step_us) * 1e-6 * cycle_scale(kc, device)
     tile_flops = 2.0 * max(m * n for m, n in TILE_MENU) * K_STEP
-    return tile_flops / step_s / (float(device.peak_flops[key]) / float(device.sm_count))
+    return tile_flops / step_s / (float(device.peak_flops[peak]) / float(device.sm_count))
 
 
 def moe_serial(kc: Any, device: Device | None) -> float:

@@ -95,7 +95,8 @@ def rates(device: Any, precision: Any, app: Any = None) -> Rates:
 
     inv = {}
     for c in ROOF_CLASSES:
-        eff = app.eff(roof(c, device, precision)[0])
+        lin = c == "linear" and (key := precision.linear_key) in app.compute  # block-scaled fp8: its own fraction
+        eff = app.eff(key if lin else roof(c, device, precision)[0])
         if c == "linear" and mixed_input(precision):
             eff = min(1.0, eff * app.mixed)
         if c == "attention":

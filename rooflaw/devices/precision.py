@@ -33,6 +33,9 @@ class Format:
     #: format (``bytes``): llama.cpp's F16 cuBLAS path for GGUF prompts reads the quantised block and writes F16.
     #: 0: the GEMM reads the weights as stored (or dequantises them in its inner loop)
     staged: float = 0.0
+    #: the measured kernels' compute key where the format runs other kernels than its ``dtype``'s plain ones
+    #: (``fp8_block``: block-scaled FP8 GEMMs, slower per FLOP than per-tensor FP8 on Hopper); "": the dtype's
+    key: str = ""
 
 
 FORMATS: dict[str, Format] = {
@@ -41,6 +44,14 @@ FORMATS: dict[str, Format] = {
     "bf16": Format("bf16", 2.0, "fp16"),
     "fp16": Format("fp16", 2.0, "fp16"),
     "fp8": Format("fp8", 1.0, "fp8"),
+    "fp8_block": Format(
+        "fp8_block",
+        1.0 + 4 / 128**2,
+        "fp8",
+        "block-scaled FP8 (DeepSeek-V3/R1's own checkpoints): an fp32 scale per "
+        "128x128 weight block, activations quantised per 1x128 group inside the GEMM",
+        key="fp8_block",
+    ),
     "int8": Format("int8", 1.0, "int8"),
     "int4": Format("int4", 0.5 + 2 / 128, "int4", "group size 128 with an fp16 scale per group"),
     "nvfp4": Format("nvfp4", 0.5 + 1 / 16, "fp4", "fp8 (E4M3) scale per 16 elements"),
@@ -122,6 +133,13 @@ class Precision:
     def linear_dtype(self) -> str:
         """Compute dtype of the linear layers (wider of weights and activations)."""
         return wider(self.weights.dtype, self.activations.dtype)
+
+    @property
+    def linear_key(self) -> str:
+        """The measured kernels' compute key of the linear layers: the weights' format ``key`` (``fp8_block``) where
+        the layers run on that format's roof, else :attr:`linear_dtype`."""
+        dt = self.linear_dtype
+        return self.weights.key if self.weights.key and self.weights.dtype == dt else dt
 
     @property
     def attention_dtype(self) -> str:

@@ -15,6 +15,13 @@ rank); a rank's share of the token-expert pairs is then ``K·share/R`` per token
 follow from the same share, :data:`~..operators.EXPERTS_TOUCHED` at ``K·share``). The normal form is within 2 %
 of a Monte Carlo of the routing for ``T ≥ 8`` and about 6 % low at ``T = 1`` (tests/test_parallel_routing.py).
 No fitted figure: real routers are not uniform (a layout's ``imbalance=`` multiplies on top).
+
+:func:`serving_share` is what the layouts price (session 16): the busiest rank under :data:`SERVING_LAW`, the
+MoE kernel tables' ``power_law_1.01`` routing (:func:`..kernels.moe.expected_load`: each expert's weight drawn from
+p(x) ∝ x^−1.01, the heaviest expert group's rows; a law the tables measure an EP rank under, and NVIDIA's
+aiconfigurator prices serving with a power law of this kind by default), not the uniform law above: a served
+model's router on real or synthetic prompts is skewed, and the layer waits for its most loaded rank. No fitted
+figure; ``uniform`` keeps the normal form.
 """
 
 from __future__ import annotations
@@ -59,4 +66,36 @@ def busiest_share(tokens: float, experts: Any, top_k: Any, ranks: int) -> Any:
     return np.where(moe, np.maximum(top / mu, 1.0), 1.0)
 
 
-__all__ = ["busiest_share", "expected_max_normal"]
+#: Routing law of served MoE layers (:func:`serving_share`): the kernel tables' ``power_law_1.01``, or ``uniform``.
+SERVING_LAW = "power_law_1.01"
+
+
+def serving_share(tokens: float, experts: Any, top_k: Any, ranks: int, law: str = SERVING_LAW) -> Any:
+    """Routed pairs of the busiest of ``ranks`` EP ranks over the mean rank's (≥ 1) for ``tokens`` tokens routed
+    top-``top_k`` of ``experts`` (numbers or per-row arrays) under ``law``: ``uniform`` is :func:`busiest_share`; a
+    ``power_law_<a>`` law the heaviest expert group's expected rows of :func:`..kernels.moe.expected_load` over
+    ``tokens·top_k/ranks``, at most what one rank can hold, at least the uniform law's -- where ``tokens·top_k``
+    exceeds the experts (the tables' generator draws the continuous law there; below it places a few pairs at
+    random, and the uniform law's busiest rank stands). 1 where ``ranks`` ≤ 1, ``tokens`` < 1, the model is dense,
+    or ``ranks`` does not divide its experts (the layout check reports it)."""
+    if law == "uniform":
+        return busiest_share(tokens, experts, top_k, ranks)
+    from ..kernels.moe import expected_load, parse_distribution
+
+    parse_distribution(law)  # raises on an unknown law
+    E, K = np.broadcast_arrays(np.asarray(experts, dtype=float), np.asarray(top_k, dtype=float))
+    T = int(round(tokens))
+    out = np.array(busiest_share(T, E, K, ranks), dtype=float)
+    if ranks <= 1 or T < 1:
+        return out
+    for e, k in {(int(e), int(k)) for e, k in zip(E.ravel(), K.ravel(), strict=True)}:
+        if e <= 1 or k < 1 or k > e or e % ranks or T * k <= e:
+            continue
+        rows = expected_load(T, e, k, ranks, law)[0]
+        share = min(rows, T * min(k, e / ranks)) / (T * k / ranks)
+        mask = (e == E) & (k == K)
+        out[mask] = np.maximum(out[mask], share)
+    return out
+
+
+__all__ = ["SERVING_LAW", "busiest_share", "expected_max_normal", "serving_share"]

@@ -89,8 +89,9 @@ def _sum_group(res: dict, group: str, phase: str, exclude_overhead: bool = False
 
 def _busiest_ffn(shp, cols, sc: Scenario, ranks: int, tokens: int) -> dict[str, Any]:
     """The FFN shape of the busiest of ``ranks`` EP ranks for ``tokens`` routed tokens: its routed experts'
-    ``top_k`` per token times :func:`.routing.busiest_share` (uniform routing's expected maximum over the mean)."""
-    share = routing.busiest_share(tokens, cols["experts"], cols["top_k"], ranks)
+    ``top_k`` per token times :func:`.routing.serving_share` (the busiest rank's rows over the mean under the served
+    routing law, :data:`.routing.SERVING_LAW`)."""
+    share = routing.serving_share(tokens, cols["experts"], cols["top_k"], ranks)
     return _ops(dict(shp["ffn"], top_k=shp["ffn"]["top_k"] * share), sc)
 
 
