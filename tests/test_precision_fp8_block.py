@@ -8,6 +8,7 @@ import pytest
 
 from rooflaw.constraints import assembly as A
 from rooflaw.constraints import curves_applied as CA
+from rooflaw.constraints import device_rates as DR
 from rooflaw.constraints.engines import applied
 from rooflaw.devices.catalog import get_device
 from rooflaw.devices.precision import Precision
@@ -37,5 +38,5 @@ def test_hopper_linear_and_moe_rates_take_the_block_scaled_fractions():
     assert r_plain.inv["linear"] == pytest.approx(1.0 / (peak * app.compute["fp8"]), rel=1e-9)
     assert r_block.inv["linear"] > 1.1 * r_plain.inv["linear"]  # Hopper: block scaling costs >10 % of the rate
     moe = dict(kc.moe_compute or {})
-    assert A._moe_fraction(app, block) == pytest.approx(kc.moe * moe.get("fp8_block", 1.0), rel=1e-9)
-    assert A._moe_fraction(app, plain) == pytest.approx(kc.moe * moe.get("fp8", 1.0), rel=1e-9)
+    assert DR.moe_fraction(app, block) == pytest.approx(kc.moe * moe.get("fp8_block", 1.0), rel=1e-9)
+    assert DR.moe_fraction(app, plain) == pytest.approx(kc.moe * moe.get("fp8", 1.0), rel=1e-9)

@@ -112,11 +112,11 @@ def rates(device: Any, precision: Any, app: Any = None) -> Rates:
         inv_gemv, float(app.gemv_max_batch) if gemv else 0.0,
         app.kernels_per_expert if counted else 0.0, 1.0 / (bw16 * app.memory) if bw16 else 0.0,
         app.layer_s, app.half_rows, *_gemm_launch(app, precision), bool(getattr(app, "curves", "")),
-        _moe_fraction(app, precision), *_streams(device, app, precision),
+        moe_fraction(app, precision), *_streams(device, app, precision),
     )  # fmt: skip
 
 
-def _moe_fraction(app: Any, precision: Any) -> float:
+def moe_fraction(app: Any, precision: Any) -> float:
     """The grouped MoE kernel's fraction of the linear roof for ``precision``'s expert GEMMs: ``moe`` (its bf16 rate)
     times ``moe_compute`` of the precision's compute key (the MoE family's per-dtype rate; 1 where none is fitted)."""
     from .curves_applied import gemm_key
