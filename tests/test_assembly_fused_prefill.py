@@ -13,6 +13,7 @@ import sympy as sp
 from rooflaw.arch import Architecture
 from rooflaw.constraints import Workload
 from rooflaw.constraints import fused_prefill as FP
+from rooflaw.constraints.curves_applied import prefill_wave_s
 from rooflaw.constraints.kernels import curves_for
 from rooflaw.constraints.kernels.attention import block_pairs, causal_pairs
 from rooflaw.constraints.kernels.attention_prefill import query_tiles
@@ -92,7 +93,10 @@ def test_prefill_attention_by_hand(dev_id):
     tm = (16 * 1024 * 4096 * 2 + 16 * 1024 * 1024 * 2) / (dev.memory_bandwidth * dev.memory_efficiency * kc.memory)
     p = kc.prefill_blend
     core = (math_s**p + tm**p) ** (1 / p)
-    assert ops["attn_scores"].seconds == pytest.approx(core + waves * kc.attention_tile_s, rel=1e-9)
+    z = kc.clock_mhz * 1e6 / dev.clock  # the tiles are SM cycles at the curves' clock (1: the device's own curves)
+    # TensorRT-LLM on Hopper runs its warp-specialised sm90 FMHA (its own wave where fitted), on Ada fmha_v2's mma.sync
+    tile = (kc.attention_ws_tile_s or kc.attention_tile_s) if dev_id == "h100-sxm" else kc.attention_tile_s
+    assert ops["attn_scores"].seconds == pytest.approx(core + waves * tile * z, rel=1e-9)
     assert ops["attn_values"].seconds == pytest.approx(core, rel=1e-9)
     assert ops["softmax"].seconds == 0.0 and ops["softmax"].flops == 5 * 16 * 32 * 589824
 
@@ -153,3 +157,33 @@ def test_no_curves_or_unfused_keep_exact_pairs_and_the_hard_max():
     for rep in (m4, unf):
         sm = next(o for o in rep.ops if o.name == "softmax" and o.phase == "prefill")
         assert sm.seconds > 0 and sm.flops == 5 * 2 * 32 * (512 * 513 / 2 if rep is m4 else 512 * 512)
+
+
+def test_a_device_at_half_the_curves_clock_takes_twice_the_tile_seconds():
+    """H100 with its boost clock halved (990 MHz against the Hopper curves' 1,980): the fused kernel's QKᵀ op (which
+    carries the kernel's waves) costs exactly ``waves · attention_tile_s`` more -- the waves' seconds doubled -- and
+    the ·V op nothing more (batch 16, 1,024-token prompts, 32 heads: ⌈4096/132⌉ = 32 waves)."""
+    dev = get_device("h100-sxm")
+    slow = dataclasses.replace(dev, clock=dev.clock / 2)
+    kc = curves_for(dev)
+    assert kc.clock_mhz * 1e6 == pytest.approx(dev.clock)
+    arch = Architecture(layers=1, d_model=4096, heads=32, kv_heads=8, head_dim=128, ffn=256, vocab=256)
+    ops = [{o.name: o.seconds for o in evaluate(arch, d, Workload(16, 1024, 1), "bf16", engine="tensorrt-llm").ops
+            if o.phase == "prefill"} for d in (dev, slow)]  # fmt: skip
+    waves = math.ceil(16 * 32 * 8 / dev.sm_count)
+    tile = kc.attention_ws_tile_s or kc.attention_tile_s  # TensorRT-LLM's warp-specialised sm90 FMHA
+    assert ops[1]["attn_scores"] - ops[0]["attn_scores"] == pytest.approx(waves * tile, rel=1e-9)
+    assert ops[1]["attn_values"] == pytest.approx(ops[0]["attn_values"], rel=1e-12)
+
+
+def test_the_engines_warp_specialised_prefill_kernels_take_their_own_wave():
+    """Hopper and Blackwell: TensorRT-LLM (sm90 fmha_v2, trtllm-gen) and vLLM (FlashAttention-3, FlashInfer's
+    trtllm-gen) run warp-specialised kernels, ``attention_ws_tile_s`` a wave; Ada's and Ampere's engines, and an engine
+    the kernel tables do not measure (llama.cpp's mma.sync kernels), ``attention_tile_s``; curves without the
+    warp-specialised figure (0) give every kernel ``attention_tile_s``."""
+    kc = dataclasses.replace(curves_for(get_device("h100-sxm")), attention_tile_s=1.5e-6, attention_ws_tile_s=3.5e-6)
+    for dev_id, engine, want in (("h100-sxm", "tensorrt-llm", 3.5e-6), ("h100-sxm", "vllm", 3.5e-6),
+                                 ("b200", "vllm", 3.5e-6), ("h100-sxm", "llama.cpp", 1.5e-6),
+                                 ("l40s", "tensorrt-llm", 1.5e-6), ("a100-sxm-80gb", "vllm", 1.5e-6)):  # fmt: skip
+        assert prefill_wave_s(kc, get_device(dev_id), engine) == want, (dev_id, engine)
+    assert prefill_wave_s(dataclasses.replace(kc, attention_ws_tile_s=0.0), get_device("b200"), "vllm") == 1.5e-6

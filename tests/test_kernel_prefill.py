@@ -176,3 +176,61 @@ def test_prefill_blend_rounds_the_ridge_and_zero_keeps_the_max():
     assert KA.predict_generation(dec, dev, dataclasses.replace(base, prefill_blend=2.0))[0] == pytest.approx(
         KA.predict_generation(dec, dev, base)[0], rel=1e-12
     )
+
+
+def test_tiles_and_kernel_s_are_sm_cycles_at_the_curves_clock():
+    # B = 1, S = 1024, 8 heads: 64 query tiles on 64 SMs, one wave. Curves written at 2,000 MHz: a device at 1,000 MHz
+    # (half the curves' clock) runs the wave's 2 us (1e-6 s / rate 0.5) and kernel_s 4 us in twice the seconds, 4 and
+    # 8 us: 6 us more; the engine's launch extra (host work, 5 us) stays seconds; the rest (MMAs, stream) is unchanged.
+    c = KernelCurves(architecture="t", compute={"fp16": 0.5}, memory=0.8, kernel_s=4e-6, attention=0.5,
+                     attention_tile_s=1e-6, clock_mhz=2000.0, rate={"vllm/context_attention": 0.5},
+                     launch={"vllm/context_attention": 5e-6})  # fmt: skip
+    at_clock, half = _dev(clock=2.0e9), _dev(clock=1.0e9)
+    t0 = KA.predict_context(_row(), at_clock, c)[0] * 1e-3
+    t1 = KA.predict_context(_row(), half, c)[0] * 1e-3
+    assert t1 - t0 == pytest.approx(2e-6 + 4e-6, rel=1e-9)
+    # the launch extra does not scale: without it the difference is the same
+    c0 = dataclasses.replace(c, launch={})
+    assert KA.predict_context(_row(), half, c0)[0] - KA.predict_context(_row(), at_clock, c0)[0] == pytest.approx(
+        (t1 - t0) * 1e3, rel=1e-9)  # fmt: skip
+    # no clock on the device (or the curves): seconds as written
+    assert KA.predict_context(_row(), _dev(), c)[0] == pytest.approx(t0 * 1e3, rel=1e-12)
+
+
+def test_warp_specialised_kernels_pay_their_own_wave_in_sm_cycles():
+    # B = 1, S = 1024, 8 heads on 64 SMs: 64 query tiles, one wave. Curves at 2,000 MHz: 1 us a wave of mma.sync tiles
+    # (2,000 cycles), 3 us of warp-specialised ones (6,000 cycles); no kernel_s, TensorRT-LLM at rate 1. On a Hopper
+    # device at the curves' clock the engine's own kernel (sm90 fmha_v2) pays 3 us over the same row without tiles; at
+    # half the clock 6 us; its FlashInfer side kernel (d = 256 on Blackwell) and an Ada device pay 1 us (2 at half).
+    c = KernelCurves(architecture="t", compute={"fp16": 0.5}, memory=0.8, kernel_s=0.0, attention=0.5,
+                     attention_tile_s=1e-6, attention_ws_tile_s=3e-6, clock_mhz=2000.0)  # fmt: skip
+    bare = dataclasses.replace(c, attention_tile_s=0.0, attention_ws_tile_s=0.0)
+    own, side = _row(framework="trtllm", kernel_source="torch_flow"), _row(kernel_source="vllm_triton_attn")
+
+    def extra(row, **dev) -> float:
+        d = _dev(**dev)
+        return (KA.predict_context(row, d, c)[0] - KA.predict_context(row, d, bare)[0]) * 1e-3
+
+    for arch, ws in (("hopper", 3e-6), ("blackwell", 3e-6), ("ada", 1e-6), ("ampere", 1e-6)):
+        assert extra(own, architecture=arch, clock=2.0e9) == pytest.approx(ws, rel=1e-9), arch
+        assert extra(own, architecture=arch, clock=1.0e9) == pytest.approx(2 * ws, rel=1e-9), arch
+    assert extra(side, architecture="blackwell", clock=1.0e9) == pytest.approx(2e-6, rel=1e-9)
+    # without the warp-specialised figure (0), every kernel pays attention_tile_s
+    c = dataclasses.replace(c, attention_ws_tile_s=0.0)
+    assert extra(own, architecture="hopper", clock=2.0e9) == pytest.approx(1e-6, rel=1e-9)
+
+
+def test_tile_params_follow_the_kernels_a_gpus_rows_run():
+    """H100's rows (FlashAttention-3/-4, TensorRT-LLM) fit the warp-specialised wave only, B200's (trtllm-gen, and
+    its Triton and FlashInfer side kernels) both, L40S's and A100's (FlashAttention-2, FlashInfer FA2) mma.sync's."""
+
+    def rows(*src: str) -> pd.DataFrame:
+        fw = ["vllm" if s.startswith("vllm") else "trtllm" for s in src]
+        return pd.DataFrame({"framework": fw, "kernel_source": list(src)})
+
+    assert KP.tile_params(rows("vllm_flash_attn_fa3", "vllm_flash_attn_fa4", "torch_flow")) == ("attention_ws_tile_s",)
+    b200 = rows("vllm_flashinfer_trtllmprefill", "vllm_triton_attn", "torch_flow", "torch_flow_flashinfer")
+    assert KP.tile_params(b200) == ("attention_tile_s", "attention_ws_tile_s")
+    l40s = rows("vllm_flash_attn_fa2", "vllm_flashinfer_fiprefill", "torch_flow")
+    assert KP.tile_params(l40s) == ("attention_tile_s",)
+    assert KP.tile_params(rows("vllm_flash_attn", "torch_flow")) == ("attention_tile_s",)

@@ -223,6 +223,24 @@ def decode_wave_s(kc: Any, device: Device | None, engine: str | None) -> float:
     return float(kc.decode_tile_s)
 
 
+def prefill_wave_s(kc: Any, device: Device | None, engine: str | None) -> float:
+    """Seconds (SM cycles at the curves' clock) per wave of a fused prefill kernel's query tiles that ``engine`` pays
+    on ``device``: TensorRT-LLM and vLLM run warp-specialised TMA kernels on a Hopper or Blackwell kernel architecture
+    (sm90 ``fmha_v2`` / trtllm-gen, FlashAttention-3 / FlashInfer's trtllm-gen:
+    :func:`.kernels.attention_prefill.warp_specialised`), ``attention_ws_tile_s`` where the curves fit one (~7k SM
+    cycles); every other engine and GPU ``attention_tile_s`` (``mma.sync`` kernels: ~3k)."""
+    tile = float(getattr(kc, "attention_tile_s", 0.0) or 0.0)
+    ws = float(getattr(kc, "attention_ws_tile_s", 0.0) or 0.0)
+    if ws > 0.0 and device is not None and FRAMEWORK.get(engine or "") is not None:
+        try:
+            from .kernels.attention_prefill import warp_specialised
+        except ImportError:
+            return tile
+        if warp_specialised(None, 1, device)[0]:
+            return ws
+    return tile
+
+
 def stream_fields(
     kc: Any, scale: float, cycles: float = 1.0, device: Device | None = None, engine: str | None = None
 ) -> dict[str, float]:
@@ -233,11 +251,12 @@ def stream_fields(
     weights at ``bandwidth · memory · moe_memory``), ``moe_s``, ``moe_serial``, and decode attention's
     ``decode_half_occupancy``, ``decode_split`` and ``decode_tile_s`` (the wave of the kernel ``engine`` runs:
     :func:`decode_wave_s`), the GEMMs' ``gemm_blend`` (the tile/wave model's), and a fused prefill kernel's block
-    (:data:`PREFILL_BLOCK`), ``attention_tile_s`` (not clock-scaled, as the prefill family uses it),
-    ``prefill_blend`` and its softmax (:func:`softmax_fields`; :mod:`.fused_prefill`). ``moe_s`` and ``decode_tile_s``
-    are SM cycles written as seconds at the curves' ``clock_mhz`` (as
-    ``kernel_s``): times ``cycles`` (:func:`cycle_scale` of the device). ``moe_serial``: the blend's q on ``device``
-    (:func:`moe_serial`; without a device the curves' ``moe_serial``, the q of the GPUs they were fitted on)."""
+    (:data:`PREFILL_BLOCK`), ``attention_tile_s`` (the wave of the kernel ``engine`` runs: :func:`prefill_wave_s`),
+    ``prefill_blend`` and its softmax (:func:`softmax_fields`;
+    :mod:`.fused_prefill`). ``moe_s``, ``decode_tile_s`` and ``attention_tile_s`` are SM cycles written as seconds at
+    the curves' ``clock_mhz`` (as ``kernel_s``): times ``cycles`` (:func:`cycle_scale` of the device).
+    ``moe_serial``: the blend's q on ``device`` (:func:`moe_serial`; without a device the curves' ``moe_serial``, the
+    q of the GPUs they were fitted on)."""
     return dict(
         kv_memory=min(1.0, float(kc.attention_memory) * scale),
         experts_memory=min(1.0, float(kc.memory) * float(kc.moe_memory) * scale),
@@ -246,7 +265,7 @@ def stream_fields(
         decode_half_occupancy=float(kc.decode_half_occupancy), decode_split=float(kc.decode_split),
         decode_tile_s=decode_wave_s(kc, device, engine) * cycles,
         gemm_blend=float(kc.gemm_blend), attn_block=PREFILL_BLOCK,
-        attention_tile_s=float(getattr(kc, "attention_tile_s", 0.0)), prefill_blend=float(kc.prefill_blend),
+        attention_tile_s=prefill_wave_s(kc, device, engine) * cycles, prefill_blend=float(kc.prefill_blend),
         **softmax_fields(kc, device),
     )  # fmt: skip
 

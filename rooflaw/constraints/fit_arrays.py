@@ -301,7 +301,7 @@ def prefill_terms(case: Case, device: Device, names: list[str], batch: int, prom
     tiles' FLOPs). None where the device has no curves (or no SM count) or the attention is unfused."""
     from . import fused_prefill as FP
     from . import operators as O
-    from .curves_applied import PREFILL_BLOCK, curves_of
+    from .curves_applied import PREFILL_BLOCK, curves_of, cycle_scale, prefill_wave_s
     from .roofline import complete_columns
     from .streams import SMS
     from .symbols import ARCH, B, S_in, unfused
@@ -314,6 +314,7 @@ def prefill_terms(case: Case, device: Device, names: list[str], batch: int, prom
             FP.ATTN_BLOCK: PREFILL_BLOCK}  # fmt: skip
     inv = float(FP.inv_tile_efficiency().xreplace(subs).replace(O.nonzero, sp.sign))
     n_waves = float(FP.tile_waves().xreplace(subs))
+    wave = prefill_wave_s(kc, device, case.engine) * cycle_scale(kc, device)  # SM cycles at the curves' clock
     p = float(kc.prefill_blend)
     mult, q, waves, seen = np.ones(len(names)), np.zeros(len(names)), 0.0, set()
     for i, n in enumerate(names):
@@ -323,7 +324,7 @@ def prefill_terms(case: Case, device: Device, names: list[str], batch: int, prom
         mult[i], q[i] = inv, 1.0 / p if p > 0 else 0.0
         if op.name in FP.WAVE_OPS and op.name not in seen:  # all its copies (windowed kinds) run in op.count layers
             seen.add(op.name)
-            waves += float(cols[op.count][0]) * n_waves * float(kc.attention_tile_s)
+            waves += float(cols[op.count][0]) * n_waves * wave
     ks, pn = softmax_terms(case, device, names)
     return mult, q, waves, ks / mult, pn
 

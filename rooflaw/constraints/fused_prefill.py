@@ -11,10 +11,12 @@ power of two ≥ S, 8 to b; :func:`.tiles.tile_rows`); its math and its stream o
 of their blends is the blend of their sums), with the softmax op beside them.
 
 Each term enters as a symbol the backends give a value (:meth:`.device_rates.Rates.stream_args`): ``attn_block`` (``b``
-under kernel curves; 1 without: then the pairs are the exact causal ones and the tiles are off), ``attention_tile_s``
-(s per wave, 0 without; the family's figure, which it does not scale by the clock) and ``prefill_blend`` (p; inf: the
-hard max). The blocks' extra pairs sit in the unevaluated identity :data:`blocked`, which the GP relaxation drops
-(block pairs ≥ causal pairs, so it stays a lower bound, as it does without the tiles' waves and efficiency).
+under kernel curves; 1 without: then the pairs are the exact causal ones and the tiles are off), ``attention_tile_s`` (s
+per wave, 0 without; the family's figure of the kernel the engine runs, ``attention_ws_tile_s`` for a warp-specialised
+one: :func:`.curves_applied.prefill_wave_s`; SM cycles at the curves' clock, times the device's cycle scale) and
+``prefill_blend`` (p; inf: the hard max). The blocks' extra pairs sit in the unevaluated identity :data:`blocked`, which
+the GP relaxation drops (block pairs ≥ causal pairs, so it stays a lower bound, as it does without the tiles' waves and
+efficiency).
 Not followed: the family's per-engine KV-loop steps (TensorRT-LLM's Hopper FMHA: 256 keys at d ≤ 64, 64 above 128),
 FlashAttention-3's 192-row tiles and pack-GQA (vLLM on Hopper), the engines' kernel rates and L2 residency.
 

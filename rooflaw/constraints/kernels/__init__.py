@@ -104,8 +104,12 @@ class KernelCurves:
     attention_fp8: float = 0.0
     attention_memory: float = 1.0
     #: seconds each wave of prefill-attention CTAs (query tiles x heads x sequences over the SMs) costs beyond its
-    #: FLOPs: loading Q, the softmax epilogue and writing O of a tile
+    #: FLOPs: loading Q, the softmax epilogue and writing O of a tile -- SM cycles written as seconds at
+    #: ``clock_mhz`` (as ``decode_tile_s``; a device of clock ``f`` runs them in ``· clock_mhz / f``)
     attention_tile_s: float = 0.0
+    #: the same for the warp-specialised TMA prefill kernels (sm90 ``fmha_v2``, trtllm-gen, FlashAttention-3:
+    #: :func:`.attention_prefill.warp_specialised`), SM cycles at ``clock_mhz``; 0: ``attention_tile_s``
+    attention_ws_tile_s: float = 0.0
     #: share of vLLM's prefill tiles that pack a GQA group's query heads into one 128-row tile (FlashAttention-3's
     #: pack-GQA: S·g rows per KV head instead of S per query head; 0: none, 1: all)
     prefill_pack_gqa: float = 0.0

@@ -6,22 +6,22 @@ Prefill, per sequence and head: the causal kernel skips the masked half, so it c
 query rows × its KV-loop step (128 keys; TensorRT-LLM's Hopper FMHA: :func:`.attention_prefill.kv_steps`) -- so ``P``
 counts those (:func:`block_pairs`). FLOPs ``= 4·B·H·d·P``; bytes read/written ``= B·S·(2·H·d·2 +
 2·H_kv·d·b_kv)`` (Q and O in bf16, K and V in the KV dtype). ``t = blend((t_mma^p + t_softmax^p)^(1/p) / rate, bytes /
-(bandwidth · memory · l2)) + prep_bytes / (bandwidth · memory · l2) + waves · attention_tile_s / rate + kernel_s +
-launch`` with ``t_mma = FLOPs / (peak · attention · tile·wave)``, ``t_softmax = B·H·P · attention_softmax / peak_fp32``
-(its exponentials faster on faster SFUs: :mod:`.sfu`), ``p = softmax_overlap``, ``blend`` the p-norm of
-``prefill_blend`` (0: the max; :func:`.gemm.blend`) and ``rate`` the engine's kernel rate (``KernelCurves.rate``,
-TensorRT-LLM 1; its fp8-KV kernel's
-``rate["<engine>/context_attention/fp8"]``, a side kernel's ``rate["<engine>/context_attention/<path>"]``
-(:mod:`.attention_prefill`), where fitted): the softmax (max, exponent, sum, rescale) runs on the
-fp32 vector units, not the tensor cores, so an fp8 kernel does not speed it up, and a FlashAttention-3-style schedule
-hides it under the MMAs (``p`` large) where FlashAttention-2 runs them in series (``p = 1``); ``prep_bytes = B·S·d·(4·H
-+ H_kv·2·(2 + b_kv))`` the RoPE and KV-cache write the op runs beside the kernel (vLLM's measured call: the cache write
-alone, ``B·S·d·H_kv·2·(2 + b_kv)``; its model applies RoPE outside); ``waves = ceil(B·H·ceil(S/128) /
-SMs)``; the tile/wave term is :func:`rooflaw.constraints.tiles.tile_efficiency` of 128-query-row tiles over the ``B·H``
-heads; the roof is fp8 where the attention math is fp8 (fraction ``attention_fp8``; :func:`.attention_prefill.fp8_math`:
-the attention dtype, or vLLM's FlashAttention/FlashInfer over an fp8 KV cache, which take an fp8 query), else fp16.
-``l2 = max(1, peak_fp32
-· attention_l2 / (bandwidth · memory))`` where the kernel's own working set (Q, K, V, O: ``bytes``) fits in the device's
+(bandwidth · memory · l2)) + prep_bytes / (bandwidth · memory · l2) + (waves · tile / rate + kernel_s) · z + launch``
+(``z``: :func:`.gemm.cycle_scale`; ``tile`` = ``attention_tile_s``, ``attention_ws_tile_s`` for a warp-specialised
+kernel, :func:`.attention_prefill.warp_specialised`; both and ``kernel_s`` SM cycles at the curves' ``clock_mhz``)
+with ``t_mma = FLOPs / (peak · attention · tile·wave)``, ``t_softmax = B·H·P · attention_softmax / peak_fp32`` (its
+exponentials faster on faster SFUs: :mod:`.sfu`), ``p = softmax_overlap``, ``blend`` the p-norm of ``prefill_blend`` (0:
+the max; :func:`.gemm.blend`) and ``rate`` the engine's kernel rate (``KernelCurves.rate``, TensorRT-LLM 1; its fp8-KV
+kernel's ``rate["<engine>/context_attention/fp8"]``, a side kernel's ``rate["<engine>/context_attention/<path>"]``
+(:mod:`.attention_prefill`), where fitted): the softmax (max, exponent, sum, rescale) runs on the fp32 vector units, not
+the tensor cores, so an fp8 kernel does not speed it up, and a FlashAttention-3-style schedule hides it under the MMAs
+(``p`` large) where FlashAttention-2 runs them in series (``p = 1``); ``prep_bytes = B·S·d·(4·H + H_kv·2·(2 + b_kv))``
+the RoPE and KV-cache write the op runs beside the kernel (vLLM's measured call: the cache write alone,
+``B·S·d·H_kv·2·(2 + b_kv)``; its model applies RoPE outside); ``waves = ceil(B·H·ceil(S/128) / SMs)``; the tile/wave
+term is :func:`rooflaw.constraints.tiles.tile_efficiency` of 128-query-row tiles over the ``B·H`` heads; the roof is fp8
+where the attention math is fp8 (fraction ``attention_fp8``; :func:`.attention_prefill.fp8_math`: the attention dtype,
+or vLLM's FlashAttention/FlashInfer over an fp8 KV cache, which take an fp8 query), else fp16. ``l2 = max(1, peak_fp32 ·
+attention_l2 / (bandwidth · memory))`` where the kernel's own working set (Q, K, V, O: ``bytes``) fits in the device's
 L2 (a benchmark re-running the kernel finds it there, the prep traffic beside it streaming through; ``attention_l2`` in
 bytes per fp32 FLOP, a proxy of SMs × clock), else 1.
 
@@ -58,6 +58,7 @@ import pandas as pd
 
 from ...devices.device import Device
 from . import Family, KernelCurves, register
+from . import attention_prefill as AP
 from .attention_decode import (
     XQA_MAX_GROUP,
     decode_path_params,
@@ -184,8 +185,7 @@ class AttentionTerms:
     path: np.ndarray | None = None
     #: bool, decode: TensorRT-LLM's XQA kernel runs (before Blackwell: :func:`.attention_decode.xqa_split_cap`)
     xqa: np.ndarray | None = None
-    #: bool, decode: a warp-specialised TMA kernel runs (:func:`.attention_decode.warp_specialised`; its wave costs
-    #: ``decode_ws_tile_s``)
+    #: bool: a warp-specialised TMA kernel runs (``warp_specialised`` of :mod:`.attention_decode`, of the prefill's)
     ws: np.ndarray | None = None
     #: bool, decode: the kernel applies RoPE itself, one kernel for the op (:func:`.attention_decode.fused_rope`)
     fused: np.ndarray | None = None
@@ -245,6 +245,7 @@ def context_terms(rows: pd.DataFrame, device: Device) -> AttentionTerms:
         waves_packed=waves_p,
         kv8=b_kv == 1.0,
         path=kernel_paths(rows),
+        ws=AP.warp_specialised(kernel_paths(rows), len(rows), device),
     )
 
 
@@ -411,7 +412,8 @@ def seconds(t: AttentionTerms, device: Device, curves: KernelCurves) -> np.ndarr
     # prefill: the math and the stream blend at the ridge (``prefill_blend``; decode: the larger)
     core = blend(both / fw_rate, byts / (bw * mem * l2), curves.prefill_blend if t.prefill else 0.0)
     if t.prefill:
-        tiles = waves_pre * curves.attention_tile_s / fw_rate  # the engine's kernel runs its tiles at its rate too
+        cyc = cycle_scale(curves, device)  # tiles and kernel_s: SM cycles (the engine's kernel: its tiles at its rate)
+        tiles = waves_pre * AP.tile_seconds(t.ws, curves) * cyc / fw_rate + (cyc - 1.0) * curves.kernel_s
         return core + t.extra_bytes / (bw * curves.memory * l2) + tiles + lat
     # decode: the KV stream and the CTAs' prologues overlap in part (the p-norm blend)
     rate_p = decode_path_rate(t, curves, fp8_kv_rate(t, curves, fw_own))
@@ -463,9 +465,9 @@ CONTEXT = register(
     Family(
         name="context_attention",
         tables=("context_attention_perf",),
-        params=(PREFILL_FIGURES[0], "attention_fp8", *PREFILL_FIGURES[1:]),
+        params=(PREFILL_FIGURES[0], "attention_fp8", *PREFILL_FIGURES[1:], *AP.TILE_FIGURES),
         predict=predict_context,
-        used=lambda rows: (*CONTEXT_USED(rows), *path_params(rows, "context_attention")),
+        used=lambda rows: (*CONTEXT_USED(rows), *AP.tile_params(rows), *path_params(rows, "context_attention")),
         prepare=context_terms,
         evaluate=seconds,
     )

@@ -10,6 +10,7 @@ elsewhere at the engine's rate.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 
@@ -18,9 +19,25 @@ from ..tiles import tile_efficiency
 
 #: query rows per FlashAttention tile
 Q_TILE = 128
-#: the prefill family's fitted figures (beside ``attention_fp8``, the engines' rates and per-call extras)
-PREFILL_FIGURES = ("attention", "attention_tile_s", "attention_softmax", "attention_l2", "softmax_overlap",
-                   "prefill_pack_gqa", "prefill_blend")  # fmt: skip
+#: the prefill family's fitted figures (beside ``attention_fp8``, the engines' rates and per-call extras, and the
+#: per-wave figures of the kernels ``rows`` run: :data:`TILE_FIGURES`, :func:`tile_params`)
+PREFILL_FIGURES = ("attention", "attention_softmax", "attention_l2", "softmax_overlap", "prefill_pack_gqa",
+                   "prefill_blend")  # fmt: skip
+#: per wave of query-tile CTAs, SM cycles at the curves' clock: the ``mma.sync`` kernels' and the warp-specialised
+#: TMA kernels' (:func:`warp_specialised`)
+TILE_FIGURES = ("attention_tile_s", "attention_ws_tile_s")
+#: kernel architectures (``Device.curves_architecture``) whose engines' own prefill kernels are warp-specialised TMA
+#: kernels: TensorRT-LLM's sm90 ``fmha_v2`` (warp-specialised, TMA) and sm100 trtllm-gen FMHA, vLLM's
+#: FlashAttention-3 (Hopper) and FlashInfer's trtllm-gen prefill and decode (Blackwell); Ampere's and Ada's run
+#: ``mma.sync`` kernels (``fmha_v2`` sm80/89, FlashAttention-2, FlashInfer's FA2 backend)
+WS_ARCHITECTURES = ("hopper", "blackwell")
+#: side kernels (:data:`KERNEL_PATHS`) that are not warp-specialised on those: vLLM's Triton kernel, FlashInfer's FA2
+#: prefill that TensorRT-LLM hands d = 256, 512 to on Blackwell (trtllm-gen and FlashInfer's sm100 cutlass FMHA lack
+#: them); FlashAttention-4 (d = 512 on Hopper) and the trtllm-gen decode kernel are warp-specialised
+MMA_SYNC_PATHS = ("triton", "flashinfer")
+#: ``kernel_source`` substrings of vLLM's warp-specialised prefill kernels (FlashAttention-3/-4, trtllm-gen): a GPU
+#: whose rows hold one runs the warp-specialised kind (:func:`tile_params`)
+WS_SOURCES = ("fa3", "fa4", "trtllm")
 #: the engine whose measured prefill call leaves the RoPE pass to the model's own layer (its prep traffic: the KV-cache
 #: write alone)
 ROPE_OUTSIDE = "vllm"
@@ -95,6 +112,38 @@ def kv_steps(rows, device) -> np.ndarray:
         step = np.select([d <= lim for lim, _ in steps], [k for _, k in steps], Q_TILE)
         out = np.where((rows["framework"].astype(str).to_numpy() == "trtllm") & (fp8 == e4m3), step, out)
     return out
+
+
+def warp_specialised(paths: np.ndarray | None, n: int, device: Device) -> np.ndarray:
+    """bool per prefill row (``paths``: :func:`kernel_paths`, ``None``: the engines' own kernels): a warp-specialised
+    TMA kernel runs -- on a :data:`WS_ARCHITECTURES` device, but for the :data:`MMA_SYNC_PATHS` -- whose wave costs
+    ``attention_ws_tile_s`` (~7k SM cycles fitted on Hopper and Blackwell, against ~3k of Ampere's and Ada's
+    ``mma.sync`` kernels' ``attention_tile_s``), as decode's (:func:`.attention_decode.warp_specialised`)."""
+    if device.curves_architecture not in WS_ARCHITECTURES:
+        return np.zeros(n, dtype=bool)
+    return np.ones(n, dtype=bool) if paths is None else ~np.isin(paths.astype(str), MMA_SYNC_PATHS)
+
+
+def tile_params(rows) -> tuple[str, ...]:
+    """The :data:`TILE_FIGURES` ``rows`` (one GPU's prefill rows) determine: ``attention_ws_tile_s`` where its vLLM
+    rows name a warp-specialised kernel (:data:`WS_SOURCES`: the GPU is of that kind, so are its TensorRT-LLM rows),
+    ``attention_tile_s`` where some row runs an ``mma.sync`` kernel (every row elsewhere, the side kernels there)."""
+    if "kernel_source" not in rows or "framework" not in rows:
+        return TILE_FIGURES[:1]
+    src = rows["kernel_source"].astype(str).str.lower().to_numpy().astype(str)
+    vllm = rows["framework"].astype(str).str.lower().to_numpy() == "vllm"
+    if not (vllm & np.logical_or.reduce([np.char.find(src, s) >= 0 for s in WS_SOURCES])).any():
+        return TILE_FIGURES[:1]
+    mma_sync = bool(np.isin(kernel_paths(rows).astype(str), MMA_SYNC_PATHS).any())
+    return TILE_FIGURES if mma_sync else TILE_FIGURES[1:]
+
+
+def tile_seconds(ws: np.ndarray | None, curves: Any) -> np.ndarray | float:
+    """Per row, the per-wave figure of its kernel (SM cycles at the curves' clock): ``attention_ws_tile_s`` where a
+    warp-specialised kernel runs (``ws``) and the curves fit one, else ``attention_tile_s``."""
+    if ws is None or curves.attention_ws_tile_s <= 0:
+        return curves.attention_tile_s
+    return np.where(ws, curves.attention_ws_tile_s, curves.attention_tile_s)
 
 
 def kernel_paths(rows) -> np.ndarray:

@@ -60,6 +60,7 @@ _BOUNDS = {
     "attention": (0.5, 0.01, 1.5, 1.0),
     "attention_fp8": (0.5, 0.01, 1.5, 1.0),
     "attention_tile_s": (1e-6, 0.0, 1e-3, 1e-6),
+    "attention_ws_tile_s": (3e-6, 0.0, 1e-3, 1e-6),  # ~7k SM cycles at ~2 GHz (fitted on Hopper, Blackwell)
     **DECODE_BOUNDS,  # keys decode_<figure> (attention_decode.py)
     "attention_memory": (0.7, 0.05, 1.5, 1.0),
     "mla_token_s": (2e-8, 0.0, 1e-5, 1e-8),
@@ -91,6 +92,7 @@ _DEFAULT_BOUNDS = (0.5, 0.0, 10.0, 1.0)
 _FRESH = frozenset({"compute", "gemm_blend", "split_s", "kstep_s", "l2_sm_gbps", "l2_share"})
 #: the decode attention figures whose fit starts from the ``_BOUNDS`` start (from its default, a bound, it stalls)
 _FRESH = _FRESH | set(DECODE_BOUNDS) | {"mla_token_s", "mla_memory", "mla_tile_s", "prefill_pack_gqa", "prefill_blend"}
+_FRESH = _FRESH | {"attention_ws_tile_s"}  # prefill's warp-specialised wave: from its default 0, a bound, it stalls
 #: the MoE family's shape figures start inside their range too (at their default 0 the fit may not leave the bound)
 _FRESH = _FRESH | MOE_FRESH
 #: how ``generic`` is built (:func:`fit_kernels`): one fit on every GPU's rows, or the architectures' medians

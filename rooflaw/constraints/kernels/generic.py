@@ -39,6 +39,8 @@ CYCLES = frozenset(
         "decode_mha_tile_s",
         "decode_ws_tile_s",
         "mla_tile_s",
+        "attention_tile_s",
+        "attention_ws_tile_s",
         "token_us",
     }
 )

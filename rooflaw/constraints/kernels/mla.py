@@ -51,6 +51,7 @@ import pandas as pd
 from ...devices.device import Device
 from ..tiles import tile_efficiency
 from . import Family, KernelCurves, register
+from . import attention_prefill as AP
 from .attention import (
     Q_TILE,
     AttentionTerms,
@@ -199,6 +200,7 @@ def context_terms(rows: pd.DataFrame, device: Device) -> MlaContextTerms:
         labels=labels,
         op="context_mla",
         kv8=q8,
+        ws=AP.warp_specialised(None, len(rows), device),  # the engines' own MLA prefill kernels' kind
         cache8=b_kv == 1.0,
         proj_flops=proj_flops,
         proj_bytes=proj_bytes,
@@ -209,8 +211,10 @@ def context_seconds(t: MlaContextTerms, device: Device, curves: KernelCurves) ->
     """Seconds of each prepared MLA prefill row: :func:`.attention.seconds` (the fp8 MLA kernel's rows, ``t.kv8``, at
     its own rate ``rate["<engine>/context_mla/fp8"]``), the fp8-cache rows (``t.cache8``) with their engine's fp8
     path's own fixed time per call where fitted (``launch["<engine>/context_mla/fp8"]``, not pooled: vLLM's fp8 path
-    takes 30-40 µs a call more on H100), the fp8 MLA kernel's quantise pass one kernel more (``kernel_s``)."""
+    takes 30-40 µs a call more on H100), the fp8 MLA kernel's quantise pass one kernel more (``kernel_s``, SM
+    cycles)."""
     passes = np.zeros(len(t.bytes)) if t.kv8 is None else t.kv8.astype(float)
+    passes = passes * cycle_scale(curves, device)  # the quantise kernel's kernel_s: SM cycles at the curves' clock
     base = seconds(t, device, curves) + passes * curves.kernel_s + projection_seconds(t, device, curves)
     key = {f"{f}/{t.op}": f"{f}/{t.op}/fp8" for f in t.labels}
     fixed = {k: curves.launch[v] for k, v in key.items() if v in curves.launch}
