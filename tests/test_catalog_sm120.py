@@ -94,3 +94,21 @@ def test_a_bad_kernel_architecture_is_named(tmp_path):
     with pytest.raises(RooflawError, match=r"kernel_architecture.*needs an architecture"):
         Device(id="x", name="x", peak_flops={"fp16": 1e12}, memory_bandwidth=1e9, memory_capacity=1e9,
                kernel_architecture="ada")  # fmt: skip
+
+
+def test_devices_show_says_which_kernel_curves_price_a_device(capsys, tmp_path):
+    """`devices show` names the architecture and the measured GPUs its curves came from: the H200 has no kernel
+    tables of its own and takes Hopper's, fitted on the H100's (the one Hopper folder of the kernel data); an sm_120
+    device file that names `kernel_architecture = "ada"` says so and takes the L40S's; a device without an
+    architecture has no curves."""
+    from rooflaw.cli import main
+
+    assert main(["devices", "show", "h200-sxm"]) == 0
+    assert "architecture: hopper; kernel curves 'hopper', fitted on h100_sxm" in capsys.readouterr().out
+    path = tmp_path / "pro.toml"
+    save_device_toml(dataclasses.replace(get_device("rtx-pro-6000-server"), kernel_architecture="ada"), path)
+    assert main(["devices", "show", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "architecture: blackwell, kernels priced as ada; kernel curves 'ada', fitted on l40s" in out
+    assert main(["devices", "show", "mi300x"]) == 0
+    assert "architecture: none -- no kernel curves" in capsys.readouterr().out

@@ -173,6 +173,7 @@ def show_cmd(
     )
     if _has_roof(dev, "fp16"):
         console.print(f"ridge point (fp16): {dev.ridge('fp16'):.4g} FLOP/byte")
+    console.print(_curves_line(dev), markup=False, soft_wrap=True)
     if dev.uncertain:
         console.print(f"uncertain: {', '.join(dev.uncertain)}", markup=False)
     if dev.achieved:
@@ -185,6 +186,22 @@ def show_cmd(
         )
     if dev.notes:
         console.print(f"notes: {dev.notes}", markup=False)
+
+
+def _curves_line(dev: Device) -> str:
+    """Which architecture prices ``dev``'s kernels, and on which GPUs' measured kernels those curves were fitted."""
+    from ..constraints.kernels import curves_for
+
+    if not dev.architecture:
+        return "architecture: none -- no kernel curves; the engine profile's achieved fractions price it"
+    kern = dev.curves_architecture
+    head = f"architecture: {dev.architecture}" + (f", kernels priced as {kern}" if kern != dev.architecture else "")
+    curves = curves_for(dev)
+    if curves is None:
+        return f"{head}; no kernel curves in the catalog"
+    gpus = ", ".join(curves.provenance.get("gpus", [])) or "?"
+    pooled = " (pooled: no curves of its own architecture)" if curves.architecture != kern else ""
+    return f"{head}; kernel curves '{curves.architecture}'{pooled}, fitted on {gpus}"
 
 
 def _has_roof(dev: Device, dtype: str) -> bool:

@@ -342,7 +342,7 @@ def load_curves(path: str | None = None) -> dict[str, KernelCurves]:
 
 def curves_for(device: Any) -> KernelCurves | None:
     """The curves that price ``device``: its kernels' architecture's (``Device.curves_architecture``: the
-    ``kernel_architecture`` where it has one, sm_120 Blackwell's ``ada``, else its ``architecture``), else the
+    ``kernel_architecture`` where its device file names one, else its ``architecture``), else the
     ``generic`` ones; ``None`` for a device with no ``architecture`` (or when the catalog holds neither)."""
     arch = getattr(device, "curves_architecture", None) or getattr(device, "architecture", None)
     if not arch:
