@@ -190,7 +190,7 @@ def show_cmd(
 
 def _curves_line(dev: Device) -> str:
     """Which architecture prices ``dev``'s kernels, and on which GPUs' measured kernels those curves were fitted."""
-    from ..constraints.kernels import curves_for
+    from ..api import curves_for
 
     if not dev.architecture:
         return "architecture: none -- no kernel curves; the engine profile's achieved fractions price it"
