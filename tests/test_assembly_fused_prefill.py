@@ -187,3 +187,14 @@ def test_the_engines_warp_specialised_prefill_kernels_take_their_own_wave():
                                  ("l40s", "tensorrt-llm", 1.5e-6), ("a100-sxm-80gb", "vllm", 1.5e-6)):  # fmt: skip
         assert prefill_wave_s(kc, get_device(dev_id), engine) == want, (dev_id, engine)
     assert prefill_wave_s(dataclasses.replace(kc, attention_ws_tile_s=0.0), get_device("b200"), "vllm") == 1.5e-6
+
+
+def test_a_wave_figure_the_curves_gpus_did_not_determine_takes_the_other():
+    """The shipped Hopper curves fit only the warp-specialised wave (the H100's rows all run such kernels), so their
+    ``attention_tile_s`` is 0: an engine running an ``mma.sync`` prefill kernel on an H200 (llama.cpp) pays the one
+    Hopper wave the data gives, not a free wave; curves with both figures keep each."""
+    kc = curves_for(get_device("h200-sxm"))
+    assert kc.attention_tile_s == 0.0 < kc.attention_ws_tile_s  # what the H100's rows determine
+    assert prefill_wave_s(kc, get_device("h200-sxm"), "llama.cpp") == kc.attention_ws_tile_s
+    only_tile = dataclasses.replace(kc, attention_tile_s=1.5e-6, attention_ws_tile_s=0.0)
+    assert prefill_wave_s(only_tile, get_device("h200-sxm"), "tensorrt-llm") == 1.5e-6

@@ -37,6 +37,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import numpy as np
+
 from ..devices.device import Device
 
 #: engines whose kernels are the ones the measured tables hold (TensorRT-LLM, vLLM; gpt-fast's cuBLAS/Triton
@@ -229,16 +231,11 @@ def prefill_wave_s(kc: Any, device: Device | None, engine: str | None) -> float:
     (sm90 ``fmha_v2`` / trtllm-gen, FlashAttention-3 / FlashInfer's trtllm-gen:
     :func:`.kernels.attention_prefill.warp_specialised`), ``attention_ws_tile_s`` where the curves fit one (~7k SM
     cycles); every other engine and GPU ``attention_tile_s`` (``mma.sync`` kernels: ~3k)."""
-    tile = float(getattr(kc, "attention_tile_s", 0.0) or 0.0)
-    ws = float(getattr(kc, "attention_ws_tile_s", 0.0) or 0.0)
-    if ws > 0.0 and device is not None and FRAMEWORK.get(engine or "") is not None:
-        try:
-            from .kernels.attention_prefill import warp_specialised
-        except ImportError:
-            return tile
-        if warp_specialised(None, 1, device)[0]:
-            return ws
-    return tile
+    from .kernels.attention_prefill import tile_seconds, warp_specialised
+
+    own = device is not None and FRAMEWORK.get(engine or "") is not None  # an engine with the family's kernels
+    ws = warp_specialised(None, 1, device) if own and device is not None else np.zeros(1, dtype=bool)
+    return float(np.ravel(tile_seconds(ws, kc))[0])
 
 
 def stream_fields(

@@ -140,10 +140,12 @@ def tile_params(rows) -> tuple[str, ...]:
 
 def tile_seconds(ws: np.ndarray | None, curves: Any) -> np.ndarray | float:
     """Per row, the per-wave figure of its kernel (SM cycles at the curves' clock): ``attention_ws_tile_s`` where a
-    warp-specialised kernel runs (``ws``) and the curves fit one, else ``attention_tile_s``."""
-    if ws is None or curves.attention_ws_tile_s <= 0:
-        return curves.attention_tile_s
-    return np.where(ws, curves.attention_ws_tile_s, curves.attention_tile_s)
+    warp-specialised kernel runs (``ws``), else ``attention_tile_s``; a figure the curves' GPUs did not determine (0:
+    Hopper's curves fit the warp-specialised one only, Ampere's and Ada's the other) takes the other's value, as one
+    figure priced every kernel before the two were split, not 0."""
+    ws_s = curves.attention_ws_tile_s or curves.attention_tile_s
+    tile_s = curves.attention_tile_s or curves.attention_ws_tile_s
+    return tile_s if ws is None else np.where(ws, ws_s, tile_s)
 
 
 def kernel_paths(rows) -> np.ndarray:
